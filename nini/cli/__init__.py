@@ -1,0 +1,79 @@
+"""The ``nini`` command."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nini import __version__
+from nini.cli import skills
+from nini.cli._common import CliState, handles_errors, print_json, state
+from nini.doctor import run_checks
+
+app = typer.Typer(
+    help="nini: a data-analysis agent that lives inside Jupyter.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(skills.app, name="skills")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"nini {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    project_dir: Annotated[
+        Path, typer.Option("--project-dir", help="Project folder (its .nini/, .agents/, .claude/ skills).")
+    ] = Path("."),
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True)] = False,
+) -> None:
+    ctx.obj = CliState(project_dir.resolve())
+
+
+@app.command()
+@handles_errors
+def doctor(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
+) -> None:
+    """Check Python, packages, R, the sandbox and NINI_HOME; exit 1 if a required part is missing."""
+    checks = run_checks(state(ctx).settings)
+    if as_json:
+        print_json([c.to_dict() for c in checks])
+    else:
+        width = max(len(c.name) for c in checks)
+        for c in checks:
+            mark = "OK" if c.ok else ("FAIL" if c.required else "WARN")
+            typer.echo(f"{mark:<4}  {c.name:<{width}}  {c.detail}")
+    if any(c.required and not c.ok for c in checks):
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    """Console entry point: usage errors exit 1 like every other user error (2 is for policy denials)."""
+    try:
+        code = app(standalone_mode=False)
+    except BrokenPipeError:
+        # the reader went away (`nini skills list | head`): not an error worth a message
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(1)
+    except Exception as exc:
+        # Usage errors come from the click that typer vendors; they know how to show themselves.
+        if not (hasattr(exc, "show") and hasattr(exc, "exit_code")):
+            raise
+        exc.show()
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

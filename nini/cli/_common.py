@@ -1,0 +1,67 @@
+"""What every CLI command shares: loading settings once, and turning NiniError into an exit code."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+
+from nini.config import Settings, load_settings
+from nini.errors import NiniError
+from nini.logs import configure_logging
+
+F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger("nini.cli")
+
+
+class CliState:
+    """Per-invocation state on the typer context: the settings and the project directory."""
+
+    def __init__(self, project_dir: Path) -> None:
+        self.project_dir = project_dir
+        self._settings: Settings | None = None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings()
+            configure_logging(self._settings.logs_dir, self._settings.log_level)
+        return self._settings
+
+
+def state(ctx: typer.Context) -> CliState:
+    root = ctx.find_root()
+    if not isinstance(root.obj, CliState):
+        root.obj = CliState(Path.cwd())
+    return root.obj
+
+
+def handles_errors(func: F) -> F:
+    """Print a NiniError as one line on stderr and exit 1 (2 for a policy denial); no traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except NiniError as exc:
+            typer.echo(f"error [{exc.code}]: {exc.message}", err=True)
+            raise typer.Exit(exc.exit_code) from None
+        except (typer.Exit, typer.Abort, KeyboardInterrupt, BrokenPipeError):
+            raise
+        except Exception as exc:  # a bug in nini: the user gets one line, the log gets the traceback
+            log.exception("unhandled error in %s", func.__name__)
+            typer.echo(f"error [INTERNAL]: {type(exc).__name__}: {exc} (traceback in the nini log)", err=True)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")

@@ -1,0 +1,204 @@
+"""Settings: the one place that reads ``NINI_*`` environment variables and ``settings.json``.
+
+Precedence, lowest first: field defaults, ``NINI_HOME/settings.json``, ``NINI_*`` environment
+variables (nested fields with ``__``, e.g. ``NINI_SKILLS__EXTRA_DIRS='["/srv/skills"]'``),
+explicit arguments. A value that cannot be used never costs more than its own field: a file
+that fails to parse, or a field with a bad value, is logged as a warning and that field falls
+back to its default. The file is never rewritten by loading.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
+
+SETTINGS_FILE = "settings.json"
+
+log = logging.getLogger("nini.config")
+
+
+def default_home() -> Path:
+    return Path("~/.nini").expanduser()
+
+
+class SkillsSettings(BaseModel):
+    """Where skills come from beyond the standard roots."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    extra_dirs: list[Path] = Field(
+        default_factory=list,
+        description="More folders scanned for SKILL.md (and trusted skill.py), after the user "
+        "skills dir and before nini's bundled skills. Relative paths are taken from NINI_HOME.",
+    )
+
+
+class Settings(BaseSettings):
+    """All of nini's configuration. Build it with ``load_settings()``, not directly."""
+
+    model_config = SettingsConfigDict(env_prefix="NINI_", env_nested_delimiter="__", extra="ignore")
+
+    home: Path = Field(
+        default_factory=default_home,
+        description="NINI_HOME: settings.json, nini.db, user skills, snapshot, logs and sessions. "
+        "Only from the environment or an argument, since settings.json lives inside it.",
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "INFO", description="Threshold of the JSON-lines log in NINI_HOME/logs/."
+    )
+    r_enabled: bool = Field(
+        True, description="Offer R (run_r_code) when R and rpy2 are usable; false turns R off entirely."
+    )
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
+
+    _warnings: list[str] = PrivateAttr(default_factory=list)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, **_other_sources):  # type: ignore[override]
+        # load_settings() reads the environment and the file itself, field by field, so that one
+        # bad value falls back alone instead of failing the whole object.
+        return (init_settings,)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _resolve_paths(self) -> Settings:
+        self.home = self.home.expanduser()
+        self.skills.extra_dirs = [
+            p if p.is_absolute() else self.home / p for p in (d.expanduser() for d in self.skills.extra_dirs)
+        ]
+        return self
+
+    @property
+    def warnings(self) -> list[str]:
+        """What loading had to ignore, for ``nini doctor``."""
+        return list(self._warnings)
+
+    @property
+    def settings_path(self) -> Path:
+        return self.home / SETTINGS_FILE
+
+    @property
+    def user_skills_dir(self) -> Path:
+        return self.home / "skills"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def snapshot_path(self) -> Path:
+        return self.home / "SKILLS_SNAPSHOT.md"
+
+    @property
+    def skills_state_path(self) -> Path:
+        return self.home / "skills_state.json"
+
+
+def load_settings(home: Path | str | None = None, **overrides: Any) -> Settings:
+    """Read defaults, ``settings.json`` and ``NINI_*`` into a ``Settings``, never failing on bad values."""
+    warnings: list[str] = []
+    env = _read_env(warnings)
+    env_home = env.pop("home", None)
+    home_path = Path(home) if home else Path(env_home) if env_home else default_home()
+    file_values = _read_file(home_path.expanduser() / SETTINGS_FILE, warnings)
+    if file_values.pop("home", None) is not None:
+        warnings.append(f"{SETTINGS_FILE}: 'home' is ignored there; set NINI_HOME instead")
+    for key in file_values.keys() - Settings.model_fields.keys():
+        warnings.append(f"{SETTINGS_FILE}: unknown setting {key!r} ignored")
+    settings = _validate_with_fallback(
+        {"file": file_values, "environment": env, "argument": dict(overrides)}, home_path, warnings
+    )
+    for message in warnings:
+        log.warning(message)
+    settings._warnings = warnings
+    return settings
+
+
+def _read_file(path: Path, warnings: list[str]) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        warnings.append(f"{path}: cannot be read ({exc.strerror}); using defaults")
+        return {}
+    try:
+        values = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        warnings.append(f"{path}: not valid JSON ({exc}); using defaults, the file is left as it is")
+        return {}
+    if not isinstance(values, dict):
+        warnings.append(f"{path}: must hold a JSON object, found {type(values).__name__}; using defaults")
+        return {}
+    return values
+
+
+def _read_env(warnings: list[str]) -> dict[str, Any]:
+    """Each field's ``NINI_*`` value, parsed by pydantic-settings; a bad one is skipped alone."""
+    source = EnvSettingsSource(Settings)
+    values: dict[str, Any] = {}
+    for name, field in Settings.model_fields.items():
+        try:
+            raw, _key, is_complex = source.get_field_value(field, name)
+            value = source.prepare_field_value(name, field, raw, is_complex)
+        except ValueError as exc:  # SettingsError is a ValueError
+            warnings.append(f"environment: NINI_{name.upper()} ignored ({exc}); using the default")
+            continue
+        if value is not None and value != {}:
+            values[name] = value
+    return values
+
+
+def _validate_with_fallback(layers: dict[str, dict[str, Any]], home: Path, warnings: list[str]) -> Settings:
+    """Validate the merged layers; drop each invalid field from every layer and retry."""
+    for _ in range(100):  # each round drops at least one value, and there are few fields
+        merged: dict[str, Any] = {}
+        for layer in layers.values():
+            merged = _deep_merge(merged, layer)
+        try:
+            return Settings(home=home, **merged)
+        except ValidationError as exc:
+            for error in exc.errors():
+                loc = [part for part in error["loc"] if isinstance(part, str)]
+                origins = [origin for origin, layer in layers.items() if _drop(layer, loc)]
+                if not origins and loc == ["home"]:
+                    warnings.append(f"NINI_HOME is invalid ({error['msg']}); using {default_home()}")
+                    home = default_home()
+                    continue
+                warnings.append(
+                    f"setting {'.'.join(loc) or '?'} from {', '.join(origins) or 'input'} is invalid "
+                    f"({error['msg']}); using the default"
+                )
+    raise AssertionError("settings validation did not converge")  # pragma: no cover
+
+
+def _drop(values: dict[str, Any], loc: list[str]) -> bool:
+    """Remove the value at ``loc`` (or its deepest existing parent field) from ``values``."""
+    node = values
+    for depth, key in enumerate(loc):
+        if not isinstance(node, dict) or key not in node:
+            return False
+        if depth == len(loc) - 1 or not isinstance(node[key], dict):
+            del node[key]
+            return True
+        node = node[key]
+    return False
+
+
+def _deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged

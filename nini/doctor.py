@@ -1,0 +1,103 @@
+"""``nini doctor``: what this installation can do, and the reason for anything it cannot."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from nini.config import Settings
+
+# Packages nini's core cannot work without, then the ones later capabilities use.
+REQUIRED_PACKAGES = ("pydantic", "pydantic-settings", "PyYAML", "typer")
+OPTIONAL_PACKAGES = ("jupyter_server", "jupyter_client", "ipykernel", "nbformat", "pandas", "rpy2")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    required: bool = True
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def run_checks(settings: Settings) -> list[Check]:
+    return [
+        _python(),
+        *(_package(name, required=True) for name in REQUIRED_PACKAGES),
+        *(_package(name, required=False) for name in OPTIONAL_PACKAGES),
+        _r(settings),
+        _sandbox(),
+        _home(settings.home),
+        _settings(settings),
+    ]
+
+
+def _python() -> Check:
+    version = ".".join(map(str, sys.version_info[:3]))
+    ok = sys.version_info >= (3, 11)
+    return Check("python", ok, version if ok else f"{version}: nini needs Python 3.11 or newer")
+
+
+def _package(name: str, required: bool) -> Check:
+    try:
+        return Check(f"package {name}", True, importlib.metadata.version(name), required)
+    except importlib.metadata.PackageNotFoundError:
+        return Check(f"package {name}", False, "not installed", required)
+
+
+def _r(settings: Settings) -> Check:
+    if not settings.r_enabled:
+        return Check("R", False, "turned off by settings (r_enabled = false)", required=False)
+    r_binary = shutil.which("R")
+    if r_binary is None:
+        return Check("R", False, "R is not on PATH: install r-base-core (make test does, with apt)", required=False)
+    try:
+        first_line = subprocess.run(
+            [r_binary, "--version"], capture_output=True, text=True, timeout=20, check=True
+        ).stdout.splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError) as exc:
+        return Check("R", False, f"{r_binary} does not run: {exc}", required=False)
+    if importlib.util.find_spec("rpy2") is None:
+        return Check("R", False, f"{first_line}, but rpy2 is not installed: pip install 'nini[r]'", required=False)
+    return Check("R", True, f"{first_line} with rpy2", required=False)
+
+
+def _sandbox() -> Check:
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return Check("sandbox", False, "bwrap not found: code runs unsandboxed (apt-get install bubblewrap)", required=False)
+    probe = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "true"]
+    try:
+        result = subprocess.run(probe, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return Check("sandbox", False, f"bwrap cannot start: {exc}; code runs unsandboxed", required=False)
+    if result.returncode != 0:
+        reason = (result.stderr.strip().splitlines() or ["no message"])[-1]
+        return Check("sandbox", False, f"bwrap fails here ({reason}); code runs unsandboxed", required=False)
+    return Check("sandbox", True, f"bubblewrap at {bwrap} (no network, read-only root)", required=False)
+
+
+def _home(home: Path) -> Check:
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=home, prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return Check("NINI_HOME", False, f"{home} is not writable: {exc.strerror or exc}")
+    return Check("NINI_HOME", True, str(home))
+
+
+def _settings(settings: Settings) -> Check:
+    if settings.warnings:
+        return Check("settings", False, "; ".join(settings.warnings), required=False)
+    source = "from settings.json" if settings.settings_path.exists() else "defaults (no settings.json)"
+    return Check("settings", True, source, required=False)

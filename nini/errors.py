@@ -1,0 +1,93 @@
+"""The one error type of nini, with stable codes.
+
+Everything a user can cause surfaces as ``NiniError(code, message, details)``.
+The code is stable (clients and tests match on it), the message is for people,
+``details`` is JSON-serialisable data (never a traceback)::
+
+    NiniError
+     ├── INVALID_ARGUMENT, NOT_FOUND, CONFLICT        (the caller asked for something wrong)
+     ├── POLICY_VIOLATION                             (untrusted code was refused before running)
+     ├── TIMEOUT, CANCELED                            (the work did not finish)
+     ├── KERNEL_DIED, WORKER_DIED, R_UNAVAILABLE      (an execution backend failed)
+     ├── NO_MODEL_AVAILABLE, UPSTREAM_ERROR           (the LLM side failed)
+     ├── SKILL_DEFINITION_UNAVAILABLE                 (a Markdown skill could not be read)
+     └── DB_ERROR, INTERNAL                           (nini itself failed)
+
+``to_dict()`` is the ``error`` member of the response envelope in DESIGN.md section 4;
+HTTP status and CLI exit code are derived here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+
+class ErrorCode(StrEnum):
+    INVALID_ARGUMENT = "INVALID_ARGUMENT"
+    NOT_FOUND = "NOT_FOUND"
+    CONFLICT = "CONFLICT"
+    POLICY_VIOLATION = "POLICY_VIOLATION"
+    TIMEOUT = "TIMEOUT"
+    CANCELED = "CANCELED"
+    DB_ERROR = "DB_ERROR"
+    KERNEL_DIED = "KERNEL_DIED"
+    WORKER_DIED = "WORKER_DIED"
+    R_UNAVAILABLE = "R_UNAVAILABLE"
+    NO_MODEL_AVAILABLE = "NO_MODEL_AVAILABLE"
+    UPSTREAM_ERROR = "UPSTREAM_ERROR"
+    SKILL_DEFINITION_UNAVAILABLE = "SKILL_DEFINITION_UNAVAILABLE"
+    INTERNAL = "INTERNAL"
+
+
+HTTP_STATUS: dict[ErrorCode, int] = {
+    ErrorCode.INVALID_ARGUMENT: 400,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.CONFLICT: 409,
+    ErrorCode.POLICY_VIOLATION: 403,
+    ErrorCode.TIMEOUT: 504,
+    ErrorCode.CANCELED: 499,
+    ErrorCode.DB_ERROR: 500,
+    ErrorCode.KERNEL_DIED: 500,
+    ErrorCode.WORKER_DIED: 500,
+    ErrorCode.R_UNAVAILABLE: 503,
+    ErrorCode.NO_MODEL_AVAILABLE: 503,
+    ErrorCode.UPSTREAM_ERROR: 502,
+    ErrorCode.SKILL_DEFINITION_UNAVAILABLE: 422,
+    ErrorCode.INTERNAL: 500,
+}
+
+
+class NiniError(Exception):
+    """An error a user can act on: a stable ``code``, a readable ``message``, optional ``details``."""
+
+    def __init__(self, code: ErrorCode | str, message: str, details: dict[str, Any] | None = None):
+        self.code = ErrorCode(code)
+        self.message = message
+        self.details = details
+        super().__init__(f"[{self.code}] {message}")
+
+    @property
+    def http_status(self) -> int:
+        return HTTP_STATUS[self.code]
+
+    @property
+    def exit_code(self) -> int:
+        """CLI convention (DESIGN.md section 5): 2 for a policy denial, 1 for everything else."""
+        return 2 if self.code is ErrorCode.POLICY_VIOLATION else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"code": self.code.value, "message": self.message}
+        if self.details:
+            body["details"] = self.details
+        return body
+
+
+def error_envelope(error: NiniError) -> dict[str, Any]:
+    """The failure half of the response envelope: ``{"ok": false, "error": {...}}``."""
+    return {"ok": False, "error": error.to_dict()}
+
+
+def ok_envelope(data: Any) -> dict[str, Any]:
+    """The success half of the response envelope: ``{"ok": true, "data": ...}``."""
+    return {"ok": True, "data": data}

@@ -1,0 +1,188 @@
+"""Reading SKILL.md files: frontmatter, fallbacks, and the strict checks of ``nini skills validate``."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nini.skills.rules import (
+    ALLOWED_FRONTMATTER_KEYS,
+    description_problems,
+    name_problems,
+    normalise_category,
+)
+
+SKILL_FILENAMES = ("SKILL.md", "skill.md")
+# A definition is text an agent reads into its context; anything this large is not one.
+MAX_SKILL_FILE_BYTES = 1 << 20
+
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^(?:---|\.\.\.)[ \t]*\r?$\n?", re.S | re.M)
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class SkillFileError(Exception):
+    """A SKILL.md that cannot be used at all; the message says why and what to fix."""
+
+
+@dataclass(frozen=True)
+class ParsedSkill:
+    """What a SKILL.md declares, after nini's fallbacks and normalisation."""
+
+    name: str
+    description: str
+    category: str
+    metadata: dict[str, Any]
+    warnings: tuple[str, ...] = field(default=())
+
+
+def read_skill_text(path: Path, size: int | None = None) -> str:
+    """The file's text, refusing what cannot be a skill definition (too big, binary, not UTF-8)."""
+    if size is None:
+        size = path.stat().st_size
+    if size > MAX_SKILL_FILE_BYTES:
+        raise SkillFileError(
+            f"file is {size / 1_048_576:.1f} MiB; a skill definition must be under "
+            f"{MAX_SKILL_FILE_BYTES // 1_048_576} MiB"
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SkillFileError(f"cannot be read: {exc.strerror or exc}") from exc
+    if b"\x00" in data:
+        raise SkillFileError("file is binary (contains NUL bytes), not Markdown")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SkillFileError(f"not valid UTF-8 (byte {exc.start}); save the file as UTF-8") from exc
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:
+    """``(frontmatter or None when absent, body)``; bad YAML raises ``SkillFileError``."""
+    if not text.startswith("---"):
+        return None, text
+    match = _FRONTMATTER.match(text)
+    if not match:
+        raise SkillFileError("frontmatter opened with --- is never closed by a --- line")
+    try:
+        data = yaml.load(match.group(1), Loader=_Loader)
+    except yaml.YAMLError as exc:
+        raise SkillFileError(f"frontmatter is not valid YAML: {_one_line(exc)}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise SkillFileError(f"frontmatter must be a YAML mapping, found {type(data).__name__}")
+    return {str(k): v for k, v in data.items()}, text[match.end() :]
+
+
+def first_body_line(body: str) -> str:
+    """The first line that is neither blank nor a heading: the description fallback."""
+    for line in body.splitlines():
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#") and stripped != "---":
+            return stripped
+    return ""
+
+
+def parse_skill_text(text: str, folder_name: str) -> ParsedSkill:
+    """Apply the loading rules: defaults, normalisation, and rule breaks as warnings."""
+    frontmatter, body = split_frontmatter(text)
+    frontmatter = frontmatter or {}
+    warnings: list[str] = []
+
+    name = frontmatter.get("name")
+    if name is None or (isinstance(name, str) and not name.strip()):
+        name = folder_name
+    elif isinstance(name, (int, float)) and not isinstance(name, bool):
+        warnings.append(f"name {name!r} is a number; read as text")
+        name = str(name)
+    elif not isinstance(name, str):
+        raise SkillFileError(f"name must be text, found {type(name).__name__}")
+    name = name.strip()
+
+    description = frontmatter.get("description")
+    if description is not None and not isinstance(description, str):
+        raise SkillFileError(f"description must be text, found {type(description).__name__}")
+    if description is None or not description.strip():
+        description = first_body_line(body)
+    if not description:
+        raise SkillFileError(
+            "no description: add 'description:' to the frontmatter or a first paragraph to the body"
+        )
+
+    meta_value = frontmatter.get("metadata")
+    metadata: dict[str, Any] = dict(meta_value) if isinstance(meta_value, dict) else {}
+    if meta_value is not None and not isinstance(meta_value, dict):
+        warnings.append("metadata must be a mapping; its value is kept as metadata.value")
+        metadata["value"] = meta_value
+    declared_category = frontmatter.get("category", metadata.get("category"))
+    category, unknown = normalise_category(declared_category)
+    if unknown is not None:
+        metadata["raw_category"] = unknown
+        warnings.append(f"unknown category {unknown!r}; listed as 'other'")
+    for key, value in frontmatter.items():
+        if key not in ("name", "description", "category", "metadata"):
+            metadata[key] = value
+
+    warnings += name_problems(name) + description_problems(description)
+    if name != folder_name:
+        warnings.append(f"name {name!r} differs from its folder {folder_name!r}")
+    return ParsedSkill(name, description, category, _json_safe(metadata), tuple(warnings))
+
+
+def validate_skill_file(path: Path) -> tuple[list[str], list[str]]:
+    """Strict check of one SKILL.md (or a folder holding one): ``(errors, warnings)``."""
+    path = Path(path)
+    if path.is_dir():
+        found = [path / n for n in SKILL_FILENAMES if (path / n).is_file()]
+        if not found:
+            return [f"no SKILL.md in {path}"], []
+        path = found[0]
+    try:
+        text = read_skill_text(path)
+        frontmatter, _body = split_frontmatter(text)
+    except FileNotFoundError:
+        return [f"{path} does not exist"], []
+    except (SkillFileError, OSError) as exc:
+        return [str(exc)], []
+    if frontmatter is None:
+        return ["no YAML frontmatter: the file must start with a --- block holding name and description"], []
+
+    errors: list[str] = []
+    warnings: list[str] = []
+    unexpected = sorted(frontmatter.keys() - ALLOWED_FRONTMATTER_KEYS)
+    if unexpected:
+        errors.append(
+            f"unexpected frontmatter key(s) {', '.join(unexpected)}; allowed: "
+            f"{', '.join(sorted(ALLOWED_FRONTMATTER_KEYS))} (put anything else under metadata)"
+        )
+    name = frontmatter.get("name")
+    if not isinstance(name, str) or not name.strip():
+        errors.append("missing 'name' in frontmatter")
+    else:
+        errors += name_problems(name)
+        if name != path.parent.name:
+            warnings.append(f"name {name!r} differs from its folder {path.parent.name!r}")
+    description = frontmatter.get("description")
+    if not isinstance(description, str) or not description.strip():
+        errors.append("missing 'description' in frontmatter")
+    else:
+        errors += description_problems(description)
+    if "category" in frontmatter:
+        _category, unknown = normalise_category(frontmatter["category"])
+        if unknown is not None:
+            warnings.append(f"unknown category {unknown!r}; it will be listed as 'other'")
+    return errors, warnings
+
+
+def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
+    # YAML gives dates and other non-JSON types; records cross process boundaries as JSON.
+    return json.loads(json.dumps(value, default=str, ensure_ascii=False))
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())

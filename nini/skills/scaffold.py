@@ -1,0 +1,153 @@
+"""``nini skills create``: new skills that already follow every rule, ready to fill in."""
+
+from __future__ import annotations
+
+import keyword
+from pathlib import Path
+from typing import Literal
+
+import yaml
+
+from nini.errors import ErrorCode, NiniError
+from nini.fsutil import atomic_write_text
+from nini.skills.markdown import parse_skill_text
+from nini.skills.rules import CATEGORIES, CATEGORY_ALIASES, description_problems, name_problems, normalise_category
+
+MARKDOWN_BODY = """\
+# {title}
+
+## 适用场景
+
+- 说明用户在什么情况下会需要这个技能，例如：“按月汇总销售额并比较各地区的增长”。
+- 写清输入数据的要求：需要哪些列（如 `date`、`region`、`amount`）、列的类型、大致的数据量。
+- 写清不适用的情况，例如数据没有时间列、样本量太小（少于 30 行）或目标变量缺失过多。
+
+## 步骤
+
+1. 加载数据集并检查结构：列名、类型、行数、缺失值比例；把发现的问题记录下来。
+2. 清洗数据：统一日期和数值格式，处理缺失值和重复行，并说明每一步删除或修改了多少行。
+3. 执行核心分析：写出具体的方法和参数，例如分组字段、聚合函数、使用的统计检验及显著性水平。
+4. 生成图表：说明图表类型、横纵轴和分组方式，并为每张图写一句要点说明。
+5. 汇总结论：用三到五条要点回答用户的问题，每条都引用上面计算出的具体数字。
+
+## 注意事项
+
+- 先在数据的一个子集上验证代码，再在全量数据上运行。
+- 不要修改原始数据文件；清洗后的结果另存为新的数据集。
+- 结论只基于实际计算的结果；样本量不足或前提假设不满足时要明确说明。
+- 记录关键参数（时间范围、过滤条件、分组方式），让分析可以复现。
+"""
+
+FUNCTION_MODULE = '''\
+"""Function skill {name!r}, created by `nini skills create`."""
+
+from __future__ import annotations
+
+from nini.skills import skill
+
+
+@skill(name={name!r}, category={category!r}, description={description!r})
+def {func}(values: list[float], label: str = "value") -> dict:
+    """Summarise a list of numbers.
+
+    Replace the body with the skill's real work; keep the type hints, they are its input schema.
+
+    Args:
+        values: The numbers to summarise, for example one column of a dataset.
+        label: The name used for the values in the result.
+    """
+    if not values:
+        raise ValueError("values must not be empty")
+    return {{
+        "label": label,
+        "count": len(values),
+        "mean": sum(values) / len(values),
+        "min": min(values),
+        "max": max(values),
+    }}
+'''
+
+FUNCTION_TEST = '''\
+"""Tests for function skill {name!r}; run them with pytest."""
+
+from pathlib import Path
+
+import pytest
+
+from nini.errors import NiniError
+from nini.skills.function import load_skill_module
+
+SKILL = load_skill_module(Path(__file__).with_name("skill.py"), "skill_under_test_{func}")[0]
+
+
+def test_summarises_values():
+    arguments = SKILL.validate_arguments({{"values": [1, 2, 3, 6]}})
+    result = SKILL.func(**arguments)
+    assert result == {{"label": "value", "count": 4, "mean": 3.0, "min": 1, "max": 6}}
+
+
+def test_rejects_arguments_that_do_not_match_the_schema():
+    with pytest.raises(NiniError) as caught:
+        SKILL.validate_arguments({{"values": "not a list"}})
+    assert caught.value.code == "INVALID_ARGUMENT"
+'''
+
+
+def create_skill(
+    name: str,
+    *,
+    type: Literal["markdown", "function"],
+    description: str,
+    category: str = "other",
+    directory: Path,
+) -> list[Path]:
+    """Write a new skill folder ``directory/name``; returns the files written.
+
+    Refuses an invalid name, description or category (INVALID_ARGUMENT) and an existing skill
+    (CONFLICT, naming the path): nothing is ever overwritten.
+    """
+    problems = name_problems(name) + description_problems(description)
+    if normalise_category(category)[1] is not None:
+        problems.append(
+            f"unknown category {category!r}; use one of {', '.join(CATEGORIES)} "
+            f"(or an alias: {', '.join(sorted(CATEGORY_ALIASES))})"
+        )
+    if type not in ("markdown", "function"):
+        problems.append(f"type must be 'markdown' or 'function', not {type!r}")
+    if problems:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, "; ".join(problems), {"problems": problems})
+
+    folder = Path(directory).expanduser() / name
+    render = _render_markdown if type == "markdown" else _render_function
+    files = render(name, description, category)
+    for filename in files:
+        existing = folder / filename
+        if existing.exists():
+            raise NiniError(ErrorCode.CONFLICT, f"{existing} already exists; nothing was written", {"path": str(existing)})
+    written = []
+    for filename, text in files.items():
+        atomic_write_text(folder / filename, text)
+        written.append(folder / filename)
+    return written
+
+
+def _render_markdown(name: str, description: str, category: str) -> dict[str, str]:
+    frontmatter = yaml.safe_dump(
+        {"name": name, "description": description, "category": category},
+        allow_unicode=True,
+        sort_keys=False,
+        width=1 << 20,
+    )
+    title = " ".join(part.capitalize() for part in name.split("-"))
+    text = f"---\n{frontmatter}---\n\n{MARKDOWN_BODY.format(title=title)}"
+    parsed = parse_skill_text(text, name)  # the file must read back exactly as asked
+    assert (parsed.name, parsed.description) == (name, description), "scaffold frontmatter did not round-trip"
+    return {"SKILL.md": text}
+
+
+def _render_function(name: str, description: str, category: str) -> dict[str, str]:
+    func = name.replace("-", "_")
+    if func[0].isdigit() or keyword.iskeyword(func):
+        func = f"skill_{func}"
+    values = {"name": name, "description": description, "category": category, "func": func}
+    return {"skill.py": FUNCTION_MODULE.format(**values), "test_skill.py": FUNCTION_TEST.format(**values)}

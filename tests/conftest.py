@@ -1,0 +1,57 @@
+"""Shared fixtures. Every test runs with NINI_HOME in a temp dir: nothing touches the real home."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from nini.config import Settings, load_settings
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_CORPORA = REPO_ROOT.parent / "shared" / "corpora"
+
+
+@pytest.fixture(autouse=True)
+def nini_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh NINI_HOME per test, and no NINI_* variable from the developer's shell."""
+    for key in list(os.environ):
+        if key.startswith("NINI_"):
+            monkeypatch.delenv(key)
+    home = tmp_path / "nini-home"
+    monkeypatch.setenv("NINI_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def settings(nini_home: Path) -> Settings:
+    return load_settings()
+
+
+@pytest.fixture
+def project_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+def write_skill(root: Path, folder: str, text: str | bytes, filename: str = "SKILL.md") -> Path:
+    """Write ``root/folder/filename`` (creating folders) and return its path."""
+    path = root / folder / filename
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def skill_md(name: str | None = None, description: str | None = None, body: str = "# Title\n\nBody text.\n", **extra: object) -> str:
+    """A SKILL.md text with the given frontmatter fields (omitted when None)."""
+    import yaml
+
+    fields = {k: v for k, v in {"name": name, "description": description, **extra}.items() if v is not None}
+    if not fields:
+        return body
+    return "---\n" + yaml.safe_dump(fields, allow_unicode=True, sort_keys=False) + "---\n" + body
