@@ -88,7 +88,9 @@ def scan_roots(roots: list[SkillRoot], watch_files: tuple[Path, ...] = ()) -> Sc
 
 def is_unchanged(scan: Scan) -> bool:
     """True when nothing the scan saw has been added, removed or modified since."""
-    return all(_stat_key(Path(path)) == key for path, key in scan.fingerprint)
+    # a hot path (every agent turn): plain strings and a local os.stat, no Path objects
+    stat_key = _stat_key
+    return all(stat_key(path) == key for path, key in scan.fingerprint)
 
 
 def _scan_root(root: SkillRoot, files: list[FoundFile], watched: list) -> None:
@@ -139,7 +141,7 @@ def _is_file(entry: os.DirEntry) -> bool:
         return False
 
 
-def _stat_key(path: Path) -> tuple[int, int] | None:
+def _stat_key(path: str | Path) -> tuple[int, int] | None:
     try:
         info = os.stat(path)
     except OSError:

@@ -1,0 +1,49 @@
+"""`make demo`: nini end to end, offline, on bundled data, in a throwaway NINI_HOME.
+
+Each step runs the real `nini` command, exactly as a user would type it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+NINI = str(Path(sys.executable).with_name("nini"))
+
+
+def step(title: str, *args: str, env: dict[str, str], cwd: Path) -> str:
+    print(f"\n== {title}\n$ nini {' '.join(args)}", flush=True)
+    result = subprocess.run([NINI, *args], env=env, cwd=cwd, capture_output=True, text=True)
+    print(result.stdout.rstrip())
+    if result.returncode != 0:
+        print(result.stderr.rstrip(), file=sys.stderr)
+        sys.exit(f"demo step failed: nini {' '.join(args)} (exit {result.returncode})")
+    return result.stdout
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="nini-demo-") as tmp:
+        home, project = Path(tmp) / "home", Path(tmp) / "project"
+        project.mkdir()
+        env = {**os.environ, "NINI_HOME": str(home)}
+        print(f"NINI_HOME={home} (temporary; removed at the end)")
+
+        step("Create a Markdown skill from the scaffold",
+             "skills", "create", "monthly-sales-summary", "--type", "markdown",
+             "--description", "按月汇总销售额，比较各地区的增长并画出趋势图。", "--category", "statistics",
+             env=env, cwd=project)
+        step("Check it against the Agent Skills rules",
+             "skills", "validate", str(home / "skills" / "monthly-sales-summary"), env=env, cwd=project)
+        step("List every skill (user, project and bundled)", "skills", "list", env=env, cwd=project)
+        snapshot = step("Write the skills snapshot", "skills", "snapshot", env=env, cwd=project).strip()
+        print(f"\nThe snapshot is at {snapshot}; its first lines:")
+        print("".join(Path(snapshot).read_text(encoding="utf-8").splitlines(keepends=True)[:12]).rstrip())
+        step("Check the installation", "doctor", env=env, cwd=project)
+    print("\ndemo finished")
+
+
+if __name__ == "__main__":
+    main()
