@@ -103,6 +103,12 @@ class Settings(BaseSettings):
         return self.home / "skills_state.json"
 
 
+def resolve_home(home: Path | str | None = None) -> Path:
+    """NINI_HOME as ``load_settings`` will use it, without reading anything else (for early logging)."""
+    env_home = _read_env([]).get("home")
+    return (Path(home) if home else Path(env_home) if env_home else default_home()).expanduser()
+
+
 def load_settings(home: Path | str | None = None, **overrides: Any) -> Settings:
     """Read defaults, ``settings.json`` and ``NINI_*`` into a ``Settings``, never failing on bad values."""
     warnings: list[str] = []

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from nini.config import Settings, load_settings
+from nini.config import Settings, load_settings, resolve_home
 from nini.errors import NiniError
 from nini.logs import configure_logging
 
@@ -30,8 +30,11 @@ class CliState:
     @property
     def settings(self) -> Settings:
         if self._settings is None:
+            configure_logging(resolve_home() / "logs")  # first, so settings warnings reach the log file
             self._settings = load_settings()
             configure_logging(self._settings.logs_dir, self._settings.log_level)
+            for warning in self._settings.warnings:
+                typer.echo(f"warning: {warning}", err=True)
         return self._settings
 
 
