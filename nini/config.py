@@ -3,8 +3,9 @@
 Precedence, lowest first: field defaults, ``NINI_HOME/settings.json``, ``NINI_*`` environment
 variables (nested fields with ``__``, e.g. ``NINI_SKILLS__EXTRA_DIRS='["/srv/skills"]'``),
 explicit arguments. A value that cannot be used never costs more than its own field: a file
-that fails to parse, or a field with a bad value, is logged as a warning and that field falls
-back to its default. The file is never rewritten by loading.
+that fails to parse, or a field with a bad value, is logged as a warning and that value is
+dropped: the field falls back to the source below it (a bad ``NINI_*`` value to settings.json),
+finally to its default. The file is never rewritten by loading.
 """
 
 from __future__ import annotations
@@ -165,7 +166,11 @@ def _read_env(warnings: list[str]) -> dict[str, Any]:
 
 
 def _validate_with_fallback(layers: dict[str, dict[str, Any]], home: Path, warnings: list[str]) -> Settings:
-    """Validate the merged layers; drop each invalid field from every layer and retry."""
+    """Validate the merged layers; drop each invalid value from the layer it came from and retry.
+
+    Only the highest layer holding the value loses it, so a bad ``NINI_*`` value does not also
+    discard a good one from settings.json: the field falls back layer by layer to its default.
+    """
     for _ in range(100):  # each round drops at least one value, and there are few fields
         merged: dict[str, Any] = {}
         for layer in layers.values():
@@ -173,16 +178,20 @@ def _validate_with_fallback(layers: dict[str, dict[str, Any]], home: Path, warni
         try:
             return Settings(home=home, **merged)
         except ValidationError as exc:
+            seen: set[tuple[str, ...]] = set()
             for error in exc.errors():
                 loc = [part for part in error["loc"] if isinstance(part, str)]
-                origins = [origin for origin, layer in layers.items() if _drop(layer, loc)]
-                if not origins and loc == ["home"]:
+                if tuple(loc) in seen:  # a bad list gives one error per item: one warning is enough
+                    continue
+                seen.add(tuple(loc))
+                origin = next((name for name, layer in reversed(layers.items()) if _drop(layer, loc)), None)
+                if origin is None and loc == ["home"]:
                     warnings.append(f"NINI_HOME is invalid ({error['msg']}); using {default_home()}")
                     home = default_home()
                     continue
                 warnings.append(
-                    f"setting {'.'.join(loc) or '?'} from {', '.join(origins) or 'input'} is invalid "
-                    f"({error['msg']}); using the default"
+                    f"setting {'.'.join(loc) or '?'} from {origin or 'input'} is invalid "
+                    f"({error['msg']}); ignored, so a lower source or the default applies"
                 )
     raise AssertionError("settings validation did not converge")  # pragma: no cover
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -11,7 +10,7 @@ import typer
 
 from nini import __version__
 from nini.cli import skills
-from nini.cli._common import CliState, handles_errors, print_json, state
+from nini.cli._common import CliState, handles_errors, print_json, silence_stdout, state
 from nini.doctor import run_checks
 
 app = typer.Typer(
@@ -25,7 +24,10 @@ app.add_typer(skills.app, name="skills")
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"nini {__version__}")
+        try:
+            typer.echo(f"nini {__version__}")
+        except BrokenPipeError:
+            silence_stdout()
         raise typer.Exit()
 
 
@@ -63,9 +65,10 @@ def main() -> None:
     """Console entry point: usage errors exit 1 like every other user error (2 is for policy denials)."""
     try:
         code = app(standalone_mode=False)
+        sys.stdout.flush()  # output still buffered meets a closed pipe here, not at interpreter exit
     except BrokenPipeError:
         # the reader went away (`nini skills list | head`): not an error worth a message
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        silence_stdout()
         sys.exit(0)
     except typer.Abort:
         typer.echo("aborted", err=True)

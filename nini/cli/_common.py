@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -55,14 +56,35 @@ def handles_errors(func: F) -> F:
         except NiniError as exc:
             typer.echo(f"error [{exc.code}]: {exc.message}", err=True)
             raise typer.Exit(exc.exit_code) from None
-        except (typer.Exit, typer.Abort, KeyboardInterrupt, BrokenPipeError):
+        except BrokenPipeError:
+            # the reader went away (`nini skills list | head`); left alone, the typer layer exits 1
+            silence_stdout()
+            raise typer.Exit(0) from None
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
         except Exception as exc:  # a bug in nini: the user gets one line, the log gets the traceback
-            log.exception("unhandled error in %s", func.__name__)
+            _log_traceback(func.__name__)
             typer.echo(f"error [INTERNAL]: {type(exc).__name__}: {exc} (traceback in the nini log)", err=True)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _log_traceback(command: str) -> None:
+    """Log the exception being handled to the JSON-lines file, never to the terminal.
+
+    Commands that need no settings (``skills validate``) never set the log file up, and a record
+    with no handler anywhere goes to the stdlib's last-resort handler: the traceback on stderr.
+    """
+    settings = load_settings()
+    configure_logging(settings.logs_dir, settings.log_level)
+    if log.hasHandlers():
+        log.exception("unhandled error in %s", command)
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null once its reader is gone, so the flush at exit cannot fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def print_json(value: Any) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +20,11 @@ from nini.skills.rules import (
 SKILL_FILENAMES = ("SKILL.md", "skill.md")
 # A definition is text an agent reads into its context; anything this large is not one.
 MAX_SKILL_FILE_BYTES = 1 << 20
+# Frontmatter is a handful of fields; far deeper or larger structures are garbage or an attack
+# (libyaml's C composer recurses without a limit and crashes the process on deep nesting, and YAML
+# aliases can expand a small file into millions of values), so they are refused before use.
+MAX_FRONTMATTER_DEPTH = 50
+MAX_FRONTMATTER_VALUES = 10_000
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^(?:---|\.\.\.)[ \t]*\r?$\n?", re.S | re.M)
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -53,6 +58,20 @@ def read_skill_text(path: Path, size: int | None = None) -> str:
         data = path.read_bytes()
     except OSError as exc:
         raise SkillFileError(f"cannot be read: {exc.strerror or exc}") from exc
+    return decode_skill_bytes(data)
+
+
+def decode_skill_bytes(data: bytes) -> str:
+    """The text of a SKILL.md already read into memory, with the checks of ``read_skill_text``.
+
+    Read-before-execute hashes the very bytes it decodes: reading the file a second time could
+    pair one version's hash with another version's body if the file is saved in between.
+    """
+    if len(data) > MAX_SKILL_FILE_BYTES:
+        raise SkillFileError(
+            f"file is {len(data) / 1_048_576:.1f} MiB; a skill definition must be under "
+            f"{MAX_SKILL_FILE_BYTES // 1_048_576} MiB"
+        )
     if b"\x00" in data:
         raise SkillFileError("file is binary (contains NUL bytes), not Markdown")
     try:
@@ -68,10 +87,14 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:
     match = _FRONTMATTER.match(text)
     if not match:
         raise SkillFileError("frontmatter opened with --- is never closed by a --- line")
+    source = match.group(1)
     try:
-        data = yaml.load(match.group(1), Loader=_Loader)
+        _check_nesting(source)
+        data = yaml.load(source, Loader=_Loader)
     except yaml.YAMLError as exc:
         raise SkillFileError(f"frontmatter is not valid YAML: {_one_line(exc)}") from exc
+    except RecursionError as exc:
+        raise SkillFileError(f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels") from exc
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -179,9 +202,60 @@ def validate_skill_file(path: Path) -> tuple[list[str], list[str]]:
     return errors, warnings
 
 
+def _check_nesting(source: str) -> None:
+    """Refuse frontmatter nested deeper than ``MAX_FRONTMATTER_DEPTH`` before it is composed.
+
+    libyaml's composer recurses once per level in C, so a 100 KB line of ``[`` kills the process
+    (SIGSEGV) instead of raising. The event stream is flat, so it is walked first; only when the
+    text holds enough structural characters to nest that deep, which keeps the common case free.
+    """
+    if sum(source.count(c) for c in "[{-?:") <= MAX_FRONTMATTER_DEPTH:
+        return
+    depth = 0
+    for event in yaml.parse(source, Loader=_Loader):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_FRONTMATTER_DEPTH:
+                raise SkillFileError(f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels")
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+
+
 def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
-    # YAML gives dates and other non-JSON types; records cross process boundaries as JSON.
-    return json.loads(json.dumps(value, default=str, ensure_ascii=False))
+    """A JSON-ready copy of frontmatter metadata; records cross process boundaries as JSON.
+
+    YAML gives dates, sets, bytes, non-text mapping keys and non-finite floats: these become text
+    (``json.dumps(default=str)`` handles values but raises on a date *key*). Aliases can make a
+    structure that contains itself or expands to millions of values; those are refused.
+    """
+    budget = [MAX_FRONTMATTER_VALUES]
+    open_containers: set[int] = set()
+
+    def convert(item: Any, depth: int) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise SkillFileError(
+                f"frontmatter expands to more than {MAX_FRONTMATTER_VALUES} values (YAML aliases?)"
+            )
+        if item is None or isinstance(item, (bool, int, str)):
+            return item
+        if isinstance(item, float):
+            return item if math.isfinite(item) else str(item)
+        if not isinstance(item, (dict, list, tuple)):
+            return str(item)
+        if id(item) in open_containers:
+            raise SkillFileError("frontmatter contains itself (a YAML alias inside its own anchor)")
+        if depth >= MAX_FRONTMATTER_DEPTH:
+            raise SkillFileError(f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels")
+        open_containers.add(id(item))
+        try:
+            if isinstance(item, dict):
+                return {k if isinstance(k, str) else str(k): convert(v, depth + 1) for k, v in item.items()}
+            return [convert(v, depth + 1) for v in item]
+        finally:
+            open_containers.discard(id(item))
+
+    return convert(value, 0)
 
 
 def _one_line(exc: Exception) -> str:

@@ -19,7 +19,14 @@ from nini.fsutil import atomic_write_text
 from nini.skills import state as skill_state
 from nini.skills.discovery import FoundFile, Scan, SkillRoot, is_unchanged, scan_roots, standard_roots
 from nini.skills.function import FunctionSkill, load_skill_module
-from nini.skills.markdown import ParsedSkill, SkillFileError, parse_skill_text, read_skill_text, split_frontmatter
+from nini.skills.markdown import (
+    ParsedSkill,
+    SkillFileError,
+    decode_skill_bytes,
+    parse_skill_text,
+    read_skill_text,
+    split_frontmatter,
+)
 from nini.skills.records import SkillDefinition, SkillProblem, SkillRecord
 from nini.skills.snapshot import render_prompt_block, render_snapshot
 
@@ -86,10 +93,15 @@ class SkillRegistry:
                 return False
             return self._rebuild(self._rescan())
 
-    def set_enabled(self, name: str, enabled: bool) -> dict[str, Any]:
-        """Persist an enable/disable override and return the updated record."""
+    def set_enabled(self, name: str, enabled: bool, type: str | None = None) -> dict[str, Any]:
+        """Persist an enable/disable override and return the updated record.
+
+        ``type`` picks the Markdown skill when it shares its name with a function skill; without
+        it the function skill is meant (as in ``get_record``), so only an explicit
+        ``type="markdown"`` can reach the conflicting skill, and enabling that one is refused.
+        """
         with self._lock:
-            record = self.get_record(name)
+            record = self.get_record(name, type)
             if enabled and record.metadata.get("conflict_with"):
                 raise NiniError(
                     ErrorCode.CONFLICT,
@@ -97,7 +109,7 @@ class SkillRegistry:
                 )
             skill_state.write_override(self._settings.skills_state_path, record.name, enabled)
             self.refresh(force=True)
-            return self.get_record(name).to_dict()
+            return self.get_record(name, type).to_dict()
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -161,7 +173,7 @@ class SkillRegistry:
             if record.path is None:
                 raise SkillFileError("it has no file")
             data = record.path.read_bytes()
-            _frontmatter, body = split_frontmatter(read_skill_text(record.path, len(data)))
+            _frontmatter, body = split_frontmatter(decode_skill_bytes(data))
         except (OSError, SkillFileError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise NiniError(
@@ -181,7 +193,14 @@ class SkillRegistry:
         """A text file referenced by a Markdown skill, read only from inside that skill's folder."""
         folder = self.load_definition(name).folder.resolve()
         candidate = PurePosixPath(relative_path.replace("\\", "/"))
-        if not relative_path.strip() or candidate.is_absolute() or ".." in candidate.parts or ":" in candidate.parts[0]:
+        # "." and "./" have no parts at all: they name the folder itself, not a file in it
+        if (
+            not relative_path.strip()
+            or not candidate.parts
+            or candidate.is_absolute()
+            or ".." in candidate.parts
+            or ":" in candidate.parts[0]
+        ):
             raise NiniError(
                 ErrorCode.INVALID_ARGUMENT,
                 f"skill {name!r} may only read files inside its own folder by relative path, not {relative_path!r}",

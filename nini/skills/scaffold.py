@@ -132,17 +132,26 @@ def create_skill(
 
 
 def _render_markdown(name: str, description: str, category: str) -> dict[str, str]:
-    frontmatter = yaml.safe_dump(
-        {"name": name, "description": description, "category": category},
-        allow_unicode=True,
-        sort_keys=False,
-        width=1 << 20,
-    )
     title = " ".join(part.capitalize() for part in name.split("-"))
-    text = f"---\n{frontmatter}---\n\n{MARKDOWN_BODY.format(title=title)}"
-    parsed = parse_skill_text(text, name)  # the file must read back exactly as asked
-    assert (parsed.name, parsed.description) == (name, description), "scaffold frontmatter did not round-trip"
-    return {"SKILL.md": text}
+    # PyYAML's plain and single-quoted styles fold some line breaks (U+0085) into spaces, so a
+    # description that does not read back is written again double-quoted, where every
+    # character is escaped; the file must say exactly what was asked or not be written.
+    for style in (None, '"'):
+        frontmatter = yaml.safe_dump(
+            {"name": name, "description": description, "category": category},
+            allow_unicode=True,
+            sort_keys=False,
+            width=1 << 20,
+            default_style=style,
+        )
+        text = f"---\n{frontmatter}---\n\n{MARKDOWN_BODY.format(title=title)}"
+        parsed = parse_skill_text(text, name)
+        if (parsed.name, parsed.description) == (name, description):
+            return {"SKILL.md": text}
+    raise NiniError(
+        ErrorCode.INVALID_ARGUMENT,
+        f"description {description!r} cannot be written as YAML so that it reads back unchanged",
+    )
 
 
 def _render_function(name: str, description: str, category: str) -> dict[str, str]:
