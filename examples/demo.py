@@ -5,6 +5,7 @@ Each step runs the real `nini` command, exactly as a user would type it.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,12 +13,15 @@ import tempfile
 from pathlib import Path
 
 NINI = str(Path(sys.executable).with_name("nini"))
+EXAMPLES = Path(__file__).resolve().parent
 
 
 def step(title: str, *args: str, env: dict[str, str], cwd: Path) -> str:
     print(f"\n== {title}\n$ nini {' '.join(args)}", flush=True)
     result = subprocess.run([NINI, *args], env=env, cwd=cwd, capture_output=True, text=True)
     print(result.stdout.rstrip())
+    if result.returncode == 0 and result.stderr.strip():
+        print(result.stderr.rstrip())
     if result.returncode != 0:
         print(result.stderr.rstrip(), file=sys.stderr)
         sys.exit(f"demo step failed: nini {' '.join(args)} (exit {result.returncode})")
@@ -42,7 +46,27 @@ def main() -> None:
         print(f"\nThe snapshot is at {snapshot}; its first lines:")
         print("".join(Path(snapshot).read_text(encoding="utf-8").splitlines(keepends=True)[:12]).rstrip())
         step("Check the installation", "doctor", env=env, cwd=project)
+        analyse(env, project, Path(tmp))
     print("\ndemo finished")
+
+
+def analyse(env: dict[str, str], project: Path, tmp: Path) -> None:
+    """A short analysis of the bundled sales data through run_code, exported as a notebook."""
+    data, analysis = EXAMPLES / "data" / "sales.csv", EXAMPLES / "analysis"
+    step("Load the bundled sales data and summarise revenue by region (Python in a sandboxed kernel)",
+         "run-code", str(analysis / "01_summary.py"), "--session", "demo", "--data", str(data),
+         "--dataset", "sales", "--save-as", "region_summary", "--label", "revenue-by-region",
+         env=env, cwd=project)
+    step("Chart monthly revenue per region (saved as PNG and SVG)",
+         "run-code", str(analysis / "02_trend.py"), "--session", "demo", "--dataset", "sales",
+         "--purpose", "visualization", "--label", "monthly-revenue", env=env, cwd=project)
+    step("What the session recorded", "sessions", "list", env=env, cwd=project)
+    notebook = tmp / "demo-session.ipynb"
+    step("Export the session as a notebook that re-runs the analysis",
+         "sessions", "export", "demo", "--format", "ipynb", "--out", str(notebook), env=env, cwd=project)
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    print(f"{notebook.name}: {len(cells)} cells, "
+          f"{sum(1 for c in cells if c['cell_type'] == 'code')} of them code, with their recorded outputs")
 
 
 if __name__ == "__main__":

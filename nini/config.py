@@ -39,6 +39,31 @@ class SkillsSettings(BaseModel):
     )
 
 
+class ExecutionSettings(BaseModel):
+    """How agent code runs: sandbox, static policy, limits and what goes back to the model."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    sandbox: Literal["auto", "bwrap", "none"] = Field(
+        "auto",
+        description="auto: bubblewrap when it works here, else unsandboxed (nini doctor says which); "
+        "bwrap: refuse to start a kernel without it; none: never sandbox (trusted use only).",
+    )
+    python_policy: Literal["strict", "off"] = Field(
+        "strict", description="strict: refuse agent Python that imports os/subprocess/socket/... "
+        "or calls eval/exec/open outside the workspace, before it runs; off: no static check."
+    )
+    memory_limit_mb: int = Field(
+        2048, ge=256, description="Address-space limit of each agent kernel in MiB (setrlimit RLIMIT_AS)."
+    )
+    timeout_s: float = Field(
+        60, gt=0, le=86400, description="Default run_code timeout in seconds; a call may set its own."
+    )
+    output_cap_chars: int = Field(
+        8000, ge=200, description="Longest tool output sent back to the model; the full text stays in the store."
+    )
+
+
 class Settings(BaseSettings):
     """All of nini's configuration. Build it with ``load_settings()``, not directly."""
 
@@ -56,6 +81,12 @@ class Settings(BaseSettings):
         True, description="Offer R (run_r_code) when R and rpy2 are usable; false turns R off entirely."
     )
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
+    database_url: str | None = Field(
+        None,
+        description="NINI_DATABASE_URL: SQLAlchemy URL of the history store (e.g. PostgreSQL for a hub); "
+        "unset means the SQLite file NINI_HOME/nini.db in WAL mode.",
+    )
 
     _warnings: list[str] = PrivateAttr(default_factory=list)
 
@@ -103,6 +134,15 @@ class Settings(BaseSettings):
     def skills_state_path(self) -> Path:
         return self.home / "skills_state.json"
 
+    @property
+    def sessions_dir(self) -> Path:
+        return self.home / "sessions"
+
+    @property
+    def database(self) -> str:
+        """The store's SQLAlchemy URL: ``database_url`` or the SQLite file in NINI_HOME."""
+        return self.database_url or f"sqlite:///{self.home / 'nini.db'}"
+
 
 def resolve_home(home: Path | str | None = None) -> Path:
     """NINI_HOME as ``load_settings`` will use it, without reading anything else (for early logging)."""
@@ -139,7 +179,7 @@ def _read_file(path: Path, warnings: list[str]) -> dict[str, Any]:
         warnings.append(f"{path}: cannot be read ({exc.strerror}); using defaults")
         return {}
     try:
-        values = json.loads(raw.decode("utf-8"))
+        values = json.loads(raw.decode("utf-8-sig"))  # Windows editors (Notepad) save a BOM
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         warnings.append(f"{path}: not valid JSON ({exc}); using defaults, the file is left as it is")
         return {}

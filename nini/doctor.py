@@ -72,18 +72,10 @@ def _r(settings: Settings) -> Check:
 
 
 def _sandbox() -> Check:
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return Check("sandbox", False, "bwrap not found: code runs unsandboxed (apt-get install bubblewrap)", required=False)
-    probe = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "true"]
-    try:
-        result = subprocess.run(probe, capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return Check("sandbox", False, f"bwrap cannot start: {exc}; code runs unsandboxed", required=False)
-    if result.returncode != 0:
-        reason = (result.stderr.strip().splitlines() or ["no message"])[-1]
-        return Check("sandbox", False, f"bwrap fails here ({reason}); code runs unsandboxed", required=False)
-    return Check("sandbox", True, f"bubblewrap at {bwrap} (no network, read-only root)", required=False)
+    from nini.execution.sandbox import probe_bwrap
+
+    ok, detail = probe_bwrap()
+    return Check("sandbox", ok, detail if ok else f"{detail}; code runs unsandboxed", required=False)
 
 
 def _home(home: Path) -> Check:

@@ -158,6 +158,46 @@ def test_disable_keeps_other_overrides(run, nini_home: Path):
     assert [records[n]["enabled"] for n in ("data-quality-check", "skill-creator", "skill-enhance")] == [True, False, False]
 
 
+@pytest.fixture
+def twin_skills(project_dir: Path, nini_home: Path) -> None:
+    """A function skill (user dir) and a Markdown skill (project) that are both named "twin"."""
+    write_skill(project_dir / ".nini" / "skills", "twin", skill_md("twin", "The Markdown twin."))
+    write_skill(
+        nini_home / "skills",
+        "twin",
+        "from nini.skills import skill\n\n\n"
+        "@skill(name='twin', category='data')\n"
+        "def twin(x: int) -> int:\n"
+        '    """The function twin."""\n'
+        "    return x\n",
+        filename="skill.py",
+    )
+
+
+def twins(run) -> dict[str, dict]:
+    return {r["type"]: r for r in list_json(run) if r["name"] == "twin"}
+
+
+def test_enable_and_disable_take_type_to_pick_one_of_two_skills_sharing_a_name(run, twin_skills):
+    assert set(twins(run)) == {"function", "markdown"}
+
+    ok(run("skills", "disable", "twin", "--type", "function"))
+    assert twins(run)["function"]["enabled"] is False
+    ok(run("skills", "enable", "twin", "--type", "function"))
+    assert twins(run)["function"]["enabled"] is True
+
+    ok(run("skills", "disable", "twin", "--type", "markdown"))
+    assert [twins(run)[t]["enabled"] for t in ("function", "markdown")] == [True, False]
+    output = fail(run("skills", "enable", "twin", "--type", "markdown"))
+    assert "error [CONFLICT]" in output and "twin" in output
+
+
+def test_enable_rejects_an_unknown_type(run, twin_skills):
+    result = run("skills", "enable", "twin", "--type", "shell")
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output and "shell" in result.output
+
+
 @pytest.mark.parametrize("command", ["enable", "disable", "show"])
 def test_unknown_skill_name_is_a_user_error(run, nini_home: Path, command):
     output = fail(run("skills", command, "no-such-skill"))

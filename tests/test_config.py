@@ -96,6 +96,13 @@ def test_values_from_settings_file(nini_home: Path, caplog, content, expected):
     assert settings.warnings == []
 
 
+def test_settings_file_with_a_utf8_bom_is_read(nini_home: Path, caplog):
+    write_settings(nini_home, "\ufeff" + json.dumps({"log_level": "ERROR", "r_enabled": False}))
+    settings = load_and_check_warnings(caplog)
+    assert values(settings) == defaults(nini_home, log_level="ERROR", r_enabled=False)
+    assert settings.warnings == []
+
+
 @pytest.mark.parametrize(
     "content,env,expected",
     [

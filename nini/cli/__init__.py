@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from nini import __version__
-from nini.cli import skills
+from nini.cli import sessions, skills
 from nini.cli._common import CliState, handles_errors, print_json, silence_stdout, state
 from nini.doctor import run_checks
 
@@ -20,6 +20,8 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(skills.app, name="skills")
+app.add_typer(sessions.app, name="sessions")
+app.command("run-code")(sessions.run_code_command)
 
 
 def _version(value: bool) -> None:

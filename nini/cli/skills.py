@@ -54,19 +54,26 @@ def show_skill(ctx: typer.Context, name: str) -> None:
     print_json(_registry(ctx).get(name))
 
 
+# A function skill and a Markdown skill may share a name; without --type the function skill is meant.
+TypeOption = Annotated[
+    SkillType | None,
+    typer.Option("--type", help="function or markdown: which skill, when one of each kind has NAME."),
+]
+
+
 @app.command("enable")
 @handles_errors
-def enable(ctx: typer.Context, name: str) -> None:
+def enable(ctx: typer.Context, name: str, type: TypeOption = None) -> None:
     """Enable a skill (persisted in NINI_HOME/skills_state.json)."""
-    _registry(ctx).set_enabled(name, True)
+    _registry(ctx).set_enabled(name, True, type=type)
     typer.echo(f"enabled {name}")
 
 
 @app.command("disable")
 @handles_errors
-def disable(ctx: typer.Context, name: str) -> None:
+def disable(ctx: typer.Context, name: str, type: TypeOption = None) -> None:
     """Disable a skill (persisted in NINI_HOME/skills_state.json)."""
-    _registry(ctx).set_enabled(name, False)
+    _registry(ctx).set_enabled(name, False, type=type)
     typer.echo(f"disabled {name}")
 
 

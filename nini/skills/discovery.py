@@ -4,13 +4,20 @@ A skill folder is one that holds ``SKILL.md`` (or ``skill.md``) or a ``skill.py`
 not descend into it, so a skill's own resources are never mistaken for skills. The scan keeps a
 fingerprint (mtime of every folder it listed, size and mtime of every skill file) so a refresh
 with nothing changed is a few thousand ``stat`` calls, not a re-read.
+
+An mtime is only trusted once it has "settled": a file saved twice within the file system's
+timestamp granularity (coarse clocks, FAT's 2 s) at the same size keeps the same mtime, so a
+second save right after a scan would look unchanged. Anything whose mtime is within
+``SETTLE_NS`` of the scan (or in the future) is fingerprinted as ``UNSETTLED``, which never
+matches, and is marked ``settled=False`` so its parse is not cached (as git does for "racy" files).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -21,6 +28,8 @@ BUNDLED_DIR = Path(__file__).parent / "bundled"
 PYTHON_SKILL_FILE = "skill.py"
 MAX_DEPTH = 6
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules"})
+SETTLE_NS = 2_000_000_000  # FAT's 2 s is the coarsest mtime granularity in common use
+UNSETTLED = "unsettled"  # a fingerprint key no stat result equals: always re-checked
 
 RootKind = Literal["project", "agents", "claude", "user", "extra", "bundled"]
 
@@ -46,13 +55,15 @@ class FoundFile:
     kind: Literal["markdown", "python"]
     size: int
     mtime_ns: int
+    settled: bool = True  # False: the file may still change without its size or mtime changing
 
     @property
     def cache_key(self) -> tuple[str, int, int]:
         return (str(self.path), self.size, self.mtime_ns)
 
 
-Fingerprint = tuple[tuple[str, tuple[int, int] | None], ...]
+StatKey = tuple[int, int] | None | str  # (mtime_ns, size), None when missing, or UNSETTLED
+Fingerprint = tuple[tuple[str, StatKey], ...]
 
 
 @dataclass(frozen=True)
@@ -79,10 +90,14 @@ def standard_roots(settings: Settings, project_dir: Path | None) -> list[SkillRo
 
 def scan_roots(roots: list[SkillRoot], watch_files: tuple[Path, ...] = ()) -> Scan:
     """Every skill file under ``roots``, in priority order, with the fingerprint to re-check."""
+    # the start of the scan: the earliest moment any stat below could have been taken
+    settled_before = time.time_ns() - SETTLE_NS
     files: list[FoundFile] = []
-    watched: list[tuple[str, tuple[int, int] | None]] = [(str(p), _stat_key(p)) for p in watch_files]
+    watched: list[tuple[str, StatKey]] = [(str(p), _stat_key(p)) for p in watch_files]
     for root in roots:
         _scan_root(root, files, watched)
+    watched = [(path, _settle(key, settled_before)) for path, key in watched]
+    files = [f if f.mtime_ns < settled_before else replace(f, settled=False) for f in files]
     return Scan(tuple(files), tuple(watched))
 
 
@@ -93,7 +108,7 @@ def is_unchanged(scan: Scan) -> bool:
     return all(stat_key(path) == key for path, key in scan.fingerprint)
 
 
-def _scan_root(root: SkillRoot, files: list[FoundFile], watched: list) -> None:
+def _scan_root(root: SkillRoot, files: list[FoundFile], watched: list[tuple[str, StatKey]]) -> None:
     seen: set[tuple[int, int]] = set()
     stack: list[tuple[str, int]] = [(str(root.path), 0)]
     root_prefix = len(str(root.path)) + 1
@@ -132,6 +147,13 @@ def _scan_root(root: SkillRoot, files: list[FoundFile], watched: list) -> None:
                     stack.append((entry.path, depth + 1))
             except OSError:
                 continue
+
+
+def _settle(key: StatKey, settled_before: int) -> StatKey:
+    """``key``, or ``UNSETTLED`` when its mtime is too recent to tell a later save apart."""
+    if isinstance(key, tuple) and key[0] >= settled_before:
+        return UNSETTLED
+    return key
 
 
 def _is_file(entry: os.DirEntry) -> bool:

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from nini.errors import ErrorCode, NiniError
 from nini.skills.rules import normalise_category
 
+# A parameter with this name is not an argument of the skill: invoke() passes the calling Session.
+SESSION_PARAMETER = "session"
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
@@ -36,6 +38,11 @@ class FunctionSkill:
     @property
     def location(self) -> str:
         return self.source_location or f"{self.func.__module__}:{self.func.__qualname__}"
+
+    @property
+    def takes_session(self) -> bool:
+        """Whether ``invoke`` passes the calling session as the ``session`` keyword."""
+        return SESSION_PARAMETER in inspect.signature(self.func).parameters
 
     def input_schema(self) -> dict[str, Any]:
         """JSON schema of the arguments, as offered to the model as a tool."""
@@ -119,13 +126,10 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 
 def _input_model(skill_name: str, func: Callable[..., Any], arg_docs: dict[str, str]) -> type[BaseModel]:
     signature = inspect.signature(func)
-    try:
-        hints = inspect.get_annotations(func, eval_str=True)
-    except Exception as exc:  # a hint that names something undefined
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"skill {skill_name!r}: type hints cannot be resolved: {exc}") from exc
+    hints = _resolved_hints(skill_name, func)
     fields: dict[str, Any] = {}
     for param in signature.parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.name == SESSION_PARAMETER:
             continue
         if param.name not in hints:
             raise NiniError(
@@ -136,6 +140,22 @@ def _input_model(skill_name: str, func: Callable[..., Any], arg_docs: dict[str, 
         fields[param.name] = (hints[param.name], Field(default, description=arg_docs.get(param.name)))
     model_name = "".join(part.capitalize() for part in re.split(r"[^0-9A-Za-z]+", skill_name)) + "Input"
     return create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def _resolved_hints(skill_name: str, func: Callable[..., Any]) -> dict[str, Any]:
+    """Evaluated type hints of the schema parameters. The ``session`` hint is skipped: it is
+    usually imported under TYPE_CHECKING only, and it is not part of the schema anyway."""
+    raw = {k: v for k, v in inspect.get_annotations(func).items() if k not in (SESSION_PARAMETER, "return")}
+    namespace = dict(getattr(func, "__globals__", {}))
+    hints: dict[str, Any] = {}
+    for name, hint in raw.items():
+        try:
+            hints[name] = eval(hint, namespace) if isinstance(hint, str) else hint  # noqa: S307 - the skill's own annotation
+        except Exception as exc:  # a hint that names something undefined
+            raise NiniError(
+                ErrorCode.INVALID_ARGUMENT, f"skill {skill_name!r}: type hints cannot be resolved: {exc}"
+            ) from exc
+    return hints
 
 
 def load_skill_module(path: Path, module_name: str) -> list[FunctionSkill]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ MAX_FRONTMATTER_VALUES = 10_000
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^(?:---|\.\.\.)[ \t]*\r?$\n?", re.S | re.M)
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# A setext heading's underline (or a ``---`` rule): one run of ``=`` or ``-`` alone on its line.
+_UNDERLINE = re.compile(r"[ \t]*(?:=+|-+)[ \t]*")
 
 
 class SkillFileError(Exception):
@@ -49,16 +52,33 @@ def read_skill_text(path: Path, size: int | None = None) -> str:
     """The file's text, refusing what cannot be a skill definition (too big, binary, not UTF-8)."""
     if size is None:
         size = path.stat().st_size
-    if size > MAX_SKILL_FILE_BYTES:
-        raise SkillFileError(
-            f"file is {size / 1_048_576:.1f} MiB; a skill definition must be under "
-            f"{MAX_SKILL_FILE_BYTES // 1_048_576} MiB"
-        )
+    _check_size(size)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise SkillFileError(f"cannot be read: {exc.strerror or exc}") from exc
     return decode_skill_bytes(data)
+
+
+def read_skill_bytes(path: Path) -> bytes:
+    """The bytes of a SKILL.md, refusing a file over the size limit before reading any of it.
+
+    The size comes from a ``stat`` first so a huge (or sparse) file is never pulled into memory
+    just to be rejected. Anything but a regular file (a FIFO would block the read) is refused too.
+    """
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise SkillFileError("not a regular file")
+    _check_size(info.st_size)
+    return path.read_bytes()
+
+
+def _check_size(size: int) -> None:
+    if size > MAX_SKILL_FILE_BYTES:
+        raise SkillFileError(
+            f"file is {size / 1_048_576:.1f} MiB; a skill definition must be under "
+            f"{MAX_SKILL_FILE_BYTES // 1_048_576} MiB"
+        )
 
 
 def decode_skill_bytes(data: bytes) -> str:
@@ -67,11 +87,7 @@ def decode_skill_bytes(data: bytes) -> str:
     Read-before-execute hashes the very bytes it decodes: reading the file a second time could
     pair one version's hash with another version's body if the file is saved in between.
     """
-    if len(data) > MAX_SKILL_FILE_BYTES:
-        raise SkillFileError(
-            f"file is {len(data) / 1_048_576:.1f} MiB; a skill definition must be under "
-            f"{MAX_SKILL_FILE_BYTES // 1_048_576} MiB"
-        )
+    _check_size(len(data))
     if b"\x00" in data:
         raise SkillFileError("file is binary (contains NUL bytes), not Markdown")
     try:
@@ -103,11 +119,29 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:
 
 
 def first_body_line(body: str) -> str:
-    """The first line that is neither blank nor a heading: the description fallback."""
-    for line in body.splitlines():
-        stripped = line.strip()
-        if stripped and not stripped.startswith("#") and stripped != "---":
-            return stripped
+    """The first line that is neither blank nor a heading: the description fallback.
+
+    Headings are ATX (``# Title``) and setext: a paragraph underlined by ``===`` or ``---``,
+    which Markdown renders as a heading however plain its lines look. Underlines and ``---``
+    rules are skipped too; a description must be prose, not a title or a rule.
+    """
+    lines = body.splitlines()
+    index = 0
+    while index < len(lines):
+        stripped = lines[index].strip()
+        if not stripped or stripped.startswith("#") or _UNDERLINE.fullmatch(stripped):
+            index += 1
+            continue
+        end = index  # the paragraph ends at a blank line, an ATX heading or an underline
+        while end + 1 < len(lines):
+            following = lines[end + 1].strip()
+            if not following or following.startswith("#") or _UNDERLINE.fullmatch(following):
+                break
+            end += 1
+        if end + 1 < len(lines) and _UNDERLINE.fullmatch(lines[end + 1].strip()):
+            index = end + 2  # the whole paragraph is a setext heading
+            continue
+        return stripped
     return ""
 
 
@@ -142,7 +176,10 @@ def parse_skill_text(text: str, folder_name: str) -> ParsedSkill:
     if meta_value is not None and not isinstance(meta_value, dict):
         warnings.append("metadata must be a mapping; its value is kept as metadata.value")
         metadata["value"] = meta_value
-    declared_category = frontmatter.get("category", metadata.get("category"))
+    declared_category = frontmatter.get("category")
+    if declared_category is None or (isinstance(declared_category, str) and not declared_category.strip()):
+        # an empty "category:" line (often left by a template) declares nothing; metadata may
+        declared_category = metadata.get("category")
     category, unknown = normalise_category(declared_category)
     if unknown is not None:
         metadata["raw_category"] = unknown
@@ -160,18 +197,20 @@ def parse_skill_text(text: str, folder_name: str) -> ParsedSkill:
 def validate_skill_file(path: Path) -> tuple[list[str], list[str]]:
     """Strict check of one SKILL.md (or a folder holding one): ``(errors, warnings)``."""
     path = Path(path)
-    if path.is_dir():
-        found = [path / n for n in SKILL_FILENAMES if (path / n).is_file()]
-        if not found:
-            return [f"no SKILL.md in {path}"], []
-        path = found[0]
-    try:
+    try:  # is_dir/is_file raise too (permission denied, name too long): a problem, not a crash
+        if path.is_dir():
+            found = [path / n for n in SKILL_FILENAMES if (path / n).is_file()]
+            if not found:
+                return [f"no SKILL.md in {path}"], []
+            path = found[0]
         text = read_skill_text(path)
         frontmatter, _body = split_frontmatter(text)
     except FileNotFoundError:
         return [f"{path} does not exist"], []
-    except (SkillFileError, OSError) as exc:
+    except SkillFileError as exc:
         return [str(exc)], []
+    except (OSError, ValueError) as exc:  # ValueError: a path with a NUL byte cannot be stat'ed
+        return [f"{path} cannot be checked: {exc}"], []
     if frontmatter is None:
         return ["no YAML frontmatter: the file must start with a --- block holding name and description"], []
 

@@ -24,6 +24,7 @@ from nini.skills.markdown import (
     SkillFileError,
     decode_skill_bytes,
     parse_skill_text,
+    read_skill_bytes,
     read_skill_text,
     split_frontmatter,
 )
@@ -102,11 +103,15 @@ class SkillRegistry:
         """
         with self._lock:
             record = self.get_record(name, type)
-            if enabled and record.metadata.get("conflict_with"):
-                raise NiniError(
-                    ErrorCode.CONFLICT,
-                    f"Markdown skill {name!r} has the same name as a function skill; rename it to enable it",
-                )
+            if record.metadata.get("conflict_with"):
+                if enabled:
+                    raise NiniError(
+                        ErrorCode.CONFLICT,
+                        f"Markdown skill {name!r} has the same name as a function skill; rename it to enable it",
+                    )
+                # already disabled; overrides are kept by name, so writing one would disable the
+                # function skill of the same name as well
+                return record.to_dict()
             skill_state.write_override(self._settings.skills_state_path, record.name, enabled)
             self.refresh(force=True)
             return self.get_record(name, type).to_dict()
@@ -172,7 +177,7 @@ class SkillRegistry:
         try:
             if record.path is None:
                 raise SkillFileError("it has no file")
-            data = record.path.read_bytes()
+            data = read_skill_bytes(record.path)  # refuses an oversized file before reading it
             _frontmatter, body = split_frontmatter(decode_skill_bytes(data))
         except (OSError, SkillFileError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -284,13 +289,16 @@ class SkillRegistry:
         return sorted(found.values(), key=lambda s: s.name)
 
     def _load_module(self, file: FoundFile) -> list[FunctionSkill] | Exception:
-        if file.cache_key not in self._modules:
-            module_name = "nini_user_skill_" + hashlib.sha1(file.cache_key[0].encode()).hexdigest()[:12]
-            try:
-                self._modules[file.cache_key] = load_skill_module(file.path, module_name)
-            except Exception as exc:  # whatever a user's module raises must not stop discovery
-                self._modules[file.cache_key] = exc
-        return self._modules[file.cache_key]
+        if file.cache_key in self._modules:
+            return self._modules[file.cache_key]
+        module_name = "nini_user_skill_" + hashlib.sha1(file.cache_key[0].encode()).hexdigest()[:12]
+        try:
+            loaded: list[FunctionSkill] | Exception = load_skill_module(file.path, module_name)
+        except Exception as exc:  # whatever a user's module raises must not stop discovery
+            loaded = exc
+        if file.settled:  # a just-saved file may change again under the same key: load it again next time
+            self._modules[file.cache_key] = loaded
+        return loaded
 
     def _collect_markdown(self, scan: Scan, problems: list[SkillProblem]) -> list[SkillRecord]:
         winners: dict[str, SkillRecord] = {}
@@ -319,15 +327,19 @@ class SkillRegistry:
         return list(winners.values())
 
     def _parse(self, file: FoundFile) -> ParsedSkill | SkillFileError:
-        if file.cache_key not in self._parsed:
-            try:
-                text = read_skill_text(file.path, file.size)
-                self._parsed[file.cache_key] = parse_skill_text(text, file.path.parent.name)
-            except SkillFileError as exc:
-                self._parsed[file.cache_key] = exc
-            except OSError as exc:
-                self._parsed[file.cache_key] = SkillFileError(f"cannot be read: {exc.strerror or exc}")
-        return self._parsed[file.cache_key]
+        if file.cache_key in self._parsed:
+            return self._parsed[file.cache_key]
+        try:
+            parsed: ParsedSkill | SkillFileError = parse_skill_text(
+                read_skill_text(file.path, file.size), file.path.parent.name
+            )
+        except SkillFileError as exc:
+            parsed = exc
+        except OSError as exc:
+            parsed = SkillFileError(f"cannot be read: {exc.strerror or exc}")
+        if file.settled:  # a just-saved file may change again under the same key: parse it again next time
+            self._parsed[file.cache_key] = parsed
+        return parsed
 
 
 def _function_record(function_skill: FunctionSkill, enabled: bool) -> SkillRecord:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import keyword
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -10,7 +11,8 @@ import yaml
 
 from nini.errors import ErrorCode, NiniError
 from nini.fsutil import atomic_write_text
-from nini.skills.markdown import parse_skill_text
+from nini.skills.discovery import PYTHON_SKILL_FILE
+from nini.skills.markdown import SKILL_FILENAMES, parse_skill_text
 from nini.skills.rules import CATEGORIES, CATEGORY_ALIASES, description_problems, name_problems, normalise_category
 
 MARKDOWN_BODY = """\
@@ -120,9 +122,10 @@ def create_skill(
     folder = Path(directory).expanduser() / name
     render = _render_markdown if type == "markdown" else _render_function
     files = render(name, description, category)
-    for filename in files:
+    # any skill file, not only the ones written: a SKILL.md beside a new skill.py makes two skills
+    for filename in (*SKILL_FILENAMES, PYTHON_SKILL_FILE, *files):
         existing = folder / filename
-        if existing.exists():
+        if os.path.lexists(existing):
             raise NiniError(ErrorCode.CONFLICT, f"{existing} already exists; nothing was written", {"path": str(existing)})
     written = []
     for filename, text in files.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 import time
 from pathlib import Path
 
@@ -36,7 +37,9 @@ def write_override(path: Path, name: str, enabled: bool) -> None:
     """Record one skill's state, keeping the others. A malformed file is kept aside, not lost."""
     overrides, problem = read_overrides(path)
     if problem and path.exists():
-        aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+        # unique even for two corruptions in one second of one process: never overwrite an earlier one
+        stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{secrets.token_hex(4)}"
+        aside = path.with_name(f"{path.name}.corrupt-{stamp}")
         os.replace(path, aside)
         log.warning("moved malformed %s aside to %s", path.name, aside.name)
     overrides[name] = enabled

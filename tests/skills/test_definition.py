@@ -216,3 +216,23 @@ def test_read_resource_of_a_skill_whose_definition_is_gone_is_unavailable(regist
     with pytest.raises(NiniError) as caught:
         registry.read_resource("monthly-sales", "reference.md")
     assert caught.value.code == ErrorCode.SKILL_DEFINITION_UNAVAILABLE
+
+
+def test_oversized_definition_is_refused_without_reading_it_whole(registry, skill_file):
+    import tracemalloc
+
+    size = 64 << 20
+    with open(skill_file, "r+b") as handle:  # sparse: large to stat, costs no disk
+        handle.truncate(size)
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(NiniError) as caught:
+            registry.load_definition("monthly-sales")
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert caught.value.code == ErrorCode.SKILL_DEFINITION_UNAVAILABLE
+    assert "monthly-sales" in caught.value.message and "MiB" in caught.value.message
+    assert peak < size // 8, f"{peak} bytes held while refusing a {size}-byte file"

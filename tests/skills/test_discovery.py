@@ -344,6 +344,7 @@ def test_changed_after_each_kind_of_change(scanned, tmp_path, change):
     root, roots, scan = scanned
     change(root, tmp_path)
     assert is_unchanged(scan) is False
+    backdate(tmp_path)  # a just-changed mtime is never trusted (see the racy tests below)
     rescan = scan_roots(roots)
     assert is_unchanged(rescan) is True
 
@@ -365,3 +366,52 @@ def test_registry_refresh_reports_changes_only_when_there_are_some(settings, pro
     shutil.rmtree(root / "alpha")
     assert registry.refresh() is True
     assert "alpha" not in {r["name"] for r in registry.list()}
+
+
+# -- racy mtimes: two saves within the file system's timestamp granularity -----------------------
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["refresh", "forced-refresh"])
+def test_same_size_rewrite_with_the_same_recent_mtime_is_seen(settings, project_dir, force):
+    """A coarse clock (FAT: 2 s) can stamp two quick saves of one size alike; the second is still read.
+
+    ``force`` skips the fingerprint, so that case checks the parse cache on its own.
+    """
+    path = write_skill(project_dir / ".nini" / "skills", "alpha", skill_md("alpha", "Version A."))
+    registry = SkillRegistry(settings, project_dir)
+    assert registry.get("alpha")["description"] == "Version A."
+    stamp = os.stat(path).st_mtime_ns
+
+    path.write_text(skill_md("alpha", "Version B."), encoding="utf-8")  # same size
+    os.utime(path, ns=(stamp, stamp))  # as the coarse clock would have stamped it
+
+    assert registry.refresh(force=force) is True
+    assert registry.get("alpha")["description"] == "Version B."
+
+
+def test_folder_added_with_the_same_recent_parent_mtime_is_seen(settings, project_dir):
+    root = project_dir / ".nini" / "skills"
+    write_skill(root, "alpha", skill_md("alpha", "Alpha."))
+    registry = SkillRegistry(settings, project_dir)
+    stamp = os.stat(root).st_mtime_ns
+
+    write_skill(root, "beta", skill_md("beta", "Beta."))
+    os.utime(root, ns=(stamp, stamp))
+
+    assert registry.refresh() is True
+    assert registry.get("beta")["description"] == "Beta."
+
+
+def test_recent_entries_are_rechecked_and_settled_ones_are_not(tmp_path):
+    root = tmp_path / "root"
+    write_skill(root, "alpha", skill_md("alpha", "Alpha."))
+    roots = [SkillRoot("user", root)]
+
+    fresh = scan_roots(roots)
+    assert is_unchanged(fresh) is False
+    assert [f.settled for f in fresh.files] == [False]
+
+    backdate(root)
+    settled = scan_roots(roots)
+    assert is_unchanged(settled) is True
+    assert [f.settled for f in settled.files] == [True]

@@ -70,6 +70,16 @@ FALLBACK_ROWS = [
         id="description-skips-blank-lines-and-heading-levels",
     ),
     pytest.param(
+        "setext", skill_md(name="setext", body="Monthly Sales\n=============\n\nUsage\n-----\nSum sales by month.\n"),
+        "setext", "Sum sales by month.",
+        id="description-skips-setext-headings-and-their-underlines",
+    ),
+    pytest.param(
+        "setext-wrapped", skill_md(name="setext-wrapped", body="A title that\nwraps onto two lines\n===\n\nThe text.\n"),
+        "setext-wrapped", "The text.",
+        id="description-skips-a-setext-heading-of-two-lines",
+    ),
+    pytest.param(
         "empty-description", skill_md(name="empty-description", description="", body="## Use\nFrom the body.\n"),
         "empty-description", "From the body.",
         id="empty-description-falls-back-to-body",
@@ -152,6 +162,14 @@ def test_top_level_category_wins_over_metadata_category(settings, project_dir):
 
     assert record["category"] == "visualization"
     assert record["metadata"]["author"] == "x"
+
+
+@pytest.mark.parametrize("empty", ["category:\n", "category: ''\n", "category: '  '\n"], ids=["null", "empty", "blank"])
+def test_empty_top_level_category_does_not_hide_metadata_category(settings, project_dir, empty):
+    text = f"---\nname: empty-cat\ndescription: Empty top level.\n{empty}metadata:\n  category: viz\n---\nBody.\n"
+    record, _ = load_one(settings, project_dir, "empty-cat", text)
+
+    assert record["category"] == "visualization"
 
 
 def test_missing_category_is_other_without_raw_value(settings, project_dir):
@@ -361,3 +379,17 @@ def test_description_problems(description, expected_parts):
     for problem, parts in zip(problems, expected_parts):
         for part in parts:
             assert part in problem
+
+
+# -- validate_skill_file ---------------------------------------------------------------------------
+
+
+def test_validate_reports_a_path_that_cannot_be_examined_instead_of_raising(tmp_path):
+    from nini.skills.markdown import validate_skill_file
+
+    too_long = tmp_path / ("x" * 300)  # stat raises ENAMETOOLONG, which is_dir does not swallow
+
+    errors, warnings = validate_skill_file(too_long)
+
+    assert len(errors) == 1 and "too long" in errors[0].lower()
+    assert warnings == []

@@ -192,6 +192,21 @@ def test_malformed_state_file_is_reported_every_skill_enabled_and_kept_aside(set
     assert_no_state_problem(registry)
 
 
+def test_each_malformed_state_file_is_kept_aside_under_its_own_name(settings, project_dir):
+    write_skill(project_root(project_dir), "a", skill_md("a", "Skill a."))
+    registry = SkillRegistry(settings, project_dir)
+    state_path = settings.skills_state_path
+    state_path.parent.mkdir(parents=True, exist_ok=True)
+    broken = [b'{"skills": first', b'{"skills": second']
+
+    for content in broken:  # both within the same second, from the same process
+        state_path.write_bytes(content)
+        registry.set_enabled("a", False)
+
+    kept = sorted(p.read_bytes() for p in state_path.parent.glob("skills_state.json.corrupt-*"))
+    assert kept == sorted(broken)
+
+
 @pytest.mark.parametrize("content", [b"[1, 2]", b'{"skills": {"a": "yes"}}', b"\xff\xfe not utf-8"])
 def test_state_file_of_the_wrong_shape_is_a_state_problem(settings, project_dir, content):
     write_skill(project_root(project_dir), "a", skill_md("a", "Skill a."))
@@ -220,6 +235,16 @@ def test_markdown_skill_that_conflicts_with_a_function_skill_cannot_be_enabled(s
     assert "twin" in caught.value.message
     assert not settings.skills_state_path.exists()
     assert registry.get_record("twin", type="markdown").enabled is False
+
+
+def test_disabling_the_conflicting_markdown_twin_leaves_the_function_skill_enabled(settings, project_dir):
+    write_skill(project_root(project_dir), "twin", skill_md("twin", "Markdown twin."))
+    registry = SkillRegistry(settings, project_dir, function_skills=[make_function_skill("twin")])
+
+    record = registry.set_enabled("twin", False, type="markdown")
+
+    assert (record["type"], record["enabled"]) == ("markdown", False)
+    assert registry.get_record("twin", type="function").enabled is True
 
 
 def test_set_enabled_without_a_type_acts_on_the_function_skill_of_a_shared_name(settings, project_dir):
@@ -366,6 +391,8 @@ def test_refresh_after_one_edit_reparses_only_that_file(settings, project_dir, m
     root = project_root(project_dir)
     for index in range(6):
         write_skill(root, f"skill-{index}", skill_md(f"skill-{index}", f"Skill number {index}."))
+    for path in [root, *root.rglob("*")]:  # saved long ago: a just-saved file is always re-read
+        age(path)
     registry = SkillRegistry(settings, project_dir)
     real_parse = registry_module.parse_skill_text
     parsed_folders: list[str] = []

@@ -134,6 +134,23 @@ def test_refuses_to_overwrite_an_existing_skill(out):
     assert sorted(p.name for p in (out / "keep-mine").iterdir()) == ["SKILL.md"]
 
 
+@pytest.mark.parametrize(
+    "present,skill_type",
+    [("SKILL.md", "function"), ("skill.md", "markdown"), ("skill.md", "function"), ("skill.py", "markdown")],
+)
+def test_refuses_a_folder_that_already_holds_another_kind_of_skill_file(out, present, skill_type):
+    folder = out / "taken"
+    folder.mkdir()
+    (folder / present).write_text("user content\n", encoding="utf-8")
+
+    with pytest.raises(NiniError) as caught:
+        create_skill("taken", type=skill_type, description="New.", category="data", directory=out)
+
+    assert caught.value.code == ErrorCode.CONFLICT
+    assert str(folder / present) in caught.value.message
+    assert [p.name for p in folder.iterdir()] == [present]
+
+
 def test_refuses_to_overwrite_an_existing_function_skill(out):
     create_skill("keep-code", type="function", description="Original.", category="data", directory=out)
     module = out / "keep-code" / "skill.py"

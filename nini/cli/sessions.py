@@ -1,0 +1,153 @@
+"""``nini sessions ...`` and ``nini run-code``: recorded sessions and running code in them."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from nini.cli._common import handles_errors, print_json, state
+from nini.errors import ErrorCode, NiniError
+from nini.fsutil import atomic_write_text
+from nini.history.export import export_session
+from nini.history.store import HistoryStore
+from nini.skills.invoke import invoke
+
+app = typer.Typer(help="Recorded sessions: list, inspect, export.", no_args_is_help=True)
+
+Purpose = Literal["exploration", "visualization", "export", "transformation"]
+
+
+def _store(ctx: typer.Context) -> HistoryStore:
+    return HistoryStore.from_settings(state(ctx).settings)
+
+
+@app.command("list")
+@handles_errors
+def list_sessions(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many, newest first.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
+) -> None:
+    """List sessions, newest first."""
+    store = _store(ctx)
+    try:
+        rows = store.list_sessions(limit=limit)
+    finally:
+        store.close()
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        typer.echo("no sessions yet")
+    for row in rows:
+        typer.echo(f"{row['id']}  {row['created_at']}  {row.get('tool_call_count', 0):>4} calls  "
+                   f"{row.get('execution_count', 0):>4} runs  {row.get('title') or ''}".rstrip())
+
+
+@app.command("show")
+@handles_errors
+def show_session(ctx: typer.Context, session_id: Annotated[str, typer.Argument(metavar="ID")]) -> None:
+    """Print a session with its tool calls, executions, artifacts and datasets as JSON."""
+    from nini.history.export import session_bundle
+
+    store = _store(ctx)
+    try:
+        print_json(session_bundle(store, session_id))
+    finally:
+        store.close()
+
+
+@app.command("export")
+@handles_errors
+def export(
+    ctx: typer.Context,
+    session_id: Annotated[str, typer.Argument(metavar="ID")],
+    format: Annotated[Literal["ipynb", "md", "json"], typer.Option("--format", help="ipynb, md or json.")] = "ipynb",
+    out: Annotated[Path | None, typer.Option("--out", help="Write here instead of to stdout.")] = None,
+) -> None:
+    """Export a session: a notebook that re-runs it, Markdown to read, or JSON."""
+    settings = state(ctx).settings
+    from nini.execution.workspace import Workspace
+
+    store = _store(ctx)
+    try:
+        text = export_session(store, session_id, Workspace.for_session(settings.sessions_dir, session_id).root, format)
+    finally:
+        store.close()
+    if out is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        atomic_write_text(out, text)
+        typer.echo(f"wrote {out}", err=True)
+
+
+@handles_errors
+def run_code_command(
+    ctx: typer.Context,
+    file: Annotated[str, typer.Argument(metavar="FILE|-", help="Python file to run, or - for stdin.")],
+    session_id: Annotated[str | None, typer.Option("--session", help="Run in this session (created if new).")] = None,
+    data: Annotated[list[Path] | None, typer.Option("--data", help="Load a data file as a dataset first (repeatable).")] = None,
+    dataset: Annotated[str | None, typer.Option("--dataset", help="Dataset loaded as df.")] = None,
+    save_as: Annotated[str | None, typer.Option("--save-as", help="Save output_df as this dataset.")] = None,
+    label: Annotated[str | None, typer.Option("--label", help="Name of this step (charts are named after it).")] = None,
+    purpose: Annotated[Purpose, typer.Option("--purpose")] = "exploration",
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds (default from settings).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
+) -> None:
+    """Run Python through run_code in a session's sandboxed kernel, recorded like any agent step."""
+    code = sys.stdin.read() if file == "-" else _read_source(Path(file))
+    arguments = {"code": code, "dataset_name": dataset, "save_as": save_as, "label": label,
+                 "purpose": purpose, "timeout_s": timeout}
+    cli = state(ctx)
+    session_id, result = asyncio.run(_run_code(cli.settings, cli.project_dir, session_id, data or [], arguments))
+    if as_json:
+        print_json({"session_id": session_id, **result.to_dict()})
+    else:
+        _print_result(session_id, result)
+    if not result.success:
+        code_ = (result.error or {}).get("code")
+        raise typer.Exit(2 if code_ == ErrorCode.POLICY_VIOLATION.value else 1)
+
+
+async def _run_code(settings, project_dir: Path, session_id: str | None, data: list[Path], arguments: dict):  # noqa: ANN001, ANN202
+    from nini.runtime import Runtime
+
+    async with Runtime(settings, project_dir=project_dir) as runtime:
+        session = runtime.session_or_new(session_id)
+        for path in data:
+            loaded = await invoke(session, "load_dataset", {"path": session.upload(path)})
+            if not loaded.success:
+                raise NiniError(loaded.error["code"], loaded.error["message"])
+            typer.echo(f"dataset {loaded.result['name']}: {loaded.result['shape'][0]} rows", err=True)
+        return session.id, await invoke(session, "run_code", arguments)
+
+
+def _read_source(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise NiniError(ErrorCode.NOT_FOUND, f"no such file: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{path} cannot be read as UTF-8 text: {exc}") from None
+
+
+def _print_result(session_id: str, result) -> None:  # noqa: ANN001
+    value = result.result or {}
+    if value.get("stdout"):
+        sys.stdout.write(value["stdout"] if value["stdout"].endswith("\n") else value["stdout"] + "\n")
+    if value.get("stderr"):
+        sys.stderr.write(value["stderr"])
+    if value.get("result") is not None:
+        print_json({"result": value["result"]})
+    for artifact in value.get("artifacts") or []:
+        typer.echo(f"artifact: {artifact['path']}", err=True)
+    for name in value.get("datasets_saved") or []:
+        typer.echo(f"dataset saved: {name}", err=True)
+    if result.error:
+        line = f" (line {result.error['line']})" if result.error.get("line") else ""
+        typer.echo(f"error [{result.error['code']}]{line}: {result.error['message']}", err=True)
+    typer.echo(f"session: {session_id}", err=True)

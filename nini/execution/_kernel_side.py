@@ -1,0 +1,241 @@
+"""Runs inside the kernel: the ``datasets`` mapping, and what nini collects after each run.
+
+The kernel runs nini's own interpreter, so the host reaches this module with
+``__import__("nini.execution._kernel_side", ...)`` in a silent prelude and in the run's
+``user_expressions``. It only imports the standard library and nini's workspace at load time;
+pandas and matplotlib are used only when the user's code already imported them. The naming of
+artifact files lives here too, because the host names rich outputs with the same rules.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from nini.errors import NiniError
+from nini.execution.workspace import Workspace
+
+PREVIEW_ROWS = 20
+
+
+class DatasetMapping(Mapping):
+    """``datasets[name]``: a session dataset as a DataFrame, read from Parquet on every access.
+
+    Read-only and always current: a dataset saved by an earlier run (or by R) is there without
+    reloading anything.
+    """
+
+    def __init__(self, workspace: Workspace) -> None:
+        self._workspace = workspace
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            path = self._workspace.dataset_path(name)
+        except NiniError as exc:
+            raise KeyError(exc.message) from None
+        if not path.is_file():
+            raise KeyError(f"no dataset {name!r}; available: {', '.join(self) or 'none'}")
+        import pandas as pd
+
+        return pd.read_parquet(path)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._workspace.dataset_names())
+
+    def __len__(self) -> int:
+        return len(self._workspace.dataset_names())
+
+    def __repr__(self) -> str:
+        return f"datasets({', '.join(self) or 'none'})"
+
+
+class _Json:
+    """A value whose repr is its JSON text: user_expressions return reprs, so this one parses back."""
+
+    def __init__(self, value: Any) -> None:
+        self.text = json.dumps(value, allow_nan=False)
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def prelude(root: str, dataset_name: str | None = None) -> None:
+    """Set up a fresh kernel (``datasets``, quiet ``plt.show()``) and load ``df`` when asked."""
+    # Under the Agg backend plt.show() does nothing and says so; the figures are collected anyway.
+    warnings.filterwarnings("ignore", message=".*non-interactive, and thus cannot be shown")
+    namespace = _user_ns()
+    namespace["datasets"] = DatasetMapping(Workspace(Path(root)))
+    if dataset_name is not None:
+        namespace["df"] = namespace["datasets"][dataset_name]
+
+
+def collect(root: str, label: str | None, save_as: str | None, succeeded: bool) -> _Json:
+    """After a run: save and close figures, read ``result`` and ``output_df``, then remove both.
+
+    On a failed run only the figures are saved (they were made before the error) and the two names
+    are cleared, so that the next run never sees a stale ``result``.
+    """
+    workspace = Workspace(Path(root))
+    namespace = _user_ns()
+    result = namespace.pop("result", None)
+    frame = namespace.pop("output_df", None)
+    report: dict[str, Any] = {"warnings": []}
+    report["artifacts"] = _save_figures(workspace, label, report["warnings"])
+    if succeeded:
+        report.update(result=_result(result, report["warnings"]))
+        report.update(_frame(workspace, frame, save_as, report["warnings"]))
+    return _Json(report)
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` as plain JSON data: NaN/inf -> None, numpy -> Python, dates -> ISO text.
+
+    Raises TypeError for anything else that JSON cannot hold.
+    """
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):  # pandas.Timestamp is a datetime
+        return value.isoformat()
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):  # numpy scalars and arrays
+        return json_safe(value.tolist())
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+class StemAllocator:
+    """File names for artifacts: ``<label>``, ``<label>-2``... or ``<default>-<n>``; never one in use."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+        self._used = {name.split(".", 1)[0] for name in os.listdir(folder)}
+
+    def next(self, label: str | None, default: str) -> str:
+        base = slugify(label) if label else ""
+        for n in itertools.count(1):
+            stem = (base if n == 1 else f"{base}-{n}") if base else f"{default}-{n}"
+            if stem not in self._used:
+                self._used.add(stem)
+                return stem
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def slugify(label: str) -> str:
+    """A label as a file-name stem: lower case, letters (any script), digits, '_' and '-'."""
+    return re.sub(r"[^\w]+", "-", label.lower()).strip("-_")[:60].strip("-_")
+
+
+def write_atomic(path: Path, write: Callable[[str], None]) -> None:
+    """``write(temp_path)`` then rename onto ``path``: a crash never leaves half an artifact."""
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(temp)
+        os.replace(temp, path)
+    except BaseException:
+        os.unlink(temp)
+        raise
+
+
+def _user_ns() -> dict[str, Any]:
+    from IPython import get_ipython
+
+    return get_ipython().user_ns
+
+
+def _save_figures(workspace: Workspace, label: str | None, warnings_: list[str]) -> list[dict[str, Any]]:
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None or not plt.get_fignums():
+        return []
+    names = StemAllocator(workspace.artifacts_dir)
+    artifacts: list[dict[str, Any]] = []
+    for number in plt.get_fignums():
+        figure = plt.figure(number)
+        stem = names.next(label, "figure")
+        for fmt in ("png", "svg"):
+            path = workspace.artifacts_dir / f"{stem}.{fmt}"
+            try:
+                write_atomic(path, lambda temp, fig=figure, fmt=fmt: fig.savefig(temp, format=fmt, bbox_inches="tight"))
+            except Exception as exc:  # a broken figure must not lose the run's other results
+                warnings_.append(f"figure {number} could not be saved as {fmt}: {type(exc).__name__}: {exc}")
+                continue
+            relative = path.relative_to(workspace.root).as_posix()
+            artifacts.append({"name": path.name, "path": relative, "format": fmt, "kind": "chart"})
+    plt.close("all")
+    return artifacts
+
+
+def _result(value: Any, warnings_: list[str]) -> Any:
+    try:
+        return json_safe(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        warnings_.append(f"result is not JSON-serialisable ({exc}); returned as its repr")
+        return repr(value)
+
+
+def _frame(workspace: Workspace, frame: Any, save_as: str | None, warnings_: list[str]) -> dict[str, Any]:
+    pd = sys.modules.get("pandas")
+    if frame is not None and pd is not None and isinstance(frame, pd.Series):
+        frame = frame.to_frame()
+    if frame is None or pd is None or not isinstance(frame, pd.DataFrame):
+        if frame is not None:
+            warnings_.append(f"output_df is a {type(frame).__name__}, not a pandas DataFrame; ignored")
+        if save_as:
+            return {"save_error": f"save_as={save_as!r} needs output_df to be a pandas DataFrame"}
+        return {}
+    out: dict[str, Any] = {"has_dataframe": True, "dataframe_preview": preview(frame)}
+    if save_as:
+        try:
+            _save_parquet(frame, workspace.dataset_path(save_as))
+            out["datasets_saved"] = [save_as]
+        except Exception as exc:
+            out["save_error"] = f"output_df could not be saved as {save_as!r}: {type(exc).__name__}: {exc}"
+    return out
+
+
+def preview(frame: Any) -> dict[str, Any]:
+    """``{columns, dtypes, rows, shape}``; a non-default index is shown as leading column(s)."""
+    import pandas as pd
+
+    shown = frame if isinstance(frame.index, pd.RangeIndex) else frame.reset_index()
+    head = shown.head(PREVIEW_ROWS)
+    return {
+        "columns": [str(c) for c in head.columns],
+        "dtypes": [str(t) for t in head.dtypes],
+        "rows": [[_cell(v) for v in row] for row in head.itertuples(index=False, name=None)],
+        "shape": [int(frame.shape[0]), int(frame.shape[1])],
+    }
+
+
+def _cell(value: Any) -> Any:
+    import pandas as pd
+
+    try:
+        if pd.api.types.is_scalar(value) and pd.isna(value):  # NaN, None, NaT, pd.NA
+            return None
+        return json_safe(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _save_parquet(frame: Any, path: Path) -> None:
+    if not all(isinstance(c, str) for c in frame.columns):  # Parquet needs string column names
+        frame = frame.copy()
+        frame.columns = [str(c) for c in frame.columns]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, lambda temp: frame.to_parquet(temp))

@@ -1,0 +1,287 @@
+"""KernelPool: one Python kernel per session (started, limited, sandboxed and restarted by nini),
+or an existing kernel of the Jupyter server, given by id, that nini only borrows.
+
+Kernels are jupyter_client ``AsyncKernelManager``s running ``sys.executable -m ipykernel_launcher``,
+so the kernel imports the same nini and pandas as the host. Runs of one session are serialised;
+different sessions run concurrently. Policy checks happen before this (in the run_code skill).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.kernelspec import KernelSpec
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.utils import ensure_async
+
+from nini.config import ExecutionSettings
+from nini.errors import ErrorCode, NiniError
+from nini.execution import limits
+from nini.execution.outcome import CodeOutcome, CodeRequest
+from nini.execution.python_runner import run_request
+from nini.execution.sandbox import SandboxMode, bwrap_command, resolve_mode
+from nini.execution.workspace import Workspace
+
+__all__ = ["KernelPool"]
+
+START_TIMEOUT_S = 60.0
+# What a kernel inherits from nini's environment. Nothing else: API keys of the LLM providers live
+# there, and agent code must not read them.
+_PASSED_ENV = frozenset("PATH PYTHONPATH LANG LANGUAGE TZ OMP_NUM_THREADS OPENBLAS_NUM_THREADS MKL_NUM_THREADS".split())
+
+
+class _SpecKernelManager(AsyncKernelManager):
+    """An AsyncKernelManager whose kernel spec is built in code instead of read from kernel.json.
+
+    The spec carries nini's command (limits wrapper, bwrap) and the interrupt mode, which
+    ``interrupt_kernel`` reads from the spec.
+    """
+
+    def __init__(self, spec: KernelSpec, **kwargs: Any) -> None:
+        self._nini_spec = spec
+        super().__init__(**kwargs)
+
+    @property
+    def kernel_spec(self) -> KernelSpec:
+        return self._nini_spec
+
+
+@dataclass
+class _Kernel:
+    manager: Any
+    client: Any
+    sandbox: SandboxMode | None  # None: an external kernel
+    workspace: Workspace | None = None
+    runtime_dir: Path | None = None
+    started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    restarts: int = 0
+    needs_prelude: bool = True
+
+
+class KernelPool:
+    """One kernel per session (agent-owned), or an existing kernel of a Jupyter server by id."""
+
+    def __init__(self, settings: ExecutionSettings, *, multi_kernel_manager: Any = None) -> None:
+        self.settings = settings
+        self.multi_kernel_manager = multi_kernel_manager  # AsyncMultiKernelManager or the server's MappingKernelManager
+        self._kernels: dict[str, _Kernel] = {}
+        self._external: dict[str, _Kernel] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._sandbox_mode: SandboxMode | None = None
+
+    @property
+    def sandbox_mode(self) -> SandboxMode:
+        """How kernels are sandboxed here: ``execution.sandbox`` with "auto" resolved by a probe (once).
+
+        Raises NiniError(INTERNAL) when the setting demands bwrap and bwrap does not work.
+        """
+        if self._sandbox_mode is None:
+            self._sandbox_mode = resolve_mode(self.settings.sandbox)
+        return self._sandbox_mode
+
+    async def run(
+        self, session_id: str, workspace: Workspace, request: CodeRequest, *, kernel_id: str | None = None
+    ) -> CodeOutcome:
+        """Run ``request`` in the session's kernel (started on first use) or in server kernel ``kernel_id``."""
+        async with self._lock(f"kernel:{kernel_id}" if kernel_id else session_id):
+            kernel = await self._borrow(kernel_id) if kernel_id else await self._own(session_id, workspace)
+            external = kernel.sandbox is None
+            report = await run_request(
+                kernel.client, kernel.manager, workspace, request,
+                prelude=kernel.needs_prelude or external,  # a server kernel may have been restarted by its user
+                restartable=not external,
+            )  # fmt: skip
+            if report.prelude_ran:
+                kernel.needs_prelude = False
+            if report.state in ("stuck", "dead"):
+                if external:
+                    await self._forget_external(kernel_id or "")
+                else:
+                    await self._restart(session_id, kernel)
+            return report.outcome
+
+    async def restart(self, session_id: str) -> None:
+        """Restart the session's own kernel: its variables and imports are lost, the workspace stays."""
+        async with self._lock(session_id):
+            kernel = self._kernels.get(session_id)
+            if kernel is not None:
+                await self._restart(session_id, kernel)
+
+    async def shutdown_session(self, session_id: str) -> None:
+        """Stop the session's own kernel (if any); a later run starts a new one."""
+        async with self._lock(session_id):
+            kernel = self._kernels.pop(session_id, None)
+            if kernel is not None:
+                await _stop(kernel, now=False)
+
+    async def aclose(self) -> None:
+        """Shut down every kernel this pool started; borrowed server kernels are only disconnected."""
+        owned, self._kernels = list(self._kernels.values()), {}
+        borrowed, self._external = list(self._external.values()), {}
+        for kernel in borrowed:
+            kernel.client.stop_channels()
+        await asyncio.gather(*(_stop(k, now=False) for k in owned), return_exceptions=True)
+
+    def kernel_info(self, session_id: str) -> dict[str, Any] | None:
+        """``{pid, sandbox, started_at, restarts}`` of the session's own kernel, None if it has none.
+
+        In the sandbox ``pid`` is bwrap's; the kernel is its child in a separate pid namespace.
+        """
+        kernel = self._kernels.get(session_id)
+        if kernel is None:
+            return None
+        provisioner = getattr(kernel.manager, "provisioner", None)
+        return {
+            "pid": getattr(provisioner, "pid", None),
+            "sandbox": kernel.sandbox,
+            "started_at": kernel.started_at,
+            "restarts": kernel.restarts,
+        }
+
+    def _lock(self, key: str) -> asyncio.Lock:
+        return self._locks.setdefault(key, asyncio.Lock())
+
+    async def _own(self, session_id: str, workspace: Workspace) -> _Kernel:
+        kernel = self._kernels.get(session_id)
+        if kernel is None:
+            kernel = self._kernels[session_id] = await self._start(workspace)
+        return kernel
+
+    async def _restart(self, session_id: str, kernel: _Kernel) -> None:
+        """A fresh kernel in place of ``kernel``: cheaper to reason about than restarting a dead one."""
+        del self._kernels[session_id]
+        await _stop(kernel, now=True)
+        assert kernel.workspace is not None
+        fresh = await self._start(kernel.workspace)
+        fresh.restarts = kernel.restarts + 1
+        self._kernels[session_id] = fresh
+
+    async def _start(self, workspace: Workspace) -> _Kernel:
+        mode = self.sandbox_mode
+        workspace.ensure()
+        # The runtime folder holds the connection file and ipc sockets, and HOME for the kernel;
+        # it is short (/tmp/...) because a unix socket path must fit in 108 bytes.
+        runtime_dir = Path(tempfile.mkdtemp(prefix="nini-kernel-"))
+        cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+               "--HistoryManager.hist_file=:memory:"]  # fmt: skip # parallel kernels must not share a history file
+        cmd = limits.wrap(cmd, self.settings.memory_limit_mb * 1024 * 1024)
+        if mode == "bwrap":
+            cmd = bwrap_command(cmd, workspace.root, runtime_dir)
+        spec = KernelSpec(
+            argv=cmd, display_name="nini", language="python",
+            # SIGINT sent to bwrap does not reach the kernel in its own pid namespace and session;
+            # an interrupt_request on the control channel does (ipykernel raises KeyboardInterrupt).
+            interrupt_mode="message" if mode == "bwrap" else "signal",
+        )  # fmt: skip
+        # ipc sockets are files in the runtime folder, bound into the sandbox; TCP on 127.0.0.1
+        # would not cross the sandbox's network namespace. Used unsandboxed too: no port races.
+        manager = _SpecKernelManager(spec, transport="ipc", connection_file=str(runtime_dir / "kernel.json"))
+        manager.shutdown_wait_time = 2.0
+        kernel = _Kernel(manager, None, mode, workspace, runtime_dir)
+        log_path = runtime_dir / "kernel.log"
+        try:
+            # The kernel's own stdout/stderr (banners, bwrap and crash messages) go to a log file
+            # rather than nini's terminal; a failed start quotes it.
+            with open(log_path, "wb") as log:
+                await manager.start_kernel(
+                    cwd=str(workspace.root), env=_kernel_env(runtime_dir), stdout=log, stderr=log
+                )
+            kernel.client = _new_client(manager)
+            kernel.client.start_channels()
+            await kernel.client.wait_for_ready(timeout=START_TIMEOUT_S)
+        except Exception as exc:
+            tail = _tail(log_path)
+            await _stop(kernel, now=True)
+            message = f"the Python kernel did not start (sandbox: {mode}): {exc}" + (
+                f"; kernel output: {tail}" if tail else ""
+            )
+            raise NiniError(ErrorCode.KERNEL_DIED, message) from exc
+        return kernel
+
+    async def _borrow(self, kernel_id: str) -> _Kernel:
+        kernel = self._external.get(kernel_id)
+        if kernel is not None:
+            return kernel
+        if self.multi_kernel_manager is None:
+            raise NiniError(
+                ErrorCode.NOT_FOUND, f"no kernel {kernel_id!r}: nini is not running inside a Jupyter server"
+            )
+        try:
+            manager = self.multi_kernel_manager.get_kernel(kernel_id)
+        except Exception as exc:  # KeyError, or the server's HTTPError(404)
+            raise NiniError(ErrorCode.NOT_FOUND, f"no kernel {kernel_id!r} on this Jupyter server") from exc
+        client = _new_client(manager)
+        client.start_channels()
+        try:
+            # also lets the iopub subscription settle, so the first run's output is not missed
+            await ensure_async(client.wait_for_ready(timeout=START_TIMEOUT_S))
+        except Exception as exc:
+            client.stop_channels()
+            raise NiniError(ErrorCode.KERNEL_DIED, f"kernel {kernel_id!r} does not answer: {exc}") from exc
+        kernel = self._external[kernel_id] = _Kernel(manager, client, None)
+        return kernel
+
+    async def _forget_external(self, kernel_id: str) -> None:
+        kernel = self._external.pop(kernel_id, None)
+        if kernel is not None:
+            kernel.client.stop_channels()
+
+
+def _new_client(manager: Any) -> Any:
+    """A client of ``manager`` with a session id of its own.
+
+    jupyter_client uses the session id as the zmq identity of the shell socket, and ``km.client()``
+    copies the manager's: a second client of the same kernel (another pool, a notebook tool) would
+    share the identity, and the kernel's replies would go to only one of them.
+    """
+    session = manager.session.clone()
+    session.session = str(uuid.uuid4())
+    return manager.client(session=session)
+
+
+def _kernel_env(runtime_dir: Path) -> dict[str, str]:
+    # jupyter_client's launcher adds JPY_PARENT_PID (nini's pid), so that an unsandboxed kernel exits
+    # when nini does; the sandbox unsets it and relies on --die-with-parent (see sandbox.py).
+    env = {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("LC_")}
+    home = runtime_dir / "home"
+    home.mkdir()
+    env.update(
+        HOME=str(home),
+        IPYTHONDIR=str(home / ".ipython"),
+        MPLCONFIGDIR=str(home / ".matplotlib"),
+        MPLBACKEND="Agg",  # figures are saved by nini after the run, not shown inline
+        PYTHONNOUSERSITE="1",
+        PYDEVD_DISABLE_FILE_VALIDATION="1",  # the debugger's frozen-modules warning on every start
+        **limits.KERNEL_ENV,
+    )
+    return env
+
+
+def _tail(path: Path, limit: int = 800) -> str:
+    try:
+        return path.read_text(errors="replace")[-limit:].strip()
+    except OSError:
+        return ""
+
+
+async def _stop(kernel: _Kernel, *, now: bool) -> None:
+    """Shut an owned kernel down and remove its runtime folder; never raises."""
+    try:
+        if kernel.client is not None:
+            kernel.client.stop_channels()
+        if kernel.manager.has_kernel:
+            await kernel.manager.shutdown_kernel(now=now)
+    except Exception:  # a kernel that is already gone is what we wanted
+        pass
+    finally:
+        if kernel.runtime_dir is not None:
+            shutil.rmtree(kernel.runtime_dir, ignore_errors=True)

@@ -1,0 +1,80 @@
+"""What one code run asks for and what it produced: the skill-result contract of DESIGN.md section 4.
+
+``CodeRequest`` is the validated input of run_code (and, later, run_r_code); ``CodeOutcome`` holds
+everything a run produced. ``contract()`` is exactly the shared result shape; the other fields
+(``outputs``, the error's traceback) feed the store and the notebook export.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Purpose = Literal["exploration", "visualization", "export", "transformation"]
+PURPOSES: tuple[str, ...] = ("exploration", "visualization", "export", "transformation")
+
+CONTRACT_KEYS = (
+    "success",
+    "stdout",
+    "stderr",
+    "result",
+    "has_dataframe",
+    "dataframe_preview",
+    "artifacts",
+    "datasets_saved",
+    "error",
+    "duration_ms",
+)
+
+
+@dataclass(frozen=True)
+class CodeRequest:
+    code: str
+    dataset_name: str | None = None
+    save_as: str | None = None
+    purpose: str = "exploration"
+    label: str | None = None
+    timeout_s: float = 60.0
+
+
+@dataclass
+class CodeOutcome:
+    """A finished run. ``error`` is ``{code, message, line?}`` plus optional ``ename``/``traceback``."""
+
+    success: bool
+    stdout: str = ""
+    stderr: str = ""
+    result: Any = None
+    has_dataframe: bool = False
+    dataframe_preview: dict[str, Any] | None = None
+    artifacts: list[dict[str, Any]] = field(default_factory=list)  # {name, path, format, kind}; path relative to the workspace
+    datasets_saved: list[str] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    duration_ms: int = 0
+    outputs: list[dict[str, Any]] = field(default_factory=list)  # nbformat v4 outputs, ANSI stripped
+
+    def contract(self) -> dict[str, Any]:
+        """The result shape shared by run_code and run_r_code, and nothing else."""
+        error = None
+        if self.error is not None:
+            error = {k: self.error[k] for k in ("code", "message", "line") if self.error.get(k) is not None}
+        return {
+            "success": self.success,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "result": self.result,
+            "has_dataframe": self.has_dataframe,
+            "dataframe_preview": self.dataframe_preview,
+            "artifacts": list(self.artifacts),
+            "datasets_saved": list(self.datasets_saved),
+            "error": error,
+            "duration_ms": self.duration_ms,
+        }
+
+    @classmethod
+    def failure(cls, code: str, message: str, *, line: int | None = None, duration_ms: int = 0, **extra: Any) -> CodeOutcome:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if line is not None:
+            error["line"] = line
+        error.update(extra)
+        return cls(success=False, error=error, duration_ms=duration_ms)

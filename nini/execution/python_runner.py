@@ -1,0 +1,354 @@
+"""Run one CodeRequest in a kernel through its jupyter_client client, and turn what came back into a CodeOutcome.
+
+One run is: an optional silent prelude (``datasets``, ``df``), one ``execute_request`` whose
+``user_expressions`` collect ``result``/``output_df``/figures in the kernel, and, when the code
+failed or was interrupted, a silent second request that saves the figures made before the error
+and clears the two names (ipykernel only evaluates user_expressions after a successful run).
+While waiting, the kernel process is checked for life whenever it has been silent for a while,
+and the deadline is enforced with an interrupt. What to do with a kernel that is stuck or dead is
+the caller's decision (``KernelPool``): this module only reports it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import queue
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from jupyter_core.utils import ensure_async
+
+from nini.errors import NiniError
+from nini.execution._kernel_side import StemAllocator
+from nini.execution.outcome import CodeOutcome, CodeRequest
+from nini.execution.workspace import Workspace
+from nini.fsutil import atomic_write_bytes
+
+KernelState = Literal["ok", "interrupted", "stuck", "dead"]
+
+CODE_ERROR = "CODE_ERROR"  # the submitted program raised: a failure of the code, not of nini
+POLL_S = 0.5  # a kernel silent this long is checked for being alive
+INTERRUPT_GRACE_S = 3.0  # after an interrupt, how long the kernel has to answer before it counts as stuck
+_SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
+_KERNEL_SIDE = "nini.execution._kernel_side"
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_DEFAULT_REPR = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-fA-F]+)?>")
+# mime type -> (file extension, artifact kind, base64-encoded in the message)
+_RICH = {
+    "image/png": ("png", "chart", True),
+    "image/svg+xml": ("svg", "chart", False),
+    "application/pdf": ("pdf", "file", True),
+    "text/html": ("html", "file", False),
+}
+
+
+@dataclass
+class Exchange:
+    """Everything one execute_request produced, in arrival order."""
+
+    reply: dict[str, Any] | None = None
+    state: KernelState = "ok"
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    outputs: list[dict[str, Any]] = field(default_factory=list)  # nbformat v4
+    rich: list[dict[str, Any]] = field(default_factory=list)  # bundles that become artifact files
+
+
+@dataclass
+class RunReport:
+    outcome: CodeOutcome
+    state: KernelState  # "stuck" or "dead": the caller must restart (or give up on) the kernel
+    prelude_ran: bool
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+async def run_request(
+    client: Any, manager: Any, workspace: Workspace, request: CodeRequest, *, prelude: bool, restartable: bool
+) -> RunReport:
+    """Run ``request`` in the kernel of ``client``/``manager``; never raises for anything the code does."""
+    started = time.monotonic()
+    deadline = started + request.timeout_s
+    root = str(workspace.root)
+    if request.dataset_name is not None and request.dataset_name not in workspace.dataset_names():
+        available = ", ".join(workspace.dataset_names()) or "none"
+        message = f"no dataset {request.dataset_name!r} in this session; available: {available}"
+        return RunReport(CodeOutcome.failure("INVALID_ARGUMENT", message), "ok", False)
+    ran_prelude = False
+    if prelude or request.dataset_name is not None:
+        pre = await execute(client, manager, _call("prelude", root, request.dataset_name), deadline, silent=True)
+        if pre.state != "ok" or _status(pre) != "ok":
+            return RunReport(_prelude_failure(pre, request, started, restartable), pre.state, False)
+        ran_prelude = True
+    collect = _call("collect", root, request.label, request.save_as, True)
+    main = await execute(client, manager, request.code, deadline, user_expressions={"nini": collect})
+    if main.state in ("stuck", "dead"):
+        return RunReport(_stopped(main, request, started, restartable), main.state, ran_prelude)
+    collected: dict[str, Any] = {}
+    if _status(main) == "ok" and main.state == "ok":
+        collected = _parse_collected(main)
+    else:  # failed or interrupted: keep the figures made so far and clear result/output_df
+        cleanup = await execute(
+            client, manager, "", time.monotonic() + INTERRUPT_GRACE_S, silent=True,
+            user_expressions={"nini": _call("collect", root, request.label, None, False)},
+        )  # fmt: skip
+        if cleanup.state in ("stuck", "dead"):  # answered the interrupt, then hung: a restart is due after all
+            main.state = cleanup.state
+            return RunReport(_stopped(main, request, started, restartable), main.state, ran_prelude)
+        collected = _parse_collected(cleanup) if cleanup.state == "ok" else {}
+    outcome = _outcome(main, collected, workspace, request, started, restartable)
+    return RunReport(outcome, main.state, ran_prelude)
+
+
+async def execute(
+    client: Any,
+    manager: Any,
+    code: str,
+    deadline: float,
+    *,
+    silent: bool = False,
+    user_expressions: dict[str, str] | None = None,
+) -> Exchange:
+    """Send one execute_request and gather its iopub messages and its reply.
+
+    At ``deadline`` the kernel is interrupted (state "interrupted"); if it has not answered
+    ``INTERRUPT_GRACE_S`` later the state is "stuck". A dead kernel process ends the wait ("dead").
+    """
+    msg_id = client.execute(
+        code, silent=silent, store_history=not silent, user_expressions=user_expressions or {},
+        allow_stdin=False, stop_on_error=False,  # never abort requests queued by others (shared kernels)
+    )  # fmt: skip
+    exchange = Exchange()
+    idle = False
+    interrupted_at: float | None = None
+    while exchange.reply is None:
+        now = time.monotonic()
+        if interrupted_at is None and now >= deadline:
+            await ensure_async(manager.interrupt_kernel())
+            interrupted_at, exchange.state = now, "interrupted"
+        limit = (deadline if interrupted_at is None else interrupted_at + INTERRUPT_GRACE_S) - now
+        if interrupted_at is not None and limit <= 0:
+            exchange.state = "stuck"
+            return exchange
+        try:
+            if not idle:
+                msg = await client.get_iopub_msg(timeout=min(POLL_S, max(limit, 0)))
+            else:  # the reply is sent before "idle", so it is (nearly always) already waiting
+                msg = await client.get_shell_msg(timeout=min(POLL_S, max(limit, 0)))
+        except queue.Empty:
+            if not await ensure_async(manager.is_alive()):
+                exchange.state = "dead"
+                return exchange
+            continue
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue  # another client's output on a shared kernel, or a late reply of an earlier request
+        if idle:
+            exchange.reply = msg["content"]
+        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            idle = True
+        else:
+            _absorb(exchange, msg)
+    return exchange
+
+
+def _absorb(exchange: Exchange, msg: dict[str, Any]) -> None:
+    kind, content = msg["msg_type"], msg["content"]
+    if kind == "stream":
+        text = strip_ansi(content["text"])
+        (exchange.stdout if content["name"] == "stdout" else exchange.stderr).append(text)
+        last = exchange.outputs[-1] if exchange.outputs else None
+        if last and last["output_type"] == "stream" and last["name"] == content["name"]:
+            last["text"] += text
+        else:
+            exchange.outputs.append({"output_type": "stream", "name": content["name"], "text": text})
+    elif kind in ("display_data", "execute_result"):
+        data = dict(content.get("data", {}))
+        if "text/plain" in data:
+            data["text/plain"] = strip_ansi(data["text/plain"])
+        output = {"output_type": kind, "data": data, "metadata": content.get("metadata", {})}
+        if kind == "execute_result":
+            output["execution_count"] = content.get("execution_count")
+        exchange.outputs.append(output)
+        if _rich_types(data):
+            exchange.rich.append(data)
+        elif "text/plain" in data:  # what a notebook shows for a value: the model should see it too
+            exchange.stdout.append(data["text/plain"] + "\n")
+    elif kind == "error":
+        exchange.outputs.append(
+            {"output_type": "error", "ename": content["ename"], "evalue": content["evalue"],
+             "traceback": [strip_ansi(line) for line in content["traceback"]]}
+        )  # fmt: skip
+
+
+def _rich_types(data: dict[str, Any]) -> list[str]:
+    """Mime types of a bundle stored as files. HTML only when it is the whole content: a DataFrame's
+    HTML table has a readable text/plain twin (which goes to stdout), ``HTML(...)`` has none."""
+    types = [m for m in ("image/png", "image/svg+xml", "application/pdf") if m in data]
+    plain = data.get("text/plain", "").strip()
+    if "text/html" in data and (not plain or _DEFAULT_REPR.fullmatch(plain)):
+        types.append("text/html")
+    return types
+
+
+def _status(exchange: Exchange) -> str | None:
+    return exchange.reply.get("status") if exchange.reply else None
+
+
+def _call(function: str, *args: Any) -> str:
+    """Python source calling ``_kernel_side.<function>(*args)``; args are str/None/bool literals."""
+    return f"__import__({_KERNEL_SIDE!r}, fromlist=[{function!r}]).{function}({', '.join(map(repr, args))})"
+
+
+def _parse_collected(exchange: Exchange) -> dict[str, Any]:
+    value = (exchange.reply or {}).get("user_expressions", {}).get("nini", {})
+    if value.get("status") != "ok":
+        name = f"{value.get('ename', 'Error')}: {value.get('evalue', 'no result')}"
+        return {"collect_error": f"nini could not collect this run's results ({name})"}
+    return json.loads(value["data"]["text/plain"])
+
+
+def _outcome(
+    main: Exchange,
+    collected: dict[str, Any],
+    workspace: Workspace,
+    request: CodeRequest,
+    started: float,
+    restartable: bool,
+) -> CodeOutcome:
+    artifacts = [a for a in collected.get("artifacts", []) if _inside(workspace, a.get("path"))]
+    figure_outputs = [_figure_output(workspace, a) for a in artifacts if a["format"] == "png"]
+    artifacts += _write_rich(workspace, main.rich, request.label)
+    warnings = [f"nini: {w}\n" for w in collected.get("warnings", [])]
+    error: dict[str, Any] | None = None
+    reply = main.reply or {}
+    if main.state == "interrupted":
+        error = stop_error("interrupted", request.timeout_s, restartable)
+    elif reply.get("status") == "error":
+        error = code_error(reply.get("ename", "Error"), reply.get("evalue", ""), reply.get("traceback", []),
+                           reply.get("execution_count"))  # fmt: skip
+    elif reply.get("status") != "ok":
+        error = {"code": CODE_ERROR, "message": f"the kernel did not run the code (status {reply.get('status')!r})"}
+    elif "collect_error" in collected:
+        error = {"code": "INTERNAL", "message": collected["collect_error"]}
+    elif "save_error" in collected:
+        error = {"code": CODE_ERROR, "message": collected["save_error"]}
+    traceback_text = "".join(line + "\n" for line in (error or {}).get("traceback", []))
+    return CodeOutcome(
+        success=error is None,
+        stdout="".join(main.stdout),
+        stderr="".join(main.stderr) + traceback_text + "".join(warnings),
+        result=collected.get("result") if error is None else None,
+        has_dataframe=bool(collected.get("has_dataframe")),
+        dataframe_preview=collected.get("dataframe_preview"),
+        artifacts=artifacts,
+        datasets_saved=list(collected.get("datasets_saved", [])),
+        error=error,
+        duration_ms=_ms(started),
+        outputs=main.outputs + figure_outputs,
+    )
+
+
+def code_error(ename: str, evalue: str, traceback: list[str], execution_count: int | None) -> dict[str, Any]:
+    """The error of a run whose code raised: ``{code, message, line, ename, evalue, traceback}``."""
+    lines = strip_ansi("\n".join(traceback)).splitlines()
+    # a SyntaxError's value names IPython's temporary cell file ("... (3528.py, line 2)"): the line is reported apart
+    shown = re.sub(r" \([^()]*\.py, line \d+\)$", "", evalue) if ename in _SYNTAX_ERRORS else evalue
+    error: dict[str, Any] = {"code": CODE_ERROR, "message": f"{ename}: {shown}" if shown else ename}
+    line = user_line(lines, execution_count)
+    if line is not None:
+        error["line"] = line
+    return {**error, "ename": ename, "evalue": evalue, "traceback": lines}
+
+
+def user_line(traceback_lines: list[str], execution_count: int | None) -> int | None:
+    """The line of the user's cell where the error surfaced: the last frame of this cell.
+
+    IPython 8/9 names a cell ``Cell In[N], line L`` (also for a SyntaxError); older ones
+    ``<ipython-input-N-hash>``. Frames of earlier cells (a function defined before) are skipped.
+    """
+    count = r"\d+" if execution_count is None else str(execution_count)
+    frame = re.compile(rf"Cell In\[{count}\], line (\d+)|<ipython-input-{count}-[0-9a-f]+>\"?, line (\d+)")
+    found = [m for text in traceback_lines for m in frame.finditer(text)]
+    return int(found[-1].group(1) or found[-1].group(2)) if found else None
+
+
+def stop_error(state: KernelState, timeout_s: float, restartable: bool) -> dict[str, Any]:
+    """TIMEOUT or KERNEL_DIED, saying what became of the kernel's state (the caller acts accordingly)."""
+    lost = "was restarted: variables and imports were lost, datasets and artifacts saved in the workspace are kept"
+    not_ours = "nini does not restart a kernel it does not own"
+    if state == "dead":
+        tail = f"it {lost}" if restartable else not_ours
+        return {
+            "code": "KERNEL_DIED",
+            "message": f"the kernel died while running this code (a crash, os._exit or no memory left); {tail}",
+        }
+    head = f"the code was stopped after {timeout_s:g} s (timeout); the kernel"
+    if state == "interrupted":
+        return {"code": "TIMEOUT", "message": f"{head} was interrupted and keeps its variables"}
+    tail = lost if restartable else f"may still be busy ({not_ours})"
+    return {"code": "TIMEOUT", "message": f"{head} did not respond to the interrupt and {tail}"}
+
+
+def _stopped(exchange: Exchange, request: CodeRequest, started: float, restartable: bool) -> CodeOutcome:
+    return CodeOutcome(
+        success=False, stdout="".join(exchange.stdout), stderr="".join(exchange.stderr), outputs=exchange.outputs,
+        error=stop_error(exchange.state, request.timeout_s, restartable), duration_ms=_ms(started),
+    )  # fmt: skip
+
+
+def _prelude_failure(pre: Exchange, request: CodeRequest, started: float, restartable: bool) -> CodeOutcome:
+    if pre.state != "ok":
+        return _stopped(pre, request, started, restartable)
+    reply = pre.reply or {}
+    ename, evalue = reply.get("ename", "Error"), reply.get("evalue", "")
+    # KeyError: the dataset vanished since the check; ImportError: a server kernel without nini installed
+    code = "INVALID_ARGUMENT" if ename in ("KeyError", "ModuleNotFoundError", "ImportError") else "INTERNAL"
+    return CodeOutcome.failure(code, f"preparing the kernel failed: {ename}: {evalue}", duration_ms=_ms(started))
+
+
+def _write_rich(workspace: Workspace, bundles: list[dict[str, Any]], label: str | None) -> list[dict[str, Any]]:
+    """Rich outputs (images, HTML, PDF) as artifact files; one stem per bundle, one file per type."""
+    if not bundles:
+        return []
+    names = StemAllocator(workspace.artifacts_dir)
+    artifacts = []
+    for data in bundles:
+        types = _rich_types(data)
+        stem = names.next(label, "figure" if types[0].startswith("image/") else "output")
+        for mime in types:
+            ext, kind, encoded = _RICH[mime]
+            body = data[mime]
+            content = (
+                base64.b64decode(body) if encoded else ("".join(body) if isinstance(body, list) else body).encode()
+            )
+            path = workspace.artifacts_dir / f"{stem}.{ext}"
+            atomic_write_bytes(path, content)
+            artifacts.append({"name": path.name, "path": workspace.relative(path), "format": ext, "kind": kind})
+    return artifacts
+
+
+def _figure_output(workspace: Workspace, artifact: dict[str, Any]) -> dict[str, Any]:
+    """A saved figure as a display_data output, so an exported notebook shows the chart."""
+    png = (workspace.root / artifact["path"]).read_bytes()
+    return {
+        "output_type": "display_data",
+        "data": {"image/png": base64.b64encode(png).decode(), "text/plain": f"<Figure {artifact['name']}>"},
+        "metadata": {"nini": {"artifact": artifact["path"]}},
+    }
+
+
+def _inside(workspace: Workspace, path: Any) -> bool:
+    """Paths reported by the kernel are not trusted: agent code could have forged them."""
+    try:
+        return isinstance(path, str) and workspace.resolve(path).is_file()
+    except NiniError:
+        return False
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)

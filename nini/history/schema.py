@@ -1,0 +1,227 @@
+"""The history tables and the migrations that create and evolve them.
+
+Portable SQL only (SQLite by default, PostgreSQL for a hub): ids and text are TEXT, JSON values
+are TEXT holding JSON (``JSONText``), timestamps are ISO-8601 UTC text of fixed width
+(``2024-05-01T12:00:00.000000Z``), so sorting the text sorts by time on every backend.
+
+The version lives in ``schema_version`` (one row). ``migrate`` runs each missing step of
+``MIGRATIONS`` in its own transaction and refuses a database newer than this code.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from nini.errors import ErrorCode, NiniError
+from nini.history.engine import WRITE
+
+
+class JSONText(sa.TypeDecorator[Any]):
+    """A JSON value stored as TEXT, so every backend stores and returns it the same way.
+
+    Values that JSON cannot represent (numpy numbers, datetimes) are stored as their ``str``:
+    recording a tool call must never fail because a skill returned an odd type.
+    """
+
+    impl = sa.Text
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: sa.Dialect) -> str | None:
+        return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
+
+    def process_result_value(self, value: str | None, dialect: sa.Dialect) -> Any:
+        return None if value is None else json.loads(value)
+
+
+metadata = sa.MetaData(
+    # Stable constraint names: PostgreSQL migrations have to name what they alter or drop.
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+def _session_fk() -> sa.Column[str]:
+    return sa.Column("session_id", sa.Text, sa.ForeignKey("sessions.id"), nullable=False)
+
+
+def _timestamp(name: str, nullable: bool = False) -> sa.Column[str]:
+    return sa.Column(name, sa.Text, nullable=nullable)
+
+
+sessions = sa.Table(
+    "sessions",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("title", sa.Text),
+    _timestamp("created_at"),
+    _timestamp("updated_at"),
+    sa.Column("metadata", JSONText),
+    sa.Index(None, "created_at"),
+)
+
+messages = sa.Table(
+    "messages",
+    metadata,
+    # An integer id: insertion order is the conversation order.
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    _session_fk(),
+    sa.Column("turn_id", sa.Text),
+    sa.Column("role", sa.Text, nullable=False),
+    sa.Column("content", sa.Text),  # an assistant message that only calls tools has none
+    sa.Column("tool_call_id", sa.Text),  # the model's id for the call this message answers
+    sa.Column("metadata", JSONText),
+    _timestamp("created_at"),
+    sa.Index(None, "session_id", "id"),
+)
+
+TOOL_CALL_STATUSES = ("running", "succeeded", "failed", "interrupted")
+
+tool_calls = sa.Table(
+    "tool_calls",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    _session_fk(),
+    sa.Column("turn_id", sa.Text),
+    sa.Column("tool_name", sa.Text, nullable=False),
+    sa.Column("arguments", JSONText),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("error_code", sa.Text),
+    _timestamp("started_at"),
+    _timestamp("ended_at", nullable=True),
+    sa.Column("duration_ms", sa.Integer),
+    sa.Column("result", JSONText),
+    sa.Column("result_summary", sa.Text),
+    sa.Column("owner", sa.Text),  # "<hostname>:<pid>" of the process running the call
+    sa.CheckConstraint(sa.column("status").in_(TOOL_CALL_STATUSES), name="status"),
+    sa.Index(None, "session_id", "started_at"),
+    sa.Index(None, "status"),
+)
+
+executions = sa.Table(
+    "executions",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    _session_fk(),
+    sa.Column("tool_call_id", sa.Text, sa.ForeignKey("tool_calls.id")),
+    sa.Column("language", sa.Text, nullable=False),
+    sa.Column("tool_name", sa.Text),
+    sa.Column("code", sa.Text, nullable=False),
+    sa.Column("stdout", sa.Text),
+    sa.Column("stderr", sa.Text),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("purpose", sa.Text),
+    sa.Column("label", sa.Text),
+    sa.Column("dataset_name", sa.Text),
+    sa.Column("save_as", sa.Text),
+    sa.Column("result", JSONText),
+    sa.Column("error", JSONText),
+    sa.Column("outputs", JSONText),  # nbformat outputs, for notebook export
+    sa.Column("artifacts", JSONText),  # [{name, path, format, kind}] as the skill reported them
+    sa.Column("datasets_saved", JSONText),  # [name]
+    sa.Column("retry_of", sa.Text, sa.ForeignKey("executions.id")),
+    sa.Column("duration_ms", sa.Integer),
+    _timestamp("created_at"),
+    sa.CheckConstraint(sa.column("language").in_(("python", "r")), name="language"),
+    sa.CheckConstraint(sa.column("status").in_(("succeeded", "failed")), name="status"),
+    sa.Index(None, "session_id", "created_at"),
+)
+
+artifacts = sa.Table(
+    "artifacts",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    _session_fk(),
+    sa.Column("execution_id", sa.Text, sa.ForeignKey("executions.id")),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("path", sa.Text, nullable=False),  # relative to the session workspace
+    sa.Column("format", sa.Text),
+    sa.Column("kind", sa.Text),
+    sa.Column("size_bytes", sa.BigInteger),
+    _timestamp("created_at"),
+    sa.Index(None, "session_id", "id"),
+)
+
+datasets = sa.Table(
+    "datasets",
+    metadata,
+    _session_fk(),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("path", sa.Text, nullable=False),  # relative to the session workspace
+    sa.Column("rows", sa.BigInteger),
+    sa.Column("columns", JSONText),
+    sa.Column("source_execution_id", sa.Text, sa.ForeignKey("executions.id")),
+    _timestamp("created_at"),
+    _timestamp("updated_at"),
+    sa.PrimaryKeyConstraint("session_id", "name"),
+)
+
+events = sa.Table(
+    "events",
+    metadata,
+    _session_fk(),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("type", sa.Text, nullable=False),
+    _timestamp("ts"),
+    sa.Column("turn_id", sa.Text),
+    sa.Column("tool_call_id", sa.Text),
+    sa.Column("data", JSONText),
+    sa.PrimaryKeyConstraint("session_id", "seq"),
+)
+
+# Kept out of ``metadata``: it must exist before any migration runs, and no migration drops it.
+schema_version = sa.Table("schema_version", sa.MetaData(), sa.Column("version", sa.Integer, nullable=False))
+
+
+def _v1(conn: Connection) -> None:
+    # v1 is "everything in ``metadata``" only while no later migration exists. The first migration
+    # that changes a table must first freeze this step as explicit CREATE statements.
+    metadata.create_all(conn)
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1]
+"""Step N (1-based) brings the schema from version N-1 to N. Append only; never edit a shipped step."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the database up to ``SCHEMA_VERSION``; each step commits on its own.
+
+    A database written by a newer nini is refused before anything is written to it. Each step
+    re-reads the version inside its write transaction, so two processes opening a fresh file at
+    once run each step exactly once.
+    """
+    with engine.connect() as conn:
+        found = _read_version(conn) if sa.inspect(conn).has_table("schema_version") else 0
+    if found > SCHEMA_VERSION:
+        raise NiniError(
+            ErrorCode.DB_ERROR,
+            f"the history database has schema version {found}, but this nini only knows up to "
+            f"{SCHEMA_VERSION}; upgrade nini (the database was left unchanged)",
+            {"found": found, "supported": SCHEMA_VERSION},
+        )
+    for target in range(found + 1, SCHEMA_VERSION + 1):
+        with engine.execution_options(**{WRITE: True}).begin() as conn:
+            schema_version.create(conn, checkfirst=True)
+            current = _read_version(conn)
+            if current >= target:
+                continue
+            MIGRATIONS[target - 1](conn)
+            if current == 0:
+                conn.execute(schema_version.insert().values(version=target))
+            else:
+                conn.execute(schema_version.update().values(version=target))
+
+
+def _read_version(conn: Connection) -> int:
+    return conn.execute(sa.select(sa.func.max(schema_version.c.version))).scalar() or 0

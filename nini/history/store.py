@@ -1,0 +1,456 @@
+"""HistoryStore: sessions, messages, tool calls, executions, artifacts, datasets and events.
+
+A sync API that is safe to use from any thread (each call checks a connection out of the engine's
+pool for one transaction). Async code goes through ``call``, which runs the method on the store's
+one writer thread so the event loop never waits on the database. Every method returns plain,
+JSON-ready dicts; every database failure is a ``NiniError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from nini.errors import ErrorCode, NiniError
+from nini.history.engine import WRITE, constraint_kind, db_errors, driver_message, open_engine
+from nini.history.schema import events, executions, messages, migrate, sessions, tool_calls
+
+# finish_tool_call's parameters are named artifacts and datasets, so these tables get other names
+from nini.history.schema import artifacts as artifact_table  # isort: skip
+from nini.history.schema import datasets as dataset_table  # isort: skip
+
+if TYPE_CHECKING:
+    from nini.config import Settings
+
+T = TypeVar("T")
+
+FINISHED_STATUSES = ("succeeded", "failed", "interrupted")
+EVENT_RETRIES = 5
+# What callers may set on the rows finish_tool_call writes; the store sets session_id and times.
+EXECUTION_FIELDS = frozenset(executions.c.keys()) - {"session_id", "created_at"}
+ARTIFACT_FIELDS = ("execution_id", "name", "path", "format", "kind", "size_bytes")
+DATASET_FIELDS = ("name", "path", "rows", "columns", "source_execution_id")
+# The event contract of DESIGN.md section 4, in its order.
+EVENT_SHAPE = [events.c[name] for name in ("type", "session_id", "seq", "ts", "turn_id", "tool_call_id", "data")]
+
+# The statements of the hot path (every tool call, every event), built once: the values come as
+# execute() parameters, so SQLAlchemy compiles each statement once and reuses it from its cache.
+START_CALL = tool_calls.insert().returning(*tool_calls.c)
+# FOR UPDATE locks the row on PostgreSQL; SQLite already holds the write lock (BEGIN IMMEDIATE).
+CALL_STATE = (
+    sa.select(tool_calls.c.status, tool_calls.c.started_at)
+    .where(tool_calls.c.id == sa.bindparam("call_id"))
+    .with_for_update()
+)
+END_CALL = tool_calls.update().where(tool_calls.c.id == sa.bindparam("call_id")).returning(*tool_calls.c)
+ADD_EXECUTION = executions.insert().returning(*executions.c)
+ADD_ARTIFACTS = artifact_table.insert()
+NEXT_SEQ = sa.select(sa.func.coalesce(sa.func.max(events.c.seq), 0) + 1).where(
+    events.c.session_id == sa.bindparam("session_id")
+)
+ADD_EVENT = events.insert().returning(*EVENT_SHAPE)
+
+
+class HistoryStore:
+    """The durable record of nini. Open with a SQLAlchemy URL; ``close()`` when done."""
+
+    def __init__(self, url: str, *, busy_timeout_ms: int = 5000) -> None:
+        """Open (creating an SQLite file and its folder), migrate, and mark orphaned tool calls.
+
+        ``busy_timeout_ms`` is how long an SQLite write waits for another process's write before
+        failing with DB_ERROR.
+        """
+        self.engine = open_engine(url, busy_timeout_ms=busy_timeout_ms)
+        self._writes = self.engine.execution_options(**{WRITE: True})
+        self._host = socket.gethostname()
+        self._clock_lock = threading.Lock()
+        self._last_time = datetime.min.replace(tzinfo=UTC)
+        self._writer: ThreadPoolExecutor | None = None
+        self._writer_lock = threading.Lock()
+        try:
+            with db_errors():
+                migrate(self.engine)
+            self._mark_orphans()
+        except BaseException:
+            self.engine.dispose()
+            raise
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> HistoryStore:
+        return cls(settings.database)
+
+    def close(self) -> None:
+        """Finish queued ``call``s, stop the writer thread, close connections; safe to call twice."""
+        with self._writer_lock:
+            writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.shutdown(wait=True)
+        self.engine.dispose()
+
+    async def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run ``fn(*args, **kwargs)`` (a store method, or a function using the store) on the
+        writer thread and await its result.
+
+        One thread for all of them, as datasette does: SQLite takes one writer at a time anyway,
+        so more threads would only queue on its lock. Cancelling the awaiting task does not stop
+        a write that has started; it completes or fails as a whole.
+        """
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._writer_thread(), functools.partial(fn, *args, **kwargs))
+
+    # sessions
+
+    def create_session(
+        self, session_id: str | None = None, title: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        now = self._now()
+        row = {"id": session_id or _new_id("s"), "title": title, "created_at": now, "updated_at": now,
+               "metadata": metadata}
+        try:
+            with self._write() as conn:
+                return _one(conn.execute(sessions.insert().returning(*sessions.c), row))
+        except IntegrityError as exc:
+            raise _refused(exc, f"session {row['id']}") from None
+
+    def get_session(self, session_id: str) -> dict[str, Any]:
+        with self._read() as conn:
+            row = conn.execute(sa.select(sessions).where(sessions.c.id == session_id)).first()
+        if row is None:
+            raise _no_session(session_id)
+        return dict(row._mapping)
+
+    def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:
+        """Newest first, each with ``tool_call_count`` and ``execution_count``."""
+        counts = [
+            sa.select(sa.func.count()).where(table.c.session_id == sessions.c.id).scalar_subquery().label(label)
+            for table, label in ((tool_calls, "tool_call_count"), (executions, "execution_count"))
+        ]
+        query = sa.select(sessions, *counts).order_by(sessions.c.created_at.desc(), sessions.c.id.desc()).limit(limit)
+        with self._read() as conn:
+            return _all(conn.execute(query))
+
+    def touch_session(self, session_id: str) -> dict[str, Any]:
+        """Set ``updated_at`` to now."""
+        query = sessions.update().where(sessions.c.id == session_id).values(updated_at=self._now())
+        with self._write() as conn:
+            row = conn.execute(query.returning(*sessions.c)).first()
+        if row is None:
+            raise _no_session(session_id)
+        return dict(row._mapping)
+
+    # messages
+
+    def add_message(
+        self,
+        session_id: str,
+        role: str,
+        content: str | None,
+        *,
+        turn_id: str | None = None,
+        tool_call_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        row = {"session_id": session_id, "turn_id": turn_id, "role": role, "content": content,
+               "tool_call_id": tool_call_id, "metadata": metadata, "created_at": self._now()}
+        try:
+            with self._write() as conn:
+                return _one(conn.execute(messages.insert().returning(*messages.c), row))
+        except IntegrityError as exc:
+            raise _refused(exc, "the message", missing=_no_session(session_id)) from None
+
+    def list_messages(self, session_id: str) -> list[dict[str, Any]]:
+        """In the order they were added."""
+        return self._list(sa.select(messages).where(messages.c.session_id == session_id).order_by(messages.c.id))
+
+    # tool calls
+
+    def start_tool_call(
+        self,
+        session_id: str,
+        tool_name: str,
+        arguments: Any,
+        *,
+        turn_id: str | None = None,
+        call_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Record a call as ``running``, owned by this process (see ``_mark_orphans``)."""
+        row = {"id": call_id or _new_id("c"), "session_id": session_id, "turn_id": turn_id, "tool_name": tool_name,
+               "arguments": arguments, "status": "running", "started_at": self._now(),
+               "owner": f"{self._host}:{os.getpid()}"}
+        try:
+            with self._write() as conn:
+                return _one(conn.execute(START_CALL, row))
+        except IntegrityError as exc:
+            raise _refused(exc, f"tool call {row['id']}", missing=_no_session(session_id)) from None
+
+    def finish_tool_call(
+        self,
+        call_id: str,
+        *,
+        status: str,
+        error_code: str | None = None,
+        result: Any = None,
+        result_summary: str | None = None,
+        execution: dict[str, Any] | None = None,
+        artifacts: Iterable[dict[str, Any]] = (),
+        datasets: Iterable[dict[str, Any]] = (),
+    ) -> dict[str, Any]:
+        """End a running call and record what it produced, all in one transaction.
+
+        ``execution`` is an executions row (``id`` defaults to "x" + 12 hex, ``tool_call_id`` to
+        this call); ``artifacts`` and ``datasets`` rows default their execution id to it. A
+        dataset saved again under the same name replaces the old row. Returns the call with
+        ``execution`` (the stored row, or None). Either everything is recorded or nothing is,
+        and the call stays ``running``.
+        """
+        if status not in FINISHED_STATUSES:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT,
+                            f"a tool call finishes as one of {', '.join(FINISHED_STATUSES)}, not {status!r}")
+        artifact_rows, dataset_rows = list(artifacts), list(datasets)
+        _check_fields("execution", [execution] if execution else [], EXECUTION_FIELDS)
+        _check_fields("artifact", artifact_rows, ARTIFACT_FIELDS)
+        _check_fields("dataset", dataset_rows, DATASET_FIELDS)
+        try:
+            with self._write() as conn:
+                call = self._end_call(conn, call_id, status=status, error_code=error_code, result=result,
+                                      result_summary=result_summary)
+                session_id, now = call["session_id"], call["ended_at"]
+                stored = None
+                if execution:
+                    row = {"tool_name": call["tool_name"], "tool_call_id": call_id, **execution,
+                           "id": execution.get("id") or _new_id("x"), "session_id": session_id, "created_at": now}
+                    stored = _one(conn.execute(ADD_EXECUTION, row))
+                source = stored["id"] if stored else None
+                if artifact_rows:
+                    # every row gets every key: an executemany needs the same keys in each row
+                    conn.execute(ADD_ARTIFACTS, [
+                        {**{f: a.get(f) for f in ARTIFACT_FIELDS}, "execution_id": a.get("execution_id", source),
+                         "session_id": session_id, "created_at": now}
+                        for a in artifact_rows
+                    ])
+                for dataset in dataset_rows:
+                    _upsert_dataset(conn, session_id, {"source_execution_id": source, **dataset}, now)
+        except IntegrityError as exc:
+            raise _refused(exc, f"a record of tool call {call_id}") from None
+        return {**call, "execution": stored}
+
+    def get_tool_call(self, call_id: str) -> dict[str, Any]:
+        return self._get(tool_calls, call_id, "tool call")
+
+    def list_tool_calls(self, session_id: str) -> list[dict[str, Any]]:
+        """In the order they started."""
+        query = sa.select(tool_calls).where(tool_calls.c.session_id == session_id)
+        return self._list(query.order_by(tool_calls.c.started_at, tool_calls.c.id))
+
+    # executions, artifacts, datasets
+
+    def list_executions(self, session_id: str, language: str | None = None) -> list[dict[str, Any]]:
+        """In the order they were recorded; only ``language`` ("python" or "r") if given."""
+        query = sa.select(executions).where(executions.c.session_id == session_id)
+        if language is not None:
+            query = query.where(executions.c.language == language)
+        return self._list(query.order_by(executions.c.created_at, executions.c.id))
+
+    def get_execution(self, execution_id: str) -> dict[str, Any]:
+        return self._get(executions, execution_id, "execution")
+
+    def list_artifacts(self, session_id: str) -> list[dict[str, Any]]:
+        query = sa.select(artifact_table).where(artifact_table.c.session_id == session_id)
+        return self._list(query.order_by(artifact_table.c.id))
+
+    def list_datasets(self, session_id: str) -> list[dict[str, Any]]:
+        query = sa.select(dataset_table).where(dataset_table.c.session_id == session_id)
+        return self._list(query.order_by(dataset_table.c.name))
+
+    def get_dataset(self, session_id: str, name: str) -> dict[str, Any]:
+        query = sa.select(dataset_table).where(dataset_table.c.session_id == session_id,
+                                                dataset_table.c.name == name)
+        with self._read() as conn:
+            row = conn.execute(query).first()
+        if row is None:
+            raise NiniError(ErrorCode.NOT_FOUND, f"session {session_id} has no dataset {name!r}",
+                            {"session_id": session_id, "name": name})
+        return dict(row._mapping)
+
+    # events
+
+    def append_event(
+        self,
+        session_id: str,
+        type: str,  # noqa: A002 - the event contract's field name
+        data: Any,
+        *,
+        turn_id: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Store an event with the session's next ``seq`` and return it in the event shape.
+
+        The seq is read and used in one transaction. On SQLite the write lock makes that enough;
+        on PostgreSQL two writers can pick the same seq, the second insert then fails on the
+        primary key and is retried with a fresh one.
+        """
+        for attempt in range(EVENT_RETRIES):
+            try:
+                with self._write() as conn:
+                    seq = conn.execute(NEXT_SEQ, {"session_id": session_id}).scalar_one()
+                    row = {"session_id": session_id, "seq": seq, "type": type, "ts": self._now(), "turn_id": turn_id,
+                           "tool_call_id": tool_call_id, "data": data}
+                    return _one(conn.execute(ADD_EVENT, row))
+            except IntegrityError as exc:
+                if constraint_kind(exc) != "unique" or attempt == EVENT_RETRIES - 1:
+                    raise _refused(exc, "the event", missing=_no_session(session_id)) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def list_events(self, session_id: str, since: int = 0) -> list[dict[str, Any]]:
+        """Events with ``seq > since``, oldest first: what a client that saw ``since`` missed."""
+        query = sa.select(*EVENT_SHAPE).where(events.c.session_id == session_id, events.c.seq > since)
+        return self._list(query.order_by(events.c.seq))
+
+    # internals
+
+    def _end_call(self, conn: Connection, call_id: str, **values: Any) -> dict[str, Any]:
+        found = conn.execute(CALL_STATE, {"call_id": call_id}).first()
+        if found is None:
+            raise NiniError(ErrorCode.NOT_FOUND, f"no tool call {call_id}", {"tool_call_id": call_id})
+        if found.status != "running":
+            raise NiniError(ErrorCode.CONFLICT, f"tool call {call_id} is already {found.status}",
+                            {"tool_call_id": call_id, "status": found.status})
+        now = self._now()
+        values.update(call_id=call_id, ended_at=now, duration_ms=_ms_between(found.started_at, now))
+        return _one(conn.execute(END_CALL, values))
+
+    def _mark_orphans(self) -> None:
+        """Calls left ``running`` by a dead process on this host become ``interrupted``.
+
+        A call whose owner is alive (a Jupyter server while the CLI opens the same file) or on
+        another host (a shared PostgreSQL) is left alone: we cannot tell it has died.
+        """
+        prefix = f"{self._host}:"
+        query = sa.select(tool_calls.c.id, tool_calls.c.owner).where(
+            tool_calls.c.status == "running", tool_calls.c.owner.startswith(prefix, autoescape=True)
+        )
+        with self._read() as conn:
+            running = conn.execute(query).all()
+        dead = [call_id for call_id, owner in running if not _pid_alive(owner[len(prefix):])]
+        if not dead:
+            return
+        with self._write() as conn:
+            conn.execute(
+                tool_calls.update()
+                .where(tool_calls.c.id.in_(dead), tool_calls.c.status == "running")
+                .values(status="interrupted", ended_at=self._now())
+            )
+
+    def _get(self, table: sa.Table, row_id: str, what: str) -> dict[str, Any]:
+        with self._read() as conn:
+            row = conn.execute(sa.select(table).where(table.c.id == row_id)).first()
+        if row is None:
+            raise NiniError(ErrorCode.NOT_FOUND, f"no {what} {row_id}", {"id": row_id})
+        return dict(row._mapping)
+
+    def _list(self, query: sa.Select[Any]) -> list[dict[str, Any]]:
+        with self._read() as conn:
+            return _all(conn.execute(query))
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with db_errors(), self.engine.connect() as conn:
+            yield conn
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        with db_errors(), self._writes.begin() as conn:
+            yield conn
+
+    def _now(self) -> str:
+        """ISO-8601 UTC, strictly increasing within this store.
+
+        Tool calls and executions are listed by time and their ids are random, so two rows with
+        the same microsecond (a coarse clock) could otherwise come back in either order.
+        """
+        with self._clock_lock:
+            now = max(datetime.now(UTC), self._last_time + timedelta(microseconds=1))
+            self._last_time = now
+        return _iso(now)
+
+    def _writer_thread(self) -> ThreadPoolExecutor:
+        with self._writer_lock:
+            if self._writer is None:
+                self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nini-history")
+            return self._writer
+
+
+def _upsert_dataset(conn: Connection, session_id: str, dataset: dict[str, Any], now: str) -> None:
+    values = {field: dataset.get(field) for field in DATASET_FIELDS}
+    key = (dataset_table.c.session_id == session_id) & (dataset_table.c.name == values["name"])
+    # UPDATE then INSERT instead of a dialect's ON CONFLICT: portable, and safe under the write lock.
+    if conn.execute(dataset_table.update().where(key).values(**values, updated_at=now)).rowcount == 0:
+        conn.execute(dataset_table.insert().values(**values, session_id=session_id, created_at=now, updated_at=now))
+
+
+def _check_fields(what: str, rows: list[dict[str, Any]], allowed: Iterable[str]) -> None:
+    unknown = sorted({key for row in rows for key in row} - set(allowed))
+    if unknown:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"unknown {what} field(s): {', '.join(unknown)}",
+                        {"fields": unknown})
+
+
+def _refused(exc: IntegrityError, what: str, missing: NiniError | None = None) -> NiniError:
+    """A constraint violation as the error the caller can act on."""
+    kind = constraint_kind(exc)
+    if kind == "unique":
+        return NiniError(ErrorCode.CONFLICT, f"{what} already exists")
+    if kind == "foreign_key" and missing is not None:
+        return missing
+    return NiniError(ErrorCode.INVALID_ARGUMENT, f"{what} was refused by the database: {driver_message(exc)}")
+
+
+def _no_session(session_id: str) -> NiniError:
+    return NiniError(ErrorCode.NOT_FOUND, f"no session {session_id}", {"session_id": session_id})
+
+
+def _pid_alive(pid_text: str) -> bool:
+    """False only when we know the process is gone; an unknown owner counts as alive."""
+    if os.name != "posix":  # on Windows os.kill(pid, 0) would terminate the process
+        return True
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return False
+    except (ValueError, PermissionError, OverflowError):
+        return True
+    return True
+
+
+def _ms_between(start: str, end: str) -> int:
+    elapsed = datetime.fromisoformat(end) - datetime.fromisoformat(start)
+    return max(0, round(elapsed.total_seconds() * 1000))  # another host's clock may be ahead
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _new_id(prefix: str) -> str:
+    return prefix + uuid.uuid4().hex[:12]
+
+
+def _one(result: sa.CursorResult[Any]) -> dict[str, Any]:
+    return dict(result.one()._mapping)
+
+
+def _all(result: sa.CursorResult[Any]) -> list[dict[str, Any]]:
+    return [dict(row._mapping) for row in result]

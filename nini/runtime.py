@@ -1,0 +1,91 @@
+"""The shared services of one process: settings, skills, the history store, events and kernels.
+
+A Jupyter server extension creates one ``Runtime`` in ``initialize_settings`` and closes it in
+``stop_extension``; the CLI creates one per command. Nothing here lives in module globals
+(DESIGN.md section 8), so several runtimes can coexist, e.g. one per test.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nini.config import Settings
+from nini.errors import ErrorCode, NiniError
+from nini.execution.workspace import Workspace, check_session_id
+from nini.history.events import EventBus
+from nini.history.store import HistoryStore
+from nini.session import Session
+from nini.skills.registry import SkillRegistry
+
+if TYPE_CHECKING:
+    from nini.execution.kernels import KernelPool
+
+
+class Runtime:
+    """Owns the services; hands out ``Session`` objects bound to them."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        project_dir: Path | None = None,
+        registry: SkillRegistry | None = None,
+        multi_kernel_manager: Any = None,
+    ) -> None:
+        self.settings = settings
+        self.project_dir = (project_dir or Path.cwd()).resolve()
+        self.registry = registry or SkillRegistry(settings, self.project_dir)
+        self.store = HistoryStore.from_settings(settings)
+        self.events = EventBus(self.store)
+        self._multi_kernel_manager = multi_kernel_manager
+        self._kernels: KernelPool | None = None
+
+    @property
+    def kernels(self) -> KernelPool:
+        """Created on first use: importing and probing the kernel machinery costs time the CLI's
+        skill commands should not pay."""
+        if self._kernels is None:
+            from nini.execution.kernels import KernelPool
+
+            self._kernels = KernelPool(self.settings.execution, multi_kernel_manager=self._multi_kernel_manager)
+        return self._kernels
+
+    def workspace(self, session_id: str) -> Workspace:
+        return Workspace.for_session(self.settings.sessions_dir, session_id)
+
+    def create_session(self, title: str | None = None, session_id: str | None = None) -> Session:
+        if session_id is not None:
+            check_session_id(session_id)
+        row = self.store.create_session(session_id=session_id, title=title)
+        return Session(row["id"], self)
+
+    def session(self, session_id: str) -> Session:
+        """The stored session ``session_id``; NOT_FOUND if there is none."""
+        check_session_id(session_id)
+        self.store.get_session(session_id)
+        return Session(session_id, self)
+
+    def session_or_new(self, session_id: str | None, title: str | None = None) -> Session:
+        if session_id is None:
+            return self.create_session(title=title)
+        try:
+            return self.session(session_id)
+        except NiniError as exc:
+            if exc.code is not ErrorCode.NOT_FOUND:
+                raise
+            return self.create_session(title=title, session_id=session_id)
+
+    async def aclose(self) -> None:
+        """Shut agent-owned kernels down, then close the store; safe to call twice."""
+        try:
+            if self._kernels is not None:
+                await self._kernels.aclose()
+        finally:
+            self.store.close()
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

@@ -1,0 +1,59 @@
+"""A session: one conversation's history, workspace, event stream and kernel, bound to a Runtime."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nini.execution.workspace import Workspace
+
+if TYPE_CHECKING:
+    from nini.history.events import EventBus
+    from nini.history.store import HistoryStore
+    from nini.runtime import Runtime
+
+
+class Session:
+    """What a skill gets as its ``session`` parameter. Cheap to create; all state is in the store."""
+
+    def __init__(self, session_id: str, runtime: Runtime, *, kernel_id: str | None = None) -> None:
+        self.id = session_id
+        self.runtime = runtime
+        # an existing kernel of the Jupyter server (a notebook's) that run_code uses instead of
+        # the session's own sandboxed kernel
+        self.kernel_id = kernel_id
+        self.workspace: Workspace = runtime.workspace(session_id).ensure()
+
+    @property
+    def store(self) -> HistoryStore:
+        return self.runtime.store
+
+    @property
+    def events(self) -> EventBus:
+        return self.runtime.events
+
+    @property
+    def settings(self):  # noqa: ANN201 - nini.config.Settings, kept lazy for import cost
+        return self.runtime.settings
+
+    def info(self) -> dict[str, Any]:
+        return self.store.get_session(self.id)
+
+    def upload(self, source: Path) -> str:
+        """Copy a user's file into ``uploads/`` of the workspace; the workspace-relative path.
+
+        Skills only read inside the workspace, so files from outside come in through here.
+        """
+        source = Path(source).expanduser()
+        if not source.is_file():
+            from nini.errors import ErrorCode, NiniError
+
+            raise NiniError(ErrorCode.NOT_FOUND, f"no such file: {source}")
+        target = self.workspace.root / "uploads" / source.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        return self.workspace.relative(target)
+
+    def __repr__(self) -> str:
+        return f"Session({self.id!r})"

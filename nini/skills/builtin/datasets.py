@@ -1,0 +1,74 @@
+"""The ``load_dataset`` skill: a data file in the workspace becomes a named session dataset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nini.errors import ErrorCode, NiniError
+from nini.execution.workspace import check_dataset_name
+from nini.skills.function import skill
+from nini.skills.output import ToolOutput
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from nini.session import Session
+
+READERS = {".csv": "read_csv", ".tsv": "read_csv", ".txt": "read_csv", ".parquet": "read_parquet",
+           ".json": "read_json", ".xlsx": "read_excel", ".xls": "read_excel"}
+
+
+@skill("load_dataset", category="data")
+def load_dataset(session: Session, path: str, name: str | None = None) -> ToolOutput:
+    """Load a data file from the session workspace as a named dataset (CSV, TSV, Parquet, JSON, Excel).
+
+    The dataset is then available to run_code as `datasets[name]` (or `df` with dataset_name).
+
+    Args:
+        path: The file, relative to the session workspace (e.g. uploads/sales.csv).
+        name: Dataset name; defaults to the file name without its extension.
+    """
+    source = session.workspace.resolve(path)
+    if not source.is_file():
+        raise NiniError(ErrorCode.NOT_FOUND, f"no file {path!r} in the session workspace")
+    dataset = check_dataset_name(name or _default_name(source))
+    frame = _read(source)
+    target = session.workspace.dataset_path(dataset)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.partial")
+    frame.to_parquet(partial, index=False)
+    partial.replace(target)  # a crash mid-write never leaves a half dataset under its name
+    described = describe(frame)
+    row = {"name": dataset, "path": session.workspace.relative(target), "rows": described["shape"][0],
+           "columns": described["columns"]}
+    return ToolOutput(result={"name": dataset, **described}, datasets=[row],
+                      summary=f"loaded {path} as {dataset} ({described['shape'][0]} rows)")
+
+
+def describe(frame: pd.DataFrame) -> dict[str, Any]:
+    return {"columns": [str(c) for c in frame.columns], "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
+            "shape": [int(frame.shape[0]), int(frame.shape[1])]}
+
+
+def _default_name(source: Path) -> str:
+    stem = "".join(ch if ch.isalnum() or ch in "_.-" else "_" for ch in source.stem).lstrip(".-") or "data"
+    return stem[:64]
+
+
+def _read(source: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    reader = READERS.get(source.suffix.lower())
+    if reader is None:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"cannot load {source.suffix or 'extensionless'} files; "
+                        f"supported: {', '.join(sorted(READERS))}")
+    options: dict[str, Any] = {"sep": "\t"} if source.suffix.lower() == ".tsv" else {}
+    try:
+        frame = getattr(pd, reader)(source, **options)
+    except ImportError as exc:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"reading {source.suffix} needs a package that is missing: {exc}") from None
+    except (ValueError, OSError, pd.errors.ParserError) as exc:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{source.name} could not be read: {exc}") from None
+    frame.columns = [str(c) for c in frame.columns]  # Parquet needs string column names
+    return frame

@@ -1,0 +1,164 @@
+"""The ``run_code`` skill: agent Python in the session's kernel, checked, limited and recorded."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any, Literal
+
+from nini.errors import ErrorCode, NiniError
+from nini.execution.outcome import CodeOutcome, CodeRequest
+from nini.execution.workspace import check_dataset_name
+from nini.fsutil import atomic_write_text
+from nini.skills.function import skill
+from nini.skills.output import ToolOutput
+
+if TYPE_CHECKING:
+    from nini.session import Session
+
+
+@skill("run_code", category="data")
+async def run_code(
+    session: Session,
+    code: str,
+    dataset_name: str | None = None,
+    save_as: str | None = None,
+    purpose: Literal["exploration", "visualization", "export", "transformation"] = "exploration",
+    label: str | None = None,
+    timeout_s: float | None = None,
+) -> ToolOutput:
+    """Run Python code in the session's Jupyter kernel; variables persist between calls.
+
+    Set `result` to a JSON value and `output_df` to a pandas DataFrame to return them. Every
+    matplotlib figure becomes a PNG and SVG artifact. The working directory is the session
+    workspace; all session datasets are available as `datasets[name]`.
+
+    Args:
+        code: Python source to run (pandas, numpy, scipy, statsmodels, sklearn, matplotlib, seaborn).
+        dataset_name: A session dataset to load as `df` before the code runs.
+        save_as: Store `output_df` as a session dataset under this name (usable from Python and R).
+        purpose: Why this code runs: exploration, visualization, export or transformation.
+        label: A short name for this step; charts are named after it and reports group by it.
+        timeout_s: Stop the run after this many seconds (default from settings, 60).
+    """
+    for name in (dataset_name, save_as):
+        if name is not None:
+            check_dataset_name(name)
+    limit = timeout_s if timeout_s is not None else session.settings.execution.timeout_s
+    if not 0 < limit <= 86400:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, "timeout_s must be between 0 and 86400 seconds")
+    request = CodeRequest(code, dataset_name, save_as, purpose, label, float(limit))
+    outcome = _policy_refusal(session, code) or await session.runtime.kernels.run(
+        session.id, session.workspace, request, kernel_id=session.kernel_id
+    )
+    retry_of = await session.store.call(find_retry_of, session, request)
+    return record_outcome(session, request, outcome, language="python", tool_name="run_code", retry_of=retry_of)
+
+
+def _policy_refusal(session: Session, code: str) -> CodeOutcome | None:
+    if session.settings.execution.python_policy == "off":
+        return None
+    from nini.execution.policy import check_python
+
+    try:
+        check_python(code, session.workspace.root)
+    except NiniError as exc:
+        details = exc.details or {}
+        return CodeOutcome.failure(exc.code.value, exc.message, line=details.get("line"), rule=details.get("rule"))
+    return None
+
+
+def record_outcome(
+    session: Session, request: CodeRequest, outcome: CodeOutcome, *, language: str, tool_name: str, retry_of: str | None
+) -> ToolOutput:
+    """Turn a finished run into the ToolOutput ``invoke`` records (shared with run_r_code)."""
+    execution_id = "x" + uuid.uuid4().hex[:12]
+    contract = outcome.contract()
+    full_text_at = _keep_long_output(session, execution_id, outcome)
+    execution = {
+        "id": execution_id,
+        "language": language,
+        "tool_name": tool_name,
+        "code": request.code,
+        "stdout": outcome.stdout,
+        "stderr": outcome.stderr,
+        "status": "succeeded" if outcome.success else "failed",
+        "purpose": request.purpose,
+        "label": request.label,
+        "dataset_name": request.dataset_name,
+        "save_as": request.save_as,
+        "result": outcome.result,
+        "error": outcome.error,
+        "outputs": outcome.outputs,
+        "artifacts": contract["artifacts"],
+        "datasets_saved": contract["datasets_saved"],
+        "retry_of": retry_of,
+        "duration_ms": outcome.duration_ms,
+    }
+    artifacts = [_artifact_row(session, execution_id, a) for a in outcome.artifacts]
+    datasets = [_dataset_row(session, execution_id, name, outcome) for name in outcome.datasets_saved]
+    return ToolOutput(
+        result=contract,
+        success=outcome.success,
+        error=contract["error"],
+        execution=execution,
+        artifacts=artifacts,
+        datasets=datasets,
+        summary=_summary(contract, request),
+        full_text_at=full_text_at,
+    )
+
+
+def find_retry_of(session: Session, request: CodeRequest) -> str | None:
+    """A re-run of a failed step (same label, or same output dataset) corrects that step."""
+    if not request.label and not request.save_as:
+        return None
+    for row in reversed(session.store.list_executions(session.id)):
+        same_step = (request.label and row.get("label") == request.label) or (
+            request.save_as and row.get("save_as") == request.save_as
+        )
+        if same_step:
+            return row["id"] if row.get("status") == "failed" else None
+    return None
+
+
+def _keep_long_output(session: Session, execution_id: str, outcome: CodeOutcome) -> str | None:
+    """Write outputs longer than the model's cap to the workspace, so the model can read them."""
+    cap = session.settings.execution.output_cap_chars
+    long_streams = {n: t for n, t in (("stdout", outcome.stdout), ("stderr", outcome.stderr)) if len(t) > cap}
+    if not long_streams:
+        return None
+    folder = session.workspace.executions_dir / execution_id
+    for stream, text in long_streams.items():
+        atomic_write_text(folder / f"{stream}.txt", text)
+    paths = ", ".join(f"executions/{execution_id}/{s}.txt" for s in long_streams)
+    return f"{paths} in the session workspace (execution {execution_id})"
+
+
+def _artifact_row(session: Session, execution_id: str, artifact: dict[str, Any]) -> dict[str, Any]:
+    path = session.workspace.root / artifact["path"]
+    size = path.stat().st_size if path.is_file() else None
+    return {**artifact, "execution_id": execution_id, "size_bytes": size}
+
+
+def _dataset_row(session: Session, execution_id: str, name: str, outcome: CodeOutcome) -> dict[str, Any]:
+    preview = outcome.dataframe_preview or {}
+    shape = preview.get("shape") or [None, None]
+    return {
+        "name": name,
+        "path": session.workspace.relative(session.workspace.dataset_path(name)),
+        "rows": shape[0],
+        "columns": preview.get("columns"),
+        "source_execution_id": execution_id,
+    }
+
+
+def _summary(contract: dict[str, Any], request: CodeRequest) -> str:
+    step = f"{request.purpose}" + (f" '{request.label}'" if request.label else "")
+    if contract["error"]:
+        return f"{step} failed: {contract['error']['code']}: {contract['error']['message'][:200]}"
+    parts = [f"{step} ok in {contract['duration_ms']} ms"]
+    if contract["artifacts"]:
+        parts.append(f"{len(contract['artifacts'])} artifact(s)")
+    if contract["datasets_saved"]:
+        parts.append("saved " + ", ".join(contract["datasets_saved"]))
+    return "; ".join(parts)

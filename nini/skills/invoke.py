@@ -1,0 +1,137 @@
+"""``invoke``: the one path every skill call takes (agent, REST, CLI, notebook magics alike).
+
+Order, always: record the tool call, publish ``tool_call``, validate, run, record the result in
+one transaction (with the execution, artifacts and datasets of a code skill), publish
+``tool_result`` (and ``code_execution``). Whatever happens in between (a bad argument, a skill
+that raises, a cancelled task) the call ends with a recorded result and is never left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from typing import TYPE_CHECKING, Any
+
+from nini.errors import ErrorCode, NiniError
+from nini.skills.function import FunctionSkill
+from nini.skills.output import ToolOutput, ToolResult
+
+if TYPE_CHECKING:
+    from nini.session import Session
+
+log = logging.getLogger("nini.skills.invoke")
+
+
+async def invoke(session: Session, name: str, arguments: dict[str, Any] | None, *, turn_id: str | None = None) -> ToolResult:
+    """Run skill ``name`` for ``session`` and return its recorded result.
+
+    Errors a caller can cause (unknown skill, bad arguments, the skill's own NiniError) come back
+    as a failed ``ToolResult`` with a stable code, not as an exception: the model sees them and
+    can correct itself. Only cancellation propagates (after its result is recorded).
+    """
+    store, events = session.store, session.events
+    arguments = arguments if isinstance(arguments, dict) else {"(arguments)": arguments}
+    call = await store.call(store.start_tool_call, session.id, name, arguments, turn_id=turn_id)
+    call_id = call["id"]
+    await _publish(session, "tool_call", {"name": name, "arguments": arguments}, turn_id, call_id)
+    try:
+        output = await _run(session, name, arguments)
+    except asyncio.CancelledError:
+        await _finish(session, call_id, name, turn_id, _failure(ErrorCode.CANCELED, "the call was cancelled"))
+        raise
+    except NiniError as exc:
+        output = ToolOutput(result=None, success=False, error=exc.to_dict())
+    except Exception as exc:  # a bug in the skill: the user gets one line, the log the traceback
+        log.exception("skill %s raised", name)
+        output = _failure(ErrorCode.INTERNAL, f"skill {name!r} failed: {type(exc).__name__}: {exc}")
+    return await _finish(session, call_id, name, turn_id, output)
+
+
+async def _run(session: Session, name: str, arguments: dict[str, Any]) -> ToolOutput:
+    registry = session.runtime.registry
+    try:
+        function_skill = registry.function(name)
+    except NiniError:
+        record = registry.get_record(name)  # NOT_FOUND when there is no such skill at all
+        if not record.enabled:
+            raise NiniError(ErrorCode.NOT_FOUND, f"skill {name!r} is disabled", {"name": name}) from None
+        return _markdown_definition(session, name)
+    if not registry.get_record(name, type="function").enabled:
+        raise NiniError(ErrorCode.NOT_FOUND, f"skill {name!r} is disabled", {"name": name})
+    return await _call_function(session, function_skill, arguments)
+
+
+async def _call_function(session: Session, function_skill: FunctionSkill, arguments: dict[str, Any]) -> ToolOutput:
+    kwargs = function_skill.validate_arguments(arguments)
+    if function_skill.takes_session:
+        kwargs["session"] = session
+    if inspect.iscoroutinefunction(function_skill.func):
+        value = await function_skill.func(**kwargs)
+    else:  # a blocking skill must not stall the event loop (other sessions, the server)
+        value = await asyncio.to_thread(function_skill.func, **kwargs)
+    return value if isinstance(value, ToolOutput) else ToolOutput(result=value)
+
+
+def _markdown_definition(session: Session, name: str) -> ToolOutput:
+    """Using a Markdown skill means reading its definition now (read-before-execute)."""
+    definition = session.runtime.registry.load_definition(name)
+    return ToolOutput(
+        result={"name": definition.name, "instructions": definition.body, "content_hash": definition.content_hash},
+        summary=f"read {definition.location} ({definition.content_hash[:12]})",
+    )
+
+
+async def _finish(session: Session, call_id: str, name: str, turn_id: str | None, output: ToolOutput) -> ToolResult:
+    store = session.store
+    error_code = (output.error or {}).get("code") if not output.success else None
+    execution = dict(output.execution, tool_call_id=call_id) if output.execution else None
+    finished = await store.call(
+        store.finish_tool_call,
+        call_id,
+        status="succeeded" if output.success else "failed",
+        error_code=error_code,
+        result=output.result if output.result is not None else {"error": output.error},
+        result_summary=output.summary or _summary(output),
+        execution=execution,
+        artifacts=output.artifacts,
+        datasets=output.datasets,
+    )
+    execution_id = (finished.get("execution") or {}).get("id")
+    result = ToolResult(call_id, name, output.success, output.result, output.error, execution_id, output.full_text_at)
+    data = {"name": name, "success": output.success, "error": output.error, "duration_ms": finished.get("duration_ms")}
+    await _publish(session, "tool_result", data, turn_id, call_id)
+    if execution is not None:
+        await _publish(session, "code_execution", _execution_event(execution, execution_id, output), turn_id, call_id)
+    return result
+
+
+def _execution_event(execution: dict[str, Any], execution_id: str | None, output: ToolOutput) -> dict[str, Any]:
+    return {
+        "execution_id": execution_id,
+        "language": execution.get("language"),
+        "tool_name": execution.get("tool_name"),
+        "status": execution.get("status"),
+        "purpose": execution.get("purpose"),
+        "label": execution.get("label"),
+        "duration_ms": execution.get("duration_ms"),
+        "artifacts": [a.get("path") for a in output.artifacts],
+        "datasets_saved": list(execution.get("datasets_saved") or []),
+    }
+
+
+async def _publish(session: Session, type_: str, data: dict[str, Any], turn_id: str | None, call_id: str) -> None:
+    events = session.events
+    await session.store.call(events.publish, session.id, type_, data, turn_id=turn_id, tool_call_id=call_id)
+
+
+def _failure(code: ErrorCode, message: str) -> ToolOutput:
+    return ToolOutput(result=None, success=False, error={"code": code.value, "message": message})
+
+
+def _summary(output: ToolOutput) -> str:
+    if not output.success:
+        error = output.error or {}
+        return f"{error.get('code')}: {str(error.get('message', ''))[:300]}"
+    text = str(output.result)
+    return text if len(text) <= 300 else text[:297] + "..."

@@ -1,0 +1,69 @@
+"""Fixtures for kernel tests: real ipykernels in a KernelPool, one event loop and pool per module.
+
+Starting a kernel costs about half a second, so a test module shares one pool (and its own event
+loop, which the pool's zmq sockets are bound to); tests that need a clean namespace use their own
+session id, which gives them their own kernel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nini.config import ExecutionSettings
+from nini.execution.kernels import KernelPool
+from nini.execution.outcome import CodeOutcome, CodeRequest
+from nini.execution.sandbox import probe_bwrap
+from nini.execution.workspace import Workspace
+
+needs_bwrap = pytest.mark.skipif(not probe_bwrap()[0], reason=f"no working bubblewrap: {probe_bwrap()[1]}")
+
+
+class Kernels:
+    """A pool plus the loop it lives on; ``run`` is the synchronous face tests use."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, pool: KernelPool, sessions_dir: Path) -> None:
+        self.loop, self.pool, self.sessions_dir = loop, pool, sessions_dir
+
+    def workspace(self, session_id: str) -> Workspace:
+        return Workspace.for_session(self.sessions_dir, session_id).ensure()
+
+    def run(self, code: str, session: str = "shared", *, kernel_id: str | None = None, **request: Any) -> CodeOutcome:
+        return self.wait(
+            self.pool.run(session, self.workspace(session), CodeRequest(code, **request), kernel_id=kernel_id)
+        )
+
+    def wait(self, awaitable: Any) -> Any:
+        return self.loop.run_until_complete(awaitable)
+
+
+def new_session() -> str:
+    return "t" + uuid.uuid4().hex[:10]
+
+
+@pytest.fixture(scope="module")
+def event_loop_for_module() -> Iterator[asyncio.AbstractEventLoop]:
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+
+
+def make_kernels(loop: asyncio.AbstractEventLoop, tmp: Path, **settings: Any) -> Iterator[Kernels]:
+    pool = KernelPool(ExecutionSettings(**settings))
+    try:
+        yield Kernels(loop, pool, tmp / "sessions")
+    finally:
+        loop.run_until_complete(pool.aclose())
+
+
+@pytest.fixture(scope="module")
+def kernels(
+    event_loop_for_module: asyncio.AbstractEventLoop, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Kernels]:
+    """A pool with the default settings (sandbox "auto", 2048 MiB)."""
+    yield from make_kernels(event_loop_for_module, tmp_path_factory.mktemp("kernels"))

@@ -1,0 +1,232 @@
+"""Crashes and failing disks: orphaned calls, killed writers, read-only, full and locked databases."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from sqlalchemy import event
+
+from nini.errors import ErrorCode, NiniError
+from nini.history.store import HistoryStore
+from tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="needs POSIX signals and pids")
+
+SECRET = "row-content-that-must-not-leak"
+
+CRASH_AFTER_START = """
+import os, signal, sys
+from nini.history.store import HistoryStore
+
+store = HistoryStore(sys.argv[1])
+call = store.start_tool_call(store.create_session()["id"], "run_code", {"code": "while True: pass"})
+print(call["id"], flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+WRITE_FOREVER = """
+import sys
+import time
+from nini.history.store import HistoryStore
+
+store = HistoryStore(sys.argv[1])
+session_id = store.create_session()["id"]
+n = 0
+while True:
+    call = store.start_tool_call(session_id, "run_code", {"n": n})
+    execution = {"language": "python", "code": f"step({n})", "status": "succeeded", "stdout": "x" * 20000}
+    store.finish_tool_call(
+        call["id"], status="succeeded", result={"n": n}, execution=execution,
+        artifacts=[{"name": f"chart{n}", "path": f"artifacts/chart{n}.png"}],
+        datasets=[{"name": "latest", "path": "datasets/latest.parquet", "rows": n}],
+    )
+    n += 1
+    if n == 30:
+        print("writing", flush=True)
+"""
+
+
+def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()
+    return finished.pid
+
+
+def set_owner(db_path: Path, call_id: str, owner: str) -> None:
+    with closing(sqlite3.connect(db_path)) as raw, raw:
+        raw.execute("UPDATE tool_calls SET owner = ? WHERE id = ?", (owner, call_id))
+
+
+# orphaned tool calls
+
+
+def test_a_call_left_running_by_a_killed_process_becomes_interrupted(db_url: str) -> None:
+    crashed = run_python(CRASH_AFTER_START, db_url)
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    call_id = crashed.stdout.strip()
+
+    store = HistoryStore(db_url)
+    try:
+        call = store.get_tool_call(call_id)
+    finally:
+        store.close()
+
+    assert call["status"] == "interrupted"
+    assert call["ended_at"] is not None and call["error_code"] is None
+
+
+def test_a_call_owned_by_a_live_process_is_left_running(db_url: str, store: HistoryStore, session_id: str) -> None:
+    mine = store.start_tool_call(session_id, "run_code", {})  # this process is alive and still running it
+
+    other = HistoryStore(db_url)  # e.g. the CLI opening the file of a running Jupyter server
+    try:
+        assert other.get_tool_call(mine["id"])["status"] == "running"
+    finally:
+        other.close()
+    assert store.finish_tool_call(mine["id"], status="succeeded")["status"] == "succeeded"
+
+
+def test_only_calls_of_dead_processes_on_this_host_are_marked(
+    db_path: Path, db_url: str, store: HistoryStore, session_id: str
+) -> None:
+    host, gone = socket.gethostname(), dead_pid()
+    owners = {"dead_here": f"{host}:{gone}", "other_host": f"not-{host}:{gone}", "garbled": f"{host}:?"}
+    calls = {name: store.start_tool_call(session_id, "x", {})["id"] for name in owners}
+    for name, owner in owners.items():
+        set_owner(db_path, calls[name], owner)
+
+    HistoryStore(db_url).close()
+
+    statuses = {name: store.get_tool_call(call_id)["status"] for name, call_id in calls.items()}
+    assert statuses == {"dead_here": "interrupted", "other_host": "running", "garbled": "running"}
+
+
+def test_a_writer_killed_at_any_moment_leaves_no_half_written_call(db_path: Path, db_url: str) -> None:
+    for _ in range(3):
+        writer = subprocess.Popen([sys.executable, "-c", WRITE_FOREVER, db_url], cwd=REPO_ROOT,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert writer.stdout.readline().strip() == "writing", writer.stderr.read()
+            # a random moment: most of the writer's time is spent inside a transaction
+            time.sleep(random.uniform(0, 0.05))
+        finally:
+            writer.send_signal(signal.SIGKILL)
+            writer.wait()
+
+    with closing(sqlite3.connect(db_path)) as raw:
+        assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    store = HistoryStore(db_url)
+    try:
+        sessions = store.list_sessions()
+        assert len(sessions) == 3
+        for session in sessions:
+            calls = store.list_tool_calls(session["id"])
+            executions = store.list_executions(session["id"])
+            artifacts = store.list_artifacts(session["id"])
+            finished = {c["id"] for c in calls if c["status"] == "succeeded"}
+            assert len(finished) >= 30
+            assert {c["status"] for c in calls} <= {"succeeded", "interrupted"}
+            assert len(calls) - len(finished) <= 1  # at most the call started but not finished
+            assert sorted(e["tool_call_id"] for e in executions) == sorted(finished)
+            assert sorted(a["execution_id"] for a in artifacts) == sorted(e["id"] for e in executions)
+            assert all(e["stdout"] == "x" * 20000 for e in executions)
+            latest = store.get_dataset(session["id"], "latest")
+            assert latest["rows"] == len(finished) - 1 and latest["source_execution_id"] == executions[-1]["id"]
+    finally:
+        store.close()
+
+
+# failing databases
+
+
+def assert_db_error_without_content(error: NiniError) -> None:
+    assert error.code is ErrorCode.DB_ERROR
+    assert SECRET not in str(error) and SECRET not in json.dumps(error.to_dict())
+    assert "INSERT" not in error.message and "UPDATE" not in error.message
+
+
+def test_a_read_only_file_fails_writes_with_db_error(db_path: Path, store: HistoryStore, tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root writes to read-only files, so chmod cannot make one here")
+    session_id = store.create_session()["id"]
+    store.close()
+    copy = tmp_path / "copy.db"
+    shutil.copyfile(db_path, copy)
+    copy.chmod(stat.S_IRUSR)
+
+    readonly = HistoryStore(f"sqlite:///{copy}")
+    try:
+        assert readonly.get_session(session_id)["id"] == session_id
+        with pytest.raises(NiniError) as caught:
+            readonly.add_message(session_id, "user", SECRET)
+    finally:
+        readonly.close()
+    assert_db_error_without_content(caught.value)
+
+
+def test_a_database_opened_read_only_fails_writes_with_db_error(db_path: Path, store: HistoryStore) -> None:
+    session_id = store.create_session()["id"]
+
+    readonly = HistoryStore(f"sqlite:///file:{db_path}?mode=ro&uri=true")
+    try:
+        assert readonly.get_session(session_id)["id"] == session_id
+        with pytest.raises(NiniError) as caught:
+            readonly.add_message(session_id, "user", SECRET)
+    finally:
+        readonly.close()
+    assert_db_error_without_content(caught.value)
+    assert "readonly" in caught.value.message
+
+
+def test_a_full_disk_fails_the_write_with_db_error_and_keeps_the_rest(store: HistoryStore, session_id: str) -> None:
+    @event.listens_for(store.engine, "connect")
+    def _no_room_to_grow(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI objects
+        pages = dbapi_connection.execute("PRAGMA page_count").fetchone()[0]
+        dbapi_connection.execute(f"PRAGMA max_page_count = {pages}")
+
+    store.engine.dispose()  # new connections get the limit
+
+    with pytest.raises(NiniError) as caught:
+        store.add_message(session_id, "user", SECRET * 10000)
+
+    assert_db_error_without_content(caught.value)
+    assert "full" in caught.value.message
+    assert store.list_messages(session_id) == []
+    assert store.get_session(session_id)["id"] == session_id
+
+
+def test_a_database_locked_too_long_is_a_db_error(db_path: Path, db_url: str, session_id: str) -> None:
+    impatient = HistoryStore(db_url, busy_timeout_ms=50)
+    with closing(sqlite3.connect(db_path, isolation_level=None)) as other_writer:
+        other_writer.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(NiniError) as caught:
+                impatient.add_message(session_id, "user", SECRET)
+            assert impatient.list_messages(session_id) == []  # readers are not blocked (WAL)
+        finally:
+            other_writer.execute("ROLLBACK")
+    try:
+        assert_db_error_without_content(caught.value)
+        assert "locked" in caught.value.message
+        assert impatient.add_message(session_id, "user", "now it works")["content"] == "now it works"
+    finally:
+        impatient.close()

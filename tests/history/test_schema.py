@@ -1,0 +1,142 @@
+"""Opening the store: migrations, SQLite settings, and databases it must refuse."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from nini.errors import ErrorCode, NiniError
+from nini.history import schema
+from nini.history.store import HistoryStore
+
+TABLES = {"sessions", "messages", "tool_calls", "executions", "artifacts", "datasets", "events", "schema_version"}
+
+
+def versions(path: Path) -> list[int]:
+    with closing(sqlite3.connect(path)) as conn:
+        return [row[0] for row in conn.execute("SELECT version FROM schema_version")]
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_opening_a_new_file_creates_its_folder_and_every_table(db_path: Path, db_url: str) -> None:
+    store = HistoryStore(db_url)
+    store.close()
+
+    assert set(sa.inspect(sa.create_engine(db_url)).get_table_names()) == TABLES
+    assert versions(db_path) == [schema.SCHEMA_VERSION]
+
+
+def test_reopening_keeps_the_data_and_runs_no_migration_again(db_path: Path, db_url: str) -> None:
+    store = HistoryStore(db_url)
+    session = store.create_session(title="kept")
+    store.close()
+
+    reopened = HistoryStore(db_url)
+    try:
+        assert reopened.get_session(session["id"])["title"] == "kept"
+    finally:
+        reopened.close()
+    assert versions(db_path) == [schema.SCHEMA_VERSION]
+
+
+def test_the_file_is_in_wal_mode_with_the_pragmas_set_on_every_connection(db_path: Path, store: HistoryStore) -> None:
+    with closing(sqlite3.connect(db_path)) as raw:  # journal_mode is stored in the file itself
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 5000
+
+
+def test_a_newer_schema_is_refused_and_the_file_left_untouched(db_path: Path, db_url: str) -> None:
+    HistoryStore(db_url).close()
+    with closing(sqlite3.connect(db_path)) as raw, raw:
+        raw.execute("UPDATE schema_version SET version = ?", (schema.SCHEMA_VERSION + 1,))
+    before = digest(db_path)
+
+    with pytest.raises(NiniError) as caught:
+        HistoryStore(db_url)
+
+    assert caught.value.code is ErrorCode.DB_ERROR
+    assert f"schema version {schema.SCHEMA_VERSION + 1}" in caught.value.message
+    assert "upgrade nini" in caught.value.message
+    assert digest(db_path) == before
+    assert versions(db_path) == [schema.SCHEMA_VERSION + 1]
+
+
+def test_a_failing_migration_step_is_rolled_back_entirely(
+    db_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    HistoryStore(db_url).close()
+
+    def broken_step(conn: sa.Connection) -> None:
+        conn.exec_driver_sql("CREATE TABLE half_done (x INTEGER)")
+        raise RuntimeError("step failed")
+
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, broken_step])
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", len(schema.MIGRATIONS))
+    with pytest.raises(RuntimeError, match="step failed"):
+        HistoryStore(db_url)
+
+    assert "half_done" not in sa.inspect(sa.create_engine(db_url)).get_table_names()
+    assert versions(db_path) == [len(schema.MIGRATIONS) - 1]
+
+
+def test_two_stores_opening_a_fresh_file_migrate_it_once(db_path: Path, db_url: str) -> None:
+    first, second = HistoryStore(db_url), HistoryStore(db_url)
+    first.close()
+    second.close()
+    assert versions(db_path) == [schema.SCHEMA_VERSION]
+
+
+def test_a_directory_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    with pytest.raises(NiniError) as caught:
+        HistoryStore(f"sqlite:///{tmp_path}")
+    assert caught.value.code is ErrorCode.DB_ERROR
+    assert "is a directory" in caught.value.message
+
+
+def test_a_file_that_is_not_sqlite_is_refused_and_kept(db_path: Path, db_url: str) -> None:
+    db_path.parent.mkdir(parents=True)
+    db_path.write_bytes(b"these are my notes, not a database\n" * 50)
+
+    with pytest.raises(NiniError) as caught:
+        HistoryStore(db_url)
+
+    assert caught.value.code is ErrorCode.DB_ERROR
+    assert "not an SQLite database" in caught.value.message
+    assert db_path.read_bytes() == b"these are my notes, not a database\n" * 50
+
+
+def test_an_empty_file_is_a_new_database(db_path: Path, db_url: str) -> None:
+    db_path.parent.mkdir(parents=True)
+    db_path.touch()
+    store = HistoryStore(db_url)
+    try:
+        assert store.list_sessions() == []
+    finally:
+        store.close()
+
+
+def test_from_settings_uses_the_file_in_nini_home(settings) -> None:  # noqa: ANN001 - Settings fixture
+    store = HistoryStore.from_settings(settings)
+    try:
+        store.create_session()
+    finally:
+        store.close()
+    assert (settings.home / "nini.db").is_file()
+
+
+def test_an_unusable_url_is_a_db_error() -> None:
+    with pytest.raises(NiniError) as caught:
+        HistoryStore("nosuchdialect://nowhere/db")
+    assert caught.value.code is ErrorCode.DB_ERROR
