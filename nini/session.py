@@ -52,7 +52,15 @@ class Session:
             raise NiniError(ErrorCode.NOT_FOUND, f"no such file: {source}")
         target = self.workspace.root / "uploads" / source.name
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        partial = target.with_name(f".{target.name}.partial")
+        try:
+            shutil.copyfile(source, partial)
+            partial.replace(target)  # a copy cut short never stands under the real name
+        except OSError as exc:
+            partial.unlink(missing_ok=True)
+            from nini.errors import ErrorCode, NiniError
+
+            raise NiniError(ErrorCode.INTERNAL, f"cannot copy {source.name} into the workspace: {exc.strerror or exc}") from None
         return self.workspace.relative(target)
 
     def __repr__(self) -> str:

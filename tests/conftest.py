@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,3 +59,35 @@ def skill_md(name: str | None = None, description: str | None = None, body: str 
     if not fields:
         return body
     return "---\n" + yaml.safe_dump(fields, allow_unicode=True, sort_keys=False) + "---\n" + body
+
+
+class Harness:
+    """A Runtime (with real kernels) on its own event loop, shared by the tests of one module."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, runtime: Any) -> None:
+        self.loop, self.runtime = loop, runtime
+
+    def call(self, session: Any, skill: str, /, **arguments: Any) -> Any:
+        """``invoke(session, skill, arguments)``, run to completion: a ``ToolResult``."""
+        from nini.skills.invoke import invoke
+
+        return self.loop.run_until_complete(invoke(session, skill, arguments))
+
+    def session(self, session_id: str | None = None) -> Any:
+        return self.runtime.create_session(session_id=session_id)
+
+
+def runtime_harness(factory: pytest.TempPathFactory, settings_json: dict | None = None) -> Iterator[Harness]:
+    """Build a module-scoped ``Harness`` in its own NINI_HOME; close kernels and store after."""
+    from nini.runtime import Runtime
+
+    home = factory.mktemp("home")
+    if settings_json:
+        (home / "settings.json").write_text(json.dumps(settings_json))
+    loop = asyncio.new_event_loop()
+    runtime = Runtime(load_settings(home=home), project_dir=factory.mktemp("project"))
+    try:
+        yield Harness(loop, runtime)
+    finally:
+        loop.run_until_complete(runtime.aclose())
+        loop.close()

@@ -1,4 +1,4 @@
-"""History store speed: 10,000 tool calls recorded (start + finish), in a fresh SQLite file in WAL mode.
+"""History store speed (part of bench_run_code.py; runnable alone): 10,000 tool calls recorded (start + finish), in a fresh SQLite file in WAL mode.
 
 Goal: at least 2,000 calls/s, so the bookkeeping of a tool call never shows next to a
 kernel round trip. Baseline measured in the same run: the same rows written with plain sqlite3
@@ -88,7 +88,7 @@ def main() -> int:
         raw = N_CALLS / raw_calls(Path(tmp) / "raw.db")
         store = N_CALLS / store_calls(Path(tmp) / "nini.db")
 
-    print(f"bench_store: {N_CALLS:,} tool calls (start + finish), fresh SQLite file, WAL, synchronous=NORMAL")
+    print(f"store: {N_CALLS:,} tool calls (start + finish), fresh SQLite file, WAL, synchronous=NORMAL")
     print(f"  baseline: plain sqlite3, autocommit INSERT + UPDATE   {raw:10,.0f} calls/s")
     print(f"  HistoryStore start_tool_call + finish_tool_call        {store:10,.0f} calls/s  "
           f"{store / raw:5.2f}x baseline   goal >= {GOAL_PER_S:,}/s: {'met' if store >= GOAL_PER_S else 'MISSED'}")
