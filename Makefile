@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.nini-installed
 
-.PHONY: demo test bench setup system clean
+.PHONY: demo test bench serve setup system clean
 
 demo: setup
 	$(PY) examples/demo.py
@@ -16,6 +16,10 @@ test: setup
 
 bench: setup
 	$(PY) benchmarks/run_all.py
+
+# jupyter server with nini on 127.0.0.1 and a fresh token; prints the URL and a curl example
+serve: setup
+	$(PY) -m jupyter_ext.serve
 
 setup: system $(STAMP)
 	@if command -v R >/dev/null 2>&1 && ! $(PY) -c 'import rpy2' >/dev/null 2>&1; then \

@@ -16,9 +16,11 @@ NINI = str(Path(sys.executable).with_name("nini"))
 EXAMPLES = Path(__file__).resolve().parent
 
 
-def step(title: str, *args: str, env: dict[str, str], cwd: Path) -> str:
+def step(title: str, *args: str, env: dict[str, str], cwd: Path, stdin: str | None = None) -> str:
     print(f"\n== {title}\n$ nini {' '.join(args)}", flush=True)
-    result = subprocess.run([NINI, *args], env=env, cwd=cwd, capture_output=True, text=True)
+    if stdin is not None:
+        print("".join(f"> {line}\n" for line in stdin.splitlines()), end="")
+    result = subprocess.run([NINI, *args], env=env, cwd=cwd, capture_output=True, text=True, input=stdin)
     print(result.stdout.rstrip())
     if result.returncode == 0 and result.stderr.strip():
         print(result.stderr.rstrip())
@@ -60,6 +62,7 @@ def analyse(env: dict[str, str], project: Path, tmp: Path) -> None:
     step("Chart monthly revenue per region (saved as PNG and SVG)",
          "run-code", str(analysis / "02_trend.py"), "--session", "demo", "--dataset", "sales",
          "--purpose", "visualization", "--label", "monthly-revenue", env=env, cwd=project)
+    analyse_in_r(env, project)
     step("What the session recorded", "sessions", "list", env=env, cwd=project)
     notebook = tmp / "demo-session.ipynb"
     step("Export the session as a notebook that re-runs the analysis",
@@ -67,6 +70,23 @@ def analyse(env: dict[str, str], project: Path, tmp: Path) -> None:
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     print(f"{notebook.name}: {len(cells)} cells, "
           f"{sum(1 for c in cells if c['cell_type'] == 'code')} of them code, with their recorded outputs")
+
+
+def analyse_in_r(env: dict[str, str], project: Path) -> None:
+    """The same data in R: Python's datasets are R's too (Parquet in the session workspace)."""
+    from nini.config import load_settings
+    from nini.skills.builtin.run_r import r_status
+
+    usable, why = r_status(load_settings(home=env["NINI_HOME"]))
+    if not usable:
+        print(f"\n== R steps skipped: {why}")
+        return
+    step("Model revenue in R and plot the fit with ggplot2 (policy-checked R in a sandboxed worker)",
+         "run-r", str(EXAMPLES / "analysis" / "03_model.R"), "--session", "demo", "--dataset", "sales",
+         "--save-as", "revenue_model", "--label", "revenue-model", env=env, cwd=project)
+    step("Read R's model table back in Python",
+         "run-code", "-", "--session", "demo", env=env, cwd=project,
+         stdin="model = datasets['revenue_model']\nprint(model.round(3).to_string(index=False))\n")
 
 
 if __name__ == "__main__":

@@ -64,6 +64,23 @@ class ExecutionSettings(BaseModel):
     )
 
 
+class RSettings(BaseModel):
+    """Limits and allowances of the R worker behind run_r_code (on/off is ``r_enabled``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    memory_limit_mb: int = Field(
+        1024, ge=256, description="Address-space limit of each session's R worker in MiB (setrlimit RLIMIT_AS)."
+    )
+    timeout_s: float = Field(
+        120, gt=0, le=86400, description="Default run_r_code timeout in seconds; past it the worker is restarted."
+    )
+    extra_packages: list[str] = Field(
+        default_factory=list,
+        description="R packages agent code may load (library, require, pkg::) beyond nini's default list.",
+    )
+
+
 class Settings(BaseSettings):
     """All of nini's configuration. Build it with ``load_settings()``, not directly."""
 
@@ -82,6 +99,7 @@ class Settings(BaseSettings):
     )
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
+    r: RSettings = Field(default_factory=RSettings)
     database_url: str | None = Field(
         None,
         description="NINI_DATABASE_URL: SQLAlchemy URL of the history store (e.g. PostgreSQL for a hub); "

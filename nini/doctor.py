@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,20 +53,19 @@ def _package(name: str, required: bool) -> Check:
 
 
 def _r(settings: Settings) -> Check:
-    if not settings.r_enabled:
-        return Check("R", False, "turned off by settings (r_enabled = false)", required=False)
-    r_binary = shutil.which("R")
-    if r_binary is None:
-        return Check("R", False, "R is not on PATH: install r-base-core (make test does, with apt)", required=False)
+    from nini.skills.builtin.run_r import r_binary, r_status
+
+    usable, detail = r_status(settings)
+    if not usable:
+        return Check("R", False, f"{detail}; run_r_code is not offered", required=False)
+    binary = r_binary()
     try:
         first_line = subprocess.run(
-            [r_binary, "--version"], capture_output=True, text=True, timeout=20, check=True
+            [str(binary), "--version"], capture_output=True, text=True, timeout=20, check=True
         ).stdout.splitlines()[0]
     except (OSError, subprocess.SubprocessError, IndexError) as exc:
-        return Check("R", False, f"{r_binary} does not run: {exc}", required=False)
-    if importlib.util.find_spec("rpy2") is None:
-        return Check("R", False, f"{first_line}, but rpy2 is not installed: pip install 'nini[r]'", required=False)
-    return Check("R", True, f"{first_line} with rpy2", required=False)
+        return Check("R", False, f"{binary} does not run: {exc}; run_r_code will fail", required=False)
+    return Check("R", True, f"{first_line} with rpy2 (run_r_code offered)", required=False)
 
 
 def _sandbox() -> Check:

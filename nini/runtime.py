@@ -40,6 +40,7 @@ class Runtime:
         self.events = EventBus(self.store)
         self._multi_kernel_manager = multi_kernel_manager
         self._kernels: KernelPool | None = None
+        self._r_workers: Any = None
 
     @property
     def kernels(self) -> KernelPool:
@@ -50,6 +51,15 @@ class Runtime:
 
             self._kernels = KernelPool(self.settings.execution, multi_kernel_manager=self._multi_kernel_manager)
         return self._kernels
+
+    @property
+    def r_workers(self) -> Any:
+        """The sessions' R workers (``r_sandbox.client.RWorkerPool``), created on first use."""
+        if self._r_workers is None:
+            from nini.skills.builtin.run_r import new_worker_pool
+
+            self._r_workers = new_worker_pool(self.settings)
+        return self._r_workers
 
     def workspace(self, session_id: str) -> Workspace:
         return Workspace.for_session(self.settings.sessions_dir, session_id)
@@ -77,12 +87,16 @@ class Runtime:
             return self.create_session(title=title, session_id=session_id)
 
     async def aclose(self) -> None:
-        """Shut agent-owned kernels down, then close the store; safe to call twice."""
+        """Shut agent-owned kernels and R workers down, then close the store; safe to call twice."""
         try:
             if self._kernels is not None:
                 await self._kernels.aclose()
         finally:
-            self.store.close()
+            try:
+                if self._r_workers is not None:
+                    await self._r_workers.aclose()
+            finally:
+                self.store.close()
 
     async def __aenter__(self) -> Runtime:
         return self

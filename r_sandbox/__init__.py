@@ -1,5 +1,6 @@
 """Policy-checked R execution through rpy2 in an isolated worker process.
 
-Depends only on the standard library, rpy2 and pandas so that it can run as its own worker
-(``python -m r_sandbox.worker``). The policy checker and worker arrive with their own issue.
+``policy`` checks R code with R's own parser before anything runs; ``client.RWorkerPool`` keeps
+one worker (``python -m r_sandbox.worker``, rpy2 embedded) per session and talks JSON lines to it.
+Depends only on the standard library, rpy2 and pandas/pyarrow, so the worker runs on its own.
 """

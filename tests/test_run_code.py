@@ -31,8 +31,8 @@ def test_a_run_is_recorded_with_its_execution_and_three_events(harness: Harness)
     assert execution["language"] == "python" and execution["code"].startswith("x = 6 * 7")
     assert execution["label"] == "answer" and execution["status"] == "succeeded" and execution["stdout"] == "42\n"
     events = harness.runtime.store.list_events(session.id)
-    assert [e["type"] for e in events] == ["tool_call", "tool_result", "code_execution"]
-    assert events[2]["data"]["execution_id"] == result.execution_id and events[2]["data"]["language"] == "python"
+    assert [e["type"] for e in events] == ["tool_call", "code_execution", "tool_result"]
+    assert events[1]["data"]["execution_id"] == result.execution_id and events[1]["data"]["language"] == "python"
 
 
 def test_the_result_has_exactly_the_contract_keys(harness: Harness) -> None:

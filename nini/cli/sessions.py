@@ -19,6 +19,9 @@ from nini.skills.invoke import invoke
 app = typer.Typer(help="Recorded sessions: list, inspect, export.", no_args_is_help=True)
 
 Purpose = Literal["exploration", "visualization", "export", "transformation"]
+# One command body serves both languages; the name it was called by picks the skill.
+SKILL_OF_COMMAND = {"run-code": "run_code", "run-r": "run_r_code"}
+RUN_R_HELP = "Run R through run_r_code in a session's R worker (policy-checked, sandboxed), recorded like any agent step."
 
 
 def _store(ctx: typer.Context) -> HistoryStore:
@@ -88,7 +91,7 @@ def export(
 @handles_errors
 def run_code_command(
     ctx: typer.Context,
-    file: Annotated[str, typer.Argument(metavar="FILE|-", help="Python file to run, or - for stdin.")],
+    file: Annotated[str, typer.Argument(metavar="FILE|-", help="Source file to run, or - for stdin.")],
     session_id: Annotated[str | None, typer.Option("--session", help="Run in this session (created if new).")] = None,
     data: Annotated[list[Path] | None, typer.Option("--data", help="Load a data file as a dataset first (repeatable).")] = None,
     dataset: Annotated[str | None, typer.Option("--dataset", help="Dataset loaded as df.")] = None,
@@ -99,11 +102,20 @@ def run_code_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
 ) -> None:
     """Run Python through run_code in a session's sandboxed kernel, recorded like any agent step."""
+    cli = state(ctx)
+    skill_name = SKILL_OF_COMMAND[ctx.info_name or "run-code"]
+    if skill_name == "run_r_code":
+        from nini.skills.builtin.run_r import r_status
+
+        usable, why = r_status(cli.settings)
+        if not usable:
+            raise NiniError(ErrorCode.R_UNAVAILABLE, f"R cannot be used here: {why}")
     code = sys.stdin.read() if file == "-" else _read_source(Path(file))
     arguments = {"code": code, "dataset_name": dataset, "save_as": save_as, "label": label,
                  "purpose": purpose, "timeout_s": timeout}
-    cli = state(ctx)
-    session_id, result = asyncio.run(_run_code(cli.settings, cli.project_dir, session_id, data or [], arguments))
+    session_id, result = asyncio.run(
+        _run_code(cli.settings, cli.project_dir, session_id, data or [], skill_name, arguments)
+    )
     if as_json:
         print_json({"session_id": session_id, **result.to_dict()})
     else:
@@ -113,7 +125,7 @@ def run_code_command(
         raise typer.Exit(2 if code_ == ErrorCode.POLICY_VIOLATION.value else 1)
 
 
-async def _run_code(settings, project_dir: Path, session_id: str | None, data: list[Path], arguments: dict):  # noqa: ANN001, ANN202
+async def _run_code(settings, project_dir: Path, session_id: str | None, data: list[Path], skill_name: str, arguments: dict):  # noqa: ANN001, ANN202
     from nini.runtime import Runtime
 
     async with Runtime(settings, project_dir=project_dir) as runtime:
@@ -123,7 +135,7 @@ async def _run_code(settings, project_dir: Path, session_id: str | None, data: l
             if not loaded.success:
                 raise NiniError(loaded.error["code"], loaded.error["message"])
             typer.echo(f"dataset {loaded.result['name']}: {loaded.result['shape'][0]} rows", err=True)
-        return session.id, await invoke(session, "run_code", arguments)
+        return session.id, await invoke(session, skill_name, arguments)
 
 
 def _read_source(path: Path) -> str:

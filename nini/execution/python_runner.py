@@ -78,7 +78,7 @@ async def run_request(
     if request.dataset_name is not None and request.dataset_name not in workspace.dataset_names():
         available = ", ".join(workspace.dataset_names()) or "none"
         message = f"no dataset {request.dataset_name!r} in this session; available: {available}"
-        return RunReport(CodeOutcome.failure("INVALID_ARGUMENT", message), "ok", False)
+        return RunReport(CodeOutcome.failure("NOT_FOUND", message), "ok", False)
     ran_prelude = False
     if prelude or request.dataset_name is not None:
         pre = await execute(client, manager, _call("prelude", root, request.dataset_name), deadline, silent=True)

@@ -18,7 +18,8 @@ from nini.errors import ErrorCode, NiniError
 
 FORMATS = ("ipynb", "md", "json")
 NOT_RERUN = {"POLICY_VIOLATION": "refused by the policy, never ran", "TIMEOUT": "stopped after its time limit",
-             "KERNEL_DIED": "it ended the kernel", "INVALID_ARGUMENT": "never ran (bad arguments)"}
+             "KERNEL_DIED": "it ended the kernel", "INVALID_ARGUMENT": "never ran (bad arguments)",
+             "NOT_FOUND": "never ran (its dataset did not exist)"}
 
 SETUP_CELL = '''# Recreates nini's kernel for session {session_id}: the working directory is the session
 # workspace, and datasets[name] loads a session dataset (saved with save_as) by name.

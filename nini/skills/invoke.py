@@ -2,7 +2,7 @@
 
 Order, always: record the tool call, publish ``tool_call``, validate, run, record the result in
 one transaction (with the execution, artifacts and datasets of a code skill), publish
-``tool_result`` (and ``code_execution``). Whatever happens in between (a bad argument, a skill
+``code_execution`` (code skills), then ``tool_result``. Whatever happens in between (a bad argument, a skill
 that raises, a cancelled task) the call ends with a recorded result and is never left running.
 """
 
@@ -99,10 +99,11 @@ async def _finish(session: Session, call_id: str, name: str, turn_id: str | None
     )
     execution_id = (finished.get("execution") or {}).get("id")
     result = ToolResult(call_id, name, output.success, output.result, output.error, execution_id, output.full_text_at)
-    data = {"name": name, "success": output.success, "error": output.error, "duration_ms": finished.get("duration_ms")}
-    await _publish(session, "tool_result", data, turn_id, call_id)
+    # code_execution comes before tool_result: a viewer can treat tool_result as "this call is over"
     if execution is not None:
         await _publish(session, "code_execution", _execution_event(execution, execution_id, output), turn_id, call_id)
+    data = {"name": name, "success": output.success, "error": output.error, "duration_ms": finished.get("duration_ms")}
+    await _publish(session, "tool_result", data, turn_id, call_id)
     return result
 
 

@@ -53,7 +53,7 @@ class SkillRegistry:
         roots: list[SkillRoot] | None = None,
         function_skills: list[FunctionSkill] | None = None,
     ) -> None:
-        from nini.skills.builtin import BUILTIN_SKILLS
+        from nini.skills.builtin import builtin_skills
 
         self._settings = settings
         self._roots = roots if roots is not None else standard_roots(settings, project_dir)
@@ -63,7 +63,7 @@ class SkillRegistry:
         self._modules: dict[tuple[str, int, int], list[FunctionSkill] | Exception] = {}
         self._scan: Scan | None = None
         self._state = _State()
-        for function_skill in BUILTIN_SKILLS if function_skills is None else function_skills:
+        for function_skill in builtin_skills(settings) if function_skills is None else function_skills:
             self._registered[function_skill.name] = function_skill
         self.refresh(force=True)
 

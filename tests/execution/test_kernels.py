@@ -89,7 +89,7 @@ def test_unknown_dataset_is_refused_before_the_code_runs(kernels: Kernels) -> No
     kernels.run("import pandas as pd\noutput_df = pd.DataFrame({'a': [1]})", session, save_as="known")
     out = kernels.run("ran = True", session, dataset_name="missing")
     assert not out.success
-    assert out.error["code"] == "INVALID_ARGUMENT"
+    assert out.error["code"] == "NOT_FOUND"
     assert "'missing'" in out.error["message"] and "known" in out.error["message"]
     assert kernels.run("print('ran' in dir())", session).stdout == "False\n"
 

@@ -2,13 +2,24 @@
 
 They are registered through ``SkillRegistry.register`` like any other function skill; each
 capability adds its skill module here (run_code, run_r_code, generate_report, ...). The modules
-import heavy machinery (kernels, pandas) only when a skill runs, so listing skills stays fast.
+import heavy machinery (kernels, pandas, R) only when a skill runs, so listing skills stays fast.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from nini.skills.builtin.datasets import load_dataset
 from nini.skills.builtin.run_code import run_code
+from nini.skills.builtin.run_r import r_status, run_r_code
 from nini.skills.function import FunctionSkill
 
+if TYPE_CHECKING:
+    from nini.config import Settings
+
 BUILTIN_SKILLS: list[FunctionSkill] = [load_dataset, run_code]
+
+
+def builtin_skills(settings: Settings) -> list[FunctionSkill]:
+    """The built-ins this installation can run: run_r_code only where R is usable (``r_status``)."""
+    return BUILTIN_SKILLS + ([run_r_code] if r_status(settings)[0] else [])

@@ -40,18 +40,26 @@ async def run_code(
         label: A short name for this step; charts are named after it and reports group by it.
         timeout_s: Stop the run after this many seconds (default from settings, 60).
     """
-    for name in (dataset_name, save_as):
-        if name is not None:
-            check_dataset_name(name)
-    limit = timeout_s if timeout_s is not None else session.settings.execution.timeout_s
-    if not 0 < limit <= 86400:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, "timeout_s must be between 0 and 86400 seconds")
-    request = CodeRequest(code, dataset_name, save_as, purpose, label, float(limit))
+    request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.execution.timeout_s)
     outcome = _policy_refusal(session, code) or await session.runtime.kernels.run(
         session.id, session.workspace, request, kernel_id=session.kernel_id
     )
     retry_of = await session.store.call(find_retry_of, session, request)
     return record_outcome(session, request, outcome, language="python", tool_name="run_code", retry_of=retry_of)
+
+
+def build_request(
+    code: str, dataset_name: str | None, save_as: str | None, purpose: str, label: str | None,
+    timeout_s: float | None, default_timeout_s: float,
+) -> CodeRequest:
+    """The checked request of run_code and run_r_code (same parameters, same rules)."""
+    for name in (dataset_name, save_as):
+        if name is not None:
+            check_dataset_name(name)
+    limit = timeout_s if timeout_s is not None else default_timeout_s
+    if not 0 < limit <= 86400:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, "timeout_s must be between 0 and 86400 seconds")
+    return CodeRequest(code, dataset_name, save_as, purpose, label, float(limit))
 
 
 def _policy_refusal(session: Session, code: str) -> CodeOutcome | None:

@@ -1,0 +1,89 @@
+"""The ``nini`` server extension: one Runtime per Jupyter server, its routes, its shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Bool, Enum, Unicode
+
+from jupyter_ext.handlers import routes
+from jupyter_ext.handlers.base import RUNTIME_SETTING
+from jupyter_ext.handlers.events import SOCKETS_SETTING
+
+
+class NiniExtensionApp(ExtensionApp):
+    """nini inside a Jupyter server: REST and WebSocket under ``/nini/api/``.
+
+    The traits are what a server admin sets (``c.NiniExtensionApp.sandbox = "bwrap"`` in
+    jupyter_server_config.py, or ``--NiniExtensionApp.sandbox=bwrap``); one left unset falls back
+    to NINI_HOME/settings.json and the NINI_* environment, as for the CLI.
+    """
+
+    name = "nini"
+    description = "nini, a data-analysis agent: skills, sessions, run code, events"
+    load_other_extensions = True
+
+    nini_home = Unicode(
+        None,
+        allow_none=True,
+        config=True,
+        help="NINI_HOME of this server: settings.json, the history database, user skills and session "
+        "workspaces. Unset: the NINI_HOME environment variable, else ~/.nini.",
+    )
+    sandbox = Enum(
+        ["auto", "bwrap", "none"],
+        default_value=None,
+        allow_none=True,
+        config=True,
+        help="How agent kernels and R workers are sandboxed. auto: bubblewrap where it works, else "
+        "unsandboxed; bwrap: refuse to run code without it (use this on shared servers); none: never "
+        "(trusted single-user setups only). Unset: execution.sandbox from settings (default auto).",
+    )
+    r_enabled = Bool(
+        None,
+        allow_none=True,
+        config=True,
+        help="Offer R (run_r_code) when R and rpy2 are usable; False turns R off for this server. "
+        "Unset: r_enabled from settings (default true).",
+    )
+
+    def initialize_settings(self) -> None:
+        from nini.config import load_settings
+        from nini.logs import configure_logging
+        from nini.runtime import Runtime
+
+        settings = load_settings(home=self.nini_home or None, **self.setting_overrides())
+        configure_logging(settings.logs_dir, settings.log_level)
+        runtime = Runtime(
+            settings,
+            project_dir=Path(self.serverapp.root_dir),
+            multi_kernel_manager=self.serverapp.kernel_manager,
+        )
+        self.settings.update({RUNTIME_SETTING: runtime, SOCKETS_SETTING: set()})
+        self.log.info("nini: NINI_HOME %s, sandbox setting %s", settings.home, settings.execution.sandbox)
+
+    def setting_overrides(self) -> dict[str, Any]:
+        overrides: dict[str, Any] = {}
+        if self.sandbox is not None:
+            overrides["execution"] = {"sandbox": self.sandbox}
+        if self.r_enabled is not None:
+            overrides["r_enabled"] = self.r_enabled
+        return overrides
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(routes())
+
+    async def stop_extension(self) -> None:
+        """Close event sockets, then shut down nini's kernels and R workers and close the store.
+
+        Runs before the server shuts its own kernels down; notebook kernels nini only borrowed are
+        left to the server.
+        """
+        sockets = list(self.settings.get(SOCKETS_SETTING, ()))
+        await asyncio.gather(*(socket.shutdown() for socket in sockets), return_exceptions=True)
+        runtime = self.settings.get(RUNTIME_SETTING)
+        if runtime is not None:
+            await runtime.aclose()  # safe to call twice

@@ -1,0 +1,126 @@
+"""What every nini handler shares: the runtime, JSON bodies, and errors as envelopes.
+
+Every reply of ``/nini/api/`` is ``{"ok": true, "data": ...}`` or ``{"ok": false, "error": {code,
+message, details?}}`` (DESIGN.md section 4). ``write_error`` is the only place where an exception
+becomes a reply: a ``NiniError`` keeps its code and its status from ``nini.errors.HTTP_STATUS``,
+tornado's own ``HTTPError`` (403 from authentication, 405 for a verb no handler has) gets the
+closest stable code, and anything else is a plain INTERNAL whose traceback goes to the log only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from jupyter_server.base.handlers import APIHandler
+from tornado import httputil, web
+
+from nini.errors import ErrorCode, NiniError, error_envelope, ok_envelope
+
+if TYPE_CHECKING:
+    from nini.runtime import Runtime
+    from nini.session import Session
+
+AUTH_RESOURCE = "nini"
+RUNTIME_SETTING = "nini_runtime"
+log = logging.getLogger("nini.jupyter")
+
+# tornado answers some requests itself (authentication, XSRF, unknown verbs) by status; these are
+# the stable codes those statuses stand for.
+CODE_OF_STATUS = {
+    400: ErrorCode.INVALID_ARGUMENT,
+    401: ErrorCode.POLICY_VIOLATION,
+    403: ErrorCode.POLICY_VIOLATION,
+    404: ErrorCode.NOT_FOUND,
+    405: ErrorCode.INVALID_ARGUMENT,
+    409: ErrorCode.CONFLICT,
+}
+
+
+def as_error(exc: BaseException | None, status: int) -> tuple[int, NiniError]:
+    """The status and NiniError a failed request is answered with."""
+    if isinstance(exc, NiniError):
+        return exc.http_status, exc
+    if isinstance(exc, web.HTTPError):
+        status, message = exc.status_code, exc.reason
+        if exc.log_message:
+            try:
+                message = exc.log_message % exc.args if exc.args else exc.log_message
+            except (TypeError, ValueError):
+                message = exc.log_message
+    elif exc is None and status < 500:
+        message = None
+    else:  # a bug: the log has the traceback (tornado logs it), the client one plain line
+        return 500, NiniError(ErrorCode.INTERNAL, "unhandled error; the server log has the details")
+    code = CODE_OF_STATUS.get(status, ErrorCode.INVALID_ARGUMENT if status < 500 else ErrorCode.INTERNAL)
+    return status, NiniError(code, message or httputil.responses.get(status, "error"))
+
+
+def write_envelope_error(handler: web.RequestHandler, status_code: int, **kwargs: Any) -> None:
+    """``write_error`` of every nini handler (REST and the WebSocket before its upgrade)."""
+    exc_info = kwargs.get("exc_info")
+    status, error = as_error(exc_info[1] if exc_info else None, status_code)
+    handler.set_status(status)
+    handler.set_header("Content-Type", "application/json; charset=utf-8")
+    handler.finish(dumps(error_envelope(error)))
+
+
+def log_exception(handler: web.RequestHandler, typ, value, tb) -> None:  # noqa: ANN001
+    """A NiniError is an answer, not a crash: one line, no traceback; the rest as tornado logs it."""
+    if isinstance(value, NiniError):
+        log.info("%s %s: %s", handler.request.method, handler.request.path, value)
+        return
+    web.RequestHandler.log_exception(handler, typ, value, tb)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+class NiniHandler(APIHandler):
+    """Base of the REST handlers: parse the request, call the core, write the envelope."""
+
+    auth_resource = AUTH_RESOURCE
+
+    @property
+    def runtime(self) -> Runtime:
+        return self.settings[RUNTIME_SETTING]
+
+    def reply(self, data: Any, status: int = 200) -> None:
+        self.set_status(status)
+        self.finish(dumps(ok_envelope(data)), set_content_type="application/json; charset=utf-8")
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        write_envelope_error(self, status_code, **kwargs)
+
+    def log_exception(self, typ, value, tb) -> None:  # noqa: ANN001 - tornado's signature
+        log_exception(self, typ, value, tb)
+
+    def body_object(self) -> dict[str, Any]:
+        """The JSON object in the body; an empty body is ``{}``."""
+        raw = self.request.body.strip()
+        if not raw:
+            return {}
+        try:
+            body = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"the body is not valid JSON: {exc}") from None
+        if not isinstance(body, dict):
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"the body must be a JSON object, not {type(body).__name__}")
+        return body
+
+    def choice(self, name: str, allowed: tuple[str, ...], default: str | None = None) -> str | None:
+        """Query argument ``name``, which must be one of ``allowed`` when given."""
+        value = self.get_query_argument(name, default)
+        if value is not None and value not in allowed:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+        return value
+
+    async def read(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args)`` of the store (or using it) off the event loop, on the store's thread."""
+        return await self.runtime.store.call(fn, *args, **kwargs)
+
+    async def session(self, session_id: str) -> Session:
+        """The stored session ``session_id``: INVALID_ARGUMENT for a malformed id, else NOT_FOUND."""
+        return await self.read(self.runtime.session, session_id)

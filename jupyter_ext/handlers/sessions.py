@@ -1,0 +1,97 @@
+"""Tornado handlers for recorded sessions: create, list, show, tool calls, executions, export."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from jupyter_ext.handlers.base import NiniHandler
+from nini.errors import ErrorCode, NiniError
+from nini.history.export import FORMATS, export_session
+
+EXPORT_TYPES = {"ipynb": "application/x-ipynb+json", "md": "text/markdown; charset=utf-8",
+                "json": "application/json; charset=utf-8"}  # fmt: skip
+MAX_LIST = 1000
+
+
+class SessionsHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """Sessions, newest first, each with its tool call and execution counts (``?limit=``, 100)."""
+        self.reply(await self.read(self.runtime.store.list_sessions, self._limit()))
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        """Body ``{"title"?, "id"?}``: a new session (201); CONFLICT if the id is taken."""
+        body = self.body_object()
+        for key in ("title", "id"):
+            if body.get(key) is not None and not isinstance(body[key], str):
+                raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{key} must be a string")
+        runtime = self.runtime
+        session = await self.read(runtime.create_session, title=body.get("title"), session_id=body.get("id"))
+        self.reply(await self.read(session.info), status=201)
+
+    def _limit(self) -> int:
+        raw = self.get_query_argument("limit", "100")
+        if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIST:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"limit must be a whole number from 1 to {MAX_LIST}")
+        return int(raw)
+
+
+class SessionHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, session_id: str) -> None:
+        """The session row with its artifacts and datasets (what a client fetches files by)."""
+        self.reply(await self.read(_session_view, self.runtime, session_id))
+
+
+class ToolCallsHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, session_id: str) -> None:
+        """The session's tool calls in the order they started."""
+        await self.session(session_id)
+        self.reply(await self.read(self.runtime.store.list_tool_calls, session_id))
+
+
+class ExecutionsHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, session_id: str) -> None:
+        """The session's code executions in order; ``?language=python|r`` to filter."""
+        language = self.choice("language", ("python", "r"))
+        await self.session(session_id)
+        self.reply(await self.read(self.runtime.store.list_executions, session_id, language))
+
+
+class ExportHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, session_id: str) -> None:
+        """The session as a download: ``?format=ipynb`` (default, re-runs the analysis), md or json."""
+        fmt = self.choice("format", FORMATS, "ipynb")
+        session = await self.session(session_id)
+        text = await self.read(export_session, self.runtime.store, session_id, session.workspace.root, fmt)
+        self.set_header("Content-Disposition", f'attachment; filename="nini-session-{session_id}.{fmt}"')
+        self.finish(text, set_content_type=EXPORT_TYPES[fmt])
+
+
+def _session_view(runtime: Any, session_id: str) -> dict[str, Any]:
+    store = runtime.store
+    row = runtime.session(session_id).info()
+    return {**row, "artifacts": store.list_artifacts(session_id), "datasets": store.list_datasets(session_id)}
+
+
+SESSION = r"/nini/api/sessions/([^/]+)"
+handlers = [
+    (r"/nini/api/sessions", SessionsHandler),
+    (SESSION, SessionHandler),
+    (SESSION + r"/tool-calls", ToolCallsHandler),
+    (SESSION + r"/executions", ExecutionsHandler),
+    (SESSION + r"/export", ExportHandler),
+]

@@ -1,0 +1,112 @@
+"""The ``run_r_code`` skill: agent R in the session's R worker, policy-checked, limited and recorded.
+
+Same parameters, result contract, store rows and events as ``run_code``; the work is done by
+``r_sandbox`` (the policy check with R's own parser and the rpy2 worker process). The skill is
+registered only where R can work (``r_status``), so a machine without R offers no R tool at all.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from nini.errors import ErrorCode, NiniError
+from nini.execution.outcome import CONTRACT_KEYS, CodeOutcome, CodeRequest
+from nini.skills.builtin.run_code import build_request, find_retry_of, record_outcome
+from nini.skills.function import skill
+from nini.skills.output import ToolOutput
+
+if TYPE_CHECKING:
+    from nini.config import Settings
+    from nini.session import Session
+
+
+@skill("run_r_code", category="statistics")
+async def run_r_code(
+    session: Session,
+    code: str,
+    dataset_name: str | None = None,
+    save_as: str | None = None,
+    purpose: Literal["exploration", "visualization", "export", "transformation"] = "exploration",
+    label: str | None = None,
+    timeout_s: float | None = None,
+) -> ToolOutput:
+    """Run R code in the session's R worker; variables persist between calls.
+
+    Set `result` to a value (returned as JSON through jsonlite) and `output_df` to a data.frame to
+    return it. Base graphics and ggplot plots become PNG and SVG artifacts (add PDF with
+    `options(nini.plot_formats = c("png", "svg", "pdf"))`). The working directory
+    is the session workspace; session datasets are `datasets$name` (shared with Python). Packages:
+    base R, stats, jsonlite, ggplot2, dplyr, tidyr, readr, data.table and a few more. No shell,
+    network, eval/parse or file deletion.
+
+    Args:
+        code: R source to run.
+        dataset_name: A session dataset to load as `df` before the code runs.
+        save_as: Store `output_df` as a session dataset under this name (usable from Python and R).
+        purpose: Why this code runs: exploration, visualization, export or transformation.
+        label: A short name for this step; charts are named after it and reports group by it.
+        timeout_s: Stop the run after this many seconds (default from settings, 120).
+    """
+    request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.r.timeout_s)
+    reply = await _run_in_worker(session, request)
+    outcome = CodeOutcome(**{key: reply[key] for key in CONTRACT_KEYS})
+    retry_of = await session.store.call(find_retry_of, session, request)
+    return record_outcome(session, request, outcome, language="r", tool_name="run_r_code", retry_of=retry_of)
+
+
+async def _run_in_worker(session: Session, request: CodeRequest) -> dict[str, Any]:
+    from r_sandbox.errors import RSandboxError
+
+    if request.dataset_name and not session.workspace.dataset_path(request.dataset_name).is_file():
+        raise NiniError(ErrorCode.NOT_FOUND, f"no dataset {request.dataset_name!r} in this session; "
+                        f"available: {', '.join(session.workspace.dataset_names()) or 'none'}")
+    try:
+        return await session.runtime.r_workers.run(session.id, session.workspace.root, {
+            "code": request.code, "dataset_name": request.dataset_name, "save_as": request.save_as,
+            "purpose": request.purpose, "label": request.label, "timeout_s": request.timeout_s,
+        })  # fmt: skip
+    except RSandboxError as exc:
+        raise NiniError(ErrorCode(exc.code), exc.message, exc.details) from None
+
+
+def new_worker_pool(settings: Settings) -> Any:
+    """The session R workers of one Runtime, sandboxed like its kernels."""
+    from r_sandbox.client import RWorkerPool
+
+    from nini.execution.sandbox import bwrap_command, resolve_mode
+
+    wrap = bwrap_command if resolve_mode(settings.execution.sandbox) == "bwrap" else None
+    return RWorkerPool(
+        memory_limit_mb=settings.r.memory_limit_mb,
+        timeout_s=settings.r.timeout_s,
+        allowed_packages=settings.r.extra_packages,
+        wrap_command=wrap,
+    )
+
+
+def r_status(settings: Settings) -> tuple[bool, str]:
+    """Whether run_r_code can be offered here, and why not: settings, R on PATH or R_HOME, rpy2.
+
+    Cheap on purpose (no R process, no import of rpy2): it runs each time a registry is built.
+    Whether R then really starts is the worker's business; a failure there is R_UNAVAILABLE.
+    """
+    if not settings.r_enabled:
+        return False, "turned off by settings (r_enabled = false)"
+    binary = r_binary()
+    if binary is None:
+        return False, "R is not on PATH and R_HOME is not set: install r-base-core (make test does, with apt)"
+    if importlib.util.find_spec("rpy2") is None:
+        return False, f"R is at {binary}, but rpy2 is not installed: pip install 'nini[r]'"
+    return True, f"R at {binary} with rpy2"
+
+
+def r_binary() -> str | None:
+    """The R executable nini would use: ``$R_HOME/bin/R`` if set, else ``R`` on PATH."""
+    r_home = os.environ.get("R_HOME")
+    if r_home and (Path(r_home) / "bin" / "R").is_file():
+        return str(Path(r_home) / "bin" / "R")
+    return shutil.which("R")

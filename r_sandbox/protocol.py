@@ -1,0 +1,54 @@
+"""The JSON-lines protocol between ``RWorkerPool`` and ``python -m r_sandbox.worker``.
+
+One JSON object per line, UTF-8, in both directions over the worker's stdin/stdout pipes:
+
+* worker -> client, once, after R initialised: ``{"ready": true, "r_version", "pid", "startup_ms"}``, or
+  ``{"ready": false, "error": {"code", "message"}}`` just before it exits (R_UNAVAILABLE, WORKER_DIED).
+* client -> worker: ``{"id": n, "op": "run", "request": {code, dataset_name, save_as, purpose,
+  label, timeout_s}}``; ``"skip_policy": true`` only from tests (the run-time guard alone then
+  stands between the code and denied functions; nini never sends it). ``{"id": n, "op": "ping"}``.
+* worker -> client, one per request: ``{"id": n, "ok": true, "result": <contract dict>}`` or
+  ``{"id": n, "ok": false, "error": {"code", "message"}}`` (a request the worker could not take).
+
+The worker answers requests in order, one at a time. A reply can be large (stdout of a chatty run),
+so both sides read lines with ``LINE_LIMIT`` instead of asyncio's 64 KiB default.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+LINE_LIMIT = 64 * 1024 * 1024
+# The worker keeps its replies below this, so that a reply always fits in one line buffer.
+REPLY_BUDGET = LINE_LIMIT - 1024 * 1024
+REQUEST_KEYS = ("code", "dataset_name", "save_as", "purpose", "label", "timeout_s")
+CONTRACT_KEYS = (
+    "success", "stdout", "stderr", "result", "has_dataframe", "dataframe_preview", "artifacts",
+    "datasets_saved", "error", "duration_ms",
+)  # fmt: skip # the same as nini.execution.outcome.CONTRACT_KEYS (a test holds them equal)
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One protocol line. NaN/inf are not JSON: values are made JSON-safe before they get here."""
+    return json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode() + b"\n"
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    message = json.loads(line)
+    if not isinstance(message, dict):
+        raise ValueError(f"protocol line is not an object: {line[:80]!r}")
+    return message
+
+
+def failure(code: str, message: str, *, line: int | None = None, stdout: str = "", stderr: str = "",
+            artifacts: list[dict[str, Any]] | None = None, duration_ms: int = 0) -> dict[str, Any]:
+    """A contract dict of a run that did not succeed."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if line is not None:
+        error["line"] = line
+    return {
+        "success": False, "stdout": stdout, "stderr": stderr, "result": None, "has_dataframe": False,
+        "dataframe_preview": None, "artifacts": artifacts or [], "datasets_saved": [], "error": error,
+        "duration_ms": duration_ms,
+    }  # fmt: skip

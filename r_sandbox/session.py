@@ -1,0 +1,230 @@
+"""One R session inside the worker: the user's environment, and what a run does from request to result.
+
+A run: check the request and the code (``r_sandbox.policy``, nothing runs on a refusal), hand the
+current datasets (and ``df``) to R, evaluate the code expression by expression (worker_r.R), render
+the recorded plot pages, then read ``result`` and ``output_df``. The result dict has exactly the keys
+of Python's run_code (``protocol.CONTRACT_KEYS``). Importing this module imports ``rpy2.robjects``:
+the console callbacks must be installed first (``r_sandbox.console``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import rpy2.rinterface as ri
+import rpy2.robjects as ro
+
+from r_sandbox import frames, plots, rules
+from r_sandbox.console import Console
+from r_sandbox.protocol import failure
+
+CODE_ERROR = "CODE_ERROR"  # the code failed (R error, syntax, bad output_df): not a failure of nini
+R_SOURCE = Path(__file__).with_name("worker_r.R")
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_PARSE_LOCATION = re.compile(r"^<text>:(\d+):\d+: ?")
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def guard_message(name: str) -> str:
+    """What a masked function says when code reaches it at run time (the static check's wording)."""
+    return f"{name}() is not allowed (rule {rules.rule_of(name)}; stopped at run time)"
+
+
+class RSession:
+    """The R state of one nini session: a user environment behind the guard, in this process's R."""
+
+    def __init__(self, workspace: Path, allowed_packages: list[str], console: Console) -> None:
+        self.workspace = workspace
+        self.allowed_packages = allowed_packages
+        self.console = console
+        self.api = ro.r["new.env"](parent=ro.baseenv)
+        ro.r["sys.source"](str(R_SOURCE), envir=self.api, **{"keep.source": False})
+        denied = sorted(rules.DENIED_FUNCTIONS)
+        self.env = self.api["setup"](ro.StrVector(denied), ro.StrVector([guard_message(n) for n in denied]))
+        self._reader = ri.rternalize(self._read_dataset)
+
+    def run(self, request: dict[str, Any], *, skip_policy: bool = False) -> dict[str, Any]:
+        """Run one request; the contract dict. Never raises for what the code does."""
+        started = time.monotonic()
+        notes: list[str] = []
+        refused = self._refusal(request, skip_policy)
+        if refused is not None:
+            return _finished(refused, "", "", notes, started)
+        self.console.start()
+        try:
+            outcome = self._execute(request, notes)
+        except MemoryError:  # in Python (pandas, pyarrow); R's own failures are R errors
+            outcome = failure(CODE_ERROR, "out of memory: the run needed more than the R worker's memory limit")
+        except Exception as exc:  # a bug in r_sandbox: the worker goes on, the caller sees what happened
+            outcome = failure("INTERNAL", f"the R worker failed: {type(exc).__name__}: {exc}")
+        finally:
+            stdout, stderr = self.console.stop()
+        return _finished(outcome, stdout, stderr, notes, started)
+
+    def _refusal(self, request: dict[str, Any], skip_policy: bool) -> dict[str, Any] | None:
+        """The reply for a request that must not run at all, else None."""
+        code = request.get("code")
+        if not isinstance(code, str):
+            return failure("INVALID_ARGUMENT", "code must be a string of R source")
+        for key in ("dataset_name", "save_as"):
+            name = request.get(key)
+            if name is not None and (problem := frames.check_dataset_name(name)) is not None:
+                return failure("INVALID_ARGUMENT", f"{key}: {problem}")
+        name = request.get("dataset_name")
+        if name is not None and not self._dataset_path(name).is_file():
+            available = ", ".join(self._dataset_names()) or "none"
+            return failure("INVALID_ARGUMENT", f"no dataset {name!r} in this session; available: {available}")
+        if skip_policy:
+            return None
+        from r_sandbox.policy import check_r_code
+
+        report = check_r_code(code, self.allowed_packages)
+        if report.syntax_error is not None:
+            return _syntax_failure(report.syntax_error.message, report.syntax_error.line)
+        if report.violations:
+            first = report.violations[0]
+            return failure("POLICY_VIOLATION", first.message, line=first.line)
+        return None
+
+    def _execute(self, request: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+        df = ro.NULL
+        if request.get("dataset_name") is not None:
+            try:
+                df = self._load(request["dataset_name"])
+            except Exception as exc:  # a file that is not Parquet, or one pandas cannot read
+                message = f"dataset {request['dataset_name']!r} could not be read: {type(exc).__name__}: {exc}"
+                return failure("INVALID_ARGUMENT", message)
+        self.api["prepare_run"](self.env, self._datasets(), df)
+        status, message, line = "error", "", None
+        try:
+            status, message, line = (v[0] for v in self.api["run_code"](request["code"], self.env))
+        finally:  # close the devices even if R left run_code in a way it should not
+            pages = int(self.api["finish_plots"](self.env, status == "ok")[0])
+        artifacts, problems = plots.save_pages(self.api, pages, self.workspace, request.get("label"))
+        notes.extend(problems)
+        if status != "ok":
+            self._take("result")
+            self._take("output_df")
+            outcome = _run_failure(status, message, _line(line))
+            outcome["artifacts"] = artifacts
+            return outcome
+        result = self._result(notes)
+        shown = self._frame(request.get("save_as"), notes)
+        error = None
+        if "save_error" in shown:
+            error = {"code": CODE_ERROR, "message": shown["save_error"]}
+        return {
+            "success": error is None, "stdout": "", "stderr": "", "result": result if error is None else None,
+            "has_dataframe": "dataframe_preview" in shown, "dataframe_preview": shown.get("dataframe_preview"),
+            "artifacts": artifacts, "datasets_saved": shown.get("datasets_saved", []), "error": error,
+            "duration_ms": 0,
+        }  # fmt: skip
+
+    def _take(self, name: str) -> tuple[bool, Any]:
+        """``name`` removed from the user env: (was it there, its value)."""
+        taken = self.api["take"](self.env, name)
+        return (bool(taken[0][0]), taken[1] if len(taken) > 1 else None)
+
+    def _result(self, notes: list[str]) -> Any:
+        present, value = self._take("result")
+        if not present:
+            return None
+        shown = self.api["result_json"](value)
+        if str(shown[0][0]) == "json":
+            return json.loads(str(shown[1][0]))
+        notes.append(f"result is not JSON-serialisable ({strip_ansi(str(shown[2][0]))}); returned as its str() text")
+        return strip_ansi(str(shown[1][0]))
+
+    def _frame(self, save_as: str | None, notes: list[str]) -> dict[str, Any]:
+        present, value = self._take("output_df")
+        plain = self.api["plain_frame"](value) if present else None
+        if plain is None or plain[0] is ri.NULL:
+            if plain is not None:
+                notes.append(f"output_df is a {plain[1][0]}, not a data.frame; ignored")
+            return {"save_error": f"save_as={save_as!r} needs output_df to be a data.frame"} if save_as else {}
+        try:
+            frame = frames.to_pandas(plain[0], bool(plain[1][0]))
+        except Exception as exc:  # a column type neither rpy2 nor the fixes know
+            notes.append(f"output_df could not be converted to pandas ({type(exc).__name__}: {exc}); ignored")
+            return {"save_error": f"output_df could not be saved as {save_as!r}"} if save_as else {}
+        shown: dict[str, Any] = {"dataframe_preview": frames.preview(frame)}
+        if save_as:
+            try:
+                frames.save_parquet(frame, self._dataset_path(save_as))
+                shown["datasets_saved"] = [save_as]
+            except Exception as exc:  # pyarrow refusing a column type, a full disk
+                shown["save_error"] = f"output_df could not be saved as {save_as!r}: {type(exc).__name__}: {exc}"
+        return shown
+
+    # --- datasets ---------------------------------------------------------------------------------
+    def _dataset_path(self, name: str) -> Path:
+        return self.workspace / "datasets" / f"{name}.parquet"
+
+    def _dataset_names(self) -> list[str]:
+        folder = self.workspace / "datasets"
+        if not folder.is_dir():
+            return []
+        return sorted(p.stem for p in folder.glob("*.parquet") if frames.check_dataset_name(p.stem) is None)
+
+    def _datasets(self) -> Any:
+        """A fresh ``datasets`` environment: the files as they are now, each read on first use."""
+        return self.api["make_datasets"](ro.StrVector(self._dataset_names()), self._reader)
+
+    def _read_dataset(self, name: Any) -> Any:
+        """Called from R (through rternalize) with the dataset name: the data.frame, or why not.
+
+        rternalize turns a Python exception into NULL, silently; R needs an error it can show.
+        """
+        try:
+            return self._load(str(name[0]))
+        except Exception as exc:  # not Parquet, removed meanwhile, a type pandas cannot read
+            return ro.StrVector([f"{type(exc).__name__}: {exc}"])
+
+    def _load(self, name: str) -> Any:
+        import pandas as pd
+
+        frame = pd.read_parquet(self._dataset_path(name))
+        converted, automatic, utc = frames.to_r(frame)
+        return self.api["from_pandas"](converted, automatic, ro.StrVector(utc))
+
+
+def _finished(outcome: dict[str, Any], stdout: str, stderr: str, notes: list[str], started: float) -> dict[str, Any]:
+    """The contract dict: captured output (ANSI-free), then the error as R prints it, then nini's notes."""
+    outcome["stdout"] = strip_ansi(stdout)
+    outcome["stderr"] = strip_ansi(stderr) + outcome.pop("traceback", "") + "".join(f"nini: {n}\n" for n in notes)
+    outcome["duration_ms"] = int((time.monotonic() - started) * 1000)
+    return outcome
+
+
+def _line(value: Any) -> int | None:
+    return None if value is ri.NA_Integer or value is None else int(value)
+
+
+def _run_failure(status: str, message: str, line: int | None) -> dict[str, Any]:
+    """A run stopped by R: an error, the guard, or (unchecked code only) R's parser."""
+    if status == "syntax":
+        return _syntax_failure(message, line)
+    if status == "policy":
+        where = f"line {line}: " if line is not None else ""
+        outcome = failure("POLICY_VIOLATION", f"{where}{message}", line=line)
+    else:
+        outcome = failure(CODE_ERROR, strip_ansi(message), line=line)
+    outcome["traceback"] = outcome["error"]["message"] + "\n"  # stderr shows it, as R's console does
+    return outcome
+
+
+def _syntax_failure(message: str, line: int | None) -> dict[str, Any]:
+    """CODE_ERROR "R syntax error: ..." with its line; R's full text (with the caret) goes to stderr."""
+    located = _PARSE_LOCATION.match(message)
+    if located:
+        line, message = int(located.group(1)), message[located.end():]
+    outcome = failure(CODE_ERROR, f"R syntax error: {message.splitlines()[0]}", line=line)
+    outcome["traceback"] = message + "\n"
+    return outcome

@@ -1,0 +1,384 @@
+"""The static R policy: R's own parser decides, every bypass of the denied list is caught, and data
+analysis code passes untouched.
+
+Tables list (code, expected rule, name, line). Tests that need R skip, with the reason, where R or
+rpy2 cannot load; each test process starts embedded R once.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from r_sandbox import rules
+from r_sandbox.errors import RSandboxError
+from r_sandbox.policy import PolicyReport, SyntaxProblem, Violation, check_r_code, first_violation_message
+
+
+def _r_problem() -> str | None:
+    try:
+        check_r_code("1")
+    except RSandboxError as exc:
+        return exc.message
+    return None
+
+
+R_PROBLEM = _r_problem()
+needs_r = pytest.mark.skipif(R_PROBLEM is not None, reason=f"R/rpy2 cannot load here: {R_PROBLEM}")
+
+DENIED: list[tuple[str, str, str, int]] = [
+    # plain calls, one or more per group
+    ('system("ls")', "denied-process", "system", 1),
+    ('system2("ls", "-l")', "denied-process", "system2", 1),
+    ('shell.exec("a.txt")', "denied-process", "shell.exec", 1),
+    ('con <- pipe("ls")', "denied-process", "pipe", 1),
+    ('browseURL("http://x")', "denied-process", "browseURL", 1),
+    ('download.file("http://x/a.csv", "a.csv")', "denied-network", "download.file", 1),
+    ('d <- read.csv(url("http://x/a.csv"))', "denied-network", "url", 1),
+    ('socketConnection(port = 80)', "denied-network", "socketConnection", 1),
+    ('file.remove("a.csv")', "denied-files", "file.remove", 1),
+    ('unlink("data", recursive = TRUE)', "denied-files", "unlink", 1),
+    ('setwd("/")', "denied-files", "setwd", 1),
+    ('eval(quote(1 + 1))', "denied-dynamic-code", "eval", 1),
+    ('x <- parse(text = "1")', "denied-dynamic-code", "parse", 1),
+    ('source("other.R")', "denied-dynamic-code", "source", 1),
+    ('do.call("rbind", parts)', "denied-dynamic-code", "do.call", 1),
+    ('f <- get("mean")', "denied-dynamic-code", "get", 1),
+    ('f <- match.fun("sum")', "denied-dynamic-code", "match.fun", 1),
+    ('home <- Sys.getenv("HOME")', "denied-environment", "Sys.getenv", 1),
+    ('Sys.setenv(A = "1")', "denied-environment", "Sys.setenv", 1),
+    ('.Internal(inspect(x))', "denied-native-code", ".Internal", 1),
+    ('dyn.load("lib.so")', "denied-native-code", "dyn.load", 1),
+    ('q("no")', "denied-session", "q", 1),
+    ('install.packages("httr")', "denied-session", "install.packages", 1),
+    ('res <- mclapply(1:4, sqrt)', "denied-parallel", "mclapply", 1),
+    ('cl <- makeCluster(2)', "denied-parallel", "makeCluster", 1),
+    # spellings of the same call
+    ('`system`("ls")', "denied-process", "system", 1),
+    ('base::system("ls")', "denied-process", "system", 1),
+    ('base:::system2("ls")', "denied-process", "system2", 1),
+    ('base:::system2', "denied-process", "system2", 1),
+    ('"system"("ls")', "denied-process", "system", 1),
+    ("'system'('ls')", "denied-process", "system", 1),
+    ('"\\x73ystem"("ls")', "denied-process", "system", 1),
+    ('`\\x73ystem`("ls")', "denied-process", "system", 1),
+    ('base::"system"("ls")', "denied-process", "system", 1),
+    ('`base`::system("ls")', "denied-process", "system", 1),
+    ('(system)("ls")', "denied-process", "system", 1),
+    ('x$system("ls")', "denied-process", "system", 1),
+    ('`::`("base", "system")("ls")', "denied-process", "system", 1),
+    ('getExportedValue("base", "system")("ls")', "denied-process", "system", 1),
+    ('baseenv()$system("ls")', "denied-process", "system", 1),
+    ('f <- baseenv()$system', "denied-process", "system", 1),
+    ('f <- asNamespace("base")[["system"]]', "denied-process", "system", 1),
+    ('f <- .GlobalEnv$url', "denied-network", "url", 1),
+    # the function as a value
+    ('f <- system', "denied-process", "system", 1),
+    ('system2 -> f', "denied-process", "system2", 1),
+    ('lapply(cmds, system)', "denied-process", "system", 1),
+    ('sapply(cmds, FUN = system2)', "denied-process", "system2", 1),
+    ('Map(system, cmds)', "denied-process", "system", 1),
+    ('f <- function(run = system) run("ls")', "denied-process", "system", 1),
+    ('cmds |> lapply(system)', "denied-process", "system", 1),
+    ('x <- `environment<-`', "denied-environment", "environment<-", 1),
+    # replacement functions
+    ('environment(f) <- e', "denied-environment", "environment<-", 1),
+    ('environment(f) = new.env()', "denied-environment", "environment<-", 1),
+    ('environment(f)$x <- 1', "denied-environment", "environment<-", 1),
+    ('base::environment(f) <- e', "denied-environment", "environment<-", 1),
+    ('`environment<-`(f, e)', "denied-environment", "environment<-", 1),
+    ('"environment<-"(f, e)', "denied-environment", "environment<-", 1),
+    # protected environments
+    ('assign("x", 1, envir = globalenv())', "protected-environment", "assign", 1),
+    ('assign("x", 1, envir = .GlobalEnv)', "protected-environment", "assign", 1),
+    ('assign("T", FALSE, baseenv())', "protected-environment", "assign", 1),
+    ('assign("x", 1, , base::globalenv())', "protected-environment", "assign", 1),
+    ('assign("x", 1, env = emptyenv())', "protected-environment", "assign", 1),
+    ('assign("x", 1, pos = 1)', "protected-environment", "assign", 1),
+    ('delayedAssign("x", stop(), assign.env = globalenv())', "protected-environment", "delayedAssign", 1),
+    ('makeActiveBinding("x", function() 1, .BaseNamespaceEnv)', "protected-environment", "makeActiveBinding", 1),
+    ('list2env(list(T = FALSE), envir = baseenv())', "protected-environment", "list2env", 1),
+    # where it hides: lines, bodies, pipes
+    ('x <- 1\ny <- 2\nsystem("ls")', "denied-process", "system", 3),
+    ('x <- 1\nres <- lapply(\n  cmds,\n  system2\n)', "denied-process", "system2", 4),
+    ('run <- function(cmd) {\n  out <- system(\n    cmd, intern = TRUE)\n  out\n}', "denied-process", "system", 2),
+    ('x |> system()', "denied-process", "system", 1),
+    ('library(magrittr)\n"ls" %>% system()', "denied-process", "system", 2),
+    ('"ls" %>% system', "denied-process", "system", 1),
+    ('d <- sapply(urls, function(u) url(u))', "denied-network", "url", 1),
+    ('d <- sapply(urls, \\(u) url(u))', "denied-network", "url", 1),
+    ('body(f) <- quote(system("ls"))', "denied-process", "system", 1),
+    ('if (TRUE) {\n  for (i in 1:2) {\n    Sys.setenv(X = i)\n  }\n}', "denied-environment", "Sys.setenv", 3),
+    ('x <- "中文"\ny <- 1 # 说明\nsystem("ls")', "denied-process", "system", 3),
+    # a binding does not make the call a variable, and must come first
+    ('url <- "sales.csv"\nd <- url("http://x")', "denied-network", "url", 2),
+    ('url <- url', "denied-network", "url", 1),
+    ('f <- url\nurl <- "a.csv"', "denied-network", "url", 1),
+    ('f <- function(url) url\ng <- url', "denied-network", "url", 2),
+    ('for (url in list(url)) print(url)', "denied-network", "url", 1),
+    ('g <- function() {\n  h <- url\n  url <- 1\n}', "denied-network", "url", 2),
+    # packages
+    ('library(parallel)', "package-not-allowed", "parallel", 1),
+    ('library("parallel")', "package-not-allowed", "parallel", 1),
+    ('require(httr)', "package-not-allowed", "httr", 1),
+    ('requireNamespace("parallel", quietly = TRUE)', "package-not-allowed", "parallel", 1),
+    ('loadNamespace("httr")', "package-not-allowed", "httr", 1),
+    ('attachNamespace("parallel")', "package-not-allowed", "parallel", 1),
+    ('ns <- asNamespace("processx")', "denied-environment-access", "asNamespace", 1),
+    ('e <- baseenv()\nf <- e$system', "denied-environment-access", "baseenv", 1),
+    ('f <- environment(mean)$system', "denied-environment-access", "environment", 1),
+    ('e <- environment()', "denied-environment-access", "environment", 1),
+    ('x <- get0\n', "denied-dynamic-code", "get0", 1),
+    ('unlockBinding("pi", e)', "denied-environment-access", "unlockBinding", 1),
+    ('suppressMessages(library(parallel))', "package-not-allowed", "parallel", 1),
+    ('x <- 1\nhttr::GET("http://x")', "package-not-allowed", "httr", 2),
+    ('processx:::run("ls")', "package-not-allowed", "processx", 1),
+    ('"parallel"::detectCores()', "package-not-allowed", "parallel", 1),
+    ('library(pkg, character.only = TRUE)', "dynamic-package", "library", 1),
+    ('library(pkg, c = TRUE)', "dynamic-package", "library", 1),
+    ('F <- TRUE\nlibrary(pkg, character.only = F)', "dynamic-package", "library", 2),
+    ('requireNamespace(pkg)', "dynamic-package", "requireNamespace", 1),
+    ('lapply(pkgs, library, character.only = TRUE)', "dynamic-package", "library", 1),
+    ('getExportedValue(pkg, "f")', "dynamic-package", "getExportedValue", 1),
+]  # fmt: skip
+
+ALLOWED = [
+    "",
+    "# only a comment: system('rm -rf /')",
+    'x <- 1 # system("ls")',
+    'msg <- "call system(\'ls\') or url() here"',
+    "x$system",
+    "x@system",
+    "x$url <- 'a'",
+    'x[["system"]]',
+    "f(system = 1)",
+    "list(url = 'http://x', q = 2)",
+    'url <- "sales.csv"\nd <- read.csv(url)',
+    'url = "sales.csv"; d <- read.csv(url)',
+    '"sales.csv" -> url; d <- read.csv(url)',
+    "load_csv <- function(url) read.csv(url)",
+    "load_csv <- \\(url) read.csv(url)",
+    "for (url in c('a.csv', 'b.csv')) print(read.csv(url))",
+    "read_it <- function() read.csv(url)\nurl <- 'a.csv'",
+    "df %>% group_by(region) %>% summarise(total = sum(revenue))",
+    "df |> dplyr::filter(revenue > 0) |> dplyr::arrange(region)",
+    "ggplot(df, aes(x, y)) + geom_point()",
+    "library(ggplot2)\np <- ggplot(df, aes(x = region, y = revenue)) + geom_col() + theme_minimal()",
+    'library("dplyr")',
+    'library("dplyr", character.only = TRUE)',
+    "library(tidyr, character.only = FALSE)",
+    "require(data.table)",
+    'requireNamespace("jsonlite", quietly = TRUE)',
+    "library()",
+    "library(help = parallel)",
+    "loadedNamespaces()",
+    'dt <- data.table::fread("sales.csv")',
+    "out <- jsonlite::toJSON(x, auto_unbox = TRUE)",
+    "stats:::print.lm",
+    "fit <- stats::lm(revenue ~ price, data = df)",
+    'x <- "中文"  # 注释：系统\n标签 <- "销售额"',
+    "x <<- 1",
+    'assign("x", 1)',
+    "assign('x', 1, envir = e)",
+    "f <- sys.function",
+    "Reduce(`+`, 1:3)",
+    "names(x)[2] <- 'b'",
+    'levels(df$region) <- c("N", "S")',
+    "result <- list(n = nrow(df))\noutput_df <- head(df)",
+]
+
+
+@needs_r
+@pytest.mark.parametrize(("code", "rule", "name", "line"), DENIED)
+def test_denied(code: str, rule: str, name: str, line: int) -> None:
+    report = check_r_code(code)
+    assert not report.allowed and report.syntax_error is None
+    assert (rule, name, line) in {(v.rule, v.name, v.line) for v in report.violations}, report.violations
+    first = report.violations[0]
+    assert first.message.startswith(f"line {first.line}: ") and f"(rule {first.rule})" in first.message
+
+
+@needs_r
+@pytest.mark.parametrize("code", ALLOWED)
+def test_allowed(code: str) -> None:
+    report = check_r_code(code)
+    assert report.allowed, report.to_dict()
+    assert report.violations == [] and report.syntax_error is None
+
+
+@needs_r
+@pytest.mark.parametrize("name", sorted(rules.DENIED_FUNCTIONS))
+def test_every_denied_name_is_refused_as_call_and_as_value(name: str) -> None:
+    for code in (f"`{name}`(1)", f"f <- `{name}`", f'"{name}"(1)'):
+        report = check_r_code(code)
+        assert [(v.rule, v.name) for v in report.violations] == [(rules.rule_of(name), name)], code
+
+
+@needs_r
+def test_message_names_the_function_line_and_rule() -> None:
+    report = check_r_code('x <- 1\ny <- 2\nsystem("ls")')
+    assert report.violations == [
+        Violation("denied-process", "system", 3, 1, "line 3: system() is not allowed (rule denied-process)")
+    ]
+    assert first_violation_message(report) == "line 3: system() is not allowed (rule denied-process)"
+
+
+@needs_r
+def test_column_counts_characters_not_bytes() -> None:
+    [violation] = check_r_code('x <- "中文"; system("ls")').violations
+    assert (violation.line, violation.column) == (1, 12)  # in bytes it would be 16
+
+
+@needs_r
+def test_violations_come_in_source_order_once_each() -> None:
+    report = check_r_code('parallel::mclapply(1:2, f)\nsystem("a"); system("b")')
+    assert [(v.rule, v.name, v.line, v.column) for v in report.violations] == [
+        ("package-not-allowed", "parallel", 1, 1),
+        ("denied-parallel", "mclapply", 1, 11),
+        ("denied-process", "system", 2, 1),
+        ("denied-process", "system", 2, 14),
+    ]
+
+
+@needs_r
+@pytest.mark.parametrize(
+    ("code", "packages"),
+    [
+        ("library(parallel)", ["parallel"]),
+        ('requireNamespace("httr")', ("httr",)),
+        ("httr::GET(u)", {"httr"}),
+        ("library(ggplot2)\nlibrary(parallel)", ["parallel"]),
+    ],
+)
+def test_allowed_packages_add_to_the_defaults(code: str, packages) -> None:
+    assert not check_r_code(code).allowed
+    assert check_r_code(code, allowed_packages=packages).allowed
+
+
+@needs_r
+def test_allowed_packages_do_not_allow_denied_functions() -> None:
+    report = check_r_code("parallel::mclapply(1:2, f)", allowed_packages=["parallel"])
+    assert [(v.rule, v.name) for v in report.violations] == [("denied-parallel", "mclapply")]
+
+
+@needs_r
+@pytest.mark.parametrize(
+    ("code", "line", "fragment"),
+    [
+        ("x <- 1\ny y", 2, "unexpected symbol"),
+        ("x <- 1\nf(\n", 2, "unexpected end of input"),
+        ("x <- 1\n\n  )", 3, "unexpected ')'"),
+        ('x <- 1\ny <- 2\nz <- "a\\qb"\nw <- 3', 3, "unrecognized escape"),
+        ("x <- 1\n\x00system('ls')", 2, "NUL"),
+        ("# 中文\nx <- 「1」", 2, "unexpected"),
+    ],
+)
+def test_syntax_error_reports_its_line(code: str, line: int, fragment: str) -> None:
+    report = check_r_code(code)
+    assert not report.allowed and report.violations == []
+    assert report.syntax_error is not None and report.syntax_error.line == line
+    assert fragment in report.syntax_error.message
+    assert not report.syntax_error.message.startswith("<text>")
+    assert first_violation_message(report).startswith(f"line {line}: R syntax error: ")
+
+
+@needs_r
+def test_r_prints_nothing_to_the_console(capfd: pytest.CaptureFixture[str]) -> None:
+    for code in ("x <- 1\ny y", 'z <- "\\q"', 'system("ls")', "library(parallel)", "x <- 1"):
+        check_r_code(code)
+    captured = capfd.readouterr()
+    assert (captured.out, captured.err) == ("", "")
+
+
+@needs_r
+def test_code_run_in_the_same_r_cannot_blind_the_checker() -> None:
+    import rpy2.rinterface as ri
+
+    ri.evalr('parse <- function(...) expression(); getParseData <- function(...) NULL')
+    try:
+        assert not check_r_code('system("ls")').allowed
+    finally:
+        ri.evalr("rm(parse, getParseData)")
+
+
+@needs_r
+def test_a_100_line_script_checks_in_milliseconds() -> None:
+    block = [
+        "library(dplyr)",
+        'df <- read.csv("sales.csv")  # 销售数据',
+        "s <- df %>% group_by(region) %>% summarise(total = sum(revenue), n = n())",
+        "p <- ggplot(s, aes(x = region, y = total)) + geom_col()",
+        "fit <- lm(revenue ~ price, data = df)",
+    ]
+    code = "\n".join(block * 20)
+    check_r_code(code)
+    start = time.perf_counter()
+    for _ in range(5):
+        assert check_r_code(code).allowed
+    assert (time.perf_counter() - start) / 5 < 0.1
+
+
+def test_report_json_shape() -> None:
+    violation = Violation("denied-process", "system", 3, 1, "line 3: system() is not allowed (rule denied-process)")
+    denied = PolicyReport(violations=[violation])
+    assert denied.allowed is False
+    assert json.loads(json.dumps(denied.to_dict())) == {
+        "allowed": False,
+        "violations": [{"rule": "denied-process", "name": "system", "line": 3, "column": 1,
+                        "message": "line 3: system() is not allowed (rule denied-process)"}],
+        "syntax_error": None,
+    }
+    broken = PolicyReport(syntax_error=SyntaxProblem(2, "unexpected symbol"))
+    assert broken.to_dict() == {"allowed": False, "violations": [],
+                                "syntax_error": {"line": 2, "message": "unexpected symbol"}}
+    assert PolicyReport().to_dict() == {"allowed": True, "violations": [], "syntax_error": None}
+    assert first_violation_message(PolicyReport()) is None
+    with pytest.raises(AttributeError):
+        denied.allowed = True  # type: ignore[misc]
+
+
+def test_importing_the_policy_does_not_start_r() -> None:
+    probe = (
+        "import sys, r_sandbox.policy, nini.cli\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('rpy2'))\n"
+        "assert not loaded, loaded\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_r_sandbox_does_not_import_nini() -> None:
+    probe = (
+        "import sys, r_sandbox.policy\n"
+        "assert not [m for m in sys.modules if m == 'nini' or m.startswith('nini.')]\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_missing_r_is_an_r_unavailable_error(tmp_path) -> None:
+    """With R_HOME pointing nowhere, R would kill the process; the checker refuses first."""
+    probe = (
+        "from r_sandbox.errors import RSandboxError\n"
+        "from r_sandbox.policy import check_r_code\n"
+        "try:\n    check_r_code('1')\nexcept RSandboxError as exc:\n    print(exc.code)\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "R_HOME": str(tmp_path / "no-r")}
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "R_UNAVAILABLE"
+
+
+@needs_r
+def test_starting_r_leaves_the_environment_of_child_processes_alone() -> None:
+    import os
+    import subprocess
+
+    check_r_code("x <- 1")  # R is running in this process now
+    child = subprocess.run(["env", "-0"], capture_output=True, check=True).stdout.decode().split("\0")
+    inherited = dict(entry.partition("=")[::2] for entry in child if entry)
+    assert inherited == dict(os.environ)  # no LD_LIBRARY_PATH, R_HOME, R_* added by R's start-up
