@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nini.errors import ErrorCode, NiniError
 from nini.execution.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -47,8 +48,6 @@ class Session:
         """
         source = Path(source).expanduser()
         if not source.is_file():
-            from nini.errors import ErrorCode, NiniError
-
             raise NiniError(ErrorCode.NOT_FOUND, f"no such file: {source}")
         target = self.workspace.root / "uploads" / source.name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -58,8 +57,6 @@ class Session:
             partial.replace(target)  # a copy cut short never stands under the real name
         except OSError as exc:
             partial.unlink(missing_ok=True)
-            from nini.errors import ErrorCode, NiniError
-
             raise NiniError(ErrorCode.INTERNAL, f"cannot copy {source.name} into the workspace: {exc.strerror or exc}") from None
         return self.workspace.relative(target)
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -24,8 +26,14 @@ SKILL_OF_COMMAND = {"run-code": "run_code", "run-r": "run_r_code"}
 RUN_R_HELP = "Run R through run_r_code in a session's R worker (policy-checked, sandboxed), recorded like any agent step."
 
 
-def _store(ctx: typer.Context) -> HistoryStore:
-    return HistoryStore.from_settings(state(ctx).settings)
+@contextlib.contextmanager
+def _store(ctx: typer.Context) -> Iterator[HistoryStore]:
+    """The history store of this command's settings, closed when the block ends."""
+    store = HistoryStore.from_settings(state(ctx).settings)
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 @app.command("list")
@@ -36,11 +44,8 @@ def list_sessions(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
 ) -> None:
     """List sessions, newest first."""
-    store = _store(ctx)
-    try:
+    with _store(ctx) as store:
         rows = store.list_sessions(limit=limit)
-    finally:
-        store.close()
     if as_json:
         print_json(rows)
         return
@@ -57,11 +62,8 @@ def show_session(ctx: typer.Context, session_id: Annotated[str, typer.Argument(m
     """Print a session with its tool calls, executions, artifacts and datasets as JSON."""
     from nini.history.export import session_bundle
 
-    store = _store(ctx)
-    try:
+    with _store(ctx) as store:
         print_json(session_bundle(store, session_id))
-    finally:
-        store.close()
 
 
 @app.command("export")
@@ -76,11 +78,8 @@ def export(
     settings = state(ctx).settings
     from nini.execution.workspace import Workspace
 
-    store = _store(ctx)
-    try:
+    with _store(ctx) as store:
         text = export_session(store, session_id, Workspace.for_session(settings.sessions_dir, session_id).root, format)
-    finally:
-        store.close()
     if out is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:

@@ -173,7 +173,12 @@ def test_a_read_only_file_fails_writes_with_db_error(db_path: Path, store: Histo
     shutil.copyfile(db_path, copy)
     copy.chmod(stat.S_IRUSR)
 
-    readonly = HistoryStore(f"sqlite:///{copy}")
+    refused_write(f"sqlite:///{copy}", session_id)
+
+
+def refused_write(url: str, session_id: str) -> NiniError:
+    """Open ``url``, check reads work and a write fails with a DB_ERROR that holds no content."""
+    readonly = HistoryStore(url)
     try:
         assert readonly.get_session(session_id)["id"] == session_id
         with pytest.raises(NiniError) as caught:
@@ -181,20 +186,14 @@ def test_a_read_only_file_fails_writes_with_db_error(db_path: Path, store: Histo
     finally:
         readonly.close()
     assert_db_error_without_content(caught.value)
+    return caught.value
 
 
 def test_a_database_opened_read_only_fails_writes_with_db_error(db_path: Path, store: HistoryStore) -> None:
     session_id = store.create_session()["id"]
 
-    readonly = HistoryStore(f"sqlite:///file:{db_path}?mode=ro&uri=true")
-    try:
-        assert readonly.get_session(session_id)["id"] == session_id
-        with pytest.raises(NiniError) as caught:
-            readonly.add_message(session_id, "user", SECRET)
-    finally:
-        readonly.close()
-    assert_db_error_without_content(caught.value)
-    assert "readonly" in caught.value.message
+    error = refused_write(f"sqlite:///file:{db_path}?mode=ro&uri=true", session_id)
+    assert "readonly" in error.message
 
 
 def test_a_full_disk_fails_the_write_with_db_error_and_keeps_the_rest(store: HistoryStore, session_id: str) -> None:
