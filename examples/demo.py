@@ -16,8 +16,12 @@ NINI = str(Path(sys.executable).with_name("nini"))
 EXAMPLES = Path(__file__).resolve().parent
 
 
-def step(title: str, *args: str, env: dict[str, str], cwd: Path, stdin: str | None = None) -> str:
+def step(title: str, *args: str, env: dict[str, str], cwd: Path, stdin: str | None = None, live: bool = False) -> str:
     print(f"\n== {title}\n$ nini {' '.join(args)}", flush=True)
+    if live:  # streamed output: let it reach the terminal as it comes
+        if subprocess.run([NINI, *args], env=env, cwd=cwd).returncode != 0:
+            sys.exit(f"demo step failed: nini {' '.join(args)}")
+        return ""
     if stdin is not None:
         print("".join(f"> {line}\n" for line in stdin.splitlines()), end="")
     result = subprocess.run([NINI, *args], env=env, cwd=cwd, capture_output=True, text=True, input=stdin)
@@ -63,7 +67,8 @@ def analyse(env: dict[str, str], project: Path, tmp: Path) -> None:
          "run-code", str(analysis / "02_trend.py"), "--session", "demo", "--dataset", "sales",
          "--purpose", "visualization", "--label", "monthly-revenue", env=env, cwd=project)
     analyse_in_r(env, project)
-    step("What the session recorded", "sessions", "list", env=env, cwd=project)
+    ask_agent(env, project)
+    step("What the sessions recorded", "sessions", "list", env=env, cwd=project)
     notebook = tmp / "demo-session.ipynb"
     step("Export the session as a notebook that re-runs the analysis",
          "sessions", "export", "demo", "--format", "ipynb", "--out", str(notebook), env=env, cwd=project)
@@ -87,6 +92,24 @@ def analyse_in_r(env: dict[str, str], project: Path) -> None:
     step("Read R's model table back in Python",
          "run-code", "-", "--session", "demo", env=env, cwd=project,
          stdin="model = datasets['revenue_model']\nprint(model.round(3).to_string(index=False))\n")
+
+
+def ask_agent(env: dict[str, str], project: Path) -> None:
+    """A whole agent turn, replayed: no model is reachable offline, so the model's side comes from
+    a recorded script (examples/agent/replay.json) through the `replay` provider. Everything else
+    is real: the Python and R it asks for run in their sandboxes, the task:explore sub-agent runs
+    with its read-only tools, and its long answer reaches the agent as one sentence."""
+    provider = {"name": "demo-replay", "kind": "replay", "model": "recorded",
+                "script": str(EXAMPLES / "agent" / "replay.json")}
+    settings = Path(env["NINI_HOME"]) / "settings.json"
+    settings.write_text(json.dumps({"llm": {"providers": [provider]}}), encoding="utf-8")
+    step("Ask the agent (model replies replayed from examples/agent/replay.json)",
+         "ask", "哪个地区的收入最高？各地区的增长趋势如何？", "--data", str(EXAMPLES / "data" / "sales.csv"),
+         "--session", "demo-agent", env=env, cwd=project, live=True)
+    step("The numbers behind that answer, as the run recorded them (datasets saved by Python and R)",
+         "run-code", "-", "--session", "demo-agent", env=env, cwd=project,
+         stdin="for name in ('region_revenue', 'region_trend'):\n"
+               "    if name in datasets:\n        print(datasets[name].to_string(index=False), end='\\n\\n')\n")
 
 
 if __name__ == "__main__":

@@ -81,6 +81,77 @@ class RSettings(BaseModel):
     )
 
 
+class ProviderSettings(BaseModel):
+    """One LLM endpoint. The key is never stored here: only the name of the variable holding it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(..., min_length=1, description="How purposes and preferred_provider refer to it.")
+    kind: Literal["openai", "anthropic", "replay"] = Field(
+        "openai", description="openai: any OpenAI-compatible endpoint (OpenAI, DeepSeek, Qwen, Ollama, vLLM, ...); "
+        "anthropic: the Anthropic API (extra 'anthropic'); replay: a recorded script (the demo)."
+    )
+    base_url: str | None = Field(None, description="Endpoint URL, e.g. http://127.0.0.1:11434/v1 for Ollama.")
+    model: str = Field(..., min_length=1, description="The model used when a purpose names none.")
+    api_key_env: str | None = Field(
+        None, description="Name of the environment variable holding the API key; unset for keyless local servers."
+    )
+    vision_models: list[str] = Field(default_factory=list, description="Models of this provider that accept images.")
+    script: Path | None = Field(None, description="replay only: the recorded JSON script (relative to NINI_HOME).")
+    enabled: bool = True
+
+
+class PurposeRoute(BaseModel):
+    """Which provider and model serve one purpose (either may be left to the fallbacks)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    provider: str | None = None
+    model: str | None = None
+
+
+class LLMSettings(BaseModel):
+    """The models nini may call, and which one serves each purpose (see nini.agent.llm)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    providers: list[ProviderSettings] = Field(
+        default_factory=list, description="Configured endpoints; their order is the default priority."
+    )
+    preferred_provider: str | None = Field(None, description="Tried after a purpose's own route and its fallback purpose.")
+    purposes: dict[str, PurposeRoute] = Field(
+        default_factory=dict, description="purpose -> {provider, model}; purposes: chat, analysis, fast, planning, "
+        "verification, deep_reasoning, title_generation, summarize, image_analysis."
+    )
+    request_timeout_s: float = Field(120, gt=0, le=3600, description="Timeout of one HTTP request to a model.")
+    max_retries: int = Field(3, ge=0, le=10, description="Retries (with backoff) of a request answered 429 or 5xx.")
+
+    @field_validator("providers")
+    @classmethod
+    def _unique_names(cls, providers: list[ProviderSettings]) -> list[ProviderSettings]:
+        names = [p.name for p in providers]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"provider names must be unique; repeated: {', '.join(duplicates)}")
+        return providers
+
+
+class AgentSettings(BaseModel):
+    """How long an agent run may go on, and what its task summaries log."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    max_iterations: int = Field(30, ge=1, le=500, description="Model calls per run before it stops unfinished.")
+    max_consecutive_failures: int = Field(
+        3, ge=1, le=50, description="Tool calls failing in a row before the run stops unfinished."
+    )
+    task_max_iterations: int = Field(15, ge=1, le=500, description="Model calls per task:* sub-agent run.")
+    summary_timeout_s: float = Field(30, gt=0, le=600, description="How long a task summary waits for the model.")
+    summary_log_preview: bool = Field(
+        True, description="Task-summary log lines carry a short preview of the raw result (sha256 always)."
+    )
+
+
 class Settings(BaseSettings):
     """All of nini's configuration. Build it with ``load_settings()``, not directly."""
 
@@ -100,6 +171,8 @@ class Settings(BaseSettings):
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
     r: RSettings = Field(default_factory=RSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
     database_url: str | None = Field(
         None,
         description="NINI_DATABASE_URL: SQLAlchemy URL of the history store (e.g. PostgreSQL for a hub); "
@@ -125,6 +198,9 @@ class Settings(BaseSettings):
         self.skills.extra_dirs = [
             p if p.is_absolute() else self.home / p for p in (d.expanduser() for d in self.skills.extra_dirs)
         ]
+        for provider in self.llm.providers:
+            if provider.script is not None and not provider.script.expanduser().is_absolute():
+                provider.script = self.home / provider.script.expanduser()
         return self
 
     @property

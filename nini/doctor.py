@@ -36,6 +36,7 @@ def run_checks(settings: Settings) -> list[Check]:
         _sandbox(),
         _home(settings.home),
         _settings(settings),
+        *_models(settings),
     ]
 
 
@@ -90,3 +91,29 @@ def _settings(settings: Settings) -> Check:
         return Check("settings", False, "; ".join(settings.warnings), required=False)
     source = "from settings.json" if settings.settings_path.exists() else "defaults (no settings.json)"
     return Check("settings", True, source, required=False)
+
+
+def _models(settings: Settings) -> list[Check]:
+    """One check per purpose: the chain the router would try, or why no model can serve it."""
+    from nini.agent.llm import PURPOSES, ModelRouter
+    from nini.errors import NiniError
+
+    if not settings.llm.providers:
+        return [Check("models", False, "no LLM provider configured (llm.providers in settings.json); "
+                      "the agent cannot run", required=False)]  # fmt: skip
+    router = ModelRouter(settings.llm)
+    checks = []
+    for purpose in PURPOSES:
+        vision = purpose == "image_analysis"
+        try:
+            chain = router.chain(purpose, require_vision=vision)
+        except NiniError as exc:
+            checks.append(Check(f"model {purpose}", False, exc.message, required=False))
+            continue
+        detail = " -> ".join(f"{c.provider}/{c.model} ({c.source})" for c in chain)
+        # a route the user set but cannot be used right now is worth seeing even when others work
+        skipped = [c for c in router.explain(purpose, require_vision=vision) if not c["usable"]]
+        if skipped:
+            detail += "; skipped: " + "; ".join(f"{c['provider']}/{c['model']} ({c['source']}): {c['reason']}" for c in skipped)
+        checks.append(Check(f"model {purpose}", True, detail, required=False))
+    return checks

@@ -7,6 +7,7 @@ A Jupyter server extension creates one ``Runtime`` in ``initialize_settings`` an
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,11 @@ from nini.session import Session
 from nini.skills.registry import SkillRegistry
 
 if TYPE_CHECKING:
+    from nini.agent.llm import ModelRouter
+    from nini.agent.runner import AgentRunner
     from nini.execution.kernels import KernelPool
+
+log = logging.getLogger("nini.runtime")
 
 
 class Runtime:
@@ -41,6 +46,8 @@ class Runtime:
         self._multi_kernel_manager = multi_kernel_manager
         self._kernels: KernelPool | None = None
         self._r_workers: Any = None
+        self._router: ModelRouter | None = None
+        self._agent: AgentRunner | None = None
 
     @property
     def kernels(self) -> KernelPool:
@@ -60,6 +67,24 @@ class Runtime:
 
             self._r_workers = new_worker_pool(self.settings)
         return self._r_workers
+
+    @property
+    def router(self) -> ModelRouter:
+        """The models of ``settings.llm``, by purpose (created on first use)."""
+        if self._router is None:
+            from nini.agent.llm import ModelRouter
+
+            self._router = ModelRouter(self.settings.llm)
+        return self._router
+
+    @property
+    def agent(self) -> AgentRunner:
+        """The agent runner of this runtime's sessions (created on first use)."""
+        if self._agent is None:
+            from nini.agent.runner import AgentRunner
+
+            self._agent = AgentRunner(self)
+        return self._agent
 
     def workspace(self, session_id: str) -> Workspace:
         return Workspace.for_session(self.settings.sessions_dir, session_id)
@@ -87,7 +112,15 @@ class Runtime:
             return self.create_session(title=title, session_id=session_id)
 
     async def aclose(self) -> None:
-        """Shut agent-owned kernels and R workers down, then close the store; safe to call twice."""
+        """Cancel agent runs, shut agent-owned kernels and R workers down, then close the store;
+        safe to call twice."""
+        try:
+            if self._agent is not None:
+                await self._agent.aclose()
+            if self._router is not None:
+                await self._router.aclose()
+        except Exception:  # closing must go on to the kernels and the store
+            log.exception("closing the agent failed")
         try:
             if self._kernels is not None:
                 await self._kernels.aclose()

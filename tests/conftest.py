@@ -91,3 +91,12 @@ def runtime_harness(factory: pytest.TempPathFactory, settings_json: dict | None 
     finally:
         loop.run_until_complete(runtime.aclose())
         loop.close()
+
+
+@pytest.fixture
+def llm_server() -> Iterator[Any]:
+    """A started ``tests.llm_server.ScriptedLLM`` (script it with ``.reply(...)``), stopped after the test."""
+    from tests.llm_server import ScriptedLLM
+
+    with ScriptedLLM() as server:
+        yield server

@@ -6,7 +6,9 @@ failed or was interrupted, a silent second request that saves the figures made b
 and clears the two names (ipykernel only evaluates user_expressions after a successful run).
 While waiting, the kernel process is checked for life whenever it has been silent for a while,
 and the deadline is enforced with an interrupt. What to do with a kernel that is stuck or dead is
-the caller's decision (``KernelPool``): this module only reports it.
+the caller's decision (``KernelPool``): this module only reports it. ``inprocess.py`` runs code in
+the notebook's own shell instead; it fills the same ``Exchange`` and turns it into an outcome with
+the same functions (``build_outcome``, ``stopped``, ``prelude_failure``).
 """
 
 from __future__ import annotations
@@ -75,20 +77,19 @@ async def run_request(
     started = time.monotonic()
     deadline = started + request.timeout_s
     root = str(workspace.root)
-    if request.dataset_name is not None and request.dataset_name not in workspace.dataset_names():
-        available = ", ".join(workspace.dataset_names()) or "none"
-        message = f"no dataset {request.dataset_name!r} in this session; available: {available}"
-        return RunReport(CodeOutcome.failure("NOT_FOUND", message), "ok", False)
+    missing = missing_dataset(workspace, request)
+    if missing is not None:
+        return RunReport(missing, "ok", False)
     ran_prelude = False
     if prelude or request.dataset_name is not None:
         pre = await execute(client, manager, _call("prelude", root, request.dataset_name), deadline, silent=True)
         if pre.state != "ok" or _status(pre) != "ok":
-            return RunReport(_prelude_failure(pre, request, started, restartable), pre.state, False)
+            return RunReport(prelude_failure(pre, request, started, restartable), pre.state, False)
         ran_prelude = True
     collect = _call("collect", root, request.label, request.save_as, True)
     main = await execute(client, manager, request.code, deadline, user_expressions={"nini": collect})
     if main.state in ("stuck", "dead"):
-        return RunReport(_stopped(main, request, started, restartable), main.state, ran_prelude)
+        return RunReport(stopped(main, request, started, restartable), main.state, ran_prelude)
     collected: dict[str, Any] = {}
     if _status(main) == "ok" and main.state == "ok":
         collected = _parse_collected(main)
@@ -99,9 +100,9 @@ async def run_request(
         )  # fmt: skip
         if cleanup.state in ("stuck", "dead"):  # answered the interrupt, then hung: a restart is due after all
             main.state = cleanup.state
-            return RunReport(_stopped(main, request, started, restartable), main.state, ran_prelude)
+            return RunReport(stopped(main, request, started, restartable), main.state, ran_prelude)
         collected = _parse_collected(cleanup) if cleanup.state == "ok" else {}
-    outcome = _outcome(main, collected, workspace, request, started, restartable)
+    outcome = build_outcome(main, collected, workspace, request, started, restartable)
     return RunReport(outcome, main.state, ran_prelude)
 
 
@@ -152,11 +153,12 @@ async def execute(
         elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
             idle = True
         else:
-            _absorb(exchange, msg)
+            absorb(exchange, msg)
     return exchange
 
 
-def _absorb(exchange: Exchange, msg: dict[str, Any]) -> None:
+def absorb(exchange: Exchange, msg: dict[str, Any]) -> None:
+    """Add one iopub message (stream, display_data, execute_result, error) to ``exchange``."""
     kind, content = msg["msg_type"], msg["content"]
     if kind == "stream":
         text = strip_ansi(content["text"])
@@ -207,12 +209,25 @@ def _call(function: str, *args: Any) -> str:
 def _parse_collected(exchange: Exchange) -> dict[str, Any]:
     value = (exchange.reply or {}).get("user_expressions", {}).get("nini", {})
     if value.get("status") != "ok":
-        name = f"{value.get('ename', 'Error')}: {value.get('evalue', 'no result')}"
-        return {"collect_error": f"nini could not collect this run's results ({name})"}
+        return collect_failure(value.get("ename", "Error"), value.get("evalue", "no result"))
     return json.loads(value["data"]["text/plain"])
 
 
-def _outcome(
+def collect_failure(ename: str, evalue: str) -> dict[str, Any]:
+    """What ``_kernel_side.collect`` stands for when it raised: an INTERNAL error of the run."""
+    return {"collect_error": f"nini could not collect this run's results ({ename}: {evalue})"}
+
+
+def missing_dataset(workspace: Workspace, request: CodeRequest) -> CodeOutcome | None:
+    """NOT_FOUND when the request names a dataset the session does not have, else None."""
+    if request.dataset_name is None or request.dataset_name in workspace.dataset_names():
+        return None
+    available = ", ".join(workspace.dataset_names()) or "none"
+    message = f"no dataset {request.dataset_name!r} in this session; available: {available}"
+    return CodeOutcome.failure("NOT_FOUND", message)
+
+
+def build_outcome(
     main: Exchange,
     collected: dict[str, Any],
     workspace: Workspace,
@@ -220,6 +235,8 @@ def _outcome(
     started: float,
     restartable: bool,
 ) -> CodeOutcome:
+    """The outcome of a finished run: ``main`` is the code's exchange, ``collected`` what
+    ``_kernel_side.collect`` reported (or ``collect_failure``)."""
     artifacts = [a for a in collected.get("artifacts", []) if _inside(workspace, a.get("path"))]
     figure_outputs = [_figure_output(workspace, a) for a in artifacts if a["format"] == "png"]
     artifacts += _write_rich(workspace, main.rich, request.label)
@@ -248,7 +265,7 @@ def _outcome(
         artifacts=artifacts,
         datasets_saved=list(collected.get("datasets_saved", [])),
         error=error,
-        duration_ms=_ms(started),
+        duration_ms=elapsed_ms(started),
         outputs=main.outputs + figure_outputs,
     )
 
@@ -294,21 +311,22 @@ def stop_error(state: KernelState, timeout_s: float, restartable: bool) -> dict[
     return {"code": "TIMEOUT", "message": f"{head} did not respond to the interrupt and {tail}"}
 
 
-def _stopped(exchange: Exchange, request: CodeRequest, started: float, restartable: bool) -> CodeOutcome:
+def stopped(exchange: Exchange, request: CodeRequest, started: float, restartable: bool) -> CodeOutcome:
+    """The outcome of a run that never finished (stuck or dead): what it printed, and why it stopped."""
     return CodeOutcome(
         success=False, stdout="".join(exchange.stdout), stderr="".join(exchange.stderr), outputs=exchange.outputs,
-        error=stop_error(exchange.state, request.timeout_s, restartable), duration_ms=_ms(started),
+        error=stop_error(exchange.state, request.timeout_s, restartable), duration_ms=elapsed_ms(started),
     )  # fmt: skip
 
 
-def _prelude_failure(pre: Exchange, request: CodeRequest, started: float, restartable: bool) -> CodeOutcome:
+def prelude_failure(pre: Exchange, request: CodeRequest, started: float, restartable: bool) -> CodeOutcome:
     if pre.state != "ok":
-        return _stopped(pre, request, started, restartable)
+        return stopped(pre, request, started, restartable)
     reply = pre.reply or {}
     ename, evalue = reply.get("ename", "Error"), reply.get("evalue", "")
     # KeyError: the dataset vanished since the check; ImportError: a server kernel without nini installed
     code = "INVALID_ARGUMENT" if ename in ("KeyError", "ModuleNotFoundError", "ImportError") else "INTERNAL"
-    return CodeOutcome.failure(code, f"preparing the kernel failed: {ename}: {evalue}", duration_ms=_ms(started))
+    return CodeOutcome.failure(code, f"preparing the kernel failed: {ename}: {evalue}", duration_ms=elapsed_ms(started))
 
 
 def _write_rich(workspace: Workspace, bundles: list[dict[str, Any]], label: str | None) -> list[dict[str, Any]]:
@@ -350,5 +368,5 @@ def _inside(workspace: Workspace, path: Any) -> bool:
         return False
 
 
-def _ms(started: float) -> int:
+def elapsed_ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)

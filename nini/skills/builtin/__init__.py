@@ -9,15 +9,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from nini.agent.tasks import TASK_SKILLS
+from nini.skills.builtin.browse import describe_dataset, list_datasets, read_file
 from nini.skills.builtin.datasets import load_dataset
+from nini.skills.builtin.image_analysis import image_analysis
 from nini.skills.builtin.run_code import run_code
 from nini.skills.builtin.run_r import r_status, run_r_code
+from nini.skills.builtin.skill_tools import save_skill, search_skills
 from nini.skills.function import FunctionSkill
 
 if TYPE_CHECKING:
     from nini.config import Settings
 
-BUILTIN_SKILLS: list[FunctionSkill] = [load_dataset, run_code]
+BUILTIN_SKILLS: list[FunctionSkill] = [
+    load_dataset, run_code, list_datasets, describe_dataset, read_file, image_analysis,
+    search_skills, save_skill, *TASK_SKILLS,
+]  # fmt: skip
 
 
 def builtin_skills(settings: Settings) -> list[FunctionSkill]:

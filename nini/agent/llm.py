@@ -1,0 +1,268 @@
+"""Purpose routing over the configured LLM providers: which model serves a call, and the fallbacks.
+
+A purpose (chat, planning, image_analysis, ...) resolves to a chain of (provider, model) choices:
+its own route, its fallback purpose's route (recursively), the preferred provider, then every
+other provider in list order. ``ModelRouter.complete`` tries the usable choices in that order.
+Provider classes live in ``nini.agent.providers``; API keys are read from the environment
+variable a provider names, at call time, and never logged, returned or put in an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.util
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from nini.config import LLMSettings, ProviderSettings
+from nini.errors import ErrorCode, NiniError
+
+if TYPE_CHECKING:
+    from nini.agent.providers import Provider
+
+log = logging.getLogger("nini.agent.llm")
+
+PURPOSES = (
+    "chat", "analysis", "fast", "planning", "verification",
+    "deep_reasoning", "title_generation", "summarize", "image_analysis",
+)  # fmt: skip
+# where a purpose without a usable route of its own goes next (chains: deep_reasoning -> planning -> chat)
+FALLBACK_PURPOSE = {
+    "image_analysis": "chat", "title_generation": "chat", "deep_reasoning": "planning",
+    "analysis": "chat", "fast": "chat", "planning": "chat", "verification": "chat", "summarize": "chat",
+}  # fmt: skip
+
+OnText = Callable[[str], Awaitable[None] | None]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call the model asked for; ``arguments`` is the JSON text exactly as it sent it."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class Completion:
+    """A finished model answer (streamed or not)."""
+
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    provider: str = ""
+    model: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """One link of a purpose's provider chain, and why it is there."""
+
+    provider: str
+    model: str
+    source: str  # "purpose:<p>", "fallback:<p>", "preferred", "priority"
+
+
+# failures that move a call on to the next choice of its chain (when nothing was streamed yet)
+_FALLBACK_CODES = (ErrorCode.UPSTREAM_ERROR, ErrorCode.TIMEOUT)
+
+
+class ModelRouter:
+    """Resolves purposes to provider chains and calls them, falling back on upstream failures.
+
+    ``environ`` is where ``api_key_env`` names are looked up (default ``os.environ``, read at
+    call time so a key exported after start-up is seen). SDK clients are cached per provider
+    until ``aclose()``.
+    """
+
+    def __init__(self, settings: LLMSettings, *, environ: Mapping[str, str] | None = None) -> None:
+        self.settings = settings
+        self._environ = environ
+        # one provider (SDK client) per name, key and event loop: an SDK client's connection pool
+        # belongs to the loop it first ran on, and a router may outlive a loop (asyncio.run twice)
+        self._providers: dict[tuple[str, str, asyncio.AbstractEventLoop], Provider] = {}
+
+    def __repr__(self) -> str:
+        return f"ModelRouter(providers={[p.name for p in self.settings.providers]!r})"
+
+    # -- resolution --------------------------------------------------------------------------
+
+    def explain(self, purpose: str, *, require_vision: bool = False) -> list[dict]:
+        """Every candidate considered for ``purpose``, in order, and why any is unusable."""
+        return [
+            {"provider": c.provider, "model": c.model, "source": c.source, "usable": reason is None, "reason": reason}
+            for c, reason in self._candidates(purpose, require_vision)
+        ]
+
+    def chain(self, purpose: str, *, require_vision: bool = False) -> list[ModelChoice]:
+        """The usable choices for ``purpose`` in order; NO_MODEL_AVAILABLE (saying why) when none."""
+        candidates = self._candidates(purpose, require_vision)
+        usable = [choice for choice, reason in candidates if reason is None]
+        if usable:
+            return usable
+        need = " with vision" if require_vision else ""
+        if not candidates:
+            message = f"no model is configured for purpose {purpose}{need}: settings llm.providers is empty"
+        else:
+            tried = "; ".join(f"{c.provider}/{c.model or '?'} ({c.source}): {reason}" for c, reason in candidates)
+            message = f"no usable model for purpose {purpose}{need}; tried {tried}"
+        details = {"purpose": purpose, "candidates": self.explain(purpose, require_vision=require_vision)}
+        raise NiniError(ErrorCode.NO_MODEL_AVAILABLE, message, details)
+
+    def _candidates(self, purpose: str, require_vision: bool) -> list[tuple[ModelChoice, str | None]]:
+        if purpose not in PURPOSES:
+            raise NiniError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"unknown model purpose {purpose!r}; purposes are: {', '.join(PURPOSES)}",
+                {"purpose": purpose},
+            )
+        by_name = {p.name: p for p in self.settings.providers}
+        raw: list[ModelChoice] = []
+        current: str | None = purpose
+        while current is not None:
+            source = f"purpose:{current}" if current == purpose else f"fallback:{current}"
+            route = self.settings.purposes.get(current)
+            if route is not None and (route.provider or route.model):
+                name = route.provider or self.settings.preferred_provider or next(iter(by_name), None)
+                if name is not None:
+                    default = by_name[name].model if name in by_name else ""
+                    raw.append(ModelChoice(name, route.model or default, source))
+            current = FALLBACK_PURPOSE.get(current)
+        ordered = ([(self.settings.preferred_provider, "preferred")] if self.settings.preferred_provider else []) + [
+            (p.name, "priority") for p in self.settings.providers
+        ]
+        for name, source in ordered:
+            provider = by_name.get(name)
+            raw.append(ModelChoice(name, provider.model if provider else "", source))
+            # an image needs a vision model; offer the provider's listed ones after its default
+            if require_vision and provider is not None:
+                raw += [ModelChoice(name, model, source) for model in provider.vision_models]
+        seen: set[tuple[str, str]] = set()
+        candidates = []
+        for choice in raw:
+            if (choice.provider, choice.model) not in seen:
+                seen.add((choice.provider, choice.model))
+                candidates.append((choice, self._unusable(by_name.get(choice.provider), choice, require_vision)))
+        return candidates
+
+    def _unusable(self, provider: ProviderSettings | None, choice: ModelChoice, require_vision: bool) -> str | None:
+        """Why ``choice`` cannot be called now, or None. Never includes a key value."""
+        if provider is None:
+            return f"no provider named {choice.provider}"
+        if not provider.enabled:
+            return f"provider {provider.name} is disabled"
+        if provider.api_key_env and not self._environ_map().get(provider.api_key_env):
+            return f"environment variable {provider.api_key_env} (its API key) is not set"
+        if provider.kind == "anthropic" and importlib.util.find_spec("anthropic") is None:
+            return "the anthropic SDK is not installed (pip install 'nini[anthropic]')"
+        if provider.kind == "replay":
+            if provider.script is None:
+                return f"replay provider {provider.name} has no script"
+            if not provider.script.is_file():
+                return f"replay script {provider.script} does not exist"
+        if require_vision and choice.model not in provider.vision_models:
+            return f"model {choice.model} is not in provider {provider.name}'s vision_models"
+        return None
+
+    def _environ_map(self) -> Mapping[str, str]:
+        return self._environ if self._environ is not None else os.environ
+
+    # -- calls -------------------------------------------------------------------------------
+
+    async def complete(
+        self,
+        purpose: str,
+        messages: list[dict],
+        *,
+        tools: list[dict] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        timeout_s: float | None = None,
+        on_text: OnText | None = None,
+        require_vision: bool = False,
+    ) -> Completion:
+        """One model answer for ``purpose``; streams (calling ``on_text``) iff ``on_text`` is given.
+
+        Each choice of the chain is tried in turn while the failure is UPSTREAM_ERROR or TIMEOUT
+        and no text has reached ``on_text`` yet (the caller cannot take text back). The last error
+        is raised with ``details.attempts``. Cancellation propagates at once.
+        """
+        from nini.agent.providers import emit
+
+        choices = self.chain(purpose, require_vision=require_vision)
+        streamed = False
+
+        async def relay(delta: str) -> None:
+            nonlocal streamed
+            if delta:
+                streamed = True
+                await emit(on_text, delta)
+
+        attempts: list[dict[str, Any]] = []
+        last: NiniError | None = None
+        for choice in choices:
+            started = time.monotonic()
+            try:
+                provider = self._provider(choice.provider)
+                completion = await provider.call(
+                    purpose, choice.model, messages, tools=tools, temperature=temperature, max_tokens=max_tokens,
+                    timeout_s=timeout_s or self.settings.request_timeout_s, on_text=relay if on_text else None,
+                )  # fmt: skip
+            except asyncio.CancelledError:
+                self._log(purpose, choice, started, "canceled", {}, logging.INFO)
+                raise
+            except NiniError as exc:
+                self._log(purpose, choice, started, exc.code.value, {}, logging.WARNING, exc.message)
+                attempts.append(
+                    {"provider": choice.provider, "model": choice.model, "code": exc.code.value, "message": exc.message}
+                )
+                last = exc
+                if streamed or exc.code not in _FALLBACK_CODES:
+                    break
+                continue
+            self._log(purpose, choice, started, "ok", completion.usage, logging.INFO)
+            return completion
+        assert last is not None  # chain() never returns an empty list
+        raise NiniError(last.code, last.message, {**(last.details or {}), "purpose": purpose, "attempts": attempts})
+
+    def _provider(self, name: str) -> Provider:
+        from nini.agent.providers import make_provider
+
+        settings = next(p for p in self.settings.providers if p.name == name)
+        key = self._environ_map().get(settings.api_key_env) if settings.api_key_env else None
+        # the key's fingerprint, not the key: a changed key gets a new client
+        slot = (name, hashlib.sha256((key or "").encode()).hexdigest(), asyncio.get_running_loop())
+        provider = self._providers.get(slot)
+        if provider is None:
+            for stale in [s for s in self._providers if s[2].is_closed()]:
+                del self._providers[stale]  # its connections died with their loop
+            provider = self._providers[slot] = make_provider(settings, key, self.settings.max_retries)
+        return provider
+
+    def _log(
+        self, purpose: str, choice: ModelChoice, started: float, outcome: str, usage: dict, level: int,
+        error: str | None = None,
+    ) -> None:  # fmt: skip
+        # never the prompt, the answer or a key: what was called, how long it took and how it ended
+        data = {
+            "purpose": purpose, "provider": choice.provider, "model": choice.model, "source": choice.source,
+            "duration_ms": round((time.monotonic() - started) * 1000), "usage": usage, "outcome": outcome,
+        }  # fmt: skip
+        if error:
+            data["error"] = error
+        log.log(level, "model call %s", outcome, extra={"data": data})
+
+    async def aclose(self) -> None:
+        """Close the SDK clients (HTTP connection pools) of the running loop; forget the others."""
+        loop = asyncio.get_running_loop()
+        providers = [p for slot, p in self._providers.items() if slot[2] is loop]
+        self._providers.clear()
+        for provider in providers:
+            await provider.aclose()

@@ -1,0 +1,332 @@
+"""``AgentRunner``: one run is one turn of a session: the model thinks, calls tools, answers.
+
+A run stores the user's message, builds the system prompt (``prompts``) and the context from the
+store (``context``), then loops: call the model (purpose ``chat``) with the allowed tools, store
+its message, run each tool call through ``nini.skills.invoke`` (the one recorded path), store the
+results, until the model answers without calling a tool. It ends unfinished at
+``agent.max_iterations`` model calls, after ``agent.max_consecutive_failures`` failed tool calls
+in a row, on cancellation, or when no model answers. Only a normal end runs the stop hooks, and
+a hook that fails never changes the answer. Every step is an event on the session's bus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from nini.agent.context import cap_tool_text, load_context
+from nini.agent.llm import Completion, ToolCall
+from nini.agent.prompts import PromptContributor, build_system_prompt
+from nini.agent.tools import ToolSet, build_toolset
+from nini.errors import ErrorCode, NiniError
+from nini.skills.invoke import invoke
+
+if TYPE_CHECKING:
+    from nini.agent.llm import ModelRouter
+    from nini.runtime import Runtime
+    from nini.session import Session
+    from nini.skills.output import ToolResult
+
+log = logging.getLogger("nini.agent.runner")
+
+ENDINGS = ("finished", "max_iterations", "tool_failures", "canceled", "error")
+DELTA_FLUSH_CHARS = 80  # streamed text is published in pieces of about this size (or at a newline)
+_NOT_RUN = '{"success":false,"error":{"code":"CANCELED","message":"not run: the run stopped after repeated failures"}}'
+
+
+@dataclass
+class RunResult:
+    turn_id: str
+    answer: str
+    completed_normally: bool
+    ended_by: str  # one of ENDINGS
+    iterations: int
+    error: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class StopContext:
+    """What a stop hook gets after a normal end."""
+
+    session: Session
+    user_message: str
+    result: RunResult
+
+
+StopHook = Callable[[StopContext], "Awaitable[None] | None"]
+
+
+def default_stop_hooks() -> list[StopHook]:
+    """The hooks every runner starts with; capabilities that act after a good run add theirs here."""
+    return []
+
+
+@dataclass(frozen=True)
+class Turn:
+    """The run a coroutine belongs to (a ContextVar, so skills called inside a run can see it)."""
+
+    turn_id: str
+    in_task: bool = False
+
+
+CURRENT_TURN: ContextVar[Turn | None] = ContextVar("nini_current_turn", default=None)
+
+
+@dataclass
+class LoopEnd:
+    answer: str
+    ended_by: str
+    iterations: int
+    error: dict[str, Any] | None = None
+
+
+@dataclass
+class Conversation:
+    """The messages of one loop; ``persist`` stores them in the session (sub-agents keep theirs in memory)."""
+
+    session: Session
+    turn_id: str
+    system: str
+    messages: list[dict[str, Any]]
+    tools: ToolSet
+    persist: bool
+    stream: bool = field(default=True)
+
+
+class AgentRunner:
+    """Runs agent turns for the sessions of one Runtime; at most one run per session at a time."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        router: ModelRouter | None = None,
+        stop_hooks: list[StopHook] | None = None,
+        prompt_contributors: list[PromptContributor] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self._router = router
+        self.stop_hooks: list[StopHook] = default_stop_hooks() if stop_hooks is None else list(stop_hooks)
+        self.prompt_contributors: list[PromptContributor] = list(prompt_contributors or [])
+        self._running: dict[str, asyncio.Task[Any]] = {}
+        self._cancel_requested: set[str] = set()
+
+    @property
+    def router(self) -> ModelRouter:
+        return self._router or self.runtime.router
+
+    # -- starting, cancelling ----------------------------------------------------------------------
+
+    def start(self, session: Session, message: str, *, turn_id: str | None = None) -> tuple[str, asyncio.Task[RunResult]]:
+        """Start a run in the background (REST); CONFLICT when the session has one going."""
+        self._claim(session.id)
+        turn_id = turn_id or new_turn_id()
+        task = asyncio.get_running_loop().create_task(self.run(session, message, turn_id=turn_id), name=f"nini-run-{turn_id}")
+        self._running[session.id] = task
+        return turn_id, task
+
+    def cancel(self, session_id: str) -> bool:
+        """Cancel the session's run; it ends with ``ended_by="canceled"``. False when none is going."""
+        task = self._running.get(session_id)
+        if task is None or task.done():
+            return False
+        self._cancel_requested.add(session_id)
+        task.cancel()
+        return True
+
+    def is_running(self, session_id: str) -> bool:
+        task = self._running.get(session_id)
+        return task is not None and not task.done()
+
+    async def aclose(self) -> None:
+        """Cancel every run and wait for them to record their end."""
+        tasks = [t for t in self._running.values() if not t.done()]
+        for session_id in list(self._running):
+            self.cancel(session_id)
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- a run ---------------------------------------------------------------------------------------
+
+    async def run(self, session: Session, message: str, *, turn_id: str | None = None) -> RunResult:
+        """Run one turn to its end and return how it ended (never raises for model or tool failures)."""
+        if not isinstance(message, str) or not message.strip():
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, "the message is empty")
+        current = asyncio.current_task()
+        if self._running.get(session.id) is not current:
+            self._claim(session.id)
+            self._running[session.id] = current  # type: ignore[assignment]
+        turn_id = turn_id or new_turn_id()
+        token = CURRENT_TURN.set(Turn(turn_id))
+        try:
+            result = await self._run(session, message, turn_id)
+        except asyncio.CancelledError:
+            result = RunResult(turn_id, "", False, "canceled", 0, {"code": "CANCELED", "message": "the run was cancelled"})
+            await self._publish(session, "done", result.to_dict(), turn_id)
+            if session.id not in self._cancel_requested:
+                raise  # cancelled from outside (Ctrl-C, shutdown): keep the cancellation going
+            current.uncancel()  # type: ignore[union-attr]
+            return result
+        finally:
+            CURRENT_TURN.reset(token)
+            self._cancel_requested.discard(session.id)
+            if self._running.get(session.id) is current:
+                del self._running[session.id]
+        if result.completed_normally:
+            await self._run_stop_hooks(StopContext(session, message, result))
+        await self._publish(session, "done", result.to_dict(), turn_id)
+        return result
+
+    async def _run(self, session: Session, message: str, turn_id: str) -> RunResult:
+        store = session.store
+        await store.call(store.add_message, session.id, "user", message, turn_id=turn_id)
+        await self._publish(session, "user_message", {"text": message}, turn_id)
+        try:
+            system = await build_system_prompt(session, message, self.prompt_contributors)
+            messages = await store.call(load_context, session)
+            tools = build_toolset(self.runtime.registry, lambda record: True)
+            end = await self.loop(Conversation(session, turn_id, system, messages, tools, persist=True))
+        except NiniError as exc:
+            end = LoopEnd("", "error", 0, exc.to_dict())
+        if end.error is not None:
+            await self._publish(session, "error", end.error, turn_id)
+        return RunResult(turn_id, end.answer, end.ended_by == "finished", end.ended_by, end.iterations, end.error)
+
+    async def loop(self, conversation: Conversation, *, max_iterations: int | None = None) -> LoopEnd:
+        """Model, tools, model, ... until an answer or a limit; NiniError from the model propagates."""
+        settings = conversation.session.settings.agent
+        limit = max_iterations or settings.max_iterations
+        failures, answer = 0, ""
+        for iteration in range(1, limit + 1):
+            completion = await self._think(conversation)
+            answer = completion.text
+            await self._add_assistant(conversation, completion)
+            if not completion.tool_calls:
+                return LoopEnd(answer, "finished", iteration)
+            for index, call in enumerate(completion.tool_calls):
+                error = await self._act(conversation, call)
+                failures = 0 if error is None else failures + 1
+                if error is not None and failures >= settings.max_consecutive_failures:
+                    for skipped in completion.tool_calls[index + 1 :]:
+                        await self._add_tool_message(conversation, skipped, None, _NOT_RUN)
+                    message = f"{failures} tool calls failed in a row; the last: {error.get('message', '')}"[:500]
+                    return LoopEnd(answer, "tool_failures", iteration, {"code": error.get("code", "INTERNAL"), "message": message})
+        return LoopEnd(answer, "max_iterations", limit, {"code": "TIMEOUT", "message": f"no answer after {limit} model calls"})
+
+    # -- steps ---------------------------------------------------------------------------------------
+
+    async def _think(self, conversation: Conversation) -> Completion:
+        sink = _DeltaSink(self, conversation) if conversation.stream and conversation.persist else None
+        completion = await self.router.complete(
+            "chat",
+            [{"role": "system", "content": conversation.system}, *conversation.messages],
+            tools=conversation.tools.schemas or None,
+            on_text=sink,
+        )
+        if sink is not None:
+            await sink.flush()
+        return completion
+
+    async def _add_assistant(self, conversation: Conversation, completion: Completion) -> None:
+        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in completion.tool_calls]
+        message: dict[str, Any] = {"role": "assistant", "content": completion.text or None}
+        if calls:
+            message["tool_calls"] = [
+                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls
+            ]
+        conversation.messages.append(message)
+        if conversation.persist:
+            session, store = conversation.session, conversation.session.store
+            meta = {"tool_calls": calls, "provider": completion.provider, "model": completion.model}
+            await store.call(store.add_message, session.id, "assistant", completion.text or None, turn_id=conversation.turn_id, metadata=meta)
+            data = {"text": completion.text, "tool_calls": [c["name"] for c in calls], "model": completion.model}
+            await self._publish(session, "assistant_message", data, conversation.turn_id)
+
+    async def _act(self, conversation: Conversation, call: ToolCall) -> dict[str, Any] | None:
+        """Run one tool call the model made; its error (``{code, message}``), None when it succeeded."""
+        skill_name = conversation.tools.skill_name(call.name)
+        if skill_name is None:
+            offered = ", ".join(sorted(s["function"]["name"] for s in conversation.tools.schemas)) or "none"
+            error = {"code": "NOT_FOUND", "message": f"no tool {call.name!r} in this run; tools: {offered}"}
+            await self._add_tool_message(conversation, call, None, json.dumps({"success": False, "error": error}))
+            return error
+        result = await invoke(conversation.session, skill_name, _arguments(call.arguments), turn_id=conversation.turn_id)
+        await self._add_tool_message(conversation, call, result, _full_text(result))
+        return None if result.success else (result.error or {"code": "INTERNAL", "message": "the tool failed"})
+
+    async def _add_tool_message(self, conversation: Conversation, call: ToolCall, result: ToolResult | None, text: str) -> None:
+        cap = conversation.session.settings.execution.output_cap_chars
+        shown = result.text_for_llm(cap) if result is not None else cap_tool_text(text, cap)
+        conversation.messages.append({"role": "tool", "tool_call_id": call.id, "content": shown})
+        if conversation.persist:
+            session, store = conversation.session, conversation.session.store
+            meta = {"name": call.name, "call_id": result.tool_call_id if result else None}
+            await store.call(store.add_message, session.id, "tool", text, turn_id=conversation.turn_id, tool_call_id=call.id, metadata=meta)
+
+    async def _run_stop_hooks(self, context: StopContext) -> None:
+        for hook in list(self.stop_hooks):
+            try:
+                outcome = hook(context)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a hook is an extra: it must not change the run's answer
+                log.exception("stop hook %s failed", getattr(hook, "__name__", hook))
+
+    async def _publish(self, session: Session, type_: str, data: dict[str, Any], turn_id: str) -> None:
+        await session.store.call(session.events.publish, session.id, type_, data, turn_id=turn_id)
+
+    def _claim(self, session_id: str) -> None:
+        if self.is_running(session_id):
+            raise NiniError(ErrorCode.CONFLICT, f"session {session_id} is already running a turn; wait for it or cancel it")
+
+
+class _DeltaSink:
+    """Streams the model's text as ``assistant_delta`` events in pieces, not one event per token."""
+
+    def __init__(self, runner: AgentRunner, conversation: Conversation) -> None:
+        self._runner, self._conversation = runner, conversation
+        self._buffer: list[str] = []
+        self._size = 0
+
+    async def __call__(self, text: str) -> None:
+        self._buffer.append(text)
+        self._size += len(text)
+        if self._size >= DELTA_FLUSH_CHARS or "\n" in text:
+            await self.flush()
+
+    async def flush(self) -> None:
+        if not self._buffer:
+            return
+        text, self._buffer, self._size = "".join(self._buffer), [], 0
+        conversation = self._conversation
+        await self._runner._publish(conversation.session, "assistant_delta", {"text": text}, conversation.turn_id)
+
+
+def new_turn_id() -> str:
+    return "t" + uuid.uuid4().hex[:12]
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    """The model's JSON arguments; text that is not a JSON object goes to the skill as-is and fails validation."""
+    try:
+        value = json.loads(text) if text and text.strip() else {}
+    except ValueError:
+        return {"(unparsed arguments)": text[:2000]}
+    return value if isinstance(value, dict) else {"(arguments)": value}
+
+
+def _full_text(result: ToolResult) -> str:
+    payload = result.result if result.result is not None else {"success": result.success, "error": result.error}
+    return json.dumps(payload, ensure_ascii=False, default=str)

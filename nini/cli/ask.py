@@ -1,0 +1,110 @@
+"""``nini ask``: one agent turn in the terminal, its progress streamed as it happens.
+
+The model's text goes to stdout as it streams; progress lines (tool calls, results, task
+summaries) go to stderr, so ``nini ask ... > answer.md`` keeps just the words.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from nini.cli._common import handles_errors, print_json, state
+from nini.errors import NiniError
+
+
+@handles_errors
+def ask_command(
+    ctx: typer.Context,
+    question: Annotated[str, typer.Argument(help="What you want to know about your data.")],
+    data: Annotated[list[Path] | None, typer.Option("--data", help="A data file to load as a dataset first (repeatable).")] = None,
+    session_id: Annotated[str | None, typer.Option("--session", help="Continue this session (created if new).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print only the run's result as JSON at the end.")] = False,
+) -> None:
+    """Ask nini about your data: it plans, runs Python and R, and answers; exit 1 if the run did not finish."""
+    cli = state(ctx)
+    try:
+        session, result = asyncio.run(_ask(cli.settings, cli.project_dir, question, data or [], session_id, not as_json))
+    except KeyboardInterrupt:
+        typer.echo("\ncancelled (the run is recorded as canceled)", err=True)
+        raise typer.Exit(1) from None
+    if as_json:
+        print_json({"session_id": session, **result.to_dict()})
+    else:
+        typer.echo(f"session {session} · turn {result.turn_id} · {result.ended_by} after {result.iterations} model call(s)", err=True)
+        if result.error and result.ended_by != "finished":
+            typer.echo(f"error [{result.error['code']}]: {result.error['message']}", err=True)
+    if not result.completed_normally:
+        raise typer.Exit(1)
+
+
+async def _ask(settings, project_dir: Path, question: str, data: list[Path], session_id: str | None, show: bool):  # noqa: ANN001, ANN202
+    from nini.runtime import Runtime
+    from nini.skills.invoke import invoke
+
+    async with Runtime(settings, project_dir=project_dir) as runtime:
+        session = runtime.session_or_new(session_id, title=question[:80])
+        for path in data:
+            loaded = await invoke(session, "load_dataset", {"path": session.upload(path)})
+            if not loaded.success:
+                raise NiniError(loaded.error["code"], loaded.error["message"])
+            if show:
+                typer.echo(f"dataset {loaded.result['name']}: {loaded.result['shape'][0]} rows", err=True)
+        subscription = session.events.subscribe(session.id) if show else None
+        printer = asyncio.create_task(_print_progress(subscription)) if subscription else None
+        try:
+            result = await runtime.agent.run(session, question)
+        finally:
+            if printer is not None:
+                await _drain(printer)
+                subscription.close()
+        return session.id, result
+
+
+async def _print_progress(subscription: Any) -> None:
+    """Print the run's events until its ``done``."""
+    streamed_tail = "\n"
+    async for event in subscription:
+        kind, data = event["type"], event["data"] or {}
+        if kind == "assistant_delta":
+            sys.stdout.write(data.get("text", ""))
+            sys.stdout.flush()
+            streamed_tail = data.get("text", "")[-1:] or streamed_tail
+            continue
+        if kind == "assistant_message" and data.get("tool_calls") and streamed_tail != "\n":
+            sys.stdout.write("\n")
+            streamed_tail = "\n"
+        line = _progress_line(kind, data)
+        if line:
+            typer.echo(line, err=True)
+        if kind == "done":
+            if streamed_tail != "\n":
+                sys.stdout.write("\n")
+            return
+
+
+def _progress_line(kind: str, data: dict[str, Any]) -> str | None:
+    if kind == "tool_call":
+        arguments = data.get("arguments") or {}
+        label = arguments.get("label") or arguments.get("path") or arguments.get("name") or ""
+        return f"→ {data.get('name')}" + (f" [{label}]" if label else "")
+    if kind == "tool_result":
+        if data.get("success"):
+            return f"✓ {data.get('name')} ({data.get('duration_ms')} ms)"
+        error = data.get("error") or {}
+        return f"✗ {data.get('name')}: {error.get('code')}: {str(error.get('message', ''))[:200]}"
+    if kind == "task_summary":
+        return f"↳ {data.get('command')}: {data.get('summary')}"
+    return None
+
+
+async def _drain(printer: asyncio.Task[None]) -> None:
+    """Let the printer reach ``done`` (it is published before run() returns), then stop it."""
+    try:
+        await asyncio.wait_for(printer, timeout=5)
+    except (TimeoutError, asyncio.CancelledError):
+        printer.cancel()
