@@ -4,11 +4,15 @@
     %nini skills [--type function|markdown]
     %nini export [--format ipynb|md|json] [--out PATH]
     %%nini_r [--df NAME] [--save-as NAME]   policy-checked R (run_r_code); DataFrames in and out
+    %%nini [--session ID]                   ask the agent (the cell is the question); its code
+                                            runs here, with the notebook's variables
 
 One session per kernel process, created on first use and titled after the notebook when the
 kernel knows it. Calls go through ``nini.skills.invoke``, so they are recorded like an agent's.
 The kernel's own event loop is busy running the cell, so the Runtime's coroutines run on a private
-loop in a background thread that these magics own; the cell waits for them.
+loop in a background thread that these magics own; the cell waits for them. During ``%%nini`` the
+cell's thread does more than wait: it runs the agent's code (``InProcessExecutor``) and shows the
+run's progress, both handed over by the loop thread.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import atexit
+import concurrent.futures
+import functools
 import shlex
 import sys
 import threading
@@ -28,6 +34,8 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 if TYPE_CHECKING:
+    from nini.agent.runner import RunResult
+    from nini.execution.inprocess import InProcessExecutor
     from nini.runtime import Runtime
     from nini.session import Session
     from nini.skills.output import ToolResult
@@ -44,8 +52,11 @@ class _LoopThread:
         self._thread = threading.Thread(target=self.loop.run_forever, name="nini-magics", daemon=True)
         self._thread.start()
 
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        future = self.submit(coroutine)
         try:
             return future.result()
         except KeyboardInterrupt:  # the user interrupted the cell: cancel the call (recorded CANCELED)
@@ -125,6 +136,39 @@ class NiniMagics(Magics):
 
             self.shell.user_ns[args.save_as] = pd.read_parquet(self.session.workspace.dataset_path(args.save_as))
 
+    @magic_arguments("nini")
+    @argument("--session", metavar="ID", help="ask in session ID (created if new); default: this notebook's session")
+    @cell_magic("nini")
+    def nini_ask(self, line: str, cell: str) -> None:
+        """Ask nini about your data; the cell is the question. Its code runs in this kernel.
+
+        Progress shows as it happens, the answer as Markdown. Interrupting the cell cancels the run.
+        """
+        from nini.errors import NiniError
+        from nini.execution.inprocess import InProcessExecutor
+        from nini.session import Session
+
+        args = parse_argstring(self.nini_ask, line)
+        question = cell.strip()
+        if not question:
+            raise UsageError("%%nini: write your question in the cell, below the %%nini line")
+        try:
+            self.runtime.router.chain("chat")  # no model: say so before recording a turn
+            session = self.runtime.session_or_new(args.session) if args.session else self.session
+        except NiniError as exc:
+            print(f"nini: {exc.code.value}: {exc.message}", file=sys.stderr)
+            return
+        executor = InProcessExecutor(self.shell)
+        asking = Session(session.id, self.runtime, python_executor=executor)
+        view = _AskView(live=hasattr(self.shell, "kernel"))  # a Jupyter kernel updates displays in place
+        try:
+            run = self._loop_thread().submit(self._ask(asking, question, executor, view))
+            result = self._serve_run(executor, run, session.id)
+        except NiniError as exc:
+            print(f"nini: {exc.code.value}: {exc.message}", file=sys.stderr)
+            return
+        view.finish(result)
+
     # -- the runtime and the notebook's session ----------------------------------------------------
 
     @property
@@ -151,12 +195,45 @@ class NiniMagics(Magics):
         path = self.shell.user_ns.get("__session__") or self.shell.user_ns.get("__vsc_ipynb_file__")
         return Path(path).name if path else "IPython kernel"
 
+    def _loop_thread(self) -> _LoopThread:
+        if self._loop is None:
+            self._loop = _LoopThread()
+        return self._loop
+
     def _invoke(self, skill: str, arguments: dict[str, Any]) -> ToolResult:
         from nini.skills.invoke import invoke
 
-        if self._loop is None:
-            self._loop = _LoopThread()
-        return self._loop.run(invoke(self.session, skill, arguments))
+        return self._loop_thread().run(invoke(self.session, skill, arguments))
+
+    async def _ask(self, session: Session, question: str, executor: InProcessExecutor, view: _AskView) -> RunResult:
+        """On the loop thread: run one turn, handing its events to the cell's thread to show."""
+        subscription = session.events.subscribe(session.id)
+        try:
+            _turn_id, task = self.runtime.agent.start(session, question)
+            async for event in subscription:
+                executor.call_soon(functools.partial(view.show, event))
+                if event["type"] == "done":
+                    break
+            return await task
+        finally:
+            subscription.close()
+
+    def _serve_run(self, executor: InProcessExecutor, run: concurrent.futures.Future[RunResult], session_id: str) -> RunResult:
+        """On the cell's thread: run the agent's code and show progress until the run ends.
+
+        The user interrupting the cell cancels the run, which still ends (recorded as canceled);
+        a second interrupt stops waiting for that.
+        """
+        try:
+            try:
+                executor.serve(until=run)
+            except KeyboardInterrupt:
+                print("nini: cancelling the run…", file=sys.stderr)
+                self._loop_thread().loop.call_soon_threadsafe(self.runtime.agent.cancel, session_id)
+                executor.serve(until=run)
+        finally:
+            executor.close()
+        return run.result()
 
     def close(self) -> None:
         """Shut the session's R worker and kernels down and close the store (at kernel exit)."""
@@ -216,6 +293,75 @@ class NiniMagics(Magics):
         path = Path(out) if out else Path.cwd() / f"nini-session-{session.id}.{fmt}"
         atomic_write_text(path, text)
         return path.resolve()
+
+
+class _AskView:
+    """What ``%%nini`` shows, on the cell's thread: the model's text as it streams (Markdown,
+    updated in place in a notebook), one line per tool call and result, then how the run ended."""
+
+    def __init__(self, *, live: bool) -> None:
+        self.live = live  # displays can be updated in place (a Jupyter frontend), else text is printed
+        self.text = ""  # the model's text of the current step
+        self.handle: Any = None  # the display showing it
+        self.answer_shown = False
+
+    def show(self, event: dict[str, Any]) -> None:
+        from nini.cli.ask import _progress_line
+
+        kind, data = event["type"], event.get("data") or {}
+        if kind == "assistant_delta":
+            self._stream(data.get("text", ""))
+        elif kind == "assistant_message":
+            if data.get("tool_calls"):  # text before tool calls: this step is over
+                self._end_step()
+            else:
+                self.answer_shown = bool(self.text)
+        elif line := _progress_line(kind, data):
+            self._end_line()
+            print(line)
+
+    def finish(self, result: RunResult) -> None:
+        from IPython.display import display
+
+        self._end_line()
+        if result.answer and self.live:
+            bundle = _markdown(result.answer)
+            if self.answer_shown and self.handle is not None:
+                self.handle.update(bundle, raw=True)  # the streamed text, now whole
+            else:
+                display(bundle, raw=True)
+        elif result.answer and not self.answer_shown:
+            print(result.answer)
+        if result.ended_by == "canceled":
+            print("nini: the run was cancelled (recorded as canceled)", file=sys.stderr)
+        elif result.error:
+            print(f"nini: {result.error.get('code')}: {result.error.get('message')}", file=sys.stderr)
+
+    def _stream(self, piece: str) -> None:
+        from IPython.display import display
+
+        self.text += piece
+        if not self.live:
+            print(piece, end="", flush=True)
+        elif self.handle is None:
+            self.handle = display(_markdown(self.text), raw=True, display_id=True)
+        else:
+            self.handle.update(_markdown(self.text), raw=True)
+
+    def _end_step(self) -> None:
+        self._end_line()
+        self.text, self.handle = "", None
+
+    def _end_line(self) -> None:
+        if not self.live and self.text and not self.text.endswith("\n"):
+            print()
+            self.text += "\n"
+
+
+def _markdown(text: str) -> dict[str, str]:
+    """A Markdown display whose plain-text form is the text itself (IPython's ``Markdown`` object
+    shows its repr there), for frontends without Markdown and for saved notebooks."""
+    return {"text/markdown": text, "text/plain": text}
 
 
 def load_ipython_extension(ipython: Any) -> None:

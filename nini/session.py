@@ -18,12 +18,17 @@ if TYPE_CHECKING:
 class Session:
     """What a skill gets as its ``session`` parameter. Cheap to create; all state is in the store."""
 
-    def __init__(self, session_id: str, runtime: Runtime, *, kernel_id: str | None = None) -> None:
+    def __init__(
+        self, session_id: str, runtime: Runtime, *, kernel_id: str | None = None, python_executor: Any = None
+    ) -> None:
         self.id = session_id
         self.runtime = runtime
         # an existing kernel of the Jupyter server (a notebook's) that run_code uses instead of
         # the session's own sandboxed kernel
         self.kernel_id = kernel_id
+        # what run_code runs Python with instead of the runtime's KernelPool: anything with its
+        # ``run`` signature, e.g. %%nini's InProcessExecutor (the notebook's own shell)
+        self.python_executor = python_executor
         self.workspace: Workspace = runtime.workspace(session_id).ensure()
 
     @property

@@ -86,8 +86,9 @@ class ModelRouter:
         self.settings = settings
         self._environ = environ
         # one provider (SDK client) per name, key and event loop: an SDK client's connection pool
-        # belongs to the loop it first ran on, and a router may outlive a loop (asyncio.run twice)
-        self._providers: dict[tuple[str, str, asyncio.AbstractEventLoop], Provider] = {}
+        # belongs to the loop it first ran on, and a router may outlive a loop (asyncio.run twice).
+        # A replay provider holds no connection (loop None) and keeps its place in the script.
+        self._providers: dict[tuple[str, str, asyncio.AbstractEventLoop | None], Provider] = {}
 
     def __repr__(self) -> str:
         return f"ModelRouter(providers={[p.name for p in self.settings.providers]!r})"
@@ -238,10 +239,11 @@ class ModelRouter:
         settings = next(p for p in self.settings.providers if p.name == name)
         key = self._environ_map().get(settings.api_key_env) if settings.api_key_env else None
         # the key's fingerprint, not the key: a changed key gets a new client
-        slot = (name, hashlib.sha256((key or "").encode()).hexdigest(), asyncio.get_running_loop())
+        loop = None if settings.kind == "replay" else asyncio.get_running_loop()
+        slot = (name, hashlib.sha256((key or "").encode()).hexdigest(), loop)
         provider = self._providers.get(slot)
         if provider is None:
-            for stale in [s for s in self._providers if s[2].is_closed()]:
+            for stale in [s for s in self._providers if s[2] is not None and s[2].is_closed()]:
                 del self._providers[stale]  # its connections died with their loop
             provider = self._providers[slot] = make_provider(settings, key, self.settings.max_retries)
         return provider
@@ -262,7 +264,8 @@ class ModelRouter:
     async def aclose(self) -> None:
         """Close the SDK clients (HTTP connection pools) of the running loop; forget the others."""
         loop = asyncio.get_running_loop()
-        providers = [p for slot, p in self._providers.items() if slot[2] is loop]
-        self._providers.clear()
-        for provider in providers:
-            await provider.aclose()
+        closing = [slot for slot in self._providers if slot[2] is not None]
+        for slot in closing:
+            provider = self._providers.pop(slot)
+            if slot[2] is loop:
+                await provider.aclose()

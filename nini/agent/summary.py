@@ -29,7 +29,7 @@ from nini import tokens
 from nini.config import AgentSettings
 from nini.errors import ErrorCode, NiniError
 
-__all__ = ["TaskSummary", "first_sentence", "should_summarize", "summarize_task_result", "FALLBACK_PREFIX"]
+__all__ = ["FALLBACK_PREFIX", "TaskSummary", "bound_tokens", "first_sentence", "should_summarize", "summarize_task_result"]
 
 log = logging.getLogger("nini.agent.summary")
 
@@ -49,7 +49,7 @@ PREVIEW_CHARS = 120
 CHARS_PER_TOKEN_READ = 12
 # Above this size the one full count of the raw result runs in a worker thread (tiktoken releases
 # the GIL), so a huge result does not stall the event loop for the other sessions.
-THREAD_COUNT_CHARS = 200_000
+THREAD_COUNT_CHARS = 1_000_000
 
 FallbackUsed = Literal["none", "local", "final"]
 

@@ -361,17 +361,35 @@ def _captured(shell: Any, exchange: Exchange, quiet: bool) -> Iterator[None]:
 @contextlib.contextmanager
 def _inline_figures_held(shell: Any) -> Iterator[None]:
     """Keep matplotlib-inline from showing (and closing) the code's figures after the run: collect
-    saves them as PNG and SVG artifacts, as in nini's own kernels."""
-    callbacks = shell.events.callbacks.get("post_execute", [])
-    held = [cb for cb in callbacks if getattr(cb, "__name__", "") == "flush_figures"]
-    for callback in held:
-        shell.events.unregister("post_execute", callback)
+    saves them as PNG and SVG artifacts, as in nini's own kernels.
+
+    Filtered when post_execute fires, not before the run: importing pyplot during the run is what
+    registers the inline backend's hook.
+    """
+    events = shell.events
+    own_trigger = vars(events).get("trigger")
+    trigger = events.trigger
+
+    def trigger_without_flush(event: str, *args: Any, **kwargs: Any) -> Any:
+        if event != "post_execute":
+            return trigger(event, *args, **kwargs)
+        held = [cb for cb in events.callbacks[event] if getattr(cb, "__name__", "") == "flush_figures"]
+        for callback in held:
+            events.unregister(event, callback)
+        try:
+            return trigger(event, *args, **kwargs)
+        finally:
+            for callback in held:
+                events.register(event, callback)
+
+    events.trigger = trigger_without_flush
     try:
         yield
     finally:
-        for callback in held:
-            if callback not in shell.events.callbacks["post_execute"]:
-                shell.events.register("post_execute", callback)
+        if own_trigger is None:
+            del events.trigger
+        else:
+            events.trigger = own_trigger
 
 
 class _Stream(io.TextIOBase):

@@ -131,6 +131,7 @@ executions = sa.Table(
     sa.Column("retry_of", sa.Text, sa.ForeignKey("executions.id")),
     sa.Column("duration_ms", sa.Integer),
     _timestamp("created_at"),
+    _timestamp("rolled_back_at", nullable=True),  # set by HistoryStore.mark_rolled_back (added in _v2)
     sa.CheckConstraint(sa.column("language").in_(("python", "r")), name="language"),
     sa.CheckConstraint(sa.column("status").in_(("succeeded", "failed")), name="status"),
     sa.Index(None, "session_id", "created_at"),
@@ -188,7 +189,17 @@ def _v1(conn: Connection) -> None:
     metadata.create_all(conn)
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1]
+def _v2(conn: Connection) -> None:
+    """Executions can be rolled back (reports leave them out): ``executions.rolled_back_at``.
+
+    ``_v1`` creates whatever ``metadata`` holds, so a database it created after this column joined
+    the table already has it; only databases created before get the column added here.
+    """
+    if "rolled_back_at" not in {column["name"] for column in sa.inspect(conn).get_columns("executions")}:
+        conn.execute(sa.text("ALTER TABLE executions ADD COLUMN rolled_back_at TEXT"))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2]
 """Step N (1-based) brings the schema from version N-1 to N. Append only; never edit a shipped step."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

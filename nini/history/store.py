@@ -267,6 +267,20 @@ class HistoryStore:
     def get_execution(self, execution_id: str) -> dict[str, Any]:
         return self._get(executions, execution_id, "execution")
 
+    def mark_rolled_back(self, execution_id: str) -> dict[str, Any]:
+        """Mark an execution as undone: reports leave it and its charts out. Returns the row.
+
+        The record itself stays (history is never rewritten); marking it again keeps the first time.
+        """
+        query = (
+            executions.update()
+            .where(executions.c.id == execution_id, executions.c.rolled_back_at.is_(None))
+            .values(rolled_back_at=self._now())
+        )
+        with self._write() as conn:
+            conn.execute(query)
+        return self.get_execution(execution_id)
+
     def list_artifacts(self, session_id: str) -> list[dict[str, Any]]:
         query = sa.select(artifact_table).where(artifact_table.c.session_id == session_id)
         return self._list(query.order_by(artifact_table.c.id))

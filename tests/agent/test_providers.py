@@ -244,6 +244,13 @@ def test_replay_per_purpose_queues_then_the_shared_one(tmp_path: Path):
     assert err.message == f"replay script {script} has no reply left for purpose chat"
 
 
+def test_replay_keeps_its_place_across_event_loops_and_aclose(tmp_path: Path):
+    script = write_script(tmp_path / "demo.json", {"*": [{"content": "one"}, {"content": "two"}]})
+    r = router({"name": "demo", "kind": "replay", "model": "recorded", "script": str(script)})
+    assert complete(r).text == "one"  # complete() closes the router after its loop
+    assert complete(r).text == "two"
+
+
 def test_replay_script_relative_to_nini_home(nini_home: Path):
     from nini.config import load_settings
 

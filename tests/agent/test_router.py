@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
 from pathlib import Path
@@ -325,3 +326,29 @@ def test_unreachable_message_names_the_provider():
         complete(ModelRouter(llm, environ={}))
     assert caught.value.code is ErrorCode.UPSTREAM_ERROR
     assert caught.value.message.startswith("cannot reach provider dead")
+
+
+def test_doctor_shows_each_purposes_chain_and_why_none(nini_home: Path):
+    from nini.config import load_settings
+    from nini.doctor import run_checks
+
+    nini_home.mkdir(parents=True)
+    (nini_home / "settings.json").write_text(json.dumps({"llm": {
+        "providers": [provider("local"), provider("cloud", api_key_env="NINI_TEST_DOCTOR_KEY")],
+        "purposes": {"planning": {"provider": "cloud", "model": "thinker"}},
+    }}))  # fmt: skip
+    checks = {c.name: c for c in run_checks(load_settings()) if c.name.startswith("model")}
+    assert set(checks) == {f"model {p}" for p in PURPOSES}
+    assert not any(c.required for c in checks.values())
+    deep = checks["model deep_reasoning"]
+    assert deep.ok and deep.detail.startswith("local/local-default (priority); skipped: cloud/thinker (fallback:planning)")
+    assert "NINI_TEST_DOCTOR_KEY" in deep.detail
+    assert not checks["model image_analysis"].ok and "vision" in checks["model image_analysis"].detail
+
+
+def test_doctor_without_providers(nini_home: Path):
+    from nini.config import load_settings
+    from nini.doctor import run_checks
+
+    [check] = [c for c in run_checks(load_settings()) if c.name.startswith("model")]
+    assert check.name == "models" and not check.ok and "no LLM provider configured" in check.detail

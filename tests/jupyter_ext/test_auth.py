@@ -28,6 +28,8 @@ REQUESTS = [
     ("GET", "sessions/s1/executions"),
     ("POST", "sessions/s1/run-code"),
     ("POST", "sessions/s1/run-r-code"),
+    ("POST", "sessions/s1/ask"),
+    ("POST", "sessions/s1/cancel"),
     ("GET", "sessions/s1/artifacts/artifacts/a.png"),
     ("GET", "sessions/s1/export"),
     ("GET", "nothing/here"),

@@ -41,7 +41,7 @@ async def run_code(
         timeout_s: Stop the run after this many seconds (default from settings, 60).
     """
     request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.execution.timeout_s)
-    outcome = _policy_refusal(session, code) or await session.runtime.kernels.run(
+    outcome = _policy_refusal(session, code) or await (session.python_executor or session.runtime.kernels).run(
         session.id, session.workspace, request, kernel_id=session.kernel_id
     )
     retry_of = await session.store.call(find_retry_of, session, request)

@@ -1,0 +1,61 @@
+"""Tornado handlers that run the agent: ask (start a turn) and cancel, per session.
+
+A turn runs in the background on the server's loop: ``ask`` answers 202 with its ``turn_id`` at
+once, and the turn's events (``user_message``, ``assistant_delta``, tool calls, ``done``) stream on
+the session's WebSocket. Subscribe before asking, or resume with ``?since=``, to miss none. One
+turn per session at a time (CONFLICT). Turns still going when the server stops are canceled
+by ``Runtime.aclose``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from jupyter_ext.handlers.base import NiniHandler
+from nini.errors import ErrorCode, NiniError
+
+log = logging.getLogger("nini.jupyter")
+
+
+class AskHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, session_id: str) -> None:
+        """Body ``{"message": str}``: start a turn; 202 ``{"turn_id"}``. NO_MODEL_AVAILABLE (503) up
+        front when no model is usable, CONFLICT (409) while the session runs another turn."""
+        message = self.body_object().get("message")
+        if not isinstance(message, str) or not message.strip():
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"message": "<your question>"}')
+        session = await self.session(session_id)
+        runtime = self.runtime
+        runtime.router.chain("chat")  # fail now, not as an event after a 202
+        turn_id, task = runtime.agent.start(session, message)
+        task.add_done_callback(_log_failure)
+        self.reply({"turn_id": turn_id}, status=202)
+
+
+class CancelHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, session_id: str) -> None:
+        """Cancel the session's turn: ``{"canceled": bool}``, false when none was going. The turn
+        ends with a ``done`` event whose ``ended_by`` is "canceled"."""
+        await self.session(session_id)
+        self.reply({"canceled": self.runtime.agent.cancel(session_id)})
+
+
+def _log_failure(task: asyncio.Task) -> None:
+    """A turn ends with a ``done`` event whatever happens; an exception here is a bug, for the log."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("agent turn %s failed", task.get_name(), exc_info=task.exception())
+
+
+SESSION = r"/nini/api/sessions/([^/]+)"
+handlers = [
+    (SESSION + r"/ask", AskHandler),
+    (SESSION + r"/cancel", CancelHandler),
+]

@@ -1,0 +1,269 @@
+"""The two sources of a report: a recorded session (the history store) and a Jupyter notebook.
+
+Both give a ``ReportInput``; nothing after this module knows which one it came from. A session's
+charts are the files its executions recorded; a notebook's are the images in its cell outputs,
+written out as files so that the report can preview and link them like any chart.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from nini.errors import ErrorCode, NiniError
+from nini.fsutil import atomic_write_bytes
+from nini.report.model import ChartFile, DatasetInfo, ReportInput, Step, ToolCallInfo
+
+# Artifact formats a report shows as charts (the rest, e.g. csv or parquet, are data files).
+CHART_FORMATS = frozenset({"png", "jpg", "jpeg", "webp", "svg", "html", "json", "pdf"})
+CHART_KINDS = frozenset({"chart", "file"})
+# Output mime types of a notebook that become chart files: extension, and how nbformat holds the
+# content (base64 text, plain text, or JSON already parsed into dicts and lists).
+NOTEBOOK_IMAGES = {
+    "image/png": ("png", "base64"),
+    "image/jpeg": ("jpg", "base64"),
+    "image/svg+xml": ("svg", "text"),
+    "application/vnd.plotly.v1+json": ("plotly.json", "json"),
+}
+# A last expression's text worth a finding: short, and not an object's default repr.
+RESULT_MAX_CHARS = 200
+_DEFAULT_REPR = re.compile(r"^\[?<.*>\]?$|\bat 0x[0-9a-f]+", re.DOTALL)
+_LABEL_LINE = re.compile(r"^#\s*label\s*:\s*(.+?)\s*$", re.IGNORECASE)
+_COMMENT_LINE = re.compile(r"^#(?![!%])\s*(.*?)\s*$")
+_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+def from_session(store: Any, session_id: str, workspace_root: Path) -> ReportInput:
+    """What session ``session_id`` recorded, as report input; NOT_FOUND for an unknown session.
+
+    Chart files that are gone from the workspace (or whose recorded path leads outside it) are
+    left out, as are the charts of rolled-back executions.
+    """
+    session = store.get_session(session_id)
+    steps = [_step(order, row) for order, row in enumerate(store.list_executions(session_id))]
+    rolled_back = {step.id for step in steps if step.rolled_back}
+    root = Path(workspace_root).resolve()
+    charts: list[ChartFile] = []
+    for row in store.list_artifacts(session_id):
+        if row.get("execution_id") in rolled_back or not _is_chart(row):
+            continue
+        path = _inside(root, row["path"])
+        if path is not None and path.is_file():
+            charts.append(ChartFile(name=path.name, path=path, order=len(charts), step_id=row.get("execution_id")))
+    datasets = [DatasetInfo(row["name"], row.get("rows"), list(row.get("columns") or []))
+                for row in store.list_datasets(session_id)]  # fmt: skip
+    calls = [ToolCallInfo(row["tool_name"], row["status"], row.get("duration_ms")) for row in store.list_tool_calls(session_id)]
+    return ReportInput(source=f"session {session_id}", steps=steps, charts=charts, datasets=datasets,
+                       tool_calls=calls, title=session.get("title") or None)  # fmt: skip
+
+
+def _step(order: int, row: dict[str, Any]) -> Step:
+    return Step(
+        id=row["id"], order=order, language=row["language"], status=row["status"], code=row["code"],
+        label=row.get("label"), purpose=row.get("purpose"), stdout=row.get("stdout") or "",
+        stderr=row.get("stderr") or "", result=row.get("result"), error=row.get("error"),
+        dataset_name=row.get("dataset_name"), save_as=row.get("save_as"), retry_of=row.get("retry_of"),
+        rolled_back=bool(row.get("rolled_back_at")), tool_name=row.get("tool_name"),
+        duration_ms=row.get("duration_ms"), created_at=row.get("created_at"),
+    )  # fmt: skip
+
+
+def _is_chart(row: dict[str, Any]) -> bool:
+    fmt = (row.get("format") or "").lower()
+    if row.get("kind") not in CHART_KINDS or fmt not in CHART_FORMATS:
+        return False
+    # any JSON could be a "file"; only Plotly's figure JSON is a chart
+    return fmt != "json" or row.get("kind") == "chart" or str(row.get("name", "")).endswith(".plotly.json")
+
+
+def _inside(root: Path, relative: str) -> Path | None:
+    path = (root / relative).resolve()
+    return path if root in path.parents else None
+
+
+def from_notebook(
+    path: Path,
+    *,
+    execute: bool = False,
+    timeout_s: float = 600,
+    kernel_name: str | None = None,
+    files_dir: Path | None = None,
+) -> tuple[ReportInput, Path]:
+    """A notebook as report input, and the folder its chart files were written to.
+
+    Code cells are the steps, markdown cells the notes, images in outputs the charts (written to
+    ``files_dir``, default ``<notebook-stem>_report_files/`` next to the notebook, named after the
+    cell's ``# label:`` or first comment line, else ``cell-N``). A cell with an error output
+    failed; a cell that never ran is a failed step too (error code NOT_EXECUTED), so it gives
+    no findings. With ``execute`` the notebook runs first (nbclient, ``timeout_s`` per cell) and
+    the executed copy, saved in ``files_dir``, is reported on; the user's file is never written.
+    """
+    path = Path(path)
+    notebook = _read_notebook(path)
+    files = Path(files_dir) if files_dir is not None else path.with_name(f"{path.stem}_report_files")
+    if execute:
+        _execute(notebook, path.parent, timeout_s, kernel_name)
+        _write_notebook(notebook, files / f"{path.stem}.executed.ipynb")
+    language = _language(notebook)
+    data = ReportInput(source=path.name)
+    names = _NameAllocator()
+    for number, cell in enumerate(notebook.cells, start=1):
+        source = _text(cell.get("source"))
+        if cell.cell_type == "markdown" and source.strip():
+            data.notes.append(source.strip())
+            if data.title is None and (heading := _H1.search(source)):
+                data.title = heading.group(1).strip()
+        elif cell.cell_type == "code" and source.strip():
+            step = _cell_step(cell, number, len(data.steps), language, source)
+            data.steps.append(step)
+            stem = _cell_name(source) or f"cell-{number}"
+            data.charts += _cell_charts(cell, step.id, stem, names, files, len(data.charts))
+    data.title = data.title or (notebook.metadata.get("title") or None)
+    return data, files
+
+
+def _read_notebook(path: Path) -> Any:
+    import nbformat
+
+    try:
+        return nbformat.read(path, as_version=4)
+    except FileNotFoundError:
+        raise NiniError(ErrorCode.NOT_FOUND, f"no such notebook: {path}") from None
+    except IsADirectoryError:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{path} is a folder, not a notebook") from None
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, AttributeError) as exc:
+        # nbformat raises NotJSONError (a ValueError) for text that is not JSON, and the others
+        # for JSON that is not a notebook
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{path} is not a readable notebook: {exc}") from None
+
+
+def _execute(notebook: Any, folder: Path, timeout_s: float, kernel_name: str | None) -> None:
+    """Run every cell in place, going on past errors like a person clicking "Run all" would not,
+    so one broken cell still leaves the later results in the report."""
+    from jupyter_client.kernelspec import NoSuchKernel
+    from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
+
+    options: dict[str, Any] = {"kernel_name": kernel_name} if kernel_name else {}
+    client = NotebookClient(
+        notebook, timeout=timeout_s, allow_errors=True, resources={"metadata": {"path": str(folder)}},
+        # a cell past its time limit is interrupted and becomes a failed cell; the rest still run
+        interrupt_on_timeout=True, record_timing=False, **options,
+    )  # fmt: skip
+    try:
+        client.execute()
+    except NoSuchKernel as exc:
+        raise NiniError(ErrorCode.NOT_FOUND, f"no Jupyter kernel named {exc.name!r} is installed "
+                        "(`jupyter kernelspec list` shows the installed ones)") from None  # fmt: skip
+    except DeadKernelError as exc:
+        raise NiniError(ErrorCode.KERNEL_DIED, f"the kernel died while running the notebook: {exc}") from None
+
+
+def _write_notebook(notebook: Any, target: Path) -> None:
+    import nbformat
+
+    atomic_write_bytes(target, nbformat.writes(notebook).encode("utf-8"))
+
+
+def _language(notebook: Any) -> str:
+    metadata = notebook.metadata
+    name = (metadata.get("kernelspec") or {}).get("language") or (metadata.get("language_info") or {}).get("name")
+    return str(name or "python").lower()
+
+
+def _cell_step(cell: Any, number: int, order: int, language: str, source: str) -> Step:
+    outputs = cell.get("outputs") or []
+    streams = {"stdout": "", "stderr": ""}
+    error = None
+    for output in outputs:
+        if output.get("output_type") == "stream" and output.get("name") in streams:
+            streams[output["name"]] += _text(output.get("text"))
+        elif output.get("output_type") == "error":
+            error = {"code": "CODE_ERROR", "message": f"{output.get('ename', 'Error')}: {output.get('evalue', '')}".rstrip(": "),
+                     "ename": output.get("ename")}  # fmt: skip
+    if error is None and cell.get("execution_count") is None and not outputs:
+        error = {"code": "NOT_EXECUTED", "message": "the cell was never run"}
+    label = next((m.group(1) for line in source.splitlines() if (m := _LABEL_LINE.match(line.strip()))), None)
+    return Step(
+        id=str(cell.get("id") or f"cell-{number}"), order=order, language=language,
+        status="failed" if error else "succeeded", code=source, label=label, stdout=streams["stdout"],
+        stderr=streams["stderr"], result=None if error else _short_result(outputs), error=error,
+        tool_name="notebook",
+    )  # fmt: skip
+
+
+def _short_result(outputs: list[Any]) -> str | None:
+    """The text of the cell's last expression when it is short enough to be a finding."""
+    results = [o for o in outputs if o.get("output_type") == "execute_result"]
+    if not results:
+        return None
+    text = _text((results[-1].get("data") or {}).get("text/plain")).strip()
+    if not text or len(text) > RESULT_MAX_CHARS or text.count("\n") > 3 or _DEFAULT_REPR.search(text):
+        return None
+    return text
+
+
+def _cell_name(source: str) -> str | None:
+    """A file-name stem from the cell's ``# label:`` line, else its first comment line."""
+    lines = [line.strip() for line in source.splitlines()]
+    labels = [m.group(1) for line in lines if (m := _LABEL_LINE.match(line))]
+    comments = [m.group(1) for line in lines if (m := _COMMENT_LINE.match(line))]
+    return next((slug for text in labels + comments if (slug := _slug(text))), None)
+
+
+def _slug(text: str) -> str:
+    words = re.findall(r"[^\W_]+", text.lower())  # letters and digits of any script
+    return "-".join(words)[:60].strip("-")
+
+
+def _cell_charts(
+    cell: Any, step_id: str, stem: str, names: _NameAllocator, folder: Path, first_order: int
+) -> list[ChartFile]:
+    """The cell's images as files, one base name per output (its png and svg are one chart)."""
+    charts: list[ChartFile] = []
+    bundles = [o.get("data") or {} for o in cell.get("outputs") or []
+               if o.get("output_type") in ("display_data", "execute_result")]  # fmt: skip
+    bundles = [bundle for bundle in bundles if any(mime in bundle for mime in NOTEBOOK_IMAGES)]
+    for index, bundle in enumerate(bundles, start=1):
+        name = names.next(stem if len(bundles) == 1 else f"{stem}-{index}")
+        for mime, (extension, held_as) in NOTEBOOK_IMAGES.items():
+            if mime not in bundle:
+                continue
+            target = folder / f"{name}.{extension}"
+            atomic_write_bytes(target, _decode(bundle[mime], held_as))
+            charts.append(ChartFile(name=target.name, path=target.resolve(), order=first_order + len(charts),
+                                    step_id=step_id))  # fmt: skip
+    return charts
+
+
+def _decode(value: Any, held_as: str) -> bytes:
+    if held_as == "base64":
+        return base64.b64decode(_text(value))
+    if held_as == "json" and not isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False).encode("utf-8")
+    return _text(value).encode("utf-8")
+
+
+def _text(value: Any) -> str:
+    """nbformat keeps multi-line text either as one string or as a list of lines."""
+    if value is None:
+        return ""
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+class _NameAllocator:
+    """Unique chart stems within one notebook: the second cell named "trend" gets "trend-2"."""
+
+    def __init__(self) -> None:
+        self._used: set[str] = set()
+
+    def next(self, stem: str) -> str:
+        candidate, n = stem, 1
+        while candidate in self._used:
+            n += 1
+            candidate = f"{stem}-{n}"
+        self._used.add(candidate)
+        return candidate

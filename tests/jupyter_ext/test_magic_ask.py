@@ -1,0 +1,127 @@
+"""``%%nini`` in a real IPython kernel, against the scripted model: the agent's code sees the notebook's data."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.jupyter_ext.test_magics import Kernel
+from tests.llm_server import ScriptedLLM, text, tool_call
+
+
+class AskKernel(Kernel):
+    """A kernel whose cell runs also collect displays (the answer is one) and can be interrupted."""
+
+    def ask(self, cell: str, *, interrupt_after: float | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {"stdout": "", "stderr": "", "errors": [], "markdown": []}
+
+        def collect(message: dict[str, Any]) -> None:
+            kind, content = message["msg_type"], message["content"]
+            if kind == "stream":
+                out[content["name"]] += content["text"]
+            elif kind == "error":
+                out["errors"].append(f"{content['ename']}: {content['evalue']}")
+            elif kind in ("display_data", "update_display_data", "execute_result"):
+                out["markdown"].append(content["data"].get("text/markdown"))
+
+        timer = threading.Timer(interrupt_after, self.manager.interrupt_kernel) if interrupt_after else None
+        if timer:
+            timer.start()
+        try:
+            self.client.execute_interactive(cell, output_hook=collect, timeout=120)
+        finally:
+            if timer:
+                timer.cancel()
+        return out
+
+
+def configure(home: Path, llm: ScriptedLLM | None) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    providers = [{"name": "local", "kind": "openai", "base_url": llm.base_url, "model": "m"}] if llm else []
+    (home / "settings.json").write_text(json.dumps({"llm": {"providers": providers, "max_retries": 0}}))
+
+
+@pytest.fixture
+def kernel(tmp_path: Path, llm_server: ScriptedLLM) -> Iterator[AskKernel]:
+    configure(tmp_path / "home", llm_server)
+    started = AskKernel(tmp_path / "home", tmp_path)
+    assert started.run("%load_ext nini").errors == []
+    yield started
+    started.shutdown()
+
+
+@pytest.mark.slow
+def test_the_agents_code_uses_the_notebooks_dataframe(kernel: AskKernel, llm_server: ScriptedLLM) -> None:
+    setup = kernel.run("import pandas as pd\nsales = pd.DataFrame({'region': ['n', 's', 'n'], 'amount': [1.0, 2.0, 4.0]})")
+    assert setup.errors == []
+    code = "by_region = sales.groupby('region')['amount'].sum().to_dict()\nprint(len(sales))\nresult = by_region"
+    llm_server.reply(tool_call("run_code", code=code, label="by region"), text("North sold **5.0**, south **2.0**."))
+    out = kernel.ask("%%nini\nHow much did each region sell?")
+    assert out["errors"] == [] and out["stderr"] == "", out
+    assert "→ run_code [by region]" in out["stdout"] and "✓ run_code" in out["stdout"]
+    assert "3" not in out["stdout"].splitlines()  # the code's own print stays out of the cell
+    assert out["markdown"][-1] == "North sold **5.0**, south **2.0**."
+    tool_message = [m for m in llm_server.requests[1]["messages"] if m["role"] == "tool"][0]
+    payload = json.loads(tool_message["content"])
+    assert payload["result"] == {"n": 5.0, "s": 2.0} and payload["stdout"] == "3\n"
+    # the agent's variables are the notebook's now, and the run is recorded in its session
+    assert kernel.run("print(by_region)").stdout == "{'n': 5.0, 's': 2.0}\n"
+    session_id = kernel.run("%nini session").stdout.strip()
+    store = kernel.store()
+    try:
+        assert [(c["tool_name"], c["status"]) for c in store.list_tool_calls(session_id)] == [("run_code", "succeeded")]
+        assert [m["role"] for m in store.list_messages(session_id)][:1] == ["user"]
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_failed_code_is_reported_and_the_model_answers(kernel: AskKernel, llm_server: ScriptedLLM) -> None:
+    llm_server.reply(tool_call("run_code", code="x = 1\ny = no_such_name"), text("That name does not exist."))
+    out = kernel.ask("%%nini --session asked-here\nUse no_such_name")
+    assert out["errors"] == [], out
+    assert "✗ run_code: CODE_ERROR: NameError" in out["stdout"]
+    assert out["markdown"][-1] == "That name does not exist."
+    tool_message = [m for m in llm_server.requests[1]["messages"] if m["role"] == "tool"][0]
+    assert json.loads(tool_message["content"])["error"]["line"] == 2
+    store = kernel.store()
+    try:
+        assert [c["status"] for c in store.list_tool_calls("asked-here")] == ["failed"]
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_interrupting_the_cell_cancels_the_run(kernel: AskKernel, llm_server: ScriptedLLM) -> None:
+    llm_server.reply(tool_call("run_code", code="import time\ntime.sleep(30)", timeout_s=60))
+    out = kernel.ask("%%nini --session stopped\nTake your time", interrupt_after=3)
+    assert out["errors"] == [], out
+    assert "cancelling" in out["stderr"] and "cancelled" in out["stderr"]
+    assert len(llm_server.requests) == 1  # the run ended, it did not go back to the model
+    assert kernel.run("print('alive')").stdout == "alive\n"
+    store = kernel.store()
+    try:
+        done = [e for e in store.list_events("stopped", 0) if e["type"] == "done"]
+        assert [d["data"]["ended_by"] for d in done] == ["canceled"]
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_without_a_model_it_says_so_in_one_line(tmp_path: Path) -> None:
+    configure(tmp_path / "home", None)
+    kernel = AskKernel(tmp_path / "home", tmp_path)
+    try:
+        kernel.run("%load_ext nini")
+        out = kernel.ask("%%nini\nanything?")
+        assert out["errors"] == [] and "Traceback" not in out["stderr"]
+        assert out["stderr"].startswith("nini: NO_MODEL_AVAILABLE: ") and out["stderr"].count("\n") == 1
+        empty = kernel.ask("%%nini\n")
+        assert any("UsageError" in e for e in empty["errors"]) or "UsageError" in empty["stderr"]
+    finally:
+        kernel.shutdown()
