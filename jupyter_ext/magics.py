@@ -160,7 +160,7 @@ class NiniMagics(Magics):
             return
         executor = InProcessExecutor(self.shell)
         asking = Session(session.id, self.runtime, python_executor=executor)
-        view = _AskView(live=hasattr(self.shell, "kernel"))  # a Jupyter kernel updates displays in place
+        view = _AskView(session.workspace.root, live=hasattr(self.shell, "kernel"))  # a kernel updates displays in place
         try:
             run = self._loop_thread().submit(self._ask(asking, question, executor, view))
             result = self._serve_run(executor, run, session.id)
@@ -297,16 +297,18 @@ class NiniMagics(Magics):
 
 class _AskView:
     """What ``%%nini`` shows, on the cell's thread: the model's text as it streams (Markdown,
-    updated in place in a notebook), one line per tool call and result, then how the run ended."""
+    updated in place in a notebook), one line per tool call and result, the charts the code made,
+    then how the run ended."""
 
-    def __init__(self, *, live: bool) -> None:
+    def __init__(self, workspace_root: Path, *, live: bool) -> None:
+        self.workspace_root = workspace_root
         self.live = live  # displays can be updated in place (a Jupyter frontend), else text is printed
         self.text = ""  # the model's text of the current step
         self.handle: Any = None  # the display showing it
         self.answer_shown = False
 
     def show(self, event: dict[str, Any]) -> None:
-        from nini.cli.ask import _progress_line
+        from nini.agent.progress import progress_line
 
         kind, data = event["type"], event.get("data") or {}
         if kind == "assistant_delta":
@@ -316,9 +318,11 @@ class _AskView:
                 self._end_step()
             else:
                 self.answer_shown = bool(self.text)
-        elif line := _progress_line(kind, data):
+        elif line := progress_line(kind, data):
             self._end_line()
             print(line)
+        elif kind == "code_execution":
+            self._show_charts(data.get("artifacts") or [])
 
     def finish(self, result: RunResult) -> None:
         from IPython.display import display
@@ -347,6 +351,13 @@ class _AskView:
             self.handle = display(_markdown(self.text), raw=True, display_id=True)
         else:
             self.handle.update(_markdown(self.text), raw=True)
+
+    def _show_charts(self, paths: list[str]) -> None:
+        from IPython.display import Image, display
+
+        for path in paths:
+            if path.endswith(".png"):
+                display(Image(filename=str(self.workspace_root / path)))
 
     def _end_step(self) -> None:
         self._end_line()

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from nini.agent.progress import progress_line
 from nini.cli._common import handles_errors, print_json, state
 from nini.errors import NiniError
 
@@ -78,28 +79,13 @@ async def _print_progress(subscription: Any) -> None:
         if kind == "assistant_message" and data.get("tool_calls") and streamed_tail != "\n":
             sys.stdout.write("\n")
             streamed_tail = "\n"
-        line = _progress_line(kind, data)
+        line = progress_line(kind, data)
         if line:
             typer.echo(line, err=True)
         if kind == "done":
             if streamed_tail != "\n":
                 sys.stdout.write("\n")
             return
-
-
-def _progress_line(kind: str, data: dict[str, Any]) -> str | None:
-    if kind == "tool_call":
-        arguments = data.get("arguments") or {}
-        label = arguments.get("label") or arguments.get("path") or arguments.get("name") or ""
-        return f"→ {data.get('name')}" + (f" [{label}]" if label else "")
-    if kind == "tool_result":
-        if data.get("success"):
-            return f"✓ {data.get('name')} ({data.get('duration_ms')} ms)"
-        error = data.get("error") or {}
-        return f"✗ {data.get('name')}: {error.get('code')}: {str(error.get('message', ''))[:200]}"
-    if kind == "task_summary":
-        return f"↳ {data.get('command')}: {data.get('summary')}"
-    return None
 
 
 async def _drain(printer: asyncio.Task[None]) -> None:

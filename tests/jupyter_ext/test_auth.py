@@ -30,6 +30,7 @@ REQUESTS = [
     ("POST", "sessions/s1/run-r-code"),
     ("POST", "sessions/s1/ask"),
     ("POST", "sessions/s1/cancel"),
+    ("POST", "sessions/s1/report"),
     ("GET", "sessions/s1/artifacts/artifacts/a.png"),
     ("GET", "sessions/s1/export"),
     ("GET", "nothing/here"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ class AskKernel(Kernel):
     """A kernel whose cell runs also collect displays (the answer is one) and can be interrupted."""
 
     def ask(self, cell: str, *, interrupt_after: float | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {"stdout": "", "stderr": "", "errors": [], "markdown": []}
+        out: dict[str, Any] = {"stdout": "", "stderr": "", "errors": [], "markdown": [], "images": 0}
 
         def collect(message: dict[str, Any]) -> None:
             kind, content = message["msg_type"], message["content"]
@@ -27,7 +28,10 @@ class AskKernel(Kernel):
             elif kind == "error":
                 out["errors"].append(f"{content['ename']}: {content['evalue']}")
             elif kind in ("display_data", "update_display_data", "execute_result"):
-                out["markdown"].append(content["data"].get("text/markdown"))
+                if "image/png" in content["data"]:
+                    out["images"] += 1
+                else:
+                    out["markdown"].append(content["data"].get("text/markdown"))
 
         timer = threading.Timer(interrupt_after, self.manager.interrupt_kernel) if interrupt_after else None
         if timer:
@@ -59,13 +63,15 @@ def kernel(tmp_path: Path, llm_server: ScriptedLLM) -> Iterator[AskKernel]:
 def test_the_agents_code_uses_the_notebooks_dataframe(kernel: AskKernel, llm_server: ScriptedLLM) -> None:
     setup = kernel.run("import pandas as pd\nsales = pd.DataFrame({'region': ['n', 's', 'n'], 'amount': [1.0, 2.0, 4.0]})")
     assert setup.errors == []
-    code = "by_region = sales.groupby('region')['amount'].sum().to_dict()\nprint(len(sales))\nresult = by_region"
+    code = ("by_region = sales.groupby('region')['amount'].sum().to_dict()\nprint(len(sales))\nresult = by_region\n"
+            "import matplotlib.pyplot as plt\n_ = plt.bar(list(by_region), list(by_region.values()))")  # fmt: skip
     llm_server.reply(tool_call("run_code", code=code, label="by region"), text("North sold **5.0**, south **2.0**."))
     out = kernel.ask("%%nini\nHow much did each region sell?")
     assert out["errors"] == [] and out["stderr"] == "", out
     assert "→ run_code [by region]" in out["stdout"] and "✓ run_code" in out["stdout"]
     assert "3" not in out["stdout"].splitlines()  # the code's own print stays out of the cell
     assert out["markdown"][-1] == "North sold **5.0**, south **2.0**."
+    assert out["images"] == 1  # the chart the code made, shown in the cell
     tool_message = [m for m in llm_server.requests[1]["messages"] if m["role"] == "tool"][0]
     payload = json.loads(tool_message["content"])
     assert payload["result"] == {"n": 5.0, "s": 2.0} and payload["stdout"] == "3\n"
@@ -98,16 +104,19 @@ def test_failed_code_is_reported_and_the_model_answers(kernel: AskKernel, llm_se
 
 @pytest.mark.slow
 def test_interrupting_the_cell_cancels_the_run(kernel: AskKernel, llm_server: ScriptedLLM) -> None:
-    llm_server.reply(tool_call("run_code", code="import time\ntime.sleep(30)", timeout_s=60))
+    llm_server.reply(tool_call("run_code", code="import time\ntime.sleep(30)", timeout_s=60), text("never", delay_s=30))
+    started = time.monotonic()
     out = kernel.ask("%%nini --session stopped\nTake your time", interrupt_after=3)
+    assert time.monotonic() - started < 15
     assert out["errors"] == [], out
     assert "cancelling" in out["stderr"] and "cancelled" in out["stderr"]
-    assert len(llm_server.requests) == 1  # the run ended, it did not go back to the model
+    assert "never" not in out["markdown"]
     assert kernel.run("print('alive')").stdout == "alive\n"
     store = kernel.store()
     try:
         done = [e for e in store.list_events("stopped", 0) if e["type"] == "done"]
         assert [d["data"]["ended_by"] for d in done] == ["canceled"]
+        assert [c["error_code"] for c in store.list_tool_calls("stopped")] == ["CANCELED"]
     finally:
         store.close()
 
