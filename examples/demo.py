@@ -75,6 +75,11 @@ def analyse(env: dict[str, str], project: Path, tmp: Path) -> None:
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     print(f"{notebook.name}: {len(cells)} cells, "
           f"{sum(1 for c in cells if c['cell_type'] == 'code')} of them code, with their recorded outputs")
+    written = step("The layered report of the agent's session (Markdown + HTML)",
+                   "report", "--session", "demo-agent", "--out", str(tmp / "reports"), env=env, cwd=project).split()
+    markdown = next(Path(p) for p in written if p.endswith(".md"))
+    print(f"\n{markdown.name}, its sections: " + " · ".join(
+        line[3:] for line in markdown.read_text(encoding="utf-8").splitlines() if line.startswith("## ")))
 
 
 def analyse_in_r(env: dict[str, str], project: Path) -> None:

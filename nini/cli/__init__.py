@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from nini import __version__
-from nini.cli import ask, r, sessions, skills
+from nini.cli import ask, r, report, sessions, skills
 from nini.cli._common import CliState, handles_errors, print_json, silence_stdout, state
 from nini.doctor import run_checks
 
@@ -25,6 +25,7 @@ app.add_typer(r.app, name="r")
 app.command("ask")(ask.ask_command)
 app.command("run-code")(sessions.run_code_command)
 app.command("run-r", help=sessions.RUN_R_HELP)(sessions.run_code_command)
+app.command("report")(report.report_command)
 
 
 def _version(value: bool) -> None:

@@ -78,12 +78,12 @@ def step_text(step: Step) -> str:
     lines: list[str] = []
     if step.result is not None:
         lines += [line.strip() for line in render_value(step.result).splitlines() if line.strip()]
-    known = {_normalise(line) for line in lines}
+    known = {_normalise(part) for line in lines for part in (line, *line.split("; "))}
     for line in clean_output(step.stdout).splitlines():
         if _normalise(line) not in known:
             lines.append(line)
             known.add(_normalise(line))
-    lines = [redact_paths(line) for line in lines[:MAX_LINES]]
+    lines = [business_text(line) for line in lines[:MAX_LINES]]
     text = "\n".join(line for line in lines if line.strip())
     return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1].rstrip() + "…"
 
@@ -94,7 +94,7 @@ def render_value(value: Any, *, nested: bool = False) -> str:
         pairs = [f"{key}: {render_value(item, nested=True)}" for key, item in list(value.items())[:MAX_ITEMS]]
         if len(value) > MAX_ITEMS:
             pairs.append("…")
-        return f"({', '.join(pairs)})" if nested else "\n".join(pairs)
+        return f"({', '.join(pairs)})" if nested else "; ".join(pairs)
     if isinstance(value, (list, tuple)):
         items = [render_value(item, nested=True) for item in value[:MAX_ITEMS]]
         if len(value) > MAX_ITEMS:
@@ -135,7 +135,7 @@ _NOISE = re.compile(
             r"^\s*(?:Calls|In addition|Execution halted)\b", r"^\s*During handling of the above exception",
             r"^\s*The above exception was the direct cause",
             # progress bars
-            r"\d{1,3}%\s*\|", r"\|[█▉▊▋▌▍▎▏#▓▒░ ]*[█▉▊▋▌▍▎▏#▓▒░]{2,}[█▉▊▋▌▍▎▏#▓▒░ ]*\|",
+            r"\d{1,3}%\|", r"\|[█▉▊▋▌▍▎▏#▓▒░ ]*[█▉▊▋▌▍▎▏#▓▒░]{2,}[█▉▊▋▌▍▎▏#▓▒░ ]*\|",
             r"\[[=#>.\- ]*[=#]{2,}[=#>.\- ]*\]", r"\b\d+(?:\.\d+)?\s*(?:it/s|s/it)\b", r"\bETA:? ?\d",
             # package installation (pip, conda, R)
             r"^\s*(?:Collecting|Downloading|Installing collected packages|Successfully (?:installed|built|uninstalled)"
@@ -198,9 +198,27 @@ def clean_output(text: str) -> str:
 
 
 # Absolute paths (POSIX and Windows) and ~ paths: the report names files, never where they live.
-_PATH = re.compile(r"(?<![\w:/.~])(?:~|[A-Za-z]:)?(?:[/\\][^\s/\\'\"<>|,;:()\[\]{}]+)+[/\\]?")
+_PATH = re.compile(r"(?<![\w:/.~<])(?:~|[A-Za-z]:)?(?:[/\\][^\s/\\'\"<>|,;:()\[\]{}]+)+[/\\]?")
 
 
 def redact_paths(text: str) -> str:
     """``text`` with every absolute path replaced by its last part (the file name)."""
     return _PATH.sub(lambda match: re.split(r"[/\\]", match.group(0).rstrip("/\\"))[-1], text)
+
+
+# Tool names are system vocabulary; the two that run code read as their language in a report.
+_TOOL_NAMES = re.compile(
+    r"( ?)(\b(?:run_r_code|run_code|generate_report|load_dataset|list_datasets|describe_dataset|read_file"
+    r"|image_analysis|search_skills|save_skill)\b|\btask:[\w-]+)"
+)
+_TOOL_WORDS = {"run_code": "Python", "run_r_code": "R"}
+
+
+def business_text(text: str) -> str:
+    """``text`` fit for the business sections: absolute paths cut to file names, tool names removed."""
+
+    def replace(match: re.Match[str]) -> str:
+        word = _TOOL_WORDS.get(match.group(2))
+        return match.group(1) + word if word else ""  # a removed name takes one space with it
+
+    return _TOOL_NAMES.sub(replace, redact_paths(text))

@@ -33,6 +33,9 @@ RESULT_MAX_CHARS = 200
 _DEFAULT_REPR = re.compile(r"^\[?<.*>\]?$|\bat 0x[0-9a-f]+", re.DOTALL)
 _LABEL_LINE = re.compile(r"^#\s*label\s*:\s*(.+?)\s*$", re.IGNORECASE)
 _COMMENT_LINE = re.compile(r"^#(?![!%])\s*(.*?)\s*$")
+# Comments that are directives to a tool, not a title of the cell.
+_DIRECTIVE = re.compile(r"^(-\*-|noqa|type:|fmt:|pylint|pragma|isort|ruff)", re.IGNORECASE)
+MAX_LABEL_CHARS = 80
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
@@ -94,9 +97,10 @@ def from_notebook(
 ) -> tuple[ReportInput, Path]:
     """A notebook as report input, and the folder its chart files were written to.
 
-    Code cells are the steps, markdown cells the notes, images in outputs the charts (written to
-    ``files_dir``, default ``<notebook-stem>_report_files/`` next to the notebook, named after the
-    cell's ``# label:`` or first comment line, else ``cell-N``). A cell with an error output
+    Code cells are the steps, labelled by a ``# label:`` line or else their first comment line;
+    markdown cells are the notes; images in outputs are the charts (written to ``files_dir``,
+    default ``<notebook-stem>_report_files/`` next to the notebook, named after the cell's label,
+    else ``cell-N``). A cell with an error output
     failed; a cell that never ran is a failed step too (error code NOT_EXECUTED), so it gives
     no findings. With ``execute`` the notebook runs first (nbclient, ``timeout_s`` per cell) and
     the executed copy, saved in ``files_dir``, is reported on; the user's file is never written.
@@ -109,7 +113,7 @@ def from_notebook(
         _write_notebook(notebook, files / f"{path.stem}.executed.ipynb")
     language = _language(notebook)
     data = ReportInput(source=path.name)
-    names = _NameAllocator()
+    names, labels = _NameAllocator(), _NameAllocator(" ({n})")
     for number, cell in enumerate(notebook.cells, start=1):
         source = _text(cell.get("source"))
         if cell.cell_type == "markdown" and source.strip():
@@ -117,9 +121,13 @@ def from_notebook(
             if data.title is None and (heading := _H1.search(source)):
                 data.title = heading.group(1).strip()
         elif cell.cell_type == "code" and source.strip():
-            step = _cell_step(cell, number, len(data.steps), language, source)
+            explicit, title = _cell_label(source)
+            # a `# label:` is the author saying "same step"; titles from comments are made unique
+            # so that two cells both headed "# plot" do not hide each other's findings
+            label = labels.take(explicit) if explicit else (labels.next(title) if title else None)
+            step = _cell_step(cell, number, len(data.steps), language, source, label)
             data.steps.append(step)
-            stem = _cell_name(source) or f"cell-{number}"
+            stem = _slug(label or "") or f"cell-{number}"
             data.charts += _cell_charts(cell, step.id, stem, names, files, len(data.charts))
     data.title = data.title or (notebook.metadata.get("title") or None)
     return data, files
@@ -134,7 +142,7 @@ def _read_notebook(path: Path) -> Any:
         raise NiniError(ErrorCode.NOT_FOUND, f"no such notebook: {path}") from None
     except IsADirectoryError:
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{path} is a folder, not a notebook") from None
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, AttributeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, AttributeError, TypeError) as exc:
         # nbformat raises NotJSONError (a ValueError) for text that is not JSON, and the others
         # for JSON that is not a notebook
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{path} is not a readable notebook: {exc}") from None
@@ -174,7 +182,7 @@ def _language(notebook: Any) -> str:
     return str(name or "python").lower()
 
 
-def _cell_step(cell: Any, number: int, order: int, language: str, source: str) -> Step:
+def _cell_step(cell: Any, number: int, order: int, language: str, source: str, label: str | None) -> Step:
     outputs = cell.get("outputs") or []
     streams = {"stdout": "", "stderr": ""}
     error = None
@@ -186,7 +194,6 @@ def _cell_step(cell: Any, number: int, order: int, language: str, source: str) -
                      "ename": output.get("ename")}  # fmt: skip
     if error is None and cell.get("execution_count") is None and not outputs:
         error = {"code": "NOT_EXECUTED", "message": "the cell was never run"}
-    label = next((m.group(1) for line in source.splitlines() if (m := _LABEL_LINE.match(line.strip()))), None)
     return Step(
         id=str(cell.get("id") or f"cell-{number}"), order=order, language=language,
         status="failed" if error else "succeeded", code=source, label=label, stdout=streams["stdout"],
@@ -206,12 +213,17 @@ def _short_result(outputs: list[Any]) -> str | None:
     return text
 
 
-def _cell_name(source: str) -> str | None:
-    """A file-name stem from the cell's ``# label:`` line, else its first comment line."""
+def _cell_label(source: str) -> tuple[str | None, str | None]:
+    """(the cell's ``# label:`` value, the first comment line above its code), either may be None."""
     lines = [line.strip() for line in source.splitlines()]
-    labels = [m.group(1) for line in lines if (m := _LABEL_LINE.match(line))]
-    comments = [m.group(1) for line in lines if (m := _COMMENT_LINE.match(line))]
-    return next((slug for text in labels + comments if (slug := _slug(text))), None)
+    explicit = next((m.group(1) for line in lines if (m := _LABEL_LINE.match(line))), None)
+    for line in lines:
+        if line and not line.startswith("#"):
+            break  # a comment further down explains a line, it does not name the cell
+        match = _COMMENT_LINE.match(line)
+        if match and match.group(1) and not _DIRECTIVE.match(match.group(1)):
+            return explicit, match.group(1)[:MAX_LABEL_CHARS].strip()
+    return explicit, None
 
 
 def _slug(text: str) -> str:
@@ -255,15 +267,20 @@ def _text(value: Any) -> str:
 
 
 class _NameAllocator:
-    """Unique chart stems within one notebook: the second cell named "trend" gets "trend-2"."""
+    """Unique names within one notebook: the second chart named "trend" is "trend-2"."""
 
-    def __init__(self) -> None:
+    def __init__(self, suffix: str = "-{n}") -> None:
+        self._suffix = suffix
         self._used: set[str] = set()
 
-    def next(self, stem: str) -> str:
-        candidate, n = stem, 1
-        while candidate in self._used:
+    def next(self, name: str) -> str:
+        candidate, n = name, 1
+        while candidate.casefold() in self._used:
             n += 1
-            candidate = f"{stem}-{n}"
-        self._used.add(candidate)
-        return candidate
+            candidate = name + self._suffix.format(n=n)
+        return self.take(candidate)
+
+    def take(self, name: str) -> str:
+        """``name`` as it is, marked as used."""
+        self._used.add(name.casefold())
+        return name

@@ -1,0 +1,67 @@
+"""``nini report``: the layered report of a recorded session or of a Jupyter notebook."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from nini.cli._common import handles_errors, state
+from nini.errors import ErrorCode, NiniError
+
+@handles_errors
+def report_command(
+    ctx: typer.Context,
+    notebook: Annotated[Path | None, typer.Argument(metavar="[NOTEBOOK.ipynb]", help="Report on this notebook.")] = None,
+    session_id: Annotated[str | None, typer.Option("--session", help="Report on this recorded session.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder to write into (default: the session's "
+                                             "workspace reports/, or the notebook's folder).")] = None,  # fmt: skip
+    with_observability: Annotated[bool, typer.Option("--with-observability", help="Add the appendix of tool "
+                                                     "calls, executions and durations.")] = False,  # fmt: skip
+    lang: Annotated[Literal["zh", "en"], typer.Option("--lang", help="Language of the headings.")] = "zh",
+    formats: Annotated[str, typer.Option("--format", help="Comma-separated: md, html, ipynb, pdf.")] = "md,html",
+    title: Annotated[str | None, typer.Option("--title", help="Report title.")] = None,
+    execute: Annotated[bool, typer.Option("--execute", help="Run the notebook first (nbclient); "
+                                          "the notebook file itself is not changed.")] = False,  # fmt: skip
+    timeout: Annotated[float, typer.Option("--timeout", min=1, help="With --execute: seconds per cell.")] = 600,
+) -> None:
+    """Write the layered report of a session (--session ID) or a notebook (--execute runs it first); print its paths."""
+    from nini.report.builder import ReportOptions, build_report
+    from nini.report.output import check_formats, write_report
+
+    if (notebook is None) == (session_id is None):
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, "give either a notebook path or --session ID (exactly one)")
+    if execute and notebook is None:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, "--execute runs a notebook; a session's steps have already run")
+    chosen = check_formats(formats.split(","))
+    options = ReportOptions(title=title, include_session_stats=with_observability, lang=lang)
+    if notebook is not None:
+        from nini.report.sources import from_notebook
+
+        folder = (out or notebook.parent).resolve()
+        data, _ = from_notebook(notebook, execute=execute, timeout_s=timeout,
+                                files_dir=folder / f"{notebook.stem}_report_files")  # fmt: skip
+        prefix = f"{notebook.stem}-report"
+    else:
+        data, folder = _session_input(ctx, session_id, out)
+        prefix = "report"
+    rendered = build_report(data, options, link_base=folder)
+    for path in write_report(rendered, folder, formats=chosen, stem=prefix).values():
+        typer.echo(str(path))
+
+
+def _session_input(ctx: typer.Context, session_id: str, out: Path | None):  # noqa: ANN202 - (ReportInput, Path)
+    """Read-only on the session: a report reads the record and adds nothing to it."""
+    from nini.execution.workspace import Workspace
+    from nini.history.store import HistoryStore
+    from nini.report.sources import from_session
+
+    settings = state(ctx).settings
+    workspace = Workspace.for_session(settings.sessions_dir, session_id)
+    store = HistoryStore.from_settings(settings)
+    try:
+        data = from_session(store, session_id, workspace.root)
+    finally:
+        store.close()
+    return data, (out.resolve() if out is not None else workspace.root / "reports")

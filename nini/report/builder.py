@@ -1,0 +1,416 @@
+"""The layered report: business sections from a ``ReportInput``, observability only in an appendix.
+
+Markdown comes from ``templates/report.md.j2`` (and ``appendix.md.j2``); every value is escaped
+here before it reaches a template. HTML is that Markdown rendered by markdown-it with raw HTML off,
+inside ``templates/page.html.j2`` (autoescaped), images embedded as data: URIs.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import quote
+
+import jinja2
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+from nini.report.charts import ChartGroup, group_charts, preview_kind, split_name
+from nini.report.findings import Finding, business_text, key_findings, relevant_steps
+from nini.errors import ErrorCode, NiniError
+from nini.report.model import ChartFile, ReportInput, Step, ToolCallInfo
+
+TEMPLATES = Path(__file__).parent / "templates"
+MAX_METHOD_STEPS = 15
+MAX_COLUMNS = 12
+SUMMARY_HIGHLIGHTS = 3
+IMAGE_TYPES = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "webp": "image/webp",
+               "gif": "image/gif", "svg": "image/svg+xml"}
+
+# Wording of both languages. Headings and link texts are part of the spec: change them only with it.
+TEXT: dict[str, dict[str, str]] = {
+    "zh": {
+        "title": "科研数据分析报告", "datasets": "数据集概览", "methods": "分析方法", "summary": "分析摘要",
+        "charts": "图表", "findings": "关键发现", "conclusions": "结论与建议",
+        "appendix": "分析统计（系统观测）", "figure": "图 {n}：{name}", "manifest": "图表清单",
+        "open_file": "查看图表文件", "open_html": "打开交互图表（HTML）", "colon": "：", "sep": "、",
+        "and": " 和 ", "clause": "，",
+        "no_charts": "本次分析没有生成图表。", "no_findings": "没有可报告的关键发现。",
+        "no_datasets": "未记录数据集。", "rows": "{n} 行", "columns": "{n} 列", "fields": "字段：{names}",
+        "more": "等",
+        "methods_steps": "本次分析使用 {langs} 完成，主要步骤如下：", "methods_plain": "本次分析使用 {langs} 对数据进行了处理与统计分析。",
+        "methods_more": "以及其他辅助步骤。", "no_steps": "未记录分析步骤。",
+        "summary_datasets": "分析基于数据集 {names}。", "summary_findings": "本次分析得到 {n} 项主要结果，要点如下：",
+        "summary_none": "本次分析没有可汇总的结果。",
+        "conclusions_default": "以上结果来自本次记录的分析步骤，建议结合业务背景解读，并在决策前进一步验证。",
+        "tool_calls": "工具调用", "executions": "代码执行（按语言）", "failures": "失败、修正与回滚",
+        "durations": "耗时", "dataset_rows": "数据集与行数", "source": "来源", "none_recorded": "未记录。",
+        "calls": "{name}：{count} 次，失败 {failed} 次，耗时合计 {duration}",
+        "failed_steps": "失败步骤：{n}", "error_kinds": "（{kinds}）", "superseded": "被后续修正取代的步骤：{n}",
+        "rolled_back": "已回滚的步骤：{n}", "failed_calls": "失败的工具调用：{n}",
+        "execution_time": "代码执行合计：{total}；最长一步：{longest}", "tool_time": "工具调用合计：{total}",
+        "dataset_line": "{name}：{rows}", "unknown": "未知",
+    },
+    "en": {
+        "title": "Data Analysis Report", "datasets": "Dataset overview", "methods": "Methods", "summary": "Summary",
+        "charts": "Charts", "findings": "Key findings", "conclusions": "Conclusions and recommendations",
+        "appendix": "Analysis statistics (system observability)", "figure": "Figure {n}: {name}",
+        "manifest": "Chart files", "open_file": "View chart file", "open_html": "Open interactive chart (HTML)",
+        "colon": ": ", "sep": ", ", "and": " and ", "clause": ", ",
+        "no_charts": "The analysis produced no charts.", "no_findings": "There are no key findings to report.",
+        "no_datasets": "No datasets were recorded.", "rows": "{n} rows", "columns": "{n} columns",
+        "fields": "fields: {names}", "more": "…",
+        "methods_steps": "The analysis used {langs}. Main steps:", "methods_plain": "The data was processed and analysed with {langs}.",
+        "methods_more": "Further supporting steps were also run.", "no_steps": "No analysis steps were recorded.",
+        "summary_datasets": "The analysis is based on the datasets {names}.",
+        "summary_findings": "The analysis produced {n} main results. Highlights:",
+        "summary_none": "The analysis produced no results to summarise.",
+        "conclusions_default": "These results come from the recorded analysis steps; read them in their business "
+                               "context and validate them before acting on them.",
+        "tool_calls": "Tool calls", "executions": "Code executions by language", "failures": "Failures, corrections and rollbacks",
+        "durations": "Durations", "dataset_rows": "Datasets and row counts", "source": "Source",
+        "none_recorded": "Nothing recorded.",
+        "calls": "{name}: {count} calls, {failed} failed, {duration} in total",
+        "failed_steps": "Failed steps: {n}", "error_kinds": " ({kinds})", "superseded": "Steps superseded by a later correction: {n}",
+        "rolled_back": "Rolled-back steps: {n}", "failed_calls": "Failed tool calls: {n}",
+        "execution_time": "Code execution in total: {total}; longest step: {longest}", "tool_time": "Tool calls in total: {total}",
+        "dataset_line": "{name}: {rows}", "unknown": "unknown",
+    },
+}  # fmt: skip
+LANGUAGES = {"python": "Python", "r": "R"}
+_IMG_SRC = re.compile(r'(<img src=")([^"]*)(")')
+_CONTENT_SLOT = "<!-- nini report content -->"
+_CONCLUSION_NOTE = re.compile(r"结论|建议|总结|小结|讨论|conclusion|recommend|takeaway|summary|discussion", re.I)
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    title: str | None = None
+    methods: str | None = None  # Markdown written by the user or the agent; derived from the steps when None
+    summary_text: str | None = None  # derived from the findings when None
+    conclusions: str | None = None  # conclusion-like notes, else a neutral line, when None
+    dataset_names: list[str] | None = None  # the datasets the overview describes; all when None
+    include_charts: bool = True
+    include_key_findings: bool = True
+    include_session_stats: bool = False  # the observability appendix
+    lang: Literal["zh", "en"] = "zh"
+
+
+@dataclass(frozen=True)
+class RenderedReport:
+    title: str
+    markdown: str  # body_markdown + the appendix (when asked for)
+    html: str  # a self-contained page of ``markdown``
+    body_markdown: str  # the business sections, identical with or without the appendix
+    charts: list[ChartGroup]  # every chart, even when the charts section is left out
+    findings: list[Finding]  # every key finding, even when that section is left out
+
+
+def build_report(
+    data: ReportInput, options: ReportOptions, *, embed_images: bool = True, link_base: Path | None = None
+) -> RenderedReport:
+    """The report of ``data``.
+
+    Chart links are relative to ``link_base`` (the folder the report files go to), or bare file
+    names when it is None. With ``embed_images`` the HTML carries image previews as data: URIs
+    (SVG too, never inline markup: an ``<img>`` does not run an SVG's scripts); other formats are links.
+    """
+    if options.lang not in TEXT:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"lang must be one of {', '.join(TEXT)}, not {options.lang!r}")
+    t = TEXT[options.lang]
+    steps = relevant_steps(data.steps)
+    findings = key_findings(data.steps)
+    groups = group_charts(data.charts)
+    title = " ".join(business_text(options.title or data.title or t["title"]).split()) or t["title"]
+    method_notes, conclusion_notes = _split_notes(data.notes, title, t)
+    body = _templates().get_template("report.md.j2").render(
+        t=t,
+        title=md_inline(title),
+        datasets=_datasets(data, options, t),
+        methods=_methods(options.methods, steps, method_notes, t),
+        summary=md_prose(options.summary_text) if options.summary_text else _summary(findings, data, options, t),
+        charts=_charts(groups, link_base, t) if options.include_charts else None,
+        findings=[md_inline(finding.text) for finding in findings] if options.include_key_findings else None,
+        conclusions=_conclusions(options.conclusions, conclusion_notes, t),
+    )
+    appendix = _appendix(data, steps, t) if options.include_session_stats else ""
+    markdown = body + appendix
+    page = _html(markdown, title, options.lang, groups if embed_images else [], link_base)
+    return RenderedReport(title=title, markdown=markdown, html=page, body_markdown=body, charts=groups,
+                          findings=findings)
+
+
+@lru_cache(maxsize=1)
+def _templates() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default_for_string=False),
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+    )
+
+
+# Markdown escaping. Names and values get every character that could start markup escaped;
+# prose (methods, summary, conclusions) stays Markdown but cannot break the report's structure.
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|~#$])")
+_MD_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")  # intraword _ is never emphasis
+_MD_ENTITY = re.compile(r"&(?=#?\w+;)")
+_MD_LINE_START = re.compile(r"^([-+=]|\d+(?=[.)]))")
+
+
+def md_inline(text: Any, *, indent: str = "  ") -> str:
+    """``text`` as literal Markdown; lines become hard breaks continued at ``indent`` (a list item's)."""
+    lines = []
+    for line in str(text).splitlines():
+        line = " ".join(line.split())
+        if line:
+            line = _MD_ENTITY.sub(r"\\&", _MD_UNDERSCORE.sub(r"\\_", _MD_SPECIAL.sub(r"\\\1", line)))
+            lines.append(_MD_LINE_START.sub(lambda m: "\\" + m.group(1) if not m.group(1)[0].isdigit()
+                                            else m.group(1) + "\\", line))
+    return f"\\\n{indent}".join(lines)
+
+
+def md_name(text: Any) -> str:
+    """A one-line name (title, chart, dataset, column) as literal Markdown."""
+    return md_inline(" ".join(str(text).split()))
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?=\s|$)")
+_SETEXT = re.compile(r"^ {0,3}(?:=+|-+)\s*$")
+_CODE_SPAN = re.compile(r"(`+[^`]*`+)")
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def md_prose(text: str) -> str:
+    """Markdown written by a person, fit to sit inside one section of the report.
+
+    Headings are demoted to level 4 (no new sections), an unclosed code fence is closed (it would
+    swallow the rest of the report), a setext underline cannot turn a line into a heading, HTML
+    tags outside code are escaped, and absolute paths and tool names are removed (``business_text``).
+    """
+    out: list[str] = []
+    fence = ""
+    for line in business_text(text).replace("\r\n", "\n").replace("\r", "\n").strip("\n").split("\n"):
+        if fence:
+            out.append(line)
+            stripped = line.strip()
+            if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
+                fence = ""
+            continue
+        opening = _FENCE.match(line)
+        if opening:
+            fence = opening.group(1)
+            out.append(line)
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            line = "#" * max(4, len(heading.group(1))) + line[heading.end():]
+        elif _SETEXT.match(line) and out and out[-1].strip():
+            out.append("")
+        parts = _CODE_SPAN.split(line)
+        out.append("".join(part if i % 2 else _TAG_START.sub(r"\\<", part) for i, part in enumerate(parts)))
+    if fence:
+        out.append(fence)
+    return "\n".join(out)
+
+
+def _split_notes(notes: list[str], title: str, t: dict[str, str]) -> tuple[list[str], list[str]]:
+    """Notes (notebook Markdown cells) for the methods and for the conclusions, by their first line.
+
+    A note's opening heading goes when the report already says it: a conclusions note sits under
+    the conclusions heading, and a heading repeating the title or a section name adds nothing.
+    """
+    repeated = {_plain(text) for text in (title, t["methods"], t["conclusions"], t["summary"], t["datasets"])}
+    methods, conclusions = [], []
+    for note in notes:
+        lines = note.strip("\n").splitlines()
+        first = next((line for line in lines if line.strip()), "")
+        if not first:
+            continue
+        is_conclusion = bool(_CONCLUSION_NOTE.search(first))
+        heading = _HEADING.match(first)
+        if heading and (is_conclusion or _plain(first[heading.end():]) in repeated):
+            note = "\n".join(lines[lines.index(first) + 1:]).strip("\n")
+        if note.strip():
+            (conclusions if is_conclusion else methods).append(note)
+    return methods, conclusions
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.strip().strip("#").split()).casefold()
+
+
+def _datasets(data: ReportInput, options: ReportOptions, t: dict[str, str]) -> str:
+    known = {dataset.name: dataset for dataset in data.datasets}
+    names = options.dataset_names if options.dataset_names is not None else list(known)
+    lines = []
+    for name in dict.fromkeys(names):
+        dataset = known.get(name)
+        details = []
+        if dataset and dataset.rows is not None:
+            details.append(t["rows"].format(n=f"{dataset.rows:,}"))
+        if dataset and dataset.columns:
+            details.append(t["columns"].format(n=len(dataset.columns)))
+            shown = t["sep"].join(md_name(column) for column in dataset.columns[:MAX_COLUMNS])
+            more = t["more"] if len(dataset.columns) > MAX_COLUMNS else ""
+            details.append(t["fields"].format(names=shown + more))
+        line = f"- **{md_name(name)}**"
+        lines.append(line + t["colon"] + t["clause"].join(details) if details else line)
+    return "\n".join(lines) if lines else t["no_datasets"]
+
+
+def _languages(steps: list[Step], t: dict[str, str]) -> str:
+    names = list(dict.fromkeys(LANGUAGES.get(step.language, step.language.capitalize()) for step in steps))
+    return t["sep"].join(names[:-1]) + t["and"] + names[-1] if len(names) > 1 else names[0]
+
+
+def _methods(methods: str | None, steps: list[Step], notes: list[str], t: dict[str, str]) -> str:
+    if methods:
+        return md_prose(methods)
+    parts = [md_prose(note) for note in notes]
+    if not steps:
+        return "\n\n".join(parts + [t["no_steps"]])
+    described: dict[str, str] = {}
+    for step in steps:
+        texts = [" ".join(business_text(text).split()) for text in (step.label, step.purpose) if text]
+        texts = list(dict.fromkeys(text for text in texts if text))
+        if texts:
+            described.setdefault(" ".join(texts).casefold(), t["colon"].join(texts))
+    langs = md_name(_languages(steps, t))
+    if not described:
+        return "\n\n".join(parts + [t["methods_plain"].format(langs=langs)])
+    items = [f"{number}. {md_name(text)}" for number, text in enumerate(list(described.values())[:MAX_METHOD_STEPS], 1)]
+    more = [t["methods_more"]] if len(described) > MAX_METHOD_STEPS else []
+    return "\n\n".join(parts + [t["methods_steps"].format(langs=langs), "\n".join(items), *more])
+
+
+def _summary(findings: list[Finding], data: ReportInput, options: ReportOptions, t: dict[str, str]) -> str:
+    names = options.dataset_names if options.dataset_names is not None else [d.name for d in data.datasets]
+    parts = [t["summary_datasets"].format(names=t["sep"].join(md_name(name) for name in names))] if names else []
+    if not findings:
+        return "\n\n".join(parts + [t["summary_none"]])
+    highlights = []
+    for finding in findings[:SUMMARY_HIGHLIGHTS]:
+        first = finding.text.splitlines()[0]
+        highlights.append("- " + md_inline(first if len(first) <= 120 else first[:119].rstrip() + "…"))
+    return "\n\n".join(parts + [t["summary_findings"].format(n=len(findings)), "\n".join(highlights)])
+
+
+def _conclusions(conclusions: str | None, notes: list[str], t: dict[str, str]) -> str:
+    if conclusions:
+        return md_prose(conclusions)
+    return "\n\n".join(md_prose(note) for note in notes) if notes else t["conclusions_default"]
+
+
+def chart_link(file: ChartFile, link_base: Path | None) -> str:
+    """The URL of ``file`` from the report's folder: relative, percent-encoded, never absolute."""
+    if link_base is None:
+        return quote(file.name)
+    try:
+        relative = os.path.relpath(file.path, link_base)
+    except ValueError:  # another drive on Windows: no relative path exists
+        relative = file.name
+    return quote(Path(relative).as_posix(), safe="/")
+
+
+def _charts(groups: list[ChartGroup], link_base: Path | None, t: dict[str, str]) -> list[dict[str, str]]:
+    entries = []
+    for number, group in enumerate(groups, 1):
+        name = md_name(group.base)
+        preview = group.preview or group.files[0]
+        link = chart_link(preview, link_base)
+        kind = preview_kind(preview)
+        if kind == "image":
+            shown = f"![{name}]({link})"
+        else:
+            shown = f"[{t['open_html'] if kind == 'html' else t['open_file']}]({link})"
+        downloads = t["sep"].join(f"[{md_name(file.name)}]({chart_link(file, link_base)})" for file in group.files)
+        entries.append({"heading": t["figure"].format(n=number, name=name), "preview": shown,
+                        "downloads": name + t["colon"] + downloads})
+    return entries
+
+
+def _duration(ms: float | None) -> str:
+    if ms is None:
+        return "—"
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+
+
+def _total(values: list[int | None]) -> float | None:
+    known = [value for value in values if value is not None]
+    return sum(known) if known else None
+
+
+def _appendix(data: ReportInput, relevant: list[Step], t: dict[str, str]) -> str:
+    def usage(name: str, statuses: list[str], durations: list[int | None]) -> str:
+        failed = sum(status in ("failed", "interrupted") for status in statuses)
+        return t["calls"].format(name=md_name(name), count=len(statuses), failed=failed, duration=_duration(_total(durations)))
+
+    calls: dict[str, list[ToolCallInfo]] = {}
+    for call in data.tool_calls:
+        calls.setdefault(call.name, []).append(call)
+    languages: dict[str, list[Step]] = {}
+    for step in data.steps:
+        languages.setdefault(step.language, []).append(step)
+    failed = [step for step in data.steps if step.status == "failed"]
+    kinds = Counter(str((step.error or {}).get("code") or t["unknown"]) for step in failed)
+    standing = sum(step.status == "succeeded" and not step.rolled_back for step in data.steps)
+    durations = [step.duration_ms for step in data.steps if step.duration_ms is not None]
+    sections = {
+        "tool_calls": [usage(name, [c.status for c in group], [c.duration_ms for c in group]) for name, group in calls.items()],
+        "executions": [usage(LANGUAGES.get(language, language), [s.status for s in group], [s.duration_ms for s in group])
+                       for language, group in languages.items()],
+        "failures": [
+            t["failed_steps"].format(n=len(failed))
+            + (t["error_kinds"].format(kinds=t["sep"].join(f"{md_name(k)} {n}" for k, n in kinds.most_common())) if kinds else ""),
+            t["superseded"].format(n=standing - len(relevant)),
+            t["rolled_back"].format(n=sum(step.rolled_back for step in data.steps)),
+            t["failed_calls"].format(n=sum(call.status in ("failed", "interrupted") for call in data.tool_calls)),
+        ],
+        "durations": [
+            t["execution_time"].format(total=_duration(_total(durations)), longest=_duration(max(durations, default=None))),
+            t["tool_time"].format(total=_duration(_total([call.duration_ms for call in data.tool_calls]))),
+        ],
+        "dataset_rows": [t["dataset_line"].format(name=md_name(d.name), rows=t["unknown"] if d.rows is None
+                                                  else t["rows"].format(n=f"{d.rows:,}")) for d in data.datasets],
+        "source": [md_name(data.source)],
+    }  # fmt: skip
+    return _templates().get_template("appendix.md.j2").render(
+        t=t, sections=[{"heading": t[key], "lines": lines} for key, lines in sections.items()])
+
+
+def _html(markdown: str, title: str, lang: str, embedded: list[ChartGroup], link_base: Path | None) -> str:
+    md = MarkdownIt("commonmark", {"html": False})
+    content = md.render(markdown)
+    sources = {md.normalizeLink(chart_link(group.preview, link_base)): group.preview
+               for group in embedded if group.preview and preview_kind(group.preview) == "image"}
+    if sources:
+        # Previews become data: URIs in the rendered HTML, in one pass: megabytes of base64 never go
+        # through the Markdown parser (whose link check refuses data:image/svg+xml) or its renderer.
+        def embed(match: re.Match[str]) -> str:
+            file = sources.get(html.unescape(match.group(2)))
+            uri = _data_uri(file) if file else None
+            return match.group(1) + uri + match.group(3) if uri else match.group(0)
+
+        content = _IMG_SRC.sub(embed, content)
+    page = _templates().get_template("page.html.j2").render(
+        lang="zh-CN" if lang == "zh" else lang, title=title, content=Markup(_CONTENT_SLOT))
+    # The content joins the page after rendering: passed through jinja, a 20 MB page of embedded
+    # images is copied several times over (escape checks, Markup, concatenation) for nothing.
+    head, _, tail = page.partition(_CONTENT_SLOT)
+    return "".join((head, content, tail))
+
+
+def _data_uri(file: ChartFile) -> str | None:
+    try:
+        data = Path(file.path).read_bytes()
+    except OSError:
+        return None  # gone since it was recorded: the relative link stays
+    return f"data:{IMAGE_TYPES[split_name(file.name)[1]]};base64,{base64.b64encode(data).decode('ascii')}"

@@ -1,0 +1,76 @@
+"""The ``generate_report`` skill: the session's layered report, written into its workspace."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, Literal
+
+from nini.skills.function import skill
+from nini.skills.output import ToolOutput
+
+if TYPE_CHECKING:
+    from nini.session import Session
+
+REPORTS_DIR = "reports"
+ReportFormat = Literal["md", "html", "ipynb", "pdf"]
+
+
+@skill("generate_report", category="report")
+async def generate_report(
+    session: Session,
+    title: str | None = None,
+    methods: str | None = None,
+    summary_text: str | None = None,
+    conclusions: str | None = None,
+    dataset_names: list[str] | None = None,
+    include_charts: bool = True,
+    include_key_findings: bool = True,
+    include_session_stats: bool = False,
+    lang: Literal["zh", "en"] = "zh",
+    formats: tuple[ReportFormat, ...] = ("md", "html"),
+) -> ToolOutput:
+    """Write the analysis report of this session (Markdown and a self-contained HTML file) into reports/.
+
+    Key findings and charts come from the recorded executions (failed and superseded steps are
+    left out); the text you give fills the methods, summary and conclusions sections.
+
+    Args:
+        title: The report title (default: 科研数据分析报告 / Data analysis report).
+        methods: How the analysis was done, for the methods section (Markdown).
+        summary_text: The summary section (Markdown).
+        conclusions: Conclusions and recommendations (Markdown).
+        dataset_names: Only these session datasets in the dataset overview (default: all).
+        include_charts: Show the session's charts with previews and a download list.
+        include_key_findings: List key findings taken from the successful executions.
+        include_session_stats: Add an appendix with tool calls, executions and durations.
+        lang: Language of the headings: zh or en.
+        formats: Files to write: md, html, ipynb, pdf (pdf only where a converter is installed).
+    """
+    from nini.report.builder import ReportOptions
+
+    options = ReportOptions(
+        title=title, methods=methods, summary_text=summary_text, conclusions=conclusions,
+        dataset_names=dataset_names, include_charts=include_charts, include_key_findings=include_key_findings,
+        include_session_stats=include_session_stats, lang=lang,
+    )  # fmt: skip
+    # reading the record, embedding the charts and writing files all block: off the event loop
+    report_title, written = await asyncio.to_thread(_write, session, options, formats)
+    paths = {fmt: session.workspace.relative(path) for fmt, path in written.items()}
+    await session.store.call(session.events.publish, session.id, "report_ready", {"paths": paths, "title": report_title})
+    artifacts = [{"name": path.name, "path": paths[fmt], "format": fmt, "kind": "report", "size_bytes": path.stat().st_size}
+                 for fmt, path in written.items()]  # fmt: skip
+    return ToolOutput(result={"title": report_title, "paths": paths}, artifacts=artifacts,
+                      summary=f"report {report_title!r}: {', '.join(paths.values())}")  # fmt: skip
+
+
+def _write(session: Session, options: Any, formats: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    from nini.report.builder import build_report
+    from nini.report.output import check_formats, write_report
+    from nini.report.sources import from_session
+
+    chosen = check_formats(formats)  # a bad format fails before the record is read
+    folder = session.workspace.root / REPORTS_DIR
+    data = from_session(session.store, session.id, session.workspace.root)
+    rendered = build_report(data, options, link_base=folder)
+    return rendered.title, write_report(rendered, folder, formats=chosen)
+

@@ -1,0 +1,186 @@
+"""``nini report``: a recorded session or a notebook, in-process through typer's runner."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from nini.config import Settings
+from nini.execution.workspace import Workspace
+from nini.history.store import HistoryStore
+from nini.report.builder import TEXT
+from tests.conftest import REPO_ROOT
+from tests.test_cli import _restore_nini_logger, fail, ok  # noqa: F401 - autouse fixture shared with test_cli
+from tests.test_cli_sessions import nini  # noqa: F401 - the in-process `nini` fixture
+
+EXAMPLE = REPO_ROOT / "examples" / "notebooks" / "sales_analysis.ipynb"
+SALES = REPO_ROOT / "examples" / "data" / "sales.csv"
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+ZH_SECTIONS = ["## 数据集概览", "## 分析方法", "## 分析摘要", "## 图表", "## 关键发现", "## 结论与建议"]
+APPENDIX = "## 分析统计（系统观测）"
+
+
+@pytest.fixture
+def session_id(settings: Settings) -> str:
+    """A session recorded the way run_code records one: a dataset, a failure, its correction, a chart."""
+    store = HistoryStore.from_settings(settings)
+    try:
+        store.create_session("cli-report", title="区域销售")
+        workspace = Workspace.for_session(settings.sessions_dir, "cli-report").ensure()
+        (workspace.artifacts_dir / "trend.png").write_bytes(PNG)
+
+        def run(code: str, status: str = "succeeded", artifacts: tuple = (), **execution: object) -> str:
+            call = store.start_tool_call("cli-report", "run_code", {"code": code})
+            row = {"language": "python", "code": code, "status": status, "label": "growth", **execution}
+            done = store.finish_tool_call(call["id"], status=status, execution=row, artifacts=list(artifacts))
+            return done["execution"]["id"]
+
+        call = store.start_tool_call("cli-report", "load_dataset", {"path": "uploads/sales.csv"})
+        store.finish_tool_call(call["id"], status="succeeded", datasets=[
+            {"name": "sales", "path": "datasets/sales.parquet", "rows": 144, "columns": ["month", "region", "revenue"]}])
+        failed = run("df['profit']", "failed", error={"code": "CODE_ERROR", "message": "KeyError: 'profit'"},
+                     stderr="Traceback (most recent call last):\nKeyError: 'profit'")  # fmt: skip
+        run("result = {'growth': 0.583}", result={"South growth": "+58.3%"}, retry_of=failed,
+            artifacts=[{"name": "trend.png", "path": "artifacts/trend.png", "format": "png", "kind": "chart"}])  # fmt: skip
+    finally:
+        store.close()
+    return "cli-report"
+
+
+def workspace_of(session_id: str) -> Path:
+    from nini.config import load_settings
+
+    return Workspace.for_session(load_settings().sessions_dir, session_id).root
+
+
+def written(stdout: str) -> list[Path]:
+    paths = [Path(line) for line in stdout.splitlines() if line.strip()]
+    assert paths and all(p.is_absolute() and p.is_file() for p in paths), stdout
+    return paths
+
+
+def test_a_session_report_in_markdown_and_html(nini, session_id: str, tmp_path: Path) -> None:
+    md, html = written(ok(nini("report", "--session", session_id, "--out", str(tmp_path / "out"))))
+    assert (md.suffix, html.suffix) == (".md", ".html") and md.stem == html.stem and md.parent == tmp_path / "out"
+    text = md.read_text(encoding="utf-8")
+    assert text.startswith("# 区域销售\n")
+    positions = [text.index(heading + "\n") for heading in ZH_SECTIONS]
+    assert positions == sorted(positions)
+    assert "South growth" in text and "KeyError" not in text  # the failed step was corrected
+    link = text.split("![trend](")[1].split(")")[0]
+    assert (md.parent / link).resolve() == (workspace_of(session_id) / "artifacts" / "trend.png").resolve()
+    assert APPENDIX not in text and "run_code" not in text
+    page = html.read_text(encoding="utf-8")
+    assert "data:image/png;base64," in page and "<h2>关键发现</h2>" in page
+
+
+def test_observability_is_an_appendix_after_an_identical_body(nini, session_id: str, tmp_path: Path) -> None:
+    (plain,) = written(ok(nini("report", "--session", session_id, "--out", str(tmp_path), "--format", "md")))
+    (full,) = written(ok(nini("report", "--session", session_id, "--out", str(tmp_path), "--format", "md",
+                              "--with-observability")))  # fmt: skip
+    assert plain != full
+    body, appendix = full.read_text(encoding="utf-8").split(APPENDIX)
+    assert body.rstrip("\n") == plain.read_text(encoding="utf-8").rstrip("\n")
+    assert "run_code" in appendix and "load_dataset" in appendix and "144" in appendix
+
+
+def test_english_headings_and_a_title(nini, session_id: str, tmp_path: Path) -> None:
+    (md,) = written(ok(nini("report", "--session", session_id, "--out", str(tmp_path), "--format", "md",
+                            "--lang", "en", "--title", "Regional sales")))  # fmt: skip
+    text = md.read_text(encoding="utf-8")
+    en = TEXT["en"]
+    assert text.startswith("# Regional sales\n")
+    for key in ("datasets", "methods", "summary", "charts", "findings", "conclusions"):
+        assert f"## {en[key]}\n" in text
+    assert "## 关键发现" not in text
+
+
+def test_default_folder_is_the_session_workspace_and_ipynb(nini, session_id: str, settings: Settings) -> None:
+    paths = written(ok(nini("report", "--session", session_id, "--format", "md,html,ipynb")))
+    reports = Workspace.for_session(settings.sessions_dir, session_id).root / "reports"
+    assert [p.parent for p in paths] == [reports] * 3 and [p.suffix for p in paths] == [".md", ".html", ".ipynb"]
+    nbformat.validate(nbformat.read(paths[2], as_version=4))
+    again = written(ok(nini("report", "--session", session_id)))
+    assert again[0].stem != paths[0].stem and paths[0].is_file()  # a second report never overwrites the first
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "exactly one"),
+        (("x.ipynb", "--session", "cli-report"), "exactly one"),
+        (("--session", "cli-report", "--execute"), "--execute"),
+        (("--session", "nobody"), "no session nobody"),
+        (("--session", "../etc"), "invalid session id"),
+        (("--session", "cli-report", "--format", "md,docx"), "docx"),
+        (("missing.ipynb",), "no such notebook"),
+    ],
+)
+def test_wrong_requests_exit_1_with_a_message(nini, session_id: str, args: tuple[str, ...], message: str) -> None:
+    assert message in fail(nini("report", *args))
+
+
+def test_pdf_without_a_converter_says_what_to_install(nini, session_id: str, tmp_path: Path, monkeypatch) -> None:
+    import sys
+
+    from nini.report import output
+
+    monkeypatch.setitem(sys.modules, "weasyprint", None)
+    monkeypatch.setattr(output.shutil, "which", lambda name: None)
+    out = tmp_path / "out"
+    message = fail(nini("report", "--session", session_id, "--out", str(out), "--format", "md,pdf"))
+    assert "error [NOT_FOUND]" in message and "weasyprint" in message and not out.exists()
+
+
+def test_the_example_notebook(nini, tmp_path: Path) -> None:
+    before = EXAMPLE.read_bytes()
+    md, html = written(ok(nini("report", str(EXAMPLE), "--out", str(tmp_path))))
+    assert EXAMPLE.read_bytes() == before
+    assert md.name.startswith("sales_analysis-report-") and html.stem == md.stem
+    charts = sorted(p.name for p in (tmp_path / "sales_analysis_report_files").iterdir())
+    assert charts == ["monthly-revenue-trend.png", "revenue-by-product.png"]
+    text = md.read_text(encoding="utf-8")
+    assert text.startswith("# 2025 年销售数据分析\n")
+    positions = [text.index(heading + "\n") for heading in ZH_SECTIONS]
+    assert positions == sorted(positions)
+    assert "](sales_analysis_report_files/monthly-revenue-trend.png)" in text
+    assert "KeyError" not in text and "Traceback" not in text  # the failed cell gives no finding
+    findings = text.split("\n## 关键发现\n")[1].split("\n## 结论与建议\n")[0]
+    assert "Revenue by region" in findings and "South: +58.3%" in findings and "pipette" in findings
+    assert "East 地区收入最高" in text.split("\n## 结论与建议\n")[1]  # the notebook's conclusions cell
+    assert html.read_text(encoding="utf-8").count("data:image/png;base64,") == 2
+
+
+@pytest.mark.slow
+def test_execute_runs_a_notebook_first(nini, tmp_path: Path) -> None:
+    (tmp_path / "data.csv").write_text("region,revenue\nEast,10\nWest,32\n", encoding="utf-8")
+    notebook = tmp_path / "fresh.ipynb"
+    cells = [new_markdown_cell("# Fresh analysis"),
+             new_code_cell("# Total revenue\nimport pandas as pd\nprint('total', pd.read_csv('data.csv')['revenue'].sum())")]
+    nbformat.write(new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                                      "language": "python"}}), notebook)  # fmt: skip
+    before = notebook.read_bytes()
+
+    unexecuted = written(ok(nini("report", str(notebook), "--format", "md")))[0].read_text(encoding="utf-8")
+    assert "total 42" not in unexecuted  # nothing ran: the cell is skipped like a failed step
+    (md,) = written(ok(nini("report", str(notebook), "--execute", "--format", "md", "--lang", "en")))
+
+    assert md.parent == tmp_path and notebook.read_bytes() == before
+    assert "Total revenue: total 42" in md.read_text(encoding="utf-8")
+    assert (tmp_path / "fresh_report_files" / "fresh.executed.ipynb").is_file()
+
+
+@pytest.mark.slow
+def test_a_session_recorded_by_run_code(nini, tmp_path: Path) -> None:
+    code = "print(df.groupby('region')['revenue'].sum().idxmax(), 'leads')\n"
+    ok(nini("run-code", "-", "--session", "real", "--data", str(SALES), "--dataset", "sales", "--label", "leader",
+            input=code))  # fmt: skip
+    (md,) = written(ok(nini("report", "--session", "real", "--out", str(tmp_path), "--format", "md")))
+    text = md.read_text(encoding="utf-8")
+    assert "leader: East leads" in text and "- **sales**" in text

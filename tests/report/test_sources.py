@@ -1,0 +1,327 @@
+"""Report sources: a session recorded by real kernels, the store's rollback mark, and notebooks."""
+
+from __future__ import annotations
+
+import base64
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from nini.errors import ErrorCode, NiniError
+from nini.history import schema
+from nini.history.store import HistoryStore
+from nini.report.sources import from_notebook, from_session
+from tests.conftest import REPO_ROOT, Harness, runtime_harness
+
+SALES = REPO_ROOT / "examples" / "data" / "sales.csv"
+EXAMPLE = REPO_ROOT / "examples" / "notebooks" / "sales_analysis.ipynb"
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
+# a session recorded by real kernels
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+    yield from runtime_harness(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def recorded(harness: Harness) -> dict[str, Any]:
+    """Load, summarise, fail, correct (a retry), chart: what an agent's analysis records."""
+    session = harness.runtime.create_session(title="区域销售分析")
+    runs: dict[str, Any] = {"session": session}
+    runs["load"] = harness.call(session, "load_dataset", path=session.upload(SALES), name="sales")
+    runs["summary"] = harness.call(
+        session, "run_code", dataset_name="sales", save_as="by_region", label="revenue-by-region",
+        code="output_df = df.groupby('region', as_index=False)['revenue'].sum()\nprint(len(output_df), 'regions')",
+    )  # fmt: skip
+    runs["failed"] = harness.call(session, "run_code", dataset_name="sales", label="growth",
+                                  code="growth = df['profit'].sum()")  # fmt: skip
+    runs["fixed"] = harness.call(session, "run_code", dataset_name="sales", label="growth",
+                                 code="result = {'total': float(df['revenue'].sum())}")  # fmt: skip
+    runs["chart"] = harness.call(
+        session, "run_code", dataset_name="sales", label="monthly-revenue", purpose="visualization",
+        code="import matplotlib.pyplot as plt\ndf.groupby('month')['revenue'].sum().plot()\n",
+    )  # fmt: skip
+    assert not runs["failed"].success and all(runs[k].success for k in ("load", "summary", "fixed", "chart"))
+    return runs
+
+
+def test_steps_are_the_executions_in_order_with_the_retry(harness: Harness, recorded: dict[str, Any]) -> None:
+    session = recorded["session"]
+    data = from_session(harness.runtime.store, session.id, session.workspace.root)
+    assert data.source == f"session {session.id}" and data.title == "区域销售分析"
+    ids = [recorded[k].execution_id for k in ("summary", "failed", "fixed", "chart")]
+    assert [s.id for s in data.steps] == ids and [s.order for s in data.steps] == [0, 1, 2, 3]
+    summary, failed, fixed, chart = data.steps
+    assert [s.status for s in data.steps] == ["succeeded", "failed", "succeeded", "succeeded"]
+    assert summary.stdout == "4 regions\n" and summary.save_as == "by_region" and summary.dataset_name == "sales"
+    assert failed.error["code"] == "CODE_ERROR" and "profit" in failed.error["message"]
+    assert fixed.retry_of == failed.id and fixed.result == {"total": pytest.approx(2857565.0)}
+    assert chart.purpose == "visualization" and chart.label == "monthly-revenue"
+    assert {s.language for s in data.steps} == {"python"} and {s.tool_name for s in data.steps} == {"run_code"}
+    assert not any(s.rolled_back for s in data.steps) and all(s.created_at and s.duration_ms is not None for s in data.steps)
+
+
+def test_charts_datasets_and_tool_calls(harness: Harness, recorded: dict[str, Any]) -> None:
+    session = recorded["session"]
+    data = from_session(harness.runtime.store, session.id, session.workspace.root)
+    assert sorted(c.name.rsplit(".", 1)[1] for c in data.charts) == ["png", "svg"]
+    assert [c.order for c in data.charts] == [0, 1]
+    for chart in data.charts:
+        assert chart.path.is_absolute() and chart.path.is_file() and session.workspace.root in chart.path.parents
+        assert chart.name.startswith("monthly-revenue") and chart.step_id == recorded["chart"].execution_id
+    datasets = {d.name: d for d in data.datasets}
+    assert datasets["sales"].rows == 144 and "revenue" in datasets["sales"].columns
+    assert datasets["by_region"].rows == 4 and datasets["by_region"].columns == ["region", "revenue"]
+    assert [c.name for c in data.tool_calls] == ["load_dataset"] + ["run_code"] * 4
+    assert [c.status for c in data.tool_calls].count("failed") == 1
+    assert all(c.duration_ms is not None for c in data.tool_calls)
+
+
+def test_an_unknown_session_is_not_found(harness: Harness, tmp_path: Path) -> None:
+    with pytest.raises(NiniError) as caught:
+        from_session(harness.runtime.store, "no-such-session", tmp_path)
+    assert caught.value.code is ErrorCode.NOT_FOUND
+
+
+# the store alone: which artifacts are charts, rollback
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[HistoryStore]:
+    opened = HistoryStore(f"sqlite:///{tmp_path / 'db' / 'nini.db'}")
+    yield opened
+    opened.close()
+
+
+def record_step(store: HistoryStore, session_id: str, workspace: Path, files: list[tuple[str, str, str]],
+                write: bool = True, status: str = "succeeded") -> str:  # fmt: skip
+    """One run_code-like call whose execution made ``files`` ([(path, format, kind)])."""
+    call = store.start_tool_call(session_id, "run_code", {"code": "..."})
+    for path, _, _ in files:
+        if write and not path.startswith(".."):
+            (workspace / path).parent.mkdir(parents=True, exist_ok=True)
+            (workspace / path).write_bytes(PNG)
+    execution = {"language": "python", "code": "...", "status": status}
+    artifacts = [{"name": Path(p).name, "path": p, "format": f, "kind": k} for p, f, k in files]
+    return store.finish_tool_call(call["id"], status=status, execution=execution, artifacts=artifacts)["execution"]["id"]
+
+
+def test_which_artifacts_are_charts(store: HistoryStore, tmp_path: Path) -> None:
+    session_id, workspace = store.create_session()["id"], tmp_path / "ws"
+    record_step(store, session_id, workspace, [
+        ("artifacts/fit.png", "png", "chart"), ("artifacts/fit.pdf", "pdf", "file"),
+        ("artifacts/map.html", "html", "file"), ("artifacts/trend.plotly.json", "json", "file"),
+        ("artifacts/table.csv", "csv", "file"), ("artifacts/config.json", "json", "file"),
+        ("artifacts/photo.JPEG", "JPEG", "chart"), ("reports/report-1.html", "html", "report"),
+    ])  # fmt: skip
+    record_step(store, session_id, workspace, [("artifacts/gone.png", "png", "chart")], write=False)
+    record_step(store, session_id, workspace, [("../outside.png", "png", "chart")])
+    (tmp_path / "outside.png").write_bytes(PNG)
+
+    data = from_session(store, session_id, workspace)
+    assert [c.name for c in data.charts] == ["fit.png", "fit.pdf", "map.html", "trend.plotly.json", "photo.JPEG"]
+    assert [c.order for c in data.charts] == [0, 1, 2, 3, 4]
+    assert all(c.path == (workspace / "artifacts" / c.name).resolve() for c in data.charts)
+
+
+def test_rolled_back_steps_are_marked_and_their_charts_left_out(store: HistoryStore, tmp_path: Path) -> None:
+    session_id, workspace = store.create_session()["id"], tmp_path / "ws"
+    kept = record_step(store, session_id, workspace, [("artifacts/a.png", "png", "chart")])
+    undone = record_step(store, session_id, workspace, [("artifacts/b.png", "png", "chart")])
+
+    first = store.mark_rolled_back(undone)
+    again = store.mark_rolled_back(undone)
+    assert first["rolled_back_at"] and again["rolled_back_at"] == first["rolled_back_at"]  # the first time stays
+    assert store.get_execution(kept)["rolled_back_at"] is None
+
+    data = from_session(store, session_id, workspace)
+    assert [(s.id, s.rolled_back) for s in data.steps] == [(kept, False), (undone, True)]
+    assert [c.name for c in data.charts] == ["a.png"]
+    with pytest.raises(NiniError) as caught:
+        store.mark_rolled_back("x-missing")
+    assert caught.value.code is ErrorCode.NOT_FOUND
+
+
+def test_a_version_1_database_gains_the_rollback_column(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    old = HistoryStore(f"sqlite:///{path}")
+    session_id = old.create_session()["id"]
+    execution_id = record_step(old, session_id, tmp_path, [])
+    old.close()
+    with closing(sqlite3.connect(path)) as raw, raw:  # as the first nini left it
+        raw.execute("ALTER TABLE executions DROP COLUMN rolled_back_at")
+        raw.execute("UPDATE schema_version SET version = 1")
+
+    store = HistoryStore(f"sqlite:///{path}")
+    try:
+        assert store.get_execution(execution_id)["rolled_back_at"] is None
+        assert store.mark_rolled_back(execution_id)["rolled_back_at"]
+    finally:
+        store.close()
+    with closing(sqlite3.connect(path)) as raw:
+        assert [row[0] for row in raw.execute("SELECT version FROM schema_version")] == [schema.SCHEMA_VERSION] == [2]
+
+
+# notebooks
+
+
+def test_the_example_notebook(tmp_path: Path) -> None:
+    before = EXAMPLE.read_bytes()
+    data, files = from_notebook(EXAMPLE, files_dir=tmp_path / "files")
+    assert files == tmp_path / "files" and EXAMPLE.read_bytes() == before
+    assert data.source == "sales_analysis.ipynb" and data.title == "2025 年销售数据分析"
+
+    notebook = nbformat.read(EXAMPLE, as_version=4)
+    code_cells = [c for c in notebook.cells if c.cell_type == "code"]
+    assert [s.id for s in data.steps] == [c.id for c in code_cells]
+    assert [s.code for s in data.steps] == [c.source for c in code_cells]
+    (failed,) = [s for s in data.steps if s.status == "failed"]
+    assert failed.error["code"] == "CODE_ERROR" and failed.error["message"].startswith("KeyError") and "profit" in failed.error["message"]
+    assert "Traceback" not in str(failed.error) and failed.result is None
+    assert data.steps[0].label == "load-data" and data.steps[0].stdout.startswith("144 rows")
+    assert data.steps[1].label == "Revenue by region" and data.steps[-1].label == "Total revenue"
+    assert {s.language for s in data.steps} == {"python"}
+    assert data.steps[-1].result == "2857565.0"  # a short last expression
+
+    assert [c.name for c in data.charts] == ["monthly-revenue-trend.png", "revenue-by-product.png"]
+    for chart in data.charts:
+        assert chart.path.parent == (tmp_path / "files").resolve() and chart.path.read_bytes().startswith(b"\x89PNG")
+        assert chart.step_id in {s.id for s in data.steps if s.status == "succeeded"}
+    assert len(data.notes) == 3
+    assert data.notes[1].startswith("## 分析方法") and data.notes[2].startswith("## 结论与建议")
+
+
+def small_notebook(cells: list[Any], language: str = "python") -> Any:
+    return new_notebook(cells=cells, metadata={"kernelspec": {"name": "k", "display_name": "K", "language": language}})
+
+
+def image_output(*mimes: str, output_type: str = "display_data") -> Any:
+    payload = {"image/png": base64.b64encode(PNG).decode(), "image/jpeg": base64.b64encode(b"\xff\xd8jpeg").decode(),
+               "image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg'/>",
+               "application/vnd.plotly.v1+json": {"data": [], "layout": {}}}  # fmt: skip
+    return new_output(output_type, data={m: payload[m] for m in mimes},
+                      **({"execution_count": 1} if output_type == "execute_result" else {}))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "result"),
+    [("42", "42"), ("'East'", "'East'"), ("<Figure size 640x480 with 1 Axes>", None),
+     ("[<matplotlib.lines.Line2D at 0x7f>]", None), ("x" * 500, None), ("a\nb\nc\nd\ne", None)],
+)  # fmt: skip
+def test_only_a_short_last_expression_is_a_result(tmp_path: Path, text: str, result: str | None) -> None:
+    cell = new_code_cell("value", execution_count=1,
+                         outputs=[new_output("execute_result", data={"text/plain": text}, execution_count=1)])  # fmt: skip
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(small_notebook([cell]), path)
+    assert from_notebook(path, files_dir=tmp_path / "f")[0].steps[0].result == result
+
+
+def test_cells_that_never_ran_charts_names_and_language(tmp_path: Path) -> None:
+    cells = [
+        new_markdown_cell("Intro without a heading"),
+        new_code_cell("# label: Fit Plot\nplot()", execution_count=1,
+                      outputs=[image_output("image/png", "image/svg+xml")]),  # fmt: skip
+        new_code_cell("# 月度 趋势\nplot(); plot()", execution_count=2,
+                      outputs=[image_output("image/png"), image_output("image/jpeg", output_type="execute_result")]),  # fmt: skip
+        new_code_cell("# Fit plot\nplotly()", execution_count=3, outputs=[image_output("application/vnd.plotly.v1+json")]),
+        new_code_cell("cat('never ran')"),
+        new_code_cell("   \n"),  # empty: not a step
+        new_code_cell("plot()", execution_count=5, outputs=[
+            new_output("stream", name="stdout", text=["a\n", "b\n"]), new_output("stream", name="stderr", text="warn\n"),
+            image_output("image/png")]),  # fmt: skip
+    ]
+    path = tmp_path / "analysis.ipynb"
+    nbformat.write(small_notebook(cells, language="R"), path)
+    data, files = from_notebook(path)
+
+    assert files == tmp_path / "analysis_report_files" and data.title is None
+    assert data.notes == ["Intro without a heading"]
+    assert [s.status for s in data.steps] == ["succeeded", "succeeded", "succeeded", "failed", "succeeded"]
+    assert data.steps[3].error["code"] == "NOT_EXECUTED" and {s.language for s in data.steps} == {"r"}
+    assert [s.label for s in data.steps] == ["Fit Plot", "月度 趋势", "Fit plot (2)", None, None]
+    assert data.steps[4].stdout == "a\nb\n" and data.steps[4].stderr == "warn\n"
+    assert [c.name for c in data.charts] == [
+        "fit-plot.png", "fit-plot.svg", "月度-趋势-1.png", "月度-趋势-2.jpg", "fit-plot-2.plotly.json", "cell-7.png",
+    ]  # fmt: skip
+    assert [c.order for c in data.charts] == list(range(6))
+    assert (files / "fit-plot.svg").read_text().startswith("<svg") and (files / "fit-plot.png").read_bytes() == PNG
+    assert (files / "fit-plot-2.plotly.json").read_text() == '{"data": [], "layout": {}}'
+
+
+@pytest.mark.parametrize(
+    ("source", "label"),
+    [
+        ("# Revenue by region\nx = 1", "Revenue by region"),
+        ("#!/usr/bin/env python\n# -*- coding: utf-8 -*-\n\n# Title\nx = 1", "Title"),
+        ("x = 1  # a trailing comment\n# later on\ny = 2", None),
+        ("# noqa: E501\nx = 1", None),
+        ("%matplotlib inline\n# after a magic", None),
+        ("# Title\n# label: fixed-name\nx = 1", "fixed-name"),
+        ("#\n#   Spaced   out  \nx", "Spaced   out"),
+    ],
+)  # fmt: skip
+def test_cell_labels(tmp_path: Path, source: str, label: str | None) -> None:
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(small_notebook([new_code_cell(source, execution_count=1)]), path)
+    assert from_notebook(path, files_dir=tmp_path / "f")[0].steps[0].label == label
+
+
+@pytest.mark.parametrize(
+    ("content", "code"),
+    [(None, ErrorCode.NOT_FOUND), (b"not json at all", ErrorCode.INVALID_ARGUMENT),
+     (b'{"cells": 5}', ErrorCode.INVALID_ARGUMENT)],
+)  # fmt: skip
+def test_unreadable_notebooks(tmp_path: Path, content: bytes | None, code: ErrorCode) -> None:
+    path = tmp_path / "broken.ipynb"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(NiniError) as caught:
+        from_notebook(path, files_dir=tmp_path / "files")
+    assert caught.value.code is code and "broken.ipynb" in caught.value.message
+
+
+@pytest.mark.slow
+def test_execute_runs_a_copy_next_to_the_data(tmp_path: Path) -> None:
+    (tmp_path / "data.csv").write_text("x,y\n1,2\n3,4\n", encoding="utf-8")
+    cells = [
+        new_markdown_cell("# Executed"),
+        new_code_cell("# label: read\nimport pandas as pd\nframe = pd.read_csv('data.csv')\nprint(int(frame['y'].sum()))"),
+        new_code_cell("# label: plot\nimport matplotlib.pyplot as plt\nframe.plot(x='x', y='y')\nplt.show()"),
+        new_code_cell("1 / 0"),
+        new_code_cell("len(frame)"),
+    ]
+    notebook = tmp_path / "fresh.ipynb"
+    nbformat.write(new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                                      "language": "python"}}), notebook)  # fmt: skip
+    before = notebook.read_bytes()
+
+    data, files = from_notebook(notebook, execute=True, timeout_s=120, files_dir=tmp_path / "out")
+
+    assert notebook.read_bytes() == before
+    assert [s.status for s in data.steps] == ["succeeded", "succeeded", "failed", "succeeded"]
+    assert data.steps[0].stdout == "6\n" and data.steps[2].error["message"].startswith("ZeroDivisionError")
+    assert data.steps[3].result == "2"  # the cells after the error ran too
+    assert [c.name for c in data.charts] == ["plot.png"]
+    executed = nbformat.read(files / "fresh.executed.ipynb", as_version=4)
+    nbformat.validate(executed)
+    assert executed.cells[1].outputs[0]["text"] == "6\n"
+
+
+@pytest.mark.slow
+def test_execute_with_an_unknown_kernel_is_not_found(tmp_path: Path) -> None:
+    notebook = tmp_path / "nb.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell("1")]), notebook)
+    with pytest.raises(NiniError) as caught:
+        from_notebook(notebook, execute=True, kernel_name="no-such-kernel", files_dir=tmp_path / "out")
+    assert caught.value.code is ErrorCode.NOT_FOUND and "no-such-kernel" in caught.value.message
