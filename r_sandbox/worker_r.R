@@ -314,5 +314,7 @@ plain_frame <- function(value) {
     frame <- do.call(data.frame, c(as.list(frame), check.names = FALSE, stringsAsFactors = FALSE,
                                    list(row.names = rows)))
   }
-  list(frame, .row_names_info(frame) <= 0L)
+  # integer row names are what subsetting or ordering leaves behind (3, 1, 2): positions, not
+  # names; only character row names (mtcars' models) mean something and become a column
+  list(frame, .row_names_info(frame) <= 0L || is.integer(attr(frame, "row.names")))
 }

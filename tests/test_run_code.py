@@ -157,3 +157,17 @@ def test_upload_copies_into_the_workspace_and_refuses_missing_files(harness: Har
     with pytest.raises(NiniError) as raised:
         session.upload(tmp_path / "missing.csv")
     assert raised.value.code.value == "NOT_FOUND"
+
+
+def test_a_positional_index_left_by_sorting_is_not_a_column(harness) -> None:  # noqa: ANN001
+    session = harness.session()
+    result = harness.call(
+        session, "run_code",
+        code="import pandas as pd\nframe = pd.DataFrame({'a': [3, 1, 2]})\n"
+             "output_df = frame.sort_values('a')\nby_key = frame.set_index('a')",
+        save_as="sorted",
+    )  # fmt: skip
+    assert result.result["dataframe_preview"]["columns"] == ["a"]
+    assert result.result["dataframe_preview"]["rows"] == [[1], [2], [3]]
+    named = harness.call(session, "run_code", code="output_df = by_key.assign(b=1)")
+    assert named.result["dataframe_preview"]["columns"] == ["a", "b"]  # a named index is kept

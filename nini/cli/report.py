@@ -10,6 +10,7 @@ import typer
 from nini.cli._common import handles_errors, state
 from nini.errors import ErrorCode, NiniError
 
+
 @handles_errors
 def report_command(
     ctx: typer.Context,
@@ -55,6 +56,7 @@ def _session_input(ctx: typer.Context, session_id: str, out: Path | None):  # no
     """Read-only on the session: a report reads the record and adds nothing to it."""
     from nini.execution.workspace import Workspace
     from nini.history.store import HistoryStore
+    from nini.report.output import copy_charts
     from nini.report.sources import from_session
 
     settings = state(ctx).settings
@@ -64,4 +66,9 @@ def _session_input(ctx: typer.Context, session_id: str, out: Path | None):  # no
         data = from_session(store, session_id, workspace.root)
     finally:
         store.close()
-    return data, (out.resolve() if out is not None else workspace.root / "reports")
+    if out is None:
+        return data, workspace.root / "reports"
+    folder = out.resolve()
+    if not folder.is_relative_to(workspace.root.resolve()):
+        data = copy_charts(data, folder / f"{session_id}-charts")
+    return data, folder

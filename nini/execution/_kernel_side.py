@@ -198,6 +198,7 @@ def _frame(workspace: Workspace, frame: Any, save_as: str | None, warnings_: lis
         if save_as:
             return {"save_error": f"save_as={save_as!r} needs output_df to be a pandas DataFrame"}
         return {}
+    frame = _drop_positional_index(frame, pd)
     out: dict[str, Any] = {"has_dataframe": True, "dataframe_preview": preview(frame)}
     if save_as:
         try:
@@ -206,6 +207,15 @@ def _frame(workspace: Workspace, frame: Any, save_as: str | None, warnings_: lis
         except Exception as exc:
             out["save_error"] = f"output_df could not be saved as {save_as!r}: {type(exc).__name__}: {exc}"
     return out
+
+
+def _drop_positional_index(frame: Any, pd: Any) -> Any:
+    """Without the unnamed integer index that sorting or filtering leaves (positions, not names);
+    a named index or one of labels (a groupby key, dates) means something and is kept."""
+    index = frame.index
+    if isinstance(index, pd.RangeIndex) or index.name is not None or index.nlevels != 1:
+        return frame
+    return frame.reset_index(drop=True) if pd.api.types.is_integer_dtype(index.dtype) else frame
 
 
 def preview(frame: Any) -> dict[str, Any]:

@@ -184,8 +184,9 @@ schema_version = sa.Table("schema_version", sa.MetaData(), sa.Column("version", 
 
 
 def _v1(conn: Connection) -> None:
-    # v1 is "everything in ``metadata``" only while no later migration exists. The first migration
-    # that changes a table must first freeze this step as explicit CREATE statements.
+    # A fresh database gets the tables as ``metadata`` holds them now, i.e. already in the latest
+    # shape. So every later step must be idempotent (look before it alters, as ``_v2`` does): on a
+    # fresh database it finds its change made and does nothing; on an older one it makes it.
     metadata.create_all(conn)
 
 

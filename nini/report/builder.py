@@ -57,6 +57,7 @@ TEXT: dict[str, dict[str, str]] = {
         "rolled_back": "已回滚的步骤：{n}", "failed_calls": "失败的工具调用：{n}",
         "execution_time": "代码执行合计：{total}；最长一步：{longest}", "tool_time": "工具调用合计：{total}",
         "dataset_line": "{name}：{rows}", "unknown": "未知",
+        "exploration": "探索分析", "visualization": "可视化", "transformation": "数据转换", "export": "结果导出",
     },
     "en": {
         "title": "Data Analysis Report", "datasets": "Dataset overview", "methods": "Methods", "summary": "Summary",
@@ -82,6 +83,8 @@ TEXT: dict[str, dict[str, str]] = {
         "rolled_back": "Rolled-back steps: {n}", "failed_calls": "Failed tool calls: {n}",
         "execution_time": "Code execution in total: {total}; longest step: {longest}", "tool_time": "Tool calls in total: {total}",
         "dataset_line": "{name}: {rows}", "unknown": "unknown",
+        "exploration": "exploration", "visualization": "visualization", "transformation": "data transformation",
+        "export": "export",
     },
 }  # fmt: skip
 LANGUAGES = {"python": "Python", "r": "R"}
@@ -279,7 +282,8 @@ def _methods(methods: str | None, steps: list[Step], notes: list[str], t: dict[s
         return "\n\n".join(parts + [t["no_steps"]])
     described: dict[str, str] = {}
     for step in steps:
-        texts = [" ".join(business_text(text).split()) for text in (step.label, step.purpose) if text]
+        purpose = t.get(step.purpose or "", step.purpose)  # the step kinds run_code knows, in the report's language
+        texts = [" ".join(business_text(text).split()) for text in (step.label, purpose) if text]
         texts = list(dict.fromkeys(text for text in texts if text))
         if texts:
             described.setdefault(" ".join(texts).casefold(), t["colon"].join(texts))

@@ -9,6 +9,7 @@ second, by two threads or two processes, get two stems, and a reader never sees 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import mimetypes
 import os
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from nini.errors import ErrorCode, NiniError
+from nini.fsutil import atomic_write_bytes
+from nini.report.model import ReportInput
 
 FORMATS = ("md", "html", "ipynb", "pdf")
 MAX_STEMS = 1000  # reports with one stem prefix within one second, before giving up
@@ -80,6 +83,21 @@ def write_report(
     finally:
         for temp in temps.values():
             temp.unlink(missing_ok=True)
+
+
+def copy_charts(data: ReportInput, folder: Path) -> ReportInput:
+    """``data`` with its chart files copied into ``folder``: a report written away from the
+    workspace links to its own copies, never back into NINI_HOME (whose paths it must not show)."""
+    copies = []
+    for chart in data.charts:
+        target = folder / chart.name
+        try:
+            if not target.is_file() or target.stat().st_size != chart.path.stat().st_size:
+                atomic_write_bytes(target, chart.path.read_bytes())
+        except OSError as exc:
+            raise _write_error(target, exc) from None
+        copies.append(dataclasses.replace(chart, path=target))
+    return dataclasses.replace(data, charts=copies)
 
 
 def _timestamp() -> str:

@@ -58,7 +58,10 @@ def from_session(store: Any, session_id: str, workspace_root: Path) -> ReportInp
             charts.append(ChartFile(name=path.name, path=path, order=len(charts), step_id=row.get("execution_id")))
     datasets = [DatasetInfo(row["name"], row.get("rows"), list(row.get("columns") or []))
                 for row in store.list_datasets(session_id)]  # fmt: skip
-    calls = [ToolCallInfo(row["tool_name"], row["status"], row.get("duration_ms")) for row in store.list_tool_calls(session_id)]
+    calls = [  # finished calls only: a report made by a skill would otherwise count its own running call
+        ToolCallInfo(row["tool_name"], row["status"], row.get("duration_ms"))
+        for row in store.list_tool_calls(session_id) if row["status"] != "running"
+    ]
     return ReportInput(source=f"session {session_id}", steps=steps, charts=charts, datasets=datasets,
                        tool_calls=calls, title=session.get("title") or None)  # fmt: skip
 

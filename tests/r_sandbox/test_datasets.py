@@ -169,3 +169,9 @@ def test_output_df_that_is_not_a_data_frame(workers: Workers) -> None:
     assert "nini: output_df is a integer, not a data.frame; ignored" in ignored["stderr"]
     refused = workers.run("output_df <- 1:3", save_as="numbers")
     assert refused["error"] == {"code": "CODE_ERROR", "message": "save_as='numbers' needs output_df to be a data.frame"}
+
+
+def test_integer_row_names_left_by_ordering_are_not_a_column(workers: Workers) -> None:
+    out = workers.run("d <- data.frame(a = c(3, 1, 2))\noutput_df <- d[order(d$a), , drop = FALSE]", new_session())
+    assert out["dataframe_preview"]["columns"] == ["a"]
+    assert out["dataframe_preview"]["rows"] == [[1.0], [2.0], [3.0]]

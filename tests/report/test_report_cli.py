@@ -74,7 +74,9 @@ def test_a_session_report_in_markdown_and_html(nini, session_id: str, tmp_path: 
     assert positions == sorted(positions)
     assert "South growth" in text and "KeyError" not in text  # the failed step was corrected
     link = text.split("![trend](")[1].split(")")[0]
-    assert (md.parent / link).resolve() == (workspace_of(session_id) / "artifacts" / "trend.png").resolve()
+    # written away from the workspace, the report links to its own copy, never back into NINI_HOME
+    assert link == f"{session_id}-charts/trend.png" and str(workspace_of(session_id)) not in text
+    assert (md.parent / link).read_bytes() == (workspace_of(session_id) / "artifacts" / "trend.png").read_bytes()
     assert APPENDIX not in text and "run_code" not in text
     page = html.read_text(encoding="utf-8")
     assert "data:image/png;base64," in page and "<h2>关键发现</h2>" in page
