@@ -14,6 +14,7 @@ from pathlib import Path
 
 NINI = str(Path(sys.executable).with_name("nini"))
 EXAMPLES = Path(__file__).resolve().parent
+DEMO_OUTPUT = EXAMPLES.parent / "demo-output"
 
 
 def step(title: str, *args: str, env: dict[str, str], cwd: Path, stdin: str | None = None, live: bool = False) -> str:
@@ -75,11 +76,13 @@ def analyse(env: dict[str, str], project: Path, tmp: Path) -> None:
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     print(f"{notebook.name}: {len(cells)} cells, "
           f"{sum(1 for c in cells if c['cell_type'] == 'code')} of them code, with their recorded outputs")
+    # the report outlives the throwaway NINI_HOME: demo-output/ (git-ignored) keeps it, charts included
     written = step("The layered report of the agent's session (Markdown + HTML)",
-                   "report", "--session", "demo-agent", "--out", str(tmp / "reports"), env=env, cwd=project).split()
+                   "report", "--session", "demo-agent", "--out", str(DEMO_OUTPUT), env=env, cwd=project).split()
     markdown = next(Path(p) for p in written if p.endswith(".md"))
     print(f"\n{markdown.name}, its sections: " + " · ".join(
         line[3:] for line in markdown.read_text(encoding="utf-8").splitlines() if line.startswith("## ")))
+    print(f"open it: {markdown.with_suffix('.html')}")
 
 
 def analyse_in_r(env: dict[str, str], project: Path) -> None:
