@@ -12,7 +12,7 @@ from nini.errors import ErrorCode, NiniError
 from nini.runtime import Runtime
 from nini.skills.function import skill
 from nini.skills.invoke import invoke
-from nini.skills.output import ToolResult, cap_json, cap_text
+from nini.skills.output import ToolOutput, ToolResult, cap_json, cap_text
 from nini.skills.registry import SkillRegistry
 from tests.conftest import skill_md, write_skill
 
@@ -49,9 +49,16 @@ async def sleeps(seconds: float) -> dict:
     return {"slept": seconds}
 
 
+@skill("announces", category="utility")
+def announces(session, name: str) -> ToolOutput:  # noqa: ANN001 - session is injected
+    """Record an artifact and announce it."""
+    artifact = {"name": name, "path": f"artifacts/{name}", "format": "txt", "kind": "file"}
+    return ToolOutput(result={"made": name}, artifacts=[artifact], events=[("made_ready", {"name": name})])
+
+
 @pytest.fixture
 def runtime(settings, project_dir):  # noqa: ANN001, ANN201
-    registry = SkillRegistry(settings, project_dir, function_skills=[add_numbers, where_am_i, explodes, sleeps])
+    registry = SkillRegistry(settings, project_dir, function_skills=[add_numbers, where_am_i, explodes, sleeps, announces])
     rt = Runtime(settings, project_dir=project_dir, registry=registry)
     yield rt
     asyncio.run(rt.aclose())
@@ -72,6 +79,27 @@ def test_a_successful_call_is_recorded_and_published_in_order(runtime: Runtime) 
     assert [e["type"] for e in events] == ["tool_call", "tool_result"]
     assert [e["seq"] for e in events] == [1, 2]
     assert all(e["tool_call_id"] == result.tool_call_id and e["turn_id"] == "t1" for e in events)
+
+
+def test_a_skills_own_events_follow_its_recorded_rows_and_precede_tool_result(runtime: Runtime) -> None:
+    session = runtime.create_session()
+    seen_rows: list[list[str]] = []
+
+    async def scenario() -> ToolResult:
+        async with session.events.subscribe(session.id) as events:
+            task = asyncio.create_task(invoke(session, "announces", {"name": "x.txt"}, turn_id="t9"))
+            async for event in events:
+                if event["type"] == "made_ready":  # the artifact it names is already recorded
+                    seen_rows.append([a["name"] for a in runtime.store.list_artifacts(session.id)])
+                if event["type"] == "tool_result":
+                    return await task
+        raise AssertionError("no tool_result")
+
+    result = run(scenario())
+    assert result.success and seen_rows == [["x.txt"]]
+    events = runtime.store.list_events(session.id)
+    assert [e["type"] for e in events] == ["tool_call", "made_ready", "tool_result"]
+    assert events[1]["tool_call_id"] == result.tool_call_id and events[1]["data"] == {"name": "x.txt"}
 
 
 def test_the_session_is_injected_and_not_part_of_the_schema(runtime: Runtime) -> None:

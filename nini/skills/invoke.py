@@ -2,8 +2,9 @@
 
 Order, always: record the tool call, publish ``tool_call``, validate, run, record the result in
 one transaction (with the execution, artifacts and datasets of a code skill), publish
-``code_execution`` (code skills), then ``tool_result``. Whatever happens in between (a bad argument, a skill
-that raises, a cancelled task) the call ends with a recorded result and is never left running.
+``code_execution`` (code skills), the skill's own events (``ToolOutput.events``), then
+``tool_result``. Whatever happens in between (a bad argument, a skill that raises, a cancelled
+task) the call ends with a recorded result and is never left running.
 """
 
 from __future__ import annotations
@@ -102,6 +103,8 @@ async def _finish(session: Session, call_id: str, name: str, turn_id: str | None
     # code_execution comes before tool_result: a viewer can treat tool_result as "this call is over"
     if execution is not None:
         await _publish(session, "code_execution", _execution_event(execution, execution_id, output), turn_id, call_id)
+    for type_, data in output.events:
+        await _publish(session, type_, data, turn_id, call_id)
     data = {"name": name, "success": output.success, "error": output.error, "duration_ms": finished.get("duration_ms")}
     await _publish(session, "tool_result", data, turn_id, call_id)
     return result

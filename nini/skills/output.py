@@ -24,6 +24,9 @@ class ToolOutput:
     datasets: list[dict[str, Any]] = field(default_factory=list)
     summary: str | None = None
     full_text_at: str | None = None  # where the model can find what text_for_llm cuts
+    # (type, data) events ``invoke`` publishes once the call and its rows are recorded, before
+    # tool_result, so a client reacting to one (``report_ready``) finds the rows it names
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ async def test_a_report_is_written_recorded_and_announced(api: Any, jp_serverapp
     events = [e for e in store.list_events(session_id) if e["tool_call_id"] == data["tool_call_id"] or e["type"] == "report_ready"]
     assert [e["type"] for e in events] == ["tool_call", "report_ready", "tool_result"]
     assert events[1]["data"] == {"paths": data["paths"], "title": "季度报告"}
+    assert events[1]["tool_call_id"] == data["tool_call_id"]  # published by invoke, after the rows it names
 
     calls = (await api("GET", "sessions", session_id, "tool-calls")).data
     assert calls[-1]["id"] == data["tool_call_id"] and calls[-1]["tool_name"] == "generate_report"

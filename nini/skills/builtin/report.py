@@ -56,11 +56,11 @@ async def generate_report(
     # reading the record, embedding the charts and writing files all block: off the event loop
     report_title, written = await asyncio.to_thread(_write, session, options, formats)
     paths = {fmt: session.workspace.relative(path) for fmt, path in written.items()}
-    await session.store.call(session.events.publish, session.id, "report_ready", {"paths": paths, "title": report_title})
     artifacts = [{"name": path.name, "path": paths[fmt], "format": fmt, "kind": "report", "size_bytes": path.stat().st_size}
                  for fmt, path in written.items()]  # fmt: skip
     return ToolOutput(result={"title": report_title, "paths": paths}, artifacts=artifacts,
-                      summary=f"report {report_title!r}: {', '.join(paths.values())}")  # fmt: skip
+                      summary=f"report {report_title!r}: {', '.join(paths.values())}",
+                      events=[("report_ready", {"paths": paths, "title": report_title})])  # fmt: skip
 
 
 def _write(session: Session, options: Any, formats: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
