@@ -191,6 +191,7 @@ class InProcessExecutor:
         root = str(workspace.root)
         namespace = self.shell.user_ns
         put_aside = {name: namespace.pop(name) for name in COLLECTED_NAMES if name in namespace}
+        shadowed = _users_own_bindings(namespace, request)
         cwd = os.getcwd()
         os.chdir(root)
         try:
@@ -208,6 +209,7 @@ class InProcessExecutor:
             for name in COLLECTED_NAMES:
                 namespace.pop(name, None)
             namespace.update(put_aside)
+            namespace.update(shadowed)
         if self._user_interrupted:
             error = {"code": "CANCELED", "message": CANCELED_BY_USER}
             return replace(outcome, success=False, result=None, error=error)
@@ -311,3 +313,17 @@ def _reply(error: BaseException | None, exchange: Exchange, execution_count: int
         "status": "error", "ename": type(error).__name__, "evalue": str(error),
         "traceback": shown["traceback"] if shown else [], "execution_count": execution_count,
     }  # fmt: skip
+
+
+def _users_own_bindings(namespace: dict[str, Any], request: CodeRequest) -> dict[str, Any]:
+    """The notebook's own ``df`` / ``datasets`` that the prelude is about to rebind.
+
+    In nini's kernels those names are nini's; in the user's kernel they are often the user's
+    (``df`` above all), so the run gets the session's and the user gets theirs back after it.
+    """
+    names = ("datasets", "df") if request.dataset_name is not None else ("datasets",)
+    return {
+        name: namespace[name]
+        for name in names
+        if name in namespace and not isinstance(namespace[name], _kernel_side.DatasetMapping)
+    }

@@ -148,6 +148,14 @@ def test_the_notebooks_variables_are_visible_and_results_come_back(kernel: Kerne
     assert kernel.run("print(by_region, result)")["stdout"] == "{'n': 5.0, 's': 2.0} the user keeps this\n"
 
 
+def test_the_notebooks_own_df_and_datasets_survive_a_run_with_a_dataset(kernel: Kernel, workspace: Path) -> None:
+    kernel.run("df = 'the user df'\ndatasets = ['the user list']")
+    kernel.outcome("import pandas as pd\noutput_df = pd.DataFrame({'v': [1, 2]})", workspace, save_as="vals")
+    seen = kernel.outcome("result = [int(df['v'].sum()), sorted(datasets)]", workspace, dataset_name="vals")
+    assert seen["result"] == [3, ["vals"]]  # the run sees the session's df and datasets
+    assert kernel.run("print(df, datasets)")["stdout"] == "the user df ['the user list']\n"
+
+
 def test_runs_in_the_workspace_and_restores_the_cwd(kernel: Kernel, workspace: Path) -> None:
     out = kernel.outcome("from pathlib import Path\nresult = str(Path.cwd())\nPath('made.txt').write_text('x')", workspace)
     assert out["result"] == str(workspace.resolve())
