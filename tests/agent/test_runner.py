@@ -225,3 +225,15 @@ def test_dangling_tool_calls_are_answered_in_the_context(harness: Any) -> None:
         ("user", None), ("assistant", None), ("tool", "c1"), ("tool", "c2"), ("user", None)
     ]
     assert context[3]["content"] == UNANSWERED
+
+
+def test_several_tool_calls_in_one_answer_run_in_order(harness: Any, llm: ScriptedLLM) -> None:
+    session = harness.session()
+    both = Reply(tool_calls=[{"name": "list_datasets", "arguments": {}, "id": "a1"},
+                             {"name": "search_skills", "arguments": {"query": "quality"}, "id": "a2"}])
+    llm.reply(both, text("Both done."))
+    result = run(harness, session, "two at once")
+    assert (result.completed_normally, result.iterations) == (True, 2)
+    answered = [(m["role"], m.get("tool_call_id")) for m in llm.requests[1]["messages"][-3:]]
+    assert answered == [("assistant", None), ("tool", "a1"), ("tool", "a2")]
+    assert [c["tool_name"] for c in harness.runtime.store.list_tool_calls(session.id)] == ["list_datasets", "search_skills"]
