@@ -29,7 +29,7 @@ def report_command(
 ) -> None:
     """Write the layered report of a session (--session ID) or a notebook (--execute runs it first); print its paths."""
     from nini.report.builder import ReportOptions, build_report
-    from nini.report.output import check_formats, write_report
+    from nini.report.output import check_formats, new_folder, write_report
 
     if (notebook is None) == (session_id is None):
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "give either a notebook path or --session ID (exactly one)")
@@ -41,8 +41,8 @@ def report_command(
         from nini.report.sources import from_notebook
 
         folder = (out or notebook.parent).resolve()
-        data, _ = from_notebook(notebook, execute=execute, timeout_s=timeout,
-                                files_dir=folder / f"{notebook.stem}_report_files")  # fmt: skip
+        files_dir = new_folder(folder, f"{notebook.stem}_report_files")
+        data, _ = from_notebook(notebook, execute=execute, timeout_s=timeout, files_dir=files_dir)
         prefix = f"{notebook.stem}-report"
     else:
         data, folder = _session_input(ctx, session_id, out)

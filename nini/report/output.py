@@ -85,6 +85,22 @@ def write_report(
             temp.unlink(missing_ok=True)
 
 
+def new_folder(parent: Path, name: str) -> Path:
+    """A folder ``parent/name`` that did not exist before (``name-2``, ``name-3``, ... when taken),
+    so the chart files of one report never replace those an earlier report links to."""
+    parent.mkdir(parents=True, exist_ok=True)
+    for number in range(1, 10_000):
+        folder = parent / (name if number == 1 else f"{name}-{number}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise _write_error(folder, exc) from None
+        return folder
+    raise NiniError(ErrorCode.CONFLICT, f"too many report folders named {name}-N in {parent}")
+
+
 def copy_charts(data: ReportInput, folder: Path) -> ReportInput:
     """``data`` with its chart files copied into ``folder``: a report written away from the
     workspace links to its own copies, never back into NINI_HOME (whose paths it must not show)."""

@@ -157,6 +157,11 @@ def test_the_example_notebook(nini, tmp_path: Path) -> None:
     assert "Revenue by region" in findings and "South: +58.3%" in findings and "pipette" in findings
     assert "East 地区收入最高" in text.split("\n## 结论与建议\n")[1]  # the notebook's conclusions cell
     assert html.read_text(encoding="utf-8").count("data:image/png;base64,") == 2
+    # a second report gets its own chart folder: the first report's links keep their files
+    first_chart = (tmp_path / "sales_analysis_report_files" / "monthly-revenue-trend.png").stat().st_mtime_ns
+    again, _ = written(ok(nini("report", str(EXAMPLE), "--out", str(tmp_path))))
+    assert again != md and "](sales_analysis_report_files-2/monthly-revenue-trend.png)" in again.read_text(encoding="utf-8")
+    assert (tmp_path / "sales_analysis_report_files" / "monthly-revenue-trend.png").stat().st_mtime_ns == first_chart
 
 
 @pytest.mark.slow
@@ -175,7 +180,7 @@ def test_execute_runs_a_notebook_first(nini, tmp_path: Path) -> None:
 
     assert md.parent == tmp_path and notebook.read_bytes() == before
     assert "Total revenue: total 42" in md.read_text(encoding="utf-8")
-    assert (tmp_path / "fresh_report_files" / "fresh.executed.ipynb").is_file()
+    assert (tmp_path / "fresh_report_files-2" / "fresh.executed.ipynb").is_file()  # the 2nd report's folder
 
 
 @pytest.mark.slow
