@@ -146,6 +146,10 @@ class AgentSettings(BaseModel):
         3, ge=1, le=50, description="Tool calls failing in a row before the run stops unfinished."
     )
     task_max_iterations: int = Field(15, ge=1, le=500, description="Model calls per task:* sub-agent run.")
+    context_max_tokens: int = Field(
+        64_000, ge=1000, description="Older turns past this many tokens are left out of the model's context "
+        "(the store keeps them); the newest turn is always sent."
+    )
     summary_timeout_s: float = Field(30, gt=0, le=600, description="How long a task summary waits for the model.")
     summary_log_preview: bool = Field(
         True, description="Task-summary log lines carry a short preview of the raw result (sha256 always)."

@@ -1,7 +1,9 @@
 """The model's view of a session: stored messages in OpenAI chat format, tool outputs capped.
 
 The store keeps every message whole; what the model gets is rebuilt from it with each tool
-output cut to ``execution.output_cap_chars`` (``cap_json``), older turns dropped past a budget,
+output cut to ``execution.output_cap_chars`` (``cap_json``), older turns dropped past
+``agent.context_max_tokens`` (counted with tiktoken: a character budget would let a Chinese
+conversation, about a token per character, run far past a model's window),
 and any tool call left without an answer (a cancelled run) answered, since every provider
 rejects a conversation with a dangling tool call.
 """
@@ -16,8 +18,6 @@ from nini.skills.output import cap_json, cap_text
 if TYPE_CHECKING:
     from nini.session import Session
 
-# Older turns beyond this many characters are left out of the model's context (the store keeps them).
-CONTEXT_BUDGET_CHARS = 400_000
 UNANSWERED = '{"success":false,"error":{"code":"CANCELED","message":"the run ended before this call finished"}}'
 
 
@@ -29,7 +29,7 @@ def load_context(session: Session) -> list[dict[str, Any]]:
         message = to_chat_message(row, cap)
         if message is not None:
             messages.append(message)
-    return _within_budget(_answer_dangling_calls(messages))
+    return within_budget(_answer_dangling_calls(messages), session.settings.agent.context_max_tokens)
 
 
 def to_chat_message(row: dict[str, Any], cap: int) -> dict[str, Any] | None:
@@ -80,12 +80,15 @@ def _answer_dangling_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any
     return fixed
 
 
-def _within_budget(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The newest whole turns (each starting at a user message) that fit the budget."""
+def within_budget(messages: list[dict[str, Any]], max_tokens: int) -> list[dict[str, Any]]:
+    """The newest whole turns (each starting at a user message) that fit ``max_tokens``; the
+    newest turn always, even alone over the budget (its tool outputs are capped already)."""
+    from nini.tokens import count_tokens
+
     total, start = 0, len(messages)
     for index in range(len(messages) - 1, -1, -1):
-        total += len(json.dumps(messages[index], ensure_ascii=False))
-        if total > CONTEXT_BUDGET_CHARS and start < len(messages):
+        total += count_tokens(json.dumps(messages[index], ensure_ascii=False))
+        if total > max_tokens and start < len(messages):
             break
         if messages[index]["role"] == "user":
             start = index

@@ -237,3 +237,18 @@ def test_several_tool_calls_in_one_answer_run_in_order(harness: Any, llm: Script
     answered = [(m["role"], m.get("tool_call_id")) for m in llm.requests[1]["messages"][-3:]]
     assert answered == [("assistant", None), ("tool", "a1"), ("tool", "a2")]
     assert [c["tool_name"] for c in harness.runtime.store.list_tool_calls(session.id)] == ["list_datasets", "search_skills"]
+
+
+def test_older_turns_past_the_token_budget_are_left_out(harness: Any) -> None:
+    from nini.agent.context import within_budget
+    from nini.tokens import count_tokens
+
+    turn = "销售额按地区汇总的结果如下" * 40  # Chinese: about a token per character
+    messages = []
+    for number in range(5):
+        messages += [{"role": "user", "content": f"问题 {number}: {turn}"}, {"role": "assistant", "content": turn}]
+    per_turn = sum(count_tokens(json.dumps(m, ensure_ascii=False)) for m in messages[:2])
+    kept = within_budget(messages, per_turn * 2 + 10)
+    assert [m["content"][:4] for m in kept if m["role"] == "user"] == ["问题 3", "问题 4"]
+    assert within_budget(messages, 10)[0]["content"].startswith("问题 4")  # the newest turn always goes
+    assert within_budget(messages, 10**6) == messages
