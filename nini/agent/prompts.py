@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nini.session import Session
@@ -35,7 +35,8 @@ async def build_system_prompt(
     session: Session, user_message: str, contributors: Sequence[PromptContributor] = (), *, base: str = BASE_PROMPT
 ) -> str:
     """The system prompt for one model call; a contributor that fails is skipped (and logged)."""
-    parts = [base, _datasets_section(session), session.runtime.registry.prompt_block()]
+    datasets = await session.store.call(session.store.list_datasets, session.id)  # off the event loop
+    parts = [base, _datasets_section(datasets), session.runtime.registry.prompt_block()]
     for contributor in contributors:
         try:
             section = contributor(session, user_message)
@@ -49,8 +50,7 @@ async def build_system_prompt(
     return "\n\n".join(p for p in parts if p)
 
 
-def _datasets_section(session: Session) -> str:
-    rows = session.store.list_datasets(session.id)
+def _datasets_section(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "## Session datasets\n\nNone yet. Files the user uploaded are under uploads/ in the workspace."
     lines = ["## Session datasets"]

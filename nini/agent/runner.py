@@ -18,7 +18,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from nini.agent.context import cap_tool_text, load_context
@@ -99,8 +99,7 @@ class Conversation:
     system: str
     messages: list[dict[str, Any]]
     tools: ToolSet
-    persist: bool
-    stream: bool = field(default=True)
+    persist: bool  # a persisted conversation (the turn's, not a sub-agent's) also streams its text
 
 
 class AgentRunner:
@@ -226,7 +225,7 @@ class AgentRunner:
     # -- steps ---------------------------------------------------------------------------------------
 
     async def _think(self, conversation: Conversation) -> Completion:
-        sink = _DeltaSink(self, conversation) if conversation.stream and conversation.persist else None
+        sink = _DeltaSink(self, conversation) if conversation.persist else None
         completion = await self.router.complete(
             "chat",
             [{"role": "system", "content": conversation.system}, *conversation.messages],

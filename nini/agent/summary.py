@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nini import tokens
+from nini.agent.tools import is_task
 from nini.config import AgentSettings
 from nini.errors import ErrorCode, NiniError
 
@@ -72,7 +73,7 @@ class TaskSummary:
 
 def should_summarize(command_name: str) -> bool:
     """True exactly for task:* commands; every other tool's output reaches the parent unchanged."""
-    return isinstance(command_name, str) and command_name.startswith("task:")
+    return is_task(command_name)
 
 
 async def summarize_task_result(

@@ -28,7 +28,8 @@ SkillFilter = Callable[[dict[str, Any]], bool]
 
 
 def is_task(name: str) -> bool:
-    return name.startswith(TASK_PREFIX)
+    """Whether a skill name is a task:* command (a sub-agent whose return is summarised)."""
+    return isinstance(name, str) and name.startswith(TASK_PREFIX)
 
 
 def wire_name(skill_name: str) -> str:

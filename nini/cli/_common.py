@@ -90,3 +90,16 @@ def silence_stdout() -> None:
 def print_json(value: Any) -> None:
     json.dump(value, sys.stdout, ensure_ascii=False, indent=2)
     sys.stdout.write("\n")
+
+
+async def load_data_files(session: Any, paths: list[Path], *, announce: bool = True) -> None:
+    """``--data FILE``: copy each file into the session and load it as a dataset (recorded through
+    load_dataset); a file that cannot be loaded stops the command with its error."""
+    from nini.skills.invoke import invoke
+
+    for path in paths:
+        loaded = await invoke(session, "load_dataset", {"path": session.upload(path)})
+        if not loaded.success:
+            raise NiniError(loaded.error["code"], loaded.error["message"])
+        if announce:
+            typer.echo(f"dataset {loaded.result['name']}: {loaded.result['shape'][0]} rows", err=True)

@@ -14,8 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from nini.agent.progress import progress_line
-from nini.cli._common import handles_errors, print_json, state
-from nini.errors import NiniError
+from nini.cli._common import handles_errors, load_data_files, print_json, state
 
 
 @handles_errors
@@ -45,16 +44,10 @@ def ask_command(
 
 async def _ask(settings, project_dir: Path, question: str, data: list[Path], session_id: str | None, show: bool):  # noqa: ANN001, ANN202
     from nini.runtime import Runtime
-    from nini.skills.invoke import invoke
 
     async with Runtime(settings, project_dir=project_dir) as runtime:
         session = runtime.session_or_new(session_id, title=question[:80])
-        for path in data:
-            loaded = await invoke(session, "load_dataset", {"path": session.upload(path)})
-            if not loaded.success:
-                raise NiniError(loaded.error["code"], loaded.error["message"])
-            if show:
-                typer.echo(f"dataset {loaded.result['name']}: {loaded.result['shape'][0]} rows", err=True)
+        await load_data_files(session, data, announce=show)
         subscription = session.events.subscribe(session.id) if show else None
         printer = asyncio.create_task(_print_progress(subscription)) if subscription else None
         try:

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from nini.cli._common import handles_errors, print_json, state
+from nini.cli._common import handles_errors, load_data_files, print_json, state
 from nini.errors import ErrorCode, NiniError
 from nini.fsutil import atomic_write_text
 from nini.history.export import export_session
@@ -129,11 +129,7 @@ async def _run_code(settings, project_dir: Path, session_id: str | None, data: l
 
     async with Runtime(settings, project_dir=project_dir) as runtime:
         session = runtime.session_or_new(session_id)
-        for path in data:
-            loaded = await invoke(session, "load_dataset", {"path": session.upload(path)})
-            if not loaded.success:
-                raise NiniError(loaded.error["code"], loaded.error["message"])
-            typer.echo(f"dataset {loaded.result['name']}: {loaded.result['shape'][0]} rows", err=True)
+        await load_data_files(session, data)
         return session.id, await invoke(session, skill_name, arguments)
 
 
