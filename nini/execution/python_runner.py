@@ -220,11 +220,13 @@ def collect_failure(ename: str, evalue: str) -> dict[str, Any]:
 
 def missing_dataset(workspace: Workspace, request: CodeRequest) -> CodeOutcome | None:
     """NOT_FOUND when the request names a dataset the session does not have, else None."""
-    if request.dataset_name is None or request.dataset_name in workspace.dataset_names():
+    if request.dataset_name is None:
         return None
-    available = ", ".join(workspace.dataset_names()) or "none"
-    message = f"no dataset {request.dataset_name!r} in this session; available: {available}"
-    return CodeOutcome.failure("NOT_FOUND", message)
+    try:
+        workspace.existing_dataset(request.dataset_name)
+    except NiniError as exc:
+        return CodeOutcome.failure(exc.code.value, exc.message)
+    return None
 
 
 def build_outcome(

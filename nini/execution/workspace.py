@@ -86,6 +86,14 @@ class Workspace:
     def dataset_path(self, name: str) -> Path:
         return self.datasets_dir / f"{check_dataset_name(name)}.parquet"
 
+    def existing_dataset(self, name: str) -> Path:
+        """The Parquet file of dataset ``name``; NOT_FOUND, listing the session's datasets, when absent."""
+        path = self.dataset_path(name)
+        if not path.is_file():
+            available = ", ".join(self.dataset_names()) or "none"
+            raise NiniError(ErrorCode.NOT_FOUND, f"no dataset {name!r} in this session; available: {available}")
+        return path
+
     def dataset_names(self) -> list[str]:
         if not self.datasets_dir.is_dir():
             return []

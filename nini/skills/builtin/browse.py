@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from nini.errors import ErrorCode, NiniError
-from nini.execution.workspace import check_dataset_name
 from nini.skills.function import skill
 
 if TYPE_CHECKING:
@@ -37,11 +36,7 @@ def describe_dataset(session: Session, name: str, rows: int = 5) -> dict[str, An
     """
     import pandas as pd
 
-    path = session.workspace.dataset_path(check_dataset_name(name))
-    if not path.is_file():
-        available = ", ".join(session.workspace.dataset_names()) or "none"
-        raise NiniError(ErrorCode.NOT_FOUND, f"no dataset {name!r} in this session; available: {available}")
-    frame = pd.read_parquet(path)
+    frame = pd.read_parquet(session.workspace.existing_dataset(name))
     stats = frame.describe(include="all").transpose()
     head = frame.head(max(0, min(rows, 50)))
     return {

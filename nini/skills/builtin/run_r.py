@@ -61,9 +61,8 @@ async def run_r_code(
 async def _run_in_worker(session: Session, request: CodeRequest) -> dict[str, Any]:
     from r_sandbox.errors import RSandboxError
 
-    if request.dataset_name and not session.workspace.dataset_path(request.dataset_name).is_file():
-        raise NiniError(ErrorCode.NOT_FOUND, f"no dataset {request.dataset_name!r} in this session; "
-                        f"available: {', '.join(session.workspace.dataset_names()) or 'none'}")
+    if request.dataset_name:
+        session.workspace.existing_dataset(request.dataset_name)
     try:
         return await session.runtime.r_workers.run(session.id, session.workspace.root, {
             "code": request.code, "dataset_name": request.dataset_name, "save_as": request.save_as,
