@@ -19,21 +19,29 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        temp = write_temp(path.parent, data, prefix=f".{path.name}.")
     except OSError as exc:
         raise _write_error(path, exc) from exc
     try:
-        with os.fdopen(fd, "wb") as tmp:
-            tmp.write(data)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.replace(tmp_name, path)
+        os.replace(temp, path)
     except OSError as exc:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
+        temp.unlink(missing_ok=True)
         raise _write_error(path, exc) from exc
+
+
+def write_temp(folder: Path, data: bytes, *, prefix: str, suffix: str = ".tmp") -> Path:
+    """``data`` in a new file of ``folder`` (named ``prefix...suffix``), fsynced: the first half of
+    an atomic write, for callers that put it in place themselves. Raises OSError, leaving nothing."""
+    fd, name = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=suffix)
+    try:
+        with os.fdopen(fd, "wb") as temp:
+            temp.write(data)
+            temp.flush()
+            os.fsync(temp.fileno())
+    except OSError:
+        Path(name).unlink(missing_ok=True)
+        raise
+    return Path(name)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

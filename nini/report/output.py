@@ -16,14 +16,13 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from nini.errors import ErrorCode, NiniError
-from nini.fsutil import atomic_write_bytes
+from nini.fsutil import atomic_write_bytes, write_temp
 from nini.report.model import ReportInput
 
 FORMATS = ("md", "html", "ipynb", "pdf")
@@ -173,19 +172,11 @@ def _place(temp: Path, target: Path) -> bool:
 def _temp_file(folder: Path, data: bytes, suffix: str = ".tmp") -> Path:
     """``data`` in a new hidden file of ``folder``, flushed to disk."""
     try:
-        fd, name = tempfile.mkstemp(dir=folder, prefix=".report-", suffix=suffix)
+        temp = write_temp(folder, data, prefix=".report-", suffix=suffix)
     except OSError as exc:
         raise _write_error(folder, exc) from None
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-    except OSError as exc:
-        Path(name).unlink(missing_ok=True)
-        raise _write_error(folder, exc) from None
-    os.chmod(name, 0o644)  # mkstemp makes it owner-only; a report is an ordinary file
-    return Path(name)
+    os.chmod(temp, 0o644)  # mkstemp makes it owner-only; a report is an ordinary file
+    return temp
 
 
 def _write_error(path: Path, exc: OSError) -> NiniError:
