@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,6 +92,34 @@ def runtime_harness(factory: pytest.TempPathFactory, settings_json: dict | None 
     finally:
         loop.run_until_complete(runtime.aclose())
         loop.close()
+
+
+def scripted_model_settings(llm: Any | None) -> dict[str, Any]:
+    """settings.json values pointing nini at a scripted model server (``tests/llm_server.py``), with
+    no retries so each scripted reply is one request; ``None`` configures no model at all."""
+    providers = [{"name": "local", "kind": "openai", "base_url": llm.base_url, "model": "m"}] if llm else []
+    return {"llm": {"providers": providers, "max_retries": 0}}
+
+
+def write_settings(home: Path, values: dict[str, Any]) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "settings.json").write_text(json.dumps(values))
+
+
+@pytest.fixture
+def nini_logger() -> Iterator[logging.Logger]:
+    """Undo what configure_logging does to the global ``nini`` logger, whatever the test did."""
+    logger = logging.getLogger("nini")
+    before_handlers, before_level = list(logger.handlers), logger.level
+    yield logger
+    for handler in list(logger.handlers):
+        if handler not in before_handlers:
+            logger.removeHandler(handler)
+            handler.close()
+    for handler in before_handlers:
+        if handler not in logger.handlers:
+            logger.addHandler(handler)
+    logger.setLevel(before_level)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import json
 import logging
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,16 +25,9 @@ NINI_SCRIPT = Path(sys.executable).with_name("nini")
 
 
 @pytest.fixture(autouse=True)
-def _restore_nini_logger():
+def _restore_nini_logger(nini_logger: logging.Logger) -> Iterator[None]:
     """Commands configure the global ``nini`` logger into this test's NINI_HOME; undo that."""
-    logger = logging.getLogger("nini")
-    before_handlers, before_level = list(logger.handlers), logger.level
     yield
-    for handler in list(logger.handlers):
-        if handler not in before_handlers:
-            logger.removeHandler(handler)
-            handler.close()
-    logger.setLevel(before_level)
 
 
 @pytest.fixture

@@ -15,22 +15,6 @@ PROJECT_KEY = "sk-proj-" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3"
 BEARER = "Bearer " + "abcDEF123ghiJKL456mno.pqr-stu"
 
 
-@pytest.fixture
-def nini_logger():
-    """Undo what configure_logging does to the global ``nini`` logger, whatever the test did."""
-    logger = logging.getLogger("nini")
-    before_handlers, before_level = list(logger.handlers), logger.level
-    yield logger
-    for handler in list(logger.handlers):
-        if handler not in before_handlers:
-            logger.removeHandler(handler)
-            handler.close()
-    for handler in before_handlers:
-        if handler not in logger.handlers:
-            logger.addHandler(handler)
-    logger.setLevel(before_level)
-
-
 def _flush(logger: logging.Logger) -> None:
     for handler in logger.handlers:
         handler.flush()

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from nini.cli import app
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, scripted_model_settings, write_settings
 from tests.llm_server import ScriptedLLM, text, tool_call
 from tests.test_cli import _restore_nini_logger  # noqa: F401 - autouse fixture shared with test_cli
 
@@ -19,9 +19,7 @@ SALES = REPO_ROOT / "examples" / "data" / "sales.csv"
 
 @pytest.fixture
 def nini(project_dir: Path, nini_home: Path, llm_server: ScriptedLLM) -> Any:
-    nini_home.mkdir(parents=True, exist_ok=True)
-    provider = {"name": "local", "kind": "openai", "base_url": llm_server.base_url, "model": "m"}
-    (nini_home / "settings.json").write_text(json.dumps({"llm": {"providers": [provider], "max_retries": 0}}))
+    write_settings(nini_home, scripted_model_settings(llm_server))
     runner = CliRunner()
 
     def run(*args: str) -> Any:

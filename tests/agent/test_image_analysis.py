@@ -17,12 +17,6 @@ PNG_1x1 = base64.b64decode(
 
 
 @pytest.fixture(scope="module")
-def llm() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[Any]:
     providers = [
         {"name": "text", "kind": "openai", "base_url": llm.base_url, "model": "text-model"},

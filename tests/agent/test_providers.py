@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -263,18 +262,6 @@ def test_replay_script_relative_to_nini_home(nini_home: Path):
 
 
 # -- keys never leak -----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def nini_logger():
-    logger = logging.getLogger("nini")
-    before_handlers, before_level = list(logger.handlers), logger.level
-    yield logger
-    for handler in list(logger.handlers):
-        if handler not in before_handlers:
-            logger.removeHandler(handler)
-            handler.close()
-    logger.setLevel(before_level)
 
 
 def test_api_key_is_sent_but_never_logged_explained_or_raised(llm_server: ScriptedLLM, tmp_path: Path, nini_logger):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,33 +11,11 @@ import pytest
 from nini.agent.context import UNANSWERED, load_context
 from nini.agent.runner import AgentRunner, StopContext
 from nini.skills.builtin.run_r import r_status
+from tests.agent.conftest import run_turn as run
 from tests.conftest import runtime_harness
 from tests.llm_server import Reply, ScriptedLLM, text, tool_call
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[Any]:
-    provider = {"name": "local", "kind": "openai", "base_url": llm.base_url, "model": "m"}
-    yield from runtime_harness(tmp_path_factory, {"llm": {"providers": [provider], "max_retries": 0}})
-
-
-@pytest.fixture(autouse=True)
-def fresh_script(llm: ScriptedLLM) -> Iterator[None]:
-    llm.requests.clear()
-    yield
-    assert llm.pending() == 0, "the test left scripted replies unused"
-
-
-def run(harness: Any, session: Any, message: str, runner: AgentRunner | None = None) -> Any:
-    return harness.loop.run_until_complete((runner or harness.runtime.agent).run(session, message))
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_script")]
 
 
 def events(harness: Any, session: Any) -> list[dict[str, Any]]:

@@ -3,42 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from nini.agent.runner import CURRENT_TURN, Turn
-from tests.conftest import runtime_harness, skill_md
+from tests.agent.conftest import run_turn as run
+from tests.conftest import skill_md
 from tests.llm_server import ScriptedLLM, error, text, tool_call
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_script")]
 
 RAW_MARK = "Detail sentence number"
 LONG_ANSWER = "The session has no datasets yet. " + " ".join(f"{RAW_MARK} {i} mentions v1.2 and 3.14." for i in range(300))
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[Any]:
-    provider = {"name": "local", "kind": "openai", "base_url": llm.base_url, "model": "m"}
-    yield from runtime_harness(tmp_path_factory, {"llm": {"providers": [provider], "max_retries": 0}})
-
-
-@pytest.fixture(autouse=True)
-def fresh_script(llm: ScriptedLLM) -> Iterator[None]:
-    llm.requests.clear()
-    yield
-    assert llm.pending() == 0, "the test left scripted replies unused"
-
-
-def run(harness: Any, session: Any, message: str) -> Any:
-    return harness.loop.run_until_complete(harness.runtime.agent.run(session, message))
 
 
 def offered(request: dict[str, Any]) -> set[str]:

@@ -11,15 +11,14 @@ import pytest
 from traitlets.config import Config
 
 from nini.history.store import HistoryStore
+from tests.conftest import scripted_model_settings, write_settings
 from tests.jupyter_ext.conftest import new_session
 from tests.llm_server import ScriptedLLM, text, tool_call
 
 
 @pytest.fixture
 def jp_server_config(nini_home: Path, llm_server: ScriptedLLM) -> Config:
-    nini_home.mkdir(parents=True, exist_ok=True)
-    provider = {"name": "local", "kind": "openai", "base_url": llm_server.base_url, "model": "m"}
-    (nini_home / "settings.json").write_text(json.dumps({"llm": {"providers": [provider], "max_retries": 0}}))
+    write_settings(nini_home, scripted_model_settings(llm_server))
     return Config({
         "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
         "NiniExtensionApp": {"nini_home": str(nini_home)},

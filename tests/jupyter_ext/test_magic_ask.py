@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import scripted_model_settings, write_settings
 from tests.jupyter_ext.test_magics import Kernel
 from tests.llm_server import ScriptedLLM, text, tool_call
 
@@ -45,9 +46,7 @@ class AskKernel(Kernel):
 
 
 def configure(home: Path, llm: ScriptedLLM | None) -> None:
-    home.mkdir(parents=True, exist_ok=True)
-    providers = [{"name": "local", "kind": "openai", "base_url": llm.base_url, "model": "m"}] if llm else []
-    (home / "settings.json").write_text(json.dumps({"llm": {"providers": providers, "max_retries": 0}}))
+    write_settings(home, scripted_model_settings(llm))
 
 
 @pytest.fixture
