@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,19 @@ def runtime_harness(factory: pytest.TempPathFactory, settings_json: dict | None 
     finally:
         loop.run_until_complete(runtime.aclose())
         loop.close()
+
+
+def execute_in_kernel(manager: Any, client: Any, code: str, hook: Any, *, interrupt_after: float | None = None) -> None:
+    """Run ``code`` in a started kernel, each output message to ``hook``; with ``interrupt_after``,
+    the kernel is interrupted after that many seconds, as a user stopping the cell would."""
+    timer = threading.Timer(interrupt_after, manager.interrupt_kernel) if interrupt_after else None
+    if timer:
+        timer.start()
+    try:
+        client.execute_interactive(code, output_hook=hook, timeout=120)
+    finally:
+        if timer:
+            timer.cancel()
 
 
 def scripted_model_settings(llm: Any | None) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import pytest
 from jupyter_client.manager import start_new_kernel
 
 from nini.execution.outcome import CONTRACT_KEYS
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, execute_in_kernel
 
 from .conftest import Kernels, new_session
 
@@ -85,14 +85,7 @@ class Kernel:
             elif kind in ("display_data", "execute_result"):
                 out["displays"].append(content["data"])
 
-        timer = threading.Timer(interrupt_after, self.manager.interrupt_kernel) if interrupt_after else None
-        if timer:
-            timer.start()
-        try:
-            self.client.execute_interactive(code, output_hook=collect, timeout=120)
-        finally:
-            if timer:
-                timer.cancel()
+        execute_in_kernel(self.manager, self.client, code, collect, interrupt_after=interrupt_after)
         return out
 
     def outcomes(self, requests: list[dict[str, Any]], workspace: Path, **options: Any) -> tuple[list[dict], dict]:

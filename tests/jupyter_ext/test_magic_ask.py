@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import scripted_model_settings, write_settings
+from tests.conftest import execute_in_kernel, scripted_model_settings, write_settings
 from tests.jupyter_ext.test_magics import Kernel
 from tests.llm_server import ScriptedLLM, text, tool_call
 
@@ -34,14 +33,7 @@ class AskKernel(Kernel):
                 else:
                     out["markdown"].append(content["data"].get("text/markdown"))
 
-        timer = threading.Timer(interrupt_after, self.manager.interrupt_kernel) if interrupt_after else None
-        if timer:
-            timer.start()
-        try:
-            self.client.execute_interactive(cell, output_hook=collect, timeout=120)
-        finally:
-            if timer:
-                timer.cancel()
+        execute_in_kernel(self.manager, self.client, cell, collect, interrupt_after=interrupt_after)
         return out
 
 
