@@ -36,6 +36,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 if TYPE_CHECKING:
     from nini.agent.runner import RunResult
     from nini.execution.inprocess import InProcessExecutor
+    from nini.execution.workspace_fs import RootedDir
     from nini.runtime import Runtime
     from nini.session import Session
     from nini.skills.output import ToolResult
@@ -134,7 +135,9 @@ class NiniMagics(Magics):
         if result.success and args.save_as:
             import pandas as pd
 
-            self.shell.user_ns[args.save_as] = pd.read_parquet(self.session.workspace.dataset_path(args.save_as))
+            workspace = self.session.workspace
+            with workspace.fs.reader(workspace.dataset_file(args.save_as)) as handle:
+                self.shell.user_ns[args.save_as] = pd.read_parquet(handle)
 
     @magic_arguments("nini")
     @argument("--session", metavar="ID", help="ask in session ID (created if new); default: this notebook's session")
@@ -160,7 +163,7 @@ class NiniMagics(Magics):
             return
         executor = InProcessExecutor(self.shell)
         asking = Session(session.id, self.runtime, python_executor=executor)
-        view = _AskView(session.workspace.root, live=hasattr(self.shell, "kernel"))  # a kernel updates displays in place
+        view = _AskView(session.workspace.fs, live=hasattr(self.shell, "kernel"))  # a kernel updates displays in place
         try:
             run = self._loop_thread().submit(self._ask(asking, question, executor, view))
             result = self._serve_run(executor, run, session.id)
@@ -257,11 +260,7 @@ class NiniMagics(Magics):
         frame = self.shell.user_ns.get(name)
         if not isinstance(frame, pd.DataFrame):
             raise UsageError(f"--df {name}: no pandas DataFrame named {name!r} in the notebook")
-        upload = self.session.workspace.root / "uploads" / f"{name}.parquet"
-        upload.parent.mkdir(parents=True, exist_ok=True)
-        partial = upload.with_name(f".{upload.name}.partial")
-        frame.to_parquet(partial, index=False)
-        partial.replace(upload)
+        self.session.workspace.fs.write_with(f"uploads/{name}.parquet", lambda out: frame.to_parquet(out, index=False))
         loaded = self._invoke("load_dataset", {"path": f"uploads/{name}.parquet", "name": name})
         if not loaded.success:
             self._show(loaded)
@@ -279,7 +278,7 @@ class NiniMagics(Magics):
             display(value["result"])
         for artifact in value.get("artifacts") or []:
             if artifact.get("format") == "png":
-                display(Image(filename=str(self.session.workspace.root / artifact["path"])))
+                _display_png(self.session.workspace.fs, artifact["path"])
         if result.error:
             line = f" (line {result.error['line']})" if result.error.get("line") else ""
             print(f"nini: {result.error['code']}{line}: {result.error['message']}", file=sys.stderr)
@@ -300,8 +299,8 @@ class _AskView:
     updated in place in a notebook), one line per tool call and result, the charts the code made,
     then how the run ended."""
 
-    def __init__(self, workspace_root: Path, *, live: bool) -> None:
-        self.workspace_root = workspace_root
+    def __init__(self, files: RootedDir, *, live: bool) -> None:
+        self.files = files  # the session workspace, where the charts are
         self.live = live  # displays can be updated in place (a Jupyter frontend), else text is printed
         self.text = ""  # the model's text of the current step
         self.handle: Any = None  # the display showing it
@@ -353,11 +352,9 @@ class _AskView:
             self.handle.update(_markdown(self.text), raw=True)
 
     def _show_charts(self, paths: list[str]) -> None:
-        from IPython.display import Image, display
-
         for path in paths:
             if path.endswith(".png"):
-                display(Image(filename=str(self.workspace_root / path)))
+                _display_png(self.files, path)
 
     def _end_step(self) -> None:
         self._end_line()
@@ -367,6 +364,18 @@ class _AskView:
         if not self.live and self.text and not self.text.endswith("\n"):
             print()
             self.text += "\n"
+
+
+def _display_png(files: RootedDir, path: str) -> None:
+    """Show a chart of the workspace, read without following links; a refused one is skipped."""
+    from IPython.display import Image, display
+
+    from nini.errors import NiniError
+
+    try:
+        display(Image(data=files.read_bytes(path), format="png"))
+    except NiniError:
+        pass
 
 
 def _markdown(text: str) -> dict[str, str]:

@@ -62,6 +62,33 @@ class ExecutionSettings(BaseModel):
     output_cap_chars: int = Field(
         8000, ge=200, description="Longest tool output sent back to the model; the full text stays in the store."
     )
+    max_processes: int = Field(
+        64, ge=8, le=4096, description="Processes and threads an agent kernel or R worker may have at once "
+        "(RLIMIT_NPROC, counted per session sandbox); a fork bomb stops there, the kernel stays usable."
+    )
+    tmp_size_mb: int = Field(
+        512, ge=16, description="Size of the sandbox's private /tmp and of its /dev/shm in MiB (each is host RAM)."
+    )
+    workspace_quota_mb: int = Field(
+        10240, ge=16, description="Most a session workspace may hold, in MiB: no file the agent writes can be "
+        "larger (RLIMIT_FSIZE), and runs are refused with TOO_LARGE once the workspace is over it."
+    )
+    sandbox_read_only_paths: list[Path] = Field(
+        default_factory=list, description="Host folders the sandbox shows read-only besides what analysis needs "
+        "(interpreter, R, system libraries), e.g. a shared data folder or an editable library."
+    )
+    exec_guard: Literal["auto", "landlock", "seccomp"] = Field(
+        "auto", description="How sandboxed code is kept from running programs: auto (Landlock where the kernel "
+        "has it, else seccomp), landlock (fail without it), seccomp (no execve at all: joblib's process pool "
+        "cannot start either)."
+    )
+    approve_in_user_kernel: bool = Field(
+        False, description="Each step nini runs in your own notebook kernel (%%nini, run-code with kernel_id), "
+        "which is not sandboxed, waits until you approve its code."
+    )
+    approval_timeout_s: float = Field(
+        600, gt=0, le=86400, description="How long a step waits for your approval before it is refused."
+    )
 
 
 class RSettings(BaseModel):
@@ -78,6 +105,17 @@ class RSettings(BaseModel):
     extra_packages: list[str] = Field(
         default_factory=list,
         description="R packages agent code may load (library, require, pkg::) beyond nini's default list.",
+    )
+
+
+class ServerSettings(BaseModel):
+    """Limits of the Jupyter server extension's REST API."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    max_body_bytes: int = Field(
+        10 * 1024 * 1024, ge=1024, description="Largest request body nini's REST endpoints accept, in bytes; "
+        "a bigger one is refused with 413 TOO_LARGE before it is read or recorded."
     )
 
 
@@ -177,6 +215,7 @@ class Settings(BaseSettings):
     r: RSettings = Field(default_factory=RSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
     database_url: str | None = Field(
         None,
         description="NINI_DATABASE_URL: SQLAlchemy URL of the history store (e.g. PostgreSQL for a hub); "
@@ -201,6 +240,9 @@ class Settings(BaseSettings):
         self.home = self.home.expanduser()
         self.skills.extra_dirs = [
             p if p.is_absolute() else self.home / p for p in (d.expanduser() for d in self.skills.extra_dirs)
+        ]
+        self.execution.sandbox_read_only_paths = [
+            p if p.is_absolute() else self.home / p for p in (d.expanduser() for d in self.execution.sandbox_read_only_paths)
         ]
         for provider in self.llm.providers:
             if provider.script is not None and not provider.script.expanduser().is_absolute():

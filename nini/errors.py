@@ -6,6 +6,7 @@ The code is stable (clients and tests match on it), the message is for people,
 
     NiniError
      ├── INVALID_ARGUMENT, NOT_FOUND, CONFLICT        (the caller asked for something wrong)
+     ├── TOO_LARGE                                    (a body, a file or a workspace over its limit)
      ├── POLICY_VIOLATION                             (untrusted code was refused before running)
      ├── TIMEOUT, CANCELED                            (the work did not finish)
      ├── KERNEL_DIED, WORKER_DIED, R_UNAVAILABLE      (an execution backend failed)
@@ -27,6 +28,7 @@ class ErrorCode(StrEnum):
     INVALID_ARGUMENT = "INVALID_ARGUMENT"
     NOT_FOUND = "NOT_FOUND"
     CONFLICT = "CONFLICT"
+    TOO_LARGE = "TOO_LARGE"
     POLICY_VIOLATION = "POLICY_VIOLATION"
     TIMEOUT = "TIMEOUT"
     CANCELED = "CANCELED"
@@ -44,6 +46,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.INVALID_ARGUMENT: 400,
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.CONFLICT: 409,
+    ErrorCode.TOO_LARGE: 413,
     ErrorCode.POLICY_VIOLATION: 403,
     ErrorCode.TIMEOUT: 504,
     ErrorCode.CANCELED: 499,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,17 +52,14 @@ class Session:
         """
         source = Path(source).expanduser()
         if not source.is_file():
-            raise NiniError(ErrorCode.NOT_FOUND, f"no such file: {source}")
-        target = self.workspace.root / "uploads" / source.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f".{target.name}.partial")
+            raise NiniError(ErrorCode.NOT_FOUND, f"no such file: {source.name}")
+        target = f"uploads/{source.name}"
         try:
-            shutil.copyfile(source, partial)
-            partial.replace(target)  # a copy cut short never stands under the real name
+            with source.open("rb") as handle:  # the user's own file: opened as the user names it
+                self.workspace.fs.copy_in(handle, target)  # a copy cut short never stands under the name
         except OSError as exc:
-            partial.unlink(missing_ok=True)
-            raise NiniError(ErrorCode.INTERNAL, f"cannot copy {source.name} into the workspace: {exc.strerror or exc}") from None
-        return self.workspace.relative(target)
+            raise NiniError(ErrorCode.INTERNAL, f"cannot read {source.name}: {exc.strerror or exc}") from None
+        return target
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"

@@ -11,10 +11,12 @@ gets TIMEOUT or WORKER_DIED in the usual result shape, and the session goes on w
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -234,6 +236,7 @@ class RWorkerPool:
         for folder in ("home", "tmp"):
             (runtime / folder).mkdir()
         log_path = runtime / "worker.log"
+        log_path.touch()  # before wrap_command, which may hand the runtime folder to the sandbox's user
         cmd = [
             sys.executable, "-P", "-m", "r_sandbox.worker", "--workspace", str(workspace),
             "--memory-mb", str(self.memory_limit_mb), "--packages", ",".join(self.allowed_packages),
@@ -332,8 +335,27 @@ def _abandon(live: dict[Path, int]) -> None:
     live.clear()
 
 
+@functools.cache
+def r_home() -> str | None:
+    """R's home folder: ``R_HOME``, else what ``R RHOME`` says (asked once, here on the host: a
+    sandboxed worker may not run programs, and rpy2 would ask R itself when R_HOME is unset)."""
+    if os.environ.get("R_HOME"):
+        return os.environ["R_HOME"]
+    binary = shutil.which("R")
+    if binary is None:
+        return None
+    try:
+        found = subprocess.run([binary, "RHOME"], capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found or None
+
+
 def _worker_env(runtime: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("LC_")}
+    home = r_home()
+    if home and "R_HOME" not in env:
+        env["R_HOME"] = home
     if "LANG" not in env and "LC_ALL" not in env:
         env["LANG"] = "C.UTF-8"  # R reads and prints UTF-8 (data and messages in any language)
     package_root = Path(__file__).resolve().parent.parent

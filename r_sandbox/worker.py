@@ -23,6 +23,9 @@ from r_sandbox.console import Console
 from r_sandbox.protocol import REPLY_BUDGET, decode, encode, failure
 
 
+SITE_PROFILE = Path(__file__).with_name("site_profile.R")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
     requests, replies = _private_pipes()
@@ -85,12 +88,15 @@ def _die_with_parent() -> None:
 
 
 def _start_r(workspace: Path, packages: list[str], console: Console) -> tuple[Any, str]:
-    console.install()  # before rpy2.robjects is imported (r_sandbox.session imports it)
+    # rpy2 asks an Rscript child for R's LD_LIBRARY_PATH when it loads, only to hand it to R's own
+    # child processes (which agent code may not start, and the sandbox refuses to run anyway);
+    # skipping it saves ~150 ms per start. It must happen before anything imports rpy2's openrlib.
     import rpy2.situation
 
-    # rpy2 asks an Rscript child for R's LD_LIBRARY_PATH at import, only to hand it to R's own
-    # child processes (which agent code may not start); skipping it saves ~150 ms per start.
     rpy2.situation.r_ld_library_path_from_subprocess = lambda r_home: ""
+    # R's site profile: Sys.which() must not fail where programs may not run (see the file)
+    os.environ["R_PROFILE"] = str(SITE_PROFILE)
+    console.install()  # before rpy2.robjects is imported (r_sandbox.session imports it)
     from rpy2.rinterface_lib import embedded, openrlib
 
     # Non-interactive like Rscript; 0 keeps R's own C stack limit (rpy2 turns the check off, which

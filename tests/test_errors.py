@@ -23,6 +23,7 @@ DESIGN_CODES = [
     "NO_MODEL_AVAILABLE",
     "UPSTREAM_ERROR",
     "SKILL_DEFINITION_UNAVAILABLE",
+    "TOO_LARGE",
     "INTERNAL",
 ]
 
@@ -53,6 +54,7 @@ def test_every_code_has_an_http_error_status(code):
         ("NOT_FOUND", 404),
         ("CONFLICT", 409),
         ("POLICY_VIOLATION", 403),
+        ("TOO_LARGE", 413),
         ("INTERNAL", 500),
     ],
 )

@@ -3,7 +3,8 @@
 Agent code writes these files, so they are untrusted content served from the Jupyter origin: every
 reply carries a Content-Security-Policy that forbids scripts, connections and plugins (an HTML
 report or an SVG chart cannot reach the user's token), plus ``nosniff``. Paths are relative to the
-workspace; anything that leads outside it (``..``, an absolute path, a symlink) is NOT_FOUND.
+workspace; anything that leads outside it (``..``, an absolute path, a symlink in any component)
+is NOT_FOUND.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import mimetypes
 import os
-import stat
 from pathlib import PurePosixPath
 
 from jupyter_server.auth.decorator import authorized
@@ -58,28 +58,18 @@ def content_type(path: str) -> str:
 def _open_inside(workspace: Workspace, path: str) -> int:
     """A read-only descriptor of the regular file ``path`` in ``workspace``; NOT_FOUND otherwise.
 
-    ``Workspace.resolve`` refuses what leads outside (``..``, a symlink pointing out); on top of
-    that a relative path is required, a path reached through any symlink is refused, and the open
-    does not follow a symlink, so a link swapped in after the check is refused too.
+    Opened through the workspace file system: no link is followed in any component, and the type
+    is checked on the open descriptor, so a name swapped for a link after any check serves nothing.
+    Whatever went wrong (a link, a special file, ``..``, a race), the client sees a plain 404.
     """
     missing = NiniError(ErrorCode.NOT_FOUND, f"no file {path!r} in this session's workspace", {"path": path})
     parts = PurePosixPath(path).parts
     if not parts or path.startswith("/") or "\\" in path or ".." in parts:
         raise missing
     try:
-        resolved = workspace.resolve(PurePosixPath(*parts))
+        return workspace.fs.open_file("/".join(parts))
     except NiniError:
         raise missing from None
-    if resolved != workspace.root.joinpath(*parts):
-        raise missing  # reached through a symlink, even one pointing inside
-    try:
-        fd = os.open(resolved, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        raise missing from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise missing
-    return fd
 
 
 handlers = [(r"/nini/api/sessions/([^/]+)/artifacts/(.+)", ArtifactHandler)]

@@ -17,6 +17,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import httputil, web
 
 from nini.errors import ErrorCode, NiniError, error_envelope, ok_envelope
+from nini.redact import redact_paths
 
 if TYPE_CHECKING:
     from nini.runtime import Runtime
@@ -58,9 +59,14 @@ def as_error(exc: BaseException | None, status: int) -> tuple[int, NiniError]:
 
 
 def write_envelope_error(handler: web.RequestHandler, status_code: int, **kwargs: Any) -> None:
-    """``write_error`` of every nini handler (REST and the WebSocket before its upgrade)."""
+    """``write_error`` of every nini handler (REST and the WebSocket before its upgrade).
+
+    The message never names a host path (``nini.redact``)."""
     exc_info = kwargs.get("exc_info")
     status, error = as_error(exc_info[1] if exc_info else None, status_code)
+    runtime = handler.settings.get(RUNTIME_SETTING)
+    error = NiniError(error.code, redact_paths(error.message, nini_home=runtime.settings.home if runtime else None),
+                      error.details)  # fmt: skip
     handler.set_status(status)
     handler.set_header("Content-Type", "application/json; charset=utf-8")
     handler.finish(dumps(error_envelope(error)))
@@ -78,10 +84,42 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+@web.stream_request_body
 class NiniHandler(APIHandler):
-    """Base of the REST handlers: parse the request, call the core, write the envelope."""
+    """Base of the REST handlers: parse the request, call the core, write the envelope.
+
+    The body is streamed in, so that one over ``server.max_body_bytes`` is refused (413
+    TOO_LARGE) before it is read whole, let alone recorded: by its Content-Length when it has
+    one, else once the bytes received pass the limit.
+    """
 
     auth_resource = AUTH_RESOURCE
+    _body: bytearray
+    _too_large = False
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        await super().prepare()
+        self._body = bytearray()
+        declared = self.request.headers.get("Content-Length")
+        if declared and declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise self._body_error()
+
+    def data_received(self, chunk: bytes) -> None:
+        if self._too_large:
+            return
+        if len(self._body) + len(chunk) > self.max_body_bytes:
+            self._too_large, self._body = True, bytearray()  # the rest is dropped as it arrives
+            return
+        self._body += chunk
+
+    @property
+    def max_body_bytes(self) -> int:
+        return self.runtime.settings.server.max_body_bytes
+
+    def _body_error(self) -> NiniError:
+        limit = self.max_body_bytes
+        return NiniError(ErrorCode.TOO_LARGE, f"the request body is larger than {limit:,} bytes (server.max_body_bytes)",
+                         {"max_body_bytes": limit})  # fmt: skip
 
     @property
     def runtime(self) -> Runtime:
@@ -99,7 +137,9 @@ class NiniHandler(APIHandler):
 
     def body_object(self) -> dict[str, Any]:
         """The JSON object in the body; an empty body is ``{}``."""
-        raw = self.request.body.strip()
+        if self._too_large:
+            raise self._body_error()
+        raw = bytes(getattr(self, "_body", b"")).strip()
         if not raw:
             return {}
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -44,16 +45,18 @@ def report_command(
         files_dir = new_folder(folder, f"{notebook.stem}_report_files")
         data, _ = from_notebook(notebook, execute=execute, timeout_s=timeout, files_dir=files_dir)
         prefix = f"{notebook.stem}-report"
+        within = None
     else:
-        data, folder = _session_input(ctx, session_id, out)
+        data, folder, within = _session_input(ctx, session_id, out)
         prefix = "report"
     rendered = build_report(data, options, link_base=folder)
-    for path in write_report(rendered, folder, formats=chosen, stem=prefix).values():
+    for path in write_report(rendered, folder, formats=chosen, stem=prefix, within=within).values():
         typer.echo(str(path))
 
 
-def _session_input(ctx: typer.Context, session_id: str, out: Path | None):  # noqa: ANN202 - (ReportInput, Path)
-    """Read-only on the session: a report reads the record and adds nothing to it."""
+def _session_input(ctx: typer.Context, session_id: str, out: Path | None):  # noqa: ANN202 - (ReportInput, Path, RootedDir | None)
+    """Read-only on the session: a report reads the record and adds nothing to it. The third
+    value is the workspace's file system when the report goes inside the workspace."""
     from nini.execution.workspace import Workspace
     from nini.history.store import HistoryStore
     from nini.report.output import copy_charts
@@ -63,12 +66,16 @@ def _session_input(ctx: typer.Context, session_id: str, out: Path | None):  # no
     workspace = Workspace.for_session(settings.sessions_dir, session_id)
     store = HistoryStore.from_settings(settings)
     try:
-        data = from_session(store, session_id, workspace.root)
+        data = from_session(store, session_id, workspace)
     finally:
         store.close()
     if out is None:
-        return data, workspace.root / "reports"
+        return data, workspace.root / "reports", workspace.fs
+    folder = Path(os.path.abspath(out))  # lexically: a link inside the workspace is not followed
+    if folder.is_relative_to(workspace.root):
+        return data, folder, workspace.fs
     folder = out.resolve()
-    if not folder.is_relative_to(workspace.root.resolve()):
-        data = copy_charts(data, folder / f"{session_id}-charts")
-    return data, folder
+    if folder.is_relative_to(workspace.root):
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, "--out leads into the session workspace through a link; "
+                        "name the folder inside it directly")  # fmt: skip
+    return copy_charts(data, folder / f"{session_id}-charts"), folder, None

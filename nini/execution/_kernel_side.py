@@ -18,7 +18,7 @@ import re
 import sys
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -118,12 +118,14 @@ def json_safe(value: Any) -> Any:
 
 
 class StemAllocator:
-    """File names for artifacts: ``<label>``, ``<label>-2``... or ``<default>-<n>``; never one in use."""
+    """File names for artifacts: ``<label>``, ``<label>-2``... or ``<default>-<n>``; never one in use.
 
-    def __init__(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        self.folder = folder
-        self._used = {name.split(".", 1)[0] for name in os.listdir(folder)}
+    ``names`` are the entries already in the folder (the host lists them through the workspace
+    file system, the kernel with ``os.listdir``).
+    """
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self._used = {name.split(".", 1)[0] for name in names}
 
     def next(self, label: str | None, default: str) -> str:
         base = slugify(label) if label else ""
@@ -162,7 +164,8 @@ def _save_figures(workspace: Workspace, label: str | None, warnings_: list[str])
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None or not plt.get_fignums():
         return []
-    names = StemAllocator(workspace.artifacts_dir)
+    workspace.artifacts_dir.mkdir(parents=True, exist_ok=True)
+    names = StemAllocator(os.listdir(workspace.artifacts_dir))
     artifacts: list[dict[str, Any]] = []
     for number in plt.get_fignums():
         figure = plt.figure(number)

@@ -25,10 +25,10 @@ from jupyter_core.utils import ensure_async
 
 from nini.config import ExecutionSettings
 from nini.errors import ErrorCode, NiniError
-from nini.execution import limits
+from nini.execution import confine, sandbox
 from nini.execution.outcome import CodeOutcome, CodeRequest
 from nini.execution.python_runner import run_request
-from nini.execution.sandbox import SandboxMode, bwrap_command, resolve_mode
+from nini.execution.sandbox import SandboxMode, resolve_mode
 from nini.execution.workspace import Workspace
 
 __all__ = ["KernelPool"]
@@ -168,14 +168,16 @@ class KernelPool:
     async def _start(self, workspace: Workspace) -> _Kernel:
         mode = self.sandbox_mode
         workspace.ensure()
-        # The runtime folder holds the connection file and ipc sockets, and HOME for the kernel;
-        # it is short (/tmp/...) because a unix socket path must fit in 108 bytes.
+        # The runtime folder is nini's (0700, never seen by the kernel): the kernel's log and the
+        # sandbox's passwd. Its ipc/ subfolder, bound into the sandbox, holds the connection file
+        # and the ipc sockets; it is short (/tmp/...) because a socket path must fit in 108 bytes.
         runtime_dir = Path(tempfile.mkdtemp(prefix="nini-kernel-"))
+        ipc_dir = runtime_dir / "ipc"
+        ipc_dir.mkdir()
         cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
                "--HistoryManager.hist_file=:memory:"]  # fmt: skip # parallel kernels must not share a history file
-        cmd = limits.wrap(cmd, self.settings.memory_limit_mb * 1024 * 1024)
-        if mode == "bwrap":
-            cmd = bwrap_command(cmd, workspace.root, runtime_dir)
+        limits = sandbox_limits(self.settings)
+        cmd = sandbox.agent_command(cmd, mode, limits, workspace=workspace.root, runtime_dir=runtime_dir, shared_dir=ipc_dir)
         spec = KernelSpec(
             argv=cmd, display_name="nini", language="python",
             # SIGINT sent to bwrap does not reach the kernel in its own pid namespace and session;
@@ -184,16 +186,22 @@ class KernelPool:
         )  # fmt: skip
         # ipc sockets are files in the runtime folder, bound into the sandbox; TCP on 127.0.0.1
         # would not cross the sandbox's network namespace. Used unsandboxed too: no port races.
-        manager = _SpecKernelManager(spec, transport="ipc", connection_file=str(runtime_dir / "kernel.json"))
+        manager = _SpecKernelManager(spec, transport="ipc", connection_file=str(ipc_dir / "kernel.json"))
         manager.shutdown_wait_time = 2.0
         kernel = _Kernel(manager, None, mode, workspace, runtime_dir)
         log_path = runtime_dir / "kernel.log"
         try:
+            if mode == "bwrap":
+                # the connection file is written now (jupyter_client keeps a written file), and the
+                # log made, so that a root nini can hand them and the workspace to the session's uid
+                manager.write_connection_file()
+                log_path.touch()
+                await asyncio.to_thread(sandbox.prepare, workspace.root, runtime_dir)
             # The kernel's own stdout/stderr (banners, bwrap and crash messages) go to a log file
             # rather than nini's terminal; a failed start quotes it.
             with open(log_path, "wb") as log:
                 await manager.start_kernel(
-                    cwd=str(workspace.root), env=_kernel_env(runtime_dir), stdout=log, stderr=log
+                    cwd=str(workspace.root), env=_kernel_env(runtime_dir, limits.max_processes), stdout=log, stderr=log
                 )
             kernel.client = _new_client(manager)
             kernel.client.start_channels()
@@ -248,20 +256,32 @@ def _new_client(manager: Any) -> Any:
     return manager.client(session=session)
 
 
-def _kernel_env(runtime_dir: Path) -> dict[str, str]:
+def sandbox_limits(settings: ExecutionSettings) -> sandbox.Limits:
+    """The sandbox limits of a Python kernel, from the execution settings."""
+    return sandbox.Limits(
+        memory_bytes=settings.memory_limit_mb * 1024 * 1024,
+        max_processes=settings.max_processes,
+        file_size_bytes=settings.workspace_quota_mb * 1024 * 1024,
+        tmp_bytes=settings.tmp_size_mb * 1024 * 1024,
+        read_only_paths=tuple(settings.sandbox_read_only_paths),
+        no_exec=settings.exec_guard,
+    )
+
+
+def _kernel_env(runtime_dir: Path, max_processes: int) -> dict[str, str]:
     # jupyter_client's launcher adds JPY_PARENT_PID (nini's pid), so that an unsandboxed kernel exits
     # when nini does; the sandbox unsets it and relies on --die-with-parent (see sandbox.py).
     env = {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("LC_")}
+    # Unsandboxed, HOME is the runtime folder's; the sandbox sets its own (in its private /tmp).
     home = runtime_dir / "home"
     home.mkdir()
     env.update(
         HOME=str(home),
-        IPYTHONDIR=str(home / ".ipython"),
-        MPLCONFIGDIR=str(home / ".matplotlib"),
         MPLBACKEND="Agg",  # figures are saved by nini after the run, not shown inline
         PYTHONNOUSERSITE="1",
         PYDEVD_DISABLE_FILE_VALIDATION="1",  # the debugger's frozen-modules warning on every start
-        **limits.KERNEL_ENV,
+        **confine.KERNEL_ENV,
+        **confine.thread_env(max_processes),
     )
     return env
 

@@ -27,7 +27,6 @@ from nini.errors import NiniError
 from nini.execution._kernel_side import StemAllocator
 from nini.execution.outcome import CodeOutcome, CodeRequest
 from nini.execution.workspace import Workspace
-from nini.fsutil import atomic_write_bytes
 
 KernelState = Literal["ok", "interrupted", "stuck", "dead"]
 
@@ -239,10 +238,11 @@ def build_outcome(
 ) -> CodeOutcome:
     """The outcome of a finished run: ``main`` is the code's exchange, ``collected`` what
     ``_kernel_side.collect`` reported (or ``collect_failure``)."""
-    artifacts = [a for a in collected.get("artifacts", []) if _inside(workspace, a.get("path"))]
-    figure_outputs = [_figure_output(workspace, a) for a in artifacts if a["format"] == "png"]
-    artifacts += _write_rich(workspace, main.rich, request.label)
-    warnings = [f"nini: {w}\n" for w in collected.get("warnings", [])]
+    artifacts = checked_artifacts(workspace, collected.get("artifacts", []))
+    figure_outputs = [out for a in artifacts if a.get("format") == "png" and (out := _figure_output(workspace, a))]
+    notes = list(collected.get("warnings", []))
+    artifacts += _write_rich(workspace, main.rich, request.label, notes)
+    warnings = [f"nini: {w}\n" for w in notes]
     error: dict[str, Any] | None = None
     reply = main.reply or {}
     if main.state == "interrupted":
@@ -331,30 +331,44 @@ def prelude_failure(pre: Exchange, request: CodeRequest, started: float, restart
     return CodeOutcome.failure(code, f"preparing the kernel failed: {ename}: {evalue}", duration_ms=elapsed_ms(started))
 
 
-def _write_rich(workspace: Workspace, bundles: list[dict[str, Any]], label: str | None) -> list[dict[str, Any]]:
-    """Rich outputs (images, HTML, PDF) as artifact files; one stem per bundle, one file per type."""
+def _write_rich(
+    workspace: Workspace, bundles: list[dict[str, Any]], label: str | None, warnings: list[str]
+) -> list[dict[str, Any]]:
+    """Rich outputs (images, HTML, PDF) as artifact files; one stem per bundle, one file per type.
+
+    Written through the workspace file system: ``artifacts`` replaced by a link (agent code can do
+    that) is refused, and the run keeps its other results with a warning.
+    """
     if not bundles:
         return []
-    names = StemAllocator(workspace.artifacts_dir)
+    fs = workspace.fs
     artifacts = []
-    for data in bundles:
-        types = _rich_types(data)
-        stem = names.next(label, "figure" if types[0].startswith("image/") else "output")
-        for mime in types:
-            ext, kind, encoded = _RICH[mime]
-            body = data[mime]
-            content = (
-                base64.b64decode(body) if encoded else ("".join(body) if isinstance(body, list) else body).encode()
-            )
-            path = workspace.artifacts_dir / f"{stem}.{ext}"
-            atomic_write_bytes(path, content)
-            artifacts.append({"name": path.name, "path": workspace.relative(path), "format": ext, "kind": kind})
+    try:
+        fs.makedirs("artifacts")
+        names = StemAllocator(fs.listdir("artifacts"))
+        for data in bundles:
+            types = _rich_types(data)
+            stem = names.next(label, "figure" if types[0].startswith("image/") else "output")
+            for mime in types:
+                ext, kind, encoded = _RICH[mime]
+                body = data[mime]
+                content = (
+                    base64.b64decode(body) if encoded else ("".join(body) if isinstance(body, list) else body).encode()
+                )
+                relative = f"artifacts/{stem}.{ext}"
+                fs.write_bytes(relative, content)
+                artifacts.append({"name": f"{stem}.{ext}", "path": relative, "format": ext, "kind": kind})
+    except NiniError as exc:
+        warnings.append(f"rich output not saved: {exc.message}")
     return artifacts
 
 
-def _figure_output(workspace: Workspace, artifact: dict[str, Any]) -> dict[str, Any]:
+def _figure_output(workspace: Workspace, artifact: dict[str, Any]) -> dict[str, Any] | None:
     """A saved figure as a display_data output, so an exported notebook shows the chart."""
-    png = (workspace.root / artifact["path"]).read_bytes()
+    try:
+        png = workspace.fs.read_bytes(artifact["path"])
+    except NiniError:
+        return None
     return {
         "output_type": "display_data",
         "data": {"image/png": base64.b64encode(png).decode(), "text/plain": f"<Figure {artifact['name']}>"},
@@ -362,12 +376,19 @@ def _figure_output(workspace: Workspace, artifact: dict[str, Any]) -> dict[str, 
     }
 
 
-def _inside(workspace: Workspace, path: Any) -> bool:
-    """Paths reported by the kernel are not trusted: agent code could have forged them."""
-    try:
-        return isinstance(path, str) and workspace.resolve(path).is_file()
-    except NiniError:
-        return False
+def checked_artifacts(workspace: Workspace, reported: Any) -> list[dict[str, Any]]:
+    """The artifacts a kernel or R worker reported that really are regular files beneath the
+    workspace, reached without a link (agent code could forge the report); paths normalised."""
+    kept = []
+    for artifact in reported if isinstance(reported, list) else []:
+        path = artifact.get("path") if isinstance(artifact, dict) else None
+        try:
+            relative = workspace.relative(path) if isinstance(path, str) else None
+        except NiniError:
+            continue
+        if relative is not None and workspace.fs.is_file(relative):
+            kept.append({**artifact, "path": relative, "name": relative.rsplit("/", 1)[-1]})
+    return kept
 
 
 def elapsed_ms(started: float) -> int:

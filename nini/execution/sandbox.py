@@ -1,37 +1,93 @@
-"""The bubblewrap sandbox for kernels: whether it works here, and the command that wraps a kernel.
+"""The bubblewrap sandbox of agent processes (Python kernels, R workers): what they see and who they are.
 
-Inside the sandbox the root file system is read-only, there is no network (a new network
-namespace holds only loopback, so even 127.0.0.1 servers of the host are out of reach), ``/tmp``
-is a private tmpfs, and the only writable host folders are the session workspace and the kernel's
-runtime folder (connection file, ipc sockets, HOME). Folders that hold other people's data or
-secrets (the host user's home, NINI_HOME with ``settings.json`` and every other session) are hidden
-behind empty tmpfs mounts; the Python installation is mounted back read-only where it lives
-inside one of them.
+Nothing of the host is visible unless it is bound here, read-only: ``/usr`` (and the ``/bin``,
+``/lib*`` links into it), a filtered ``/etc`` (loader cache, fonts, certificates, time zones,
+R's configuration; a passwd that names only the sandbox user: no shadow, no host accounts), the
+interpreter's prefix and site-packages, nini's own package folders, R's home, and folders the
+user lists in ``execution.sandbox_read_only_paths``. No ``/var``, ``/run``, ``/srv``, ``/mnt``,
+``/home``, ``/root`` or ``/sys``, so no host Unix socket and no other user's data. Writable: the
+session workspace, a size-limited private ``/tmp`` and ``/dev/shm``, and for a kernel its ipc
+folder. The root is remounted read-only, there is no network (a loopback of its own), its own
+pid, ipc and uts namespaces, and it dies with nini.
+
+Who runs inside: a non-root nini enters a user namespace as uid ``SANDBOX_UID`` (no capability,
+no further user namespaces: ``--disable-userns``). A root nini cannot give the sandbox a user
+namespace of another host uid, and a process of host uid 0 escapes RLIMIT_NPROC; so bubblewrap
+runs privileged with only CAP_SETUID/CAP_SETGID, and ``confine`` drops for good to the session's
+own unprivileged uid (``session_uid``), which owns the workspace. ``confine`` then sets the
+limits and forbids executing programs (``noexec``).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 import sys
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from nini.errors import ErrorCode, NiniError
+from nini.execution import confine
 
 SandboxMode = Literal["bwrap", "none"]
 
-# Namespaces and hardening shared by the probe and the kernel command.
+SANDBOX_UID = 10001  # the agent's uid inside a user namespace
+ROOT_UID_BASE, ROOT_UID_SPAN = 1_500_000_000, 100_000_000  # session uids when nini runs as root
+SANDBOX_HOME = "/tmp/home"
+# What of /etc analysis needs: the loader, fonts, certificates, time zones, MIME types, name
+# services for numeric lookups, locales, R's configuration and the alternatives links into /usr.
+ETC_ENTRIES = (
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "fonts", "ssl/certs", "ssl/openssl.cnf", "ca-certificates",
+    "ca-certificates.conf", "alternatives", "R", "localtime", "timezone", "mime.types", "nsswitch.conf",
+    "host.conf", "hosts", "protocols", "services", "locale.alias", "locale.conf", "matplotlibrc", "os-release",
+)  # fmt: skip
+_TOP_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")  # usually links into /usr (merged /usr)
+# Namespaces and hardening shared by the probe and every sandbox.
 _ISOLATION = [
     "--unshare-net",  # no network at all; loopback inside is a different loopback
-    "--unshare-pid",  # the kernel sees only its own processes
+    "--unshare-pid",  # the agent sees only its own processes
     "--unshare-ipc",
     "--unshare-uts",
-    "--die-with-parent",  # the kernel goes when nini goes, even if nini is killed
+    "--unshare-cgroup-try",
+    "--die-with-parent",  # the sandbox goes when nini goes, even if nini is killed
     "--new-session",  # no TIOCSTI into a terminal nini was started from
-    "--cap-drop", "ALL",  # when nini runs as root, root inside must not remount the read-only root
-]  # fmt: skip
+]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one sandboxed process may use (``execution`` and ``r`` settings, in bytes)."""
+
+    memory_bytes: int
+    max_processes: int = 64
+    file_size_bytes: int = 10 * 1024**3
+    tmp_bytes: int = 512 * 1024**2
+    read_only_paths: tuple[Path, ...] = field(default=())
+    no_exec: str = "auto"
+
+
+def running_as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def session_uid(workspace: Path) -> int:
+    """The host uid a root nini gives the sandbox of ``workspace``: stable per workspace (its files
+    stay its own across restarts), different between sessions, far above real accounts."""
+    return ROOT_UID_BASE + zlib.crc32(os.fsencode(str(workspace))) % ROOT_UID_SPAN
+
+
+def workspace_owner(mode: SandboxMode, workspace: Path) -> tuple[int, int] | None:
+    """Who the files nini makes in ``workspace`` belong to: the session uid under a root nini's
+    sandbox (so agent code can write beside them), else nobody in particular (None)."""
+    if mode != "bwrap" or not running_as_root():
+        return None
+    uid = session_uid(workspace)
+    return uid, uid
 
 
 @functools.cache
@@ -44,7 +100,8 @@ def probe_bwrap() -> tuple[bool, str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return False, "bwrap not found (apt-get install bubblewrap)"
-    probe = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *_ISOLATION, "true"]
+    probe = [bwrap, *_identity(None), *_system_binds(), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+             "--remount-ro", "/", *_ISOLATION, "true"]  # fmt: skip
     try:
         result = subprocess.run(probe, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -52,7 +109,8 @@ def probe_bwrap() -> tuple[bool, str]:
     if result.returncode != 0:
         reason = (result.stderr.strip().splitlines() or ["no message"])[-1]
         return False, f"bwrap fails here ({reason})"
-    return True, f"bubblewrap at {bwrap} (no network, read-only root, only the workspace writable)"
+    who = "a uid of its own per session" if running_as_root() else f"uid {SANDBOX_UID} in a user namespace"
+    return True, f"bubblewrap at {bwrap}: no network, only what analysis needs is visible, {who}"
 
 
 def resolve_mode(setting: str) -> SandboxMode:
@@ -71,51 +129,149 @@ def resolve_mode(setting: str) -> SandboxMode:
     return "none"
 
 
-def bwrap_command(cmd: list[str], workspace: Path, runtime_dir: Path) -> list[str]:
-    """``cmd`` run inside bubblewrap with ``workspace`` and ``runtime_dir`` writable, cwd the workspace."""
-    args = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    hidden = _hidden_dirs(workspace)
-    # The tmpfs mounts come first: the binds below then create their mount points inside them,
-    # so a workspace or runtime folder under /tmp or NINI_HOME (as in tests) still appears.
-    for folder in hidden:
-        args += ["--tmpfs", str(folder)]
-    for path in _python_paths(hidden):
-        args += ["--ro-bind", str(path), str(path)]
-    args += ["--bind", str(workspace), str(workspace), "--bind", str(runtime_dir), str(runtime_dir)]
-    # Hidden folders other than /tmp are read-only too: a write there fails loudly instead of
-    # vanishing with the tmpfs. (The binds above are mounts of their own and stay writable.)
-    for folder in hidden:
-        if folder != Path("/tmp"):
-            args += ["--remount-ro", str(folder)]
-    args += [*_ISOLATION, "--chdir", str(workspace)]
+def agent_command(
+    cmd: list[str], mode: SandboxMode, limits: Limits, *, workspace: Path, runtime_dir: Path, shared_dir: Path | None = None
+) -> list[str]:
+    """``cmd`` (``python [flags] -m MODULE args``) as the agent process: confined, and in ``bwrap``
+    mode inside the sandbox. ``runtime_dir`` is a private host folder of this process (nini
+    writes the sandbox's passwd there); ``shared_dir``, inside it, is bound writable too."""
+    if mode == "none":
+        return confine.command(cmd, memory_bytes=limits.memory_bytes, sandboxed=False)
+    uid = session_uid(workspace) if running_as_root() else None
+    inner = confine.command(
+        cmd, memory_bytes=limits.memory_bytes, sandboxed=True, max_processes=limits.max_processes,
+        file_size_bytes=limits.file_size_bytes, uid=uid, no_exec=limits.no_exec,
+    )  # fmt: skip
+    return bwrap_command(inner, workspace, runtime_dir, limits, shared_dir=shared_dir, uid=uid)
+
+
+def bwrap_command(
+    cmd: list[str], workspace: Path, runtime_dir: Path, limits: Limits, *, shared_dir: Path | None = None,
+    uid: int | None = None,
+) -> list[str]:
+    """The bubblewrap command line running ``cmd`` with ``workspace`` writable, cwd the workspace."""
+    args = [shutil.which("bwrap") or "bwrap", *_identity(uid), *_ISOLATION, *_system_binds()]
+    size = str(limits.tmp_bytes)
+    args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
+             "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]  # fmt: skip
+    args += _etc_binds(runtime_dir, uid)
+    made = {Path("/"), Path("/etc"), Path("/tmp"), Path("/dev"), Path("/proc")}
+    bound = [Path("/usr"), Path("/dev"), Path("/proc")]
+    for path in _read_only_paths(limits.read_only_paths):
+        args += _parents(path, made, bound) + ["--ro-bind", str(path), str(path)]
+        bound.append(path)
+    for writable in (workspace, shared_dir):
+        if writable is not None:
+            args += _parents(writable, made, bound) + ["--bind", str(writable), str(writable)]
+            bound.append(writable)
+    args += ["--remount-ro", "/", "--chdir", str(workspace), "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR", "/tmp"]
     # jupyter_client sets JPY_PARENT_PID to nini's pid; inside the pid namespace the kernel's parent
     # is pid 1, so ipykernel would conclude that its parent died and exit at once.
     args += ["--unsetenv", "JPY_PARENT_PID", "--", *cmd]
     return args
 
 
-def _hidden_dirs(workspace: Path) -> list[Path]:
-    """/tmp, the host user's home, and NINI_HOME (``<home>/sessions/<id>/workspace``), outermost first."""
-    folders = [Path("/tmp"), Path.home()]
-    if len(workspace.parents) >= 3 and workspace.parents[1].name == "sessions":
-        folders.append(workspace.parents[2])
-    unique: list[Path] = []
-    for folder in sorted({f.resolve() for f in folders if f.resolve() != Path("/")}, key=lambda p: len(p.parts)):
-        if not any(folder == u or u in folder.parents for u in unique):
-            unique.append(folder)
-    return unique
+def prepare(workspace: Path, runtime_dir: Path) -> None:
+    """Host-side preparation before a sandbox of ``workspace`` starts, when nini runs as root: the
+    workspace and the process's runtime folder (its ipc sockets, the log its stdout goes to)
+    become the session uid's, without following any link."""
+    if not running_as_root():
+        return
+    from nini.execution.workspace_fs import RootedDir
+
+    uid = session_uid(workspace)
+    RootedDir(workspace).chown_tree(uid, uid)
+    # bubblewrap enters the workspace as root without capabilities: the root group may pass
+    os.chown(workspace, uid, 0)
+    os.chmod(workspace, 0o750)
+    RootedDir(runtime_dir).chown_tree(uid, uid)
 
 
-def _python_paths(hidden: list[Path]) -> list[Path]:
-    """Parts of this Python installation (prefixes, sys.path) that a hidden folder would cover."""
-    found: set[Path] = set()
-    for entry in {sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path}:
-        if not entry:
+def _identity(uid: int | None) -> list[str]:
+    """Who the sandbox runs as: a user namespace (non-root nini), or root with only the
+    capabilities ``confine`` needs to drop to ``uid``."""
+    if running_as_root():
+        return ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    return ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--disable-userns",
+            "--cap-drop", "ALL"]  # fmt: skip
+
+
+def _system_binds() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in _TOP_LINKS:
+        top = Path("/") / name
+        if top.is_symlink():
+            args += ["--symlink", os.readlink(top), str(top)]
+        elif top.is_dir():
+            args += ["--ro-bind", str(top), str(top)]
+    return args
+
+
+def _etc_binds(runtime_dir: Path, uid: int | None) -> list[str]:
+    """The kept entries of /etc, and a passwd/group naming only the sandbox user."""
+    args = ["--perms", "0755", "--dir", "/etc"]
+    folders: set[Path] = {Path("/etc")}
+    for entry in ETC_ENTRIES:
+        source = Path("/etc") / entry
+        if not source.exists():
             continue
-        path = Path(entry).resolve()
-        # strictly inside: mounting a hidden folder itself back (sys.path[0] may be the cwd, e.g.
-        # the home folder) would undo the hiding
-        if path.exists() and any(h in path.parents for h in hidden):
-            found.add(path)
-    # a path inside another kept path is mounted with it
-    return sorted(p for p in found if not any(o in p.parents for o in found))
+        if source.parent not in folders:
+            args += ["--perms", "0755", "--dir", str(source.parent)]
+            folders.add(source.parent)
+        args += ["--ro-bind", str(source), str(source)]
+    who = uid if uid is not None else SANDBOX_UID
+    etc = runtime_dir / "etc"
+    etc.mkdir(mode=0o755, exist_ok=True)
+    etc.chmod(0o755)
+    files = {
+        "passwd": f"root:x:0:0:root:/root:/usr/sbin/nologin\nnini:x:{who}:{who}:nini sandbox:{SANDBOX_HOME}:"
+                  "/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+        "group": f"root:x:0:\nnini:x:{who}:\nnogroup:x:65534:\n",
+    }  # fmt: skip
+    for name, text in files.items():
+        (etc / name).write_text(text)
+        (etc / name).chmod(0o644)
+        args += ["--ro-bind", str(etc / name), f"/etc/{name}"]
+    return args
+
+
+def _read_only_paths(extra: Iterable[Path]) -> list[Path]:
+    """The interpreter's installation, nini's packages, R's home and ``extra``, outermost only,
+    leaving out what ``/usr`` already covers."""
+    import nini
+    import r_sandbox
+
+    wanted: set[Path] = set()
+    for entry in (sys.prefix, sys.base_prefix, sys.exec_prefix, *_site_packages()):
+        if entry:
+            wanted.add(Path(entry).resolve())
+    for package in (nini, r_sandbox):
+        wanted.add(Path(package.__file__).resolve().parent)
+    r_home = os.environ.get("R_HOME")
+    if r_home:
+        wanted.add(Path(r_home).resolve())
+    wanted |= {Path(p).resolve() for p in extra}
+    usable = {p for p in wanted if p.exists() and p != Path("/") and not p.is_relative_to("/usr")}
+    return sorted(p for p in usable if not any(o != p and p.is_relative_to(o) for o in usable))
+
+
+def _site_packages() -> list[str]:
+    import site
+
+    try:
+        return list(site.getsitepackages())
+    except AttributeError:  # virtualenv's old site.py
+        return []
+
+
+def _parents(path: Path, made: set[Path], bound: list[Path]) -> list[str]:
+    """``--dir`` for the folders above ``path`` that the sandbox does not have yet, world-readable
+    (bubblewrap would make them 0700 and root's: closed to the sandbox user). Folders inside a
+    bound path exist already."""
+    args: list[str] = []
+    for parent in reversed(path.parents):
+        if parent in made or any(parent.is_relative_to(b) for b in bound):
+            continue
+        args += ["--perms", "0755", "--dir", str(parent)]
+        made.add(parent)
+    return args

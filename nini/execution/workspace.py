@@ -2,19 +2,22 @@
 
 ``NINI_HOME/sessions/<id>/workspace/`` holds ``artifacts/`` (charts and files), ``datasets/``
 (Parquet, one file per dataset name) and ``executions/`` (full outputs too long for the model).
-Every path that comes from a user, a model or agent code goes through ``resolve``.
+Every path that comes from a user, a model or agent code is made relative by ``relative`` and
+opened through ``fs``, which never follows a link (agent code may have planted one).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath
 
 from nini.errors import ErrorCode, NiniError
+from nini.execution.workspace_fs import RootedDir
 
 _DATASET_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+SUBFOLDERS = ("artifacts", "datasets", "executions")
 
 
 def check_session_id(session_id: str) -> str:
@@ -36,14 +39,24 @@ def check_dataset_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class Workspace:
-    """Paths of one session's workspace. ``root`` is absolute and resolved (no symlinks)."""
+    """Paths of one session's workspace. ``root`` is absolute and resolved (no symlinks).
+
+    ``fs`` is how nini's own process reads and writes here (``workspace_fs.RootedDir``: no link
+    followed in any component); ``owner`` is the (uid, gid) nini gives the files it creates, set
+    when nini runs as root and the sandbox writes as another user.
+    """
 
     root: Path
+    owner: tuple[int, int] | None = None
 
     @classmethod
-    def for_session(cls, sessions_dir: Path, session_id: str) -> Workspace:
+    def for_session(cls, sessions_dir: Path, session_id: str, owner: tuple[int, int] | None = None) -> Workspace:
         root = (Path(sessions_dir) / check_session_id(session_id) / "workspace").resolve()
-        return cls(root)
+        return cls(root, owner)
+
+    @property
+    def fs(self) -> RootedDir:
+        return RootedDir(self.root, owner=self.owner)
 
     @property
     def artifacts_dir(self) -> Path:
@@ -58,43 +71,51 @@ class Workspace:
         return self.root / "executions"
 
     def ensure(self) -> Workspace:
-        for folder in (self.artifacts_dir, self.datasets_dir, self.executions_dir):
-            folder.mkdir(parents=True, exist_ok=True)
+        """Make the workspace and its missing standard folders. What agent code put in their
+        place (a link, a file) is left alone here and refused by ``fs`` when it is used."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        for folder in SUBFOLDERS:
+            try:
+                self.fs.makedirs(folder)
+            except NiniError:
+                pass
         return self
 
-    def resolve(self, path: str | Path) -> Path:
-        """``path`` (relative to the workspace, or absolute inside it) as an absolute path.
+    def relative(self, path: str | PurePath) -> str:
+        """``path`` (relative to the workspace, or absolute inside it) as a normalised relative path
+        with forward slashes, worked out from the text alone (the file system is not consulted).
 
-        Anything that leaves the workspace, through ``..`` or a symlink, is INVALID_ARGUMENT.
+        Anything that leaves the workspace (``..``, an absolute path elsewhere) is INVALID_ARGUMENT.
         """
-        if not str(path) or "\x00" in str(path):
+        text = str(path)
+        if not text or "\x00" in text:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, "empty or invalid path")
-        candidate = Path(path) if Path(path).is_absolute() else self.root / path
-        resolved = candidate.resolve()
-        if resolved != self.root and self.root not in resolved.parents:
-            raise NiniError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"path {str(path)!r} is outside the session workspace",
-                {"path": str(path)},
-            )
-        return resolved
-
-    def relative(self, path: Path) -> str:
-        """``path`` relative to the workspace root, with forward slashes (what records store)."""
-        return self.resolve(path).relative_to(self.root).as_posix()
+        candidate = PurePosixPath(text)
+        if candidate.is_absolute():
+            if not candidate.is_relative_to(PurePosixPath(self.root)):
+                raise NiniError(ErrorCode.INVALID_ARGUMENT, "the path is outside the session workspace", {"path": text})
+            candidate = candidate.relative_to(PurePosixPath(self.root))
+        parts = [part for part in candidate.parts if part not in ("", ".")]
+        if ".." in parts:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"path {text!r} leaves the session workspace ('..')", {"path": text})
+        return "/".join(parts) or "."
 
     def dataset_path(self, name: str) -> Path:
         return self.datasets_dir / f"{check_dataset_name(name)}.parquet"
 
-    def existing_dataset(self, name: str) -> Path:
-        """The Parquet file of dataset ``name``; NOT_FOUND, listing the session's datasets, when absent."""
-        path = self.dataset_path(name)
-        if not path.is_file():
+    def dataset_file(self, name: str) -> str:
+        """Dataset ``name``'s file, relative to the workspace."""
+        return f"datasets/{check_dataset_name(name)}.parquet"
+
+    def existing_dataset(self, name: str) -> str:
+        """The relative path of dataset ``name``'s Parquet file; NOT_FOUND, listing the session's
+        datasets, when there is no such regular file."""
+        relative = self.dataset_file(name)
+        if not self.fs.is_file(relative):
             available = ", ".join(self.dataset_names()) or "none"
             raise NiniError(ErrorCode.NOT_FOUND, f"no dataset {name!r} in this session; available: {available}")
-        return path
+        return relative
 
     def dataset_names(self) -> list[str]:
-        if not self.datasets_dir.is_dir():
-            return []
-        return sorted(p.stem for p in self.datasets_dir.glob("*.parquet"))
+        names = [entry[: -len(".parquet")] for entry in self.fs.listdir("datasets") if entry.endswith(".parquet")]
+        return sorted(name for name in names if _DATASET_NAME.match(name))

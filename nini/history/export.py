@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from nini.errors import ErrorCode, NiniError
+from nini.execution.workspace_fs import RootedDir
 
 FORMATS = ("ipynb", "md", "json")
 NOT_RERUN = {"POLICY_VIOLATION": "refused by the policy, never ran", "TIMEOUT": "stopped after its time limit",
@@ -112,11 +113,14 @@ def _outputs(execution: dict[str, Any], workspace: Path) -> list[Any]:
 
     outputs = [from_dict(o) for o in execution.get("outputs") or []]
     shown = {o.get("data", {}).get("image/png") for o in outputs if o.get("output_type") == "display_data"}
+    files = RootedDir(workspace)  # agent code wrote these files: no link is followed
     for artifact in execution.get("artifacts") or []:
-        path = workspace / artifact["path"]
-        if artifact.get("format") != "png" or not path.is_file():
+        if artifact.get("format") != "png":
             continue
-        encoded = base64.b64encode(path.read_bytes()).decode("ascii")
+        try:
+            encoded = base64.b64encode(files.read_bytes(artifact["path"])).decode("ascii")
+        except NiniError:
+            continue
         if encoded not in shown:
             outputs.append(from_dict({"output_type": "display_data", "metadata": {},
                                       "data": {"image/png": encoded, "text/plain": f"<{artifact['name']}>"}}))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import jinja2
 from markdown_it import MarkdownIt
@@ -114,6 +114,11 @@ class RenderedReport:
     body_markdown: str  # the business sections, identical with or without the appendix
     charts: list[ChartGroup]  # every chart, even when the charts section is left out
     findings: list[Finding]  # every key finding, even when that section is left out
+    link_base: Path | None = None  # the folder chart links are relative to
+
+    def linked_files(self) -> dict[str, ChartFile]:
+        """Each chart file by the link the report uses for it (unquoted), for attachments."""
+        return {unquote(chart_link(file, self.link_base)): file for group in self.charts for file in group.files}
 
 
 def build_report(
@@ -147,7 +152,7 @@ def build_report(
     markdown = body + appendix
     page = _html(markdown, title, options.lang, groups if embed_images else [], link_base)
     return RenderedReport(title=title, markdown=markdown, html=page, body_markdown=body, charts=groups,
-                          findings=findings)
+                          findings=findings, link_base=link_base)
 
 
 @lru_cache(maxsize=1)
@@ -414,7 +419,7 @@ def _html(markdown: str, title: str, lang: str, embedded: list[ChartGroup], link
 
 def _data_uri(file: ChartFile) -> str | None:
     try:
-        data = Path(file.path).read_bytes()
-    except OSError:
-        return None  # gone since it was recorded: the relative link stays
+        data = file.read_bytes()
+    except (OSError, NiniError):
+        return None  # gone since it was recorded, or refused (a link): the relative link stays
     return f"data:{IMAGE_TYPES[split_name(file.name)[1]]};base64,{base64.b64encode(data).decode('ascii')}"

@@ -38,12 +38,25 @@ class Step:
 
 @dataclass(frozen=True)
 class ChartFile:
-    """One file of a chart; a chart saved as png+svg+pdf is three ChartFiles with one base name."""
+    """One file of a chart; a chart saved as png+svg+pdf is three ChartFiles with one base name.
+
+    A session's chart lives in a workspace that agent code writes: it is read through the
+    workspace file system (``fs`` and ``relative``), which never follows a link, never by ``path``.
+    ``path`` serves to compute links; a chart nini wrote itself (a notebook's) has no ``fs``.
+    """
 
     name: str  # file name, e.g. "monthly-revenue.png" or "fit.plotly.json"
     path: Path  # absolute path of the file on disk
     order: int  # creation order, 0-based
     step_id: str | None = None
+    fs: Any = field(default=None, compare=False, repr=False)  # a workspace_fs.RootedDir
+    relative: str | None = None  # the path beneath ``fs``'s root
+
+    def read_bytes(self) -> bytes:
+        """The file's content; OSError or NiniError when it is gone or refused."""
+        if self.fs is not None and self.relative is not None:
+            return self.fs.read_bytes(self.relative)
+        return Path(self.path).read_bytes()
 
 
 @dataclass(frozen=True)

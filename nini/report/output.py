@@ -4,6 +4,10 @@ A report never overwrites an earlier one. All formats of one report share a stem
 ``<prefix>-YYYYMMDD-HHMMSS[-N]``: each file is written whole to a temp file first, then
 hard-linked to its name, which fails if the name exists. So two reports written in the same
 second, by two threads or two processes, get two stems, and a reader never sees half a file.
+
+Every file goes through a ``workspace_fs.RootedDir``: a report written into a session
+workspace (where agent code may have put a link in place of ``reports/``) never follows a link,
+and a PDF converter works in a private temp folder, never in the workspace.
 """
 
 from __future__ import annotations
@@ -16,14 +20,16 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Iterable
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from nini.errors import ErrorCode, NiniError
-from nini.fsutil import atomic_write_bytes, write_temp
-from nini.report.model import ReportInput
+from nini.execution.workspace_fs import RootedDir
+from nini.fsutil import atomic_write_bytes
+from nini.report.model import ChartFile, ReportInput
 
 FORMATS = ("md", "html", "ipynb", "pdf")
 MAX_STEMS = 1000  # reports with one stem prefix within one second, before giving up
@@ -54,12 +60,19 @@ def check_formats(formats: Iterable[str]) -> list[str]:
 
 
 def write_report(
-    rendered: Any, folder: Path, *, formats: Iterable[str] = ("md", "html"), stem: str | None = None
+    rendered: Any,
+    folder: Path,
+    *,
+    formats: Iterable[str] = ("md", "html"),
+    stem: str | None = None,
+    within: RootedDir | None = None,
 ) -> dict[str, Path]:
     """Write ``rendered`` (a ``RenderedReport``) into ``folder``; ``{format: path}`` in the order asked.
 
     ``stem`` is the file names' prefix (default ``report``); the time and, when taken, ``-N``
-    follow it. PDF needs a converter (see ``pdf_converter``); without one nothing is written.
+    follow it. ``within`` is the session workspace when ``folder`` lies in one: every component
+    beneath its root is then opened without following links. PDF needs a converter (see
+    ``pdf_converter``); without one nothing is written.
     """
     chosen = check_formats(formats)
     prefix = stem or "report"
@@ -67,21 +80,25 @@ def write_report(
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"invalid report file name prefix {prefix!r}")
     convert_pdf = pdf_converter() if "pdf" in chosen else None
     folder = Path(folder)
+    target, subdir = _target(folder, within)
+    target.makedirs(subdir)
+    contents = {fmt: _pdf(rendered.html, convert_pdf) if fmt == "pdf" else _content(rendered, fmt) for fmt in chosen}
+    names = _claim(target, subdir, f"{prefix}-{_timestamp()}", contents)
+    return {fmt: folder / name for fmt, name in names.items()}
+
+
+def _target(folder: Path, within: RootedDir | None) -> tuple[RootedDir, str]:
+    """The rooted folder to write through, and ``folder`` relative to it."""
+    if within is not None:
+        try:
+            return within, folder.relative_to(within.root).as_posix()
+        except ValueError:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, "the report folder is not inside the session workspace") from None
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)  # a folder the user named: made as they name it
     except OSError as exc:
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"cannot create the report folder {folder}: {exc.strerror}") from None
-    temps: dict[str, Path] = {}
-    try:
-        for fmt in chosen:
-            if fmt == "pdf":
-                temps[fmt] = _temp_pdf(folder, rendered.html, convert_pdf)
-            else:
-                temps[fmt] = _temp_file(folder, _content(rendered, fmt, folder))
-        return _claim(folder, f"{prefix}-{_timestamp()}", temps)
-    finally:
-        for temp in temps.values():
-            temp.unlink(missing_ok=True)
+    return RootedDir(folder, label="the report folder"), ""
 
 
 def new_folder(parent: Path, name: str) -> Path:
@@ -102,16 +119,21 @@ def new_folder(parent: Path, name: str) -> Path:
 
 def copy_charts(data: ReportInput, folder: Path) -> ReportInput:
     """``data`` with its chart files copied into ``folder``: a report written away from the
-    workspace links to its own copies, never back into NINI_HOME (whose paths it must not show)."""
+    workspace links to its own copies, never back into NINI_HOME (whose paths it must not show).
+    A chart that is gone or refused (a link planted by agent code) is left out."""
     copies = []
     for chart in data.charts:
         target = folder / chart.name
         try:
-            if not target.is_file() or target.stat().st_size != chart.path.stat().st_size:
-                atomic_write_bytes(target, chart.path.read_bytes())
+            content = chart.read_bytes()
+        except (OSError, NiniError):
+            continue
+        try:
+            if not target.is_file() or target.stat().st_size != len(content):
+                atomic_write_bytes(target, content)
         except OSError as exc:
             raise _write_error(target, exc) from None
-        copies.append(dataclasses.replace(chart, path=target))
+        copies.append(dataclasses.replace(chart, path=target, fs=None, relative=None))
     return dataclasses.replace(data, charts=copies)
 
 
@@ -119,79 +141,49 @@ def _timestamp() -> str:
     return datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-def _content(rendered: Any, fmt: str, folder: Path) -> bytes:
+def _content(rendered: Any, fmt: str) -> bytes:
     if fmt == "md":
         return rendered.markdown.encode("utf-8")
     if fmt == "html":
         return rendered.html.encode("utf-8")
-    return to_notebook(rendered.markdown, folder).encode("utf-8")
+    return to_notebook(rendered.markdown, rendered.linked_files()).encode("utf-8")
 
 
-def _claim(folder: Path, base: str, temps: dict[str, Path]) -> dict[str, Path]:
-    """Give every temp file its final name under the first stem whose names are all free."""
+def _claim(target: RootedDir, subdir: str, base: str, contents: dict[str, bytes]) -> dict[str, str]:
+    """Give every content its final name under the first stem whose names are all free."""
     for n in range(1, MAX_STEMS + 1):
         stem = base if n == 1 else f"{base}-{n}"
-        placed: dict[str, Path] = {}
-        for fmt, temp in temps.items():
-            target = folder / f"{stem}.{fmt}"
-            if not _place(temp, target):
+        placed: dict[str, str] = {}
+        for fmt, content in contents.items():
+            name = f"{stem}.{fmt}"
+            if not target.create_new(_join(subdir, name), content):
                 break
-            placed[fmt] = target
+            placed[fmt] = name
         else:
             return placed
         # Another report holds one of these names: give back the ones this attempt took.
-        for target in placed.values():
-            target.unlink(missing_ok=True)
-    raise NiniError(ErrorCode.CONFLICT, f"no free report file name for {base} in {folder}")
+        for name in placed.values():
+            target.unlink(_join(subdir, name))
+    raise NiniError(ErrorCode.CONFLICT, f"no free report file name for {base}")
 
 
-def _place(temp: Path, target: Path) -> bool:
-    """Put ``temp``'s content at ``target`` unless that exists (then False); never overwrites."""
-    try:
-        os.link(temp, target)
-        return True
-    except FileExistsError:
-        return False
-    except OSError:
-        pass  # a file system without hard links: an exclusive create, then the bytes
-    try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        return False
-    try:
-        with os.fdopen(fd, "wb") as out, temp.open("rb") as source:
-            shutil.copyfileobj(source, out)
-            out.flush()
-            os.fsync(out.fileno())
-    except OSError as exc:
-        target.unlink(missing_ok=True)
-        raise _write_error(target, exc) from None
-    return True
-
-
-def _temp_file(folder: Path, data: bytes, suffix: str = ".tmp") -> Path:
-    """``data`` in a new hidden file of ``folder``, flushed to disk."""
-    try:
-        temp = write_temp(folder, data, prefix=".report-", suffix=suffix)
-    except OSError as exc:
-        raise _write_error(folder, exc) from None
-    os.chmod(temp, 0o644)  # mkstemp makes it owner-only; a report is an ordinary file
-    return temp
+def _join(subdir: str, name: str) -> str:
+    return f"{subdir}/{name}" if subdir and subdir != "." else name
 
 
 def _write_error(path: Path, exc: OSError) -> NiniError:
-    return NiniError(ErrorCode.INTERNAL, f"could not write the report in {path}: {exc.strerror or exc}",
-                     {"path": str(path)})  # fmt: skip
+    return NiniError(ErrorCode.INTERNAL, f"could not write the report file {path.name}: {exc.strerror or exc}")
 
 
 # notebook
 
 
-def to_notebook(markdown: str, folder: Path) -> str:
+def to_notebook(markdown: str, charts: Mapping[str, ChartFile] | None = None) -> str:
     """The report as a notebook of Markdown cells, one per ``##`` section.
 
-    Images become cell attachments (embedded data, or files relative to ``folder`` where the
-    notebook is written), so the notebook shows its charts wherever it is opened.
+    Images become cell attachments (embedded data, or the chart files the report links to, by
+    link: ``RenderedReport.linked_files``), so the notebook shows its charts wherever it is opened.
+    Nothing is read by path: a link the report does not know stays a link.
     """
     import nbformat
     from nbformat.v4 import new_markdown_cell, new_notebook
@@ -199,7 +191,7 @@ def to_notebook(markdown: str, folder: Path) -> str:
     cells = []
     for section in _sections(markdown):
         attachments: dict[str, dict[str, str]] = {}
-        source = _IMAGE.sub(lambda m: _attach(m, folder, attachments), section)
+        source = _IMAGE.sub(lambda m: _attach(m, charts or {}, attachments), section)
         cell = new_markdown_cell(source)
         if attachments:
             cell["attachments"] = attachments
@@ -222,9 +214,9 @@ def _sections(markdown: str) -> list[str]:
     return [text for part in sections if (text := "".join(part).strip())]
 
 
-def _attach(match: re.Match[str], folder: Path, attachments: dict[str, dict[str, str]]) -> str:
+def _attach(match: re.Match[str], charts: Mapping[str, ChartFile], attachments: dict[str, dict[str, str]]) -> str:
     alt, target = match.group(1), match.group(2)
-    found = _image_data(target, folder)
+    found = _image_data(target, charts)
     if found is None:
         return match.group(0)
     mime, data, name = found
@@ -237,7 +229,7 @@ def _attach(match: re.Match[str], folder: Path, attachments: dict[str, dict[str,
     return f"![{alt}](attachment:{key})"
 
 
-def _image_data(target: str, folder: Path) -> tuple[str, str, str] | None:
+def _image_data(target: str, charts: Mapping[str, ChartFile]) -> tuple[str, str, str] | None:
     """(mime, base64 or SVG text, file name) of an image reference, or None to keep it a link."""
     if match := _DATA_URI.match(target):
         mime, encoded = match.group(1), re.sub(r"\s+", "", match.group(2))
@@ -247,17 +239,21 @@ def _image_data(target: str, folder: Path) -> tuple[str, str, str] | None:
         name = f"image-{hashlib.sha1(encoded.encode('ascii')).hexdigest()[:10]}.{extension}"
         data = base64.b64decode(encoded).decode("utf-8") if mime == "image/svg+xml" else encoded
         return mime, data, name
-    if ":" in target.split("/", 1)[0]:  # http:, attachment:, ... stay links
-        return None
     from urllib.parse import unquote
 
-    path = (folder / unquote(target)).resolve()
-    mime = mimetypes.guess_type(path.name)[0]
-    if mime not in _ATTACHABLE or not path.is_file():
+    chart = charts.get(unquote(target))
+    mime = mimetypes.guess_type(chart.name)[0] if chart is not None else None
+    if chart is None or mime not in _ATTACHABLE:
+        return None  # http:, attachment:, a file the report does not know: stays a link
+    try:
+        raw = chart.read_bytes()
+    except (OSError, NiniError):
         return None
-    raw = path.read_bytes()
-    data = raw.decode("utf-8") if mime == "image/svg+xml" else base64.b64encode(raw).decode("ascii")
-    return mime, data, path.name
+    try:
+        data = raw.decode("utf-8") if mime == "image/svg+xml" else base64.b64encode(raw).decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    return mime, data, chart.name
 
 
 # pdf
@@ -286,21 +282,20 @@ def pdf_converter() -> Callable[[Path, Path], None]:
                     "Markdown, HTML and ipynb reports need none.", {"format": "pdf"})  # fmt: skip
 
 
-def _temp_pdf(folder: Path, html: str, convert: Callable[[Path, Path], None] | None) -> Path:
+def _pdf(html: str, convert: Callable[[Path, Path], None] | None) -> bytes:
+    """``html`` as PDF bytes, converted in a private temp folder (never in a workspace)."""
     assert convert is not None
-    source = _temp_file(folder, html.encode("utf-8"), suffix=".html")
-    target = _temp_file(folder, b"", suffix=".pdf")
-    try:
+    with tempfile.TemporaryDirectory(prefix="nini-pdf-") as private:
+        source, target = Path(private) / "report.html", Path(private) / "report.pdf"
+        source.write_text(html, encoding="utf-8")
         convert(source, target)
-        with target.open("rb") as produced:
-            if produced.read(5) != b"%PDF-":
-                raise NiniError(ErrorCode.INTERNAL, "the PDF converter wrote no PDF")
-    except BaseException:
-        target.unlink(missing_ok=True)
-        raise
-    finally:
-        source.unlink(missing_ok=True)
-    return target
+        try:
+            produced = target.read_bytes()
+        except OSError:
+            produced = b""
+    if not produced.startswith(b"%PDF-"):
+        raise NiniError(ErrorCode.INTERNAL, "the PDF converter wrote no PDF")
+    return produced
 
 
 def _weasyprint(html: Path, pdf: Path) -> None:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import base64
 import json
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nini.errors import ErrorCode, NiniError
+from nini.execution.workspace import Workspace
 from nini.fsutil import atomic_write_bytes
 from nini.report.model import ChartFile, DatasetInfo, ReportInput, Step, ToolCallInfo
 
@@ -39,23 +40,29 @@ MAX_LABEL_CHARS = 80
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
-def from_session(store: Any, session_id: str, workspace_root: Path) -> ReportInput:
+def from_session(store: Any, session_id: str, workspace: Workspace | Path) -> ReportInput:
     """What session ``session_id`` recorded, as report input; NOT_FOUND for an unknown session.
 
-    Chart files that are gone from the workspace (or whose recorded path leads outside it) are
-    left out, as are the charts of rolled-back executions.
+    Chart files that are gone from the workspace (or whose recorded path leads outside it, or
+    through a link) are left out, as are the charts of rolled-back executions.
     """
+    if not isinstance(workspace, Workspace):
+        workspace = Workspace(Path(workspace).resolve())
     session = store.get_session(session_id)
     steps = [_step(order, row) for order, row in enumerate(store.list_executions(session_id))]
     rolled_back = {step.id for step in steps if step.rolled_back}
-    root = Path(workspace_root).resolve()
+    fs = workspace.fs
     charts: list[ChartFile] = []
     for row in store.list_artifacts(session_id):
         if row.get("execution_id") in rolled_back or not _is_chart(row):
             continue
-        path = _inside(root, row["path"])
-        if path is not None and path.is_file():
-            charts.append(ChartFile(name=path.name, path=path, order=len(charts), step_id=row.get("execution_id")))
+        try:
+            relative = workspace.relative(row["path"])
+        except NiniError:
+            continue
+        if fs.is_file(relative):
+            charts.append(ChartFile(name=PurePosixPath(relative).name, path=workspace.root / relative, order=len(charts),
+                                    step_id=row.get("execution_id"), fs=fs, relative=relative))  # fmt: skip
     datasets = [DatasetInfo(row["name"], row.get("rows"), list(row.get("columns") or []))
                 for row in store.list_datasets(session_id)]  # fmt: skip
     calls = [  # finished calls only: a report made by a skill would otherwise count its own running call
@@ -83,11 +90,6 @@ def _is_chart(row: dict[str, Any]) -> bool:
         return False
     # any JSON could be a "file"; only Plotly's figure JSON is a chart
     return fmt != "json" or row.get("kind") == "chart" or str(row.get("name", "")).endswith(".plotly.json")
-
-
-def _inside(root: Path, relative: str) -> Path | None:
-    path = (root / relative).resolve()
-    return path if root in path.parents else None
 
 
 def from_notebook(

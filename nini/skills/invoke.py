@@ -15,6 +15,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from nini.errors import ErrorCode, NiniError
+from nini.redact import redact_paths
 from nini.skills.function import FunctionSkill
 from nini.skills.output import ToolOutput, ToolResult
 
@@ -84,6 +85,7 @@ def _markdown_definition(session: Session, name: str) -> ToolOutput:
 
 
 async def _finish(session: Session, call_id: str, name: str, turn_id: str | None, output: ToolOutput) -> ToolResult:
+    _redact(session, output)
     store = session.store
     error_code = (output.error or {}).get("code") if not output.success else None
     execution = dict(output.execution, tool_call_id=call_id) if output.execution else None
@@ -108,6 +110,18 @@ async def _finish(session: Session, call_id: str, name: str, turn_id: str | None
     data = {"name": name, "success": output.success, "error": output.error, "duration_ms": finished.get("duration_ms")}
     await _publish(session, "tool_result", data, turn_id, call_id)
     return result
+
+
+def _redact(session: Session, output: ToolOutput) -> None:
+    """No host path in what the call tells anyone: its error message and summary (in place: a
+    code skill's result holds the same error dict)."""
+    def redact(text: str) -> str:
+        return redact_paths(text, nini_home=session.settings.home, workspace=session.workspace.root)
+
+    if output.error and isinstance(output.error.get("message"), str):
+        output.error["message"] = redact(output.error["message"])
+    if output.summary:
+        output.summary = redact(output.summary)
 
 
 def _execution_event(execution: dict[str, Any], execution_id: str | None, output: ToolOutput) -> dict[str, Any]:

@@ -29,10 +29,8 @@ def test_slugify(label: str, slug: str) -> None:
     assert slugify(label) == slug
 
 
-def test_stem_allocator_never_reuses_a_name(tmp_path: Path) -> None:
-    (tmp_path / "chart.png").write_bytes(b"")
-    (tmp_path / "figure-1.svg").write_bytes(b"")
-    names = StemAllocator(tmp_path)
+def test_stem_allocator_never_reuses_a_name() -> None:
+    names = StemAllocator(["chart.png", "figure-1.svg"])
     assert [names.next("Chart", "figure") for _ in range(3)] == ["chart-2", "chart-3", "chart-4"]
     assert [names.next(None, "figure") for _ in range(2)] == ["figure-2", "figure-3"]
     assert names.next("!!!", "output") == "output-1"

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from nini.execution import limits
+from nini.execution import confine
 
 from .conftest import Kernels, new_session
 
@@ -90,16 +92,19 @@ def test_data_stack_works_under_the_default_memory_limit(kernels: Kernels) -> No
     assert len(out.artifacts) == 2
 
 
-def test_limits_wrapper_sets_the_limit_and_execs() -> None:
-    probe = "import os, resource; print(resource.getrlimit(resource.RLIMIT_AS)[0], os.getpid())"
-    proc = subprocess.run(
-        limits.wrap([sys.executable, "-c", probe], 1024**3), capture_output=True, text=True, check=True
+def test_confine_sets_the_limit_and_runs_the_module_in_its_own_process(tmp_path: Path) -> None:
+    (tmp_path / "probe_limits.py").write_text(
+        "import os, resource, sys\nprint(resource.getrlimit(resource.RLIMIT_AS)[0], os.getpid(), sys.argv[1:])\n"
     )
-    limit, _pid = proc.stdout.split()
+    cmd = confine.command([sys.executable, "-m", "probe_limits", "a", "b"], memory_bytes=1024**3, sandboxed=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    limit, _pid, argv = proc.stdout.split(maxsplit=2)
     assert int(limit) == 1024**3
+    assert argv.strip() == "['a', 'b']"
     assert resource.getrlimit(resource.RLIMIT_AS)[0] != 1024**3  # this process is untouched
 
 
-def test_limits_wrapper_usage_error() -> None:
-    proc = subprocess.run([sys.executable, "-m", "nini.execution.limits", "123"], capture_output=True, text=True)
-    assert proc.returncode == 1 and "usage" in proc.stderr
+def test_confine_usage_error() -> None:
+    cmd = confine.command([sys.executable, "-m", "x"], memory_bytes=1024**3, sandboxed=False)
+    proc = subprocess.run(cmd[:-3], capture_output=True, text=True)
+    assert proc.returncode == 2 and "-m MODULE" in proc.stderr

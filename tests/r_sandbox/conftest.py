@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from nini.execution.sandbox import bwrap_command, probe_bwrap
+from nini.config import Settings
+from nini.execution.sandbox import probe_bwrap
+from nini.skills.builtin.run_r import worker_wrap
 from r_sandbox.client import RWorkerPool
 from tests.execution.conftest import event_loop_for_module  # noqa: F401  (a fixture: one loop per module)
 
@@ -66,8 +68,12 @@ def new_session() -> str:
 
 
 def default_wrap() -> Any:
-    """What nini passes: bwrap where it works, nothing elsewhere."""
-    return bwrap_command if probe_bwrap()[0] else None
+    """What nini passes: its confinement, inside bwrap where it works."""
+    return worker_wrap(Settings())
+
+
+def sandboxed_wrap() -> Any:
+    return worker_wrap(Settings(execution={"sandbox": "bwrap"}))
 
 
 @contextlib.contextmanager

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from nini.execution.sandbox import bwrap_command, probe_bwrap
-from tests.r_sandbox.conftest import Workers, needs_r, new_session, open_workers
+from nini.execution.sandbox import probe_bwrap
+from tests.r_sandbox.conftest import Workers, needs_r, new_session, open_workers, sandboxed_wrap
 
 pytestmark = needs_r
 
@@ -23,7 +23,7 @@ def sandboxed(
     works, why = probe_bwrap()
     if not works:
         pytest.skip(f"no working bubblewrap: {why}")
-    with open_workers(event_loop_for_module, tmp_path_factory.mktemp("rsandbox"), wrap_command=bwrap_command) as found:
+    with open_workers(event_loop_for_module, tmp_path_factory.mktemp("rsandbox"), wrap_command=sandboxed_wrap()) as found:
         yield found
 
 
@@ -94,8 +94,8 @@ def test_secrets_of_the_host_do_not_reach_the_worker(sandboxed: Workers, monkeyp
     assert len(environments) >= 2  # bwrap and the worker below it
     for env in environments:
         assert "OPENAI_API_KEY" not in env
-        assert env["HOME"].startswith("/tmp/nini-r-") and env["MALLOC_ARENA_MAX"] == "2"
-        assert env["ARROW_DEFAULT_MEMORY_POOL"] == "system"
+        assert env["MALLOC_ARENA_MAX"] == "2" and env["ARROW_DEFAULT_MEMORY_POOL"] == "system"
+    assert environments[-1]["HOME"] == "/tmp/home"  # the worker's: in the sandbox's own /tmp
 
 
 def test_unsandboxed_worker_environment_is_an_allowlist(

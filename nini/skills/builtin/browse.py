@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from nini.errors import ErrorCode, NiniError
 from nini.skills.function import skill
 
 if TYPE_CHECKING:
@@ -36,7 +35,8 @@ def describe_dataset(session: Session, name: str, rows: int = 5) -> dict[str, An
     """
     import pandas as pd
 
-    frame = pd.read_parquet(session.workspace.existing_dataset(name))
+    with session.workspace.fs.reader(session.workspace.existing_dataset(name)) as handle:
+        frame = pd.read_parquet(handle)
     stats = frame.describe(include="all").transpose()
     head = frame.head(max(0, min(rows, 50)))
     return {
@@ -57,13 +57,11 @@ def read_file(session: Session, path: str, max_chars: int = 8000) -> dict[str, A
         path: The file, relative to the session workspace.
         max_chars: Read at most this many characters (up to 20000).
     """
-    target = session.workspace.resolve(path)
-    if not target.is_file():
-        raise NiniError(ErrorCode.NOT_FOUND, f"no file {path!r} in the session workspace")
+    fs = session.workspace.fs
+    relative = session.workspace.relative(path)
     limit = max(1, min(max_chars, MAX_READ_CHARS))
-    with target.open("r", encoding="utf-8", errors="replace") as handle:
-        text = handle.read(limit + 1)
-    return {"path": path, "text": text[:limit], "truncated": len(text) > limit, "size_bytes": target.stat().st_size}
+    text, truncated = fs.read_text(relative, max_chars=limit)  # refuses links and special files
+    return {"path": path, "text": text, "truncated": truncated, "size_bytes": fs.file_size(relative)}
 
 
 def _record(record: dict[Any, Any], *, drop_missing: bool = False) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from nini.errors import ErrorCode, NiniError
 from nini.execution.workspace import check_dataset_name
@@ -29,19 +29,16 @@ def load_dataset(session: Session, path: str, name: str | None = None) -> ToolOu
         path: The file, relative to the session workspace (e.g. uploads/sales.csv).
         name: Dataset name; defaults to the file name without its extension.
     """
-    source = session.workspace.resolve(path)
-    if not source.is_file():
-        raise NiniError(ErrorCode.NOT_FOUND, f"no file {path!r} in the session workspace")
+    workspace = session.workspace
+    source = PurePosixPath(workspace.relative(path))
     dataset = check_dataset_name(name or _default_name(source))
-    frame = _read(source)
-    target = session.workspace.dataset_path(dataset)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.partial")
-    frame.to_parquet(partial, index=False)
-    partial.replace(target)  # a crash mid-write never leaves a half dataset under its name
+    with workspace.fs.reader(source) as handle:  # NOT_FOUND, or POLICY_VIOLATION for a link
+        frame = _read(handle, source)
+    target = workspace.dataset_file(dataset)
+    # a crash mid-write never leaves a half dataset under its name
+    workspace.fs.write_with(target, lambda out: frame.to_parquet(out, index=False))
     described = describe(frame)
-    row = {"name": dataset, "path": session.workspace.relative(target), "rows": described["shape"][0],
-           "columns": described["columns"]}
+    row = {"name": dataset, "path": target, "rows": described["shape"][0], "columns": described["columns"]}
     return ToolOutput(result={"name": dataset, **described}, datasets=[row],
                       summary=f"loaded {path} as {dataset} ({described['shape'][0]} rows)")
 
@@ -51,12 +48,12 @@ def describe(frame: pd.DataFrame) -> dict[str, Any]:
             "shape": [int(frame.shape[0]), int(frame.shape[1])]}
 
 
-def _default_name(source: Path) -> str:
+def _default_name(source: PurePosixPath) -> str:
     stem = "".join(ch if ch.isalnum() or ch in "_.-" else "_" for ch in source.stem).lstrip(".-") or "data"
     return stem[:64]
 
 
-def _read(source: Path) -> pd.DataFrame:
+def _read(handle: BinaryIO, source: PurePosixPath) -> pd.DataFrame:
     import pandas as pd
 
     reader = READERS.get(source.suffix.lower())
@@ -65,7 +62,7 @@ def _read(source: Path) -> pd.DataFrame:
                         f"supported: {', '.join(sorted(READERS))}")
     options: dict[str, Any] = {"sep": "\t"} if source.suffix.lower() == ".tsv" else {}
     try:
-        frame = getattr(pd, reader)(source, **options)
+        frame = getattr(pd, reader)(handle, **options)
     except ImportError as exc:
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"reading {source.suffix} needs a package that is missing: {exc}") from None
     except (ValueError, OSError, pd.errors.ParserError) as exc:

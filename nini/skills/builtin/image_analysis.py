@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from nini.errors import ErrorCode, NiniError
@@ -24,18 +25,20 @@ async def image_analysis(session: Session, image: str, question: str = DEFAULT_Q
         image: An artifact name (as listed for the session) or a path relative to the session workspace.
         question: What to ask about the image.
     """
-    relative = await session.store.call(_artifact_path, session, image) or image
-    path = session.workspace.resolve(relative)
-    media_type = MEDIA_TYPES.get(path.suffix.lower())
-    if not path.is_file():
+    relative = session.workspace.relative(await session.store.call(_artifact_path, session, image) or image)
+    media_type = MEDIA_TYPES.get(PurePosixPath(relative).suffix.lower())
+    if session.workspace.fs.lstat(relative) is None:
         raise NiniError(ErrorCode.NOT_FOUND, f"no image {image!r} among the session's artifacts or workspace files")
     if media_type is None:
         accepted = ", ".join(sorted(MEDIA_TYPES))
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{image!r} is not an image a model can read (accepted: {accepted})")
-    size = path.stat().st_size
-    if size > MAX_IMAGE_BYTES:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{image!r} is {size:,} bytes; the limit is {MAX_IMAGE_BYTES:,}")
-    data_url = f"data:{media_type};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+    try:  # one open: a link or special file is refused, a swap after the check changes nothing
+        data = session.workspace.fs.read_bytes(relative, limit=MAX_IMAGE_BYTES)
+    except NiniError as exc:
+        if exc.code is not ErrorCode.TOO_LARGE:
+            raise
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{image!r} is larger than the limit of {MAX_IMAGE_BYTES:,} bytes") from None
+    data_url = f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
     content = [{"type": "text", "text": question}, {"type": "image_url", "image_url": {"url": data_url}}]
     try:
         completion = await session.runtime.router.complete(
@@ -50,7 +53,7 @@ async def image_analysis(session: Session, image: str, question: str = DEFAULT_Q
             f"vision_models (settings llm.providers) and route purpose image_analysis to it. {exc.message}",
             exc.details,
         ) from None
-    return {"image": session.workspace.relative(path), "answer": completion.text, "model": completion.model}
+    return {"image": relative, "answer": completion.text, "model": completion.model}
 
 
 def _artifact_path(session: Session, name: str) -> str | None:

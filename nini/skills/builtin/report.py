@@ -56,8 +56,8 @@ async def generate_report(
     # reading the record, embedding the charts and writing files all block: off the event loop
     report_title, written = await asyncio.to_thread(_write, session, options, formats)
     paths = {fmt: session.workspace.relative(path) for fmt, path in written.items()}
-    artifacts = [{"name": path.name, "path": paths[fmt], "format": fmt, "kind": "report", "size_bytes": path.stat().st_size}
-                 for fmt, path in written.items()]  # fmt: skip
+    artifacts = [{"name": path.name, "path": paths[fmt], "format": fmt, "kind": "report",
+                  "size_bytes": session.workspace.fs.file_size(paths[fmt])} for fmt, path in written.items()]  # fmt: skip
     return ToolOutput(result={"title": report_title, "paths": paths}, artifacts=artifacts,
                       summary=f"report {report_title!r}: {', '.join(paths.values())}",
                       events=[("report_ready", {"paths": paths, "title": report_title})])  # fmt: skip
@@ -70,7 +70,7 @@ def _write(session: Session, options: Any, formats: tuple[str, ...]) -> tuple[st
 
     chosen = check_formats(formats)  # a bad format fails before the record is read
     folder = session.workspace.root / REPORTS_DIR
-    data = from_session(session.store, session.id, session.workspace.root)
+    data = from_session(session.store, session.id, session.workspace)
     rendered = build_report(data, options, link_base=folder)
-    return rendered.title, write_report(rendered, folder, formats=chosen)
+    return rendered.title, write_report(rendered, folder, formats=chosen, within=session.workspace.fs)
 

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from nini.errors import ErrorCode, NiniError
 from nini.execution.outcome import CodeOutcome, CodeRequest
 from nini.execution.workspace import check_dataset_name
-from nini.fsutil import atomic_write_text
 from nini.skills.function import skill
 from nini.skills.output import ToolOutput
 
@@ -130,21 +129,29 @@ def find_retry_of(session: Session, request: CodeRequest) -> str | None:
 
 
 def _keep_long_output(session: Session, execution_id: str, outcome: CodeOutcome) -> str | None:
-    """Write outputs longer than the model's cap to the workspace, so the model can read them."""
+    """Write outputs longer than the model's cap to the workspace, so the model can read them.
+
+    The store keeps the whole text anyway: when the workspace refuses the file (agent code put a
+    link where ``executions`` was, or the disk is full) the model is pointed at the record instead.
+    """
     cap = session.settings.execution.output_cap_chars
     long_streams = {n: t for n, t in (("stdout", outcome.stdout), ("stderr", outcome.stderr)) if len(t) > cap}
     if not long_streams:
         return None
-    folder = session.workspace.executions_dir / execution_id
-    for stream, text in long_streams.items():
-        atomic_write_text(folder / f"{stream}.txt", text)
+    try:
+        for stream, text in long_streams.items():
+            session.workspace.fs.write_bytes(f"executions/{execution_id}/{stream}.txt", text.encode("utf-8"))
+    except NiniError:
+        return None
     paths = ", ".join(f"executions/{execution_id}/{s}.txt" for s in long_streams)
     return f"{paths} in the session workspace (execution {execution_id})"
 
 
 def _artifact_row(session: Session, execution_id: str, artifact: dict[str, Any]) -> dict[str, Any]:
-    path = session.workspace.root / artifact["path"]
-    size = path.stat().st_size if path.is_file() else None
+    try:
+        size = session.workspace.fs.file_size(artifact["path"])
+    except NiniError:
+        size = None
     return {**artifact, "execution_id": execution_id, "size_bytes": size}
 
 
@@ -153,7 +160,7 @@ def _dataset_row(session: Session, execution_id: str, name: str, outcome: CodeOu
     shape = preview.get("shape") or [None, None]
     return {
         "name": name,
-        "path": session.workspace.relative(session.workspace.dataset_path(name)),
+        "path": session.workspace.dataset_file(name),
         "rows": shape[0],
         "columns": preview.get("columns"),
         "source_execution_id": execution_id,

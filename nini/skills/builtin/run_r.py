@@ -7,14 +7,17 @@ registered only where R can work (``r_status``), so a machine without R offers n
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import shutil
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from nini.errors import ErrorCode, NiniError
 from nini.execution.outcome import CONTRACT_KEYS, CodeOutcome, CodeRequest
+from nini.execution.python_runner import checked_artifacts
 from nini.skills.builtin.run_code import build_request, find_retry_of, record_outcome
 from nini.skills.function import skill
 from nini.skills.output import ToolOutput
@@ -54,6 +57,7 @@ async def run_r_code(
     request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.r.timeout_s)
     reply = await _run_in_worker(session, request)
     outcome = CodeOutcome(**{key: reply[key] for key in CONTRACT_KEYS})
+    outcome.artifacts = checked_artifacts(session.workspace, outcome.artifacts)
     retry_of = await session.store.call(find_retry_of, session, request)
     return record_outcome(session, request, outcome, language="r", tool_name="run_r_code", retry_of=retry_of)
 
@@ -73,18 +77,39 @@ async def _run_in_worker(session: Session, request: CodeRequest) -> dict[str, An
 
 
 def new_worker_pool(settings: Settings) -> Any:
-    """The session R workers of one Runtime, sandboxed like its kernels."""
+    """The session R workers of one Runtime, confined and sandboxed like its kernels."""
     from r_sandbox.client import RWorkerPool
 
-    from nini.execution.sandbox import bwrap_command, resolve_mode
-
-    wrap = bwrap_command if resolve_mode(settings.execution.sandbox) == "bwrap" else None
     return RWorkerPool(
         memory_limit_mb=settings.r.memory_limit_mb,
         timeout_s=settings.r.timeout_s,
         allowed_packages=settings.r.extra_packages,
-        wrap_command=wrap,
+        wrap_command=worker_wrap(settings),
     )
+
+
+def worker_wrap(settings: Settings) -> Callable[[list[str], Path, Path], list[str]]:
+    """How an R worker command becomes the agent process of ``settings``: ``confine`` always (the
+    memory limit), inside bubblewrap with the kernels' limits when the sandbox is on."""
+    from r_sandbox.client import r_home
+
+    from nini.execution import sandbox
+    from nini.execution.kernels import sandbox_limits
+
+    mode = sandbox.resolve_mode(settings.execution.sandbox)
+    home = r_home()
+    limits = dataclasses.replace(
+        sandbox_limits(settings.execution),
+        memory_bytes=settings.r.memory_limit_mb * 1024 * 1024,
+        read_only_paths=(*settings.execution.sandbox_read_only_paths, *([Path(home)] if home else [])),
+    )
+
+    def wrap(cmd: list[str], workspace: Path, runtime_dir: Path) -> list[str]:
+        if mode == "bwrap":
+            sandbox.prepare(workspace, runtime_dir)
+        return sandbox.agent_command(cmd, mode, limits, workspace=workspace, runtime_dir=runtime_dir)
+
+    return wrap
 
 
 def r_status(settings: Settings) -> tuple[bool, str]:
