@@ -33,6 +33,8 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from nini.execution.approvals import USER_KERNEL_NOTICE
+
 if TYPE_CHECKING:
     from nini.agent.runner import RunResult
     from nini.execution.inprocess import InProcessExecutor
@@ -162,7 +164,12 @@ class NiniMagics(Magics):
             print(f"nini: {exc.code.value}: {exc.message}", file=sys.stderr)
             return
         executor = InProcessExecutor(self.shell)
-        asking = Session(session.id, self.runtime, python_executor=executor)
+        approver = None
+        if self.runtime.settings.execution.approve_in_user_kernel:
+            async def approver(code: str, language: str) -> bool:
+                return await executor.ask(functools.partial(_confirm_step, code))
+        asking = Session(session.id, self.runtime, python_executor=executor, approver=approver)
+        print(f"nini: the agent's code {USER_KERNEL_NOTICE} (the static policy is its only check)")
         view = _AskView(session.workspace.fs, live=hasattr(self.shell, "kernel"))  # a kernel updates displays in place
         try:
             run = self._loop_thread().submit(self._ask(asking, question, executor, view))
@@ -364,6 +371,18 @@ class _AskView:
         if not self.live and self.text and not self.text.endswith("\n"):
             print()
             self.text += "\n"
+
+
+def _confirm_step(code: str) -> bool:
+    """Show a step's code and ask whether it may run here (on the cell's thread: ``input`` reaches
+    the notebook's frontend)."""
+    print(f"nini wants to run this step; it {USER_KERNEL_NOTICE}:\n{code.rstrip()}")
+    try:
+        answer = input("Run it? [y/N] ")
+    except Exception as exc:  # StdinNotImplementedError: a frontend that cannot answer
+        print(f"nini: cannot ask here ({type(exc).__name__}); the step is not run")
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
 def _display_png(files: RootedDir, path: str) -> None:

@@ -33,7 +33,7 @@ def run_checks(settings: Settings) -> list[Check]:
         *(_package(name, required=True) for name in REQUIRED_PACKAGES),
         *(_package(name, required=False) for name in OPTIONAL_PACKAGES),
         _r(settings),
-        _sandbox(),
+        *_protections(settings),
         _home(settings.home),
         _settings(settings),
         *_models(settings),
@@ -69,11 +69,48 @@ def _r(settings: Settings) -> Check:
     return Check("R", True, f"{first_line} with rpy2 (run_r_code offered)", required=False)
 
 
-def _sandbox() -> Check:
-    from nini.execution.sandbox import probe_bwrap
+def _protections(settings: Settings) -> list[Check]:
+    """Which of the sandbox's protections are active on this machine, and what is missing."""
+    from nini.execution import noexec, sandbox
+    from nini.execution.approvals import USER_KERNEL_NOTICE
+    from nini.execution.workspace_fs import openat2_available
 
-    ok, detail = probe_bwrap()
-    return Check("sandbox", ok, detail if ok else f"{detail}; code runs unsandboxed", required=False)
+    execution = settings.execution
+    ok, detail = sandbox.probe_bwrap()
+    if execution.sandbox == "none":
+        checks = [Check("sandbox", False, "execution.sandbox is 'none': agent code runs unsandboxed", required=False)]
+    else:
+        checks = [Check("sandbox", ok, detail if ok else f"{detail}; agent code runs unsandboxed", required=False)]
+    if checks[0].ok:
+        who = ("root nini: bubblewrap keeps only CAP_SETUID/CAP_SETGID, then each session's code drops to a uid of "
+               "its own (not a host account); new user namespaces refused by seccomp") if sandbox.running_as_root() else (
+               f"user namespace: uid {sandbox.SANDBOX_UID} inside, no capabilities, --disable-userns")  # fmt: skip
+        checks.append(Check("sandbox user", True, who, required=False))
+    checks.append(_exec_guard(execution.exec_guard, noexec.landlock_abi()))
+    checks.append(Check("limits", True, f"memory {execution.memory_limit_mb} MiB (R {settings.r.memory_limit_mb} MiB), "
+                        f"{execution.max_processes} processes, /tmp and /dev/shm {execution.tmp_size_mb} MiB each, "
+                        f"workspace quota {execution.workspace_quota_mb} MiB", required=False))  # fmt: skip
+    resolver = "openat2 (RESOLVE_BENEATH, no symlinks)" if openat2_available() else "a per-folder O_NOFOLLOW walk"
+    checks.append(Check("workspace files", True, f"nini opens workspace files beneath the root with {resolver}; "
+                        "a link or special file is refused", required=False))  # fmt: skip
+    approval = "each step waits for your approval" if execution.approve_in_user_kernel else "no approval asked"
+    checks.append(Check("user kernel", True, f"%%nini and run-code with kernel_id: the code {USER_KERNEL_NOTICE} "
+                        f"(execution.approve_in_user_kernel: {approval})", required=False))  # fmt: skip
+    return checks
+
+
+def _exec_guard(setting: str, abi: int) -> Check:
+    """How sandboxed code is kept from running programs, given the setting and this kernel."""
+    if setting == "landlock" and abi == 0:
+        return Check("exec guard", False, "exec_guard is 'landlock' but this kernel has no Landlock: sandboxed "
+                     "kernels and R workers will not start (set it to auto)", required=False)  # fmt: skip
+    if setting == "seccomp" or abi == 0:
+        why = "as exec_guard says" if setting == "seccomp" else "this kernel has no Landlock"
+        return Check("exec guard", setting == "seccomp", f"seccomp ({why}): no program runs, and neither do "
+                     "joblib's or multiprocessing's spawned workers", required=False)  # fmt: skip
+    extra = (["TCP bind/connect refused"] if abi >= 4 else []) + (["signals and abstract sockets scoped"] if abi >= 6 else [])
+    return Check("exec guard", True, f"Landlock ABI {abi}: only the Python interpreter may be executed"
+                 + "".join(f"; {e}" for e in extra), required=False)  # fmt: skip
 
 
 def _home(home: Path) -> Check:

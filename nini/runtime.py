@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from nini.config import Settings
 from nini.errors import ErrorCode, NiniError
+from nini.execution.approvals import Approvals
+from nini.execution.sandbox import SandboxMode, resolve_mode, workspace_owner
 from nini.execution.workspace import Workspace, check_session_id
 from nini.history.events import EventBus
 from nini.history.store import HistoryStore
@@ -48,6 +50,12 @@ class Runtime:
         self._r_workers: Any = None
         self._router: ModelRouter | None = None
         self._agent: AgentRunner | None = None
+        self.approvals = Approvals()
+
+    @property
+    def sandbox_mode(self) -> SandboxMode:
+        """How agent code is sandboxed here (``execution.sandbox``, "auto" resolved by a probe)."""
+        return resolve_mode(self.settings.execution.sandbox)
 
     @property
     def kernels(self) -> KernelPool:
@@ -87,7 +95,14 @@ class Runtime:
         return self._agent
 
     def workspace(self, session_id: str) -> Workspace:
-        return Workspace.for_session(self.settings.sessions_dir, session_id)
+        """Session ``session_id``'s workspace; under a root nini's sandbox the files nini makes
+        there belong to the session's sandbox user, who writes beside them."""
+        root = Workspace.for_session(self.settings.sessions_dir, session_id).root
+        try:
+            mode = self.sandbox_mode
+        except NiniError:  # execution.sandbox "bwrap" without a working bwrap: said when code runs
+            mode = "none"
+        return Workspace(root, workspace_owner(mode, root))
 
     def create_session(self, title: str | None = None, session_id: str | None = None) -> Session:
         if session_id is not None:

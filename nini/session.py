@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from nini.errors import ErrorCode, NiniError
@@ -18,17 +19,34 @@ class Session:
     """What a skill gets as its ``session`` parameter. Cheap to create; all state is in the store."""
 
     def __init__(
-        self, session_id: str, runtime: Runtime, *, kernel_id: str | None = None, python_executor: Any = None
+        self,
+        session_id: str,
+        runtime: Runtime,
+        *,
+        kernel_id: str | None = None,
+        python_executor: Any = None,
+        approver: Callable[[str, str], Awaitable[bool]] | None = None,
     ) -> None:
         self.id = session_id
         self.runtime = runtime
         # an existing kernel of the Jupyter server (a notebook's) that run_code uses instead of
-        # the session's own sandboxed kernel
+        # the session's own sandboxed kernel; only the user's client sets it, never the model
         self.kernel_id = kernel_id
         # what run_code runs Python with instead of the runtime's KernelPool: anything with its
         # ``run`` signature, e.g. %%nini's InProcessExecutor (the notebook's own shell)
         self.python_executor = python_executor
+        # how a step in the user's kernel gets the user's OK (execution.approve_in_user_kernel):
+        # ``await approver(code, language)``; unset, the runtime's Approvals (REST and events)
+        self.approver = approver
         self.workspace: Workspace = runtime.workspace(session_id).ensure()
+
+    @property
+    def isolation(self) -> str:
+        """Where this session's Python runs: "user_kernel" (the user's own kernel, not sandboxed),
+        "sandbox" (bubblewrap) or "unsandboxed" (execution.sandbox "none" or no bubblewrap)."""
+        if self.kernel_id is not None or self.python_executor is not None:
+            return "user_kernel"
+        return "sandbox" if self.runtime.sandbox_mode == "bwrap" else "unsandboxed"
 
     @property
     def store(self) -> HistoryStore:

@@ -95,14 +95,22 @@ def runtime_harness(factory: pytest.TempPathFactory, settings_json: dict | None 
         loop.close()
 
 
-def execute_in_kernel(manager: Any, client: Any, code: str, hook: Any, *, interrupt_after: float | None = None) -> None:
+def execute_in_kernel(
+    manager: Any, client: Any, code: str, hook: Any, *, interrupt_after: float | None = None,
+    answers: list[str] | None = None,
+) -> None:
     """Run ``code`` in a started kernel, each output message to ``hook``; with ``interrupt_after``,
-    the kernel is interrupted after that many seconds, as a user stopping the cell would."""
+    the kernel is interrupted after that many seconds, as a user stopping the cell would; with
+    ``answers``, each ``input()`` of the code gets the next one, as a user typing would."""
     timer = threading.Timer(interrupt_after, manager.interrupt_kernel) if interrupt_after else None
     if timer:
         timer.start()
+    stdin: dict[str, Any] = {}
+    if answers is not None:
+        queue = list(answers)
+        stdin = {"allow_stdin": True, "stdin_hook": lambda message: client.input(queue.pop(0) if queue else "")}
     try:
-        client.execute_interactive(code, output_hook=hook, timeout=120)
+        client.execute_interactive(code, output_hook=hook, timeout=120, **stdin)
     finally:
         if timer:
             timer.cancel()

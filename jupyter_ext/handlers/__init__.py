@@ -7,7 +7,7 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from jupyter_ext.handlers import agent, artifacts, events, report, run, sessions, skills
+from jupyter_ext.handlers import agent, approvals, artifacts, events, report, run, sessions, skills
 from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
 
@@ -32,6 +32,7 @@ def routes() -> list[tuple[Any, ...]]:
         *sessions.handlers,
         *run.handlers,
         *agent.handlers,
+        *approvals.handlers,
         *report.handlers,
         *artifacts.handlers,
         *events.handlers,

@@ -119,6 +119,25 @@ class InProcessExecutor:
                 self._interrupt(job, "cancel")
             raise
 
+    async def ask(self, question: Callable[[], bool]) -> bool:
+        """``question()`` asked on the serving thread, where the cell's ``input()`` reaches the user;
+        its answer. A question that fails (a frontend without stdin) is a no; the user
+        interrupting the cell is a no that also cancels the turn (``serve`` raises)."""
+        answer: concurrent.futures.Future[bool] = concurrent.futures.Future()
+
+        def put() -> None:
+            try:
+                answer.set_result(bool(question()))
+            except Exception:
+                log.warning("asking the user failed; taken as a no", exc_info=True)
+                answer.set_result(False)
+            except BaseException:
+                answer.set_result(False)
+                raise
+
+        self.call_soon(put)
+        return await asyncio.wrap_future(answer)
+
     def call_soon(self, callback: Callable[[], Any]) -> None:
         """Run ``callback`` on the serving thread, in order with the requests (from any thread)."""
         self._queue.put(callback)

@@ -148,9 +148,10 @@ class RootedDir:
                     self._mkdir_in(current, part)
                 following = os.open(part, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=current)
             except OSError as exc:
+                error = self._error(exc, shown, _kind(current, part))
                 if current != root:
                     os.close(current)
-                raise self._error(exc, shown) from None
+                raise error from None
             if current != root:
                 os.close(current)
             current = following
@@ -171,7 +172,7 @@ class RootedDir:
                 return _openat2(dir_fd, name, flags, mode)
             return os.open(name, flags | os.O_NOFOLLOW, mode, dir_fd=dir_fd)
         except OSError as exc:
-            raise self._error(exc, shown) from None
+            raise self._error(exc, shown, _kind(dir_fd, name)) from None
 
     # --- reading -------------------------------------------------------------------------------
     def open_file(self, relative: str | PurePosixPath) -> int:
@@ -384,11 +385,13 @@ class RootedDir:
             {"path": shown},
         )
 
-    def _error(self, exc: OSError, shown: str) -> NiniError:
-        """An OSError of a workspace operation as a NiniError naming the relative path only."""
+    def _error(self, exc: OSError, shown: str, kind: int | None = None) -> NiniError:
+        """An OSError of a workspace operation as a NiniError naming the relative path only;
+        ``kind`` is the file type of the entry that failed, when known (a link is refused)."""
         if exc.errno == errno.ENOENT:
             return NiniError(ErrorCode.NOT_FOUND, f"no file or folder '{shown}' in {self.label}", {"path": shown})
-        if exc.errno in (errno.ELOOP, errno.EXDEV, errno.EMLINK):
+        swapped = exc.errno == errno.ENOTDIR and kind is not None and stat.S_ISDIR(kind)  # a folder again: raced
+        if exc.errno in (errno.ELOOP, errno.EXDEV, errno.EMLINK) or swapped or (kind is not None and stat.S_ISLNK(kind)):
             return self._refused(shown)
         if exc.errno in (errno.ENOTDIR, errno.EISDIR):
             return NiniError(ErrorCode.INVALID_ARGUMENT, f"'{shown}' in {self.label} is not what nini expected "
@@ -398,6 +401,14 @@ class RootedDir:
                              {"path": shown})  # fmt: skip
         return NiniError(ErrorCode.INTERNAL, f"could not use '{shown}' in {self.label}: {exc.strerror or exc}",
                          {"path": shown, "errno": exc.errno})  # fmt: skip
+
+
+def _kind(dir_fd: int, name: str) -> int | None:
+    """The type bits of ``name`` in ``dir_fd`` (a link is not followed); None when unknown."""
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except OSError:
+        return None
 
 
 def _unlink(dir_fd: int, name: str) -> None:

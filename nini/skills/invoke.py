@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from nini.errors import ErrorCode, NiniError
 from nini.redact import redact_paths
 from nini.skills.function import FunctionSkill
+from nini.execution.approvals import USER_KERNEL_NOTICE
 from nini.skills.output import ToolOutput, ToolResult
 
 if TYPE_CHECKING:
@@ -101,7 +102,8 @@ async def _finish(session: Session, call_id: str, name: str, turn_id: str | None
         datasets=output.datasets,
     )
     execution_id = (finished.get("execution") or {}).get("id")
-    result = ToolResult(call_id, name, output.success, output.result, output.error, execution_id, output.full_text_at)
+    result = ToolResult(call_id, name, output.success, output.result, output.error, execution_id, output.full_text_at,
+                        output.isolation)  # fmt: skip
     # code_execution comes before tool_result: a viewer can treat tool_result as "this call is over"
     if execution is not None:
         await _publish(session, "code_execution", _execution_event(execution, execution_id, output), turn_id, call_id)
@@ -135,6 +137,8 @@ def _execution_event(execution: dict[str, Any], execution_id: str | None, output
         "duration_ms": execution.get("duration_ms"),
         "artifacts": [a.get("path") for a in output.artifacts],
         "datasets_saved": list(execution.get("datasets_saved") or []),
+        "isolation": output.isolation,
+        **({"notice": USER_KERNEL_NOTICE} if output.isolation == "user_kernel" else {}),
     }
 
 

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from nini.execution.approvals import USER_KERNEL_NOTICE
+
 STRING_FIELDS_CUT_FIRST = ("stdout", "stderr", "result")
 
 
@@ -27,6 +29,8 @@ class ToolOutput:
     # (type, data) events ``invoke`` publishes once the call and its rows are recorded, before
     # tool_result, so a client reacting to one (``report_ready``) finds the rows it names
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # where a code skill's code ran: "sandbox", "unsandboxed" or "user_kernel" (not sandboxed)
+    isolation: str | None = None
 
 
 @dataclass(frozen=True)
@@ -40,9 +44,10 @@ class ToolResult:
     error: dict[str, Any] | None
     execution_id: str | None = None
     full_text_at: str | None = None
+    isolation: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        body = {
             "tool_call_id": self.tool_call_id,
             "name": self.name,
             "success": self.success,
@@ -50,6 +55,11 @@ class ToolResult:
             "error": self.error,
             "execution_id": self.execution_id,
         }
+        if self.isolation is not None:
+            body["isolation"] = self.isolation
+            if self.isolation == "user_kernel":
+                body["notice"] = USER_KERNEL_NOTICE
+        return body
 
     def text_for_llm(self, limit: int) -> str:
         """JSON of the result (or error) in at most about ``limit`` characters."""

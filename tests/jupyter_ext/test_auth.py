@@ -30,6 +30,8 @@ REQUESTS = [
     ("POST", "sessions/s1/run-r-code"),
     ("POST", "sessions/s1/ask"),
     ("POST", "sessions/s1/cancel"),
+    ("GET", "sessions/s1/approvals"),
+    ("POST", "sessions/s1/approvals/a123"),
     ("POST", "sessions/s1/report"),
     ("GET", "sessions/s1/artifacts/artifacts/a.png"),
     ("GET", "sessions/s1/export"),

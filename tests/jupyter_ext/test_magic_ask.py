@@ -18,7 +18,7 @@ from tests.llm_server import ScriptedLLM, text, tool_call
 class AskKernel(Kernel):
     """A kernel whose cell runs also collect displays (the answer is one) and can be interrupted."""
 
-    def ask(self, cell: str, *, interrupt_after: float | None = None) -> dict[str, Any]:
+    def ask(self, cell: str, *, interrupt_after: float | None = None, answers: list[str] | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"stdout": "", "stderr": "", "errors": [], "markdown": [], "images": 0}
 
         def collect(message: dict[str, Any]) -> None:
@@ -33,7 +33,7 @@ class AskKernel(Kernel):
                 else:
                     out["markdown"].append(content["data"].get("text/markdown"))
 
-        execute_in_kernel(self.manager, self.client, cell, collect, interrupt_after=interrupt_after)
+        execute_in_kernel(self.manager, self.client, cell, collect, interrupt_after=interrupt_after, answers=answers)
         return out
 
 
@@ -59,6 +59,7 @@ def test_the_agents_code_uses_the_notebooks_dataframe(kernel: AskKernel, llm_ser
     llm_server.reply(tool_call("run_code", code=code, label="by region"), text("North sold **5.0**, south **2.0**."))
     out = kernel.ask("%%nini\nHow much did each region sell?")
     assert out["errors"] == [] and out["stderr"] == "", out
+    assert out["stdout"].startswith("nini: the agent's code runs in your kernel, not sandboxed")
     assert "→ run_code [by region]" in out["stdout"] and "✓ run_code" in out["stdout"]
     assert "3" not in out["stdout"].splitlines()  # the code's own print stays out of the cell
     assert out["markdown"][-1] == "North sold **5.0**, south **2.0**."
@@ -125,3 +126,24 @@ def test_without_a_model_it_says_so_in_one_line(tmp_path: Path) -> None:
         assert any("UsageError" in e for e in empty["errors"]) or "UsageError" in empty["stderr"]
     finally:
         kernel.shutdown()
+
+
+@pytest.mark.slow
+def test_with_approval_on_each_step_shows_its_code_and_runs_only_if_the_user_says_yes(
+    tmp_path: Path, llm_server: ScriptedLLM
+) -> None:
+    home = tmp_path / "home"
+    write_settings(home, {**scripted_model_settings(llm_server), "execution": {"approve_in_user_kernel": True}})
+    asker = AskKernel(home, tmp_path)
+    try:
+        assert asker.run("%load_ext nini").errors == []
+        llm_server.reply(tool_call("run_code", code="approved_step = 1"), tool_call("run_code", code="refused_step = 1"),
+                         text("Done."))  # fmt: skip
+        out = asker.ask("%%nini\nSet two flags.", answers=["y", "n"])
+        assert out["errors"] == [], out
+        assert out["stdout"].count("runs in your kernel, not sandboxed") >= 3  # the banner, then each step
+        assert "approved_step = 1" in out["stdout"] and "refused_step = 1" in out["stdout"]
+        assert "✗ run_code: CANCELED" in out["stdout"]
+        assert asker.run("print('approved_step' in dir(), 'refused_step' in dir())").stdout == "True False\n"
+    finally:
+        asker.shutdown()

@@ -28,9 +28,11 @@ async def test_run_code_streams_its_events_in_order(api: Any, jp_ws_fetch: Any) 
     assert reply.status == 200
     data = reply.data
     assert data["success"] is True and data["result"]["result"] == 42 and data["result"]["stdout"] == "hi\n"
-    assert set(data) == {"tool_call_id", "name", "success", "result", "error", "execution_id"}
+    assert set(data) == {"tool_call_id", "name", "success", "result", "error", "execution_id", "isolation"}
+    assert data["isolation"] in ("sandbox", "unsandboxed") and "notice" not in data
     events = await read_events(ws, 3)
     assert_call_events(events, session_id, "python", "run_code")
+    assert events[1]["data"]["isolation"] == data["isolation"]
     assert events[0]["tool_call_id"] == data["tool_call_id"] and events[2]["data"]["success"] is True
     ws.close()
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from nini.errors import ErrorCode, NiniError
+from nini.execution.approvals import USER_KERNEL_NOTICE
 from nini.execution.outcome import CodeOutcome, CodeRequest
+from nini.redact import redact_paths
 from nini.execution.workspace import check_dataset_name
 from nini.skills.function import skill
 from nini.skills.output import ToolOutput
@@ -40,11 +45,47 @@ async def run_code(
         timeout_s: Stop the run after this many seconds (default from settings, 60).
     """
     request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.execution.timeout_s)
-    outcome = _policy_refusal(session, code) or await (session.python_executor or session.runtime.kernels).run(
-        session.id, session.workspace, request, kernel_id=session.kernel_id
+    await check_quota(session)
+    isolation = session.isolation
+    outcome = (
+        _policy_refusal(session, code)
+        or await _approval_refusal(session, code, isolation)
+        or await (session.python_executor or session.runtime.kernels).run(
+            session.id, session.workspace, request, kernel_id=session.kernel_id
+        )
     )
     retry_of = await session.store.call(find_retry_of, session, request)
-    return record_outcome(session, request, outcome, language="python", tool_name="run_code", retry_of=retry_of)
+    output = record_outcome(session, request, outcome, language="python", tool_name="run_code", retry_of=retry_of)
+    output.isolation = isolation
+    return output
+
+
+async def check_quota(session: Session) -> None:
+    """TOO_LARGE when the workspace already holds ``execution.workspace_quota_mb``: no more code
+    runs until files are removed (no single file can pass the quota: RLIMIT_FSIZE)."""
+    quota = session.settings.execution.workspace_quota_mb * 1024 * 1024
+    used = await asyncio.to_thread(session.workspace.fs.usage_bytes)
+    if used >= quota:
+        raise NiniError(
+            ErrorCode.TOO_LARGE,
+            f"the session workspace holds {used / 1024**2:,.0f} MiB, its quota is {quota / 1024**2:,.0f} MiB "
+            "(execution.workspace_quota_mb): delete files from it, or raise the quota, to run code again",
+            {"used_bytes": used, "quota_bytes": quota},
+        )
+
+
+async def _approval_refusal(session: Session, code: str, isolation: str) -> CodeOutcome | None:
+    """CANCELED unless the user approved a step that is to run in their own, unsandboxed kernel."""
+    if isolation != "user_kernel" or not session.settings.execution.approve_in_user_kernel:
+        return None
+    if session.approver is not None:
+        approved = await session.approver(code, "python")
+    else:
+        approved = await session.runtime.approvals.ask(session, code, "python")
+    if approved:
+        return None
+    return CodeOutcome.failure("CANCELED", f"the step was not approved: it {USER_KERNEL_NOTICE} "
+                               "(execution.approve_in_user_kernel), so it did not run")  # fmt: skip
 
 
 def build_request(
@@ -79,6 +120,7 @@ def record_outcome(
 ) -> ToolOutput:
     """Turn a finished run into the ToolOutput ``invoke`` records (shared with run_r_code)."""
     execution_id = "x" + uuid.uuid4().hex[:12]
+    outcome = _without_host_paths(session, outcome)
     contract = outcome.contract()
     full_text_at = _keep_long_output(session, execution_id, outcome)
     execution = {
@@ -113,6 +155,31 @@ def record_outcome(
         summary=_summary(contract, request),
         full_text_at=full_text_at,
     )
+
+
+def _without_host_paths(session: Session, outcome: CodeOutcome) -> CodeOutcome:
+    """The outcome as clients see and the record keeps it: workspace paths relative, NINI_HOME,
+    the Python installation and the home folder by name (tracebacks and errors name them)."""
+    def redact(text: str) -> str:
+        return redact_paths(text, nini_home=session.settings.home, workspace=session.workspace.root)
+
+    error = outcome.error
+    if error is not None:
+        error = {**error, **{k: redact(error[k]) for k in ("message", "evalue") if isinstance(error.get(k), str)}}
+        if isinstance(error.get("traceback"), list):
+            error["traceback"] = [redact(line) if isinstance(line, str) else line for line in error["traceback"]]
+    outputs = [_redact_output(output, redact) for output in outcome.outputs]
+    return dataclasses.replace(outcome, stdout=redact(outcome.stdout), stderr=redact(outcome.stderr), error=error,
+                               outputs=outputs)  # fmt: skip
+
+
+def _redact_output(output: dict[str, Any], redact: Callable[[str], str]) -> dict[str, Any]:
+    if output.get("output_type") == "stream" and isinstance(output.get("text"), str):
+        return {**output, "text": redact(output["text"])}
+    if output.get("output_type") == "error":
+        return {**output, "evalue": redact(str(output.get("evalue", ""))),
+                "traceback": [redact(line) for line in output.get("traceback") or [] if isinstance(line, str)]}
+    return output
 
 
 def find_retry_of(session: Session, request: CodeRequest) -> str | None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from nini.errors import ErrorCode, NiniError
 from nini.execution.outcome import CONTRACT_KEYS, CodeOutcome, CodeRequest
 from nini.execution.python_runner import checked_artifacts
-from nini.skills.builtin.run_code import build_request, find_retry_of, record_outcome
+from nini.skills.builtin.run_code import build_request, check_quota, find_retry_of, record_outcome
 from nini.skills.function import skill
 from nini.skills.output import ToolOutput
 
@@ -55,11 +55,14 @@ async def run_r_code(
         timeout_s: Stop the run after this many seconds (default from settings, 120).
     """
     request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.r.timeout_s)
+    await check_quota(session)
     reply = await _run_in_worker(session, request)
     outcome = CodeOutcome(**{key: reply[key] for key in CONTRACT_KEYS})
     outcome.artifacts = checked_artifacts(session.workspace, outcome.artifacts)
     retry_of = await session.store.call(find_retry_of, session, request)
-    return record_outcome(session, request, outcome, language="r", tool_name="run_r_code", retry_of=retry_of)
+    output = record_outcome(session, request, outcome, language="r", tool_name="run_r_code", retry_of=retry_of)
+    output.isolation = "sandbox" if session.runtime.sandbox_mode == "bwrap" else "unsandboxed"
+    return output
 
 
 async def _run_in_worker(session: Session, request: CodeRequest) -> dict[str, Any]:
