@@ -274,7 +274,7 @@ class NiniMagics(Magics):
         return loaded.success
 
     def _show(self, result: ToolResult) -> None:
-        from IPython.display import Image, display
+        from IPython.display import display
 
         value = result.result if isinstance(result.result, dict) else {}
         if value.get("stdout"):

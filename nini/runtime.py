@@ -7,7 +7,9 @@ A Jupyter server extension creates one ``Runtime`` in ``initialize_settings`` an
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from nini.execution.kernels import KernelPool
 
 log = logging.getLogger("nini.runtime")
+USAGE_TTL_S = 2.0
 
 
 class Runtime:
@@ -51,6 +54,7 @@ class Runtime:
         self._router: ModelRouter | None = None
         self._agent: AgentRunner | None = None
         self.approvals = Approvals()
+        self._usage: dict[Path, tuple[float, int]] = {}  # workspace root -> (when measured, bytes)
 
     @property
     def sandbox_mode(self) -> SandboxMode:
@@ -103,6 +107,15 @@ class Runtime:
         except NiniError:  # execution.sandbox "bwrap" without a working bwrap: said when code runs
             mode = "none"
         return Workspace(root, workspace_owner(mode, root))
+
+    async def workspace_usage(self, workspace: Workspace) -> int:
+        """Bytes held in ``workspace``, measured at most every ``USAGE_TTL_S`` seconds: the quota is
+        checked before every code run, and a walk of a large workspace is not free."""
+        measured = self._usage.get(workspace.root)
+        if measured is None or time.monotonic() - measured[0] > USAGE_TTL_S:
+            measured = (time.monotonic(), await asyncio.to_thread(workspace.fs.usage_bytes))
+            self._usage[workspace.root] = measured
+        return measured[1]
 
     def create_session(self, title: str | None = None, session_id: str | None = None) -> Session:
         if session_id is not None:

@@ -22,7 +22,6 @@ from typing import IO, Any
 from r_sandbox.console import Console
 from r_sandbox.protocol import REPLY_BUDGET, decode, encode, failure
 
-
 SITE_PROFILE = Path(__file__).with_name("site_profile.R")
 
 

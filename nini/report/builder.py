@@ -22,9 +22,9 @@ import jinja2
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from nini.errors import ErrorCode, NiniError
 from nini.report.charts import ChartGroup, group_charts, preview_kind, split_name
 from nini.report.findings import Finding, business_text, key_findings, relevant_steps
-from nini.errors import ErrorCode, NiniError
 from nini.report.model import ChartFile, ReportInput, Step, ToolCallInfo
 
 TEMPLATES = Path(__file__).parent / "templates"

@@ -16,7 +16,6 @@ import base64
 import dataclasses
 import hashlib
 import mimetypes
-import os
 import re
 import shutil
 import subprocess

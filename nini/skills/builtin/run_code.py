@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import uuid
 from collections.abc import Callable
@@ -11,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from nini.errors import ErrorCode, NiniError
 from nini.execution.approvals import USER_KERNEL_NOTICE
 from nini.execution.outcome import CodeOutcome, CodeRequest
-from nini.redact import redact_paths
 from nini.execution.workspace import check_dataset_name
+from nini.redact import redact_paths
 from nini.skills.function import skill
 from nini.skills.output import ToolOutput
 
@@ -64,7 +63,7 @@ async def check_quota(session: Session) -> None:
     """TOO_LARGE when the workspace already holds ``execution.workspace_quota_mb``: no more code
     runs until files are removed (no single file can pass the quota: RLIMIT_FSIZE)."""
     quota = session.settings.execution.workspace_quota_mb * 1024 * 1024
-    used = await asyncio.to_thread(session.workspace.fs.usage_bytes)
+    used = await session.runtime.workspace_usage(session.workspace)
     if used >= quota:
         raise NiniError(
             ErrorCode.TOO_LARGE,

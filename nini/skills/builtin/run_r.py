@@ -11,8 +11,8 @@ import dataclasses
 import importlib.util
 import os
 import shutil
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from nini.errors import ErrorCode, NiniError
@@ -94,10 +94,9 @@ def new_worker_pool(settings: Settings) -> Any:
 def worker_wrap(settings: Settings) -> Callable[[list[str], Path, Path], list[str]]:
     """How an R worker command becomes the agent process of ``settings``: ``confine`` always (the
     memory limit), inside bubblewrap with the kernels' limits when the sandbox is on."""
-    from r_sandbox.client import r_home
-
     from nini.execution import sandbox
     from nini.execution.kernels import sandbox_limits
+    from r_sandbox.client import r_home
 
     mode = sandbox.resolve_mode(settings.execution.sandbox)
     home = r_home()
