@@ -71,7 +71,7 @@ def _r(settings: Settings) -> Check:
 
 def _protections(settings: Settings) -> list[Check]:
     """Which of the sandbox's protections are active on this machine, and what is missing."""
-    from nini.execution import noexec, sandbox
+    from nini.execution import guard, sandbox
     from nini.execution.approvals import USER_KERNEL_NOTICE
     from nini.execution.workspace_fs import openat2_available
 
@@ -86,7 +86,7 @@ def _protections(settings: Settings) -> list[Check]:
                "its own (not a host account); new user namespaces refused by seccomp") if sandbox.running_as_root() else (
                f"user namespace: uid {sandbox.SANDBOX_UID} inside, no capabilities, --disable-userns")  # fmt: skip
         checks.append(Check("sandbox user", True, who, required=False))
-    checks.append(_exec_guard(execution.exec_guard, noexec.landlock_abi()))
+    checks.append(_exec_guard(execution.exec_guard, guard.landlock_abi()))
     checks.append(Check("limits", True, f"memory {execution.memory_limit_mb} MiB (R {settings.r.memory_limit_mb} MiB), "
                         f"{execution.max_processes} processes, /tmp and /dev/shm {execution.tmp_size_mb} MiB each, "
                         f"workspace quota {execution.workspace_quota_mb} MiB", required=False))  # fmt: skip

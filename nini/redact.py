@@ -15,7 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-_RUNTIME = re.compile(re.escape(tempfile.gettempdir().rstrip("/")) + r"/nini-(?:kernel|r)-[A-Za-z0-9_]+")
+_TEMP_FOLDERS = "|".join(re.escape(folder) for folder in sorted({tempfile.gettempdir().rstrip("/"), "/tmp", "/var/tmp"}))
+_RUNTIME = re.compile(rf"(?:{_TEMP_FOLDERS})/nini-(?:kernel|r)-[A-Za-z0-9_]+")
 
 
 def redact_paths(text: str, *, nini_home: Path | None = None, workspace: Path | None = None) -> str:

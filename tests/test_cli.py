@@ -352,6 +352,26 @@ def test_doctor_json(run, nini_home: Path):
     assert by["NINI_HOME"]["detail"] == str(nini_home)
 
 
+def test_doctor_says_which_protections_are_active(run, nini_home: Path, monkeypatch: pytest.MonkeyPatch):
+    from nini.execution.guard import landlock_abi
+    from nini.execution.sandbox import probe_bwrap
+
+    monkeypatch.setenv("NINI_EXECUTION__MAX_PROCESSES", "48")
+    monkeypatch.setenv("NINI_EXECUTION__APPROVE_IN_USER_KERNEL", "true")
+    by = {c["name"]: c for c in json.loads(ok(run("doctor", "--json")))}
+    assert by["sandbox"]["ok"] is probe_bwrap()[0]
+    if probe_bwrap()[0]:
+        assert "uid" in by["sandbox user"]["detail"]
+    guard = by["exec guard"]["detail"]
+    assert (f"Landlock ABI {landlock_abi()}" in guard) if landlock_abi() else guard.startswith("seccomp")
+    assert "48 processes" in by["limits"]["detail"] and "workspace quota 10240 MiB" in by["limits"]["detail"]
+    assert "link" in by["workspace files"]["detail"]
+    assert "not sandboxed" in by["user kernel"]["detail"] and "waits for your approval" in by["user kernel"]["detail"]
+    monkeypatch.setenv("NINI_EXECUTION__SANDBOX", "none")
+    off = {c["name"]: c for c in json.loads(ok(run("doctor", "--json")))}
+    assert off["sandbox"]["ok"] is False and "unsandboxed" in off["sandbox"]["detail"]
+
+
 def test_doctor_reports_settings_warnings_without_failing(run, nini_home: Path):
     nini_home.mkdir(parents=True)
     (nini_home / "settings.json").write_text("{broken")

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from nini.execution.noexec import landlock_abi
+from nini.execution.guard import landlock_abi
 from nini.execution.sandbox import probe_bwrap
 from nini.skills.builtin.run_r import r_status
 
@@ -84,7 +84,7 @@ def test_what_the_host_hides_stays_hidden(tmp_path: Path) -> None:
     try:
         code = (
             "import os, socket, json\nfound = {}\n"
-            "for path in ('/etc/shadow', '/etc/gshadow', '/root/.ssh', '/var', '/run', '/home'):\n"
+            "for path in ('/etc/shadow', '/etc/gshadow', '/root/.ssh', '/var/lib', '/run', '/home'):\n"
             "    found[path] = os.path.exists(path)\n"
             "s = socket.socket(socket.AF_UNIX)\n"
             f"try:\n    s.connect({str(folder / 'host.sock')!r})\n    found['socket'] = 'connected'\n"
@@ -101,7 +101,7 @@ def test_what_the_host_hides_stays_hidden(tmp_path: Path) -> None:
     assert out["success"], out
     found = out["result"]["result"]
     assert found.pop("socket") in ("FileNotFoundError", "ConnectionRefusedError", "PermissionError")
-    assert found == {"/etc/shadow": False, "/etc/gshadow": False, "/root/.ssh": False, "/var": False, "/run": False,
+    assert found == {"/etc/shadow": False, "/etc/gshadow": False, "/root/.ssh": False, "/var/lib": False, "/run": False,
                      "/home": False, "shadow_read": False}  # fmt: skip
 
 

@@ -13,8 +13,9 @@ planted ``nini/`` package run before the confinement. Steps:
 2. Limits (``setrlimit``, hard and soft, so the code cannot raise them back): address space,
    processes and threads (RLIMIT_NPROC counts the sandbox user's tasks: with a uid or user
    namespace of its own, only this sandbox's), the size of any one file, no core dumps.
-3. ``noexec.restrict``: Landlock leaves execution to the interpreter only; seccomp refuses new
-   user namespaces (and every execve where Landlock is missing).
+3. ``guard.restrict``: Landlock leaves execution to the interpreter only and changes to the
+   writable folders; seccomp refuses new user namespaces (and every execve where Landlock is
+   missing).
 
 Unsandboxed (``--unsandboxed``: execution.sandbox "none") only the address-space limit applies:
 the user chose to trust the code, and RLIMIT_NPROC would count all of the user's processes.
@@ -50,8 +51,11 @@ def command(
     file_size_bytes: int = 0,
     uid: int | None = None,
     no_exec: str = "auto",
+    writable: list[str] = (),  # type: ignore[assignment]
+    sockets_only: list[str] = (),  # type: ignore[assignment]
 ) -> list[str]:
-    """``cmd`` (``python [flags] -m MODULE args``) as the same module run through this wrapper."""
+    """``cmd`` (``python [flags] -m MODULE args``) as the same module run through this wrapper;
+    ``writable`` and ``sockets_only`` are the folders of ``guard.restrict``."""
     interpreter, rest = cmd[0], cmd[1:]
     if "-m" not in rest:
         raise ValueError(f"confine runs python modules only, not {cmd!r}")
@@ -62,6 +66,10 @@ def command(
         options += ["--processes", str(max_processes), "--file-size", str(int(file_size_bytes)), "--no-exec", no_exec]
         if uid is not None:
             options += ["--uid", str(uid)]
+        for path in writable:
+            options += ["--writable", str(path)]
+        for path in sockets_only:
+            options += ["--sockets", str(path)]
     else:
         options.append("--unsandboxed")
     return [interpreter, *flags, os.path.abspath(__file__), *options, "--", *target]
@@ -107,6 +115,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--file-size", type=int, default=0, help="largest file the process may write, bytes")
     parser.add_argument("--uid", type=int, help="drop to this uid (nini running as root)")
     parser.add_argument("--no-exec", choices=("auto", "landlock", "seccomp", "off"), default="auto")
+    parser.add_argument("--writable", action="append", default=[], help="a folder where entries may change")
+    parser.add_argument("--sockets", action="append", default=[], help="a folder where only sockets may be made")
     parser.add_argument("--unsandboxed", action="store_true", help="only the memory limit")
     parser.add_argument("target", nargs=argparse.REMAINDER, help="-- -m MODULE ARGS...")
     args = parser.parse_args(argv)
@@ -122,9 +132,10 @@ def main(argv: list[str]) -> None:
         apply_limits(memory_bytes=args.memory)
     else:
         apply_limits(memory_bytes=args.memory, max_processes=args.processes, file_size_bytes=args.file_size)
-        from nini.execution.noexec import executables_of, restrict
+        from nini.execution.guard import executables_of, restrict
 
-        restrict(allow_exec=executables_of(sys.executable), mode=args.no_exec)
+        restrict(allow_exec=executables_of(sys.executable), writable=args.writable, sockets_only=args.sockets,
+                 mode=args.no_exec)
     module, module_args = target[1], target[2:]
     sys.argv = [module, *module_args]
     runpy.run_module(module, run_name="__main__", alter_sys=True)

@@ -170,8 +170,8 @@ class KernelPool:
         workspace.ensure()
         # The runtime folder is nini's (0700, never seen by the kernel): the kernel's log and the
         # sandbox's passwd. Its ipc/ subfolder, bound into the sandbox, holds the connection file
-        # and the ipc sockets; it is short (/tmp/...) because a socket path must fit in 108 bytes.
-        runtime_dir = Path(tempfile.mkdtemp(prefix="nini-kernel-"))
+        # and the ipc sockets; it is short because a socket path must fit in 108 bytes.
+        runtime_dir = Path(tempfile.mkdtemp(prefix="nini-kernel-", dir=sandbox.runtime_base()))
         ipc_dir = runtime_dir / "ipc"
         ipc_dir.mkdir()
         cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",

@@ -4,18 +4,19 @@ Nothing of the host is visible unless it is bound here, read-only: ``/usr`` (and
 ``/lib*`` links into it), a filtered ``/etc`` (loader cache, fonts, certificates, time zones,
 R's configuration; a passwd that names only the sandbox user: no shadow, no host accounts), the
 interpreter's prefix and site-packages, nini's own package folders, R's home, and folders the
-user lists in ``execution.sandbox_read_only_paths``. No ``/var``, ``/run``, ``/srv``, ``/mnt``,
-``/home``, ``/root`` or ``/sys``, so no host Unix socket and no other user's data. Writable: the
-session workspace, a size-limited private ``/tmp`` and ``/dev/shm``, and for a kernel its ipc
-folder. The root is remounted read-only, there is no network (a loopback of its own), its own
-pid, ipc and uts namespaces, and it dies with nini.
+user lists in ``execution.sandbox_read_only_paths``. No ``/run``, ``/srv``, ``/mnt``, ``/home``,
+``/root`` or ``/sys`` and nothing of ``/var`` but a kernel's own ipc folder, so no host Unix
+socket and no other user's data. Writable: the session workspace, a size-limited private
+``/tmp`` and ``/dev/shm``, and for a kernel its ipc folder (``runtime_base``). The root is
+remounted read-only, there is no network (a loopback of its own), its own pid, ipc and uts
+namespaces, and it dies with nini.
 
 Who runs inside: a non-root nini enters a user namespace as uid ``SANDBOX_UID`` (no capability,
 no further user namespaces: ``--disable-userns``). A root nini cannot give the sandbox a user
 namespace of another host uid, and a process of host uid 0 escapes RLIMIT_NPROC; so bubblewrap
 runs privileged with only CAP_SETUID/CAP_SETGID, and ``confine`` drops for good to the session's
 own unprivileged uid (``session_uid``), which owns the workspace. ``confine`` then sets the
-limits and forbids executing programs (``noexec``).
+limits and forbids executing programs (``guard``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -69,6 +71,23 @@ class Limits:
     tmp_bytes: int = 512 * 1024**2
     read_only_paths: tuple[Path, ...] = field(default=())
     no_exec: str = "auto"
+
+
+def runtime_base() -> Path:
+    """Where kernels' runtime folders go: ``TMPDIR`` or ``/var/tmp``, whichever is usable first
+    and not below ``/tmp`` or ``/dev/shm``; the temp folder as a last resort.
+
+    Inside the sandbox ``/tmp`` and ``/dev/shm`` are the agent's own writable folders, and
+    Landlock grants rights beneath a folder whatever is mounted there: a kernel's ipc folder
+    below them could not be kept to "make sockets only" (see ``guard``)."""
+    for candidate in (os.environ.get("TMPDIR"), "/var/tmp"):
+        if not candidate:
+            continue
+        path = Path(candidate)
+        agents = any(path == Path(p) or path.is_relative_to(p) for p in ("/tmp", "/dev/shm"))
+        if not agents and path.is_dir() and os.access(path, os.W_OK | os.X_OK):
+            return path
+    return Path(tempfile.gettempdir())
 
 
 def running_as_root() -> bool:
@@ -141,6 +160,7 @@ def agent_command(
     inner = confine.command(
         cmd, memory_bytes=limits.memory_bytes, sandboxed=True, max_processes=limits.max_processes,
         file_size_bytes=limits.file_size_bytes, uid=uid, no_exec=limits.no_exec,
+        writable=[str(workspace), "/tmp", "/dev/shm"], sockets_only=[str(shared_dir)] if shared_dir else [],
     )  # fmt: skip
     return bwrap_command(inner, workspace, runtime_dir, limits, shared_dir=shared_dir, uid=uid)
 

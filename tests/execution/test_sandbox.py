@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from nini.errors import ErrorCode, NiniError
-from nini.execution.noexec import landlock_abi
+from nini.execution.guard import landlock_abi
 from nini.execution.sandbox import SANDBOX_UID, probe_bwrap, resolve_mode, session_uid
 
 from .conftest import Kernels, make_kernels, needs_bwrap, new_session
@@ -94,7 +94,7 @@ def test_host_unix_socket_is_unreachable(sandboxed: Kernels, host_unix_socket: P
         probe.connect(str(host_unix_socket))  # reachable from the host
     code = (
         "import socket, os\n"
-        f"result = [os.path.exists({str(host_unix_socket)!r}), os.path.exists('/var'), os.path.exists('/run')]\n"
+        f"result = [os.path.exists({str(host_unix_socket)!r}), os.path.exists('/var/run'), os.path.exists('/run')]\n"
         f"s = socket.socket(socket.AF_UNIX)\ns.connect({str(host_unix_socket)!r})\n"
     )
     out = sandboxed.run(code)
@@ -117,11 +117,12 @@ def test_abstract_unix_sockets_of_the_host_are_unreachable(sandboxed: Kernels) -
 def test_only_what_analysis_needs_is_visible(sandboxed: Kernels) -> None:
     code = (
         "import os\n"
-        "absent = [p for p in ('/etc/shadow', '/etc/gshadow', '/etc/sudoers', '/var', '/run', '/srv', '/mnt', '/home',"
-        " '/sys', '/boot', '/etc/ssh', '/etc/ssl/private') if os.path.exists(p)]\n"
+        "absent = [p for p in ('/etc/shadow', '/etc/gshadow', '/etc/sudoers', '/var/lib', '/var/log', '/var/run', '/run',"
+        " '/srv', '/mnt', '/home', '/sys', '/boot', '/etc/ssh', '/etc/ssl/private') if os.path.exists(p)]\n"
         "users = [line.split(':')[0] for line in open('/etc/passwd')]\n"
         "pids = [p for p in os.listdir('/proc') if p.isdigit()]\n"
-        "result = {'present_but_hidden': absent, 'users': users, 'pids': len(pids), 'home': os.environ['HOME']}\n"
+        "var = [(folder, sorted(names)) for folder, _dirs, names in os.walk('/var')]\n"
+        "result = {'present_but_hidden': absent, 'users': users, 'pids': len(pids), 'home': os.environ['HOME'], 'var': var}\n"
     )
     out = sandboxed.run(code)
     assert out.success, out.error
@@ -129,6 +130,9 @@ def test_only_what_analysis_needs_is_visible(sandboxed: Kernels) -> None:
     assert sorted(out.result["users"]) == ["nini", "nobody", "root"]
     assert out.result["pids"] <= 3  # bwrap's init and the kernel: no host process is visible
     assert out.result["home"] == "/tmp/home"
+    # /var holds only this kernel's own ipc folder (its sockets and connection file)
+    files = [name for _folder, names in out.result["var"] for name in names]
+    assert sorted(files) == sorted(["kernel.json", *(f"kernel-ipc-{n}" for n in range(1, 6))]), out.result["var"]
 
 
 @needs_bwrap
@@ -281,6 +285,27 @@ def test_no_program_can_run_whatever_the_spelling(sandboxed: Kernels, code: str)
         assert "uid=" not in out.stdout
     else:
         assert out.error["ename"] in ("PermissionError", "OSError", "CalledProcessError", "ChildProcessError")
+
+
+@needs_bwrap
+@needs_landlock
+def test_the_kernels_sockets_cannot_be_swapped_for_links(sandboxed: Kernels) -> None:
+    session = new_session()
+    code = (
+        "import os\nfrom ipykernel.connect import get_connection_file\n"
+        "ipc = os.path.dirname(get_connection_file())\nsock = os.path.join(ipc, 'kernel-ipc-1')\nrefused = []\n"
+        "attempts = [lambda: os.unlink(sock), lambda: os.rename(sock, sock + '.old'), lambda: os.symlink('/etc', ipc + '/l'),\n"
+        "            lambda: open(ipc + '/new.txt', 'w'), lambda: os.mkdir(ipc + '/d')]\n"
+        "for attempt in attempts:\n    try:\n        attempt()\n    except PermissionError:\n        refused.append(True)\n"
+        "os.mkdir('/tmp/scratch')\nos.symlink('notes.txt', 'link-in-workspace')\n"
+        "result = [len(refused), len(attempts), sorted(os.listdir(ipc))]\n"
+    )
+    out = sandboxed.run(code, session)
+    assert out.success, out.error
+    refused, attempts, listing = out.result
+    assert refused == attempts and "kernel-ipc-1" in listing and "l" not in listing
+    assert (sandboxed.workspace(session).root / "link-in-workspace").is_symlink()  # its own folder: allowed
+    assert sandboxed.run("print('alive')", session).stdout == "alive\n"
 
 
 @needs_bwrap

@@ -25,9 +25,9 @@ def call(server: ServerProcess, method: str, path: str, body: Any = None) -> Any
 
 @pytest.mark.slow
 def test_sigterm_stops_every_kernel_and_worker(tmp_path: Path, nini_home: Path) -> None:
-    # kernels' runtime folders (sockets, connection files) go to TMPDIR; a short one, as unix
-    # socket paths must fit in 108 bytes
-    kernel_tmp = Path(tempfile.mkdtemp(prefix="nt-"))
+    # kernels' runtime folders (sockets, connection files) go to TMPDIR when it is not below
+    # /tmp (see sandbox.runtime_base); a short one, as unix socket paths must fit in 108 bytes
+    kernel_tmp = Path(tempfile.mkdtemp(prefix="nt-", dir="/var/tmp"))
     env = nini_env(nini_home, tmp_path) | {"TMPDIR": str(kernel_tmp)}
     server = ServerProcess.start(root_dir=tmp_path, env=env, output=(tmp_path / "server.log").open("wb"))
     try:

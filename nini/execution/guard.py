@@ -1,4 +1,5 @@
-"""Kernel-enforced rules for agent processes: no programs but the interpreter, no new user namespaces.
+"""Kernel-enforced rules for agent processes: no programs but the interpreter, no changes outside
+the writable folders, no new user namespaces.
 
 Static policies (``policy.py``, the R policy) refuse ``os.system`` and friends early and clearly,
 but Python and R have too many spellings of "run a program" for a list to be complete. The rule
@@ -8,8 +9,11 @@ process before agent code runs and inherited by everything it starts:
 - Landlock (Linux 5.13+) handles the right to execute files and grants it only on the
   interpreter and its ELF loader: ``subprocess``, ``os.system``, R's ``system``, ``pipe`` or
   ``pdf("|cmd")`` get EACCES, while multiprocessing and joblib (which re-run ``sys.executable``)
-  still work. Where the kernel knows them, Landlock also denies TCP bind/connect (ABI 4) and
-  scopes abstract Unix sockets and signals to the sandbox (ABI 6).
+  still work. It also handles making, removing and renaming entries (files, folders, links,
+  sockets), granted beneath the writable folders only, and in a kernel's ipc folder only the
+  making of sockets: once the kernel has bound its sockets there, agent code cannot swap one for
+  a link that nini's side would follow when it reconnects. Where the kernel knows them, Landlock
+  also denies TCP bind/connect (ABI 4) and scopes abstract Unix sockets and signals (ABI 6).
 - A seccomp filter refuses to create user namespaces (``unshare``/``clone`` with
   CLONE_NEWUSER; ``clone3``, whose flags a filter cannot read, answers ENOSYS so libc falls back
   to ``clone``). Without Landlock it also refuses ``execve``/``execveat`` outright: programs and
@@ -45,6 +49,10 @@ _ARCH = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}  # column in _SY
 _LANDLOCK_CREATE_RULESET_VERSION = 1
 _LANDLOCK_RULE_PATH_BENEATH = 1
 _ACCESS_FS_EXECUTE = 1 << 0
+_ACCESS_FS_MAKE_SOCK = 1 << 9
+# remove dir/file, make char/dir/reg/sock/fifo/block/sym (ABI 1), refer: link or rename across folders (ABI 2)
+_ACCESS_FS_CHANGE_V1 = sum(1 << bit for bit in range(4, 13))
+_ACCESS_FS_REFER = 1 << 13
 _ACCESS_NET_BIND_TCP, _ACCESS_NET_CONNECT_TCP = 1 << 0, 1 << 1
 _SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 _PR_SET_NO_NEW_PRIVS = 38
@@ -132,38 +140,46 @@ def executables_of(interpreter: str) -> list[str]:
     return found
 
 
-def restrict(*, allow_exec: list[str], mode: str = "auto") -> str:
+def restrict(
+    *, allow_exec: list[str], writable: list[str] = (), sockets_only: list[str] = (), mode: str = "auto"  # type: ignore[assignment]
+) -> str:
     """Confine this process (and all it starts from now on); what was applied, e.g. "landlock".
 
-    ``mode``: auto (Landlock where the kernel has it, else seccomp), landlock, seccomp, or off
-    (user namespaces are still refused). Raises OSError when the asked mode cannot be applied.
+    ``allow_exec``: the only files that may be executed. ``writable``: folders beneath which
+    entries may be made, removed and renamed (everywhere else the tree stays as it is);
+    ``sockets_only``: folders beneath which only sockets may be made. ``mode``: auto (Landlock
+    where the kernel has it, else seccomp), landlock, seccomp, or off (user namespaces are still
+    refused). Raises OSError when the asked mode cannot be applied.
     """
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
     abi = landlock_abi()
     use_landlock = mode == "landlock" or (mode == "auto" and abi > 0)
     if use_landlock:
-        _landlock(abi, allow_exec)
+        _landlock(abi, allow_exec, list(writable), list(sockets_only))
     no_exec_by_seccomp = mode == "seccomp" or (mode == "auto" and abi == 0)
     _seccomp(deny_exec=no_exec_by_seccomp)
     return "landlock" if use_landlock else ("seccomp" if no_exec_by_seccomp else "off")
 
 
-def _landlock(abi: int, allow_exec: list[str]) -> None:
+def _landlock(abi: int, allow_exec: list[str], writable: list[str], sockets_only: list[str]) -> None:
     if abi < 1:
         raise OSError(errno.EOPNOTSUPP, "Landlock is not available in this kernel")
+    change = _ACCESS_FS_CHANGE_V1 | (_ACCESS_FS_REFER if abi >= 2 else 0)
     attr = _RulesetAttr(
-        handled_access_fs=_ACCESS_FS_EXECUTE,
+        handled_access_fs=_ACCESS_FS_EXECUTE | change,
         handled_access_net=(_ACCESS_NET_BIND_TCP | _ACCESS_NET_CONNECT_TCP) if abi >= 4 else 0,
         scoped=(_SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL) if abi >= 6 else 0,
     )
     size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
     ruleset = _syscall("landlock_create_ruleset", ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    rules = ([(path, _ACCESS_FS_EXECUTE) for path in allow_exec] + [(path, change) for path in writable]
+             + [(path, _ACCESS_FS_MAKE_SOCK) for path in sockets_only])  # fmt: skip
     try:
-        for path in allow_exec:
+        for path, access in rules:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             try:
-                rule = _PathBeneathAttr(_ACCESS_FS_EXECUTE, fd)
+                rule = _PathBeneathAttr(access, fd)
                 _syscall("landlock_add_rule", ruleset, _LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0))
             finally:
                 os.close(fd)
