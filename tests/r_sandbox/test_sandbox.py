@@ -111,3 +111,24 @@ def test_unsandboxed_worker_environment_is_an_allowlist(
         "ARROW_DEFAULT_MEMORY_POOL", "MALLOC_ARENA_MAX",
     }  # fmt: skip
     assert {k for k in env if not k.startswith("LC_")} <= allowed
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'result <- tryCatch(base::system("id > pwned.txt", intern = TRUE), error = function(e) conditionMessage(e))',
+        'result <- tryCatch({ pdf(file = "|id > pwned.txt"); plot(1); dev.off(); "drawn" },\n'
+        "                   error = function(e) conditionMessage(e))",
+        'result <- tryCatch(system2("/usr/bin/id", stdout = TRUE), error = function(e) conditionMessage(e))',
+    ],
+    ids=["base::system", "pdf-pipe", "system2"],
+)
+def test_no_r_spelling_runs_a_program_past_the_policy(sandboxed: Workers, code: str) -> None:
+    """The static policy and the run-time guard are skipped or evaded here: the kernel refuses."""
+    session = new_session()
+    out = sandboxed.run_unchecked(code, session)
+    assert not list(sandboxed.workspace(session).glob("pwned*"))
+    assert "uid=" not in out["stdout"] and "uid=" not in str(out["result"])
+    if out["success"]:
+        assert "popen" in str(out["result"]) or "pipe" in str(out["result"]) or "not allowed" in str(out["result"])
+    assert sandboxed.run("result <- nrow(mtcars)", session)["result"] == 32
