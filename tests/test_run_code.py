@@ -171,3 +171,13 @@ def test_a_positional_index_left_by_sorting_is_not_a_column(harness) -> None:  #
     assert result.result["dataframe_preview"]["rows"] == [[1], [2], [3]]
     named = harness.call(session, "run_code", code="output_df = by_key.assign(b=1)")
     assert named.result["dataframe_preview"]["columns"] == ["a", "b"]  # a named index is kept
+
+
+def test_the_model_cannot_ask_for_the_users_kernel(harness: Harness) -> None:
+    """Only a user's client chooses the notebook kernel (unsandboxed): run_code has no such argument."""
+    session = harness.session()
+    schema = harness.runtime.registry.function("run_code").input_schema()
+    assert "kernel_id" not in json.dumps(schema)
+    result = harness.call(session, "run_code", code="result = 1", kernel_id="any-notebook-kernel")
+    assert not result.success and result.error["code"] == "INVALID_ARGUMENT"
+    assert harness.runtime.store.list_executions(session.id) == []
