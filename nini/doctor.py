@@ -87,6 +87,10 @@ def _protections(settings: Settings) -> list[Check]:
                f"user namespace: uid {sandbox.SANDBOX_UID} inside, no capabilities, --disable-userns")  # fmt: skip
         checks.append(Check("sandbox user", True, who, required=False))
     checks.append(_exec_guard(execution.exec_guard, guard.landlock_abi()))
+    seccomp = guard.seccomp_available()
+    checks.append(Check("seccomp", seccomp, "filters available: sandboxed code cannot make user namespaces"
+                        if seccomp else "not available in this kernel: sandboxed kernels will not start",
+                        required=False))  # fmt: skip
     checks.append(Check("limits", True, f"memory {execution.memory_limit_mb} MiB (R {settings.r.memory_limit_mb} MiB), "
                         f"{execution.max_processes} processes, /tmp and /dev/shm {execution.tmp_size_mb} MiB each, "
                         f"workspace quota {execution.workspace_quota_mb} MiB", required=False))  # fmt: skip

@@ -353,7 +353,7 @@ def test_doctor_json(run, nini_home: Path):
 
 
 def test_doctor_says_which_protections_are_active(run, nini_home: Path, monkeypatch: pytest.MonkeyPatch):
-    from nini.execution.guard import landlock_abi
+    from nini.execution.guard import landlock_abi, seccomp_available
     from nini.execution.sandbox import probe_bwrap
 
     monkeypatch.setenv("NINI_EXECUTION__MAX_PROCESSES", "48")
@@ -365,7 +365,7 @@ def test_doctor_says_which_protections_are_active(run, nini_home: Path, monkeypa
     guard = by["exec guard"]["detail"]
     assert (f"Landlock ABI {landlock_abi()}" in guard) if landlock_abi() else guard.startswith("seccomp")
     assert "48 processes" in by["limits"]["detail"] and "workspace quota 10240 MiB" in by["limits"]["detail"]
-    assert "link" in by["workspace files"]["detail"]
+    assert "link" in by["workspace files"]["detail"] and by["seccomp"]["ok"] is seccomp_available()
     assert "not sandboxed" in by["user kernel"]["detail"] and "waits for your approval" in by["user kernel"]["detail"]
     monkeypatch.setenv("NINI_EXECUTION__SANDBOX", "none")
     off = {c["name"]: c for c in json.loads(ok(run("doctor", "--json")))}

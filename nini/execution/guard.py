@@ -111,6 +111,15 @@ def landlock_abi() -> int:
         return 0
 
 
+def seccomp_available() -> bool:
+    """Whether this kernel takes seccomp filters (its status file has a ``Seccomp_filters`` line)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            return any(line.startswith("Seccomp_filters:") for line in status) or os.path.exists("/proc/sys/kernel/seccomp")
+    except OSError:
+        return False
+
+
 def elf_interpreter(executable: str | Path) -> str | None:
     """The ELF loader named in ``executable``'s PT_INTERP header (``/lib64/ld-linux-x86-64.so.2``),
     which the kernel opens for execution too; None for a static binary or a non-ELF file."""
