@@ -108,6 +108,16 @@ class RSettings(BaseModel):
     )
 
 
+class UISettings(BaseModel):
+    """How nini talks to people."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    language: Literal["zh", "en"] = Field(
+        "zh", description="Language of the messages the specs word (the R policy's, for one): zh or en."
+    )
+
+
 class ServerSettings(BaseModel):
     """Limits of the Jupyter server extension's REST API."""
 
@@ -216,6 +226,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    ui: UISettings = Field(default_factory=UISettings)
     database_url: str | None = Field(
         None,
         description="NINI_DATABASE_URL: SQLAlchemy URL of the history store (e.g. PostgreSQL for a hub); "

@@ -78,12 +78,14 @@ class RWorkerPool:
         allowed_packages: Iterable[str] = (),
         wrap_command: WrapCommand | None = None,
         start_timeout_s: float = 60,
+        language: str = "zh",
     ) -> None:
         self.memory_limit_mb = memory_limit_mb
         self.timeout_s = timeout_s
         self.allowed_packages = tuple(allowed_packages)  # beyond r_sandbox.rules.DEFAULT_PACKAGES
         self.wrap_command = wrap_command
         self.start_timeout_s = start_timeout_s
+        self.language = language  # of policy messages: zh or en
         self._workers: dict[str, _Worker] = {}
         self._restarts: dict[str, int] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -240,6 +242,7 @@ class RWorkerPool:
         cmd = [
             sys.executable, "-P", "-m", "r_sandbox.worker", "--workspace", str(workspace),
             "--memory-mb", str(self.memory_limit_mb), "--packages", ",".join(self.allowed_packages),
+            "--language", self.language,
         ]  # fmt: skip # -P: the workspace (cwd) must not shadow modules the worker imports
         if self.wrap_command is not None:
             cmd = self.wrap_command(cmd, workspace, runtime)

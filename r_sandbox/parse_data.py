@@ -60,8 +60,12 @@ local({
     value[quoted] <- vapply(d$text[quoted], value_of, "", USE.NAMES = FALSE)
     # Few, large objects: rpy2 is slow element by element. Tokens as codes into their levels;
     # values joined into one string, cut by lengths (-1 for NA: a string R shows abbreviated).
+    # A string with byte escapes ("\xff") decodes to bytes that are no text: keep it as typed
+    # (R names are never such bytes, so nothing the policy looks for is lost).
+    bad <- !is.na(value) & !validUTF8(value)
+    value[bad] <- d$text[bad]
     value <- enc2utf8(value)
-    lengths <- nchar(value, type = "chars")
+    lengths <- nchar(value, type = "chars", allowNA = TRUE)
     lengths[is.na(lengths)] <- -1L
     value[is.na(value)] <- ""
     token <- factor(d$token)

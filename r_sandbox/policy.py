@@ -1,28 +1,25 @@
-"""Static policy for agent R code: refuse, before it runs, code that reaches a denied function.
+"""Static policy for agent R code: refuse, before it runs, code that can reach a denied capability.
 
 R's own parser reads the code (``r_sandbox.parse_data``), so comments and strings never raise a false
-alarm and no spelling hides a call: backquotes, escapes, ``base::``/``base:::``, a string in call
-position, a replacement form (``environment(f) <- e`` calls ``environment<-``), or the function passed
-around as a value (``f <- system``, ``lapply(x, system)``). The names come from ``r_sandbox.rules``,
-which the worker's run-time masks share; neither sees ``e$system`` once ``e`` holds base's environment.
+alarm and no spelling hides a name: backquotes, escapes, ``base::``, a string in call position, a
+replacement form (``environment(f) <- e`` calls ``environment<-``). What is refused:
 
-Decisions beyond the rules list:
+* a denied function (``r_sandbox.rules``) called, aliased, passed as a value, or fetched by a literal
+  name from a namespace (``base::``), an environment (``e$system``, ``e[["system"]]``) or a lookup
+  function (``get``, ``match.fun``, ``do.call``, ...);
+* a lookup with a name computed at run time: ``get(paste0("sys", "tem"))``, ``e[[name]]`` on an
+  environment, a lookup function passed as a value (``lapply(names, get)``);
+* ``pkg:::name`` always; packages outside the allowed list; a package named at run time;
+* arguments that name a program or a pipe (``utils::tar(tar = ...)``, ``pdf(file = "|cmd")``);
+* assignments into protected environments, and definitions that replace R's own functions or
+  methods for the session (``setMethod("show", ...)``).
 
-* A call of a denied name is always denied, even after ``url <- "a.csv"``: R skips non-function
-  bindings when it looks up a function. A bare reference is a variable when the code binds the name
-  first (an assignment finished earlier in the text, a for variable, a parameter of an enclosing
-  function; inside a function body, also a binding anywhere outside that function): ``url <- url``
-  and ``f <- url; url <- 1`` stay denied.
-* ``x$system`` / ``x@system`` and argument names (``f(system = 1)``) are not references, but
-  ``x$system(...)`` is a call and ``baseenv()$system`` / ``asNamespace("base")[["system"]]`` are denied.
-* ``<<-`` is allowed: it assigns up the user's own environment chain, and base bindings are locked.
-  ``assign``/``delayedAssign``/``makeActiveBinding``/``list2env`` into a protected environment, or
-  into a search-path position given as a number (``pos = 1`` is the global env), are denied.
-* Packages: ``library``/``require`` (symbol or string), ``requireNamespace``, ``loadNamespace``,
-  ``attachNamespace``, ``pkg::f``, ``pkg:::f``,
-  `` `::`(pkg, f) `` and ``getExportedValue(pkg, f)`` must name an allowed package literally;
-  ``character.only = TRUE`` with a variable, or a loader passed as a value (``lapply(p, library)``),
-  is ``dynamic-package``. ``loadedNamespaces()``/``isNamespaceLoaded()`` load nothing and are allowed.
+What is allowed on purpose: reading environments (``environment(fo)``, ``.GlobalEnv``,
+``topenv()``); ``x$url`` on data; bare names inside data-masking verbs (``filter(d, source ==
+"web")``: a column), inside ``[``/``[[`` and inside quoted code (``~``, ``quote``); ``do.call`` or
+``match.fun`` with a function object; ``local()``. A bare name the code binds first is a variable.
+What the static check cannot see is stopped at run time (the worker's guard and capability stubs)
+and, finally, by the sandbox.
 """
 
 from __future__ import annotations
@@ -31,14 +28,25 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from r_sandbox import rules
+from r_sandbox import messages, rules
 from r_sandbox.calls import (
-    EXPRESSION_TOKENS, NS_GET, assignment_target, callee, call_args, enclosing_function, following, is_call,
-    is_function, match_args, previous, single_token,
+    EXPRESSION_TOKENS,
+    NS_GET,
+    assignment_target,
+    call_args,
+    callee,
+    enclosing_function,
+    following,
+    is_call,
+    is_function,
+    match_args,
+    previous,
+    single_token,
 )  # fmt: skip
+from r_sandbox.contexts import Contexts
 from r_sandbox.parse_data import Node, ParseFailure, parse_r
 
-__all__ = ["PolicyReport", "SyntaxProblem", "Violation", "check_r_code", "first_violation_message"]
+__all__ = ["PolicyReport", "SyntaxProblem", "Violation", "check_r_code", "violations_message"]
 
 PACKAGE_LOADERS: dict[str, tuple[str, ...]] = {
     "library": ("package", "help", "pos", "lib.loc", "character.only", "logical.return", "warn.conflicts",
@@ -48,6 +56,9 @@ PACKAGE_LOADERS: dict[str, tuple[str, ...]] = {
     "requireNamespace": ("package", "...", "quietly"),
     "loadNamespace": ("package", "lib.loc", "keep.source", "partial", "versionCheck", "keep.parse.data"),
     "attachNamespace": ("ns", "pos", "depends", "exclude", "include.only"),
+    "asNamespace": ("ns", "base.OK"),
+    "getNamespace": ("name",),
+    ".getNamespace": ("name",),
 }  # fmt: skip
 NAMESPACE_GETTERS: dict[str, tuple[str, ...]] = {"::": ("pkg", "name"), ":::": ("pkg", "name"),
                                                  "getExportedValue": ("ns", "name")}
@@ -58,17 +69,24 @@ ASSIGNERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "makeActiveBinding": (("sym", "fun", "env"), ("env",)),
     "list2env": (("x", "envir", "parent", "hash", "size"), ("envir",)),
 }
-# Expressions whose `$`/`[[` members are the real functions, not the masks.
-ENVIRONMENT_GETTERS = frozenset(rules.PROTECTED_ENVIRONMENTS) | {
-    "asNamespace", "getNamespace", ".getNamespace", "as.environment", "topenv", "parent.env", "parent.frame",
-    "sys.frame", "environment", "pos.to.env", "loadNamespace",
+# Formals of the functions whose arguments can name a program (rules.PROGRAM_ARGUMENTS).
+PROGRAM_FORMALS: dict[str, tuple[str, ...]] = {
+    "tar": ("tarfile", "files", "compression", "compression_level", "tar", "extra_flags"),
+    "untar": ("tarfile", "files", "list", "exdir", "compressed", "extras", "verbose", "restore_times",
+              "support_old_tars", "tar"),
+    "zip": ("zipfile", "files", "flags", "extras", "zip"),
+    "unzip": ("zipfile", "files", "list", "overwrite", "junkpaths", "exdir", "unzip", "setTimes"),
+    "file.show": ("...", "header", "title", "delete.file", "pager", "encoding"),
+    "fread": ("input", "file", "text", "cmd"),
+    "options": ("...",),
 }  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Violation:
-    """One refused use: ``rule`` is ``denied-<group>``, ``protected-environment``, ``package-not-allowed``
-    or ``dynamic-package``; ``name`` the function or package; ``message`` one line for people."""
+    """One refused use: ``rule`` is ``denied-<group>``, ``package-not-allowed``, ``internal-access``,
+    ``computed-name``, ``dynamic-package``, ``protected-environment``, ``program-argument`` or
+    ``base-override``; ``name`` the function or package; ``message`` one line for people."""
 
     rule: str
     name: str
@@ -110,8 +128,9 @@ class PolicyReport:
         }
 
 
-def check_r_code(code: str, allowed_packages: Iterable[str] | None = None) -> PolicyReport:
-    """Check R code against the policy; ``allowed_packages`` adds to ``rules.DEFAULT_PACKAGES``.
+def check_r_code(code: str, allowed_packages: Iterable[str] | None = None, language: str = "zh") -> PolicyReport:
+    """Check R code against the policy; ``allowed_packages`` adds to ``rules.DEFAULT_PACKAGES``;
+    messages in ``language`` (zh or en).
 
     Raises ``RSandboxError("R_UNAVAILABLE", ...)`` when R or rpy2 cannot be loaded. Starts embedded R
     on first use (through ``rpy2.rinterface``); call it from the thread that owns R.
@@ -119,17 +138,17 @@ def check_r_code(code: str, allowed_packages: Iterable[str] | None = None) -> Po
     parsed = parse_r(code)
     if isinstance(parsed, ParseFailure):
         return PolicyReport(syntax_error=SyntaxProblem(parsed.line, parsed.message))
-    found = _Checker(parsed, rules.DEFAULT_PACKAGES | set(allowed_packages or ())).run()
+    found = _Checker(parsed, rules.DEFAULT_PACKAGES | set(allowed_packages or ()), language).run()
     unique = {(v.line, v.column, v.rule, v.name): v for v in found}
     return PolicyReport(violations=[unique[key] for key in sorted(unique)])
 
 
-def first_violation_message(report: PolicyReport) -> str | None:
-    """One line saying why the code was refused (None when it is allowed), for the worker's error."""
+def violations_message(report: PolicyReport, language: str = "zh") -> str | None:
+    """Why the code was refused, every violation on a line of its own (None when it is allowed)."""
     if report.syntax_error is not None:
-        where = f"line {report.syntax_error.line}: " if report.syntax_error.line else ""
-        return f"{where}R syntax error: {report.syntax_error.message.splitlines()[0]}"
-    return report.violations[0].message if report.violations else None
+        first = report.syntax_error.message.splitlines()[0] if report.syntax_error.message else ""
+        return messages.message("syntax", first, report.syntax_error.line, language)
+    return "\n".join(v.message for v in report.violations) or None
 
 
 @dataclass(frozen=True)
@@ -142,30 +161,33 @@ class _Binding:
 class _Checker:
     """One pass over the parse tree of one piece of code."""
 
-    def __init__(self, roots: list[Node], packages: frozenset[str] | set[str]) -> None:
+    def __init__(self, roots: list[Node], packages: frozenset[str] | set[str], language: str) -> None:
         self.nodes = [node for root in roots for node in root.walk()]
         self.packages = packages
+        self.language = language
         self.found: list[Violation] = []
         self.bindings: dict[str, list[_Binding]] = {}
         for node in self.nodes:
             self._collect_bindings(node)
         self.targets = {b.target.id for group in self.bindings.values() for b in group if b.scope is None}
         self.quoted: set[int] = set()  # symbols R reads as names, not values: library(pkg), `::`(pkg, f)
+        self.contexts = Contexts(self.nodes)
 
     def run(self) -> list[Violation]:
         for node in self.nodes:
             if node.token == "SYMBOL_FUNCTION_CALL":
-                self._denied(node, node.value, "call")
+                self._denied(node, node.value)
             elif node.token == "SYMBOL":
                 self._symbol(node)
             elif node.token == "STR_CONST":
                 self._string(node)
             elif node.token == "SYMBOL_PACKAGE":
-                self._package(node, node.value)
+                self._namespace_access(node)
             elif node.token in EXPRESSION_TOKENS:
                 self._expression(node)
         return self.found
 
+    # --- bindings: a name the code binds first is a variable ----------------------------------------
     def _collect_bindings(self, node: Node) -> None:
         target = assignment_target(node)
         if target is not None and (token := single_token(target)) is not None and token.token in ("SYMBOL", "STR_CONST"):
@@ -191,28 +213,48 @@ class _Checker:
                 return True
         return False
 
+    # --- tokens -------------------------------------------------------------------------------------
     def _symbol(self, node: Node) -> None:
         before = previous(node)
+        name = node.value or ""
         if before is not None and before.token in ("'$'", "'@'"):
-            return  # x$system: a member, not the function (see _expression for environments)
-        explicit = before is not None and before.token in NS_GET
-        if node.id in self.targets or node.id in self.quoted or (not explicit and self._is_variable(node.value or "", node)):
+            if self.contexts.is_environment(before.parent.children[0]):
+                self._denied(node, name)  # baseenv()$system: the real function
             return
-        self._denied(node, node.value, "namespace" if explicit else "reference")
-        if node.value in PACKAGE_LOADERS:  # lapply(pkgs, library, character.only = TRUE)
-            self._add("dynamic-package", node.value, node,
-                      f"{node.value} passed as a value loads packages that cannot be checked; call it with a literal name")
+        if before is not None and before.token in NS_GET:
+            return  # pkg::name, checked with the package (_namespace_access)
+        if node.id in self.targets or node.id in self.quoted or self.contexts.is_data(node) or self._is_variable(name, node):
+            return
+        self._denied(node, name)
+        if (name in PACKAGE_LOADERS or name in rules.LOOKUPS) and _handed_on(node):
+            # lapply(pkgs, library, character.only = TRUE), lapply(names, get), f <- get: the
+            # names come from elsewhere (tail(library) only shows the function's source)
+            self._add("dynamic-package" if name in PACKAGE_LOADERS else "computed-name", name, node)
 
     def _string(self, node: Node) -> None:
         before, after, parent = previous(node), following(node), node.parent
         if before is not None and before.token in NS_GET:
-            self._denied(node, node.value, "namespace")  # base::"system"
-        elif after is not None and after.token in NS_GET:
-            self._package(node, node.value)  # "pkg"::f
-        elif parent is not None and parent.parent is not None and is_call(parent.parent) \
-                and parent.parent.children[0] is parent:
-            self._denied(node, node.value, "call")  # "system"("ls") calls system
+            return  # base::"system": checked with the package
+        if after is not None and after.token in NS_GET:
+            self._namespace_access(node)  # "pkg"::f
+            return
+        if parent is not None and parent.parent is not None and is_call(parent.parent) and parent.parent.children[0] is parent:
+            self._denied(node, node.value)  # "system"("ls") calls system
 
+    def _namespace_access(self, package_token: Node) -> None:
+        """``pkg::name`` and ``pkg:::name`` (the package token, then ``::``, then the name)."""
+        operator, member = following(package_token), None
+        if operator is not None:
+            member = following(operator)
+        name = (member.value if member is not None else None) or ""
+        if operator is not None and operator.token == "NS_GET_INT":
+            self._add("internal-access", f"{package_token.value}:::{name}", package_token)
+            return
+        self._package(package_token, package_token.value)
+        if member is not None:
+            self._denied(member, name)
+
+    # --- expressions --------------------------------------------------------------------------------
     def _expression(self, node: Node) -> None:
         if is_call(node) and (name_token := callee(node)) is not None:
             self._call(node, name_token, name_token.value or "")
@@ -220,17 +262,19 @@ class _Checker:
         while target is not None:  # environment(f) <- e calls `environment<-`
             target = self._replacement(target)
         kids = node.children
-        if len(kids) >= 3 and kids[1].token in ("'$'", "LBB") and _is_environment(kids[0]):
-            member = kids[2] if kids[1].token != "LBB" else single_token(kids[2])
-            if member is not None and member.token in ("SYMBOL", "STR_CONST"):
-                self._denied(member, member.value, "member")
+        if len(kids) >= 3 and kids[1].token == "LBB" and self.contexts.is_environment(kids[0]):
+            member = single_token(kids[2]) if kids[2].token == "expr" else None
+            if member is not None and member.token == "STR_CONST":
+                self._denied(member, member.value)  # asNamespace("base")[["system"]]
+            else:
+                self._add("computed-name", "[[", kids[1])  # loadNamespace("base")[[paste0("sys", "tem")]]
 
     def _replacement(self, target: Node) -> Node | None:
         """Check one level of a complex assignment target and return the next one inwards."""
         if is_call(target):
             name_token = callee(target)
             if name_token is not None and name_token.value:
-                self._denied(name_token, name_token.value + "<-", "call")
+                self._denied(name_token, name_token.value + "<-")
             first = call_args(target)[:1]
             return first[0][1] if first else None
         kids = target.children
@@ -238,34 +282,106 @@ class _Checker:
 
     def _call(self, call: Node, name_token: Node, name: str) -> None:
         if name in PACKAGE_LOADERS:
-            args = match_args(call, PACKAGE_LOADERS[name])
-            first = PACKAGE_LOADERS[name][0]
-            if first not in args:
-                return  # library() lists packages; library(help = x) loads nothing
-            by_symbol = name in ("library", "require") and not self._is_true(args.get("character.only"))
-            package = self._name(args[first], symbols=by_symbol)
-            if package is None:
-                self._dynamic(name_token, name)
-            else:
-                self._package(args[first], package)
+            self._loader(call, name_token, name)
         elif name in NAMESPACE_GETTERS:
-            formals = NAMESPACE_GETTERS[name]
-            args = match_args(call, formals)
-            by_symbol = name != "getExportedValue"
-            package, function = (self._name(args[f], symbols=by_symbol) if f in args else None for f in formals)
-            if package is None or function is None:
-                self._dynamic(name_token, name)
-                return
-            self._package(args[formals[0]], package)
-            self._denied(args[formals[1]], function, "namespace")
+            self._namespace_getter(call, name_token, name)
         elif name in ASSIGNERS:
             formals, env_formals = ASSIGNERS[name]
             args = match_args(call, formals)
             for formal in env_formals:
                 if formal in args and (env := _protected_environment(args[formal])) is not None:
-                    self._add("protected-environment", name, name_token,
-                              f"{name}() into {env} is not allowed")
+                    self._add("protected-environment", f"{name}(… {env})", name_token)
+        elif name in rules.LOOKUPS:
+            self._lookup(call, name_token, name)
+        if name in rules.PROGRAM_ARGUMENTS:
+            self._program_arguments(call, name_token, name)
+        elif name in rules.PIPE_DEVICES:
+            self._pipe_device(call, name_token, name)
+        elif name in rules.OVERRIDES:
+            self._override(call, name_token, name)
 
+    def _loader(self, call: Node, name_token: Node, name: str) -> None:
+        formals = PACKAGE_LOADERS[name]
+        args = match_args(call, formals)
+        first = formals[0]
+        if first not in args:
+            return  # library() lists packages; library(help = x) loads nothing
+        by_symbol = name in ("library", "require") and not self._is_true(args.get("character.only"))
+        package = self._name(args[first], symbols=by_symbol)
+        if package is None:
+            self._add("dynamic-package", name, name_token)
+        else:
+            self._package(args[first], package)
+
+    def _namespace_getter(self, call: Node, name_token: Node, name: str) -> None:
+        formals = NAMESPACE_GETTERS[name]
+        args = match_args(call, formals)
+        by_symbol = name != "getExportedValue"
+        package, function = (self._name(args[f], symbols=by_symbol) if f in args else None for f in formals)
+        if name == ":::":
+            self._add("internal-access", f"{package or '?'}:::{function or '?'}", name_token)
+        elif package is None or function is None:
+            self._add("computed-name" if package is not None else "dynamic-package", name, name_token)
+        else:
+            self._package(args[formals[0]], package)
+            self._denied(args[formals[1]], function)
+
+    def _lookup(self, call: Node, name_token: Node, name: str) -> None:
+        formals, name_formals = rules.LOOKUPS[name]
+        args = match_args(call, formals)
+        names: list[str] = []
+        for formal in name_formals:
+            if formal not in args:
+                continue
+            expr = args[formal]
+            token = single_token(expr)
+            if token is not None and token.token == "STR_CONST":
+                names.append(token.value or "")
+            elif token is not None and token.token == "SYMBOL" and name in rules.FUNCTION_VALUE_LOOKUPS:
+                continue  # a function object (checked as a reference), or a variable bound by the code
+            elif name in rules.FUNCTION_VALUE_LOOKUPS and is_function(expr):
+                continue  # do.call(function(x) x, list(1))
+            elif name == "mget" and (literal := _literal_strings(expr)) is not None:
+                names.extend(literal)
+            else:
+                self._add("computed-name", name, name_token)
+                return
+        if name == "getS3method" and len(names) == 2:
+            names = [f"{names[0]}.{names[1]}"]
+        for looked_up in names:
+            self._denied(args[name_formals[0]], looked_up)
+
+    def _program_arguments(self, call: Node, name_token: Node, name: str) -> None:
+        formals = PROGRAM_FORMALS.get(name, ("...",))
+        matched = match_args(call, formals)
+        supplied = {arg_name for arg_name, _expr in call_args(call) if arg_name}
+        for program in rules.PROGRAM_ARGUMENTS[name]:
+            expr = matched.get(program)
+            if expr is None and program not in supplied:
+                continue
+            token = single_token(expr) if expr is not None else None
+            if name == "unzip" and token is not None and token.value == "internal":
+                continue
+            self._add("program-argument", f"{name}({program} = …)", name_token)
+
+    def _pipe_device(self, call: Node, name_token: Node, name: str) -> None:
+        expr = match_args(call, rules.PIPE_DEVICES[name]).get("file")
+        token = single_token(expr) if expr is not None else None
+        if token is not None and token.token == "STR_CONST" and (token.value or "").lstrip().startswith("|"):
+            self._add("program-argument", f'{name}(file = "|…")', name_token)
+
+    def _override(self, call: Node, name_token: Node, name: str) -> None:
+        if name in ("registerS3method", ".S3method"):
+            self._add("base-override", name, name_token)
+            return
+        args = call_args(call)
+        first = args[0][1] if args and args[0][1] is not None else None
+        token = single_token(first) if first is not None else None
+        generic = token.value if token is not None and token.token == "STR_CONST" else None
+        if generic is None or generic in _r_function_names():
+            self._add("base-override", f"{name}({generic or '?'})", name_token)
+
+    # --- helpers ------------------------------------------------------------------------------------
     def _name(self, expr: Node, *, symbols: bool) -> str | None:
         """The name an argument spells literally: a string, or a bare symbol where R substitutes it."""
         token = single_token(expr)
@@ -281,37 +397,56 @@ class _Checker:
             return expr is not None
         return not (token.value == "FALSE" or (token.value == "F" and "F" not in self.bindings))
 
-    def _denied(self, where: Node, name: str | None, kind: str) -> None:
-        if name not in rules.DENIED_FUNCTIONS:
-            return
-        text = {
-            "call": f"{name}() is not allowed",
-            "namespace": f"{name} is not allowed",
-            "member": f"{name} taken out of an environment is not allowed",
-            "reference": f"{name} is not allowed, not even as a value (for a data column, write .data${name})",
-        }[kind]
-        self._add(rules.rule_of(name), name, where, text)
+    def _denied(self, where: Node, name: str | None) -> None:
+        if name in rules.DENIED_FUNCTIONS:
+            self._add(rules.rule_of(name), name, where)
 
     def _package(self, where: Node, package: str | None) -> None:
         if package is not None and package not in self.packages:
-            self._add("package-not-allowed", package, where, f"package {package} is not allowed")
+            self._add("package-not-allowed", package, where)
 
-    def _dynamic(self, where: Node, function: str) -> None:
-        self._add("dynamic-package", function, where,
-                  f"{function}() with a package or name computed at run time cannot be checked; name it literally")
-
-    def _add(self, rule: str, name: str, where: Node, text: str) -> None:
-        message = f"line {where.line}: {text} (rule {rule})"
-        self.found.append(Violation(rule, name, where.line, where.col, message))
+    def _add(self, rule: str, name: str, where: Node) -> None:
+        text = messages.message(rule, name, where.line, self.language)
+        self.found.append(Violation(rule, name, where.line, where.col, text))
 
 
-def _is_environment(expr: Node) -> bool:
-    """``baseenv()``, ``.GlobalEnv``, ``asNamespace("base")``: members of these are the real functions."""
-    if is_call(expr):
-        name_token = callee(expr)
-        return name_token is not None and name_token.value in ENVIRONMENT_GETTERS
+HIGHER_ORDER = frozenset({
+    "lapply", "sapply", "vapply", "mapply", "Map", "Reduce", "Filter", "Position", "Find", "do.call", "outer",
+    "apply", "tapply", "rapply", "eapply", "Vectorize", "map", "map2", "pmap", "imap", "walk", "walk2",
+    "exec", "invoke", "reduce", "keep", "discard", "compose", "partial", "match.fun",
+})  # fmt: skip
+
+
+def _handed_on(symbol: Node) -> bool:
+    """Whether a function named as a value is bound to another name or handed to a function that
+    calls what it is given (``f <- get``, ``lapply(x, get)``, ``x |> lapply(get)``)."""
+    expr = symbol.parent
+    holder = expr.parent if expr is not None else None
+    if holder is None:
+        return False
+    if assignment_target(holder) is not None:
+        return True
+    if is_call(holder) and holder.children[0] is not expr:
+        name_token = callee(holder)
+        return name_token is None or name_token.value in HIGHER_ORDER
+    return False
+
+
+def _literal_strings(expr: Node) -> list[str] | None:
+    """The strings of ``"a"`` or ``c("a", "b")``; None for anything else."""
     token = single_token(expr)
-    return token is not None and token.token == "SYMBOL" and token.value in rules.PROTECTED_ENVIRONMENTS
+    if token is not None:
+        return [token.value or ""] if token.token == "STR_CONST" else None
+    name_token = callee(expr) if is_call(expr) else None
+    if name_token is None or name_token.value != "c":
+        return None
+    found = []
+    for _name, arg in call_args(expr):
+        inner = single_token(arg) if arg is not None else None
+        if inner is None or inner.token != "STR_CONST":
+            return None
+        found.append(inner.value or "")
+    return found
 
 
 def _protected_environment(expr: Node) -> str | None:
@@ -320,8 +455,22 @@ def _protected_environment(expr: Node) -> str | None:
     if token is not None and token.token == "NUM_CONST":
         number = (token.value or "").rstrip("L")
         if number.replace(".", "", 1).isdigit() and float(number) >= 1:
-            return f"search path position {number}"
+            return f"pos = {number}"
     for node in expr.walk():
         if node.token in ("SYMBOL", "SYMBOL_FUNCTION_CALL", "STR_CONST") and node.value in rules.PROTECTED_ENVIRONMENTS:
             return node.value
     return None
+
+
+_FUNCTION_NAMES: list[frozenset[str]] = []  # cache: R's own function names, read once
+
+
+def _r_function_names() -> frozenset[str]:
+    """Every name in the namespaces of base, stats, utils, graphics, grDevices and methods."""
+    if not _FUNCTION_NAMES:
+        import rpy2.rinterface as ri
+
+        names = ri.evalr('unique(unlist(lapply(c("base", "stats", "utils", "graphics", "grDevices", "methods"), '
+                         "function(p) ls(asNamespace(p), all.names = TRUE))))")  # fmt: skip
+        _FUNCTION_NAMES.append(frozenset(str(n) for n in names))
+    return _FUNCTION_NAMES[0]

@@ -1,35 +1,43 @@
 """What agent R code may not touch: one list, used by the static policy and by the run-time guard.
 
-The static check (``r_sandbox.policy``) refuses code that refers to these names before it runs;
-the worker also evaluates code in an environment where each of them is masked by a stub raising
-the same policy error, so a name reached in a way no parser sees still fails.
+The static check (``r_sandbox.policy``) refuses code that reaches these before it runs; the worker
+evaluates code where each denied name is masked by a stub raising the same policy error, so a name
+reached in a way no parser sees still fails; and the functions that run programs or reach the
+network are replaced in R's own namespaces (``CAPABILITIES``), whoever calls them.
 """
 
 from __future__ import annotations
 
-# Shell, processes and the outside world.
-PROCESS = ("system", "system2", "shell", "shell.exec", "pipe", "browseURL")
-NETWORK = ("download.file", "url", "curl", "socketConnection")
-FILES = ("file.remove", "file.rename", "file.copy", "unlink", "setwd")
-# Running code that a static check cannot see, or reaching functions by a computed name.
-DYNAMIC = (
-    "eval", "evalq", "parse", "str2lang", "str2expression", "source", "sys.source", "do.call",
-    "get", "get0", "mget", "match.fun", "getFunction",
+# Shell, programs and editors (utils' editors and help.start start programs too).
+PROCESS = (
+    "system", "system2", "shell", "shell.exec", "pipe", "browseURL", "edit", "fix", "file.edit", "vi",
+    "emacs", "pico", "xemacs", "xedit", "help.start", "bitmap", "dev2bitmap",
 )  # fmt: skip
-ENVIRONMENT = ("Sys.getenv", "Sys.setenv", "Sys.setlocale", "environment<-")
-NATIVE = (".Internal", ".Primitive", ".Call", ".External", ".C", ".Fortran", "dyn.load", "library.dynam")
-SESSION = ("quit", "q", "install.packages", "remove.packages")
-# Handles on environments outside the user's own: through them a function is reached whose lookups
-# bypass the run-time guard (``e <- baseenv(); e$system``, ``environment(mean)$system``).
-ENVIRONMENT_ACCESS = (
-    "globalenv", ".GlobalEnv", "baseenv", ".BaseNamespaceEnv", "asNamespace", "getNamespace",
-    ".getNamespace", "as.environment", "pos.to.env", "topenv", "parent.env", "parent.env<-",
-    "parent.frame", "sys.frame", "sys.frames", "environment", "getAnywhere", "getFromNamespace",
-    "assignInNamespace", "fixInNamespace", "getS3method", "unlockBinding", "trace",
+NETWORK = (
+    "download.file", "url", "curl", "socketConnection", "socketAccept", "serverSocket", "make.socket",
+    "read.socket", "write.socket", "curlGetHeaders", "nsl",
 )  # fmt: skip
+FILES = (
+    "file.remove", "file.rename", "file.copy", "unlink", "setwd", "file.symlink", "file.link", "Sys.chmod",
+    "Sys.umask", "Sys.setFileTime",
+)  # fmt: skip
+# Running code a static check cannot see: from text, or with an environment it chooses. (A
+# function's body or formals may be replaced: it still runs in the user's environment, masked.)
+DYNAMIC = ("eval", "evalq", "eval.parent", "parse", "str2lang", "str2expression", "source", "sys.source", "as.function")
+ENVIRONMENT = (
+    "Sys.getenv", "Sys.setenv", "Sys.unsetenv", "Sys.setlocale", "environment<-", "parent.env<-",
+    "unlockBinding", "assignInNamespace", "assignInMyNamespace", "fixInNamespace", "getFromNamespace",
+)  # fmt: skip
+NATIVE = (
+    ".Internal", ".Primitive", ".Call", ".External", ".External2", ".C", ".Fortran", ".Call.graphics",
+    ".External.graphics", "dyn.load", "dyn.unload", "library.dynam", "library.dynam.unload",
+    "getNativeSymbolInfo",
+)  # fmt: skip
+SESSION = ("quit", "q", "install.packages", "remove.packages", "update.packages")
 PARALLEL = (
-    "mclapply", "mcparallel", "mcfork", "makeCluster", "makeForkCluster", "stopCluster", "clusterEvalQ",
-    "clusterApply", "clusterCall", "clusterMap", "parLapply", "parSapply",
+    "mclapply", "mcmapply", "mcMap", "mcparallel", "mccollect", "mcfork", "pvec", "makeCluster",
+    "makeForkCluster", "makePSOCKcluster", "stopCluster", "clusterEvalQ", "clusterApply", "clusterCall",
+    "clusterMap", "clusterExport", "parLapply", "parSapply", "parApply",
 )  # fmt: skip
 
 DENIED_GROUPS: dict[str, tuple[str, ...]] = {
@@ -40,21 +48,64 @@ DENIED_GROUPS: dict[str, tuple[str, ...]] = {
     "environment": ENVIRONMENT,
     "native-code": NATIVE,
     "session": SESSION,
-    "environment-access": ENVIRONMENT_ACCESS,
     "parallel": PARALLEL,
 }
 DENIED_FUNCTIONS: frozenset[str] = frozenset(name for group in DENIED_GROUPS.values() for name in group)
+# Replaced in R's namespaces by a refusing stub, whoever calls them: nothing legitimate in the
+# sandbox runs a program or opens a network connection, so package code loses nothing.
+CAPABILITIES: frozenset[str] = frozenset(PROCESS + NETWORK)
+
+# Functions that fetch an object by name: (formals in order, the formals that carry names). A
+# literal name is checked like any name; anything computed is refused. For ``match.fun``,
+# ``do.call`` and ``exec`` a bare symbol is a function object, which is fine unless denied.
+LOOKUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "get": (("x", "pos", "envir", "mode", "inherits"), ("x",)),
+    "get0": (("x", "envir", "mode", "inherits", "ifnotfound"), ("x",)),
+    "mget": (("x", "envir", "mode", "ifnotfound", "inherits"), ("x",)),
+    "dynGet": (("x", "ifnotfound", "minframe", "inherits"), ("x",)),
+    "getAnywhere": (("x",), ("x",)),
+    "getFunction": (("name", "generic", "mustFind", "where"), ("name",)),
+    "getS3method": (("f", "class", "optional", "envir"), ("f", "class")),
+    "match.fun": (("FUN", "descend"), ("FUN",)),
+    "do.call": (("what", "args", "quote", "envir"), ("what",)),
+    "exec": ((".fn", "...", ".env"), (".fn",)),
+}
+FUNCTION_VALUE_LOOKUPS = frozenset({"match.fun", "do.call", "exec"})
+
+# Arguments that name a program or a pipe: the function would run it.
+PROGRAM_ARGUMENTS: dict[str, tuple[str, ...]] = {
+    "tar": ("tar", "extra_flags"),
+    "untar": ("tar", "extras"),
+    "zip": ("zip", "flags", "extras"),
+    "unzip": ("unzip",),
+    "file.show": ("pager",),
+    "fread": ("cmd",),
+    "options": ("editor", "pager", "browser", "unzip", "pdfviewer", "printcmd", "texi2dvi", "mailer"),
+}
+# Graphics devices whose file may be "|command": a pipe to a program.
+PIPE_DEVICES: dict[str, tuple[str, ...]] = {
+    "pdf": ("file", "width", "height"),
+    "postscript": ("file", "onefile", "family"),
+    "xfig": ("file", "onefile", "encoding"),
+    "pictex": ("file", "width", "height"),
+}
+# Definitions that change what R's own functions do for the whole session.
+OVERRIDES = ("setMethod", "setGeneric", "setReplaceMethod", "removeMethod", "registerS3method", ".S3method",
+             "setValidity")  # fmt: skip
 
 # Environments agent code may not assign into (assign(..., envir = <these>), `<<-` aside).
 PROTECTED_ENVIRONMENTS = ("baseenv", "globalenv", ".GlobalEnv", ".BaseNamespaceEnv", "emptyenv")
 
 # Packages agent code may load (library, require, requireNamespace, loadNamespace, pkg::name)
-# unless settings add more: base R and what `make test` installs from Debian.
+# unless settings add more: base R, what `make test` installs from Debian, and the analysis
+# packages of the spec (a missing one is reported as not installed, not as a policy violation).
 DEFAULT_PACKAGES: frozenset[str] = frozenset({
     "base", "stats", "utils", "graphics", "grDevices", "methods", "datasets", "grid", "splines", "stats4",
     "MASS", "Matrix", "lattice", "mgcv", "nlme",
     "jsonlite", "ggplot2", "dplyr", "tidyr", "readr", "data.table", "tibble", "magrittr", "scales",
     "stringr", "purrr", "forcats", "lubridate", "RColorBrewer", "viridisLite",
+    "lme4", "survival", "broom", "car", "emmeans", "forecast", "zoo", "janitor", "patchwork", "cowplot",
+    "ggpubr", "viridis",
 })  # fmt: skip
 
 
@@ -64,3 +115,8 @@ def rule_of(name: str) -> str:
         if name in names:
             return f"denied-{group}"
     raise KeyError(name)
+
+
+def debian_package(package: str) -> str:
+    """The Debian package of an R package (``r-cran-lme4``), for "not installed" messages."""
+    return f"r-cran-{package.lower().replace('.', '')}"

@@ -18,7 +18,7 @@ from typing import Any
 import rpy2.rinterface as ri
 import rpy2.robjects as ro
 
-from r_sandbox import frames, plots, rules
+from r_sandbox import frames, messages, plots, rules
 from r_sandbox.console import Console
 from r_sandbox.protocol import failure
 
@@ -32,22 +32,31 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-def guard_message(name: str) -> str:
-    """What a masked function says when code reaches it at run time (the static check's wording)."""
-    return f"{name}() is not allowed (rule {rules.rule_of(name)}; stopped at run time)"
+def guard_message(name: str, language: str = "zh") -> str:
+    """What a masked function says when code reaches it at run time (the static check's wording;
+    the line is added where the run stopped)."""
+    return messages.message("function", name, language=language)
 
 
 class RSession:
     """The R state of one nini session: a user environment behind the guard, in this process's R."""
 
-    def __init__(self, workspace: Path, allowed_packages: list[str], console: Console) -> None:
+    def __init__(self, workspace: Path, allowed_packages: list[str], console: Console, language: str = "zh") -> None:
         self.workspace = workspace
         self.allowed_packages = allowed_packages
         self.console = console
+        self.language = messages.language_of(language)
         self.api = ro.r["new.env"](parent=ro.baseenv)
         ro.r["sys.source"](str(R_SOURCE), envir=self.api, **{"keep.source": False})
+        capabilities = sorted(rules.CAPABILITIES)
+        self.api["harden"](
+            ro.StrVector(capabilities), ro.StrVector([guard_message(n, self.language) for n in capabilities]),
+            messages.message("program-argument", "", language=self.language),
+            messages.message("deserialize", "", language=self.language),
+        )  # fmt: skip
         denied = sorted(rules.DENIED_FUNCTIONS)
-        self.env = self.api["setup"](ro.StrVector(denied), ro.StrVector([guard_message(n) for n in denied]))
+        messages_of_denied = [guard_message(n, self.language) for n in denied]
+        self.env = self.api["setup"](ro.StrVector(denied), ro.StrVector(messages_of_denied))
         self._reader = ri.rternalize(self._read_dataset)
 
     def run(self, request: dict[str, Any], *, skip_policy: bool = False) -> dict[str, Any]:
@@ -83,14 +92,16 @@ class RSession:
             return failure("INVALID_ARGUMENT", f"no dataset {name!r} in this session; available: {available}")
         if skip_policy:
             return None
-        from r_sandbox.policy import check_r_code
+        from r_sandbox.policy import check_r_code, violations_message
 
-        report = check_r_code(code, self.allowed_packages)
+        report = check_r_code(code, self.allowed_packages, self.language)
         if report.syntax_error is not None:
             return _syntax_failure(report.syntax_error.message, report.syntax_error.line)
         if report.violations:
             first = report.violations[0]
-            return failure("POLICY_VIOLATION", first.message, line=first.line)
+            outcome = failure("POLICY_VIOLATION", violations_message(report, self.language) or "", line=first.line)
+            outcome["error"]["violations"] = [v.to_dict() for v in report.violations]
+            return outcome
         return None
 
     def _execute(self, request: dict[str, Any], notes: list[str]) -> dict[str, Any]:
@@ -112,7 +123,7 @@ class RSession:
         if status != "ok":
             self._take("result")
             self._take("output_df")
-            outcome = _run_failure(status, message, _line(line))
+            outcome = _run_failure(status, message, _line(line), self.language)
             outcome["artifacts"] = artifacts
             return outcome
         result = self._result(notes)
@@ -207,13 +218,16 @@ def _line(value: Any) -> int | None:
     return None if value is ri.NA_Integer or value is None else int(value)
 
 
-def _run_failure(status: str, message: str, line: int | None) -> dict[str, Any]:
-    """A run stopped by R: an error, the guard, or (unchecked code only) R's parser."""
+def _run_failure(status: str, message: str, line: int | None, language: str = "zh") -> dict[str, Any]:
+    """A run stopped by R: an error, the guard, a package that is not installed, or (unchecked code
+    only) R's parser."""
     if status == "syntax":
         return _syntax_failure(message, line)
     if status == "policy":
-        where = f"line {line}: " if line is not None else ""
-        outcome = failure("POLICY_VIOLATION", f"{where}{message}", line=line)
+        outcome = failure("POLICY_VIOLATION", messages.at_line(message, line, language), line=line)
+    elif status == "missing-package":
+        text = messages.message("not-installed", message, None, language, debian=rules.debian_package(message))
+        outcome = failure(CODE_ERROR, messages.at_line(text, line, language), line=line)
     else:
         outcome = failure(CODE_ERROR, strip_ansi(message), line=line)
     outcome["traceback"] = outcome["error"]["message"] + "\n"  # stderr shows it, as R's console does

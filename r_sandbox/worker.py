@@ -1,4 +1,5 @@
-"""The R worker process: ``python -m r_sandbox.worker --workspace DIR [--memory-mb N] [--packages a,b]``.
+"""The R worker process: ``python -m r_sandbox.worker --workspace DIR [--memory-mb N] [--packages a,b]
+[--language zh|en]``.
 
 One process per nini session embeds R through rpy2 and serves the JSON-lines protocol of
 ``r_sandbox.protocol`` on private copies of its stdin and stdout. Before anything else it makes
@@ -33,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     console = Console()
     started = time.monotonic()
     try:
-        session, version = _start_r(Path(args.workspace), [p for p in args.packages.split(",") if p], console)
+        packages = [p for p in args.packages.split(",") if p]
+        session, version = _start_r(Path(args.workspace), packages, console, args.language)
     except MemoryError:
         message = f"the R worker ran out of memory while starting (memory limit {args.memory_mb} MB)"
         _send(replies, {"ready": False, "error": {"code": "WORKER_DIED", "message": message}})
@@ -62,6 +64,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workspace", required=True, help="the session workspace (R's working directory)")
     parser.add_argument("--memory-mb", type=int, default=1024, help="address-space limit of this process")
     parser.add_argument("--packages", default="", help="packages allowed beyond r_sandbox.rules.DEFAULT_PACKAGES")
+    parser.add_argument("--language", default="zh", choices=("zh", "en"), help="the language of policy messages")
     return parser.parse_args(argv)
 
 
@@ -86,7 +89,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _start_r(workspace: Path, packages: list[str], console: Console) -> tuple[Any, str]:
+def _start_r(workspace: Path, packages: list[str], console: Console, language: str = "zh") -> tuple[Any, str]:
     # rpy2 asks an Rscript child for R's LD_LIBRARY_PATH when it loads, only to hand it to R's own
     # child processes (which agent code may not start, and the sandbox refuses to run anyway);
     # skipping it saves ~150 ms per start. It must happen before anything imports rpy2's openrlib.
@@ -113,7 +116,7 @@ def _start_r(workspace: Path, packages: list[str], console: Console) -> tuple[An
 
     for folder in ("artifacts", "datasets"):
         (workspace / folder).mkdir(parents=True, exist_ok=True)
-    session = RSession(workspace, packages, console)
+    session = RSession(workspace, packages, console, language)
     version = str(ri.baseenv["R.version.string"][0])
     return session, version
 

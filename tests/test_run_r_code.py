@@ -145,6 +145,8 @@ def test_run_r_command_exit_codes(project_dir: Path) -> None:
 
     ok = run("cat(sum(1:4), '\\n')\n")
     assert ok.exit_code == 0 and ok.stdout.strip() == "10"
-    assert run("system('ls')\n").exit_code == 2
+    refused = run("library(parallel)\nsystem('ls')\n")
+    assert refused.exit_code == 2
+    assert "不允许使用 R 包: parallel (第 1 行)\n不允许调用函数: system (第 2 行)" in refused.stderr
     failed = run("stop('nope')\n")
     assert failed.exit_code == 1 and "nope" in failed.stderr

@@ -16,7 +16,7 @@ import typer
 from nini.cli._common import handles_errors, print_json, state
 from nini.errors import ErrorCode, NiniError
 from r_sandbox.errors import RSandboxError
-from r_sandbox.policy import check_r_code, first_violation_message
+from r_sandbox.policy import check_r_code, violations_message
 
 app = typer.Typer(help="R code: check scripts against the R sandbox policy.", no_args_is_help=True)
 
@@ -36,9 +36,10 @@ def check(
     Exit 0 when the code is allowed, 2 when the policy denies it, 1 on an R syntax error.
     """
     code = _read(file)
-    packages = [*state(ctx).settings.r.extra_packages, *(allow_package or [])]
+    settings = state(ctx).settings
+    packages = [*settings.r.extra_packages, *(allow_package or [])]
     try:
-        report = check_r_code(code, packages)
+        report = check_r_code(code, packages, settings.ui.language)
     except RSandboxError as exc:
         hint = ". Install R and rpy2 (pip install 'nini[r]'); `nini doctor` shows what is missing"
         hint = hint if exc.code == ErrorCode.R_UNAVAILABLE else ""
@@ -47,7 +48,7 @@ def check(
     if report.allowed:
         return
     code_of_error = ErrorCode.INVALID_ARGUMENT if report.syntax_error else ErrorCode.POLICY_VIOLATION
-    raise NiniError(code_of_error, first_violation_message(report) or "refused")
+    raise NiniError(code_of_error, violations_message(report, settings.ui.language) or "refused")
 
 
 def _read(file: str) -> str:

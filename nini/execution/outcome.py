@@ -57,7 +57,8 @@ class CodeOutcome:
         """The result shape shared by run_code and run_r_code, and nothing else."""
         error = None
         if self.error is not None:
-            error = {k: self.error[k] for k in ("code", "message", "line") if self.error.get(k) is not None}
+            # every violation of a policy refusal (R's), with its line and column, for clients to show
+            error = {k: self.error[k] for k in ("code", "message", "line", "violations") if self.error.get(k) is not None}
         return {
             "success": self.success,
             "stdout": self.stdout,

@@ -144,3 +144,14 @@ async def test_failed_r_code_is_a_completed_call(api: Any, code: str, error_code
     session_id = await new_session(api)
     reply = await api("POST", "sessions", session_id, "run-r-code", body={"code": code})
     assert reply.status == 200 and reply.data["success"] is False and reply.data["error"]["code"] == error_code
+
+
+@needs_r
+async def test_every_r_violation_comes_back_with_its_line_and_column(api: Any) -> None:
+    session_id = await new_session(api)
+    code = 'library(parallel)\nx <- 1; system("ls")'
+    reply = await api("POST", "sessions", session_id, "run-r-code", body={"code": code})
+    error = reply.data["error"]
+    assert error["code"] == "POLICY_VIOLATION" and error["line"] == 1
+    assert error["message"] == "不允许使用 R 包: parallel (第 1 行)\n不允许调用函数: system (第 2 行)"
+    assert [(v["name"], v["line"], v["column"]) for v in error["violations"]] == [("parallel", 1, 9), ("system", 2, 9)]

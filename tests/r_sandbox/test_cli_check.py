@@ -31,7 +31,7 @@ def write(tmp_path: Path, text: str | bytes, name: str = "script.R") -> str:
 
 
 SYSTEM_VIOLATION = {"rule": "denied-process", "name": "system", "line": 2, "column": 1,
-                    "message": "line 2: system() is not allowed (rule denied-process)"}
+                    "message": "不允许调用函数: system (第 2 行)"}
 
 
 @needs_r
@@ -40,8 +40,8 @@ SYSTEM_VIOLATION = {"rule": "denied-process", "name": "system", "line": 2, "colu
     [
         ('library(ggplot2)\ndf <- read.csv("a.csv")  # 读取\n', 0, [], None, ""),
         ('x <- 1\nsystem("ls")\n', 2, [SYSTEM_VIOLATION], None,
-         "error [POLICY_VIOLATION]: line 2: system() is not allowed (rule denied-process)\n"),
-        ("x <- 1\ny y\n", 1, [], 2, "error [INVALID_ARGUMENT]: line 2: R syntax error: unexpected symbol\n"),
+         "error [POLICY_VIOLATION]: 不允许调用函数: system (第 2 行)\n"),
+        ("x <- 1\ny y\n", 1, [], 2, "error [INVALID_ARGUMENT]: R 代码有语法错误: unexpected symbol (第 2 行)\n"),
     ],
 )
 def test_prints_the_report_and_exits_by_verdict(
@@ -92,7 +92,7 @@ def test_unreadable_input_exits_1(nini, tmp_path: Path, kind: str) -> None:
 
 
 def test_r_unavailable_exits_1_with_its_code(nini, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def no_r(code, allowed_packages=None):
+    def no_r(code, allowed_packages=None, language="zh"):
         raise RSandboxError("R_UNAVAILABLE", "R is not available: ImportError: no rpy2")
 
     monkeypatch.setattr("nini.cli.r.check_r_code", no_r)
@@ -100,3 +100,17 @@ def test_r_unavailable_exits_1_with_its_code(nini, tmp_path: Path, monkeypatch: 
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr.startswith("error [R_UNAVAILABLE]: cannot check R code: R is not available")
     assert "nini doctor" in result.stderr and "Traceback" not in result.output
+
+
+@needs_r
+def test_every_violation_is_listed_in_the_language_of_the_settings(nini, tmp_path: Path, nini_home: Path) -> None:
+    script = write(tmp_path, 'library(parallel)\nx <- get(n)\nsystem("ls")\n')
+    zh = nini("check", script)
+    assert zh.stderr == ("error [POLICY_VIOLATION]: 不允许使用 R 包: parallel (第 1 行)\n"
+                         "不允许用计算出的名字取函数: get (第 2 行)\n不允许调用函数: system (第 3 行)\n")
+    assert [(v["line"], v["column"]) for v in json.loads(zh.stdout)["violations"]] == [(1, 9), (2, 6), (3, 1)]
+    nini_home.mkdir(parents=True, exist_ok=True)
+    (nini_home / "settings.json").write_text(json.dumps({"ui": {"language": "en"}}))
+    en = nini("check", script)
+    assert en.stderr.splitlines()[0] == "error [POLICY_VIOLATION]: R package not allowed: parallel (line 1)"
+    assert "function not allowed: system (line 3)" in en.stderr

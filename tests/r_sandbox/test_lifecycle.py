@@ -182,14 +182,14 @@ def test_aclose_kills_everything_and_is_safe_twice(tmp_path: Path) -> None:
 
 
 def test_allowed_packages_add_to_the_default_list(workers: Workers, tmp_path: Path) -> None:
-    refused = workers.run("library(survival)")
+    refused = workers.run("library(httr)")
     assert refused["error"]["code"] == "POLICY_VIOLATION"
-    assert "package survival is not allowed" in refused["error"]["message"]
+    assert refused["error"]["message"] == "不允许使用 R 包: httr (第 1 行)"
 
     async def with_survival() -> dict[str, Any]:
-        pool = RWorkerPool(wrap_command=default_wrap(), allowed_packages=["survival"])
+        pool = RWorkerPool(wrap_command=default_wrap(), allowed_packages=["httr"])
         try:
-            code = "suppressWarnings(requireNamespace('survival', quietly = TRUE))"
+            code = "suppressWarnings(requireNamespace('httr', quietly = TRUE))"
             return await pool.run("s", tmp_path, {"code": code})
         finally:
             await pool.aclose()

@@ -7,6 +7,7 @@ import pytest
 from nini.execution.outcome import CONTRACT_KEYS
 from r_sandbox import protocol
 from r_sandbox.errors import RSandboxError
+from r_sandbox.policy import check_r_code
 from tests.r_sandbox.conftest import Workers, needs_r, new_session
 
 pytestmark = needs_r
@@ -142,7 +143,9 @@ def test_policy_violation_refuses_before_anything_runs(workers: Workers) -> None
     out = workers.run("writeLines('ran', 'marker.txt')\nsystem('echo hi')", session)
     assert not out["success"]
     assert out["error"]["code"] == "POLICY_VIOLATION"
-    assert out["error"]["line"] == 2 and "system() is not allowed" in out["error"]["message"]
+    assert out["error"]["line"] == 2 and out["error"]["message"] == "不允许调用函数: system (第 2 行)"
+    assert out["error"]["violations"] == [{"rule": "denied-process", "name": "system", "line": 2, "column": 1,
+                                           "message": "不允许调用函数: system (第 2 行)"}]
     assert not (workers.workspace(session) / "marker.txt").exists()
     assert out["stdout"] == ""
 
@@ -150,7 +153,7 @@ def test_policy_violation_refuses_before_anything_runs(workers: Workers) -> None
 @pytest.mark.parametrize(
     "code",
     [
-        # a name computed at run time and looked up through the user's frames: only the guard sees it
+        # a name handed over at run time, looked up through the user's frames
         "f <- function() dynGet('system', inherits = TRUE)\ncat('first\\n')\nf()('touch ran.txt')",
         "cat('first\\n')\nfetch <- dynGet\nx <- 1\nfetch('system', inherits = TRUE)('touch ran.txt')",
     ],
@@ -159,23 +162,83 @@ def test_denied_functions_reached_in_ways_a_parser_cannot_follow_never_run(worke
     session = new_session()
     out = workers.run(code, session)
     assert out["error"]["code"] == "POLICY_VIOLATION", out
-    assert "system() is not allowed" in out["error"]["message"]
-    if "stopped at run time" in out["error"]["message"]:  # the static check may learn these spellings one day
-        assert out["stdout"] == "first\n" and out["error"]["line"] in (3, 4)
     assert not (workers.workspace(session) / "ran.txt").exists()
+    unchecked = workers.run_unchecked(code, new_session())  # past the static check: the guard stops it
+    assert unchecked["error"]["code"] == "POLICY_VIOLATION" and "system" in unchecked["error"]["message"]
+    assert unchecked["stdout"] == "first\n"
+
+
+@pytest.mark.parametrize(
+    ("code", "name"),
+    [("system('echo hi')", "system"), ("x <- eval(quote(1))", "eval"), ("Sys.getenv('HOME')", "Sys.getenv"),
+     ("q('no')", "q"), ("x <- 1\nf <- function() unlink('a')\nf()", "unlink")],
+)
+def test_guard_masks_denied_functions_without_the_static_check(workers: Workers, code: str, name: str) -> None:
+    session = new_session()
+    out = workers.run_unchecked(code, session)
+    line = code.count("\n") + 1
+    assert out["error"] == {"code": "POLICY_VIOLATION", "message": f"不允许调用函数: {name} (第 {line} 行)", "line": line}
+    assert workers.run("1 + 1", session)["stdout"] == "[1] 2\n"  # the worker is fine
 
 
 @pytest.mark.parametrize(
     "code",
-    ["system('echo hi')", "x <- eval(quote(1))", "Sys.getenv('HOME')", "q('no')", "do.call('sum', list(1))",
-     "parent.env(environment())", "globalenv()$x"],
+    [
+        "result <- local({ a <- 2; a * 3 })",
+        "result <- do.call(rbind, list(1:2, 3:4))",
+        "result <- do.call('sum', list(1, 2))",
+        "e <- parent.env(environment()); result <- is.environment(e)",
+        "x <- 5; result <- globalenv()$x",
+        "f <- function(v, FUN) match.fun(FUN)(v); result <- f(1:3, 'sum')",
+        "result <- with(mtcars, round(mean(mpg), 1))",
+        "result <- sapply(1:3, 'sqrt')",
+        "g <- function(type = c('a', 'b')) match.arg(type); result <- g()",
+        "result <- Reduce(`+`, 1:4, accumulate = TRUE)",
+        "fo <- y ~ x; result <- is.environment(environment(fo))",
+        "saveRDS(data.frame(a = 1:2), 'd.rds'); result <- nrow(readRDS('d.rds'))",
+        "x <- 1:3; save(x, file = 'x.rda'); rm(x); load('x.rda'); result <- sum(x)",
+    ],
 )
-def test_guard_masks_denied_functions_without_the_static_check(workers: Workers, code: str) -> None:
+def test_what_the_static_check_allows_runs_without_a_policy_error(workers: Workers, code: str) -> None:
+    assert check_r_code(code).allowed
+    out = workers.run(code, new_session())
+    assert out["success"], out["error"]
+
+
+@pytest.mark.parametrize(
+    ("code", "reader"),
+    [
+        ("saveRDS(function() 1, 'f.rds'); x <- readRDS('f.rds')", "readRDS"),
+        ("saveRDS(list(a = 1, f = mean), 'm.rds'); x <- base::readRDS('m.rds')", "readRDS"),
+        ("saveRDS(new.env(), 'e.rds'); x <- readRDS('e.rds')", "readRDS"),
+        ("saveRDS(y ~ x, 'fo.rds'); x <- readRDS('fo.rds')", "readRDS"),
+        ("x <- unserialize(serialize(sum, NULL))", "unserialize"),
+        ("f <- function() 1; save(f, file = 'f.rda'); rm(f); load('f.rda')", "load"),
+    ],
+)
+def test_restoring_code_or_environments_is_refused(workers: Workers, code: str, reader: str) -> None:
     session = new_session()
-    out = workers.run_unchecked(code, session)
-    assert out["error"]["code"] == "POLICY_VIOLATION", out
-    assert "stopped at run time" in out["error"]["message"]
-    assert workers.run("1 + 1", session)["stdout"] == "[1] 2\n"  # the worker is fine
+    out = workers.run(code, session)
+    assert out["error"]["code"] == "POLICY_VIOLATION"
+    assert out["error"]["message"] == f"不允许还原含有代码或环境的对象: {reader} (第 1 行)"
+    assert "f" not in workers.run("result <- ls()", session)["result"] or reader != "load"
+
+
+def test_a_pipe_as_a_device_file_is_refused_at_run_time(workers: Workers) -> None:
+    session = new_session()
+    out = workers.run('p <- "|touch piped.txt"\npdf(file = p)\nplot(1)\ndev.off()', session)
+    assert out["error"]["code"] == "POLICY_VIOLATION" and out["error"]["line"] == 2
+    assert out["error"]["message"] == "不允许让函数运行外部程序或管道: pdf (第 2 行)"
+    assert not (workers.workspace(session) / "piped.txt").exists()
+    assert workers.run("pdf('ok.pdf'); plot(1); invisible(dev.off())", session)["success"]
+
+
+def test_a_package_that_is_not_installed_says_how_to_install_it(workers: Workers) -> None:
+    out = workers.run("x <- 1\nlibrary(lme4)")
+    assert out["error"]["code"] == "CODE_ERROR" and out["error"]["line"] == 2
+    assert out["error"]["message"] == (
+        'R 包 lme4 没有安装：用 apt-get install r-cran-lme4 安装，或在 R 中运行 install.packages("lme4") (第 2 行)'
+    )
 
 
 def test_guard_leaves_package_internals_alone(workers: Workers) -> None:

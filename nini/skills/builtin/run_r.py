@@ -88,6 +88,7 @@ def new_worker_pool(settings: Settings) -> Any:
         timeout_s=settings.r.timeout_s,
         allowed_packages=settings.r.extra_packages,
         wrap_command=worker_wrap(settings),
+        language=settings.ui.language,
     )
 
 
