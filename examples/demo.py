@@ -106,14 +106,19 @@ def ask_agent(env: dict[str, str], project: Path) -> None:
     """A whole agent turn, replayed: no model is reachable offline, so the model's side comes from
     a recorded script (examples/agent/replay.json) through the `replay` provider. Everything else
     is real: the Python and R it asks for run in their sandboxes, the task:explore sub-agent runs
-    with its read-only tools, and its long answer reaches the agent as one sentence."""
+    with its read-only tools, and its long answer reaches the agent as one sentence. With automatic
+    skill enhancement on, the run (several tools, datasets saved) qualifies, and after the answer a
+    task:skill:enhance sub-agent turns it into a skill: the run ends with its `[Skill] ...` note."""
     provider = {"name": "demo-replay", "kind": "replay", "model": "recorded",
                 "script": str(EXAMPLES / "agent" / "replay.json")}
     settings = Path(env["NINI_HOME"]) / "settings.json"
     settings.write_text(json.dumps({"llm": {"providers": [provider]}}), encoding="utf-8")
+    step("Turn good agent runs into skills automatically (saved in settings.json)",
+         "skills", "enhance", "--on", env=env, cwd=project)
     step("Ask the agent (model replies replayed from examples/agent/replay.json)",
          "ask", "哪个地区的收入最高？各地区的增长趋势如何？", "--data", str(EXAMPLES / "data" / "sales.csv"),
          "--session", "demo-agent", env=env, cwd=project, live=True)
+    step("The skill that run became", "skills", "show", "regional-revenue-trend", env=env, cwd=project)
     step("The numbers behind that answer, as the run recorded them (datasets saved by Python and R)",
          "run-code", "-", "--session", "demo-agent", env=env, cwd=project,
          stdin="for name in ('region_revenue', 'region_trend'):\n"

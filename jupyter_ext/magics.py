@@ -346,6 +346,8 @@ class _AskView:
             print("nini: the run was cancelled (recorded as canceled)", file=sys.stderr)
         elif result.error:
             print(f"nini: {result.error.get('code')}: {result.error.get('message')}", file=sys.stderr)
+        for note in result.notes:  # after the answer: what the stop hooks did (a skill enhanced, ...)
+            print(note)
 
     def _stream(self, piece: str) -> None:
         from IPython.display import display

@@ -108,6 +108,27 @@ class RSettings(BaseModel):
     )
 
 
+class SkillEnhanceSettings(BaseModel):
+    """When a good agent run becomes a skill on its own (``nini.agent.enhance``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    auto_enhance: bool = Field(
+        False, description="After a run that ends normally and scores high enough, create or improve a skill from "
+        "it at once (task:skill:enhance); the answer is never changed, a note follows it."
+    )
+    trigger_profile: str = Field(
+        "conservative", description="How much a run must show to trigger: conservative (score 3 of 6), neutral (2), "
+        "aggressive (1); anything else counts as conservative."
+    )
+    max_enhance_context_chars: int = Field(
+        50_000, ge=1, description="Most characters of the run's record the enhancing sub-agent reads."
+    )
+    sub_agent_timeout_ms: int = Field(
+        300_000, ge=1, description="How long the enhancement may take, in milliseconds."
+    )
+
+
 class UISettings(BaseModel):
     """How nini talks to people."""
 
@@ -227,6 +248,7 @@ class Settings(BaseSettings):
     agent: AgentSettings = Field(default_factory=AgentSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     ui: UISettings = Field(default_factory=UISettings)
+    skill_enhance: SkillEnhanceSettings = Field(default_factory=SkillEnhanceSettings)
     database_url: str | None = Field(
         None,
         description="NINI_DATABASE_URL: SQLAlchemy URL of the history store (e.g. PostgreSQL for a hub); "
@@ -319,6 +341,31 @@ def load_settings(home: Path | str | None = None, **overrides: Any) -> Settings:
         log.warning(message)
     settings._warnings = warnings
     return settings
+
+
+def save_setting(home: Path, key: str, value: Any) -> Path:
+    """Set ``key`` (dotted: ``skill_enhance.auto_enhance``) in ``home``'s settings.json, keeping the
+    rest of the file; atomic. INVALID_ARGUMENT when the file is not valid JSON (it is not replaced)."""
+    from nini.errors import ErrorCode, NiniError
+    from nini.fsutil import atomic_write_text
+
+    path = Path(home) / SETTINGS_FILE
+    try:
+        values = json.loads(path.read_bytes().decode("utf-8-sig")) if path.exists() else {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{SETTINGS_FILE} cannot be read ({exc}); fix it first, "
+                        "nothing was changed") from None  # fmt: skip
+    if not isinstance(values, dict):
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{SETTINGS_FILE} is not a JSON object; fix it first")
+    node = values
+    *parents, last = key.split(".")
+    for part in parents:
+        if not isinstance(node.get(part), dict):
+            node[part] = {}
+        node = node[part]
+    node[last] = value
+    atomic_write_text(path, json.dumps(values, ensure_ascii=False, indent=2) + "\n")
+    return path
 
 
 def _read_file(path: Path, warnings: list[str]) -> dict[str, Any]:

@@ -342,3 +342,21 @@ def test_tilde_expands_in_home_and_extra_dirs(tmp_path: Path, monkeypatch, caplo
 def test_tilde_expands_in_home_argument(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
     assert load_settings(home="~/elsewhere").home == tmp_path / "user" / "elsewhere"
+
+
+@pytest.mark.parametrize(
+    "enhance,expected,bad",
+    [
+        pytest.param({"max_enhance_context_chars": 0, "auto_enhance": True}, {"auto_enhance": True}, 1, id="zero-chars"),
+        pytest.param({"max_enhance_context_chars": "lots", "sub_agent_timeout_ms": -5}, {}, 2, id="junk-and-negative"),
+        pytest.param({"max_enhance_context_chars": 1200, "trigger_profile": "bold"},
+                     {"max_enhance_context_chars": 1200, "trigger_profile": "bold"}, 0, id="profile-checked-when-used"),
+    ],
+)  # fmt: skip
+def test_skill_enhance_values_fall_back_to_their_defaults(nini_home: Path, caplog, enhance, expected, bad):
+    write_settings(nini_home, {"skill_enhance": enhance})
+    settings = load_and_check_warnings(caplog) if bad else load_settings()
+    wanted = {"auto_enhance": False, "trigger_profile": "conservative", "max_enhance_context_chars": 50_000,
+              "sub_agent_timeout_ms": 300_000} | expected  # fmt: skip
+    assert settings.skill_enhance.model_dump() == wanted
+    assert len(settings.warnings) == bad, settings.warnings

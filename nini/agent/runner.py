@@ -18,7 +18,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nini.agent.context import cap_tool_text, load_context
@@ -49,6 +49,7 @@ class RunResult:
     ended_by: str  # one of ENDINGS
     iterations: int
     error: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)  # what stop hooks had to say, after the answer
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,12 +64,16 @@ class StopContext:
     result: RunResult
 
 
-StopHook = Callable[[StopContext], "Awaitable[None] | None"]
+# A hook may return a note (str) for the user; it is published as ``stop_hook_note`` after
+# ``done`` and kept in ``RunResult.notes``, never mixed into the answer.
+StopHook = Callable[[StopContext], "Awaitable[str | None] | str | None"]
 
 
-def default_stop_hooks() -> list[StopHook]:
+def default_stop_hooks(runtime: Runtime) -> list[StopHook]:
     """The hooks every runner starts with; capabilities that act after a good run add theirs here."""
-    return []
+    from nini.agent.enhance import EnhanceHook
+
+    return [EnhanceHook()]
 
 
 @dataclass(frozen=True)
@@ -115,7 +120,7 @@ class AgentRunner:
     ) -> None:
         self.runtime = runtime
         self._router = router
-        self.stop_hooks: list[StopHook] = default_stop_hooks() if stop_hooks is None else list(stop_hooks)
+        self.stop_hooks: list[StopHook] = default_stop_hooks(runtime) if stop_hooks is None else list(stop_hooks)
         self.prompt_contributors: list[PromptContributor] = list(prompt_contributors or [])
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._cancel_requested: set[str] = set()
@@ -181,9 +186,11 @@ class AgentRunner:
             self._cancel_requested.discard(session.id)
             if self._running.get(session.id) is current:
                 del self._running[session.id]
-        if result.completed_normally:
-            await self._run_stop_hooks(StopContext(session, message, result))
         await self._publish(session, "done", result.to_dict(), turn_id)
+        if result.completed_normally:  # after done: the answer is out before any hook works
+            for hook_name, note in await self._run_stop_hooks(StopContext(session, message, result)):
+                result.notes.append(note)
+                await self._publish(session, "stop_hook_note", {"hook": hook_name, "text": note}, turn_id)
         return result
 
     async def _run(self, session: Session, message: str, turn_id: str) -> RunResult:
@@ -272,16 +279,23 @@ class AgentRunner:
             meta = {"name": call.name, "call_id": result.tool_call_id if result else None}
             await store.call(store.add_message, session.id, "tool", text, turn_id=conversation.turn_id, tool_call_id=call.id, metadata=meta)
 
-    async def _run_stop_hooks(self, context: StopContext) -> None:
+    async def _run_stop_hooks(self, context: StopContext) -> list[tuple[str, str]]:
+        """Run every hook in order; the (hook name, note) of those that returned a note."""
+        notes: list[tuple[str, str]] = []
         for hook in list(self.stop_hooks):
+            name = getattr(hook, "__name__", type(hook).__name__)
             try:
                 outcome = hook(context)
                 if inspect.isawaitable(outcome):
-                    await outcome
+                    outcome = await outcome
             except asyncio.CancelledError:
                 raise
             except Exception:  # a hook is an extra: it must not change the run's answer
-                log.exception("stop hook %s failed", getattr(hook, "__name__", hook))
+                log.exception("stop hook %s failed", name)
+                continue
+            if isinstance(outcome, str) and outcome.strip():
+                notes.append((name, outcome.strip()))
+        return notes
 
     async def _publish(self, session: Session, type_: str, data: dict[str, Any], turn_id: str) -> None:
         await session.store.call(session.events.publish, session.id, type_, data, turn_id=turn_id)

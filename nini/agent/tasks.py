@@ -9,6 +9,7 @@ no task offers task:* tools, and a task:* call made inside a task is refused.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,11 +36,16 @@ class TaskKind:
     description: str
     instructions: str
     allow: Callable[[dict[str, Any]], bool]  # which skill records the sub-agent may use
+    # An answer that is exactly this one-line form is already its own summary: no model rewords it
+    # (it still goes through summarize_task_result, which keeps its first sentence).
+    verdict: re.Pattern[str] | None = None
 
 
 def _read_only(record: dict[str, Any]) -> bool:
     return record["type"] == "markdown" or bool(record.get("metadata", {}).get("read_only"))
 
+
+SKILL_VERDICT = re.compile(r"\[Skill\] (?:(?:Created|Enhanced): [a-z0-9][a-z0-9-]*|No enhancement needed)")
 
 TASK_KINDS = {
     kind.command: kind
@@ -65,11 +71,14 @@ TASK_KINDS = {
         ),
         TaskKind(
             "task:skill:enhance",
-            "A sub-agent improves a Markdown skill from what this session learned and saves it; one sentence back.",
-            _SUB_AGENT + "\nImprove the named Markdown skill: call it to read its instructions, then save the whole "
-            "improved SKILL.md (frontmatter with the same name and a description, then the body) with save_skill. "
-            "Answer with what you changed.",
+            "A sub-agent creates or improves a Markdown skill from what this session learned and saves it; "
+            "one line back.",
+            _SUB_AGENT + "\nCreate or improve a Markdown skill: to improve one, call it first to read its "
+            "instructions; then save the whole SKILL.md (frontmatter with the name and a description, then the "
+            "body) with save_skill. Answer with exactly one line: `[Skill] Created: <name>`, "
+            "`[Skill] Enhanced: <name>` or `[Skill] No enhancement needed`.",
             lambda record: _read_only(record) or record["name"] in ("search_skills", "save_skill"),
+            SKILL_VERDICT,
         ),
     )
 }
@@ -99,7 +108,9 @@ async def run_task(session: Session, command: str, prompt: str) -> ToolOutput:
 
     failed = end.ended_by != "finished"
     raw = _failure_text(end) if failed else end.answer
-    summary = await summarize_task_result(command, raw, is_error=failed, llm=runner.router, settings=settings)
+    verdict = not failed and kind.verdict is not None and kind.verdict.fullmatch(raw.strip()) is not None
+    llm = None if verdict else runner.router
+    summary = await summarize_task_result(command, raw, is_error=failed, llm=llm, settings=settings)
     data = {
         "command": command, "success": not failed, "ended_by": end.ended_by, "summary": summary.text,
         "raw_tokens": summary.raw_tokens, "summary_tokens": summary.summary_tokens,

@@ -38,6 +38,8 @@ def ask_command(
         typer.echo(f"session {session} · turn {result.turn_id} · {result.ended_by} after {result.iterations} model call(s)", err=True)
         if result.error and result.ended_by != "finished":
             typer.echo(f"error [{result.error['code']}]: {result.error['message']}", err=True)
+        for note in result.notes:  # what came after the answer (the skill enhancement's line)
+            typer.echo(note, err=True)
     if not result.completed_normally:
         raise typer.Exit(1)
 

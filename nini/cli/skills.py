@@ -1,9 +1,10 @@
-"""``nini skills ...``: list, inspect, enable, create and check skills."""
+"""``nini skills ...``: list, inspect, enable, create and check skills, and switch automatic enhancement."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -11,6 +12,9 @@ from nini.cli._common import handles_errors, print_json, state
 from nini.skills import SkillRegistry
 from nini.skills.markdown import validate_skill_file
 from nini.skills.scaffold import create_skill
+
+if TYPE_CHECKING:
+    from nini.config import Settings
 
 app = typer.Typer(help="Function and Markdown skills.", no_args_is_help=True)
 
@@ -138,3 +142,65 @@ def validate(path: Annotated[Path, typer.Argument(help="A SKILL.md file or the f
     if errors:
         raise typer.Exit(1)
     typer.echo(f"ok: {path} is a valid skill")
+
+
+@app.command("enhance")
+@handles_errors
+def enhance(
+    ctx: typer.Context,
+    on: Annotated[bool, typer.Option("--on", help="Turn automatic enhancement on (settings.json).")] = False,
+    off: Annotated[bool, typer.Option("--off", help="Turn it off.")] = False,
+    profile: Annotated[str | None, typer.Option("--profile", help="conservative, neutral or aggressive.")] = None,
+    status: Annotated[bool, typer.Option("--status", help="Show the settings.")] = False,
+    session_id: Annotated[
+        str | None, typer.Option("--session", help="Evaluate the last run of this session and, when it qualifies, enhance now.")
+    ] = None,
+) -> None:
+    """Automatic skill enhancement after good agent runs: switch it, pick a profile, or run it by hand."""
+    from nini.agent.enhance import PROFILES
+    from nini.config import load_settings, save_setting
+    from nini.errors import ErrorCode, NiniError
+
+    cli = state(ctx)
+    if on and off:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, "--on and --off together: choose one")
+    if profile is not None and profile not in PROFILES:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"--profile must be one of {', '.join(PROFILES)}, not {profile!r}")
+    if on or off:
+        save_setting(cli.settings.home, "skill_enhance.auto_enhance", on)
+    if profile is not None:
+        save_setting(cli.settings.home, "skill_enhance.trigger_profile", profile)
+    settings = load_settings(home=cli.settings.home) if (on or off or profile) else cli.settings
+    if session_id is not None:
+        print_json(asyncio.run(_enhance_by_hand(settings, cli.project_dir, session_id)))
+        return
+    current = settings.skill_enhance
+    if status or not (on or off or profile):
+        typer.echo(f"auto_enhance: {'on' if current.auto_enhance else 'off'}, profile: {current.trigger_profile} "
+                   f"(threshold {PROFILES.get(current.trigger_profile, PROFILES['conservative'])} of 6), "
+                   f"context: {current.max_enhance_context_chars} chars, timeout: {current.sub_agent_timeout_ms} ms")
+    else:
+        typer.echo(f"auto_enhance: {'on' if current.auto_enhance else 'off'}, profile: {current.trigger_profile}")
+
+
+async def _enhance_by_hand(settings: Settings, project_dir: Path, session_id: str) -> dict[str, Any]:
+    """The decision on the session's last finished run (auto enhance counted as on: you asked), and
+    the enhancement when it qualifies."""
+    from nini.agent.enhance import decide, record_decision
+    from nini.agent.skill_enhancer import enhance_from_run
+    from nini.errors import ErrorCode, NiniError
+    from nini.runtime import Runtime
+
+    async with Runtime(settings, project_dir=project_dir) as runtime:
+        session = runtime.session(session_id)
+        ends = [e for e in await runtime.store.call(runtime.store.list_events, session.id) if e["type"] == "done"]
+        if not ends:
+            raise NiniError(ErrorCode.NOT_FOUND, f"session {session_id} has no finished agent run to evaluate")
+        last = ends[-1]
+        completed = bool((last["data"] or {}).get("completed_normally"))
+        decision = await decide(session, last["turn_id"], completed_normally=completed, auto_enhance_enabled=True)
+        outcome = await enhance_from_run(session, last["turn_id"]) if decision.should_trigger else None
+        ended_by = (last["data"] or {}).get("ended_by", "unknown")
+        await record_decision(session, last["turn_id"], decision, ended_by, outcome)
+        return {"turn_id": last["turn_id"], "decision": decision.to_dict(),
+                "message": outcome.message if outcome else None}

@@ -250,9 +250,11 @@ class HistoryStore:
     def get_tool_call(self, call_id: str) -> dict[str, Any]:
         return self._get(tool_calls, call_id, "tool call")
 
-    def list_tool_calls(self, session_id: str) -> list[dict[str, Any]]:
-        """In the order they started."""
+    def list_tool_calls(self, session_id: str, turn_id: str | None = None) -> list[dict[str, Any]]:
+        """In the order they started; only those of turn ``turn_id`` if given."""
         query = sa.select(tool_calls).where(tool_calls.c.session_id == session_id)
+        if turn_id is not None:
+            query = query.where(tool_calls.c.turn_id == turn_id)
         return self._list(query.order_by(tool_calls.c.started_at, tool_calls.c.id))
 
     # executions, artifacts, datasets

@@ -4,11 +4,14 @@ kernels) pointed at it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
-from tests.conftest import runtime_harness, scripted_model_settings
+from nini.cli import app
+from tests.conftest import runtime_harness, scripted_model_settings, write_settings
 from tests.llm_server import ScriptedLLM
 
 
@@ -21,6 +24,18 @@ def llm() -> Iterator[ScriptedLLM]:
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[Any]:
     yield from runtime_harness(tmp_path_factory, scripted_model_settings(llm))
+
+
+@pytest.fixture
+def nini(project_dir: Path, nini_home: Path, llm_server: ScriptedLLM) -> Any:
+    """The CLI in-process (``nini("ask", ...)``), its NINI_HOME pointed at the test's scripted model."""
+    write_settings(nini_home, scripted_model_settings(llm_server))
+    runner = CliRunner()
+
+    def run(*args: str) -> Any:
+        return runner.invoke(app, ["--project-dir", str(project_dir), *args])
+
+    return run
 
 
 @pytest.fixture

@@ -7,25 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from nini.cli import app
-from tests.conftest import REPO_ROOT, scripted_model_settings, write_settings
+from tests.conftest import REPO_ROOT
 from tests.llm_server import ScriptedLLM, text, tool_call
 from tests.test_cli import _restore_nini_logger  # noqa: F401 - autouse fixture shared with test_cli
 
 SALES = REPO_ROOT / "examples" / "data" / "sales.csv"
-
-
-@pytest.fixture
-def nini(project_dir: Path, nini_home: Path, llm_server: ScriptedLLM) -> Any:
-    write_settings(nini_home, scripted_model_settings(llm_server))
-    runner = CliRunner()
-
-    def run(*args: str) -> Any:
-        return runner.invoke(app, ["--project-dir", str(project_dir), *args])
-
-    return run
 
 
 @pytest.mark.slow

@@ -51,7 +51,8 @@ def test_a_run_calls_python_and_r_and_ends_normally(harness: Any, llm: ScriptedL
     roles = [m["role"] for m in harness.runtime.store.list_messages(session.id)]
     assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
     kinds = [e["type"] for e in events(harness, session)]
-    assert kinds[0] == "user_message" and kinds[-1] == "done"
+    # done, then the stop hooks' decision (auto enhance is off here: evaluated, logged, nothing more)
+    assert kinds[0] == "user_message" and kinds[-2:] == ["done", "enhance_decision"]
     assert [k for k in kinds if k == "code_execution"] == ["code_execution"] * 2
     streamed = "".join(e["data"]["text"] for e in events(harness, session) if e["type"] == "assistant_delta")
     assert streamed == result.answer

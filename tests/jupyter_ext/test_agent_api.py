@@ -18,7 +18,9 @@ from tests.llm_server import ScriptedLLM, text, tool_call
 
 @pytest.fixture
 def jp_server_config(nini_home: Path, llm_server: ScriptedLLM) -> Config:
-    write_settings(nini_home, scripted_model_settings(llm_server))
+    # automatic enhancement on: a run that scores 2 (neutral) is followed by its note on the socket
+    enhance = {"skill_enhance": {"auto_enhance": True, "trigger_profile": "neutral"}}
+    write_settings(nini_home, scripted_model_settings(llm_server) | enhance)
     return Config({
         "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
         "NiniExtensionApp": {"nini_home": str(nini_home)},
@@ -64,6 +66,27 @@ async def test_ask_runs_code_and_streams_every_step_ending_with_done(api: Any, j
     assert '"result":42' in tool_message["content"].replace(" ", "")
     calls = (await api("GET", "sessions", session_id, "tool-calls")).data
     assert [(c["tool_name"], c["status"]) for c in calls] == [("run_code", "succeeded")]
+    ws.close()
+
+
+async def test_the_socket_carries_the_enhancement_note_after_done(api: Any, jp_ws_fetch: Any,
+                                                                  llm_server: ScriptedLLM) -> None:  # fmt: skip
+    skill = "---\nname: list-then-search\ndescription: See what data there is, then find a skill for it.\n---\n\nSteps.\n"
+    llm_server.reply(tool_call("list_datasets"), tool_call("list_datasets"), tool_call("search_skills", query="x"),
+                     text("Nothing loaded yet."), tool_call("save_skill", name="list-then-search", content=skill),
+                     text("[Skill] Created: list-then-search"))  # fmt: skip
+    session_id = await new_session(api)
+    ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
+    reply = await api("POST", "sessions", session_id, "ask", body={"message": "What is there?"})
+    events = await events_until_done(ws)
+    while events[-1]["type"] != "stop_hook_note":
+        events.append(json.loads(await asyncio.wait_for(ws.read_message(), 60)))
+    after = [e for e in events[events.index(next(e for e in events if e["type"] == "done")):]
+             if e["turn_id"] == reply.data["turn_id"]]  # fmt: skip
+    assert [e["type"] for e in after] == ["done", "enhance_decision", "stop_hook_note"]
+    assert after[0]["data"]["answer"] == "Nothing loaded yet."
+    assert after[1]["data"]["enhancement"]["status"] == "created"
+    assert after[2]["data"] == {"hook": "enhance", "text": "[Skill] Created: list-then-search"}
     ws.close()
 
 

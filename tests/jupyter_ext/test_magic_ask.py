@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import execute_in_kernel, scripted_model_settings, write_settings
+from tests.jupyter_ext.conftest import nini_env
 from tests.jupyter_ext.test_magics import Kernel
 from tests.llm_server import ScriptedLLM, text, tool_call
 
@@ -108,7 +111,8 @@ def test_interrupting_the_cell_cancels_the_run(kernel: AskKernel, llm_server: Sc
     try:
         done = [e for e in store.list_events("stopped", 0) if e["type"] == "done"]
         assert [d["data"]["ended_by"] for d in done] == ["canceled"]
-        assert [c["error_code"] for c in store.list_tool_calls("stopped")] == ["CANCELED"]
+        calls = store.list_tool_calls("stopped")
+        assert [(c["status"], c["error_code"]) for c in calls] == [("failed", "CANCELED")], calls
     finally:
         store.close()
 
@@ -147,3 +151,37 @@ def test_with_approval_on_each_step_shows_its_code_and_runs_only_if_the_user_say
         assert asker.run("print('approved_step' in dir(), 'refused_step' in dir())").stdout == "True False\n"
     finally:
         asker.shutdown()
+
+
+@pytest.mark.slow
+def test_a_qualifying_run_becomes_a_skill_that_nini_skills_list_shows(tmp_path: Path, llm_server: ScriptedLLM) -> None:
+    """End to end in a notebook kernel: an error recovered and three code runs score 3, the
+    conservative threshold; the enhancement saves a skill after the answer, and its note follows."""
+    home = tmp_path / "home"
+    write_settings(home, {**scripted_model_settings(llm_server), "skill_enhance": {"auto_enhance": True}})
+    asker = AskKernel(home, tmp_path)
+    try:
+        assert asker.run("%load_ext nini").errors == []
+        assert asker.run("import pandas as pd\nsales = pd.DataFrame({'m': [1, 2, 3], 'v': [5.0, 7.0, 9.0]})").errors == []
+        skill = ("---\nname: monthly-slope\ndescription: Fit the monthly slope of a value column.\n---\n\n"
+                 "# Monthly slope\n\nUse numpy.polyfit on month and value; check the column names first.\n")
+        llm_server.reply(
+            tool_call("run_code", code="slope = sales['value'].diff().mean()"),  # wrong column: fails
+            tool_call("run_code", code="print(list(sales.columns))"),
+            tool_call("run_code", code="import numpy as np\nslope = float(np.polyfit(sales['m'], sales['v'], 1)[0])"),
+            text("The value grows by **2.0** a month."),
+            tool_call("save_skill", name="monthly-slope", content=skill),
+            text("[Skill] Created: monthly-slope"),
+        )
+        out = asker.ask("%%nini\nHow fast does v grow per month?")
+        assert out["errors"] == [], out
+        assert out["markdown"][-1] == "The value grows by **2.0** a month."  # the answer as the model gave it
+        assert out["stdout"].rstrip().endswith("[Skill] Created: monthly-slope")
+        assert asker.run("print(round(slope, 6))").stdout == "2.0\n"
+    finally:
+        asker.shutdown()
+    listed = subprocess.run([str(Path(sys.executable).with_name("nini")), "skills", "list", "--json"], check=False, cwd=tmp_path,
+                            env=nini_env(home, tmp_path), capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    record = {r["name"]: r for r in json.loads(listed.stdout)}["monthly-slope"]
+    assert (record["type"], record["description"]) == ("markdown", "Fit the monthly slope of a value column.")
