@@ -106,10 +106,13 @@ class HistoryStore:
 
         One thread for all of them, as datasette does: SQLite takes one writer at a time anyway,
         so more threads would only queue on its lock. Cancelling the awaiting task does not stop
-        a write that has started; it completes or fails as a whole.
+        the call, even one still queued behind another: a turn cancelled while the end of its tool
+        call waits for the thread still records that end. The call completes or fails as a whole.
         """
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writer_thread(), functools.partial(fn, *args, **kwargs))
+        future = loop.run_in_executor(self._writer_thread(), functools.partial(fn, *args, **kwargs))
+        future.add_done_callback(_retrieve)  # an outcome nobody awaits any more is not an error to report
+        return await asyncio.shield(future)
 
     # sessions
 
@@ -462,6 +465,11 @@ def _iso(moment: datetime) -> str:
 
 def _new_id(prefix: str) -> str:
     return prefix + uuid.uuid4().hex[:12]
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _one(result: sa.CursorResult[Any]) -> dict[str, Any]:

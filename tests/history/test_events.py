@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -230,6 +231,27 @@ def test_call_returns_results_and_raises_nini_errors(store: HistoryStore) -> Non
         return await store.call(store.get_session, session["id"])
 
     assert asyncio.run(main())["title"] == "async"
+
+
+def test_a_queued_write_survives_the_cancellation_of_its_caller(store: HistoryStore) -> None:
+    """A turn cancelled while its call's end waits behind another write still records that end."""
+    session = store.create_session()
+    call = store.start_tool_call(session["id"], "run_code", {})
+
+    async def main() -> None:
+        busy = asyncio.ensure_future(store.call(time.sleep, 0.3))  # the writer thread is taken
+        await asyncio.sleep(0.05)
+        finishing = asyncio.ensure_future(store.call(store.finish_tool_call, call["id"], status="failed",
+                                                     error_code="CANCELED"))  # fmt: skip
+        await asyncio.sleep(0.05)
+        finishing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await finishing
+        await busy
+        await store.call(lambda: None)  # everything queued before this has run
+
+    asyncio.run(main())
+    assert (store.get_tool_call(call["id"])["status"], store.get_tool_call(call["id"])["error_code"]) == ("failed", "CANCELED")
 
 
 def test_close_finishes_queued_calls_and_can_be_repeated(db_url: str) -> None:
