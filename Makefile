@@ -6,7 +6,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.nini-installed
 
-.PHONY: demo test bench serve setup system clean
+FRONTEND := jupyter_ext/frontend
+LABEXT := jupyter_ext/labextension/package.json
+FRONTEND_SOURCES := $(shell find $(FRONTEND)/src $(FRONTEND)/style -type f 2>/dev/null) $(FRONTEND)/package.json $(FRONTEND)/yarn.lock
+JLPM := PATH="$(abspath $(VENV))/bin:$$PATH" jlpm
+
+.PHONY: demo test bench serve setup system frontend clean
 
 demo: setup
 	$(PY) examples/demo.py
@@ -21,7 +26,7 @@ bench: setup
 serve: setup
 	$(PY) -m jupyter_ext.serve
 
-setup: system $(STAMP)
+setup: system $(STAMP) frontend
 	@if command -v R >/dev/null 2>&1 && ! $(PY) -c 'import rpy2' >/dev/null 2>&1; then \
 		$(PY) -m pip install --quiet -e '.[dev,r]' || echo "setup: rpy2 did not install; R features stay off"; \
 	fi
@@ -29,11 +34,24 @@ setup: system $(STAMP)
 system:
 	@bash scripts/setup-system.sh
 
+# The editable install also builds the JupyterLab frontend (hatch-jupyter-builder runs jlpm); then
+# JupyterLab is pointed at the build in the source tree, so `make frontend` after an edit is enough.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	@if [ -f $(LABEXT) ]; then PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/jupyter labextension develop --overwrite jupyter_ext >/dev/null; fi
 	touch $(STAMP)
 
+# Rebuild the sidebar when its sources change (skipped, saying so, without node).
+frontend: $(STAMP)
+	@if command -v node >/dev/null 2>&1; then $(MAKE) --no-print-directory $(LABEXT); \
+	else echo "setup: node is not installed, so the JupyterLab sidebar is not built (its tests skip)"; fi
+
+$(LABEXT): $(FRONTEND_SOURCES)
+	cd $(FRONTEND) && $(JLPM) install --silent && $(JLPM) build:prod
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/jupyter labextension develop --overwrite jupyter_ext >/dev/null
+	touch $(LABEXT)
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache $(FRONTEND)/node_modules $(FRONTEND)/lib $(FRONTEND)/test-build jupyter_ext/labextension

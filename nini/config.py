@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -346,6 +347,14 @@ def load_settings(home: Path | str | None = None, **overrides: Any) -> Settings:
 def save_setting(home: Path, key: str, value: Any) -> Path:
     """Set ``key`` (dotted: ``skill_enhance.auto_enhance``) in ``home``'s settings.json, keeping the
     rest of the file; atomic. INVALID_ARGUMENT when the file is not valid JSON (it is not replaced)."""
+    return update_setting(home, key, lambda _current: value)
+
+
+def update_setting(home: Path, key: str, change: Callable[[Any], Any]) -> Path:
+    """Replace the value at ``key`` (dotted) in ``home``'s settings.json by ``change(current)``
+    (``current`` is None when unset), keeping the rest of the file; atomic. A read-modify-write
+    in one place, so that editing one item of a list (``llm.providers``) keeps the others.
+    INVALID_ARGUMENT when the file is not valid JSON (it is not replaced); ``change`` may raise too."""
     from nini.errors import ErrorCode, NiniError
     from nini.fsutil import atomic_write_text
 
@@ -363,7 +372,7 @@ def save_setting(home: Path, key: str, value: Any) -> Path:
         if not isinstance(node.get(part), dict):
             node[part] = {}
         node = node[part]
-    node[last] = value
+    node[last] = change(node.get(last))
     atomic_write_text(path, json.dumps(values, ensure_ascii=False, indent=2) + "\n")
     return path
 

@@ -137,7 +137,6 @@ def _settings(settings: Settings) -> Check:
 def _models(settings: Settings) -> list[Check]:
     """One check per purpose: the chain the router would try, or why no model can serve it."""
     from nini.agent.llm import PURPOSES, ModelRouter
-    from nini.errors import NiniError
 
     if not settings.llm.providers:
         return [Check("models", False, "no LLM provider configured (llm.providers in settings.json); "
@@ -145,16 +144,14 @@ def _models(settings: Settings) -> list[Check]:
     router = ModelRouter(settings.llm)
     checks = []
     for purpose in PURPOSES:
-        vision = purpose == "image_analysis"
-        try:
-            chain = router.chain(purpose, require_vision=vision)
-        except NiniError as exc:
-            checks.append(Check(f"model {purpose}", False, exc.message, required=False))
+        facts = router.report(purpose)
+        if facts["error"] is not None:
+            checks.append(Check(f"model {purpose}", False, facts["error"], required=False))
             continue
-        detail = " -> ".join(f"{c.provider}/{c.model} ({c.source})" for c in chain)
+        detail = " -> ".join(f"{c['provider']}/{c['model']} ({c['source']})" for c in facts["chain"])
         # a route the user set but cannot be used right now is worth seeing even when others work
-        skipped = [c for c in router.explain(purpose, require_vision=vision) if not c["usable"]]
-        if skipped:
-            detail += "; skipped: " + "; ".join(f"{c['provider']}/{c['model']} ({c['source']}): {c['reason']}" for c in skipped)
+        if facts["skipped"]:
+            detail += "; skipped: " + "; ".join(f"{c['provider']}/{c['model']} ({c['source']}): {c['reason']}"
+                                                for c in facts["skipped"])  # fmt: skip
         checks.append(Check(f"model {purpose}", True, detail, required=False))
     return checks

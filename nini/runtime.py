@@ -52,6 +52,7 @@ class Runtime:
         self._kernels: KernelPool | None = None
         self._r_workers: Any = None
         self._router: ModelRouter | None = None
+        self._retired_routers: set[asyncio.Task[None]] = set()  # closing once their calls end
         self._agent: AgentRunner | None = None
         self.approvals = Approvals()
         self._usage: dict[Path, tuple[float, int]] = {}  # workspace root -> (when measured, bytes)
@@ -88,6 +89,24 @@ class Runtime:
 
             self._router = ModelRouter(self.settings.llm)
         return self._router
+
+    async def reload_models(self) -> ModelRouter:
+        """Re-read ``llm`` from settings.json and the environment, and route every later model call
+        through a new router: a provider saved or removed over REST works without a restart.
+
+        The old router is closed once the calls it is serving have ended, so no call breaks; a
+        running agent turn makes its next model call through the new router.
+        """
+        from nini.config import load_settings
+
+        fresh = await asyncio.to_thread(load_settings, home=self.settings.home)
+        self.settings.llm = fresh.llm
+        old, self._router = self._router, None
+        if old is not None:
+            task = asyncio.get_running_loop().create_task(old.aclose_when_idle(), name="nini-retire-router")
+            self._retired_routers.add(task)
+            task.add_done_callback(self._retired_routers.discard)
+        return self.router
 
     @property
     def agent(self) -> AgentRunner:
@@ -147,6 +166,8 @@ class Runtime:
                 await self._agent.aclose()
             if self._router is not None:
                 await self._router.aclose()
+            if self._retired_routers:  # their calls ended with the agent runs just cancelled
+                await asyncio.gather(*self._retired_routers, return_exceptions=True)
         except Exception:  # closing must go on to the kernels and the store
             log.exception("closing the agent failed")
         try:

@@ -135,6 +135,14 @@ class ScriptedLLM:
         with self._lock:
             return sum(len(q) for q in self._queues.values())
 
+    def clear(self) -> int:
+        """Drop every queued reply (a test that stopped a run early); how many there were."""
+        with self._lock:
+            dropped = sum(len(q) for q in self._queues.values())
+            for queue in self._queues.values():
+                queue.clear()
+        return dropped
+
     def _next_reply(self, model: str | None) -> Reply | None:
         with self._lock:
             for key in (model, None):

@@ -7,7 +7,7 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from jupyter_ext.handlers import agent, approvals, artifacts, events, report, run, sessions, skills
+from jupyter_ext.handlers import agent, approvals, artifacts, events, models, report, run, sessions, skills
 from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
 
@@ -29,6 +29,7 @@ def routes() -> list[tuple[Any, ...]]:
     """(pattern, handler) pairs, base_url not included (the ExtensionApp prepends it)."""
     return [
         *skills.handlers,
+        *models.handlers,
         *sessions.handlers,
         *run.handlers,
         *agent.handlers,

@@ -17,6 +17,8 @@ from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
+from nini.execution.approvals import USER_KERNEL_NOTICE
+from nini.session import Session
 
 log = logging.getLogger("nini.jupyter")
 
@@ -25,17 +27,24 @@ class AskHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def post(self, session_id: str) -> None:
-        """Body ``{"message": str}``: start a turn; 202 ``{"turn_id"}``. NO_MODEL_AVAILABLE (503) up
-        front when no model is usable, CONFLICT (409) while the session runs another turn."""
-        message = self.body_object().get("message")
+        """Body ``{"message": str, "kernel_id"?: str}``: start a turn; 202 ``{"turn_id"}``.
+        NO_MODEL_AVAILABLE (503) up front when no model is usable, CONFLICT (409) while the session
+        runs another turn. With ``kernel_id`` (a notebook's kernel on this server, checked as
+        run-code checks it) the turn's Python runs there, not sandboxed, and the reply's ``notice``
+        says so; cancelling the turn interrupts that kernel's code and keeps its variables."""
+        body = self.body_object()
+        message = body.get("message")
         if not isinstance(message, str) or not message.strip():
             raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"message": "<your question>"}')
+        kernel_id = self.server_kernel(body.get("kernel_id"))
         session = await self.session(session_id)
         runtime = self.runtime
         runtime.router.chain("chat")  # fail now, not as an event after a 202
+        if kernel_id is not None:
+            session = Session(session_id, runtime, kernel_id=kernel_id)
         turn_id, task = runtime.agent.start(session, message)
         task.add_done_callback(_log_failure)
-        self.reply({"turn_id": turn_id}, status=202)
+        self.reply({"turn_id": turn_id, **({"notice": USER_KERNEL_NOTICE} if kernel_id else {})}, status=202)
 
 
 class CancelHandler(NiniHandler):

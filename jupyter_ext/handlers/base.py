@@ -161,6 +161,17 @@ class NiniHandler(APIHandler):
         """``fn(*args)`` of the store (or using it) off the event loop, on the store's thread."""
         return await self.runtime.store.call(fn, *args, **kwargs)
 
+    def server_kernel(self, kernel_id: object) -> str | None:
+        """A request's ``kernel_id``, checked: None, or a kernel of this Jupyter server (a notebook's)
+        that the turn or the code is to run in; INVALID_ARGUMENT when not a string, else NOT_FOUND."""
+        if kernel_id is None:
+            return None
+        if not isinstance(kernel_id, str):
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, "kernel_id must be a string")
+        if kernel_id not in self.kernel_manager.list_kernel_ids():
+            raise NiniError(ErrorCode.NOT_FOUND, f"no kernel {kernel_id!r} on this Jupyter server", {"kernel_id": kernel_id})
+        return kernel_id
+
     async def session(self, session_id: str) -> Session:
         """The stored session ``session_id``: INVALID_ARGUMENT for a malformed id, else NOT_FOUND."""
         return await self.read(self.runtime.session, session_id)

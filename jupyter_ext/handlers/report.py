@@ -1,4 +1,5 @@
-"""Tornado handler writing a session's report through the ``generate_report`` skill (so it is recorded)."""
+"""Tornado handlers for a session's reports: write one through the ``generate_report`` skill (so it
+is recorded), and list those written, from the record."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import NiniError
+from nini.report.listing import list_reports
 from nini.skills.invoke import invoke
 
 
@@ -30,4 +32,17 @@ class ReportHandler(NiniHandler):
         self.reply({**result.result, "tool_call_id": result.tool_call_id})
 
 
-handlers = [(r"/nini/api/sessions/([^/]+)/report", ReportHandler)]
+class ReportsHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, session_id: str) -> None:
+        """The session's reports, newest first: ``[{title, created_at, tool_call_id, files: {md, html,
+        ...}, charts: [{name, formats: {png, svg, ...}}]}]``; each path is served by ``.../artifacts/PATH``."""
+        session = await self.session(session_id)
+        self.reply(await self.read(list_reports, self.runtime.store, session_id, session.workspace))
+
+
+handlers = [
+    (r"/nini/api/sessions/([^/]+)/report", ReportHandler),
+    (r"/nini/api/sessions/([^/]+)/reports", ReportsHandler),
+]

@@ -39,12 +39,7 @@ class RunCodeHandler(NiniHandler):
         self.reply(result.to_dict())
 
     def check_runnable(self, kernel_id: object) -> None:
-        if kernel_id is None:
-            return
-        if not isinstance(kernel_id, str):
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, "kernel_id must be a string")
-        if kernel_id not in self.kernel_manager.list_kernel_ids():
-            raise NiniError(ErrorCode.NOT_FOUND, f"no kernel {kernel_id!r} on this Jupyter server", {"kernel_id": kernel_id})
+        self.server_kernel(kernel_id)
 
 
 class RunRCodeHandler(RunCodeHandler):

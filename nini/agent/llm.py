@@ -37,7 +37,29 @@ FALLBACK_PURPOSE = {
     "analysis": "chat", "fast": "chat", "planning": "chat", "verification": "chat", "summarize": "chat",
 }  # fmt: skip
 
+VISION_PURPOSE = "image_analysis"  # the purpose whose calls carry images: only vision_models serve it
+
 OnText = Callable[[str], Awaitable[None] | None]
+
+
+def provider_problem(provider: ProviderSettings, environ: Mapping[str, str], *, check_enabled: bool = True) -> str | None:
+    """Why ``provider`` cannot be called now, whatever the model, or None; never a key's value.
+
+    Shared by routing (a skipped candidate), ``GET /nini/api/models`` (usable or not) and the
+    provider test, which also tries a disabled provider (``check_enabled=False``) before it is enabled.
+    """
+    if check_enabled and not provider.enabled:
+        return f"provider {provider.name} is disabled"
+    if provider.api_key_env and not environ.get(provider.api_key_env):
+        return f"environment variable {provider.api_key_env} (its API key) is not set"
+    if provider.kind == "anthropic" and importlib.util.find_spec("anthropic") is None:
+        return "the anthropic SDK is not installed (pip install 'nini[anthropic]')"
+    if provider.kind == "replay":
+        if provider.script is None:
+            return f"replay provider {provider.name} has no script"
+        if not provider.script.is_file():
+            return f"replay script {provider.script} does not exist"
+    return None
 
 
 @dataclass(frozen=True)
@@ -89,6 +111,7 @@ class ModelRouter:
         # belongs to the loop it first ran on, and a router may outlive a loop (asyncio.run twice).
         # A replay provider holds no connection (loop None) and keeps its place in the script.
         self._providers: dict[tuple[str, str, asyncio.AbstractEventLoop | None], Provider] = {}
+        self._in_flight = 0  # calls under way: a replaced router closes only once they end
 
     def __repr__(self) -> str:
         return f"ModelRouter(providers={[p.name for p in self.settings.providers]!r})"
@@ -157,20 +180,31 @@ class ModelRouter:
         """Why ``choice`` cannot be called now, or None. Never includes a key value."""
         if provider is None:
             return f"no provider named {choice.provider}"
-        if not provider.enabled:
-            return f"provider {provider.name} is disabled"
-        if provider.api_key_env and not self._environ_map().get(provider.api_key_env):
-            return f"environment variable {provider.api_key_env} (its API key) is not set"
-        if provider.kind == "anthropic" and importlib.util.find_spec("anthropic") is None:
-            return "the anthropic SDK is not installed (pip install 'nini[anthropic]')"
-        if provider.kind == "replay":
-            if provider.script is None:
-                return f"replay provider {provider.name} has no script"
-            if not provider.script.is_file():
-                return f"replay script {provider.script} does not exist"
-        if require_vision and choice.model not in provider.vision_models:
-            return f"model {choice.model} is not in provider {provider.name}'s vision_models"
-        return None
+        reason = provider_problem(provider, self._environ_map())
+        if reason is None and require_vision and choice.model not in provider.vision_models:
+            reason = f"model {choice.model} is not in provider {provider.name}'s vision_models"
+        return reason
+
+    def report(self, purpose: str) -> dict[str, Any]:
+        """What ``nini doctor`` and ``GET /nini/api/models`` show of ``purpose``: the chain a call
+        would try, every candidate skipped and why, and the error a call gets when none is usable
+        (``error``, else None). ``image_analysis`` is judged with vision required, as its calls are."""
+        vision = purpose == VISION_PURPOSE
+        explained = self.explain(purpose, require_vision=vision)
+        chain = [{"provider": c["provider"], "model": c["model"], "source": c["source"]} for c in explained if c["usable"]]
+        skipped = [{"provider": c["provider"], "model": c["model"], "source": c["source"], "reason": c["reason"]}
+                   for c in explained if not c["usable"]]  # fmt: skip
+        error = None
+        if not chain:
+            try:
+                self.chain(purpose, require_vision=vision)
+            except NiniError as exc:
+                error = exc.message
+        return {"chain": chain, "skipped": skipped, "error": error}
+
+    def provider_problem(self, provider: ProviderSettings) -> str | None:
+        """Why ``provider`` cannot be called now whatever the model (disabled, key unset, ...), or None."""
+        return provider_problem(provider, self._environ_map())
 
     def _environ_map(self) -> Mapping[str, str]:
         return self._environ if self._environ is not None else os.environ
@@ -195,6 +229,17 @@ class ModelRouter:
         and no text has reached ``on_text`` yet (the caller cannot take text back). The last error
         is raised with ``details.attempts``. Cancellation propagates at once.
         """
+        self._in_flight += 1
+        try:
+            return await self._complete(purpose, messages, tools=tools, temperature=temperature, max_tokens=max_tokens,
+                                        timeout_s=timeout_s, on_text=on_text, require_vision=require_vision)  # fmt: skip
+        finally:
+            self._in_flight -= 1
+
+    async def _complete(
+        self, purpose: str, messages: list[dict], *, tools: list[dict] | None, temperature: float | None,
+        max_tokens: int | None, timeout_s: float | None, on_text: OnText | None, require_vision: bool,
+    ) -> Completion:  # fmt: skip
         from nini.agent.providers import emit
 
         choices = self.chain(purpose, require_vision=require_vision)
@@ -260,6 +305,13 @@ class ModelRouter:
         if error:
             data["error"] = error
         log.log(level, "model call %s", outcome, extra={"data": data})
+
+    async def aclose_when_idle(self, poll_s: float = 0.1) -> None:
+        """``aclose`` once no call is under way: a router replaced by new settings lets the calls it
+        is serving finish on their connections (the next call of a running turn takes the new router)."""
+        while self._in_flight:
+            await asyncio.sleep(poll_s)
+        await self.aclose()
 
     async def aclose(self) -> None:
         """Close the SDK clients (HTTP connection pools) of the running loop; forget the others."""

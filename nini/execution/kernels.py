@@ -95,11 +95,15 @@ class KernelPool:
         async with self._lock(f"kernel:{kernel_id}" if kernel_id else session_id):
             kernel = await self._borrow(kernel_id) if kernel_id else await self._own(session_id, workspace)
             external = kernel.sandbox is None
-            report = await run_request(
-                kernel.client, kernel.manager, workspace, request,
-                prelude=kernel.needs_prelude or external,  # a server kernel may have been restarted by its user
-                restartable=not external,
-            )  # fmt: skip
+            try:
+                report = await run_request(
+                    kernel.client, kernel.manager, workspace, request,
+                    prelude=kernel.needs_prelude or external,  # a server kernel may have been restarted by its user
+                    restartable=not external,
+                )  # fmt: skip
+            except asyncio.CancelledError:
+                await _interrupt(kernel)
+                raise
             if report.prelude_ran:
                 kernel.needs_prelude = False
             if report.state in ("stuck", "dead"):
@@ -291,6 +295,19 @@ def _tail(path: Path, limit: int = 800) -> str:
         return path.read_text(errors="replace")[-limit:].strip()
     except OSError:
         return ""
+
+
+async def _interrupt(kernel: _Kernel) -> None:
+    """Stop the code of a canceled run (its agent turn was canceled): in a notebook's kernel it would
+    otherwise go on for as long as it takes, in nini's it would hold the session's next run. The
+    kernel and its variables stay; the late reply of the interrupted request is ignored by the next
+    run (replies are matched by message id). Shielded, so that a second cancellation cannot stop it."""
+    try:
+        await asyncio.shield(ensure_async(kernel.manager.interrupt_kernel()))
+    except asyncio.CancelledError:
+        raise
+    except Exception:  # a kernel that is gone has nothing left to stop
+        pass
 
 
 async def _stop(kernel: _Kernel, *, now: bool) -> None:

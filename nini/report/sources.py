@@ -54,7 +54,7 @@ def from_session(store: Any, session_id: str, workspace: Workspace | Path) -> Re
     fs = workspace.fs
     charts: list[ChartFile] = []
     for row in store.list_artifacts(session_id):
-        if row.get("execution_id") in rolled_back or not _is_chart(row):
+        if row.get("execution_id") in rolled_back or not is_chart_artifact(row):
             continue
         try:
             relative = workspace.relative(row["path"])
@@ -84,7 +84,8 @@ def _step(order: int, row: dict[str, Any]) -> Step:
     )  # fmt: skip
 
 
-def _is_chart(row: dict[str, Any]) -> bool:
+def is_chart_artifact(row: dict[str, Any]) -> bool:
+    """Whether an artifacts row is a chart a report shows (not a data file)."""
     fmt = (row.get("format") or "").lower()
     if row.get("kind") not in CHART_KINDS or fmt not in CHART_FORMATS:
         return False

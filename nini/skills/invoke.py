@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nini.skills.invoke")
 
+EVENT_OUTPUT_CHARS = 4000  # of stdout and of stderr, in each code_execution event
+
 
 async def invoke(session: Session, name: str, arguments: dict[str, Any] | None, *, turn_id: str | None = None) -> ToolResult:
     """Run skill ``name`` for ``session`` and return its recorded result.
@@ -139,7 +141,19 @@ def _execution_event(execution: dict[str, Any], execution_id: str | None, output
         "datasets_saved": list(execution.get("datasets_saved") or []),
         "isolation": output.isolation,
         **({"notice": USER_KERNEL_NOTICE} if output.isolation == "user_kernel" else {}),
+        # enough of the output for a viewer to show the step (the store keeps all of it)
+        "stdout": _preview(execution.get("stdout")),
+        "stderr": _preview(execution.get("stderr")),
     }
+
+
+def _preview(text: Any, limit: int = EVENT_OUTPUT_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, its start and its end kept."""
+    text = text if isinstance(text, str) else ""
+    if len(text) <= limit:
+        return text
+    head = limit * 3 // 4
+    return f"{text[:head]}\n[... {len(text) - limit} characters left out ...]\n{text[-(limit - head):]}"
 
 
 async def _publish(session: Session, type_: str, data: dict[str, Any], turn_id: str | None, call_id: str) -> None:

@@ -140,6 +140,16 @@ class SkillRegistry:
                 return function_skill
         raise NiniError(ErrorCode.NOT_FOUND, f"no function skill named {name!r}", {"name": name})
 
+    def root_of(self, record: SkillRecord) -> Path | None:
+        """The skills root ``record`` was found under (None for a skill defined in code): its files
+        are then read beneath that root without following a link out of it."""
+        if record.path is None:
+            return None
+        for root in self._roots:
+            if root.kind == record.source and root.path / record.location == record.path:
+                return root.path
+        return None
+
     @property
     def problems(self) -> list[dict[str, Any]]:
         """What ``nini skills doctor`` lists: skipped files, broken rules, shadows, conflicts."""

@@ -8,6 +8,7 @@ session id, which gives them their own kernel.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +41,25 @@ class Kernels:
 
     def wait(self, awaitable: Any) -> Any:
         return self.loop.run_until_complete(awaitable)
+
+
+def assert_cancel_interrupts(kernels: Kernels, session: str, kernel_id: str | None) -> None:
+    """Cancel a run of ``time.sleep(30)`` once it runs: the kernel stops it at once and keeps its state."""
+    workspace = kernels.workspace(session)
+
+    async def cancel_after(delay: float) -> None:
+        task = asyncio.ensure_future(kernels.pool.run(session, workspace, CodeRequest("import time\ntime.sleep(30)\nlate = 1"),
+                                                      kernel_id=kernel_id))  # fmt: skip
+        await asyncio.sleep(delay)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    kernels.wait(cancel_after(1.5))
+    started = time.monotonic()
+    after = kernels.run("result = [before, 'late' in dir()]", session, kernel_id=kernel_id)
+    assert after.success, after.error
+    assert after.result == ["kept", False] and time.monotonic() - started < 10
 
 
 def new_session() -> str:

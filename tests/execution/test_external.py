@@ -14,7 +14,7 @@ from nini.errors import ErrorCode, NiniError
 from nini.execution.kernels import KernelPool
 from nini.execution.outcome import CodeRequest
 
-from .conftest import Kernels
+from .conftest import Kernels, assert_cancel_interrupts
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +86,10 @@ def test_a_dead_server_kernel_is_reported_not_restarted(server: tuple[Kernels, A
     assert out.error["code"] == "KERNEL_DIED"
     assert "does not own" in out.error["message"]
     assert not kernels.wait(manager.get_kernel(doomed).is_alive())  # nini left it to its owner
+
+
+def test_cancelling_a_run_interrupts_the_server_kernel(server: tuple[Kernels, AsyncMultiKernelManager, str]) -> None:
+    kernels, _manager, kernel_id = server
+    kernels.run("before = 'kept'", "notebook", kernel_id=kernel_id)
+    assert_cancel_interrupts(kernels, "notebook", kernel_id)
+

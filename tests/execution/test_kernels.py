@@ -11,7 +11,7 @@ import pytest
 
 from nini.execution.outcome import CONTRACT_KEYS, CodeRequest
 
-from .conftest import Kernels, new_session
+from .conftest import Kernels, assert_cancel_interrupts, new_session
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -282,3 +282,9 @@ def test_kernel_does_not_inherit_secrets(kernels: Kernels, monkeypatch: pytest.M
         "import os\nresult = [k for k in os.environ if 'KEY' in k or k.startswith('NINI_')]", new_session()
     )
     assert out.result == []
+
+
+def test_cancelling_a_run_interrupts_the_sessions_kernel(kernels: Kernels) -> None:
+    session = new_session()
+    kernels.run("before = 'kept'", session)
+    assert_cancel_interrupts(kernels, session, None)

@@ -18,6 +18,14 @@ from jupyter_ext.handlers import routes
 # One request per (verb, route); the completeness test below fails when a route is missing here.
 REQUESTS = [
     ("GET", "skills"),
+    ("POST", "skills"),
+    ("GET", "skill-problems"),
+    ("GET", "skills/run_code/source"),
+    ("PUT", "skills/run_code/source"),
+    ("GET", "models"),
+    ("POST", "models/test"),
+    ("PUT", "models/providers/p1"),
+    ("DELETE", "models/providers/p1"),
     ("GET", "skills/run_code"),
     ("POST", "skills/refresh"),
     ("PUT", "skills/run_code/enabled"),
@@ -33,6 +41,7 @@ REQUESTS = [
     ("GET", "sessions/s1/approvals"),
     ("POST", "sessions/s1/approvals/a123"),
     ("POST", "sessions/s1/report"),
+    ("GET", "sessions/s1/reports"),
     ("GET", "sessions/s1/artifacts/artifacts/a.png"),
     ("GET", "sessions/s1/export"),
     ("GET", "nothing/here"),

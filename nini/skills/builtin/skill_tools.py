@@ -8,16 +8,11 @@ from __future__ import annotations
 
 import math
 import re
-import tempfile
 from collections import Counter
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nini.errors import ErrorCode, NiniError
-from nini.fsutil import atomic_write_text
+from nini.skills.editing import save_markdown_skill
 from nini.skills.function import skill
-from nini.skills.markdown import validate_skill_file
-from nini.skills.rules import name_problems
 
 if TYPE_CHECKING:
     from nini.session import Session
@@ -56,30 +51,14 @@ def save_skill(session: Session, name: str, content: str) -> dict[str, Any]:
     """Save a Markdown skill (a whole SKILL.md) to the user's skills folder, replacing its earlier version.
 
     The file must pass the Agent Skills rules; the earlier user version is kept as SKILL.md.bak.
-    A bundled or project skill of the same name is shadowed by the saved one, not changed.
+    A bundled skill of the same name is shadowed by the saved one, not changed.
 
     Args:
         name: The skill's name (lowercase words joined by hyphens); also its folder name.
         content: The complete SKILL.md text, frontmatter included.
     """
-    problems = name_problems(name)
-    if problems:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"invalid skill name {name!r}: {'; '.join(problems)}")
-    with tempfile.TemporaryDirectory() as scratch:
-        draft = Path(scratch) / name / "SKILL.md"
-        draft.parent.mkdir()
-        draft.write_text(content, encoding="utf-8")
-        errors, warnings = validate_skill_file(draft)
-    if errors:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"the SKILL.md breaks the rules: {'; '.join(errors)}", {"errors": errors})
-    target = session.settings.user_skills_dir / name / "SKILL.md"
-    backup = None
-    if target.is_file():
-        backup = target.with_name("SKILL.md.bak")
-        atomic_write_text(backup, target.read_text(encoding="utf-8", errors="replace"))
-    atomic_write_text(target, content)
-    session.runtime.registry.refresh(force=True)
-    return {"name": name, "location": f"{name}/SKILL.md", "backup": "SKILL.md.bak" if backup else None, "warnings": warnings}
+    saved = save_markdown_skill(session.runtime.registry, session.settings, name, content)
+    return {key: saved[key] for key in ("name", "location", "backup", "warnings")}
 
 
 def terms(text: str) -> list[str]:

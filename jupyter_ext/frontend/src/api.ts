@@ -1,0 +1,185 @@
+/**
+ * The client of nini's REST API (`/nini/api/...`) and its event socket.
+ *
+ * Every reply is an envelope: `{ok: true, data}` or `{ok: false, error: {code, message}}`. A failed
+ * request becomes a `NiniApiError` whose message is the envelope's (never a stack trace), so a
+ * view can show it as it is.
+ */
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+export class NiniApiError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly status: number
+  ) {
+    super(message);
+  }
+}
+
+export interface SessionInfo {
+  id: string;
+  title: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SkillRecord {
+  name: string;
+  type: 'function' | 'markdown';
+  description: string;
+  category: string;
+  enabled: boolean;
+  source?: string;
+  location?: string;
+  [key: string]: unknown;
+}
+
+export interface ProviderInfo {
+  name: string;
+  kind: string;
+  base_url?: string | null;
+  model?: string | null;
+  api_key_env?: string | null;
+  vision_models?: string[];
+  enabled?: boolean;
+  usable?: boolean;
+  reason?: string | null;
+}
+
+export interface ModelsInfo {
+  providers: ProviderInfo[];
+  purposes: Record<string, { chain: { provider: string; model: string }[]; skipped?: { provider: string; reason: string }[] }>;
+}
+
+export interface ReportInfo {
+  title: string;
+  created_at: string;
+  files: Record<string, string>;
+  charts: { name: string; formats: Record<string, string> }[];
+}
+
+/** One event of a session, as the socket and the store carry it. */
+export interface NiniEvent {
+  seq: number;
+  type: string;
+  session_id?: string;
+  turn_id: string | null;
+  tool_call_id: string | null;
+  ts?: string;
+  data: any;
+}
+
+export class NiniApi {
+  constructor(readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()) {}
+
+  /** `fetch` one endpoint under `/nini/api/` and unwrap its envelope. */
+  async request<T>(path: string, init: RequestInit = {}): Promise<T> {
+    const url = URLExt.join(this.settings.baseUrl, 'nini/api', path);
+    let response: Response;
+    try {
+      response = await ServerConnection.makeRequest(url, init, this.settings);
+    } catch (error) {
+      throw new NiniApiError('NETWORK', `the server cannot be reached (${String(error)})`, 0);
+    }
+    let body: any = null;
+    try {
+      body = await response.json();
+    } catch {
+      body = null;
+    }
+    if (!response.ok || !body || body.ok !== true) {
+      const error = body?.error ?? {};
+      throw new NiniApiError(error.code ?? `HTTP_${response.status}`, error.message ?? response.statusText, response.status);
+    }
+    return body.data as T;
+  }
+
+  private send<T>(method: string, path: string, body?: unknown): Promise<T> {
+    return this.request<T>(path, { method, body: body === undefined ? undefined : JSON.stringify(body) });
+  }
+
+  listSessions(): Promise<SessionInfo[]> {
+    return this.request('sessions');
+  }
+
+  createSession(title: string): Promise<SessionInfo> {
+    return this.send('POST', 'sessions', { title });
+  }
+
+  ask(sessionId: string, message: string, kernelId?: string | null): Promise<{ turn_id: string }> {
+    const body: Record<string, unknown> = { message };
+    if (kernelId) {
+      body.kernel_id = kernelId;
+    }
+    return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/ask`, body);
+  }
+
+  cancel(sessionId: string): Promise<{ canceled: boolean }> {
+    return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/cancel`, {});
+  }
+
+  decideApproval(sessionId: string, approvalId: string, approve: boolean): Promise<unknown> {
+    return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/approvals/${encodeURIComponent(approvalId)}`, {
+      approve
+    });
+  }
+
+  listSkills(): Promise<SkillRecord[]> {
+    return this.request('skills');
+  }
+
+  skillProblems(): Promise<any> {
+    return this.request('skill-problems');
+  }
+
+  setSkillEnabled(name: string, enabled: boolean, type: string): Promise<SkillRecord> {
+    return this.send('PUT', `skills/${encodeURIComponent(name)}/enabled?type=${type}`, { enabled });
+  }
+
+  createSkill(fields: { name: string; description: string; category?: string }): Promise<SkillRecord> {
+    return this.send('POST', 'skills', { ...fields, type: 'markdown' });
+  }
+
+  skillSource(name: string): Promise<{ name: string; content: string; editable: boolean; source: string }> {
+    return this.request(`skills/${encodeURIComponent(name)}/source`);
+  }
+
+  saveSkillSource(name: string, content: string): Promise<any> {
+    return this.send('PUT', `skills/${encodeURIComponent(name)}/source`, { content });
+  }
+
+  generateReport(sessionId: string): Promise<{ title: string; paths: Record<string, string> }> {
+    return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/report`, {});
+  }
+
+  listReports(sessionId: string): Promise<ReportInfo[]> {
+    return this.request(`sessions/${encodeURIComponent(sessionId)}/reports`);
+  }
+
+  models(): Promise<ModelsInfo> {
+    return this.request('models');
+  }
+
+  saveProvider(provider: ProviderInfo): Promise<unknown> {
+    return this.send('PUT', `models/providers/${encodeURIComponent(provider.name)}`, provider);
+  }
+
+  testProvider(provider: ProviderInfo): Promise<{ ok: boolean; reason?: string; model?: string; latency_ms?: number }> {
+    return this.send('POST', 'models/test', provider);
+  }
+
+  /** The address of a workspace file of a session (charts, reports), for `<img>` and iframes. */
+  artifactUrl(sessionId: string, path: string): string {
+    const encoded = path.split('/').map(encodeURIComponent).join('/');
+    return URLExt.join(this.settings.baseUrl, 'nini/api/sessions', encodeURIComponent(sessionId), 'artifacts', encoded);
+  }
+
+  /** The event socket of a session, from just after `since` (0: all of it). */
+  eventsUrl(sessionId: string, since: number): string {
+    const url = URLExt.join(this.settings.wsUrl, 'nini/api/sessions', encodeURIComponent(sessionId), 'events');
+    const token = this.settings.token ? `&token=${encodeURIComponent(this.settings.token)}` : '';
+    return `${url}?since=${since}${token}`;
+  }
+}

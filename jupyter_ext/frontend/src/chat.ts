@@ -1,0 +1,315 @@
+/**
+ * The Chat tab: pick or start a session, ask, watch every step as it runs, stop.
+ *
+ * Events come from the session's socket (`EventStream`, which resumes with `?since=` after a drop)
+ * and are folded by `ChatModel`; they are queued and drawn once per animation frame, so a burst
+ * (a reopened session, a chatty agent) costs one layout, not thousands.
+ */
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { Signal } from '@lumino/signaling';
+import { Widget } from '@lumino/widgets';
+
+import { NiniApi, NiniApiError, NiniEvent, SessionInfo } from './api';
+import { ChatModel } from './model';
+import { el, RenderContext, renderItem } from './render';
+import { EventStream, StreamState } from './stream';
+
+export interface ChatOptions {
+  api: NiniApi;
+  rendermime: IRenderMimeRegistry;
+  notebooks: INotebookTracker | null;
+}
+
+export class ChatView extends Widget {
+  /** Emitted when the open session changes (the Reports tab follows it). */
+  readonly sessionChanged = new Signal<this, string | null>(this);
+  sessionId: string | null = null;
+  private model = new ChatModel();
+  private stream: EventStream | null = null;
+  private nodes = new Map<string, HTMLElement>();
+  private queue: NiniEvent[] = [];
+  private frame = 0;
+  private asking = false;
+  private readonly context: RenderContext;
+  private readonly sessions = el('select', 'nini-sessions');
+  private readonly log = el('div', 'nini-log');
+  private readonly input = el('textarea', 'nini-input');
+  private readonly send = el('button', 'jp-Button jp-mod-accept nini-send', 'Ask');
+  private readonly stop = el('button', 'jp-Button jp-mod-warn nini-stop', 'Stop');
+  private readonly inKernel = el('input', 'nini-in-kernel');
+  private readonly where = el('span', 'nini-where');
+  private readonly status = el('div', 'nini-status');
+  private followed: NotebookPanel | null = null;
+
+  constructor(private readonly options: ChatOptions) {
+    super();
+    this.addClass('nini-chat');
+    this.title.label = 'Chat';
+    this.context = {
+      rendermime: options.rendermime,
+      artifactUrl: path => options.api.artifactUrl(this.sessionId ?? '', path),
+      onApproval: (id, approve) => void this.decide(id, approve)
+    };
+    this.build();
+    // the label follows the active notebook and its kernel (started, restarted or changed later)
+    options.notebooks?.currentChanged.connect((_, panel) => this.followNotebook(panel));
+    this.followNotebook(options.notebooks?.currentWidget ?? null);
+    void this.refreshSessions();
+  }
+
+  get running(): boolean {
+    return this.asking || this.model.running;
+  }
+
+  private build(): void {
+    const header = el('div', 'nini-chat-header');
+    this.sessions.setAttribute('aria-label', 'Session');
+    this.sessions.onchange = () => void this.open(this.sessions.value || null);
+    const fresh = el('button', 'jp-Button jp-mod-styled nini-new-chat', 'New chat');
+    fresh.setAttribute('aria-label', 'Start a new chat');
+    fresh.onclick = () => this.newChat();
+    const toggle = el('label', 'nini-toggle');
+    this.inKernel.type = 'checkbox';
+    this.inKernel.checked = true;
+    this.inKernel.onchange = () => this.showWhere();
+    toggle.append(this.inKernel, document.createTextNode(" Run in the notebook's kernel"));
+    toggle.title = "On: the agent's Python runs in the active notebook's kernel, with your variables (not sandboxed). Off: in a sandboxed nini kernel of the session.";
+    header.append(this.sessions, fresh, toggle, this.where);
+    this.log.setAttribute('role', 'log');
+    this.log.setAttribute('aria-live', 'polite');
+    this.log.setAttribute('aria-label', 'Conversation');
+    const footer = el('div', 'nini-chat-footer');
+    this.input.placeholder = 'Ask nini about your data (Enter sends, Shift+Enter adds a line)';
+    this.input.setAttribute('aria-label', 'Question');
+    this.input.rows = 3;
+    this.input.onkeydown = event => {
+      if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        void this.ask();
+      }
+    };
+    this.send.setAttribute('aria-label', 'Ask nini');
+    this.send.onclick = () => void this.ask();
+    this.stop.setAttribute('aria-label', 'Stop the run');
+    this.stop.onclick = () => void this.cancel();
+    const buttons = el('div', 'nini-buttons');
+    buttons.append(this.send, this.stop);
+    footer.append(this.input, buttons, this.status);
+    this.node.append(header, this.log, footer);
+    this.showWhere();
+    this.updateButtons();
+  }
+
+  /** The kernel the agent's Python should run in: the active notebook's, when chosen and there. */
+  private notebookKernel(): { id: string; name: string } | null {
+    const panel = this.options.notebooks?.currentWidget;
+    const kernel = panel?.sessionContext.session?.kernel;
+    if (!this.inKernel.checked || !panel || !kernel) {
+      return null;
+    }
+    return { id: kernel.id, name: panel.title.label };
+  }
+
+  private followNotebook(panel: NotebookPanel | null): void {
+    this.followed?.sessionContext.kernelChanged.disconnect(this.showWhere, this);
+    this.followed = panel;
+    panel?.sessionContext.kernelChanged.connect(this.showWhere, this);
+    this.showWhere();
+  }
+
+  private showWhere(): void {
+    const kernel = this.notebookKernel();
+    this.where.textContent = kernel ? `Code runs in ${kernel.name}'s kernel` : 'Code runs in a sandboxed nini kernel';
+    this.where.dataset.target = kernel ? 'notebook' : 'sandbox';
+  }
+
+  async refreshSessions(): Promise<SessionInfo[]> {
+    let sessions: SessionInfo[] = [];
+    try {
+      sessions = await this.options.api.listSessions();
+    } catch (error) {
+      this.say(error);
+    }
+    const options = sessions.map(session => {
+      const option = el('option', undefined, `${session.title || session.id} · ${session.updated_at.slice(0, 16).replace('T', ' ')}`);
+      option.value = session.id;
+      return option;
+    });
+    const placeholder = el('option', undefined, sessions.length ? 'Open a past session…' : 'No sessions yet');
+    placeholder.value = '';
+    this.sessions.replaceChildren(placeholder, ...options);
+    this.sessions.value = this.sessionId ?? '';
+    return sessions;
+  }
+
+  newChat(): void {
+    this.open(null);
+    this.input.focus();
+  }
+
+  /** Show session `id` (its whole history, then live), or an empty chat for null. */
+  open(id: string | null): void {
+    this.stream?.dispose();
+    this.stream = null;
+    cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    this.queue = [];
+    this.model = new ChatModel();
+    this.nodes.clear();
+    this.log.replaceChildren();
+    this.log.dataset.lastSeq = '0';
+    this.sessionId = id;
+    this.sessions.value = id ?? '';
+    this.status.textContent = '';
+    if (id !== null) {
+      this.stream = new EventStream({
+        url: since => this.options.api.eventsUrl(id, since),
+        onEvents: events => this.enqueue(events),
+        onState: (state, retry) => this.showState(state, retry)
+      });
+    }
+    this.updateButtons();
+    this.sessionChanged.emit(id);
+  }
+
+  private enqueue(events: NiniEvent[]): void {
+    this.queue.push(...events);
+    if (this.frame === 0) {
+      this.frame = requestAnimationFrame(() => this.flush());
+    }
+  }
+
+  private flush(): void {
+    this.frame = 0;
+    const events = this.queue;
+    this.queue = [];
+    const nearBottom = this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 80;
+    for (const id of this.model.apply(events)) {
+      const item = this.model.get(id)!;
+      const existing = this.nodes.get(id);
+      const node = renderItem(item, existing, this.context);
+      if (existing === undefined) {
+        this.nodes.set(id, node);
+        this.place(id, node);
+      }
+    }
+    if (events.some(event => event.type === 'done')) {
+      this.asking = false;
+      if (this.status.textContent === 'Stopping…') {
+        this.status.textContent = '';
+      }
+    }
+    this.log.dataset.lastSeq = String(this.model.lastSeq);
+    this.updateButtons();
+    if (nearBottom || events.some(event => event.type === 'user_message')) {
+      this.log.scrollTop = this.log.scrollHeight;
+    }
+  }
+
+  /** Where a new item's element goes: inside its task, in its turn's background group, or last. */
+  private place(id: string, node: HTMLElement): void {
+    const item = this.model.get(id)!;
+    if (item.kind === 'step' && item.parentId !== null) {
+      const parent = this.nodes.get(item.parentId);
+      parent?.querySelector(':scope > .nini-step-children')?.append(node);
+      if (parent) {
+        return;
+      }
+    }
+    if (item.kind === 'step' && item.background) {
+      this.backgroundGroup(item.turnId).append(node);
+      return;
+    }
+    this.log.append(node);
+  }
+
+  private backgroundGroup(turnId: string | null): HTMLElement {
+    const key = `background:${turnId}`;
+    let group = this.nodes.get(key);
+    if (group === undefined) {
+      group = el('details', 'nini-background');
+      group.append(el('summary', undefined, 'After the answer'));
+      this.nodes.set(key, group);
+      this.log.append(group);
+    }
+    return group;
+  }
+
+  async ask(): Promise<void> {
+    const message = this.input.value.trim();
+    if (!message || this.running) {
+      return;
+    }
+    const api = this.options.api;
+    this.asking = true;
+    this.updateButtons();
+    try {
+      if (this.sessionId === null) {
+        const session = await api.createSession(message.slice(0, 80));
+        this.open(session.id);
+        void this.refreshSessions();
+      }
+      await api.ask(this.sessionId!, message, this.notebookKernel()?.id);
+      this.input.value = '';
+    } catch (error) {
+      this.asking = false;
+      this.say(error);
+    }
+    this.updateButtons();
+  }
+
+  async cancel(): Promise<void> {
+    if (this.sessionId === null) {
+      return;
+    }
+    try {
+      await this.options.api.cancel(this.sessionId);
+      this.status.textContent = 'Stopping…';
+    } catch (error) {
+      this.say(error);
+    }
+  }
+
+  private async decide(approvalId: string, approve: boolean): Promise<void> {
+    try {
+      await this.options.api.decideApproval(this.sessionId!, approvalId, approve);
+    } catch (error) {
+      this.say(error);
+    }
+  }
+
+  private showState(state: StreamState, retryInMs?: number): void {
+    this.log.dataset.stream = state;
+    if (state === 'waiting') {
+      this.status.textContent = `Connection lost; reconnecting in ${Math.round((retryInMs ?? 0) / 100) / 10} s…`;
+    } else if (state === 'open' && this.status.textContent?.startsWith('Connection lost')) {
+      this.status.textContent = '';
+    }
+  }
+
+  /** A failed request, as the envelope says it (never a stack trace). */
+  private say(error: unknown): void {
+    const message = error instanceof NiniApiError ? `${error.code}: ${error.message}` : String((error as Error)?.message ?? error);
+    const node = el('div', 'nini-error nini-request-error', message);
+    node.setAttribute('role', 'alert');
+    this.log.append(node);
+  }
+
+  private updateButtons(): void {
+    const running = this.running;
+    this.send.disabled = running;
+    this.stop.disabled = !running || this.sessionId === null;
+    this.node.dataset.running = String(running);
+  }
+
+  protected onActivateRequest(): void {
+    this.input.focus();
+  }
+
+  dispose(): void {
+    this.stream?.dispose();
+    cancelAnimationFrame(this.frame);
+    super.dispose();
+  }
+}

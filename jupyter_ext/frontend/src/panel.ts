@@ -1,0 +1,54 @@
+/** The nini sidebar: one panel, four tabs (Chat, Skills, Reports, Models). */
+import { IEditorServices } from '@jupyterlab/codeeditor';
+import { INotebookTracker } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { LabIcon } from '@jupyterlab/ui-components';
+import { TabPanel } from '@lumino/widgets';
+
+import { NiniApi } from './api';
+import { ChatView } from './chat';
+import { ProvidersView } from './providers';
+import { ReportsView } from './reports';
+import { SkillsView } from './skills';
+
+export const niniIcon = new LabIcon({
+  name: 'nini:icon',
+  svgstr:
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161">' +
+    '<path d="M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2zm3 9h2V9H7zm4 0h2V7h-2zm4 0h2v-3h-2z"/>' +
+    '</g></svg>'
+});
+
+export interface PanelOptions {
+  api: NiniApi;
+  rendermime: IRenderMimeRegistry;
+  notebooks: INotebookTracker | null;
+  openSkill: (name: string) => void;
+}
+
+export class NiniPanel extends TabPanel {
+  readonly chat: ChatView;
+  readonly skills: SkillsView;
+  readonly reports: ReportsView;
+  readonly models: ProvidersView;
+
+  constructor(options: PanelOptions) {
+    super({ tabPlacement: 'top', tabsMovable: false });
+    this.id = 'nini-panel';
+    this.addClass('nini-panel');
+    this.title.icon = niniIcon;
+    this.title.caption = 'nini';
+    this.chat = new ChatView({ api: options.api, rendermime: options.rendermime, notebooks: options.notebooks });
+    this.skills = new SkillsView({ api: options.api, openSource: options.openSkill });
+    this.reports = new ReportsView(options.api);
+    this.models = new ProvidersView(options.api);
+    this.chat.sessionChanged.connect((_, id) => this.reports.showSession(id));
+    for (const view of [this.chat, this.skills, this.reports, this.models]) {
+      view.id = `nini-tab-${view.title.label.toLowerCase()}`;
+      this.addWidget(view);
+    }
+    this.tabBar.node.setAttribute('aria-label', 'nini');
+  }
+}
+
+export type { IEditorServices };

@@ -1,0 +1,218 @@
+/**
+ * DOM for the chat's items: one element per item, updated in place when the item changes.
+ *
+ * Plain DOM, no framework: a busy agent sends thousands of events and each must cost little. Code
+ * and Markdown go through JupyterLab's rendermime (sanitized, highlighted); code only when its
+ * step is opened, so a long history stays cheap to show.
+ */
+import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
+
+import type { AssistantItem, ChatItem, StepItem } from './model';
+
+export interface RenderContext {
+  rendermime: IRenderMimeRegistry;
+  artifactUrl: (path: string) => string;
+  onApproval?: (approvalId: string, approve: boolean) => void;
+}
+
+const STATUS_TEXT: Record<string, string> = { running: 'running', succeeded: 'done', failed: 'failed' };
+const IMAGE = /\.(png|svg|jpe?g|gif)$/i;
+
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  className?: string,
+  text?: string
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (className) {
+    node.className = className;
+  }
+  if (text !== undefined) {
+    node.textContent = text;
+  }
+  return node;
+}
+
+/** Markdown through JupyterLab's renderer (sanitized: the text comes from a model). */
+export async function renderMarkdown(rendermime: IRenderMimeRegistry, host: HTMLElement, text: string): Promise<void> {
+  const renderer = rendermime.createRenderer('text/markdown');
+  await renderer.renderModel(new MimeModel({ data: { 'text/markdown': text }, trusted: false }));
+  host.replaceChildren(renderer.node);
+}
+
+function fenced(code: string, language: string): string {
+  const fence = code.includes('```') ? '~~~~' : '```';
+  return `${fence}${language}\n${code}\n${fence}`;
+}
+
+/** Create the element of `item`, or bring the existing one up to date. */
+export function renderItem(item: ChatItem, existing: HTMLElement | undefined, context: RenderContext): HTMLElement {
+  switch (item.kind) {
+    case 'user': {
+      const node = existing ?? el('div', 'nini-user');
+      node.textContent = item.text;
+      return node;
+    }
+    case 'assistant':
+      return renderAssistant(item, existing, context);
+    case 'step':
+      return renderStep(item, existing, context);
+    case 'note': {
+      const node = existing ?? el('div', 'nini-note');
+      node.setAttribute('role', 'note');
+      node.textContent = item.text;
+      return node;
+    }
+    case 'error': {
+      const node = existing ?? el('div', 'nini-error');
+      node.setAttribute('role', 'alert');
+      node.textContent = `${item.code}: ${item.message}`;
+      return node;
+    }
+    case 'end': {
+      const node = existing ?? el('div', 'nini-end');
+      node.dataset.endedBy = item.endedBy;
+      node.textContent = item.completedNormally
+        ? ''
+        : item.endedBy === 'canceled'
+          ? 'Stopped: the run was cancelled.'
+          : `The run ended unfinished (${item.endedBy}).`;
+      node.hidden = item.completedNormally;
+      return node;
+    }
+    case 'approval': {
+      const node = existing ?? buildApproval(item.id, item.code, item.language, context);
+      node.dataset.state = item.state;
+      node.querySelectorAll('button').forEach(button => ((button as HTMLButtonElement).disabled = item.state !== 'waiting'));
+      const state = node.querySelector('.nini-approval-state');
+      if (state) {
+        state.textContent = item.state === 'waiting' ? 'Waiting for your OK' : item.state;
+      }
+      return node;
+    }
+  }
+}
+
+function renderAssistant(item: AssistantItem, existing: HTMLElement | undefined, context: RenderContext): HTMLElement {
+  const node = existing ?? el('div', 'nini-assistant');
+  node.classList.toggle('nini-mod-streaming', item.streaming);
+  if (item.streaming) {
+    node.textContent = item.text; // plain while it streams; Markdown once whole
+  } else if (node.dataset.rendered !== item.text) {
+    node.dataset.rendered = item.text;
+    void renderMarkdown(context.rendermime, node, item.text);
+  }
+  return node;
+}
+
+function renderStep(step: StepItem, existing: HTMLElement | undefined, context: RenderContext): HTMLElement {
+  const node = existing ?? buildStep(step, context);
+  node.dataset.status = step.status;
+  const parts = stepParts(node);
+  parts.status.textContent = STATUS_TEXT[step.status];
+  parts.status.setAttribute('aria-label', `status: ${STATUS_TEXT[step.status]}`);
+  parts.label.textContent = step.label;
+  parts.duration.textContent = step.durationMs === null ? '' : `${(step.durationMs / 1000).toFixed(step.durationMs < 10_000 ? 2 : 1)} s`;
+  if (step.language) {
+    parts.language.textContent = step.language === 'r' ? 'R' : 'Python';
+    parts.language.dataset.language = step.language;
+    parts.language.hidden = false;
+  }
+  parts.output.hidden = !(step.stdout || step.stderr);
+  parts.output.textContent = [step.stdout, step.stderr].filter(Boolean).join('\n');
+  renderError(step, parts.error);
+  parts.summary.hidden = step.summary === null;
+  parts.summary.textContent = step.summary === null ? '' : `↳ ${step.summary}`;
+  const charts = step.artifacts.filter(path => IMAGE.test(path));
+  const shown = charts.filter(path => path.endsWith('.png')).length ? charts.filter(path => path.endsWith('.png')) : charts;
+  if (parts.charts.childElementCount !== shown.length) {
+    parts.charts.replaceChildren(
+      ...shown.map(path => {
+        const image = el('img', 'nini-chart');
+        image.src = context.artifactUrl(path);
+        image.alt = `chart ${path.split('/').pop()}`;
+        image.loading = 'lazy';
+        return image;
+      })
+    );
+  }
+  return node;
+}
+
+function renderError(step: StepItem, host: HTMLElement): void {
+  host.hidden = step.error === null;
+  if (step.error === null) {
+    return;
+  }
+  const violations = step.error.violations ?? [];
+  if (violations.length) {
+    host.replaceChildren(el('div', 'nini-error-title', `${step.error.code}`), ...violations.map(v => el('div', 'nini-violation', v.message)));
+  } else {
+    host.textContent = `${step.error.code}: ${step.error.message}`;
+  }
+}
+
+interface StepParts {
+  status: HTMLElement;
+  language: HTMLElement;
+  label: HTMLElement;
+  duration: HTMLElement;
+  output: HTMLElement;
+  error: HTMLElement;
+  summary: HTMLElement;
+  charts: HTMLElement;
+}
+
+const PARTS = new WeakMap<HTMLElement, StepParts>(); // a step's parts, found once when it is built
+
+function stepParts(node: HTMLElement): StepParts {
+  return PARTS.get(node)!;
+}
+
+function buildStep(step: StepItem, context: RenderContext): HTMLElement {
+  const node = el('div', 'nini-step');
+  node.dataset.id = step.id;
+  node.dataset.name = step.name;
+  const details = el('details');
+  const summary = el('summary');
+  const parts: StepParts = {
+    status: el('span', 'nini-step-status'),
+    language: Object.assign(el('span', 'nini-step-language'), { hidden: true }),
+    label: el('span', 'nini-step-label'),
+    duration: el('span', 'nini-step-duration'),
+    output: el('pre', 'nini-step-output'),
+    error: el('div', 'nini-step-error'),
+    summary: el('div', 'nini-step-summary'),
+    charts: el('div', 'nini-step-charts')
+  };
+  PARTS.set(node, parts);
+  summary.append(parts.status, el('span', 'nini-step-name', step.name), parts.language, parts.label, parts.duration);
+  const body = el('div', 'nini-step-body');
+  const code = el('div', 'nini-step-code');
+  body.append(code, parts.output);
+  details.append(summary, body);
+  details.addEventListener('toggle', () => {
+    if (details.open && step.code !== null && !code.dataset.rendered) {
+      code.dataset.rendered = '1';
+      void renderMarkdown(context.rendermime, code, fenced(step.code, step.language ?? ''));
+    }
+  });
+  const children = el('div', 'nini-step-children');
+  node.append(details, parts.error, parts.summary, parts.charts, children);
+  return node;
+}
+
+function buildApproval(id: string, code: string, language: string, context: RenderContext): HTMLElement {
+  const node = el('div', 'nini-approval');
+  const approvalId = id.replace(/^approval:/, '');
+  const pre = el('pre', 'nini-approval-code', code);
+  pre.dataset.language = language;
+  const approve = el('button', 'jp-Button jp-mod-accept', 'Run it');
+  const refuse = el('button', 'jp-Button jp-mod-reject', 'Refuse');
+  approve.setAttribute('aria-label', 'Run this step in your kernel');
+  refuse.setAttribute('aria-label', 'Refuse this step');
+  approve.onclick = () => context.onApproval?.(approvalId, true);
+  refuse.onclick = () => context.onApproval?.(approvalId, false);
+  node.append(el('div', 'nini-approval-state'), pre, approve, refuse);
+  return node;
+}

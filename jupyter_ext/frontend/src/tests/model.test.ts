@@ -1,0 +1,123 @@
+/**
+ * ChatModel on a recorded session (src/tests/fixtures/session-events.json, written by a real nini
+ * run against the scripted model: a chart, a failed step, an R policy refusal, a task with a step
+ * inside, a streamed Markdown answer, the skill enhancement after it, then a cancelled turn).
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+import type { NiniEvent } from '../api';
+import { ChatModel, StepItem } from '../model';
+
+const EVENTS: NiniEvent[] = JSON.parse(readFileSync(join(__dirname, '../../src/tests/fixtures/session-events.json'), 'utf-8'));
+
+function steps(model: ChatModel): StepItem[] {
+  return model.items.filter((item): item is StepItem => item.kind === 'step');
+}
+
+test('the recorded session folds into items in order', () => {
+  const model = new ChatModel();
+  model.apply(EVENTS);
+  const kinds = model.items.map(item => (item.kind === 'step' ? `step:${item.name}` : item.kind));
+  assert.deepEqual(kinds, [
+    'user',
+    'step:run_code',
+    'step:run_code',
+    'step:run_r_code',
+    'step:task:explore',
+    'step:list_datasets',
+    'assistant',
+    'end',
+    'step:skill-creator',
+    'step:skill-enhance',
+    'step:task:skill:enhance',
+    'step:save_skill',
+    'note',
+    'user',
+    'step:run_code',
+    'end'
+  ]);
+  assert.equal(model.lastSeq, EVENTS[EVENTS.length - 1].seq);
+  assert.equal(model.running, false);
+});
+
+test('a code step carries its code, language, output, charts and status', () => {
+  const model = new ChatModel();
+  model.apply(EVENTS);
+  const [chart, failed, refused] = steps(model);
+  assert.equal(chart.language, 'python');
+  assert.equal(chart.label, 'make numbers');
+  assert.match(chart.code ?? '', /plt\.plot/);
+  assert.equal(chart.status, 'succeeded');
+  assert.ok((chart.durationMs ?? 0) > 0);
+  assert.match(chart.stdout, /x\n0\s+1/);
+  assert.deepEqual(chart.artifacts, ['artifacts/make-numbers.png', 'artifacts/make-numbers.svg']);
+  assert.deepEqual(chart.datasetsSaved, ['nums']);
+  assert.equal(failed.status, 'failed');
+  assert.equal(failed.error?.code, 'CODE_ERROR');
+  assert.match(failed.error?.message ?? '', /ZeroDivisionError/);
+  assert.equal(refused.language, 'r');
+  assert.equal(refused.error?.code, 'POLICY_VIOLATION');
+  assert.equal(refused.error?.violations?.[0].name, 'system');
+  assert.equal(refused.error?.violations?.[0].line, 1);
+});
+
+test('a task shows its one sentence and holds the steps it ran', () => {
+  const model = new ChatModel();
+  model.apply(EVENTS);
+  const task = steps(model).find(step => step.name === 'task:explore')!;
+  const inner = steps(model).find(step => step.name === 'list_datasets')!;
+  assert.equal(task.summary, 'The nums dataset exists.');
+  assert.equal(inner.parentId, task.id);
+  assert.equal(task.parentId, null);
+});
+
+test('the answer is streamed then final, and the note after it is apart from it', () => {
+  const model = new ChatModel();
+  const answerStart = EVENTS.findIndex(event => event.type === 'assistant_delta');
+  model.apply(EVENTS.slice(0, answerStart + 2));
+  const streaming = model.items[model.items.length - 1];
+  assert.equal(streaming.kind, 'assistant');
+  assert.equal(streaming.kind === 'assistant' && streaming.streaming, true);
+  assert.equal(model.running, true);
+  model.apply(EVENTS);
+  const answer = model.items.find(item => item.kind === 'assistant');
+  assert.equal(answer?.kind === 'assistant' && answer.text, 'The sum is **6**.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nprint(1)\n```');
+  assert.equal(answer?.kind === 'assistant' && answer.streaming, false);
+  const note = model.items.find(item => item.kind === 'note');
+  assert.equal(note?.kind === 'note' && note.text, '[Skill] Created: numbers-chart');
+  // the enhancement's own steps are background work, not part of the answer
+  assert.ok(steps(model).filter(step => step.background).map(step => step.name).includes('save_skill'));
+  assert.ok(steps(model).filter(step => !step.background).every(step => step.turnId !== null));
+});
+
+test('a cancelled turn ends canceled with its step failed CANCELED', () => {
+  const model = new ChatModel();
+  model.apply(EVENTS);
+  const last = model.items[model.items.length - 1];
+  assert.equal(last.kind === 'end' && last.endedBy, 'canceled');
+  const slow = steps(model).find(step => step.label === 'slow')!;
+  assert.equal(slow.error?.code, 'CANCELED');
+});
+
+test('events replayed twice (a reconnect) change nothing; apply returns only what changed', () => {
+  const model = new ChatModel();
+  const all = model.apply(EVENTS);
+  assert.equal(all.length, model.items.length);
+  const count = model.items.length;
+  assert.deepEqual(model.apply(EVENTS), []);
+  assert.equal(model.items.length, count);
+});
+
+test('events split anywhere give the same items', () => {
+  const whole = new ChatModel();
+  whole.apply(EVENTS);
+  for (const cut of [1, 7, 20, 26, 37]) {
+    const parts = new ChatModel();
+    parts.apply(EVENTS.slice(0, cut));
+    parts.apply(EVENTS.slice(cut));
+    assert.deepEqual(JSON.stringify(parts.items), JSON.stringify(whole.items), `cut at ${cut}`);
+  }
+});

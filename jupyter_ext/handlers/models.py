@@ -1,0 +1,84 @@
+"""Tornado handlers for the models: what is configured and usable, saving and removing a provider,
+and testing one with a single tiny call (``nini.agent.model_admin`` holds the rules).
+
+A saved or removed provider takes effect at once (``Runtime.reload_models``): no restart. Keys are
+never accepted here; a provider names the environment variable that holds its key.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from jupyter_ext.handlers.base import NiniHandler
+from nini.agent.model_admin import delete_provider, describe_models, provider_from_body, save_provider, test_provider
+from nini.errors import ErrorCode, NiniError
+
+
+class ModelsHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """``{providers: [{name, kind, base_url, model, api_key_env, vision_models, enabled, usable,
+        reason}], purposes: {purpose: {chain, skipped, error}}}``: what ``nini doctor`` says of models."""
+        self.reply(describe_models(self.runtime.router, self.runtime.settings.home))
+
+
+class ProviderHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def put(self, name: str) -> None:
+        """Body: the provider's fields. Saved into settings.json (replacing the one of that name, else
+        appended) and used from the next model call on; replies the provider as GET shows it."""
+        provider = provider_from_body(name, self.body_object())
+        runtime = self.runtime
+        # on the loop, not a thread: two saves never interleave their read-modify-write of the file
+        save_provider(runtime.settings.home, provider)
+        await runtime.reload_models()
+        self.reply({"provider": self._shown(name)})
+
+    @web.authenticated
+    @authorized
+    async def delete(self, name: str) -> None:
+        """Remove the provider from settings.json (NOT_FOUND when it is not there): ``{"deleted": name}``."""
+        runtime = self.runtime
+        delete_provider(runtime.settings.home, name)
+        await runtime.reload_models()
+        self.reply({"deleted": name})
+
+    def _shown(self, name: str) -> dict[str, Any] | None:
+        """The provider as GET lists it; None when the environment overrides settings.json's list."""
+        described = describe_models(self.runtime.router, self.runtime.settings.home)["providers"]
+        return next((p for p in described if p["name"] == name), None)
+
+
+class ModelTestHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        """Body ``{"name"}`` (a configured provider) or a whole provider (unsaved: test before saving).
+        200 ``{ok: true, provider, model, latency_ms}`` or ``{ok: false, provider, reason}``."""
+        body = self.body_object()
+        runtime = self.runtime
+        if set(body) == {"name"}:
+            if not isinstance(body["name"], str):
+                raise NiniError(ErrorCode.INVALID_ARGUMENT, "name must be a string")
+            provider = next((p for p in runtime.settings.llm.providers if p.name == body["name"]), None)
+            if provider is None:
+                raise NiniError(ErrorCode.NOT_FOUND, f"no provider named {body['name']!r}; send the whole provider "
+                                "to test one that is not saved", {"name": body["name"]})  # fmt: skip
+        elif not body:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"name": "<provider>"} or a whole provider')
+        else:
+            provider = provider_from_body(None, body)
+        self.reply(await test_provider(provider, os.environ, runtime.settings.home))
+
+
+handlers = [
+    (r"/nini/api/models", ModelsHandler),
+    (r"/nini/api/models/test", ModelTestHandler),
+    (r"/nini/api/models/providers/([^/]+)", ProviderHandler),
+]

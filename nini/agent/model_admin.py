@@ -1,0 +1,199 @@
+"""Models as a client edits them while nini runs: describe them, save or remove a provider in
+settings.json, and test one with a single tiny call.
+
+This is the REST API's model management (``/nini/api/models``), kept in the core so the rules live
+in one place: a provider is validated by ``nini.config.ProviderSettings`` as when settings load, the
+facts shown are the router's (``ModelRouter.report``, what ``nini doctor`` prints), and a key is
+never accepted, stored or shown. Keys stay in environment variables, which settings.json only names
+(``api_key_env``): a body that carries a key is refused before anything is written, and the refusal
+never repeats the value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from nini.agent.llm import PURPOSES, ModelRouter, provider_problem
+from nini.config import ProviderSettings, update_setting
+from nini.errors import ErrorCode, NiniError
+from nini.redact import redact_paths
+
+KEY_ADVICE = "put the key in an environment variable and name it in api_key_env"
+# what a client may set; ``script`` is the replay kind's recorded script (relative to NINI_HOME)
+EDITABLE_FIELDS = ("kind", "base_url", "model", "api_key_env", "vision_models", "enabled", "script")
+# what GET /models shows of a provider beyond those: a client may send a provider back as it got it
+ECHOED_FIELDS = ("name", "usable", "reason")
+TEST_PROMPT = [{"role": "user", "content": "Reply with OK"}]
+TEST_TIMEOUT_S = 10.0
+UNSAVED_NAME = "unsaved"
+
+_SECRET_FIELD = re.compile(r"key|secret|token|passw|credential|authori[sz]ation|bearer", re.IGNORECASE)
+# the shapes providers give keys: OpenAI/DeepSeek sk-..., Anthropic sk-ant-..., Groq gsk_, Hugging Face hf_, ...
+_SECRET_VALUE = re.compile(r"^(?:bearer\s|(?:sk|pk|rk|gsk|hf|ghp|xai|sess)[-_][A-Za-z0-9])", re.IGNORECASE)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_URL_SECRET = re.compile(r"//[^/@?#]*@|[?&](?:api[-_]?key|key|token|access[-_]?token|secret)=", re.IGNORECASE)
+
+
+def provider_from_body(name: str | None, body: Mapping[str, Any]) -> ProviderSettings:
+    """The provider a client sent, validated as settings.json's would be; INVALID_ARGUMENT otherwise.
+
+    ``name`` is the one in the URL (None: the body's, else ``UNSAVED_NAME``, for a test). A key in
+    the body, under any name or in any field, is refused with ``KEY_ADVICE``.
+    """
+    refuse_secrets(body)
+    unknown = sorted(set(body) - set(EDITABLE_FIELDS) - set(ECHOED_FIELDS))
+    if unknown:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"unknown provider field(s) {', '.join(unknown)}; a provider has "
+                        f"{', '.join(EDITABLE_FIELDS)}", {"fields": unknown})  # fmt: skip
+    given = body.get("name")
+    if given is not None and (not isinstance(given, str) or (name is not None and given != name)):
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"the body's name must be the provider's name in the URL, {name!r}")
+    fields = {key: body[key] for key in EDITABLE_FIELDS if key in body and body[key] is not None}
+    try:
+        return ProviderSettings(name=name or given or UNSAVED_NAME, **fields)
+    except ValidationError as exc:
+        # loc and message only: pydantic's text repeats the input, and the input could be anything
+        problems = [f"{'.'.join(str(p) for p in e['loc']) or 'provider'}: {e['msg']}" for e in exc.errors()]
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"invalid provider: {'; '.join(problems)}",
+                        {"problems": problems}) from None  # fmt: skip
+
+
+def refuse_secrets(body: Mapping[str, Any]) -> None:
+    """INVALID_ARGUMENT when ``body`` holds what looks like an API key; the message names the field,
+    never the value."""
+    for field, value in body.items():
+        if field == "api_key_env":
+            continue
+        values = value if isinstance(value, list) else [value]
+        if _SECRET_FIELD.search(str(field)) or any(isinstance(v, str) and _SECRET_VALUE.match(v.strip()) for v in values):
+            raise _key_refused(field)
+    env = body.get("api_key_env")
+    if isinstance(env, str) and env and not _is_variable_name(env):
+        raise _key_refused("api_key_env", "api_key_env is the name of an environment variable (like DEEPSEEK_API_KEY)")
+    url = body.get("base_url")
+    if isinstance(url, str) and _URL_SECRET.search(url):
+        raise _key_refused("base_url", "base_url must not carry credentials")
+
+
+def _is_variable_name(text: str) -> bool:
+    """Whether ``text`` reads as an environment variable's name, not as a key pasted in its place:
+    a key has a provider's prefix (sk-, gsk_, ...) or is a long run of lower-case letters and digits."""
+    if not _ENV_NAME.fullmatch(text):
+        return False
+    if text.isupper():
+        return True
+    random = len(text) >= 20 and sum(c.isdigit() for c in text) >= 4
+    return not (random or _SECRET_VALUE.match(text))
+
+
+def _key_refused(field: str, why: str = "an API key must not be sent to nini") -> NiniError:
+    return NiniError(ErrorCode.INVALID_ARGUMENT, f"{why} (field {field!r}): {KEY_ADVICE}", {"field": field})
+
+
+def save_provider(home: Path, provider: ProviderSettings) -> None:
+    """Put ``provider`` into settings.json's ``llm.providers``: in place of the one of its name, else
+    appended. Atomic; a settings.json that does not parse is refused and left as it is."""
+    stored = provider.model_dump(mode="json", exclude_none=True)
+
+    def change(current: Any) -> list[Any]:
+        providers = _listed(current)
+        replaced = [stored if _named(p, provider.name) else p for p in providers]
+        return replaced if any(_named(p, provider.name) for p in providers) else [*providers, stored]
+
+    update_setting(home, "llm.providers", change)
+
+
+def delete_provider(home: Path, name: str) -> None:
+    """Remove provider ``name`` from settings.json's ``llm.providers``; NOT_FOUND when it is not there."""
+
+    def change(current: Any) -> list[Any]:
+        providers = _listed(current)
+        if not any(_named(p, name) for p in providers):
+            raise NiniError(ErrorCode.NOT_FOUND, f"no provider named {name!r} in settings.json", {"name": name})
+        return [p for p in providers if not _named(p, name)]
+
+    update_setting(home, "llm.providers", change)
+
+
+def _listed(current: Any) -> list[Any]:
+    if current is None:
+        return []
+    if not isinstance(current, list):
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, "llm.providers in settings.json is not a list; fix it first, "
+                        "nothing was changed")  # fmt: skip
+    return current
+
+
+def _named(entry: Any, name: str) -> bool:
+    return isinstance(entry, dict) and entry.get("name") == name
+
+
+def describe_models(router: ModelRouter, home: Path) -> dict[str, Any]:
+    """Every provider (usable now, or why not) and every purpose's chain with its skipped candidates:
+    the facts ``nini doctor`` shows, as data. Whether a key variable is set, never its value."""
+    providers = []
+    for provider in router.settings.providers:
+        reason = router.provider_problem(provider)
+        providers.append({
+            "name": provider.name, "kind": provider.kind, "base_url": provider.base_url, "model": provider.model,
+            "api_key_env": provider.api_key_env, "vision_models": list(provider.vision_models),
+            "enabled": provider.enabled, "usable": reason is None, "reason": _shown(reason, home),
+        })  # fmt: skip
+    purposes = {}
+    for purpose in PURPOSES:
+        facts = router.report(purpose)
+        for skipped in facts["skipped"]:
+            skipped["reason"] = _shown(skipped["reason"], home)
+        purposes[purpose] = {**facts, "error": _shown(facts["error"], home)}
+    return {"providers": providers, "purposes": purposes}
+
+
+async def test_provider(
+    provider: ProviderSettings, environ: Mapping[str, str], home: Path, *, timeout_s: float = TEST_TIMEOUT_S
+) -> dict[str, Any]:
+    """One tiny real call to ``provider`` through its provider class (no retries, ``timeout_s``):
+    ``{ok: true, provider, model, latency_ms}`` or ``{ok: false, provider, reason: "CODE: message"}``.
+
+    Never raises for the provider's failures: a dead URL, a refused key or a timeout is the answer.
+    A disabled provider is tried too, so that it can be checked before it is enabled.
+    """
+    from nini.agent.providers import make_provider
+
+    problem = provider_problem(provider, environ, check_enabled=False)
+    if problem is not None:
+        return _failed(provider, ErrorCode.NO_MODEL_AVAILABLE.value, problem, home)
+    key = environ.get(provider.api_key_env) if provider.api_key_env else None
+    client = make_provider(provider, key, max_retries=0)
+    started = time.monotonic()
+    try:
+        completion = await asyncio.wait_for(
+            client.call("chat", provider.model, TEST_PROMPT, tools=None, temperature=0, max_tokens=5,
+                        timeout_s=timeout_s, on_text=None),
+            timeout_s + 2,  # the SDK's own timeout should win; this one bounds anything else
+        )  # fmt: skip
+    except NiniError as exc:
+        return _failed(provider, exc.code.value, exc.message, home)
+    except TimeoutError:
+        return _failed(provider, ErrorCode.TIMEOUT.value, f"no answer within {timeout_s:g} s", home)
+    finally:
+        await client.aclose()
+    latency_ms = round((time.monotonic() - started) * 1000)
+    return {"ok": True, "provider": provider.name, "model": completion.model or provider.model, "latency_ms": latency_ms}
+
+
+def _failed(provider: ProviderSettings, code: str, message: str, home: Path) -> dict[str, Any]:
+    short = " ".join(message.split())
+    short = short if len(short) <= 300 else short[:299] + "…"
+    return {"ok": False, "provider": provider.name, "reason": f"{code}: {_shown(short, home)}"}
+
+
+def _shown(text: str | None, home: Path) -> str | None:
+    """``text`` as a client may see it: no host path (a replay script's, say)."""
+    return redact_paths(text, nini_home=home) if text else text

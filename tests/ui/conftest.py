@@ -1,0 +1,194 @@
+"""A real `jupyter lab` with nini, driven by Debian's Chromium (headless, through Playwright's
+Python driver; no browser is downloaded), against the scripted model server of tests/.
+
+The lab runs on 127.0.0.1 with a token, its own NINI_HOME, Jupyter config, settings and workspace
+folders, so nothing of the machine's own setup leaks in. These tests skip, saying why, where
+Chromium, Playwright or the built labextension is missing; `make test` installs all three.
+Screenshots of each state land in test-output/ui/ (or $NINI_UI_SCREENSHOTS).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO_ROOT, scripted_model_settings
+from tests.llm_server import ScriptedLLM
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]  # fmt: skip
+LABEXTENSION = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "nini" / "package.json"
+SCREENSHOTS = Path(os.environ.get("NINI_UI_SCREENSHOTS", REPO_ROOT / "test-output" / "ui"))
+NO_NEWS = {"fetchNews": "false", "checkForUpdates": False}
+
+
+def missing_for_browser_tests() -> str | None:
+    """Why the browser tests cannot run here, or None."""
+    if not Path(CHROMIUM).is_file():
+        return "Chromium is not installed (make test installs Debian's chromium as root)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is missing (pip install -e '.[dev]')"
+    if not LABEXTENSION.is_file():
+        return f"nini's labextension is not installed in {sys.prefix} (it is built by pip install, which needs npm)"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Lab:
+    """`jupyter lab` in a subprocess, and its REST API."""
+
+    def __init__(self, root: Path, llm: ScriptedLLM, *, disabled: bool = False, settings: dict | None = None) -> None:
+        self.root, self.port, self.token = root, free_port(), secrets.token_hex(16)
+        self.home, self.notebooks = root / "nini-home", root / "notebooks"
+        for folder in (self.home, self.notebooks, root / "config" / "labconfig", root / "lab-settings", root / "workspaces"):
+            folder.mkdir(parents=True, exist_ok=True)
+        values = scripted_model_settings(llm) | (settings or {})
+        (self.home / "settings.json").write_text(json.dumps(values))
+        notification = root / "lab-settings" / "@jupyterlab" / "apputils-extension"
+        notification.mkdir(parents=True)
+        (notification / "notification.jupyterlab-settings").write_text(json.dumps(NO_NEWS))
+        notebooks = root / "lab-settings" / "@jupyterlab" / "notebook-extension"
+        notebooks.mkdir(parents=True)  # a notebook opens with its kernel, not a "Select Kernel" dialog
+        (notebooks / "tracker.jupyterlab-settings").write_text(json.dumps({"autoStartDefaultKernel": True}))
+        if disabled:  # the negative control: the same lab without nini's frontend
+            (root / "config" / "labconfig" / "page_config.json").write_text(json.dumps({"disabledExtensions": {"nini": True}}))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("NINI_", "JUPYTER"))}
+        env.update(NINI_HOME=str(self.home), JUPYTER_CONFIG_DIR=str(root / "config"),
+                   JUPYTER_RUNTIME_DIR=str(root / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(root / "lab-settings"),
+                   JUPYTERLAB_WORKSPACES_DIR=str(root / "workspaces"), PYTHONPATH=str(REPO_ROOT))  # fmt: skip
+        command = [str(Path(sys.executable).with_name("jupyter")), "lab", "--no-browser", "--allow-root",
+                   f"--port={self.port}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={self.token}",
+                   f"--ServerApp.root_dir={self.notebooks}", "--ServerApp.port_retries=0"]  # fmt: skip
+        self.log = (root / "lab.log").open("w")
+        self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=self.notebooks)
+        self._wait()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _wait(self) -> None:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited: {(self.root / 'lab.log').read_text()[-2000:]}")
+            try:
+                self.get("/api/status")
+                return
+            except OSError:
+                time.sleep(0.3)
+        raise TimeoutError("jupyter lab did not answer in 90 s")
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{self.url}{path}", data=data, method=method,
+                                         headers={"Authorization": f"token {self.token}"})  # fmt: skip
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read() or b"null")
+
+    def get(self, path: str) -> Any:
+        return self.request("GET", path)
+
+    def nini(self, method: str, path: str, body: Any = None) -> Any:
+        """A nini endpoint's data (the envelope's ``data``)."""
+        reply = self.request(method, f"/nini/api/{path}", body)
+        assert reply["ok"] is True, reply
+        return reply["data"]
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    reason = missing_for_browser_tests()
+    if reason:
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def lab(browser: Any, tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[Lab]:
+    started = Lab(tmp_path_factory.mktemp("lab"), llm)
+    yield started
+    started.stop()
+
+
+def new_page(browser: Any, lab: Lab) -> Any:
+    page = browser.new_page(viewport={"width": 1440, "height": 960})
+    page.set_default_timeout(30_000)
+    page.goto(f"{lab.url}/lab?token={lab.token}")
+    page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
+    return page
+
+
+def open_sidebar(page: Any, timeout_ms: int = 30_000) -> None:
+    """Click nini's tab in the left bar and wait for the chat: what a user does first."""
+    page.click('.jp-SideBar.jp-mod-left [data-id="nini-panel"]', timeout=timeout_ms)
+    page.wait_for_selector("#nini-panel .nini-chat .nini-input", state="visible", timeout=timeout_ms)
+
+
+def widen_sidebar(page: Any, by: int = 260) -> None:
+    """Drag the left sidebar's edge to the right, as a user does for a roomier chat."""
+    handle = page.locator("#jp-main-split-panel > .lm-SplitPanel-handle").first
+    box = handle.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 200)
+    page.mouse.down()
+    page.mouse.move(box["x"] + by, box["y"] + 200, steps=5)
+    page.mouse.up()
+
+
+def screenshot(page: Any, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed browser test leaves a screenshot of the page as it was: failed-<test>.png."""
+    outcome = yield
+    report = outcome.get_result()
+    page = getattr(item, "funcargs", {}).get("page")
+    if report.when == "call" and report.failed and page is not None:
+        try:
+            screenshot(page, f"failed-{item.name}")
+        except Exception:  # the page may be gone with the browser; the failure itself is what counts
+            pass
