@@ -101,6 +101,22 @@ class Subscription:
                 return event
         raise StopAsyncIteration
 
+    def next_ready(self) -> dict[str, Any] | None:
+        """The next event if it is already here (replayed or queued), else None; never waits.
+        Only after the first ``__anext__`` (which reads the replay)."""
+        while not self._closed and (self._replay or not self._queue.empty()):
+            event = self._replay.popleft() if self._replay else self._queue.get_nowait()
+            if event is not _CLOSED and event["seq"] > self._last_seq:
+                self._last_seq = event["seq"]
+                return event
+        return None
+
+    @property
+    def ready(self) -> bool:
+        """Whether the next event is already here (replayed or queued): a consumer that writes
+        events to a socket can then write on and flush once, at the end of the burst."""
+        return bool(self._replay) or not self._queue.empty()
+
     def close(self) -> None:
         """Stop receiving: the iteration ends, even if events are still queued.
 

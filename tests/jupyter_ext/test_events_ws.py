@@ -66,9 +66,30 @@ async def test_events_of_other_sessions_are_not_sent(api: Any, jp_ws_fetch: Any)
     ws.close()
 
 
+async def test_batch_sends_a_replay_in_few_messages_then_live_events(api: Any, jp_ws_fetch: Any) -> None:
+    session_id = await new_session(api)
+    for step in range(4):
+        await run(api, session_id, f"step = {step}")
+    ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events", params={"since": "0", "batch": "1"})
+    messages, seqs = 0, []
+    while len(seqs) < 12:
+        message = json.loads(await asyncio.wait_for(ws.read_message(), 10))
+        messages += 1
+        seqs += [e["seq"] for e in (message if isinstance(message, list) else [message])]
+    assert seqs == list(range(1, 13)) and messages < 12  # the stored events came together, in order
+    await run(api, session_id, "late = 1")
+    live = []
+    while len(live) < 3:
+        message = json.loads(await asyncio.wait_for(ws.read_message(), 10))
+        live += [e["seq"] for e in (message if isinstance(message, list) else [message])]
+    assert live == [13, 14, 15]
+    ws.close()
+
+
 @pytest.mark.parametrize(
     ("session", "params", "status"),
-    [("nope", {}, 404), ("bad.id", {}, 400), (None, {"since": "-1"}, 400), (None, {"since": "last"}, 400)],
+    [("nope", {}, 404), ("bad.id", {}, 400), (None, {"since": "-1"}, 400), (None, {"since": "last"}, 400),
+     (None, {"batch": "yes"}, 400)],
 )
 async def test_refused_before_upgrade(api: Any, jp_ws_fetch: Any, session: str | None, params: dict, status: int) -> None:
     session_id = session or await new_session(api)

@@ -180,6 +180,6 @@ export class NiniApi {
   eventsUrl(sessionId: string, since: number): string {
     const url = URLExt.join(this.settings.wsUrl, 'nini/api/sessions', encodeURIComponent(sessionId), 'events');
     const token = this.settings.token ? `&token=${encodeURIComponent(this.settings.token)}` : '';
-    return `${url}?since=${since}${token}`;
+    return `${url}?since=${since}&batch=1${token}`; // batch: a replay arrives in few messages
   }
 }

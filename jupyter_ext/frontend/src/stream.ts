@@ -106,19 +106,25 @@ export class EventStream {
     };
   }
 
+  /** One message: an event, or (the server batches a burst for `?batch=1`) an array of them. */
   private receive(raw: unknown): void {
-    let event: NiniEvent;
+    let parsed: unknown;
     try {
-      event = JSON.parse(String(raw));
+      parsed = JSON.parse(String(raw));
     } catch {
       return; // not an event: ignore it rather than stop the stream
     }
-    if (typeof event?.seq !== 'number' || event.seq <= this.lastSeq) {
-      return; // a replayed duplicate after a reconnect
+    const fresh: NiniEvent[] = [];
+    for (const event of (Array.isArray(parsed) ? parsed : [parsed]) as NiniEvent[]) {
+      if (typeof event?.seq === 'number' && event.seq > this.lastSeq) {
+        this.lastSeq = event.seq; // an older seq is a replayed duplicate after a reconnect
+        fresh.push(event);
+      }
     }
-    this.lastSeq = event.seq;
-    this.delay = this.options.firstDelayMs ?? 500; // it works again: the next drop retries quickly
-    this.options.onEvents([event]);
+    if (fresh.length) {
+      this.delay = this.options.firstDelayMs ?? 500; // it works again: the next drop retries quickly
+      this.options.onEvents(fresh);
+    }
   }
 
   private retry(): void {

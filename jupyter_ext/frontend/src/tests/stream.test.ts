@@ -116,3 +116,24 @@ test('what is not an event is ignored and the stream goes on', () => {
   sockets[0].send(1);
   assert.deepEqual(received.map(event => event.seq), [1]);
 });
+
+test('a batched message delivers its events in one call, less those already seen', () => {
+  const calls: number[][] = [];
+  const sockets: FakeSocket[] = [];
+  new EventStream({
+    url: after => `ws://host/events?since=${after}`,
+    onEvents: events => calls.push(events.map(event => event.seq)),
+    createSocket: url => {
+      const socket = new FakeSocket(url);
+      sockets.push(socket);
+      return socket;
+    },
+    scheduler: new ManualClock()
+  });
+  const batch = (seqs: number[]) => JSON.stringify(seqs.map(seq => ({ seq, type: 'tool_call', session_id: 's', data: {} })));
+  sockets[0].send(1);
+  sockets[0].onmessage?.({ data: batch([1, 2, 3]) });
+  sockets[0].onmessage?.({ data: batch([4, 5]) });
+  sockets[0].onmessage?.({ data: batch([5]) }); // all seen: no call
+  assert.deepEqual(calls, [[1], [2, 3], [4, 5]]);
+});
