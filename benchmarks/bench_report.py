@@ -18,6 +18,9 @@ import time
 import zlib
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import notebook_scale  # noqa: E402 - a sibling module of this script
+
 from nini.report.builder import ReportOptions, build_report
 from nini.report.model import ChartFile, DatasetInfo, ReportInput, Step, ToolCallInfo
 
@@ -119,6 +122,7 @@ def main() -> int:
     print(f"  ratio embedded / linked             {embedded / linked:8.2f}x   image embedding costs "
           f"{embedding * 1000:.1f} ms, {embedding / embedded:.0%} of the embedded build: "
           f"{'it dominates' if embedding > embedded / 2 else 'it does not dominate'}")
+    notebook_scale.run(png(100, 80, random.Random(5)))
     return 0
 
 

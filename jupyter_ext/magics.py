@@ -291,13 +291,11 @@ class NiniMagics(Magics):
             print(f"nini: {result.error['code']}{line}: {result.error['message']}", file=sys.stderr)
 
     def _export(self, fmt: str, out: str | None) -> Path:
-        from nini.fsutil import atomic_write_text
-        from nini.history.export import export_session
+        from nini.history.export import write_session_export
 
         session = self.session
-        text = export_session(session.store, session.id, session.workspace.root, fmt)
         path = Path(out) if out else Path.cwd() / f"nini-session-{session.id}.{fmt}"
-        atomic_write_text(path, text)
+        write_session_export(session.store, session.id, session.workspace.root, fmt, path)  # + <stem>_files/
         return path.resolve()
 
 

@@ -140,6 +140,17 @@ class UISettings(BaseModel):
     )
 
 
+class ReportSettings(BaseModel):
+    """How the layered report (``nini report``, ``generate_report``) writes values."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    decimals: int = Field(
+        4, ge=1, le=15, description="Significant digits of the numbers in a report's findings and tables "
+        "(0.5623850983416314 reads 0.5624 with 4); whole parts are never cut (2857565 stays)."
+    )
+
+
 class ServerSettings(BaseModel):
     """Limits of the Jupyter server extension's REST API."""
 
@@ -249,6 +260,7 @@ class Settings(BaseSettings):
     agent: AgentSettings = Field(default_factory=AgentSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     ui: UISettings = Field(default_factory=UISettings)
+    report: ReportSettings = Field(default_factory=ReportSettings)
     skill_enhance: SkillEnhanceSettings = Field(default_factory=SkillEnhanceSettings)
     database_url: str | None = Field(
         None,

@@ -54,6 +54,9 @@ def test_run_code_from_stdin_then_list_show_and_export(nini, tmp_path: Path) -> 
     nbformat.validate(notebook)
     sources = [c.source for c in notebook.cells if c.cell_type == "code"]
     assert any("df['revenue'].sum()" in s for s in sources) and any("datasets['sales']['units']" in s for s in sources)
+    # the datasets it reads are beside it, named by relative path only
+    assert (tmp_path / "cli1_files" / "datasets" / "sales.parquet").is_file()
+    assert "cli1_files" in sources[0] and str(tmp_path) not in out.read_text()
 
 
 def test_run_code_from_a_file_prints_output_and_artifacts(nini, tmp_path: Path) -> None:

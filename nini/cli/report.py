@@ -11,6 +11,8 @@ import typer
 from nini.cli._common import handles_errors, state
 from nini.errors import ErrorCode, NiniError
 
+STRICT_FAILED_EXIT = 3  # `--execute --strict` and a cell failed or timed out: the report is written, the run is not clean
+
 
 @handles_errors
 def report_command(
@@ -27,6 +29,8 @@ def report_command(
     execute: Annotated[bool, typer.Option("--execute", help="Run the notebook first (nbclient); "
                                           "the notebook file itself is not changed.")] = False,  # fmt: skip
     timeout: Annotated[float, typer.Option("--timeout", min=1, help="With --execute: seconds per cell.")] = 600,
+    strict: Annotated[bool, typer.Option("--strict", help="With --execute: exit with status 3 when a cell "
+                                         "failed or timed out (the report is still written).")] = False,  # fmt: skip
 ) -> None:
     """Write the layered report of a session (--session ID) or a notebook (--execute runs it first); print its paths."""
     from nini.report.builder import ReportOptions, build_report
@@ -37,13 +41,15 @@ def report_command(
     if execute and notebook is None:
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "--execute runs a notebook; a session's steps have already run")
     chosen = check_formats(formats.split(","))
-    options = ReportOptions(title=title, include_session_stats=with_observability, lang=lang)
+    options = ReportOptions(title=title, include_session_stats=with_observability, lang=lang,
+                            decimals=state(ctx).settings.report.decimals)
     if notebook is not None:
         from nini.report.sources import from_notebook
 
         folder = (out or notebook.parent).resolve()
         files_dir = new_folder(folder, f"{notebook.stem}_report_files")
-        data, _ = from_notebook(notebook, execute=execute, timeout_s=timeout, files_dir=files_dir)
+        progress = (lambda line: typer.echo(line, err=True)) if execute else None
+        data, _ = from_notebook(notebook, execute=execute, timeout_s=timeout, files_dir=files_dir, progress=progress)
         prefix = f"{notebook.stem}-report"
         within = None
     else:
@@ -52,6 +58,11 @@ def report_command(
     rendered = build_report(data, options, link_base=folder)
     for path in write_report(rendered, folder, formats=chosen, stem=prefix, within=within).values():
         typer.echo(str(path))
+    failures = data.execution.message() if data.execution is not None else None
+    if failures:
+        typer.echo(failures, err=True)
+        if strict:
+            raise typer.Exit(STRICT_FAILED_EXIT)
 
 
 def _session_input(ctx: typer.Context, session_id: str, out: Path | None):  # noqa: ANN202 - (ReportInput, Path, RootedDir | None)

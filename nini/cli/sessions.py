@@ -13,8 +13,7 @@ import typer
 
 from nini.cli._common import handles_errors, load_data_files, print_json, state
 from nini.errors import ErrorCode, NiniError
-from nini.fsutil import atomic_write_text
-from nini.history.export import export_session
+from nini.history.export import export_session, write_session_export
 from nini.history.store import HistoryStore
 from nini.skills.invoke import invoke
 
@@ -72,19 +71,20 @@ def export(
     ctx: typer.Context,
     session_id: Annotated[str, typer.Argument(metavar="ID")],
     format: Annotated[Literal["ipynb", "md", "json"], typer.Option("--format", help="ipynb, md or json.")] = "ipynb",
-    out: Annotated[Path | None, typer.Option("--out", help="Write here instead of to stdout.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write here instead of to stdout, with <name>_files/ beside it (a notebook's datasets, the Markdown's images).")] = None,
 ) -> None:
     """Export a session: a notebook that re-runs it, Markdown to read, or JSON."""
     settings = state(ctx).settings
     from nini.execution.workspace import Workspace
 
+    workspace = Workspace.for_session(settings.sessions_dir, session_id).root
     with _store(ctx) as store:
-        text = export_session(store, session_id, Workspace.for_session(settings.sessions_dir, session_id).root, format)
-    if out is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    else:
-        atomic_write_text(out, text)
-        typer.echo(f"wrote {out}", err=True)
+        if out is not None:  # a notebook gets <stem>_files/ beside it: the datasets it reads
+            write_session_export(store, session_id, workspace, format, out)
+            typer.echo(f"wrote {out}", err=True)
+            return
+        text = export_session(store, session_id, workspace, format)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
 @handles_errors

@@ -25,12 +25,15 @@ from markupsafe import Markup
 from nini.errors import ErrorCode, NiniError
 from nini.report.charts import ChartGroup, group_charts, preview_kind, split_name
 from nini.report.findings import Finding, business_text, key_findings, relevant_steps
+from nini.report.methods import condense_notes, libraries
 from nini.report.model import ChartFile, ReportInput, Step, ToolCallInfo
+from nini.report.values import DEFAULT_DIGITS, Table
 
 TEMPLATES = Path(__file__).parent / "templates"
 MAX_METHOD_STEPS = 15
 MAX_COLUMNS = 12
 SUMMARY_HIGHLIGHTS = 3
+SUMMARY_CHARTS = 6
 IMAGE_TYPES = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "webp": "image/webp",
                "gif": "image/gif", "svg": "image/svg+xml"}
 
@@ -41,18 +44,19 @@ TEXT: dict[str, dict[str, str]] = {
         "charts": "图表", "findings": "关键发现", "conclusions": "结论与建议",
         "appendix": "分析统计（系统观测）", "figure": "图 {n}：{name}", "manifest": "图表清单",
         "open_file": "查看图表文件", "open_html": "打开交互图表（HTML）", "colon": "：", "sep": "、",
-        "and": " 和 ", "clause": "，",
+        "and": " 和 ", "clause": "，", "libs": "{lang}（{names}）",
         "no_charts": "本次分析没有生成图表。", "no_findings": "没有可报告的关键发现。",
         "no_datasets": "未记录数据集。", "rows": "{n} 行", "columns": "{n} 列", "fields": "字段：{names}",
         "more": "等",
         "methods_steps": "本次分析使用 {langs} 完成，主要步骤如下：", "methods_plain": "本次分析使用 {langs} 对数据进行了处理与统计分析。",
         "methods_more": "以及其他辅助步骤。", "no_steps": "未记录分析步骤。",
         "summary_datasets": "分析基于数据集 {names}。", "summary_findings": "本次分析得到 {n} 项主要结果，要点如下：",
-        "summary_none": "本次分析没有可汇总的结果。",
+        "summary_none": "本次分析没有可汇总的结果。", "summary_charts": "本次分析生成了 {n} 张图表：{names}。",
         "conclusions_default": "以上结果来自本次记录的分析步骤，建议结合业务背景解读，并在决策前进一步验证。",
         "tool_calls": "工具调用", "executions": "代码执行（按语言）", "failures": "失败、修正与回滚",
         "durations": "耗时", "dataset_rows": "数据集与行数", "source": "来源", "none_recorded": "未记录。",
         "calls": "{name}：{count} 次，失败 {failed} 次，耗时合计 {duration}",
+        "failed_cells": "运行时失败的单元格：{n} / {total}（{cells}），其输出与图表未写入正文", "timeout": "超时",
         "failed_steps": "失败步骤：{n}", "error_kinds": "（{kinds}）", "superseded": "被后续修正取代的步骤：{n}",
         "rolled_back": "已回滚的步骤：{n}", "failed_calls": "失败的工具调用：{n}",
         "execution_time": "代码执行合计：{total}；最长一步：{longest}", "tool_time": "工具调用合计：{total}",
@@ -64,7 +68,7 @@ TEXT: dict[str, dict[str, str]] = {
         "charts": "Charts", "findings": "Key findings", "conclusions": "Conclusions and recommendations",
         "appendix": "Analysis statistics (system observability)", "figure": "Figure {n}: {name}",
         "manifest": "Chart files", "open_file": "View chart file", "open_html": "Open interactive chart (HTML)",
-        "colon": ": ", "sep": ", ", "and": " and ", "clause": ", ",
+        "colon": ": ", "sep": ", ", "and": " and ", "clause": ", ", "libs": "{lang} ({names})",
         "no_charts": "The analysis produced no charts.", "no_findings": "There are no key findings to report.",
         "no_datasets": "No datasets were recorded.", "rows": "{n} rows", "columns": "{n} columns",
         "fields": "fields: {names}", "more": "…",
@@ -73,12 +77,15 @@ TEXT: dict[str, dict[str, str]] = {
         "summary_datasets": "The analysis is based on the datasets {names}.",
         "summary_findings": "The analysis produced {n} main results. Highlights:",
         "summary_none": "The analysis produced no results to summarise.",
+        "summary_charts": "Charts drawn ({n}): {names}.",
         "conclusions_default": "These results come from the recorded analysis steps; read them in their business "
                                "context and validate them before acting on them.",
         "tool_calls": "Tool calls", "executions": "Code executions by language", "failures": "Failures, corrections and rollbacks",
         "durations": "Durations", "dataset_rows": "Datasets and row counts", "source": "Source",
         "none_recorded": "Nothing recorded.",
         "calls": "{name}: {count} calls, {failed} failed, {duration} in total",
+        "failed_cells": "Cells that failed when run: {n} of {total} ({cells}); their outputs and charts are left out",
+        "timeout": "timed out",
         "failed_steps": "Failed steps: {n}", "error_kinds": " ({kinds})", "superseded": "Steps superseded by a later correction: {n}",
         "rolled_back": "Rolled-back steps: {n}", "failed_calls": "Failed tool calls: {n}",
         "execution_time": "Code execution in total: {total}; longest step: {longest}", "tool_time": "Tool calls in total: {total}",
@@ -89,6 +96,7 @@ TEXT: dict[str, dict[str, str]] = {
 }  # fmt: skip
 LANGUAGES = {"python": "Python", "r": "R"}
 _IMG_SRC = re.compile(r'(<img src=")([^"]*)(")')
+_IMG_TAG = re.compile(r'<img src="([^"]*)" alt="([^"]*)"[^>]*>')  # as markdown-it writes them, attributes escaped
 _CONTENT_SLOT = "<!-- nini report content -->"
 _CONCLUSION_NOTE = re.compile(r"结论|建议|总结|小结|讨论|conclusion|recommend|takeaway|summary|discussion", re.I)
 
@@ -104,6 +112,7 @@ class ReportOptions:
     include_key_findings: bool = True
     include_session_stats: bool = False  # the observability appendix
     lang: Literal["zh", "en"] = "zh"
+    decimals: int = DEFAULT_DIGITS  # significant digits of numbers in findings (the ``report.decimals`` setting)
 
 
 @dataclass(frozen=True)
@@ -134,7 +143,7 @@ def build_report(
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"lang must be one of {', '.join(TEXT)}, not {options.lang!r}")
     t = TEXT[options.lang]
     steps = relevant_steps(data.steps)
-    findings = key_findings(data.steps)
+    findings = key_findings(data.steps, digits=options.decimals)
     groups = group_charts(data.charts)
     title = " ".join(business_text(options.title or data.title or t["title"]).split()) or t["title"]
     method_notes, conclusion_notes = _split_notes(data.notes, title, t)
@@ -143,9 +152,9 @@ def build_report(
         title=md_inline(title),
         datasets=_datasets(data, options, t),
         methods=_methods(options.methods, steps, method_notes, t),
-        summary=md_prose(options.summary_text) if options.summary_text else _summary(findings, data, options, t),
+        summary=md_prose(options.summary_text) if options.summary_text else _summary(findings, data, groups, options, t),
         charts=_charts(groups, link_base, t) if options.include_charts else None,
-        findings=[md_inline(finding.text) for finding in findings] if options.include_key_findings else None,
+        findings=[_finding(finding) for finding in findings] if options.include_key_findings else None,
         conclusions=_conclusions(options.conclusions, conclusion_notes, t),
     )
     appendix = _appendix(data, steps, t) if options.include_session_stats else ""
@@ -275,14 +284,18 @@ def _datasets(data: ReportInput, options: ReportOptions, t: dict[str, str]) -> s
 
 
 def _languages(steps: list[Step], t: dict[str, str]) -> str:
-    names = list(dict.fromkeys(LANGUAGES.get(step.language, step.language.capitalize()) for step in steps))
+    """The languages used, each with the main libraries its code imported: "Python（pandas、scipy）"."""
+    used = libraries(steps)
+    names = [t["libs"].format(lang=name, names=t["sep"].join(used[language])) if used.get(language) else name
+             for language, name in {step.language: LANGUAGES.get(step.language, step.language.capitalize())
+                                    for step in steps}.items()]  # fmt: skip
     return t["sep"].join(names[:-1]) + t["and"] + names[-1] if len(names) > 1 else names[0]
 
 
 def _methods(methods: str | None, steps: list[Step], notes: list[str], t: dict[str, str]) -> str:
     if methods:
         return md_prose(methods)
-    parts = [md_prose(note) for note in notes]
+    parts = [md_prose(section) for section in condense_notes(notes)]  # headings and first sentences, bounded
     if not steps:
         return "\n\n".join(parts + [t["no_steps"]])
     described: dict[str, str] = {}
@@ -300,16 +313,56 @@ def _methods(methods: str | None, steps: list[Step], notes: list[str], t: dict[s
     return "\n\n".join(parts + [t["methods_steps"].format(langs=langs), "\n".join(items), *more])
 
 
-def _summary(findings: list[Finding], data: ReportInput, options: ReportOptions, t: dict[str, str]) -> str:
+def _summary(
+    findings: list[Finding], data: ReportInput, groups: list[ChartGroup], options: ReportOptions, t: dict[str, str]
+) -> str:
+    """The datasets, the first findings, and the charts by name: a notebook whose work is charts
+    has a summary too, not "nothing to summarise"."""
     names = options.dataset_names if options.dataset_names is not None else [d.name for d in data.datasets]
     parts = [t["summary_datasets"].format(names=t["sep"].join(md_name(name) for name in names))] if names else []
+    charts = [_chart_title(group, data) for group in groups]
+    if charts:
+        shown = t["sep"].join(md_name(name) for name in dict.fromkeys(charts[:SUMMARY_CHARTS]))
+        charted = t["summary_charts"].format(n=len(charts), names=shown + (t["more"] if len(charts) > SUMMARY_CHARTS else ""))
     if not findings:
-        return "\n\n".join(parts + [t["summary_none"]])
+        return "\n\n".join(parts + [charted if charts else t["summary_none"]])
     highlights = []
-    for finding in findings[:SUMMARY_HIGHLIGHTS]:
+    # a table under a bare name ("df") says nothing in one line: the highlights are statements
+    stated = [f for f in findings if not (f.table and ": " not in f.text.splitlines()[0])] or findings
+    for finding in stated[:SUMMARY_HIGHLIGHTS]:
         first = finding.text.splitlines()[0]
         highlights.append("- " + md_inline(first if len(first) <= 120 else first[:119].rstrip() + "…"))
-    return "\n\n".join(parts + [t["summary_findings"].format(n=len(findings)), "\n".join(highlights)])
+    return "\n\n".join(parts + [t["summary_findings"].format(n=len(findings)), "\n".join(highlights)]
+                       + ([charted] if charts else []))
+
+
+def _chart_title(group: ChartGroup, data: ReportInput) -> str:
+    """A chart's name for prose: the label of the step that drew it, else its file's base name."""
+    step_id = group.files[0].step_id if group.files else None
+    label = next((step.label for step in data.steps if step.id == step_id and step.label), None)
+    return label or group.base
+
+
+def _finding(finding: Finding) -> str:
+    """One finding as a list item's Markdown: its text, then its table (indented into the item)."""
+    text = md_inline(finding.text)
+    if not finding.table:
+        return text
+    return text + "\n\n" + "\n".join("  " + line for line in md_table(finding.table).splitlines())
+
+
+def md_table(table: Table) -> str:
+    """A table as a Markdown (GFM) table, every cell escaped; the first row is the header."""
+
+    def cell(text: str) -> str:  # inside a table a leading "1." or "-" starts no list: no line-start escape
+        text = " ".join(text.split())
+        return _MD_ENTITY.sub(r"\\&", _MD_UNDERSCORE.sub(r"\\_", _MD_SPECIAL.sub(r"\\\1", text))) or " "
+
+    def row(cells: tuple[str, ...]) -> str:
+        return "| " + " | ".join(cell(text) for text in cells) + " |"
+
+    header, *rows = table
+    return "\n".join([row(header), "|" + "|".join(" --- " for _ in header) + "|", *(row(r) for r in rows)])
 
 
 def _conclusions(conclusions: str | None, notes: list[str], t: dict[str, str]) -> str:
@@ -382,6 +435,7 @@ def _appendix(data: ReportInput, relevant: list[Step], t: dict[str, str]) -> str
             t["superseded"].format(n=standing - len(relevant)),
             t["rolled_back"].format(n=sum(step.rolled_back for step in data.steps)),
             t["failed_calls"].format(n=sum(call.status in ("failed", "interrupted") for call in data.tool_calls)),
+            *_failed_cells(data, t),
         ],
         "durations": [
             t["execution_time"].format(total=_duration(_total(durations)), longest=_duration(max(durations, default=None))),
@@ -395,8 +449,17 @@ def _appendix(data: ReportInput, relevant: list[Step], t: dict[str, str]) -> str
         t=t, sections=[{"heading": t[key], "lines": lines} for key, lines in sections.items()])
 
 
+def _failed_cells(data: ReportInput, t: dict[str, str]) -> list[str]:
+    """The line saying which cells of a notebook run for the report failed (``--execute``), if any."""
+    run = data.execution
+    if run is None or not run.failed:
+        return []
+    cells = t["sep"].join(f"cell {n} ({t['timeout'] if why == 'timeout' else md_name(why)})" for n, why in run.failed)
+    return [t["failed_cells"].format(n=len(run.failed), total=run.cells, cells=cells)]
+
+
 def _html(markdown: str, title: str, lang: str, embedded: list[ChartGroup], link_base: Path | None) -> str:
-    md = MarkdownIt("commonmark", {"html": False})
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
     content = md.render(markdown)
     sources = {md.normalizeLink(chart_link(group.preview, link_base)): group.preview
                for group in embedded if group.preview and preview_kind(group.preview) == "image"}
@@ -409,12 +472,22 @@ def _html(markdown: str, title: str, lang: str, embedded: list[ChartGroup], link
             return match.group(1) + uri + match.group(3) if uri else match.group(0)
 
         content = _IMG_SRC.sub(embed, content)
+    content = _IMG_TAG.sub(_image_or_link, content)
     page = _templates().get_template("page.html.j2").render(
         lang="zh-CN" if lang == "zh" else lang, title=title, content=Markup(_CONTENT_SLOT))
     # The content joins the page after rendering: passed through jinja, a 20 MB page of embedded
     # images is copied several times over (escape checks, Markup, concatenation) for nothing.
     head, _, tail = page.partition(_CONTENT_SLOT)
     return "".join((head, content, tail))
+
+
+def _image_or_link(match: re.Match[str]) -> str:
+    """An image the page can show (embedded as data:), or else a plain link to it: the report loads
+    nothing from anywhere (its CSP allows data: images only), so a remote image is never fetched."""
+    source, alt = match.group(1), match.group(2)
+    if source.startswith("data:"):
+        return match.group(0)
+    return f'<a href="{source}">{alt or source}</a>'
 
 
 def _data_uri(file: ChartFile) -> str | None:

@@ -15,7 +15,7 @@ from nini.report.model import ChartFile
 # it ranks with the other raster images. Formats not listed rank after pdf.
 PRIORITY = ("png", "jpg", "jpeg", "webp", "gif", "svg", "html", "json", "pdf")
 IMAGE_FORMATS = frozenset({"png", "jpg", "jpeg", "webp", "gif", "svg"})
-COMPOUND_EXTENSIONS = (".plotly.json",)  # one extension: ``fit.plotly.json`` is chart ``fit``
+COMPOUND_EXTENSIONS = (".plotly.json", ".vegalite.json")  # one extension: ``fit.plotly.json`` is chart ``fit``
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,11 @@ A finding comes from a step's structured ``result`` and its cleaned stdout, neve
 Failed, rolled-back and superseded steps give none: when a later successful step corrects an
 earlier one (same label, same ``save_as`` dataset re-run, or ``retry_of`` pointing at it) only
 the correction speaks.
+
+Every finding says what it measures: a value is kept only with a label (the step's label, a
+dict key, a cell's last expression, the words printed with it); bare numbers are dropped.
+Findings follow the analysis order, numbers are rounded (``values.format_number``), object
+reprs are summarised and DataFrames stay tables (``Finding.table``).
 """
 
 from __future__ import annotations
@@ -15,10 +20,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from nini.report.model import Step
+from nini.report.values import (
+    DEFAULT_DIGITS,
+    Table,
+    format_number,
+    is_bare_value,
+    last_expression,
+    round_numbers,
+    split_text_tables,
+    summarise_reprs,
+)
 
 MAX_FINDINGS = 12
 MAX_LINES = 8  # lines of one finding; a printed DataFrame is not a finding
 MAX_CHARS = 600
+SCAN_CHARS = 64_000  # of a step's output, head and tail, looked through for findings (a log may be 25 MB)
 MAX_ITEMS = 10  # items of a list or pairs of a dict rendered from a result
 
 
@@ -27,6 +43,7 @@ class Finding:
     text: str  # plain text (may span lines), label prefix included; escape before rendering
     step_id: str
     label: str | None
+    table: Table | None = None  # a DataFrame the step showed, header row first; cells are plain text
 
 
 def relevant_steps(steps: Iterable[Step]) -> list[Step]:
@@ -56,47 +73,91 @@ def relevant_steps(steps: Iterable[Step]) -> list[Step]:
     return kept[::-1]
 
 
-def key_findings(steps: list[Step], *, limit: int = MAX_FINDINGS) -> list[Finding]:
-    """Findings of the relevant steps, newest first, deduplicated by normalised text, at most ``limit``."""
+def key_findings(steps: list[Step], *, limit: int = MAX_FINDINGS, digits: int = DEFAULT_DIGITS) -> list[Finding]:
+    """Findings of the relevant steps in the order of the analysis, deduplicated by normalised
+    text, at most ``limit`` (the newest ones: a later step is closer to the conclusion)."""
     findings: list[Finding] = []
     seen: set[str] = set()
     for step in reversed(relevant_steps(steps)):
         if len(findings) >= limit:
             break
-        text = step_text(step)
-        key = _normalise(text)
-        if not key or key in seen:
+        text, table = step_finding(step, digits=digits)
+        key = _normalise(text) + (repr(table) if table else "")
+        if not (text or table) or key in seen:
             continue
         seen.add(key)
         label = (step.label or "").strip() or None
-        findings.append(Finding(text=f"{label}: {text}" if label else text, step_id=step.id, label=label))
-    return findings
+        prefixed = f"{label}: {text}" if label and text else (label or text)
+        findings.append(Finding(text=prefixed, step_id=step.id, label=label, table=table))
+    return findings[::-1]
 
 
-def step_text(step: Step) -> str:
-    """A step's result rendered readably, then its meaningful stdout lines; "" when it said nothing."""
+def step_text(step: Step, *, digits: int = DEFAULT_DIGITS) -> str:
+    """A step's labelled values as text (its table left out); "" when it said nothing labelled."""
+    return step_finding(step, digits=digits)[0]
+
+
+def step_finding(step: Step, *, digits: int = DEFAULT_DIGITS) -> tuple[str, Table | None]:
+    """A step's result rendered readably, then its meaningful stdout lines, and a table it showed.
+
+    Without a step label, a value needs its own: a scalar result is labelled by the code's last
+    expression, and printed lines that are only values (``7``, ``(1035, 6)``) are dropped.
+    """
+    labelled = bool((step.label or "").strip())
     lines: list[str] = []
-    if step.result is not None:
-        lines += [line.strip() for line in render_value(step.result).splitlines() if line.strip()]
+    tables: list[Table] = [step.table] if step.table else []
+    result = step.result
+    if isinstance(result, str):
+        result, found = split_text_tables(summarise_reprs(result))
+        tables += found
+    if result is not None and result != "":
+        rendered = [line.strip() for line in render_value(result, digits=digits).splitlines() if line.strip()]
+        rendered = [round_numbers(line, digits) for line in rendered]
+        expression = None if isinstance(step.result, dict) else last_expression(step.code, step.language)
+        if expression and not labelled and rendered:
+            rendered[0] = f"{expression}: {rendered[0]}"
+        elif not labelled and not isinstance(step.result, dict):
+            rendered = []  # a value with nothing saying what it is
+        lines += rendered
     known = {_normalise(part) for line in lines for part in (line, *line.split("; "))}
-    for line in clean_output(step.stdout).splitlines():
-        if _normalise(line) not in known:
-            lines.append(line)
-            known.add(_normalise(line))
+    printed, found = split_text_tables(summarise_reprs(clean_output(scan_window(step.stdout))))
+    tables += found
+    for line in printed.splitlines():
+        line = round_numbers(line.strip(), digits)
+        if not line or (not labelled and is_bare_value(line)) or _normalise(line) in known:
+            continue
+        lines.append(line)
+        known.add(_normalise(line))
+    table = tables[0] if tables else None
+    if table and not lines and not labelled:
+        expression = last_expression(step.code, step.language)
+        if expression is None:
+            return "", None  # a table nothing names
+        lines = [expression]
     lines = [business_text(line) for line in lines[:MAX_LINES]]
     text = "\n".join(line for line in lines if line.strip())
-    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1].rstrip() + "…"
+    text = text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1].rstrip() + "…"
+    return text, table
 
 
-def render_value(value: Any, *, nested: bool = False) -> str:
+def scan_window(text: str, limit: int = SCAN_CHARS) -> str:
+    """What of a step's output findings are looked for in: all of it, or for a long log its first
+    and last ``limit / 2`` characters, whole lines (a 25 MB training log ends with its metrics)."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit // 2], text[-(limit // 2):]
+    return head[: head.rfind("\n") + 1] + tail[tail.find("\n") + 1:]
+
+
+def render_value(value: Any, *, nested: bool = False, digits: int = DEFAULT_DIGITS) -> str:
     """A JSON value as text a reader follows: ``key: value`` pairs, plain scalars, short lists."""
     if isinstance(value, dict):
-        pairs = [f"{key}: {render_value(item, nested=True)}" for key, item in list(value.items())[:MAX_ITEMS]]
+        pairs = [f"{key}: {render_value(item, nested=True, digits=digits)}" for key, item in list(value.items())[:MAX_ITEMS]]
         if len(value) > MAX_ITEMS:
             pairs.append("…")
         return f"({', '.join(pairs)})" if nested else "; ".join(pairs)
     if isinstance(value, (list, tuple)):
-        items = [render_value(item, nested=True) for item in value[:MAX_ITEMS]]
+        items = [render_value(item, nested=True, digits=digits) for item in value[:MAX_ITEMS]]
         if len(value) > MAX_ITEMS:
             items.append(f"… ({len(value)})")
         return ", ".join(items)
@@ -105,7 +166,7 @@ def render_value(value: Any, *, nested: bool = False) -> str:
     if value is None:
         return "—"
     if isinstance(value, float):
-        return format(value, ".6g")
+        return format_number(value, digits)
     text = str(value)
     return " ".join(text.split()) if nested else text
 

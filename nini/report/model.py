@@ -26,6 +26,8 @@ class Step:
     stdout: str = ""
     stderr: str = ""
     result: Any = None  # the JSON value the code set as `result`
+    # a DataFrame the step displayed (a notebook's text/html output), header row first, bounded
+    table: tuple[tuple[str, ...], ...] | None = None
     error: dict[str, Any] | None = None
     dataset_name: str | None = None
     save_as: str | None = None
@@ -76,6 +78,21 @@ class ToolCallInfo:
 
 
 @dataclass
+class ExecutionSummary:
+    """How a notebook run for its report went (``nini report --execute``): never a silent failure."""
+
+    cells: int  # code cells run
+    failed: list[tuple[int, str]] = field(default_factory=list)  # (code cell number, exception name or "timeout")
+
+    def message(self) -> str | None:
+        """``3 of 15 cells failed: cell 4 (NameError), ...``; None when every cell ran."""
+        if not self.failed:
+            return None
+        cells = ", ".join(f"cell {number} ({why})" for number, why in self.failed)
+        return f"{len(self.failed)} of {self.cells} cells failed: {cells}"
+
+
+@dataclass
 class ReportInput:
     """Everything a report may say, from one session or one notebook."""
 
@@ -86,3 +103,4 @@ class ReportInput:
     tool_calls: list[ToolCallInfo] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # markdown text written by people (notebook cells)
     title: str | None = None  # a title the source suggests (the session's title)
+    execution: ExecutionSummary | None = None  # a notebook run first (--execute): what failed

@@ -7,16 +7,21 @@ written out as files so that the report can preview and link them like any chart
 
 from __future__ import annotations
 
+import ast
 import base64
 import json
 import re
+import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nini.errors import ErrorCode, NiniError
 from nini.execution.workspace import Workspace
 from nini.fsutil import atomic_write_bytes
-from nini.report.model import ChartFile, DatasetInfo, ReportInput, Step, ToolCallInfo
+from nini.report.model import ChartFile, DatasetInfo, ExecutionSummary, ReportInput, Step, ToolCallInfo
+from nini.report.values import Table, html_table, split_text_tables, summarise_reprs
 
 # Artifact formats a report shows as charts (the rest, e.g. csv or parquet, are data files).
 CHART_FORMATS = frozenset({"png", "jpg", "jpeg", "webp", "svg", "html", "json", "pdf"})
@@ -26,9 +31,17 @@ CHART_KINDS = frozenset({"chart", "file"})
 NOTEBOOK_IMAGES = {
     "image/png": ("png", "base64"),
     "image/jpeg": ("jpg", "base64"),
+    "image/gif": ("gif", "base64"),
+    "image/webp": ("webp", "base64"),
     "image/svg+xml": ("svg", "text"),
+    "application/pdf": ("pdf", "base64"),
     "application/vnd.plotly.v1+json": ("plotly.json", "json"),
+    **{f"application/vnd.vegalite.v{n}+json": ("vegalite.json", "json") for n in range(1, 7)},
 }
+# An HTML output is a chart when it runs scripts (Plotly, Bokeh, Altair, widgets): saved as its own
+# page, linked from the report. Without scripts it is a table or text (a DataFrame), not a chart.
+HTML_CHART = ("text/html", ("html", "text"))
+_SCRIPT = re.compile(r"<script\b", re.IGNORECASE)
 # A last expression's text worth a finding: short, and not an object's default repr.
 RESULT_MAX_CHARS = 200
 _DEFAULT_REPR = re.compile(r"^\[?<.*>\]?$|\bat 0x[0-9a-f]+", re.DOTALL)
@@ -38,6 +51,7 @@ _COMMENT_LINE = re.compile(r"^#(?![!%])\s*(.*?)\s*$")
 _DIRECTIVE = re.compile(r"^(-\*-|noqa|type:|fmt:|pylint|pragma|isort|ruff)", re.IGNORECASE)
 MAX_LABEL_CHARS = 80
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_SUBHEADING = re.compile(r"^ {0,3}#{2,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)  # a level-1 heading is the title
 
 
 def from_session(store: Any, session_id: str, workspace: Workspace | Path) -> ReportInput:
@@ -100,6 +114,7 @@ def from_notebook(
     timeout_s: float = 600,
     kernel_name: str | None = None,
     files_dir: Path | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[ReportInput, Path]:
     """A notebook as report input, and the folder its chart files were written to.
 
@@ -110,29 +125,39 @@ def from_notebook(
     failed; a cell that never ran is a failed step too (error code NOT_EXECUTED), so it gives
     no findings. With ``execute`` the notebook runs first (nbclient, ``timeout_s`` per cell) and
     the executed copy, saved in ``files_dir``, is reported on; the user's file is never written.
+    ``progress`` then gets a line per code cell (``cell 4/15 ...``), and ``data.execution`` says
+    which cells failed or timed out (``ExecutionSummary``). A failed cell's charts are left out.
     """
     path = Path(path)
     notebook = _read_notebook(path)
     files = Path(files_dir) if files_dir is not None else path.with_name(f"{path.stem}_report_files")
     if execute:
-        _execute(notebook, path.parent, timeout_s, kernel_name)
+        data_execution = _execute(notebook, path.parent, timeout_s, kernel_name, progress)
         _write_notebook(notebook, files / f"{path.stem}.executed.ipynb")
     language = _language(notebook)
     data = ReportInput(source=path.name)
+    if execute:
+        data.execution = data_execution
     names, labels = _NameAllocator(), _NameAllocator(" ({n})")
+    section: str | None = None  # the heading of the Markdown cell just above, naming the next code cell
     for number, cell in enumerate(notebook.cells, start=1):
         source = _text(cell.get("source"))
         if cell.cell_type == "markdown" and source.strip():
             data.notes.append(source.strip())
             if data.title is None and (heading := _H1.search(source)):
                 data.title = heading.group(1).strip()
+            headings = _SUBHEADING.findall(source)
+            section = headings[-1].strip()[:MAX_LABEL_CHARS] if headings else None
         elif cell.cell_type == "code" and source.strip():
             explicit, title = _cell_label(source)
+            title, section = title or section, None
             # a `# label:` is the author saying "same step"; titles from comments are made unique
             # so that two cells both headed "# plot" do not hide each other's findings
             label = labels.take(explicit) if explicit else (labels.next(title) if title else None)
             step = _cell_step(cell, number, len(data.steps), language, source, label)
             data.steps.append(step)
+            if step.status == "failed":  # what a failed cell drew is not a result; the appendix counts the cell
+                continue
             stem = _slug(label or "") or f"cell-{number}"
             data.charts += _cell_charts(cell, step.id, stem, names, files, len(data.charts))
     data.title = data.title or (notebook.metadata.get("title") or None)
@@ -141,9 +166,15 @@ def from_notebook(
 
 def _read_notebook(path: Path) -> Any:
     import nbformat
+    from nbformat import ValidationError
 
     try:
         return nbformat.read(path, as_version=4)
+    except ValidationError as exc:
+        # JSON that is not a notebook ({} or a cell without its keys); nbformat's message says what is missing
+        reason = exc.message if isinstance(exc.message, str) else str(exc)
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{path.name} is not a valid notebook: {reason.splitlines()[0]}",
+                        {"validation": reason.splitlines()[0]}) from None  # fmt: skip
     except FileNotFoundError:
         raise NiniError(ErrorCode.NOT_FOUND, f"no such notebook: {path}") from None
     except IsADirectoryError:
@@ -154,26 +185,47 @@ def _read_notebook(path: Path) -> Any:
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{path} is not a readable notebook: {exc}") from None
 
 
-def _execute(notebook: Any, folder: Path, timeout_s: float, kernel_name: str | None) -> None:
-    """Run every cell in place, going on past errors like a person clicking "Run all" would not,
-    so one broken cell still leaves the later results in the report."""
+def _execute(
+    notebook: Any, folder: Path, timeout_s: float, kernel_name: str | None, progress: Callable[[str], None] | None
+) -> ExecutionSummary:
+    """Run every cell in place, going on past errors (unlike "Run all"), so one broken cell still
+    leaves the later results in the report; what failed is counted, never hidden. The kernel's
+    stderr (its "running over TCP without encryption" warning, ...) is not the user's business."""
     from jupyter_client.kernelspec import NoSuchKernel
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
+
+    code_cells = {index: number for number, index in
+                  enumerate((i for i, c in enumerate(notebook.cells) if c.cell_type == "code"), start=1)}  # fmt: skip
+    summary = ExecutionSummary(cells=len(code_cells))
+    started: dict[int, float] = {}
+
+    def on_start(cell: Any, cell_index: int) -> None:
+        started[cell_index] = time.monotonic()
+        if progress is not None and cell_index in code_cells:
+            first = next((line.strip() for line in _text(cell.get("source")).splitlines() if line.strip()), "")
+            progress(f"cell {code_cells[cell_index]}/{summary.cells} {first[:60]}")
+
+    def on_executed(cell: Any, cell_index: int, execute_reply: Any) -> None:
+        errors = [o for o in cell.get("outputs") or [] if o.get("output_type") == "error"]
+        if cell_index in code_cells and errors:
+            late = time.monotonic() - started.get(cell_index, time.monotonic()) >= timeout_s
+            summary.failed.append((code_cells[cell_index], "timeout" if late else str(errors[-1].get("ename") or "Error")))
 
     options: dict[str, Any] = {"kernel_name": kernel_name} if kernel_name else {}
     client = NotebookClient(
         notebook, timeout=timeout_s, allow_errors=True, resources={"metadata": {"path": str(folder)}},
         # a cell past its time limit is interrupted and becomes a failed cell; the rest still run
-        interrupt_on_timeout=True, record_timing=False, **options,
+        interrupt_on_timeout=True, record_timing=False, on_cell_start=on_start, on_cell_executed=on_executed, **options,
     )  # fmt: skip
     try:
-        client.execute()
+        client.execute(stderr=subprocess.DEVNULL)
     except NoSuchKernel as exc:
         raise NiniError(ErrorCode.NOT_FOUND, f"no Jupyter kernel named {exc.name!r} is installed "
                         "(`jupyter kernelspec list` shows the installed ones)") from None  # fmt: skip
     except DeadKernelError as exc:
         raise NiniError(ErrorCode.KERNEL_DIED, f"the kernel died while running the notebook: {exc}") from None
+    return summary
 
 
 def _write_notebook(notebook: Any, target: Path) -> None:
@@ -200,22 +252,38 @@ def _cell_step(cell: Any, number: int, order: int, language: str, source: str, l
                      "ename": output.get("ename")}  # fmt: skip
     if error is None and cell.get("execution_count") is None and not outputs:
         error = {"code": "NOT_EXECUTED", "message": "the cell was never run"}
+    table = None if error else _frame_table(outputs)
     return Step(
         id=str(cell.get("id") or f"cell-{number}"), order=order, language=language,
         status="failed" if error else "succeeded", code=source, label=label, stdout=streams["stdout"],
-        stderr=streams["stderr"], result=None if error else _short_result(outputs), error=error,
-        tool_name="notebook",
+        stderr=streams["stderr"], result=None if error or table else _short_result(outputs), error=error,
+        tool_name="notebook", table=table,
     )  # fmt: skip
 
 
+def _frame_table(outputs: list[Any]) -> Table | None:
+    """The last DataFrame the cell displayed (its text/html), as a bounded table: a DataFrame's
+    text/plain flattened into one line is what a report must never show."""
+    for output in reversed(outputs):
+        if output.get("output_type") in ("execute_result", "display_data"):
+            html = _text((output.get("data") or {}).get("text/html"))
+            if html and (table := html_table(html)) is not None:
+                return table
+    return None
+
+
 def _short_result(outputs: list[Any]) -> str | None:
-    """The text of the cell's last expression when it is short enough to be a finding."""
+    """The text of the cell's last expression when it is short enough to be a finding, or when
+    it is a printed DataFrame or Series (the findings make a bounded table of it)."""
     results = [o for o in outputs if o.get("output_type") == "execute_result"]
     if not results:
         return None
-    text = _text((results[-1].get("data") or {}).get("text/plain")).strip()
-    if not text or len(text) > RESULT_MAX_CHARS or text.count("\n") > 3 or _DEFAULT_REPR.search(text):
+    text = summarise_reprs(_text((results[-1].get("data") or {}).get("text/plain")).strip())
+    if not text or _DEFAULT_REPR.search(text):
         return None
+    if len(text) > RESULT_MAX_CHARS or text.count("\n") > 3:
+        rest, tables = split_text_tables(text)
+        return text if tables and len(rest) <= RESULT_MAX_CHARS and rest.count("\n") <= 3 else None
     return text
 
 
@@ -227,9 +295,32 @@ def _cell_label(source: str) -> tuple[str | None, str | None]:
         if line and not line.startswith("#"):
             break  # a comment further down explains a line, it does not name the cell
         match = _COMMENT_LINE.match(line)
-        if match and match.group(1) and not _DIRECTIVE.match(match.group(1)):
+        if match and match.group(1) and not _DIRECTIVE.match(match.group(1)) and not _is_code(match.group(1)):
             return explicit, match.group(1)[:MAX_LABEL_CHARS].strip()
     return explicit, None
+
+
+def _is_code(text: str) -> bool:
+    """Whether a comment is commented-out code (``df.head()``, ``x = 1``), which names no step.
+
+    It must parse as Python and be more than a bare word (``# Title`` parses too)."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return bool(re.match(r"^(?:library|require|source)\(|^\w+\s*<-", text))  # R code
+    if not tree.body:
+        return False
+    only = tree.body[0]
+    if len(tree.body) == 1 and isinstance(only, ast.AnnAssign) and only.value is None:
+        return False  # "Note: outliers" reads as an annotation to Python, as a title to people
+    # words joined by and/or/not/in/is parse too ("Revenue and costs", "not used"): prose, not code
+    return any(not isinstance(node, _PROSE_NODES) for node in ast.walk(tree))
+
+
+_PROSE_NODES = (ast.Module, ast.Expr, ast.Name, ast.Load, ast.Constant, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp,
+                ast.Not, ast.Compare, ast.In, ast.NotIn, ast.Is, ast.IsNot)  # fmt: skip
 
 
 def _slug(text: str) -> str:
@@ -244,17 +335,28 @@ def _cell_charts(
     charts: list[ChartFile] = []
     bundles = [o.get("data") or {} for o in cell.get("outputs") or []
                if o.get("output_type") in ("display_data", "execute_result")]  # fmt: skip
-    bundles = [bundle for bundle in bundles if any(mime in bundle for mime in NOTEBOOK_IMAGES)]
-    for index, bundle in enumerate(bundles, start=1):
+    bundles = [kinds for bundle in bundles if (kinds := _chart_formats(bundle))]
+    for index, kinds in enumerate(bundles, start=1):
         name = names.next(stem if len(bundles) == 1 else f"{stem}-{index}")
-        for mime, (extension, held_as) in NOTEBOOK_IMAGES.items():
-            if mime not in bundle:
-                continue
+        for extension, (value, held_as) in kinds.items():
             target = folder / f"{name}.{extension}"
-            atomic_write_bytes(target, _decode(bundle[mime], held_as))
+            atomic_write_bytes(target, _decode(value, held_as))
             charts.append(ChartFile(name=target.name, path=target.resolve(), order=first_order + len(charts),
                                     step_id=step_id))  # fmt: skip
     return charts
+
+
+def _chart_formats(bundle: dict[str, Any]) -> dict[str, tuple[Any, str]]:
+    """The chart files one output gives, by extension: ``{extension: (value, how it is held)}``;
+    one per extension (a bundle's PNG and SVG are the same chart in two formats)."""
+    formats: dict[str, tuple[Any, str]] = {}
+    for mime, (extension, held_as) in NOTEBOOK_IMAGES.items():
+        if mime in bundle:
+            formats.setdefault(extension, (bundle[mime], held_as))
+    mime, (extension, held_as) = HTML_CHART
+    if mime in bundle and _SCRIPT.search(_text(bundle[mime])):
+        formats.setdefault(extension, (bundle[mime], held_as))
+    return formats
 
 
 def _decode(value: Any, held_as: str) -> bytes:

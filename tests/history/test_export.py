@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -11,7 +12,7 @@ import pytest
 from nbclient import NotebookClient
 
 from nini.errors import NiniError
-from nini.history.export import export_session
+from nini.history.export import export_session, write_session_export
 from tests.conftest import REPO_ROOT, Harness, runtime_harness
 
 SALES = REPO_ROOT / "examples" / "data" / "sales.csv"
@@ -60,10 +61,12 @@ def test_the_notebook_validates_and_holds_each_execution_in_order(recorded) -> N
     assert any("refused by the policy" in n and "import subprocess" in n for n in notes)
 
 
-def test_the_notebook_re_executes_to_the_same_numbers(recorded) -> None:  # noqa: ANN001
-    notebook = nbformat.reads(export(recorded, "ipynb"), as_version=4)
-    NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
-    harness, _, _ = recorded
+def test_the_notebook_re_executes_to_the_same_numbers(recorded, tmp_path: Path) -> None:  # noqa: ANN001
+    harness, session, _ = recorded
+    out = write_session_export(harness.runtime.store, session.id, session.workspace.root, "ipynb", tmp_path / "s.ipynb")
+    assert sorted(p.name for p in (tmp_path / "s_files" / "datasets").iterdir()) == ["sales.parquet"]
+    notebook = nbformat.read(out, as_version=4)
+    NotebookClient(notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     checked = 0
     for cell in notebook.cells:
         meta = cell.metadata.get("nini") if cell.cell_type == "code" else None
@@ -98,3 +101,35 @@ def test_unknown_format_and_unknown_session_are_clear_errors(recorded) -> None: 
     with pytest.raises(NiniError) as missing:
         export_session(harness.runtime.store, "nosuchsession", session.workspace.root, "ipynb")
     assert missing.value.code.value == "NOT_FOUND"
+
+
+def test_the_notebook_names_no_host_path(recorded) -> None:  # noqa: ANN001
+    from tests.history.test_export_rerun import ABSOLUTE
+
+    harness, session, _ = recorded
+    text = export(recorded, "ipynb")
+    assert ABSOLUTE.findall(text) == [] and str(session.workspace.root) not in text
+    assert f"nini-session-{session.id}_files/datasets/sales.parquet" in text  # what it needs beside it
+
+
+def test_markdown_copies_its_images_and_shows_tool_results_as_text(recorded, tmp_path: Path) -> None:  # noqa: ANN001
+    harness, session, steps = recorded
+    store = harness.runtime.store
+    chat = harness.session()
+    store.add_message(chat.id, "user", "Summarise revenue by region")
+    store.add_message(chat.id, "assistant", None, metadata={"tool_calls": [{"id": "c1", "name": "run_code", "arguments": "{}"}]})
+    store.add_message(chat.id, "tool", json.dumps(steps["summary"].result), tool_call_id="c1", metadata={"name": "run_code"})
+    store.add_message(chat.id, "tool", json.dumps({"success": False, "error": {"code": "NOT_FOUND", "message": "no such dataset"}}),
+                      tool_call_id="c2", metadata={"name": "run_code"})
+    text = export_session(store, chat.id, chat.workspace.root, "md")
+    assert "None" not in text and '{"' not in text
+    assert "**assistant** calls `run_code`." in text and "**tool** `run_code`:" in text
+    assert "| total_revenue | 2857565.0 |" in text  # the result's fields, as a table
+    assert "| region | units | revenue | share |" in text  # the data frame preview, as a table
+    assert "```text\n" in text and "East" in text  # its stdout as text
+    assert "failed (NOT_FOUND): no such dataset" in text
+
+    out = write_session_export(store, session.id, session.workspace.root, "md", tmp_path / "report.md")
+    links = [line[line.index("](") + 2:-1] for line in out.read_text().splitlines() if line.startswith("![")]
+    assert links and all(link.startswith("report_files/artifacts/") for link in links)
+    assert all((tmp_path / link).is_file() for link in links)

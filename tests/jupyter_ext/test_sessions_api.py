@@ -89,6 +89,10 @@ async def test_tool_calls_executions_and_exports_after_runs(api: Any) -> None:
     assert f'filename="nini-session-{session_id}.ipynb"' in notebook.headers["Content-Disposition"]
     cells = nbformat.reads(notebook.raw.decode(), as_version=4).cells
     assert any("print('hello')" in c.source for c in cells if c.cell_type == "code")
+    from tests.history.test_export_rerun import ABSOLUTE
+
+    assert ABSOLUTE.findall(notebook.raw.decode()) == []  # a download names no host path
+    assert f"nini-session-{session_id}_files" in cells[1].source  # where it expects its files
     markdown = await api("GET", "sessions", session_id, "export", params={"format": "md"})
     assert markdown.headers["Content-Type"].startswith("text/markdown") and "hello" in markdown.raw.decode()
     as_json = await api("GET", "sessions", session_id, "export", params={"format": "json"})

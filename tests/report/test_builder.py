@@ -213,14 +213,15 @@ def test_html_embeds_images_as_data_uris(workspace: Path) -> None:
     assert "<svg" not in embedded
     assert '<a href="../artifacts/c.pdf">查看图表文件</a>' in embedded
     linked = build_report(data, ReportOptions(), embed_images=False, link_base=workspace / "reports").html
-    assert 'src="data:' not in linked and 'src="../artifacts/a.png"' in linked
+    # not embedded, an image is a link: the page's policy shows data: images only
+    assert "<img" not in linked and '<a href="../artifacts/a.png">a</a>' in linked
     assert linked.startswith("<!DOCTYPE html>") and "<style>" in linked
 
 
 def test_a_missing_image_file_stays_a_link(workspace: Path) -> None:
     files = charts(workspace, "gone.png")
     files[0].path.unlink()
-    assert 'src="../artifacts/gone.png"' in build(ReportInput(source="s", charts=files), workspace).html
+    assert '<a href="../artifacts/gone.png">gone</a>' in build(ReportInput(source="s", charts=files), workspace).html
 
 
 HOSTILE = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>"]

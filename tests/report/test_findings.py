@@ -28,7 +28,7 @@ def test_failed_steps_give_no_finding() -> None:
 def test_a_later_correction_with_the_same_label_supersedes_and_is_kept() -> None:
     steps = [step("a", 0, label="fit", result={"r2": 0.5}), step("b", 1, label="other", stdout="other output"),
              step("c", 2, label="fit", result={"r2": 0.9})]
-    assert texts(steps) == ["fit: r2: 0.9", "other: other output"]
+    assert texts(steps) == ["other: other output", "fit: r2: 0.9"]  # in the order of the analysis
 
 
 def test_a_rerun_of_the_same_save_as_dataset_supersedes() -> None:
@@ -38,7 +38,7 @@ def test_a_rerun_of_the_same_save_as_dataset_supersedes() -> None:
 
 def test_retry_of_supersedes_the_step_it_names() -> None:
     steps = [step("a", 0, stdout="x = 1"), step("b", 1, stdout="y = 3"), step("c", 2, retry_of="a", stdout="x = 2")]
-    assert texts(steps) == ["x = 2", "y = 3"]
+    assert texts(steps) == ["y = 3", "x = 2"]
 
 
 def test_a_retry_of_a_failed_step_is_kept() -> None:
@@ -62,22 +62,22 @@ def test_relevant_steps_are_in_creation_order_whatever_the_input_order() -> None
     assert [s.id for s in relevant_steps(steps)] == ["a", "c"]
 
 
-def test_newest_first_and_label_prefix() -> None:
+def test_analysis_order_and_label_prefix() -> None:
     steps = [step("a", 0, label="load", result={"rows": 100}), step("b", 1, result=3.14159265)]
     found = key_findings(steps)
-    assert [f.text for f in found] == ["3.14159", "load: rows: 100"]
-    assert (found[1].step_id, found[1].label) == ("a", "load")
-    assert found[0].label is None
+    assert [f.text for f in found] == ["load: rows: 100", "x: 3.142"]  # the code "x" labels its value
+    assert (found[0].step_id, found[0].label) == ("a", "load")
+    assert found[1].label is None
 
 
 def test_duplicates_are_dropped_by_normalised_text() -> None:
     steps = [step("a", 0, stdout="Mean:  5"), step("b", 1, stdout="mean: 5."), step("c", 2, stdout="median: 4")]
-    assert texts(steps) == ["median: 4", "mean: 5."]
+    assert texts(steps) == ["mean: 5.", "median: 4"]
 
 
 def test_at_most_twelve_findings_and_limit() -> None:
     steps = [step(f"s{i}", i, stdout=f"value {i}") for i in range(20)]
-    assert texts(steps) == [f"value {i}" for i in range(19, 7, -1)]
+    assert texts(steps) == [f"value {i}" for i in range(8, 20)]  # the newest twelve, in analysis order
     assert len(texts(steps, limit=3)) == 3
 
 
@@ -91,7 +91,7 @@ def test_result_and_stdout_together_without_repeating() -> None:
 
 
 @pytest.mark.parametrize(("value", "expected"), [
-    ({"mean": 1.23456789, "ok": True, "missing": None}, "mean: 1.23457; ok: true; missing: —"),
+    ({"mean": 1.23456789, "ok": True, "missing": None}, "mean: 1.235; ok: true; missing: —"),
     ([1, 2, 3], "1, 2, 3"),
     (list(range(15)), "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, … (15)"),
     ({"by_region": {"north": 3, "south": 4}}, "by_region: (north: 3, south: 4)"),

@@ -51,7 +51,7 @@ async def generate_report(
     options = ReportOptions(
         title=title, methods=methods, summary_text=summary_text, conclusions=conclusions,
         dataset_names=dataset_names, include_charts=include_charts, include_key_findings=include_key_findings,
-        include_session_stats=include_session_stats, lang=lang,
+        include_session_stats=include_session_stats, lang=lang, decimals=session.settings.report.decimals,
     )  # fmt: skip
     # reading the record, embedding the charts and writing files all block: off the event loop
     report_title, written = await asyncio.to_thread(_write, session, options, formats)

@@ -1,0 +1,275 @@
+"""Findings an analyst would write (issue 17): labelled values, sensible rounding, tables as
+tables, object reprs summarised, step names never taken from commented-out code.
+
+The notebooks are real nbformat JSON whose outputs are what pandas and numpy print.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import numpy as np
+import pandas as pd
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from nini.config import load_settings
+from nini.report.builder import ReportOptions, build_report
+from nini.report.findings import key_findings
+from nini.report.sources import from_notebook
+from nini.report.values import format_number, is_bare_value, round_numbers, summarise_reprs
+
+FRAME = pd.DataFrame({"data1": [7, 4, 1], "data2": [17, 3, 2.123456789]})
+DATES = pd.date_range("2015-07-01", periods=5, freq="B")
+ARRAY = np.array([[2.0, 4.0, 8.0], [1.0, 3.0, 9.0]])
+
+
+def result(plain: str, html: str | None = None, count: int = 1) -> Any:
+    data = {"text/plain": plain, **({"text/html": html} if html else {})}
+    return new_output("execute_result", data=data, execution_count=count)
+
+
+def printed(text: str) -> Any:
+    return new_output("stream", name="stdout", text=text)
+
+
+def notebook_report(tmp_path: Path, cells: list[Any], **options: Any) -> tuple[Any, Any]:
+    path = tmp_path / "analysis.ipynb"
+    nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                            "language": "python"}})  # fmt: skip
+    nbformat.validate(nb)
+    nbformat.write(nb, path)
+    data, _ = from_notebook(path, files_dir=tmp_path / "files")
+    return data, build_report(data, ReportOptions(**options))
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (0.5623850983416314, "0.5624"), (2857565.0, "2857565"), (12.5, "12.5"), (3.3333e-8, "3.333e-08"), (7, "7"),
+    (0.0, "0"),
+])  # fmt: skip
+def test_numbers_keep_four_significant_digits_and_their_whole_part(value: float, text: str) -> None:
+    assert format_number(value) == text
+
+
+def test_long_floats_in_text_are_rounded_and_versions_dates_and_tuples_are_not() -> None:
+    assert round_numbers("slope 0.5623850983416314, v1.2.3, 2015-07-01, 12.5, (1035, 6)") == \
+        "slope 0.5624, v1.2.3, 2015-07-01, 12.5, (1035, 6)"  # fmt: skip
+    assert round_numbers("r2 0.987654", digits=2) == "r2 0.99"
+
+
+@pytest.mark.parametrize(("line", "bare"), [
+    ("7", True), ("(1035, 6)", True), ("0.5623850983416314", True), ("[1] 5.5", True), ("nan", True),
+    ("Model slope: 0.56", False), ("rows kept: 95", False),
+])  # fmt: skip
+def test_a_value_without_words_is_bare(line: str, bare: bool) -> None:
+    assert is_bare_value(line) is bare
+
+
+@pytest.mark.parametrize(("value", "summary"), [
+    (DATES, "DatetimeIndex of 5 dates, 2015-07-01 to 2015-07-07"),
+    (pd.date_range("2015-01-01", periods=100), "DatetimeIndex of 100 dates, 2015-01-01 to 2015-04-10"),
+    (DATES[0], "2015-07-01"),
+    (ARRAY, "array of shape 2×3"),
+    (np.arange(2000), "array of shape 2000"),
+    (pd.RangeIndex(10), "RangeIndex of 10 values, 0 to 9"),
+    (pd.Index(["a", "b"]), "Index of 2 values, a to b"),
+])  # fmt: skip
+def test_object_reprs_are_summarised_in_one_line(value: Any, summary: str) -> None:
+    assert summarise_reprs(f"dates: {value!r}") == f"dates: {summary}"
+
+
+def test_notebook_findings_say_what_they_measure(tmp_path: Path) -> None:
+    cells = [
+        new_code_cell('print("Model slope:", 0.5623850983416314)\nprint(7)', execution_count=1,
+                      outputs=[printed("Model slope: 0.5623850983416314\n7\n")]),  # fmt: skip
+        new_code_cell("kmeans.score(X)", execution_count=2, outputs=[result("0.94213377", count=2)]),
+        new_code_cell("0.5623850983416314", execution_count=3, outputs=[result("0.5623850983416314", count=3)]),
+        new_code_cell("dates = pd.date_range('2015-07-01', periods=5, freq='B')\ndates", execution_count=4,
+                      outputs=[result(repr(DATES), count=4)]),  # fmt: skip
+        new_code_cell("np.array([[2, 4, 8], [1, 3, 9]]) * 1.0", execution_count=5, outputs=[result(repr(ARRAY), count=5)]),
+        new_code_cell("df.shape", execution_count=6, outputs=[result("(1035, 6)", count=6)]),
+        new_code_cell("x = df.shape\nprint(x)", execution_count=7, outputs=[printed("(1035, 6)\n")]),
+        new_code_cell("# Stores\nlen(stores)", execution_count=8, outputs=[result("42", count=8)]),
+    ]
+    data, report = notebook_report(tmp_path, cells)
+    assert [finding.text for finding in report.findings] == [  # in the notebook's order
+        "Model slope: 0.5624",
+        "kmeans.score(X): 0.9421",
+        "dates: DatetimeIndex of 5 dates, 2015-07-01 to 2015-07-07",
+        "np.array([[2, 4, 8], [1, 3, 9]]) * 1.0: array of shape 2×3",
+        "df.shape: (1035, 6)",
+        "Stores: 42",
+    ]  # the bare 7, the unnamed 0.56… and the printed (1035, 6) say nothing of what they measure
+    assert "DatetimeIndex([" not in report.markdown and "0.5623850983416314" not in report.markdown
+    assert "- Model slope: 0.5624" in report.markdown
+
+
+def test_a_dataframe_output_is_a_bounded_markdown_table(tmp_path: Path) -> None:
+    wide = pd.DataFrame(np.arange(30 * 20).reshape(30, 20) / 7)
+    cells = [
+        new_code_cell("df = pd.DataFrame(...)\ndf", execution_count=1, outputs=[result(repr(FRAME), FRAME._repr_html_())]),
+        new_code_cell("# Wide frame\nwide", execution_count=2, outputs=[result(repr(wide), wide._repr_html_(), 2)]),
+    ]
+    data, report = notebook_report(tmp_path, cells, lang="en")
+    frame, wide_finding = report.findings
+    assert frame.text == "df" and frame.table == (("", "data1", "data2"), ("0", "7", "17"), ("1", "4", "3"),
+                                                   ("2", "1", "2.123"))  # fmt: skip
+    assert "| data1 | data2 |" in report.markdown and "data1 data2\\" not in report.markdown
+    assert "- df\n\n  |   | data1 | data2 |\n  | --- | --- | --- |\n  | 0 | 7 | 17 |" in report.markdown
+    assert len(wide_finding.table) == 12 and all(len(row) == 9 for row in wide_finding.table)  # 10 rows, 8 columns, and …
+    assert wide_finding.table[-1][0] == "…" and wide_finding.table[0][-1] == "…"
+    assert "<table>" in report.html and "<td>2.123</td>" in report.html
+
+
+def test_a_printed_dataframe_is_a_table_not_a_header_bullet(tmp_path: Path) -> None:
+    by_region = pd.DataFrame({"region": ["East", "South"], "revenue": [948035.0, 710935.0], "share": [0.332, 0.249]})
+    text = repr(by_region.set_index("region")) + "\nTop region: East (33.2% of revenue)\n"
+    cells = [new_code_cell("# Revenue by region\nprint(by_region)\nprint(top)", execution_count=1, outputs=[printed(text)])]
+    data, report = notebook_report(tmp_path, cells)
+    (finding,) = report.findings
+    assert finding.text == "Revenue by region: Top region: East (33.2% of revenue)"
+    assert finding.table == (("region", "revenue", "share"), ("East", "948035", "0.332"), ("South", "710935", "0.249"))
+    summary = report.markdown.split("## 分析摘要")[1].split("##")[0]
+    assert "revenue  share" not in summary and "Top region: East" in summary
+
+
+def test_decimals_come_from_the_options_and_the_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cells = [new_code_cell("model.rsquared", execution_count=1, outputs=[result("0.987654321")])]
+    data, report = notebook_report(tmp_path, cells, decimals=2)
+    assert [f.text for f in report.findings] == ["model.rsquared: 0.99"]
+    assert [f.text for f in key_findings(data.steps)] == ["model.rsquared: 0.9877"]
+    assert load_settings(tmp_path / "home").report.decimals == 4
+    monkeypatch.setenv("NINI_REPORT__DECIMALS", "6")
+    assert load_settings(tmp_path / "home").report.decimals == 6
+
+
+@pytest.mark.parametrize(("source", "label"), [
+    ("# df.head()\nx = 1", None),
+    ("# plt.show()\n# import seaborn as sns\nx = 1", None),
+    ("# x = compute()\n# Clean the data\nx = 1", "Clean the data"),
+    ("# library(ggplot2)\nx <- 1", None),
+    ("# Note: outliers removed\nx = 1", "Note: outliers removed"),
+    ("# Title\nx = 1", "Title"),
+])  # fmt: skip
+def test_commented_out_code_never_names_a_step(tmp_path: Path, source: str, label: str | None) -> None:
+    data, _ = notebook_report(tmp_path, [new_code_cell(source, execution_count=1)])
+    assert data.steps[0].label == label
+
+
+def test_a_heading_just_above_names_the_next_cell_only(tmp_path: Path) -> None:
+    cells = [new_markdown_cell("# Report title\n\nIntro."), new_code_cell("x = 1", execution_count=1),
+             new_markdown_cell("## Load\n\ntext\n\n### Read the CSV"), new_code_cell("# df.head()\ny = 2", execution_count=2),
+             new_code_cell("z = 3", execution_count=3),
+             new_markdown_cell("## Fit"), new_code_cell("# Ordinary least squares\nfit()", execution_count=4)]  # fmt: skip
+    data, _ = notebook_report(tmp_path, cells)
+    assert [step.label for step in data.steps] == [None, "Read the CSV", None, "Ordinary least squares"]
+
+
+def test_a_step_without_a_title_names_its_chart_after_the_cell(tmp_path: Path) -> None:
+    cells = [new_markdown_cell("# Charts"), new_code_cell("# df.plot()\nplot()", execution_count=1, outputs=[
+        new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})])]  # fmt: skip
+    data, _ = notebook_report(tmp_path, cells)
+    assert [chart.name for chart in data.charts] == ["cell-2.png"]
+
+
+@pytest.mark.slow
+def test_an_executed_notebook_reads_like_an_analyst_wrote_it(tmp_path: Path) -> None:
+    cells = [
+        new_markdown_cell("# Executed analysis"),
+        new_code_cell("import numpy as np\nimport pandas as pd\nframe = pd.DataFrame({'data1': [7, 4, 1], 'data2': [17, 3, 2]})\n"
+                      "frame"),  # fmt: skip
+        new_code_cell("# frame.describe()\nprint('Model slope:', 17 / 30.2)\nprint(len(frame))"),
+        new_code_cell("pd.date_range('2015-07-01', periods=5, freq='B')"),
+        new_code_cell("np.array([[2, 4, 8], [1, 3, 9]]) / 1.0"),
+        new_code_cell("frame.shape"),
+    ]
+    notebook = tmp_path / "run.ipynb"
+    nbformat.write(new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                                      "language": "python"}}), notebook)  # fmt: skip
+    data, _ = from_notebook(notebook, execute=True, timeout_s=120, files_dir=tmp_path / "out")
+    report = build_report(data, ReportOptions(lang="en"))
+    frame, slope, dates, array, shape = report.findings
+    assert frame.text == "frame" and frame.table[0] == ("", "data1", "data2") and len(frame.table) == 4
+    assert slope.text == "Model slope: 0.5629" and data.steps[1].label is None
+    assert dates.text == "pd.date_range('2015-07-01', periods=5, freq='B'): DatetimeIndex of 5 dates, 2015-07-01 to 2015-07-07"
+    assert array.text == "np.array([[2, 4, 8], [1, 3, 9]]) / 1.0: array of shape 2×3"
+    assert shape.text == "frame.shape: (3, 2)"
+
+
+def test_methods_are_the_headings_and_first_sentences_with_the_libraries(tmp_path: Path) -> None:
+    essay = " ".join(f"Sentence {n} explains a detail at length." for n in range(200))  # ~8 KB of prose
+    cells = [
+        new_markdown_cell(f"# Study\n\nWe model churn. The data has 1035 rows. {essay}"),
+        new_markdown_cell("## Cleaning\n\n```python\nignored = True\n```\n\nDrop duplicates first. Then impute. Then more.\n\n"
+                          "A second paragraph that is left out."),  # fmt: skip
+        new_markdown_cell("## Steps\n\n- one\n- two\n- three\n- four\n- five"),
+        new_code_cell("import numpy as np\nimport pandas as pd\nfrom sklearn.cluster import KMeans\nimport os", execution_count=1),
+        new_code_cell("%matplotlib inline\nimport matplotlib.pyplot as plt\nimport pandas", execution_count=2),
+    ]
+    _, report = notebook_report(tmp_path, cells, lang="en")
+    methods = report.markdown.split("## Methods\n")[1].split("\n## Summary")[0]
+    assert methods.startswith("\nWe model churn. The data has 1035 rows. …\n\n#### Cleaning\nDrop duplicates first. Then impute. …\n\n"
+                              "#### Steps\n- one\n- two\n- three\n- four\n- …")  # fmt: skip
+    assert "Sentence 5" not in methods and "second paragraph" not in methods and "ignored" not in methods
+    assert "The analysis used Python (pandas, numpy, sklearn, matplotlib). Main steps:\n\n1. Steps\n" in methods
+    assert len(methods) < 1500
+
+
+def test_long_notes_are_cut_at_the_bound(tmp_path: Path) -> None:
+    cells = [new_markdown_cell(f"## Part {n}\n\n" + "word " * 60 + ".") for n in range(40)]
+    _, report = notebook_report(tmp_path, [*cells, new_code_cell("x = 1", execution_count=1)])
+    methods = report.markdown.split("## 分析方法\n")[1].split("\n## 分析摘要")[0]
+    assert "#### Part 0" in methods and "#### Part 39" not in methods and "\n…\n" in methods
+    assert len(methods) < 1700
+
+
+def test_a_notebook_of_charts_has_a_summary_naming_them(tmp_path: Path) -> None:
+    png = {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure size 640x480 with 1 Axes>"}
+    cells = [
+        new_code_cell("# Revenue trend\nplt.plot(x, y)", execution_count=1, outputs=[new_output("display_data", data=png)]),
+        new_code_cell("# Price histogram\nplt.hist(p)", execution_count=2, outputs=[new_output("display_data", data=png)]),
+    ]
+    _, report = notebook_report(tmp_path, cells)
+    summary = report.markdown.split("## 分析摘要\n")[1].split("\n## 图表")[0]
+    assert "本次分析没有可汇总的结果" not in summary
+    assert summary.strip() == "本次分析生成了 2 张图表：Revenue trend、Price histogram。"
+    _, english = notebook_report(tmp_path, cells, lang="en")
+    assert "Charts drawn (2): Revenue trend, Price histogram." in english.markdown
+
+
+def test_a_series_result_is_a_two_column_table_under_its_expression(tmp_path: Path) -> None:
+    sales = pd.DataFrame({"region": ["East", "South"], "revenue": [948035.0, 710935.123456]})
+    series = sales.groupby("region")["revenue"].sum()
+    cells = [new_code_cell("sales.groupby('region')['revenue'].sum()", execution_count=1, outputs=[result(repr(series))])]
+    _, report = notebook_report(tmp_path, cells)
+    (finding,) = report.findings
+    assert finding.text == "sales.groupby('region')['revenue'].sum()"
+    assert finding.table == (("region", "revenue"), ("East", "948035"), ("South", "710935"))
+    assert "dtype" not in report.markdown
+
+
+def test_a_long_printed_frame_without_html_is_still_a_bounded_table(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"x": range(40), "y": [n / 3 for n in range(40)]})
+    pd.set_option("display.max_rows", 60)
+    try:
+        plain = repr(frame)
+    finally:
+        pd.reset_option("display.max_rows")
+    cells = [new_code_cell("frame", execution_count=1, outputs=[result(plain)])]
+    _, report = notebook_report(tmp_path, cells)
+    (finding,) = report.findings
+    assert finding.text == "frame" and finding.table[0] == ("", "x", "y") and finding.table[1] == ("0", "0", "0")
+    assert finding.table[2] == ("1", "1", "0.3333") and len(finding.table) == 12 and finding.table[-1][0] == "…"
+
+
+def test_summary_highlights_are_statements_not_table_names(tmp_path: Path) -> None:
+    cells = [
+        new_code_cell("df", execution_count=1, outputs=[result(repr(FRAME), FRAME._repr_html_())]),
+        new_code_cell("print('Rows kept:', 95)", execution_count=2, outputs=[printed("Rows kept: 95\n")]),
+    ]
+    _, report = notebook_report(tmp_path, cells)
+    summary = report.markdown.split("## 分析摘要\n")[1].split("\n## 图表")[0]
+    assert "- Rows kept: 95" in summary and "- df" not in summary
+    assert "本次分析得到 2 项主要结果" in summary
