@@ -39,28 +39,35 @@ def export_session(store: Any, session_id: str, workspace: Path, format: str, *,
     A notebook reads its datasets from ``<stem>_files/`` next to it (``stem`` defaults to
     ``nini-session-<id>``, the REST download's name); only ``write_session_export`` puts them there.
     """
-    if format not in FORMATS:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"format must be one of {', '.join(FORMATS)}, not {format!r}")
-    bundle = session_bundle(store, session_id)
-    if format == "json":
-        return json.dumps(bundle, ensure_ascii=False, indent=2)
-    if format == "md":
-        return to_markdown(bundle, files_dir_name(stem or f"nini-session-{session_id}"))
-    return to_notebook_json(bundle, workspace, files_dir_name(stem or f"nini-session-{session_id}"))
+    _check_format(format)
+    return _render(session_bundle(store, session_id), workspace, format, stem or f"nini-session-{session_id}")
 
 
 def write_session_export(store: Any, session_id: str, workspace: Path, format: str, out: Path) -> Path:
     """Write the export to ``out`` with ``<out stem>_files/`` beside it: a notebook's datasets, so
     the two together re-run anywhere, or the Markdown's images. Returns ``out``."""
-    if format not in FORMATS:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+    _check_format(format)
     out = Path(out)
-    text = export_session(store, session_id, workspace, format, stem=out.stem)
+    bundle = session_bundle(store, session_id)  # read once: the text and the files it names agree
+    text = _render(bundle, workspace, format, out.stem)
     if format != "json":  # the notebook's datasets, the Markdown's images
         copy = copy_inputs if format == "ipynb" else copy_images
         try:
-            copy(session_bundle(store, session_id), workspace, out.parent / files_dir_name(out.stem))
+            copy(bundle, workspace, out.parent / files_dir_name(out.stem))
         except OSError as exc:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, f"cannot write the export's files next to {out.name}: {exc}") from None
     atomic_write_text(out, text)
     return out
+
+
+def _check_format(format: str) -> None:
+    if format not in FORMATS:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+
+
+def _render(bundle: dict[str, Any], workspace: Path, format: str, stem: str) -> str:
+    if format == "json":
+        return json.dumps(bundle, ensure_ascii=False, indent=2)
+    if format == "md":
+        return to_markdown(bundle, files_dir_name(stem))
+    return to_notebook_json(bundle, workspace, files_dir_name(stem))
