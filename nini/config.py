@@ -149,6 +149,10 @@ class ReportSettings(BaseModel):
         4, ge=1, le=15, description="Significant digits of the numbers in a report's findings and tables "
         "(0.5623850983416314 reads 0.5624 with 4); whole parts are never cut (2857565 stays)."
     )
+    model_text: bool = Field(
+        True, description="Let the model for purpose report write the summary and conclusions from the key "
+        "findings when a model is configured; its text is used only when every number in it is in the findings."
+    )
 
 
 class ServerSettings(BaseModel):
@@ -202,7 +206,7 @@ class LLMSettings(BaseModel):
     preferred_provider: str | None = Field(None, description="Tried after a purpose's own route and its fallback purpose.")
     purposes: dict[str, PurposeRoute] = Field(
         default_factory=dict, description="purpose -> {provider, model}; purposes: chat, analysis, fast, planning, "
-        "verification, deep_reasoning, title_generation, summarize, image_analysis."
+        "verification, deep_reasoning, title_generation, summarize, image_analysis, report."
     )
     request_timeout_s: float = Field(120, gt=0, le=3600, description="Timeout of one HTTP request to a model.")
     max_retries: int = Field(3, ge=0, le=10, description="Retries (with backoff) of a request answered 429 or 5xx.")

@@ -29,12 +29,13 @@ log = logging.getLogger("nini.agent.llm")
 
 PURPOSES = (
     "chat", "analysis", "fast", "planning", "verification",
-    "deep_reasoning", "title_generation", "summarize", "image_analysis",
+    "deep_reasoning", "title_generation", "summarize", "image_analysis", "report",
 )  # fmt: skip
 # where a purpose without a usable route of its own goes next (chains: deep_reasoning -> planning -> chat)
 FALLBACK_PURPOSE = {
     "image_analysis": "chat", "title_generation": "chat", "deep_reasoning": "planning",
     "analysis": "chat", "fast": "chat", "planning": "chat", "verification": "chat", "summarize": "chat",
+    "report": "chat",
 }  # fmt: skip
 
 VISION_PURPOSE = "image_analysis"  # the purpose whose calls carry images: only vision_models serve it

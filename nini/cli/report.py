@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -31,6 +32,9 @@ def report_command(
     timeout: Annotated[float, typer.Option("--timeout", min=1, help="With --execute: seconds per cell.")] = 600,
     strict: Annotated[bool, typer.Option("--strict", help="With --execute: exit with status 3 when a cell "
                                          "failed or timed out (the report is still written).")] = False,  # fmt: skip
+    model_text: Annotated[bool | None, typer.Option("--model-text/--no-model-text", help="Let the model for purpose "
+                          "report write the summary and conclusions from the findings, numbers checked (default: "
+                          "the report.model_text setting; only when a model is configured).")] = None,  # fmt: skip
 ) -> None:
     """Write the layered report of a session (--session ID) or a notebook (--execute runs it first); print its paths."""
     from nini.report.builder import ReportOptions, build_report
@@ -55,14 +59,39 @@ def report_command(
     else:
         data, folder, within = _session_input(ctx, session_id, out)
         prefix = "report"
-    rendered = build_report(data, options, link_base=folder)
+    settings = state(ctx).settings
+    wanted = settings.report.model_text if model_text is None else model_text
+    narrative = _narrative(settings, data, options) if wanted else None
+    rendered = build_report(data, options, link_base=folder, narrative=narrative)
     for path in write_report(rendered, folder, formats=chosen, stem=prefix, within=within).values():
         typer.echo(str(path))
+    for section, why in rendered.model_refused.items():
+        detail = f": {why.detail}" if why.detail else ""
+        typer.echo(f"the model's {section} was not used ({why.kind}{detail}); the generated text stands", err=True)
     failures = data.execution.message() if data.execution is not None else None
     if failures:
         typer.echo(failures, err=True)
         if strict:
             raise typer.Exit(STRICT_FAILED_EXIT)
+
+
+def _narrative(settings: Any, data: Any, options: Any) -> Any:
+    """The model's summary and conclusions (``report.narrative``), or None when no model is configured."""
+    from nini.agent.llm import ModelRouter
+    from nini.report.narrative import narrate, router_completer
+
+    router = ModelRouter(settings.llm)
+    complete = router_completer(router)
+    if complete is None:
+        return None
+
+    async def ask() -> Any:
+        try:
+            return await narrate(data, lang=options.lang, digits=options.decimals, complete=complete)
+        finally:
+            await router.aclose()
+
+    return asyncio.run(ask())
 
 
 def _session_input(ctx: typer.Context, session_id: str, out: Path | None):  # noqa: ANN202 - (ReportInput, Path, RootedDir | None)

@@ -12,7 +12,7 @@ import html
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -23,11 +23,13 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from nini.errors import ErrorCode, NiniError
-from nini.report.charts import ChartGroup, group_charts, preview_kind, split_name
+from nini.report.charts import ChartGroup, chart_title, group_charts, preview_kind, split_name
 from nini.report.findings import Finding, business_text, key_findings, relevant_steps
 from nini.report.methods import condense_notes, libraries
 from nini.report.model import ChartFile, ReportInput, Step, ToolCallInfo
+from nini.report.narrative import Narrative, Refusal
 from nini.report.values import DEFAULT_DIGITS, Table
+from nini.report.wording import TEXT
 
 TEMPLATES = Path(__file__).parent / "templates"
 MAX_METHOD_STEPS = 15
@@ -37,63 +39,6 @@ SUMMARY_CHARTS = 6
 IMAGE_TYPES = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "webp": "image/webp",
                "gif": "image/gif", "svg": "image/svg+xml"}
 
-# Wording of both languages. Headings and link texts are part of the spec: change them only with it.
-TEXT: dict[str, dict[str, str]] = {
-    "zh": {
-        "title": "科研数据分析报告", "datasets": "数据集概览", "methods": "分析方法", "summary": "分析摘要",
-        "charts": "图表", "findings": "关键发现", "conclusions": "结论与建议",
-        "appendix": "分析统计（系统观测）", "figure": "图 {n}：{name}", "manifest": "图表清单",
-        "open_file": "查看图表文件", "open_html": "打开交互图表（HTML）", "colon": "：", "sep": "、",
-        "and": " 和 ", "clause": "，", "libs": "{lang}（{names}）",
-        "no_charts": "本次分析没有生成图表。", "no_findings": "没有可报告的关键发现。",
-        "no_datasets": "未记录数据集。", "rows": "{n} 行", "columns": "{n} 列", "fields": "字段：{names}",
-        "more": "等",
-        "methods_steps": "本次分析使用 {langs} 完成，主要步骤如下：", "methods_plain": "本次分析使用 {langs} 对数据进行了处理与统计分析。",
-        "methods_more": "以及其他辅助步骤。", "no_steps": "未记录分析步骤。",
-        "summary_datasets": "分析基于数据集 {names}。", "summary_findings": "本次分析得到 {n} 项主要结果，要点如下：",
-        "summary_none": "本次分析没有可汇总的结果。", "summary_charts": "本次分析生成了 {n} 张图表：{names}。",
-        "conclusions_default": "以上结果来自本次记录的分析步骤，建议结合业务背景解读，并在决策前进一步验证。",
-        "tool_calls": "工具调用", "executions": "代码执行（按语言）", "failures": "失败、修正与回滚",
-        "durations": "耗时", "dataset_rows": "数据集与行数", "source": "来源", "none_recorded": "未记录。",
-        "calls": "{name}：{count} 次，失败 {failed} 次，耗时合计 {duration}",
-        "failed_cells": "运行时失败的单元格：{n} / {total}（{cells}），其输出与图表未写入正文", "timeout": "超时",
-        "failed_steps": "失败步骤：{n}", "error_kinds": "（{kinds}）", "superseded": "被后续修正取代的步骤：{n}",
-        "rolled_back": "已回滚的步骤：{n}", "failed_calls": "失败的工具调用：{n}",
-        "execution_time": "代码执行合计：{total}；最长一步：{longest}", "tool_time": "工具调用合计：{total}",
-        "dataset_line": "{name}：{rows}", "unknown": "未知",
-        "exploration": "探索分析", "visualization": "可视化", "transformation": "数据转换", "export": "结果导出",
-    },
-    "en": {
-        "title": "Data Analysis Report", "datasets": "Dataset overview", "methods": "Methods", "summary": "Summary",
-        "charts": "Charts", "findings": "Key findings", "conclusions": "Conclusions and recommendations",
-        "appendix": "Analysis statistics (system observability)", "figure": "Figure {n}: {name}",
-        "manifest": "Chart files", "open_file": "View chart file", "open_html": "Open interactive chart (HTML)",
-        "colon": ": ", "sep": ", ", "and": " and ", "clause": ", ", "libs": "{lang} ({names})",
-        "no_charts": "The analysis produced no charts.", "no_findings": "There are no key findings to report.",
-        "no_datasets": "No datasets were recorded.", "rows": "{n} rows", "columns": "{n} columns",
-        "fields": "fields: {names}", "more": "…",
-        "methods_steps": "The analysis used {langs}. Main steps:", "methods_plain": "The data was processed and analysed with {langs}.",
-        "methods_more": "Further supporting steps were also run.", "no_steps": "No analysis steps were recorded.",
-        "summary_datasets": "The analysis is based on the datasets {names}.",
-        "summary_findings": "The analysis produced {n} main results. Highlights:",
-        "summary_none": "The analysis produced no results to summarise.",
-        "summary_charts": "Charts drawn ({n}): {names}.",
-        "conclusions_default": "These results come from the recorded analysis steps; read them in their business "
-                               "context and validate them before acting on them.",
-        "tool_calls": "Tool calls", "executions": "Code executions by language", "failures": "Failures, corrections and rollbacks",
-        "durations": "Durations", "dataset_rows": "Datasets and row counts", "source": "Source",
-        "none_recorded": "Nothing recorded.",
-        "calls": "{name}: {count} calls, {failed} failed, {duration} in total",
-        "failed_cells": "Cells that failed when run: {n} of {total} ({cells}); their outputs and charts are left out",
-        "timeout": "timed out",
-        "failed_steps": "Failed steps: {n}", "error_kinds": " ({kinds})", "superseded": "Steps superseded by a later correction: {n}",
-        "rolled_back": "Rolled-back steps: {n}", "failed_calls": "Failed tool calls: {n}",
-        "execution_time": "Code execution in total: {total}; longest step: {longest}", "tool_time": "Tool calls in total: {total}",
-        "dataset_line": "{name}: {rows}", "unknown": "unknown",
-        "exploration": "exploration", "visualization": "visualization", "transformation": "data transformation",
-        "export": "export",
-    },
-}  # fmt: skip
 LANGUAGES = {"python": "Python", "r": "R"}
 _IMG_SRC = re.compile(r'(<img src=")([^"]*)(")')
 _IMG_TAG = re.compile(r'<img src="([^"]*)" alt="([^"]*)"[^>]*>')  # as markdown-it writes them, attributes escaped
@@ -124,6 +69,8 @@ class RenderedReport:
     charts: list[ChartGroup]  # every chart, even when the charts section is left out
     findings: list[Finding]  # every key finding, even when that section is left out
     link_base: Path | None = None  # the folder chart links are relative to
+    model_written: tuple[str, ...] = ()  # the sections ("summary", "conclusions") a model wrote
+    model_refused: dict[str, Refusal] = field(default_factory=dict)  # a model's sections not used, and why
 
     def linked_files(self) -> dict[str, ChartFile]:
         """Each chart file by the link the report uses for it (unquoted), for attachments."""
@@ -131,13 +78,16 @@ class RenderedReport:
 
 
 def build_report(
-    data: ReportInput, options: ReportOptions, *, embed_images: bool = True, link_base: Path | None = None
+    data: ReportInput, options: ReportOptions, *, embed_images: bool = True, link_base: Path | None = None,
+    narrative: Narrative | None = None,
 ) -> RenderedReport:
     """The report of ``data``.
 
     Chart links are relative to ``link_base`` (the folder the report files go to), or bare file
     names when it is None. With ``embed_images`` the HTML carries image previews as data: URIs
     (SVG too, never inline markup: an ``<img>`` does not run an SVG's scripts); other formats are links.
+    A ``narrative`` (``narrative.narrate``) writes the summary and conclusions the caller gave no
+    text for, marked as a model's; the conclusions a notebook's author wrote stay theirs.
     """
     if options.lang not in TEXT:
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"lang must be one of {', '.join(TEXT)}, not {options.lang!r}")
@@ -147,21 +97,56 @@ def build_report(
     groups = group_charts(data.charts)
     title = " ".join(business_text(options.title or data.title or t["title"]).split()) or t["title"]
     method_notes, conclusion_notes = _split_notes(data.notes, title, t)
+    open_sections = [section for section, given in (("summary", options.summary_text),
+                                                    ("conclusions", options.conclusions or conclusion_notes)) if not given]
+    model_text = {s: text for s, text in (narrative.sections if narrative else {}).items() if s in open_sections}
+    model_refused = {s: why for s, why in (narrative.refused if narrative else {}).items() if s in open_sections}
+    mark = t["model_wrote"].format(model=_model_name(narrative, t)) if model_text else ""
     body = _templates().get_template("report.md.j2").render(
         t=t,
         title=md_inline(title),
         datasets=_datasets(data, options, t),
         methods=_methods(options.methods, steps, method_notes, t),
-        summary=md_prose(options.summary_text) if options.summary_text else _summary(findings, data, groups, options, t),
+        summary=md_prose(options.summary_text) if options.summary_text
+        else _model_section(model_text["summary"], mark) if "summary" in model_text
+        else _summary(findings, data, groups, options, t),
         charts=_charts(groups, link_base, t) if options.include_charts else None,
         findings=[_finding(finding) for finding in findings] if options.include_key_findings else None,
-        conclusions=_conclusions(options.conclusions, conclusion_notes, t),
+        conclusions=_model_section(model_text["conclusions"], mark) if "conclusions" in model_text
+        else _conclusions(options.conclusions, conclusion_notes, t),
     )
-    appendix = _appendix(data, steps, t) if options.include_session_stats else ""
+    narrated = _narrative_lines(narrative, list(model_text), model_refused, t)
+    appendix = _appendix(data, steps, t, narrated) if options.include_session_stats else ""
     markdown = body + appendix
     page = _html(markdown, title, options.lang, groups if embed_images else [], link_base)
     return RenderedReport(title=title, markdown=markdown, html=page, body_markdown=body, charts=groups,
-                          findings=findings, link_base=link_base)
+                          findings=findings, link_base=link_base, model_written=tuple(model_text),
+                          model_refused=model_refused)
+
+
+def _model_name(narrative: Narrative | None, t: dict[str, str]) -> str:
+    """The model's name as the wording places it: " gpt-4o " in Chinese, " gpt-4o" in English."""
+    name = md_name(narrative.model) if narrative and narrative.model else ""
+    return (f" {name} " if t is TEXT["zh"] else f" {name}") if name else ""
+
+
+def _model_section(text: str, mark: str) -> str:
+    """A section a model wrote: its Markdown (made safe like any prose), then the mark saying so."""
+    return md_prose(text) + "\n\n*" + mark + "*"
+
+
+def _narrative_lines(
+    narrative: Narrative | None, written: list[str], refused: dict[str, Refusal], t: dict[str, str]
+) -> list[str]:
+    """The appendix's account of the model's sections: which it wrote, which were refused and why."""
+    if narrative is None:
+        return []
+    model = _model_name(narrative, t)
+    lines = [t["model_used"].format(section=t[section], model=model) for section in written]
+    for section, why in refused.items():
+        reason = t["refused_" + why.kind].format(detail=md_name(why.detail))
+        lines.append(t["model_refused"].format(section=t[section], model=model, why=reason))
+    return lines
 
 
 @lru_cache(maxsize=1)
@@ -320,7 +305,7 @@ def _summary(
     has a summary too, not "nothing to summarise"."""
     names = options.dataset_names if options.dataset_names is not None else [d.name for d in data.datasets]
     parts = [t["summary_datasets"].format(names=t["sep"].join(md_name(name) for name in names))] if names else []
-    charts = [_chart_title(group, data) for group in groups]
+    charts = [chart_title(group, data.steps) for group in groups]
     if charts:
         shown = t["sep"].join(md_name(name) for name in dict.fromkeys(charts[:SUMMARY_CHARTS]))
         charted = t["summary_charts"].format(n=len(charts), names=shown + (t["more"] if len(charts) > SUMMARY_CHARTS else ""))
@@ -334,13 +319,6 @@ def _summary(
         highlights.append("- " + md_inline(first if len(first) <= 120 else first[:119].rstrip() + "…"))
     return "\n\n".join(parts + [t["summary_findings"].format(n=len(findings)), "\n".join(highlights)]
                        + ([charted] if charts else []))
-
-
-def _chart_title(group: ChartGroup, data: ReportInput) -> str:
-    """A chart's name for prose: the label of the step that drew it, else its file's base name."""
-    step_id = group.files[0].step_id if group.files else None
-    label = next((step.label for step in data.steps if step.id == step_id and step.label), None)
-    return label or group.base
 
 
 def _finding(finding: Finding) -> str:
@@ -410,7 +388,7 @@ def _total(values: list[int | None]) -> float | None:
     return sum(known) if known else None
 
 
-def _appendix(data: ReportInput, relevant: list[Step], t: dict[str, str]) -> str:
+def _appendix(data: ReportInput, relevant: list[Step], t: dict[str, str], narrated: list[str]) -> str:
     def usage(name: str, statuses: list[str], durations: list[int | None]) -> str:
         failed = sum(status in ("failed", "interrupted") for status in statuses)
         return t["calls"].format(name=md_name(name), count=len(statuses), failed=failed, duration=_duration(_total(durations)))
@@ -445,6 +423,8 @@ def _appendix(data: ReportInput, relevant: list[Step], t: dict[str, str]) -> str
                                                   else t["rows"].format(n=f"{d.rows:,}")) for d in data.datasets],
         "source": [md_name(data.source)],
     }  # fmt: skip
+    if narrated:
+        sections["narrative"] = narrated
     return _templates().get_template("appendix.md.j2").render(
         t=t, sections=[{"heading": t[key], "lines": lines} for key, lines in sections.items()])
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from nini.report.model import ChartFile
+from nini.report.model import ChartFile, Step
 
 # Preview priority, best first. gif is not in the spec's list; it is an image a browser shows, so
 # it ranks with the other raster images. Formats not listed rank after pdf.
@@ -68,3 +68,10 @@ def group_charts(files: list[ChartFile]) -> list[ChartGroup]:
         ordered = sorted(members.values(), key=_rank)
         groups.append(ChartGroup(base=base, files=ordered, preview=ordered[0], order=created[base]))
     return groups  # already in creation order: files were visited oldest first
+
+
+def chart_title(group: ChartGroup, steps: list[Step]) -> str:
+    """A chart's name for prose: the label of the step that drew it, else its file's base name."""
+    step_id = group.files[0].step_id if group.files else None
+    label = next((step.label for step in steps if step.id == step_id and step.label), None)
+    return label or group.base

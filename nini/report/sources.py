@@ -95,6 +95,7 @@ def _step(order: int, row: dict[str, Any]) -> Step:
         dataset_name=row.get("dataset_name"), save_as=row.get("save_as"), retry_of=row.get("retry_of"),
         rolled_back=bool(row.get("rolled_back_at")), tool_name=row.get("tool_name"),
         duration_ms=row.get("duration_ms"), created_at=row.get("created_at"),
+        table=_frame_table(row.get("outputs") or []) if row["status"] == "succeeded" else None,
     )  # fmt: skip
 
 

@@ -249,12 +249,35 @@ def text_table(lines: list[str]) -> Table | None:
     if rows and len(rows[0]) == 1 and _INDEX_NAME.fullmatch(rows[0][0]):
         index_name = rows[0][0]
         rows = rows[1:]
-    width = len(header) + 1
-    if len(header) == 1 and not index_name:
-        return None  # a Series' first pair, not a header
-    if not rows or any(len(row) != width for row in rows if row != ["..."]):
+    shown = [row for row in rows if row != ["..."]]
+    if len(header) > 1 or index_name:  # one cell is a Series' first pair, or a header one space apart
+        if not index_name and shown and all(len(row) == len(header) for row in shown):
+            return bound_table([header, *shown])  # printed without its index (``to_string(index=False)``)
+        if shown and all(len(row) == len(header) + 1 for row in shown):
+            return bound_table([[index_name, *header], *shown])
+    # a full column leaves one space between columns ("East 948035.0  0.332"): split where every line has a gap
+    columns = None if index_name else _fixed_width([line for line in lines if line.strip() not in ("", "..", "...")])
+    return bound_table(columns) if columns else None
+
+
+def _fixed_width(lines: list[str]) -> list[list[str]] | None:
+    """``lines`` cut into columns at the character positions blank in every line (as pandas and R
+    align them), or None when that gives fewer than two columns or an empty cell below the header."""
+    width = max(len(line) for line in lines)
+    padded = [line.ljust(width) for line in lines]
+    spans, start = [], None
+    for position in range(width + 1):
+        blank = position == width or all(line[position] == " " for line in padded)
+        if not blank and start is None:
+            start = position
+        elif blank and start is not None:
+            spans.append((start, position))
+            start = None
+    rows = [[line[a:b].strip() for a, b in spans] for line in padded]
+    header = rows[0][1:] if not rows[0][0] else rows[0]  # an index column has no name
+    if len(spans) < 2 or any(not cell for row in rows[1:] for cell in row) or not all(map(_COLUMN_NAME.fullmatch, header)):
         return None
-    return bound_table([[index_name, *header], *[row for row in rows if row != ["..."]]])
+    return rows
 
 
 def _series(split: list[list[str]], name: str | None) -> Table | None:
@@ -290,6 +313,7 @@ def _cell(text: str) -> str:
 
 
 _INDEX_NAME = re.compile(r"[^\W\d][\w.]*")  # what pandas prints on the line of an index's name
+_COLUMN_NAME = re.compile(r"[^\s:;,!?。，：；！？]+")  # one word: a column name, not a line of prose
 _COLUMNS = re.compile(r"\S\s{2,}\S")
 _SERIES_FOOTER = re.compile(r"^(?:(?:Freq|Length): [^,]+, )*(?:Name: (.+?), )?(?:Length: \d+, )?dtype: \w+$")
 
@@ -311,6 +335,13 @@ def split_text_tables(text: str) -> tuple[str, list[Table]]:
             end += 1
         if end < len(lines) and _SERIES_FOOTER.match(lines[end].strip()):
             end += 1  # a Series' "Name: revenue, dtype: float64" closes its table
+        # a header whose columns are one space apart (R's " region monthly_trend") above such rows
+        if (end - index >= 2 and kept and kept[-1].strip() and kept[-1] == lines[index - 1]
+                and not _COLUMNS.search(kept[-1].strip()) and (table := text_table(lines[index - 1:end])) is not None):
+            kept.pop()
+            tables.append(table)
+            index = end
+            continue
         if end - index >= 3 and (table := text_table(lines[index:end])) is not None:
             tables.append(table)
             index = end

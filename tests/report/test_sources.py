@@ -16,6 +16,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from nini.errors import ErrorCode, NiniError
 from nini.history import schema
 from nini.history.store import HistoryStore
+from nini.report.builder import ReportOptions, build_report
 from nini.report.sources import from_notebook, from_session
 from tests.conftest import REPO_ROOT, Harness, runtime_harness
 
@@ -86,6 +87,21 @@ def test_charts_datasets_and_tool_calls(harness: Harness, recorded: dict[str, An
     assert [c.name for c in data.tool_calls] == ["load_dataset"] + ["run_code"] * 4
     assert [c.status for c in data.tool_calls].count("failed") == 1
     assert all(c.duration_ms is not None for c in data.tool_calls)
+
+
+def test_a_dataframe_a_session_step_displayed_is_a_table_finding(harness: Harness) -> None:
+    """The DataFrame a run_code step ends with is recorded as the kernel displayed it (text/html),
+    and the report shows it as a bounded table under the step's label, not a flattened line."""
+    session = harness.runtime.create_session()
+    harness.call(session, "load_dataset", path=session.upload(SALES), name="sales")
+    shown = harness.call(session, "run_code", dataset_name="sales", label="revenue by region",
+                         code="df.groupby('region')[['revenue']].sum().sort_values('revenue', ascending=False)")
+    assert shown.success, shown.error
+    data = from_session(harness.runtime.store, session.id, session.workspace.root)
+    (step,) = data.steps
+    assert step.table is not None and step.table[0] == ("region", "revenue") and len(step.table) == 5
+    (finding,) = build_report(data, ReportOptions()).findings
+    assert finding.text == "revenue by region" and finding.table == step.table
 
 
 def test_an_unknown_session_is_not_found(harness: Harness, tmp_path: Path) -> None:

@@ -135,6 +135,33 @@ def test_a_printed_dataframe_is_a_table_not_a_header_bullet(tmp_path: Path) -> N
     assert "revenue  share" not in summary and "Top region: East" in summary
 
 
+def test_a_frame_printed_without_its_index_is_a_table_too(tmp_path: Path) -> None:
+    by_region = pd.DataFrame({"region": ["East", "Southwest"], "revenue": [948035, 516845], "share": [0.332, 0.181]})
+    text = "Top region: East\n" + by_region.to_string(index=False) + "\n"
+    cells = [new_code_cell("# Revenue by region\nprint(top)\nprint(by_region.to_string(index=False))",
+                           execution_count=1, outputs=[printed(text)])]
+    _, report = notebook_report(tmp_path, cells)
+    (finding,) = report.findings
+    assert finding.text == "Revenue by region: Top region: East"
+    assert finding.table == (("region", "revenue", "share"), ("East", "948035", "0.332"), ("Southwest", "516845", "0.181"))
+
+
+def test_tables_whose_columns_are_one_space_apart_are_split_where_every_line_has_a_gap() -> None:
+    """A full column leaves one space to its neighbour (pandas' ``948035.0  0.332`` after ``East``),
+    and R prints its header that way (``    region monthly_trend``): the first data row is no header."""
+    from nini.report.values import split_text_tables
+
+    frame = pd.DataFrame({"region": ["East", "Southwest"], "revenue": [948035.0, 516845.0], "share": [0.332, 0.181]})
+    rest, (table,) = split_text_tables("Top:\n" + frame.to_string(index=False))
+    assert rest == "Top:" and table == (("region", "revenue", "share"), ("East", "948035", "0.332"),
+                                        ("Southwest", "516845", "0.181"))  # fmt: skip
+    r_print = "    region monthly_trend\n     South        1684.0\n     North        1503.2\n Southwest         801.8"
+    rest, (table,) = split_text_tables("Trend:\n" + r_print + "\ndone")
+    assert rest == "Trend:\ndone" and table[0] == ("region", "monthly_trend") and table[1] == ("South", "1684")
+    prose = "Top region: East (33.2% of revenue)\nSecond: South\nThird: North\nLast: Southwest"
+    assert split_text_tables(prose) == (prose, [])
+
+
 def test_decimals_come_from_the_options_and_the_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cells = [new_code_cell("model.rsquared", execution_count=1, outputs=[result("0.987654321")])]
     data, report = notebook_report(tmp_path, cells, decimals=2)

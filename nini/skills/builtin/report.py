@@ -46,31 +46,34 @@ async def generate_report(
         lang: Language of the headings: zh or en.
         formats: Files to write: md, html, ipynb, pdf (pdf only where a converter is installed).
     """
-    from nini.report.builder import ReportOptions
+    from nini.report.builder import ReportOptions, build_report
+    from nini.report.narrative import narrate, router_completer
+    from nini.report.output import check_formats, write_report
+    from nini.report.sources import from_session
 
     options = ReportOptions(
         title=title, methods=methods, summary_text=summary_text, conclusions=conclusions,
         dataset_names=dataset_names, include_charts=include_charts, include_key_findings=include_key_findings,
         include_session_stats=include_session_stats, lang=lang, decimals=session.settings.report.decimals,
     )  # fmt: skip
+    chosen = check_formats(formats)  # a bad format fails before the record is read
     # reading the record, embedding the charts and writing files all block: off the event loop
-    report_title, written = await asyncio.to_thread(_write, session, options, formats)
+    data = await asyncio.to_thread(from_session, session.store, session.id, session.workspace)
+    narrative = None
+    if session.settings.report.model_text and not (summary_text and conclusions):
+        complete = router_completer(session.runtime.router)
+        if complete is not None:
+            narrative = await narrate(data, lang=lang, digits=options.decimals, complete=complete)
+    folder = session.workspace.root / REPORTS_DIR
+    rendered = await asyncio.to_thread(build_report, data, options, link_base=folder, narrative=narrative)
+    written = await asyncio.to_thread(write_report, rendered, folder, formats=chosen, within=session.workspace.fs)
     paths = {fmt: session.workspace.relative(path) for fmt, path in written.items()}
     artifacts = [{"name": path.name, "path": paths[fmt], "format": fmt, "kind": "report",
                   "size_bytes": session.workspace.fs.file_size(paths[fmt])} for fmt, path in written.items()]  # fmt: skip
-    return ToolOutput(result={"title": report_title, "paths": paths}, artifacts=artifacts,
-                      summary=f"report {report_title!r}: {', '.join(paths.values())}",
-                      events=[("report_ready", {"paths": paths, "title": report_title})])  # fmt: skip
-
-
-def _write(session: Session, options: Any, formats: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
-    from nini.report.builder import build_report
-    from nini.report.output import check_formats, write_report
-    from nini.report.sources import from_session
-
-    chosen = check_formats(formats)  # a bad format fails before the record is read
-    folder = session.workspace.root / REPORTS_DIR
-    data = from_session(session.store, session.id, session.workspace)
-    rendered = build_report(data, options, link_base=folder)
-    return rendered.title, write_report(rendered, folder, formats=chosen, within=session.workspace.fs)
-
+    result: dict[str, Any] = {"title": rendered.title, "paths": paths}
+    if rendered.model_written or rendered.model_refused:
+        result["model_sections"] = {"written": list(rendered.model_written),
+                                    "refused": {s: why.kind for s, why in rendered.model_refused.items()}}
+    return ToolOutput(result=result, artifacts=artifacts,
+                      summary=f"report {rendered.title!r}: {', '.join(paths.values())}",
+                      events=[("report_ready", {"paths": paths, "title": rendered.title})])  # fmt: skip
