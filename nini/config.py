@@ -67,6 +67,10 @@ class ExecutionSettings(BaseModel):
         64, ge=8, le=4096, description="Processes and threads an agent kernel or R worker may have at once "
         "(RLIMIT_NPROC, counted per session sandbox); a fork bomb stops there, the kernel stays usable."
     )
+    max_artifacts_per_run: int = Field(
+        200, ge=1, le=100_000, description="Charts one run may save (matplotlib figures, R plot pages, rich "
+        "outputs); past it the rest are closed unsaved, with a warning, so a plot flood cannot fill the workspace."
+    )
     tmp_size_mb: int = Field(
         512, ge=16, description="Size of the sandbox's private /tmp and of its /dev/shm in MiB (each is host RAM)."
     )

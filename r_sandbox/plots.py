@@ -21,8 +21,11 @@ import rpy2.rinterface as ri
 from r_sandbox.frames import write_atomic
 
 
-def save_pages(api: Any, pages: int, workspace: Path, label: str | None) -> tuple[list[dict[str, Any]], list[str]]:
-    """Render the run's recorded pages: (artifact dicts, warnings for pages that failed)."""
+def save_pages(
+    api: Any, pages: int, workspace: Path, label: str | None, limit: int = 200
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Render the run's recorded pages, at most ``limit``: (artifact dicts, warnings for pages
+    that failed or were left out)."""
     if not pages:
         return [], []
     folder = workspace / "artifacts"
@@ -30,8 +33,11 @@ def save_pages(api: Any, pages: int, workspace: Path, label: str | None) -> tupl
     formats = [str(f) for f in api["plot_formats"]()]
     artifacts: list[dict[str, Any]] = []
     problems: list[str] = []
+    if pages > limit:  # nini's words (_kernel_side.too_many_figures); r_sandbox does not import nini
+        problems.append(f"{pages} charts were drawn; only the first {limit} were saved "
+                        "(execution.max_artifacts_per_run), the rest were closed unsaved")
     try:
-        for page in range(1, pages + 1):
+        for page in range(1, min(pages, limit) + 1):
             stem = next(stems)
             for fmt in formats:
                 path = folder / f"{stem}.{fmt}"

@@ -22,7 +22,7 @@ from typing import Any
 LINE_LIMIT = 64 * 1024 * 1024
 # The worker keeps its replies below this, so that a reply always fits in one line buffer.
 REPLY_BUDGET = LINE_LIMIT - 1024 * 1024
-REQUEST_KEYS = ("code", "dataset_name", "save_as", "purpose", "label", "timeout_s")
+REQUEST_KEYS = ("code", "dataset_name", "save_as", "purpose", "label", "timeout_s", "max_figures")
 CONTRACT_KEYS = (
     "success", "stdout", "stderr", "result", "has_dataframe", "dataframe_preview", "artifacts",
     "datasets_saved", "error", "duration_ms",

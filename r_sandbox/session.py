@@ -118,7 +118,8 @@ class RSession:
             status, message, line = (v[0] for v in self.api["run_code"](request["code"], self.env))
         finally:  # close the devices even if R left run_code in a way it should not
             pages = int(self.api["finish_plots"](self.env, status == "ok")[0])
-        artifacts, problems = plots.save_pages(self.api, pages, self.workspace, request.get("label"))
+        artifacts, problems = plots.save_pages(self.api, pages, self.workspace, request.get("label"),
+                                               int(request.get("max_figures") or 200))
         notes.extend(problems)
         if status != "ok":
             self._take("result")

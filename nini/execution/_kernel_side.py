@@ -79,8 +79,9 @@ def prelude(root: str, dataset_name: str | None = None) -> None:
         namespace["df"] = namespace["datasets"][dataset_name]
 
 
-def collect(root: str, label: str | None, save_as: str | None, succeeded: bool) -> _Json:
-    """After a run: save and close figures, read ``result`` and ``output_df``, then remove both.
+def collect(root: str, label: str | None, save_as: str | None, succeeded: bool, max_figures: int = 200) -> _Json:
+    """After a run: save and close figures (at most ``max_figures``), read ``result`` and
+    ``output_df``, then remove both.
 
     On a failed run only the figures are saved (they were made before the error) and the two names
     are cleared, so that the next run never sees a stale ``result``.
@@ -90,7 +91,7 @@ def collect(root: str, label: str | None, save_as: str | None, succeeded: bool) 
     result = namespace.pop("result", None)
     frame = namespace.pop("output_df", None)
     report: dict[str, Any] = {"warnings": []}
-    report["artifacts"] = _save_figures(workspace, label, report["warnings"])
+    report["artifacts"] = _save_figures(workspace, label, report["warnings"], max_figures)
     if succeeded:
         report.update(result=_result(result, report["warnings"]))
         report.update(_frame(workspace, frame, save_as, report["warnings"]))
@@ -154,20 +155,29 @@ def write_atomic(path: Path, write: Callable[[str], None]) -> None:
         raise
 
 
+def too_many_figures(drawn: int, limit: int) -> str:
+    """The warning of a run that drew more charts than it may save: Python's and R's words alike."""
+    return (f"{drawn} charts were drawn; only the first {limit} were saved "
+            "(execution.max_artifacts_per_run), the rest were closed unsaved")
+
+
 def _user_ns() -> dict[str, Any]:
     from IPython import get_ipython
 
     return get_ipython().user_ns
 
 
-def _save_figures(workspace: Workspace, label: str | None, warnings_: list[str]) -> list[dict[str, Any]]:
+def _save_figures(workspace: Workspace, label: str | None, warnings_: list[str], limit: int) -> list[dict[str, Any]]:
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None or not plt.get_fignums():
         return []
     workspace.artifacts_dir.mkdir(parents=True, exist_ok=True)
     names = StemAllocator(os.listdir(workspace.artifacts_dir))
     artifacts: list[dict[str, Any]] = []
-    for number in plt.get_fignums():
+    numbers = plt.get_fignums()
+    if len(numbers) > limit:
+        warnings_.append(too_many_figures(len(numbers), limit))
+    for number in numbers[:limit]:
         figure = plt.figure(number)
         stem = names.next(label, "figure")
         for fmt in ("png", "svg"):

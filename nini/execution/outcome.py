@@ -35,6 +35,7 @@ class CodeRequest:
     purpose: str = "exploration"
     label: str | None = None
     timeout_s: float = 60.0
+    max_figures: int = 200  # charts the run may save (execution.max_artifacts_per_run)
 
 
 @dataclass

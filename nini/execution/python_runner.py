@@ -24,7 +24,7 @@ from typing import Any, Literal
 from jupyter_core.utils import ensure_async
 
 from nini.errors import NiniError
-from nini.execution._kernel_side import StemAllocator
+from nini.execution._kernel_side import StemAllocator, too_many_figures
 from nini.execution.outcome import CodeOutcome, CodeRequest
 from nini.execution.workspace import Workspace
 
@@ -85,7 +85,7 @@ async def run_request(
         if pre.state != "ok" or _status(pre) != "ok":
             return RunReport(prelude_failure(pre, request, started, restartable), pre.state, False)
         ran_prelude = True
-    collect = _call("collect", root, request.label, request.save_as, True)
+    collect = _call("collect", root, request.label, request.save_as, True, request.max_figures)
     main = await execute(client, manager, request.code, deadline, user_expressions={"nini": collect})
     if main.state in ("stuck", "dead"):
         return RunReport(stopped(main, request, started, restartable), main.state, ran_prelude)
@@ -95,7 +95,7 @@ async def run_request(
     else:  # failed or interrupted: keep the figures made so far and clear result/output_df
         cleanup = await execute(
             client, manager, "", time.monotonic() + INTERRUPT_GRACE_S, silent=True,
-            user_expressions={"nini": _call("collect", root, request.label, None, False)},
+            user_expressions={"nini": _call("collect", root, request.label, None, False, request.max_figures)},
         )  # fmt: skip
         if cleanup.state in ("stuck", "dead"):  # answered the interrupt, then hung: a restart is due after all
             main.state = cleanup.state
@@ -241,7 +241,10 @@ def build_outcome(
     artifacts = checked_artifacts(workspace, collected.get("artifacts", []))
     figure_outputs = [out for a in artifacts if a.get("format") == "png" and (out := _figure_output(workspace, a))]
     notes = list(collected.get("warnings", []))
-    artifacts += _write_rich(workspace, main.rich, request.label, notes)
+    charts_left = max(0, request.max_figures - len({a["name"].split(".", 1)[0] for a in artifacts}))
+    if len(main.rich) > charts_left:
+        notes.append(too_many_figures(len(main.rich), charts_left))
+    artifacts += _write_rich(workspace, main.rich[:charts_left], request.label, notes)
     warnings = [f"nini: {w}\n" for w in notes]
     error: dict[str, Any] | None = None
     reply = main.reply or {}

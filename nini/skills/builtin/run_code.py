@@ -43,7 +43,8 @@ async def run_code(
         label: A short name for this step; charts are named after it and reports group by it.
         timeout_s: Stop the run after this many seconds (default from settings, 60).
     """
-    request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.execution.timeout_s)
+    request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.execution.timeout_s,
+                            max_figures=session.settings.execution.max_artifacts_per_run)
     await check_quota(session)
     isolation = session.isolation
     outcome = (
@@ -89,7 +90,7 @@ async def _approval_refusal(session: Session, code: str, isolation: str) -> Code
 
 def build_request(
     code: str, dataset_name: str | None, save_as: str | None, purpose: str, label: str | None,
-    timeout_s: float | None, default_timeout_s: float,
+    timeout_s: float | None, default_timeout_s: float, *, max_figures: int,
 ) -> CodeRequest:
     """The checked request of run_code and run_r_code (same parameters, same rules)."""
     for name in (dataset_name, save_as):
@@ -98,7 +99,7 @@ def build_request(
     limit = timeout_s if timeout_s is not None else default_timeout_s
     if not 0 < limit <= 86400:
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "timeout_s must be between 0 and 86400 seconds")
-    return CodeRequest(code, dataset_name, save_as, purpose, label, float(limit))
+    return CodeRequest(code, dataset_name, save_as, purpose, label, float(limit), max_figures)
 
 
 def _policy_refusal(session: Session, code: str) -> CodeOutcome | None:

@@ -54,7 +54,8 @@ async def run_r_code(
         label: A short name for this step; charts are named after it and reports group by it.
         timeout_s: Stop the run after this many seconds (default from settings, 120).
     """
-    request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.r.timeout_s)
+    request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.r.timeout_s,
+                            max_figures=session.settings.execution.max_artifacts_per_run)
     await check_quota(session)
     reply = await _run_in_worker(session, request)
     outcome = CodeOutcome(**{key: reply[key] for key in CONTRACT_KEYS})
@@ -74,6 +75,7 @@ async def _run_in_worker(session: Session, request: CodeRequest) -> dict[str, An
         return await session.runtime.r_workers.run(session.id, session.workspace.root, {
             "code": request.code, "dataset_name": request.dataset_name, "save_as": request.save_as,
             "purpose": request.purpose, "label": request.label, "timeout_s": request.timeout_s,
+            "max_figures": request.max_figures,
         })  # fmt: skip
     except RSandboxError as exc:
         raise NiniError(ErrorCode(exc.code), exc.message, exc.details) from None
