@@ -79,6 +79,7 @@ class RWorkerPool:
         wrap_command: WrapCommand | None = None,
         start_timeout_s: float = 60,
         language: str = "zh",
+        make_runtime_dir: Callable[[], Path] | None = None,
     ) -> None:
         self.memory_limit_mb = memory_limit_mb
         self.timeout_s = timeout_s
@@ -86,6 +87,8 @@ class RWorkerPool:
         self.wrap_command = wrap_command
         self.start_timeout_s = start_timeout_s
         self.language = language  # of policy messages: zh or en
+        # a new private folder per worker; nini's stamps it with its owner, to sweep it after a crash
+        self.make_runtime_dir = make_runtime_dir or (lambda: Path(tempfile.mkdtemp(prefix="nini-r-", dir="/tmp")))
         self._workers: dict[str, _Worker] = {}
         self._restarts: dict[str, int] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -234,7 +237,7 @@ class RWorkerPool:
             raise RSandboxError("R_UNAVAILABLE", "rpy2 is not installed: pip install 'nini[r]'")
         workspace.mkdir(parents=True, exist_ok=True)
         # Short, under /tmp, removed on shutdown; the sandbox mounts it writable next to the workspace.
-        runtime = Path(tempfile.mkdtemp(prefix="nini-r-", dir="/tmp"))
+        runtime = self.make_runtime_dir()
         for folder in ("home", "tmp"):
             (runtime / folder).mkdir()
         log_path = runtime / "worker.log"

@@ -12,7 +12,6 @@ import asyncio
 import os
 import shutil
 import sys
-import tempfile
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,12 +27,14 @@ from nini.errors import ErrorCode, NiniError
 from nini.execution import confine, sandbox
 from nini.execution.outcome import CodeOutcome, CodeRequest
 from nini.execution.python_runner import run_request
+from nini.execution.runtime_dirs import make_runtime_dir, sweep_runtime_dirs
 from nini.execution.sandbox import SandboxMode, resolve_mode
 from nini.execution.workspace import Workspace
 
 __all__ = ["KernelPool"]
 
 START_TIMEOUT_S = 60.0
+KERNEL_PREFIX = "nini-kernel-"  # of a kernel's runtime folder (``runtime_dirs.PREFIXES``)
 # What a kernel inherits from nini's environment. Nothing else: API keys of the LLM providers live
 # there, and agent code must not read them.
 _PASSED_ENV = frozenset("PATH PYTHONPATH LANG LANGUAGE TZ OMP_NUM_THREADS OPENBLAS_NUM_THREADS MKL_NUM_THREADS".split())
@@ -77,6 +78,7 @@ class KernelPool:
         self._external: dict[str, _Kernel] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._sandbox_mode: SandboxMode | None = None
+        sweep_runtime_dirs([sandbox.runtime_base()])  # the folders of kernels whose nini was killed
 
     @property
     def sandbox_mode(self) -> SandboxMode:
@@ -175,7 +177,7 @@ class KernelPool:
         # The runtime folder is nini's (0700, never seen by the kernel): the kernel's log and the
         # sandbox's passwd. Its ipc/ subfolder, bound into the sandbox, holds the connection file
         # and the ipc sockets; it is short because a socket path must fit in 108 bytes.
-        runtime_dir = Path(tempfile.mkdtemp(prefix="nini-kernel-", dir=sandbox.runtime_base()))
+        runtime_dir = make_runtime_dir(KERNEL_PREFIX, sandbox.runtime_base())
         ipc_dir = runtime_dir / "ipc"
         ipc_dir.mkdir()
         cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",

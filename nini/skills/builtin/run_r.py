@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from nini.session import Session
 
 
+R_RUNTIME_BASE = Path("/tmp")  # R workers' runtime folders: short paths, mounted into the sandbox
+
+
 @skill("run_r_code", category="statistics")
 async def run_r_code(
     session: Session,
@@ -83,14 +86,17 @@ async def _run_in_worker(session: Session, request: CodeRequest) -> dict[str, An
 
 def new_worker_pool(settings: Settings) -> Any:
     """The session R workers of one Runtime, confined and sandboxed like its kernels."""
+    from nini.execution.runtime_dirs import make_runtime_dir, sweep_runtime_dirs
     from r_sandbox.client import RWorkerPool
 
+    sweep_runtime_dirs([R_RUNTIME_BASE])  # the folders of workers whose nini was killed
     return RWorkerPool(
         memory_limit_mb=settings.r.memory_limit_mb,
         timeout_s=settings.r.timeout_s,
         allowed_packages=settings.r.extra_packages,
         wrap_command=worker_wrap(settings),
         language=settings.ui.language,
+        make_runtime_dir=lambda: make_runtime_dir("nini-r-", R_RUNTIME_BASE),
     )
 
 
