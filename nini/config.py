@@ -61,7 +61,8 @@ class ExecutionSettings(BaseModel):
         60, gt=0, le=86400, description="Default run_code timeout in seconds; a call may set its own."
     )
     output_cap_chars: int = Field(
-        8000, ge=200, description="Longest tool output sent back to the model; the full text stays in the store."
+        8000, ge=200, description="Longest tool output sent back to the model; a longer one is written whole to the workspace "
+        "(executions/ID/stdout.txt) and the record keeps its head and tail."
     )
     max_processes: int = Field(
         64, ge=8, le=4096, description="Processes and threads an agent kernel or R worker may have at once "

@@ -82,6 +82,31 @@ def test_100_kb_of_output_is_capped_for_the_model_and_kept_whole(harness: Harnes
     assert (session.workspace.executions_dir / result.execution_id / "stdout.txt").read_text() == "y" * 100_000
 
 
+def test_a_huge_output_is_stored_once_whole_in_the_workspace_and_bounded_in_the_record(harness: Harness) -> None:
+    session = harness.session()
+    result = harness.call(session, "run_code", code="print('a' * 600_000 + 'b' * 600_000, end='')\nx = 1")
+    assert result.success
+    whole = (session.workspace.executions_dir / result.execution_id / "stdout.txt").read_text()
+    assert whole == "a" * 600_000 + "b" * 600_000
+    store = harness.runtime.store
+    row = store.get_execution(result.execution_id)
+    (stream,) = [o for o in row["outputs"] if o["output_type"] == "stream"]
+    call = store.get_tool_call(result.tool_call_id)
+    for text in (row["stdout"], stream["text"], call["result"]["stdout"], result.result["stdout"]):
+        assert len(text) < 101_000 and text.startswith("a" * 50_000) and text.endswith("b" * 50_000)
+        assert f"1,100,000 characters left out of the record; the whole output is executions/{result.execution_id}/stdout.txt" in text
+
+
+def test_when_the_workspace_refuses_the_file_the_record_keeps_the_whole_text(harness: Harness, tmp_path) -> None:  # noqa: ANN001
+    session = harness.session()
+    executions = session.workspace.executions_dir
+    executions.rmdir()
+    executions.symlink_to(tmp_path)  # agent code can put a link there; nini never writes through it
+    result = harness.call(session, "run_code", code="print('z' * 150_000, end='')")
+    assert result.success and result.full_text_at is None and list(tmp_path.iterdir()) == []
+    assert harness.runtime.store.get_execution(result.execution_id)["stdout"] == "z" * 150_000
+
+
 def test_short_output_is_not_written_to_a_file(harness: Harness) -> None:
     session = harness.session()
     result = harness.call(session, "run_code", code="print('short')")

@@ -262,9 +262,13 @@ class HistoryStore:
 
     # executions, artifacts, datasets
 
-    def list_executions(self, session_id: str, language: str | None = None) -> list[dict[str, Any]]:
-        """In the order they were recorded; only ``language`` ("python" or "r") if given."""
-        query = sa.select(executions).where(executions.c.session_id == session_id)
+    def list_executions(
+        self, session_id: str, language: str | None = None, *, fields: Iterable[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """In the order they were recorded; only ``language`` ("python" or "r") if given; only the
+        columns ``fields`` if given (a scan for labels need not load every output)."""
+        columns = [executions.c[name] for name in fields] if fields is not None else [executions]
+        query = sa.select(*columns).where(executions.c.session_id == session_id)
         if language is not None:
             query = query.where(executions.c.language == language)
         return self._list(query.order_by(executions.c.created_at, executions.c.id))

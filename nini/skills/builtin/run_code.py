@@ -18,6 +18,9 @@ from nini.skills.output import ToolOutput
 if TYPE_CHECKING:
     from nini.session import Session
 
+# Characters of one stream the record keeps (its head and tail) once the whole text is in the
+# workspace: more than a report scans (report.findings.SCAN_CHARS), far less than a log can be.
+RECORDED_TEXT_CHARS = 100_000
 
 @skill("run_code", category="data")
 async def run_code(
@@ -121,8 +124,10 @@ def record_outcome(
     """Turn a finished run into the ToolOutput ``invoke`` records (shared with run_r_code)."""
     execution_id = "x" + uuid.uuid4().hex[:12]
     outcome = _without_host_paths(session, outcome)
-    contract = outcome.contract()
     full_text_at = _keep_long_output(session, execution_id, outcome)
+    if full_text_at is not None:  # the whole text is in the workspace: the record keeps its ends
+        outcome = _bounded(outcome, execution_id)
+    contract = outcome.contract()
     execution = {
         "id": execution_id,
         "language": language,
@@ -186,7 +191,7 @@ def find_retry_of(session: Session, request: CodeRequest) -> str | None:
     """A re-run of a failed step (same label, or same output dataset) corrects that step."""
     if not request.label and not request.save_as:
         return None
-    for row in reversed(session.store.list_executions(session.id)):
+    for row in reversed(session.store.list_executions(session.id, fields=("id", "label", "save_as", "status"))):
         same_step = (request.label and row.get("label") == request.label) or (
             request.save_as and row.get("save_as") == request.save_as
         )
@@ -198,8 +203,9 @@ def find_retry_of(session: Session, request: CodeRequest) -> str | None:
 def _keep_long_output(session: Session, execution_id: str, outcome: CodeOutcome) -> str | None:
     """Write outputs longer than the model's cap to the workspace, so the model can read them.
 
-    The store keeps the whole text anyway: when the workspace refuses the file (agent code put a
-    link where ``executions`` was, or the disk is full) the model is pointed at the record instead.
+    The record then keeps the head and tail (``_bounded``); when the workspace refuses the file
+    (agent code put a link where ``executions`` was, or the disk is full) the record keeps the whole
+    text instead, and None says so.
     """
     cap = session.settings.execution.output_cap_chars
     long_streams = {n: t for n, t in (("stdout", outcome.stdout), ("stderr", outcome.stderr)) if len(t) > cap}
@@ -212,6 +218,26 @@ def _keep_long_output(session: Session, execution_id: str, outcome: CodeOutcome)
         return None
     paths = ", ".join(f"executions/{execution_id}/{s}.txt" for s in long_streams)
     return f"{paths} in the session workspace (execution {execution_id})"
+
+
+def _bounded(outcome: CodeOutcome, execution_id: str) -> CodeOutcome:
+    """The outcome with each stream cut to its first and last ``RECORDED_TEXT_CHARS / 2``
+    characters, saying where the whole text is: stored once (in the workspace file), never three
+    times (stdout, the stream outputs, the call's result), and a 200 MB output costs later reads
+    of the record nothing."""
+
+    def cut(text: str, stream: str) -> str:
+        if len(text) <= RECORDED_TEXT_CHARS:
+            return text
+        half = RECORDED_TEXT_CHARS // 2
+        return (f"{text[:half]}\n… [{len(text) - 2 * half:,} characters left out of the record; the whole output "
+                f"is executions/{execution_id}/{stream}.txt in the session workspace] …\n{text[-half:]}")
+
+    outputs = [{**output, "text": cut(output["text"], output.get("name", "stdout"))}
+               if output.get("output_type") == "stream" and isinstance(output.get("text"), str) else output
+               for output in outcome.outputs]  # fmt: skip
+    return dataclasses.replace(outcome, stdout=cut(outcome.stdout, "stdout"), stderr=cut(outcome.stderr, "stderr"),
+                               outputs=outputs)  # fmt: skip
 
 
 def _artifact_row(session: Session, execution_id: str, artifact: dict[str, Any]) -> dict[str, Any]:
