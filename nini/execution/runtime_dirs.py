@@ -34,10 +34,22 @@ def process_start(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
+def owner_token() -> str:
+    """This process as ``PID-START``: written into the names of files it is still to record (dataset
+    versions, temp files), so a sweep can tell a dead writer's leftovers from a live one's work."""
+    return f"{os.getpid()}-{process_start(os.getpid())}"
+
+
+def token_alive(token: str) -> bool:
+    """Whether the process ``owner_token`` named is still running (the same pid and start time)."""
+    pid, _, start = token.partition("-")
+    return pid.isdigit() and int(pid) > 0 and process_start(int(pid)) == start
+
+
 def make_runtime_dir(prefix: str, base: Path | None = None) -> Path:
     """A new private (0700) folder ``base/prefixXXXXXXXX`` stamped with this process as its owner."""
     folder = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
-    owner = {"pid": os.getpid(), "start": process_start(os.getpid())}
+    owner = {"pid": os.getpid(), "start": process_start(os.getpid())}  # JSON: a stamp, not a name
     (folder / OWNER_FILE).write_text(json.dumps(owner), encoding="utf-8")
     return folder
 

@@ -9,6 +9,7 @@ opened through ``fs``, which never follows a link (agent code may have planted o
 from __future__ import annotations
 
 import re
+import secrets
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
 
@@ -18,6 +19,9 @@ from nini.execution.workspace_fs import RootedDir
 _DATASET_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 SUBFOLDERS = ("artifacts", "datasets", "executions")
+# A saved version of a dataset: datasets/NAME@PID-START-RANDOM.parquet ("@" is in no dataset name;
+# PID-START names the nini process that is to record it, see runtime_dirs.owner_token).
+DATASET_VERSION = re.compile(r"^(?P<name>[A-Za-z0-9_][A-Za-z0-9_.-]{0,63})@(?P<owner>\d+-\d+)-[0-9a-f]{8}\.parquet$")
 
 
 def check_session_id(session_id: str) -> str:
@@ -106,6 +110,14 @@ class Workspace:
     def dataset_file(self, name: str) -> str:
         """Dataset ``name``'s file, relative to the workspace."""
         return f"datasets/{check_dataset_name(name)}.parquet"
+
+    def new_dataset_file(self, name: str, owner: str) -> str:
+        """A file for a new save of dataset ``name``, relative: ``datasets/NAME@OWNER-RANDOM.parquet``.
+
+        Every save writes a file of its own, so no save ever changes a file a record names; the
+        record's commit is what makes a version current, and readers open the file the record names.
+        """
+        return f"datasets/{check_dataset_name(name)}@{owner}-{secrets.token_hex(4)}.parquet"
 
     def existing_dataset(self, name: str) -> str:
         """The relative path of dataset ``name``'s Parquet file; NOT_FOUND, listing the session's
