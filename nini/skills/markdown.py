@@ -251,13 +251,18 @@ def _check_nesting(source: str) -> None:
     if sum(source.count(c) for c in "[{-?:") <= MAX_FRONTMATTER_DEPTH:
         return
     depth = 0
-    for event in yaml.parse(source, Loader=_Loader):
-        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            depth += 1
-            if depth > MAX_FRONTMATTER_DEPTH:
-                raise SkillFileError(f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels")
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            depth -= 1
+    try:
+        for event in yaml.parse(source, Loader=_Loader):
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_FRONTMATTER_DEPTH:
+                    raise SkillFileError(f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels")
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+    except yaml.YAMLError as exc:  # libyaml >= 0.2.6 stops at its own limit while scanning ahead
+        if "nesting depth" in str(exc):
+            raise SkillFileError(f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels") from exc
+        raise
 
 
 def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
