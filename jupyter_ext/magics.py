@@ -137,8 +137,7 @@ class NiniMagics(Magics):
         if result.success and args.save_as:
             import pandas as pd
 
-            workspace = self.session.workspace
-            with workspace.fs.reader(workspace.dataset_file(args.save_as)) as handle:
+            with self.session.workspace.fs.reader(self.session.dataset_file(args.save_as)) as handle:
                 self.shell.user_ns[args.save_as] = pd.read_parquet(handle)
 
     @magic_arguments("nini")

@@ -7,12 +7,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nini.errors import ErrorCode, NiniError
+from nini.execution.leftovers import sweep_workspace
 from nini.execution.workspace import Workspace
 
 if TYPE_CHECKING:
     from nini.history.events import EventBus
     from nini.history.store import HistoryStore
     from nini.runtime import Runtime
+
+
+_SWEPT: set[Path] = set()  # workspaces this process has swept (Session.dataset_files)
 
 
 class Session:
@@ -62,6 +66,21 @@ class Session:
 
     def info(self) -> dict[str, Any]:
         return self.store.get_session(self.id)
+
+    def dataset_files(self) -> dict[str, str]:
+        """Each dataset the record names, name -> its file (workspace-relative): the version readers
+        open. On this workspace's first use in this process, the leftovers of killed writes are
+        swept first (``leftovers.sweep_workspace``): no file the record names is touched."""
+        files = {row["name"]: row["path"] for row in self.store.list_datasets(self.id)}
+        if self.workspace.root not in _SWEPT:
+            _SWEPT.add(self.workspace.root)
+            sweep_workspace(self.workspace, files.values())
+        return files
+
+    def dataset_file(self, name: str) -> str:
+        """The file of dataset ``name`` as the record names it; NOT_FOUND, listing the session's
+        datasets, when the record has no such dataset or its file is gone."""
+        return self.workspace.recorded_dataset(self.dataset_files(), name)
 
     def upload(self, source: Path) -> str:
         """Copy a user's file into ``uploads/`` of the workspace; the workspace-relative path.

@@ -22,7 +22,11 @@ from typing import Any
 LINE_LIMIT = 64 * 1024 * 1024
 # The worker keeps its replies below this, so that a reply always fits in one line buffer.
 REPLY_BUDGET = LINE_LIMIT - 1024 * 1024
-REQUEST_KEYS = ("code", "dataset_name", "save_as", "purpose", "label", "timeout_s", "max_figures")
+REQUEST_KEYS = (
+    "code", "dataset_name", "save_as", "purpose", "label", "timeout_s", "max_figures",
+    "datasets",  # name -> workspace-relative file, as nini's record names them (None: the files by name)
+    "save_file",  # the new version file save_as is written to
+)  # fmt: skip
 CONTRACT_KEYS = (
     "success", "stdout", "stderr", "result", "has_dataframe", "dataframe_preview", "artifacts",
     "datasets_saved", "error", "duration_ms",

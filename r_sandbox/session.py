@@ -58,11 +58,16 @@ class RSession:
         messages_of_denied = [guard_message(n, self.language) for n in denied]
         self.env = self.api["setup"](ro.StrVector(denied), ro.StrVector(messages_of_denied))
         self._reader = ri.rternalize(self._read_dataset)
+        # the datasets of the current run, name -> workspace-relative file, as nini's record names
+        # them; None: every datasets/NAME.parquet (a caller that keeps no record)
+        self._files: dict[str, str] | None = None
 
     def run(self, request: dict[str, Any], *, skip_policy: bool = False) -> dict[str, Any]:
         """Run one request; the contract dict. Never raises for what the code does."""
         started = time.monotonic()
         notes: list[str] = []
+        files = request.get("datasets")
+        self._files = {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else None
         refused = self._refusal(request, skip_policy)
         if refused is not None:
             return _finished(refused, "", "", notes, started)
@@ -128,7 +133,7 @@ class RSession:
             outcome["artifacts"] = artifacts
             return outcome
         result = self._result(notes)
-        shown = self._frame(request.get("save_as"), notes)
+        shown = self._frame(request.get("save_as"), request.get("save_file"), notes)
         error = None
         if "save_error" in shown:
             error = {"code": CODE_ERROR, "message": shown["save_error"]}
@@ -154,7 +159,7 @@ class RSession:
         notes.append(f"result is not JSON-serialisable ({strip_ansi(str(shown[2][0]))}); returned as its str() text")
         return strip_ansi(str(shown[1][0]))
 
-    def _frame(self, save_as: str | None, notes: list[str]) -> dict[str, Any]:
+    def _frame(self, save_as: str | None, save_file: str | None, notes: list[str]) -> dict[str, Any]:
         present, value = self._take("output_df")
         plain = self.api["plain_frame"](value) if present else None
         if plain is None or plain[0] is ri.NULL:
@@ -169,7 +174,8 @@ class RSession:
         shown: dict[str, Any] = {"dataframe_preview": frames.preview(frame)}
         if save_as:
             try:
-                frames.save_parquet(frame, self._dataset_path(save_as))
+                target = self._inside(save_file) if save_file else self._dataset_path(save_as)
+                frames.save_parquet(frame, target)
                 shown["datasets_saved"] = [save_as]
             except Exception as exc:  # pyarrow refusing a column type, a full disk
                 shown["save_error"] = f"output_df could not be saved as {save_as!r}: {type(exc).__name__}: {exc}"
@@ -177,9 +183,22 @@ class RSession:
 
     # --- datasets ---------------------------------------------------------------------------------
     def _dataset_path(self, name: str) -> Path:
-        return self.workspace / "datasets" / f"{name}.parquet"
+        """The file of dataset ``name`` (which may not exist)."""
+        if self._files is None:
+            return self.workspace / "datasets" / f"{name}.parquet"
+        relative = self._files.get(name)
+        return self._inside(relative) if relative else self.workspace / "datasets" / f".{name}.unrecorded"
+
+    def _inside(self, relative: str) -> Path:
+        """``relative`` beneath the workspace's datasets folder (nini names it; checked all the same)."""
+        path = self.workspace / relative
+        if not relative.startswith("datasets/") or ".." in Path(relative).parts:
+            raise ValueError(f"dataset file {relative!r} is not in the workspace's datasets folder")
+        return path
 
     def _dataset_names(self) -> list[str]:
+        if self._files is not None:
+            return sorted(self._files)
         folder = self.workspace / "datasets"
         if not folder.is_dir():
             return []

@@ -40,7 +40,7 @@ class DatasetMapping(Mapping):
 
     def __getitem__(self, name: str) -> Any:
         try:
-            path = self._workspace.dataset_path(name)
+            path = self._workspace.indexed_dataset(name)  # the version the record names
         except NiniError as exc:
             raise KeyError(exc.message) from None
         if not path.is_file():
@@ -50,10 +50,10 @@ class DatasetMapping(Mapping):
         return pd.read_parquet(path)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._workspace.dataset_names())
+        return iter(self._workspace.indexed_names())
 
     def __len__(self) -> int:
-        return len(self._workspace.dataset_names())
+        return len(self._workspace.indexed_names())
 
     def __repr__(self) -> str:
         return f"datasets({', '.join(self) or 'none'})"
@@ -79,9 +79,13 @@ def prelude(root: str, dataset_name: str | None = None) -> None:
         namespace["df"] = namespace["datasets"][dataset_name]
 
 
-def collect(root: str, label: str | None, save_as: str | None, succeeded: bool, max_figures: int = 200) -> _Json:
+def collect(
+    root: str, label: str | None, save_as: str | None, succeeded: bool, max_figures: int = 200,
+    save_file: str | None = None,
+) -> _Json:
     """After a run: save and close figures (at most ``max_figures``), read ``result`` and
-    ``output_df``, then remove both.
+    ``output_df`` (saved as ``save_as`` into the new version ``save_file`` the host chose), then
+    remove both.
 
     On a failed run only the figures are saved (they were made before the error) and the two names
     are cleared, so that the next run never sees a stale ``result``.
@@ -94,7 +98,7 @@ def collect(root: str, label: str | None, save_as: str | None, succeeded: bool, 
     report["artifacts"] = _save_figures(workspace, label, report["warnings"], max_figures)
     if succeeded:
         report.update(result=_result(result, report["warnings"]))
-        report.update(_frame(workspace, frame, save_as, report["warnings"]))
+        report.update(_frame(workspace, frame, save_as, report["warnings"], save_file))
     return _Json(report)
 
 
@@ -201,7 +205,9 @@ def _result(value: Any, warnings_: list[str]) -> Any:
         return repr(value)
 
 
-def _frame(workspace: Workspace, frame: Any, save_as: str | None, warnings_: list[str]) -> dict[str, Any]:
+def _frame(
+    workspace: Workspace, frame: Any, save_as: str | None, warnings_: list[str], save_file: str | None
+) -> dict[str, Any]:
     pd = sys.modules.get("pandas")
     if frame is not None and pd is not None and isinstance(frame, pd.Series):
         frame = frame.to_frame()
@@ -215,7 +221,7 @@ def _frame(workspace: Workspace, frame: Any, save_as: str | None, warnings_: lis
     out: dict[str, Any] = {"has_dataframe": True, "dataframe_preview": preview(frame)}
     if save_as:
         try:
-            _save_parquet(frame, workspace.dataset_path(save_as))
+            _save_parquet(frame, workspace.root / save_file if save_file else workspace.dataset_path(save_as))
             out["datasets_saved"] = [save_as]
         except Exception as exc:
             out["save_error"] = f"output_df could not be saved as {save_as!r}: {type(exc).__name__}: {exc}"

@@ -221,7 +221,7 @@ class InProcessExecutor:
                 return prelude_failure(failed, request, job.started, restartable=False)
             main = self._run_code(job)
             succeeded = main.state == "ok" and (main.reply or {}).get("status") == "ok"
-            collected = _collect(root, request.label, request.save_as if succeeded else None, succeeded)
+            collected = _collect(root, request, succeeded)
             outcome = build_outcome(main, collected, workspace, request, job.started, restartable=False)
         finally:
             os.chdir(cwd)
@@ -316,9 +316,11 @@ def _call(callback: Callable[[], Any]) -> None:
         log.exception("callback handed to the in-process executor failed")
 
 
-def _collect(root: str, label: str | None, save_as: str | None, succeeded: bool) -> dict[str, Any]:
+def _collect(root: str, request: CodeRequest, succeeded: bool) -> dict[str, Any]:
+    save_as = request.save_as if succeeded else None
     try:
-        return json.loads(_kernel_side.collect(root, label, save_as, succeeded).text)
+        return json.loads(_kernel_side.collect(root, request.label, save_as, succeeded, request.max_figures,
+                                               request.save_file).text)  # fmt: skip
     except Exception as exc:
         return collect_failure(type(exc).__name__, str(exc))
 

@@ -36,6 +36,9 @@ class CodeRequest:
     label: str | None = None
     timeout_s: float = 60.0
     max_figures: int = 200  # charts the run may save (execution.max_artifacts_per_run)
+    # the record's datasets, name -> workspace-relative file (None: the files by name, as older nini)
+    datasets: dict[str, str] | None = None
+    save_file: str | None = None  # the new version ``save_as`` is written to (workspace.new_dataset_file)
 
 
 @dataclass

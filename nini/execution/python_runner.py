@@ -85,7 +85,7 @@ async def run_request(
         if pre.state != "ok" or _status(pre) != "ok":
             return RunReport(prelude_failure(pre, request, started, restartable), pre.state, False)
         ran_prelude = True
-    collect = _call("collect", root, request.label, request.save_as, True, request.max_figures)
+    collect = _call("collect", root, request.label, request.save_as, True, request.max_figures, request.save_file)
     main = await execute(client, manager, request.code, deadline, user_expressions={"nini": collect})
     if main.state in ("stuck", "dead"):
         return RunReport(stopped(main, request, started, restartable), main.state, ran_prelude)
@@ -218,11 +218,15 @@ def collect_failure(ename: str, evalue: str) -> dict[str, Any]:
 
 
 def missing_dataset(workspace: Workspace, request: CodeRequest) -> CodeOutcome | None:
-    """NOT_FOUND when the request names a dataset the session does not have, else None."""
-    if request.dataset_name is None:
-        return None
+    """NOT_FOUND when the request names a dataset the session does not have, else None; the
+    kernel is told which file holds each dataset (``Workspace.write_dataset_index``) first."""
     try:
-        workspace.existing_dataset(request.dataset_name)
+        if request.datasets is not None:
+            workspace.write_dataset_index(request.datasets)
+            if request.dataset_name is not None:
+                workspace.recorded_dataset(request.datasets, request.dataset_name)
+        elif request.dataset_name is not None:
+            workspace.existing_dataset(request.dataset_name)
     except NiniError as exc:
         return CodeOutcome.failure(exc.code.value, exc.message)
     return None

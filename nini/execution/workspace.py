@@ -8,6 +8,7 @@ opened through ``fs``, which never follows a link (agent code may have planted o
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from dataclasses import dataclass
@@ -19,6 +20,9 @@ from nini.execution.workspace_fs import RootedDir
 _DATASET_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 SUBFOLDERS = ("artifacts", "datasets", "executions")
+# Which file holds each dataset, as the record says: written by nini before each run, read by the
+# kernel's ``datasets`` (which cannot ask the record). Not in datasets/, whose temp files are swept.
+DATASET_INDEX = ".nini-datasets.json"
 # A saved version of a dataset: datasets/NAME@PID-START-RANDOM.parquet ("@" is in no dataset name;
 # PID-START names the nini process that is to record it, see runtime_dirs.owner_token).
 DATASET_VERSION = re.compile(r"^(?P<name>[A-Za-z0-9_][A-Za-z0-9_.-]{0,63})@(?P<owner>\d+-\d+)-[0-9a-f]{8}\.parquet$")
@@ -118,6 +122,42 @@ class Workspace:
         record's commit is what makes a version current, and readers open the file the record names.
         """
         return f"datasets/{check_dataset_name(name)}@{owner}-{secrets.token_hex(4)}.parquet"
+
+    def recorded_dataset(self, files: dict[str, str], name: str) -> str:
+        """The file of dataset ``name`` in ``files`` (the record's view: name -> file); NOT_FOUND,
+        listing the session's datasets, when it has no such dataset or its file is gone."""
+        relative = files.get(check_dataset_name(name))
+        if relative is None or not self.fs.is_file(relative):
+            available = ", ".join(sorted(n for n in files if n != name)) or "none"
+            raise NiniError(ErrorCode.NOT_FOUND, f"no dataset {name!r} in this session; available: {available}")
+        return relative
+
+    def write_dataset_index(self, files: dict[str, str]) -> None:
+        """Tell the kernel which file holds each dataset (``DATASET_INDEX``): the record's view."""
+        self.fs.write_bytes(DATASET_INDEX, json.dumps({"files": files}, sort_keys=True).encode())
+
+    def indexed_dataset(self, name: str) -> Path:
+        """The file of dataset ``name`` as the last index says (kernel side); its legacy place
+        ``datasets/NAME.parquet`` when there is no index (a workspace of an older nini)."""
+        files = self._index()
+        if files is None:
+            return self.dataset_path(name)
+        relative = files.get(check_dataset_name(name))
+        if relative is None or not relative.startswith("datasets/") or ".." in relative:
+            raise NiniError(ErrorCode.NOT_FOUND, f"no dataset {name!r}; available: {', '.join(sorted(files)) or 'none'}")
+        return self.root / relative
+
+    def indexed_names(self) -> list[str]:
+        """The dataset names of the last index (kernel side), else the legacy files' names."""
+        files = self._index()
+        return self.dataset_names() if files is None else sorted(files)
+
+    def _index(self) -> dict[str, str] | None:
+        try:
+            files = json.loads((self.root / DATASET_INDEX).read_text(encoding="utf-8"))["files"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
 
     def existing_dataset(self, name: str) -> str:
         """The relative path of dataset ``name``'s Parquet file; NOT_FOUND, listing the session's

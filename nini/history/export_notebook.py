@@ -80,8 +80,8 @@ def copy_inputs(bundle: dict[str, Any], workspace: Path, files_dir: Path) -> lis
     (files_dir / "artifacts").mkdir(exist_ok=True)
     copied = []
     for dataset in input_datasets(bundle):
-        relative = f"datasets/{dataset['name']}.parquet"
-        with source.reader(relative) as handle, open(files_dir / relative, "wb") as target:
+        relative = f"datasets/{dataset['name']}.parquet"  # the export's own layout; the record names the version
+        with source.reader(dataset["path"]) as handle, open(files_dir / relative, "wb") as target:
             shutil.copyfileobj(handle, target)
         copied.append(relative)
     return copied

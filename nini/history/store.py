@@ -216,7 +216,8 @@ class HistoryStore:
         ``execution`` is an executions row (``id`` defaults to "x" + 12 hex, ``tool_call_id`` to
         this call); ``artifacts`` and ``datasets`` rows default their execution id to it. A
         dataset saved again under the same name replaces the old row. Returns the call with
-        ``execution`` (the stored row, or None). Either everything is recorded or nothing is,
+        ``execution`` (the stored row, or None) and ``superseded_files``: the files the replaced
+        dataset rows named, which no record names any more (the caller may remove them). Either everything is recorded or nothing is,
         and the call stays ``running``.
         """
         if status not in FINISHED_STATUSES:
@@ -244,11 +245,12 @@ class HistoryStore:
                          "session_id": session_id, "created_at": now}
                         for a in artifact_rows
                     ])
-                for dataset in dataset_rows:
-                    _upsert_dataset(conn, session_id, {"source_execution_id": source, **dataset}, now)
+                superseded = [_upsert_dataset(conn, session_id, {"source_execution_id": source, **dataset}, now)
+                              for dataset in dataset_rows]
         except IntegrityError as exc:
             raise _refused(exc, f"a record of tool call {call_id}") from None
-        return {**call, "execution": stored}
+        kept = {dataset.get("path") for dataset in dataset_rows}
+        return {**call, "execution": stored, "superseded_files": [p for p in superseded if p and p not in kept]}
 
     def get_tool_call(self, call_id: str) -> dict[str, Any]:
         return self._get(tool_calls, call_id, "tool call")
@@ -416,12 +418,15 @@ class HistoryStore:
             return self._writer
 
 
-def _upsert_dataset(conn: Connection, session_id: str, dataset: dict[str, Any], now: str) -> None:
+def _upsert_dataset(conn: Connection, session_id: str, dataset: dict[str, Any], now: str) -> str | None:
+    """Record ``dataset`` as its name's current version; the file the record named before, if any."""
     values = {field: dataset.get(field) for field in DATASET_FIELDS}
     key = (dataset_table.c.session_id == session_id) & (dataset_table.c.name == values["name"])
+    previous = conn.execute(sa.select(dataset_table.c.path).where(key)).scalar()
     # UPDATE then INSERT instead of a dialect's ON CONFLICT: portable, and safe under the write lock.
     if conn.execute(dataset_table.update().where(key).values(**values, updated_at=now)).rowcount == 0:
         conn.execute(dataset_table.insert().values(**values, session_id=session_id, created_at=now, updated_at=now))
+    return previous
 
 
 def _check_fields(what: str, rows: list[dict[str, Any]], allowed: Iterable[str]) -> None:

@@ -103,6 +103,7 @@ async def _finish(session: Session, call_id: str, name: str, turn_id: str | None
         artifacts=output.artifacts,
         datasets=output.datasets,
     )
+    _remove_superseded(session, finished.get("superseded_files") or [])
     execution_id = (finished.get("execution") or {}).get("id")
     result = ToolResult(call_id, name, output.success, output.result, output.error, execution_id, output.full_text_at,
                         output.isolation)  # fmt: skip
@@ -114,6 +115,17 @@ async def _finish(session: Session, call_id: str, name: str, turn_id: str | None
     data = {"name": name, "success": output.success, "error": output.error, "duration_ms": finished.get("duration_ms")}
     await _publish(session, "tool_result", data, turn_id, call_id)
     return result
+
+
+def _remove_superseded(session: Session, files: list[str]) -> None:
+    """Remove the dataset versions this call's record replaced: readers open the file the record
+    names, so no one opens these again (a read already under way keeps its open file)."""
+    for relative in files:
+        if relative.startswith("datasets/"):
+            try:
+                session.workspace.fs.unlink(relative)
+            except (NiniError, OSError):
+                pass  # gone, or refused: the workspace sweep of a later process gets another chance
 
 
 def _redact(session: Session, output: ToolOutput) -> None:

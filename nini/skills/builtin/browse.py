@@ -35,7 +35,7 @@ def describe_dataset(session: Session, name: str, rows: int = 5) -> dict[str, An
     """
     import pandas as pd
 
-    with session.workspace.fs.reader(session.workspace.existing_dataset(name)) as handle:
+    with session.workspace.fs.reader(session.dataset_file(name)) as handle:
         frame = pd.read_parquet(handle)
     stats = frame.describe(include="all").transpose()
     head = frame.head(max(0, min(rows, 50)))

@@ -6,6 +6,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from nini.errors import ErrorCode, NiniError
+from nini.execution.runtime_dirs import owner_token
 from nini.execution.workspace import check_dataset_name
 from nini.skills.function import skill
 from nini.skills.output import ToolOutput
@@ -34,8 +35,8 @@ def load_dataset(session: Session, path: str, name: str | None = None) -> ToolOu
     dataset = check_dataset_name(name or _default_name(source))
     with workspace.fs.reader(source) as handle:  # NOT_FOUND, or POLICY_VIOLATION for a link
         frame = _read(handle, source)
-    target = workspace.dataset_file(dataset)
-    # a crash mid-write never leaves a half dataset under its name
+    session.dataset_files()  # sweeps what killed saves left, before this one writes
+    target = workspace.new_dataset_file(dataset, owner_token())  # a new version: the record's commit makes it current
     workspace.fs.write_with(target, lambda out: frame.to_parquet(out, index=False))
     described = describe(frame)
     row = {"name": dataset, "path": target, "rows": described["shape"][0], "columns": described["columns"]}

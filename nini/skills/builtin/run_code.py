@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from nini.errors import ErrorCode, NiniError
 from nini.execution.approvals import USER_KERNEL_NOTICE
 from nini.execution.outcome import CodeOutcome, CodeRequest
+from nini.execution.runtime_dirs import owner_token
 from nini.execution.workspace import check_dataset_name
 from nini.redact import redact_paths
 from nini.skills.function import skill
@@ -49,6 +50,7 @@ async def run_code(
     request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.execution.timeout_s,
                             max_figures=session.settings.execution.max_artifacts_per_run)
     await check_quota(session)
+    request = await with_datasets(session, request)
     isolation = session.isolation
     outcome = (
         _policy_refusal(session, code)
@@ -61,6 +63,15 @@ async def run_code(
     output = record_outcome(session, request, outcome, language="python", tool_name="run_code", retry_of=retry_of)
     output.isolation = isolation
     return output
+
+
+async def with_datasets(session: Session, request: CodeRequest) -> CodeRequest:
+    """``request`` with the datasets the record names (the files the run reads) and, for
+    ``save_as``, the new version file it writes: a save never changes a file a record names, and
+    only the commit of this call's record makes the new version current."""
+    files = await session.store.call(session.dataset_files)
+    save_file = session.workspace.new_dataset_file(request.save_as, owner_token()) if request.save_as else None
+    return dataclasses.replace(request, datasets=files, save_file=save_file)
 
 
 async def check_quota(session: Session) -> None:
@@ -149,7 +160,7 @@ def record_outcome(
         "duration_ms": outcome.duration_ms,
     }
     artifacts = [_artifact_row(session, execution_id, a) for a in outcome.artifacts]
-    datasets = [_dataset_row(session, execution_id, name, outcome) for name in outcome.datasets_saved]
+    datasets = [_dataset_row(session, execution_id, name, request, outcome) for name in outcome.datasets_saved]
     return ToolOutput(
         result=contract,
         success=outcome.success,
@@ -248,12 +259,14 @@ def _artifact_row(session: Session, execution_id: str, artifact: dict[str, Any])
     return {**artifact, "execution_id": execution_id, "size_bytes": size}
 
 
-def _dataset_row(session: Session, execution_id: str, name: str, outcome: CodeOutcome) -> dict[str, Any]:
+def _dataset_row(
+    session: Session, execution_id: str, name: str, request: CodeRequest, outcome: CodeOutcome
+) -> dict[str, Any]:
     preview = outcome.dataframe_preview or {}
     shape = preview.get("shape") or [None, None]
     return {
         "name": name,
-        "path": session.workspace.dataset_file(name),
+        "path": request.save_file or session.workspace.dataset_file(name),
         "rows": shape[0],
         "columns": preview.get("columns"),
         "source_execution_id": execution_id,
