@@ -75,9 +75,51 @@ def bounded_record(env: dict[str, str]) -> None:
     print(f"  (c) sessions show: {big_s:.2f} s vs {fresh_s:.2f} s fresh = {big_s / fresh_s:.2f}x (goal < 1 s)")
 
 
+def kills(env: dict[str, str], cwd: Path) -> None:
+    """(a) SIGKILL ``--save-as`` runs at random moments of their life, then check record against files."""
+    from nini.config import load_settings
+    from nini.execution.runtime_dirs import OWNER_FILE, token_alive
+    from nini.execution.sandbox import runtime_base
+    from nini.history.store import HistoryStore
+
+    print(f"(a) {KILLS} runs of nini run-code --save-as killed with SIGKILL at random moments")
+    nini(env, "run-code", "-", "--session", "k", stdin="x = 1\n")
+    folder = Path(env["NINI_HOME"]) / "sessions" / "k" / "workspace"
+    rng, between, started = random.Random(18), 0, time.perf_counter()
+    for run in range(KILLS):
+        code = f"import pandas as pd\noutput_df = pd.DataFrame({{'writer': [{run}] * 1000}})\n"
+        cli = subprocess.Popen([NINI, "run-code", "-", "--session", "k", "--save-as", f"ds{run % 5}"], env=env, cwd=cwd,
+                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        cli.stdin.write(code.encode())
+        cli.stdin.close()
+        time.sleep(rng.uniform(0.0, 2.5))
+        cli.kill()
+        cli.wait()
+        store = HistoryStore.from_settings(load_settings(home=env["NINI_HOME"]))
+        recorded = {row["path"] for row in store.list_datasets("k")}
+        store.close()
+        names = set(os.listdir(folder / "datasets"))
+        between += any(n.endswith(".parquet") and f"datasets/{n}" not in recorded for n in names)
+    print(f"  {KILLS} kills in {time.perf_counter() - started:.0f} s; {between} left a version no record names yet")
+    check = "import json\nprint(json.dumps({n: sorted(set(datasets[n]['writer'])) for n in datasets}))\n"
+    read = json.loads(nini(env, "run-code", "-", "--session", "k", stdin=check).stdout)
+    store = HistoryStore.from_settings(load_settings(home=env["NINI_HOME"]))
+    rows = store.list_datasets("k")
+    saved_by = {row["name"]: store.get_execution(row["source_execution_id"])["code"] for row in rows}
+    store.close()
+    wrong = sum(read.get(name) != [int(code.split("[")[1].split("]")[0])] for name, code in saved_by.items())
+    recorded = {row["path"] for row in rows}
+    leftovers = sorted(n for n in os.listdir(folder / "datasets") if f"datasets/{n}" not in recorded)
+    stale = [p for base in (runtime_base(), Path("/tmp")) for p in base.glob("nini-*-*")
+             if (p / OWNER_FILE).is_file() and not token_alive("{pid}-{start}".format(**json.loads((p / OWNER_FILE).read_text())))]
+    print(f"  datasets that differ from their record: {wrong} of {len(rows)}; files left in datasets/: "
+          f"{len(leftovers)}; runtime folders of dead processes: {len(stale)} (goal: 0, 0, 0)")
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="nini-bench-durability-") as tmp:
         env = {**os.environ, "NINI_HOME": str(Path(tmp) / "home")}
+        kills(env, Path(tmp))
         bounded_record(env)
 
 
