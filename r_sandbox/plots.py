@@ -22,7 +22,7 @@ from r_sandbox.frames import write_atomic
 
 
 def save_pages(
-    api: Any, pages: int, workspace: Path, label: str | None, limit: int = 200
+    api: Any, pages: int, workspace: Path, label: str | None, limit: int = 200, pending_file: str | None = None
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Render the run's recorded pages, at most ``limit``: (artifact dicts, warnings for pages
     that failed or were left out)."""
@@ -41,6 +41,9 @@ def save_pages(
             stem = next(stems)
             for fmt in formats:
                 path = folder / f"{stem}.{fmt}"
+                if pending_file:  # listed before it is put in place: nini removes it if the run is never recorded
+                    with open(workspace / pending_file, "a", encoding="utf-8") as pending:
+                        pending.write(path.name + "\n")
                 try:
                     write_atomic(path, lambda temp, page=page, fmt=fmt: _render(api, page, fmt, temp))
                 except RuntimeError as exc:

@@ -26,6 +26,7 @@ REQUEST_KEYS = (
     "code", "dataset_name", "save_as", "purpose", "label", "timeout_s", "max_figures",
     "datasets",  # name -> workspace-relative file, as nini's record names them (None: the files by name)
     "save_file",  # the new version file save_as is written to
+    "pending_file",  # where chart files are listed before they are put in place
 )  # fmt: skip
 CONTRACT_KEYS = (
     "success", "stdout", "stderr", "result", "has_dataframe", "dataframe_preview", "artifacts",

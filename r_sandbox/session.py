@@ -124,7 +124,7 @@ class RSession:
         finally:  # close the devices even if R left run_code in a way it should not
             pages = int(self.api["finish_plots"](self.env, status == "ok")[0])
         artifacts, problems = plots.save_pages(self.api, pages, self.workspace, request.get("label"),
-                                               int(request.get("max_figures") or 200))
+                                               int(request.get("max_figures") or 200), request.get("pending_file"))
         notes.extend(problems)
         if status != "ok":
             self._take("result")

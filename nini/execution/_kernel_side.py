@@ -81,7 +81,7 @@ def prelude(root: str, dataset_name: str | None = None) -> None:
 
 def collect(
     root: str, label: str | None, save_as: str | None, succeeded: bool, max_figures: int = 200,
-    save_file: str | None = None,
+    save_file: str | None = None, pending_file: str | None = None,
 ) -> _Json:
     """After a run: save and close figures (at most ``max_figures``), read ``result`` and
     ``output_df`` (saved as ``save_as`` into the new version ``save_file`` the host chose), then
@@ -95,7 +95,7 @@ def collect(
     result = namespace.pop("result", None)
     frame = namespace.pop("output_df", None)
     report: dict[str, Any] = {"warnings": []}
-    report["artifacts"] = _save_figures(workspace, label, report["warnings"], max_figures)
+    report["artifacts"] = _save_figures(workspace, label, report["warnings"], max_figures, pending_file)
     if succeeded:
         report.update(result=_result(result, report["warnings"]))
         report.update(_frame(workspace, frame, save_as, report["warnings"], save_file))
@@ -171,7 +171,17 @@ def _user_ns() -> dict[str, Any]:
     return get_ipython().user_ns
 
 
-def _save_figures(workspace: Workspace, label: str | None, warnings_: list[str], limit: int) -> list[dict[str, Any]]:
+def announce(workspace_root: Path, pending_file: str | None, name: str) -> None:
+    """List ``name`` in the run's ``pending_file`` before the file is put in place: if the run is
+    never recorded (nini killed), the next sweep removes what it lists and no record names."""
+    if pending_file:
+        with open(workspace_root / pending_file, "a", encoding="utf-8") as pending:
+            pending.write(name + "\n")
+
+
+def _save_figures(
+    workspace: Workspace, label: str | None, warnings_: list[str], limit: int, pending_file: str | None
+) -> list[dict[str, Any]]:
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None or not plt.get_fignums():
         return []
@@ -187,6 +197,7 @@ def _save_figures(workspace: Workspace, label: str | None, warnings_: list[str],
         for fmt in ("png", "svg"):
             path = workspace.artifacts_dir / f"{stem}.{fmt}"
             try:
+                announce(workspace.root, pending_file, path.name)
                 write_atomic(path, lambda temp, fig=figure, fmt=fmt: fig.savefig(temp, format=fmt, bbox_inches="tight"))
             except Exception as exc:  # a broken figure must not lose the run's other results
                 warnings_.append(f"figure {number} could not be saved as {fmt}: {type(exc).__name__}: {exc}")

@@ -320,7 +320,7 @@ def _collect(root: str, request: CodeRequest, succeeded: bool) -> dict[str, Any]
     save_as = request.save_as if succeeded else None
     try:
         return json.loads(_kernel_side.collect(root, request.label, save_as, succeeded, request.max_figures,
-                                               request.save_file).text)  # fmt: skip
+                                               request.save_file, request.pending_file).text)  # fmt: skip
     except Exception as exc:
         return collect_failure(type(exc).__name__, str(exc))
 

@@ -39,6 +39,9 @@ class CodeRequest:
     # the record's datasets, name -> workspace-relative file (None: the files by name, as older nini)
     datasets: dict[str, str] | None = None
     save_file: str | None = None  # the new version ``save_as`` is written to (workspace.new_dataset_file)
+    # where the run lists each chart file before putting it in place (``_kernel_side.announce``);
+    # removed once the run is recorded, read by the sweep when it never was
+    pending_file: str | None = None
 
 
 @dataclass

@@ -85,7 +85,8 @@ async def run_request(
         if pre.state != "ok" or _status(pre) != "ok":
             return RunReport(prelude_failure(pre, request, started, restartable), pre.state, False)
         ran_prelude = True
-    collect = _call("collect", root, request.label, request.save_as, True, request.max_figures, request.save_file)
+    collect = _call("collect", root, request.label, request.save_as, True, request.max_figures, request.save_file,
+                    request.pending_file)
     main = await execute(client, manager, request.code, deadline, user_expressions={"nini": collect})
     if main.state in ("stuck", "dead"):
         return RunReport(stopped(main, request, started, restartable), main.state, ran_prelude)
@@ -95,7 +96,8 @@ async def run_request(
     else:  # failed or interrupted: keep the figures made so far and clear result/output_df
         cleanup = await execute(
             client, manager, "", time.monotonic() + INTERRUPT_GRACE_S, silent=True,
-            user_expressions={"nini": _call("collect", root, request.label, None, False, request.max_figures)},
+            user_expressions={"nini": _call("collect", root, request.label, None, False, request.max_figures, None,
+                                            request.pending_file)},
         )  # fmt: skip
         if cleanup.state in ("stuck", "dead"):  # answered the interrupt, then hung: a restart is due after all
             main.state = cleanup.state
@@ -248,7 +250,7 @@ def build_outcome(
     charts_left = max(0, request.max_figures - len({a["name"].split(".", 1)[0] for a in artifacts}))
     if len(main.rich) > charts_left:
         notes.append(too_many_figures(len(main.rich), charts_left))
-    artifacts += _write_rich(workspace, main.rich[:charts_left], request.label, notes)
+    artifacts += _write_rich(workspace, main.rich[:charts_left], request, notes)
     warnings = [f"nini: {w}\n" for w in notes]
     error: dict[str, Any] | None = None
     reply = main.reply or {}
@@ -339,12 +341,13 @@ def prelude_failure(pre: Exchange, request: CodeRequest, started: float, restart
 
 
 def _write_rich(
-    workspace: Workspace, bundles: list[dict[str, Any]], label: str | None, warnings: list[str]
+    workspace: Workspace, bundles: list[dict[str, Any]], request: CodeRequest, warnings: list[str]
 ) -> list[dict[str, Any]]:
     """Rich outputs (images, HTML, PDF) as artifact files; one stem per bundle, one file per type.
 
     Written through the workspace file system: ``artifacts`` replaced by a link (agent code can do
-    that) is refused, and the run keeps its other results with a warning.
+    that) is refused, and the run keeps its other results with a warning. Each file is listed in
+    the run's pending file first, like the kernel's figures (``_kernel_side.announce``).
     """
     if not bundles:
         return []
@@ -355,7 +358,7 @@ def _write_rich(
         names = StemAllocator(fs.listdir("artifacts"))
         for data in bundles:
             types = _rich_types(data)
-            stem = names.next(label, "figure" if types[0].startswith("image/") else "output")
+            stem = names.next(request.label, "figure" if types[0].startswith("image/") else "output")
             for mime in types:
                 ext, kind, encoded = _RICH[mime]
                 body = data[mime]
@@ -363,6 +366,9 @@ def _write_rich(
                     base64.b64decode(body) if encoded else ("".join(body) if isinstance(body, list) else body).encode()
                 )
                 relative = f"artifacts/{stem}.{ext}"
+                if request.pending_file:
+                    listed = fs.read_bytes(request.pending_file) if fs.is_file(request.pending_file) else b""
+                    fs.write_bytes(request.pending_file, listed + f"{stem}.{ext}\n".encode())
                 fs.write_bytes(relative, content)
                 artifacts.append({"name": f"{stem}.{ext}", "path": relative, "format": ext, "kind": kind})
     except NiniError as exc:

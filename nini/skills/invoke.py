@@ -92,18 +92,24 @@ async def _finish(session: Session, call_id: str, name: str, turn_id: str | None
     store = session.store
     error_code = (output.error or {}).get("code") if not output.success else None
     execution = dict(output.execution, tool_call_id=call_id) if output.execution else None
-    finished = await store.call(
-        store.finish_tool_call,
-        call_id,
-        status="succeeded" if output.success else "failed",
-        error_code=error_code,
-        result=output.result if output.result is not None else {"error": output.error},
-        result_summary=output.summary or _summary(output),
-        execution=execution,
-        artifacts=output.artifacts,
-        datasets=output.datasets,
-    )
+    try:
+        finished = await store.call(
+            store.finish_tool_call,
+            call_id,
+            status="succeeded" if output.success else "failed",
+            error_code=error_code,
+            result=output.result if output.result is not None else {"error": output.error},
+            result_summary=output.summary or _summary(output),
+            execution=execution,
+            artifacts=output.artifacts,
+            datasets=output.datasets,
+        )
+    except BaseException:
+        _remove_unrecorded(session, output)  # no record will name what this run wrote
+        raise
     _remove_superseded(session, finished.get("superseded_files") or [])
+    if output.pending_file:
+        _remove_quietly(session, output.pending_file)  # its charts are recorded now
     execution_id = (finished.get("execution") or {}).get("id")
     result = ToolResult(call_id, name, output.success, output.result, output.error, execution_id, output.full_text_at,
                         output.isolation)  # fmt: skip
@@ -122,10 +128,23 @@ def _remove_superseded(session: Session, files: list[str]) -> None:
     names, so no one opens these again (a read already under way keeps its open file)."""
     for relative in files:
         if relative.startswith("datasets/"):
-            try:
-                session.workspace.fs.unlink(relative)
-            except (NiniError, OSError):
-                pass  # gone, or refused: the workspace sweep of a later process gets another chance
+            _remove_quietly(session, relative)
+
+
+def _remove_unrecorded(session: Session, output: ToolOutput) -> None:
+    """The files of a run whose record could not be written: its charts and its new dataset versions."""
+    for relative in [a.get("path") for a in output.artifacts] + [d.get("path") for d in output.datasets]:
+        if isinstance(relative, str) and relative.startswith(("artifacts/", "datasets/")):
+            _remove_quietly(session, relative)
+    if output.pending_file:
+        _remove_quietly(session, output.pending_file)
+
+
+def _remove_quietly(session: Session, relative: str) -> None:
+    try:
+        session.workspace.fs.unlink(relative)
+    except (NiniError, OSError):
+        pass  # gone, or refused: the workspace sweep of a later process gets another chance
 
 
 def _redact(session: Session, output: ToolOutput) -> None:

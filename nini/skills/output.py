@@ -31,6 +31,9 @@ class ToolOutput:
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     # where a code skill's code ran: "sandbox", "unsandboxed" or "user_kernel" (not sandboxed)
     isolation: str | None = None
+    # a code run's list of the chart files it wrote (``CodeRequest.pending_file``): ``invoke``
+    # removes it once they are recorded, and removes the files too if the record cannot be written
+    pending_file: str | None = None
 
 
 @dataclass(frozen=True)

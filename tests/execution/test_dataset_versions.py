@@ -113,3 +113,25 @@ def test_a_save_killed_between_the_file_and_the_record_leaves_the_record_true(
         assert sorted(os.listdir(folder)) == [_record(nini_home)[0].removeprefix("datasets/")]
     assert json.loads((nini_home / "sessions" / "s" / "workspace" / ".nini-datasets.json").read_text())["files"] == {
         "ds": _record(nini_home)[0]}
+
+
+@pytest.mark.slow
+def test_charts_of_a_run_killed_while_saving_them_are_removed_by_the_next_start(
+    env, nini_home: Path, tmp_path: Path  # noqa: ANN001
+) -> None:
+    artifacts = nini_home / "sessions" / "s" / "workspace" / "artifacts"
+    kept = _run(env, tmp_path, "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n", "--label", "kept")
+    assert kept.returncode == 0 and sorted(os.listdir(artifacts)) == ["kept.png", "kept.svg"]  # no list left behind
+    cli = subprocess.Popen([NINI, "run-code", "-", "--session", "s", "--label", "flood"], stdin=subprocess.PIPE,
+                           env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    cli.stdin.write(b"import matplotlib.pyplot as plt\nfor i in range(150):\n    plt.figure(); plt.plot(range(i + 2))\n")
+    cli.stdin.close()
+    deadline = time.monotonic() + 120
+    while not any(name.startswith("flood") for name in os.listdir(artifacts)):
+        assert time.monotonic() < deadline and cli.poll() is None, "no chart was saved"
+        time.sleep(0.01)
+    cli.send_signal(signal.SIGKILL)
+    cli.wait()
+    assert any(name.startswith("flood") for name in os.listdir(artifacts))  # written, never recorded
+    assert _run(env, tmp_path, "x = 1").returncode == 0  # the next start sweeps
+    assert sorted(os.listdir(artifacts)) == ["kept.png", "kept.svg"]

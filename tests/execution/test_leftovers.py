@@ -64,3 +64,36 @@ def test_the_sweep_removes_only_dead_writers_leftovers(tmp_path: Path) -> None:
     for key, relative in files.items():
         assert (tmp_path / relative).exists() is (key not in gone), key
     assert outside.read_bytes() == b"keep" and sorted(p.name for p in artifacts.iterdir()) == [".fig2.png.q1w2.tmp", "fig.png"]
+
+
+def test_a_dead_runs_chart_list_removes_the_charts_no_record_names(tmp_path: Path) -> None:
+    workspace = Workspace(tmp_path).ensure()
+    dead, live = _dead_token(), owner_token()
+    for name in ("kept.png", "lost.png", "lost.svg", "other.png", "mine.png"):
+        (workspace.artifacts_dir / name).write_bytes(b"png")
+    (workspace.artifacts_dir / f".pending-{dead}-00000001.txt").write_text("kept.png\nlost.png\nlost.svg\n../escape\n")
+    (workspace.artifacts_dir / f".pending-{live}-00000002.txt").write_text("mine.png\n")  # a run under way
+    asked = []
+
+    def recorded() -> set[str]:
+        asked.append(1)
+        return {"artifacts/kept.png"}
+
+    removed = sweep_workspace(workspace, [], recorded)
+    assert sorted(removed) == ["artifacts/.pending-" + dead + "-00000001.txt", "artifacts/lost.png", "artifacts/lost.svg"]
+    assert sorted(p.name for p in workspace.artifacts_dir.iterdir()) == [
+        f".pending-{live}-00000002.txt", "kept.png", "mine.png", "other.png"]
+    assert asked == [1]
+
+
+def test_a_link_where_a_folder_should_be_is_neither_swept_nor_followed(tmp_path: Path) -> None:
+    workspace = Workspace(tmp_path / "ws").ensure()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / f".pending-{_dead_token()}-00000001.txt").write_text("keep.png\n")
+    (outside / "keep.png").write_bytes(b"png")
+    (outside / ".x.parquet.abc.tmp").write_bytes(b"tmp")
+    for folder in (workspace.artifacts_dir, workspace.datasets_dir):
+        folder.rmdir()
+        folder.symlink_to(outside)
+    assert sweep_workspace(workspace, []) == [] and len(list(outside.iterdir())) == 3

@@ -105,7 +105,8 @@ def test_a_tool_call_starts_running_and_finishes_with_its_result(store: HistoryS
     assert finished["status"] == "succeeded" and finished["result"] == UNICODE
     assert finished["ended_at"] >= finished["started_at"] and finished["duration_ms"] >= 0
     assert finished["execution"] is None
-    assert store.get_tool_call(started["id"]) == {k: v for k, v in finished.items() if k != "execution"}
+    assert store.get_tool_call(started["id"]) == {k: v for k, v in finished.items()
+                                                   if k not in ("execution", "superseded_files")}
 
 
 def test_a_failed_call_keeps_its_error_code(store: HistoryStore, session_id: str) -> None:
@@ -181,6 +182,21 @@ def test_finish_records_execution_artifacts_and_datasets_together(store: History
     assert {k: listed_artifact[k] for k in artifact} == artifact and listed_artifact["execution_id"] == "x-given"
     saved = store.get_dataset(session_id, "clean")
     assert {k: saved[k] for k in dataset} == dataset and saved["source_execution_id"] == "x-given"
+    assert finished["superseded_files"] == []
+
+
+def test_a_dataset_saved_again_names_the_file_it_replaced(store: HistoryStore, session_id: str) -> None:
+    """A new version's record says which file no record names any more, for the caller to remove."""
+    versions = [f"datasets/clean@1-2-0000000{n}.parquet" for n in range(3)]
+    replaced = []
+    for path in versions:
+        call = store.start_tool_call(session_id, "run_code", {})
+        finished = store.finish_tool_call(call["id"], status="succeeded", datasets=[{"name": "clean", "path": path}])
+        replaced.append(finished["superseded_files"])
+    assert replaced == [[], versions[:1], versions[1:2]] and store.get_dataset(session_id, "clean")["path"] == versions[2]
+    call = store.start_tool_call(session_id, "run_code", {})  # the same file again replaces nothing
+    assert store.finish_tool_call(call["id"], status="succeeded",
+                                  datasets=[{"name": "clean", "path": versions[2]}])["superseded_files"] == []
 
 
 def test_an_execution_id_is_generated_when_none_is_given(store: HistoryStore, session_id: str) -> None:

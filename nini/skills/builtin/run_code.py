@@ -50,7 +50,7 @@ async def run_code(
     request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.execution.timeout_s,
                             max_figures=session.settings.execution.max_artifacts_per_run)
     await check_quota(session)
-    request = await with_datasets(session, request)
+    request = await prepare_request(session, request)
     isolation = session.isolation
     outcome = (
         _policy_refusal(session, code)
@@ -65,13 +65,15 @@ async def run_code(
     return output
 
 
-async def with_datasets(session: Session, request: CodeRequest) -> CodeRequest:
-    """``request`` with the datasets the record names (the files the run reads) and, for
-    ``save_as``, the new version file it writes: a save never changes a file a record names, and
-    only the commit of this call's record makes the new version current."""
+async def prepare_request(session: Session, request: CodeRequest) -> CodeRequest:
+    """``request`` with the datasets the record names (the files the run reads), for ``save_as``
+    the new version file it writes (a save never changes a file a record names; only the commit
+    of this call's record makes the new version current), and the file listing its charts until
+    they are recorded (``CodeRequest.pending_file``)."""
     files = await session.store.call(session.dataset_files)
     save_file = session.workspace.new_dataset_file(request.save_as, owner_token()) if request.save_as else None
-    return dataclasses.replace(request, datasets=files, save_file=save_file)
+    return dataclasses.replace(request, datasets=files, save_file=save_file,
+                               pending_file=f"artifacts/.pending-{owner_token()}-{uuid.uuid4().hex[:8]}.txt")
 
 
 async def check_quota(session: Session) -> None:
@@ -170,6 +172,7 @@ def record_outcome(
         datasets=datasets,
         summary=_summary(contract, request),
         full_text_at=full_text_at,
+        pending_file=request.pending_file,
     )
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from nini.errors import ErrorCode, NiniError
 from nini.execution.outcome import CONTRACT_KEYS, CodeOutcome, CodeRequest
 from nini.execution.python_runner import checked_artifacts
-from nini.skills.builtin.run_code import build_request, check_quota, find_retry_of, record_outcome, with_datasets
+from nini.skills.builtin.run_code import build_request, check_quota, find_retry_of, prepare_request, record_outcome
 from nini.skills.function import skill
 from nini.skills.output import ToolOutput
 
@@ -60,7 +60,7 @@ async def run_r_code(
     request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.r.timeout_s,
                             max_figures=session.settings.execution.max_artifacts_per_run)
     await check_quota(session)
-    request = await with_datasets(session, request)
+    request = await prepare_request(session, request)
     reply = await _run_in_worker(session, request)
     outcome = CodeOutcome(**{key: reply[key] for key in CONTRACT_KEYS})
     outcome.artifacts = checked_artifacts(session.workspace, outcome.artifacts)
@@ -80,6 +80,7 @@ async def _run_in_worker(session: Session, request: CodeRequest) -> dict[str, An
             "code": request.code, "dataset_name": request.dataset_name, "save_as": request.save_as,
             "purpose": request.purpose, "label": request.label, "timeout_s": request.timeout_s,
             "max_figures": request.max_figures, "datasets": request.datasets, "save_file": request.save_file,
+            "pending_file": request.pending_file,
         })  # fmt: skip
     except RSandboxError as exc:
         raise NiniError(ErrorCode(exc.code), exc.message, exc.details) from None
