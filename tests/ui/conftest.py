@@ -57,7 +57,9 @@ def free_port() -> int:
 class Lab:
     """`jupyter lab` in a subprocess, and its REST API."""
 
-    def __init__(self, root: Path, llm: ScriptedLLM, *, disabled: bool = False, settings: dict | None = None) -> None:
+    def __init__(self, root: Path, llm: ScriptedLLM, *, disabled: bool = False, settings: dict | None = None,
+                 wait: bool = True) -> None:  # fmt: skip
+        """Start the lab; with ``wait=False`` return at once: call ``wait()`` before using it."""
         self.root, self.port, self.token = root, free_port(), secrets.token_hex(16)
         self.home, self.notebooks = root / "nini-home", root / "notebooks"
         for folder in (self.home, self.notebooks, root / "config" / "labconfig", root / "lab-settings", root / "workspaces"):
@@ -81,13 +83,14 @@ class Lab:
                    f"--ServerApp.root_dir={self.notebooks}", "--ServerApp.port_retries=0"]  # fmt: skip
         self.log = (root / "lab.log").open("w")
         self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=self.notebooks)
-        self._wait()
+        if wait:
+            self.wait()
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def _wait(self) -> None:
+    def wait(self) -> None:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

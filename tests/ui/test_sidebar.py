@@ -12,7 +12,6 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,8 +29,18 @@ ANSWER = "Revenue grew every month, to **37.5** in all.\n\n| month | revenue |\n
 
 
 @pytest.fixture(scope="module")
-def page(browser: Any, lab: Lab) -> Iterator[Any]:
+def bare_lab(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[Lab]:
+    """The negative control's lab (nini's frontend disabled), started but not waited for: it comes
+    up while the tests before its own run, instead of adding its start-up time to the module's."""
+    started = Lab(tmp_path_factory.mktemp("bare-lab"), llm, disabled=True, wait=False)
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
+def page(browser: Any, lab: Lab, request: pytest.FixtureRequest) -> Iterator[Any]:
     opened = new_page(browser, lab)
+    request.getfixturevalue("bare_lab")  # starts now that the page is loaded, the heaviest part is behind
     errors: list[str] = []
     opened.on("pageerror", lambda error: errors.append(str(error)))
     yield opened
@@ -226,15 +235,12 @@ def test_testing_a_provider_with_a_dead_url_shows_why(page: Any) -> None:
     screenshot(page, "09-provider-test")
 
 
-def test_without_the_extension_the_sidebar_check_fails(browser: Any, tmp_path: Path, llm: ScriptedLLM) -> None:
+def test_without_the_extension_the_sidebar_check_fails(browser: Any, bare_lab: Lab) -> None:
     """The negative control: the same first check against a lab with nini's frontend disabled."""
-    bare = Lab(tmp_path, llm, disabled=True)
-    try:
-        page = new_page(browser, bare)
-        with pytest.raises(Exception) as failed:
-            open_sidebar(page, timeout_ms=5_000)
-        assert "Timeout" in type(failed.value).__name__
-        screenshot(page, "99-extension-disabled")
-        page.close()
-    finally:
-        bare.stop()
+    bare_lab.wait()
+    page = new_page(browser, bare_lab)
+    with pytest.raises(Exception) as failed:
+        open_sidebar(page, timeout_ms=5_000)
+    assert "Timeout" in type(failed.value).__name__
+    screenshot(page, "99-extension-disabled")
+    page.close()
