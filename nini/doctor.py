@@ -35,6 +35,7 @@ def run_checks(settings: Settings) -> list[Check]:
         _r(settings),
         *_protections(settings),
         _home(settings.home),
+        _database(settings),
         _settings(settings),
         *_models(settings),
     ]
@@ -125,6 +126,13 @@ def _home(home: Path) -> Check:
     except OSError as exc:
         return Check("NINI_HOME", False, f"{home} is not writable: {exc.strerror or exc}")
     return Check("NINI_HOME", True, str(home))
+
+
+def _database(settings: Settings) -> Check:
+    """A history nini cannot read is a failure here, not a new empty history at the next command."""
+    from nini.history.health import check_database
+
+    return Check("history database", *check_database(settings.database, settings.home))
 
 
 def _settings(settings: Settings) -> Check:

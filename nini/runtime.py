@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nini.config import Settings
-from nini.errors import ErrorCode, NiniError
+from nini.errors import NiniError
 from nini.execution.approvals import Approvals
 from nini.execution.sandbox import SandboxMode, resolve_mode, workspace_owner
 from nini.execution.workspace import Workspace, check_session_id
@@ -149,14 +149,15 @@ class Runtime:
         return Session(session_id, self)
 
     def session_or_new(self, session_id: str | None, title: str | None = None) -> Session:
+        """Session ``session_id``, created (with ``title``) if there is none; a new one if None.
+
+        Get-or-create in one transaction: processes naming the same new session at once all succeed.
+        """
         if session_id is None:
             return self.create_session(title=title)
-        try:
-            return self.session(session_id)
-        except NiniError as exc:
-            if exc.code is not ErrorCode.NOT_FOUND:
-                raise
-            return self.create_session(title=title, session_id=session_id)
+        check_session_id(session_id)
+        self.store.ensure_session(session_id, title=title)
+        return Session(session_id, self)
 
     async def aclose(self) -> None:
         """Cancel agent runs, shut agent-owned kernels and R workers down, then close the store;

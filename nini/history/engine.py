@@ -8,9 +8,11 @@ in SQLite). All of it is set on every new connection by a connect listener.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -19,21 +21,25 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, Engine
 
 from nini.errors import ErrorCode, NiniError
+from nini.redact import redact_paths
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 WRITE = "nini_write"
 """Execution option marking a transaction that writes; on SQLite it begins with BEGIN IMMEDIATE."""
 
 
-def open_engine(url: str, *, busy_timeout_ms: int = 5000) -> Engine:
-    """An engine for ``url``; an SQLite file is checked, and its folder created, first."""
+def open_engine(url: str, *, busy_timeout_ms: int = 5000, home: Path | None = None) -> Engine:
+    """An engine for ``url``; an SQLite file is checked (or created whole), and its folder created, first.
+
+    ``home`` is NINI_HOME: messages name the file relative to it (see ``shown_path``).
+    """
     try:
         parsed = sa.make_url(url)
         if parsed.get_backend_name() != "sqlite":
             return sa.create_engine(parsed, pool_pre_ping=True)
-        path = _sqlite_path(parsed)
+        path = sqlite_path(parsed)
         if path is not None:
-            _check_sqlite_file(path)
+            _prepare_sqlite_file(path, shown_path(path, home))
         engine = sa.create_engine(parsed)
     except (sa_exc.ArgumentError, ImportError) as exc:
         # the URL is configuration, not data: naming the reason (bad syntax, missing driver) is safe
@@ -42,42 +48,96 @@ def open_engine(url: str, *, busy_timeout_ms: int = 5000) -> Engine:
     return engine
 
 
-def _sqlite_path(url: URL) -> Path | None:
-    """The file behind an SQLite URL; None for in-memory and ``file:`` URI databases."""
+def sqlite_path(url: URL) -> Path | None:
+    """The file behind an SQLite URL; None for other backends, in-memory and ``file:`` URI databases."""
     database = url.database or ""
-    if database in ("", ":memory:") or url.query.get("uri") == "true" or database.startswith("file:"):
+    if url.get_backend_name() != "sqlite" or database in ("", ":memory:") or url.query.get("uri") == "true" \
+            or database.startswith("file:"):  # fmt: skip
         return None
     return Path(database).expanduser()
 
 
-def _check_sqlite_file(path: Path) -> None:
-    """Refuse a directory or a non-SQLite file with a message that says what to fix.
+def shown_path(path: Path, home: Path | None) -> str:
+    """The database file as messages name it: ``$NINI_HOME/nini.db``, never a host path (a message
+    may reach a browser or the model; see redact.py)."""
+    if home is not None:
+        try:
+            return "$NINI_HOME/" + path.resolve().relative_to(home.expanduser().resolve()).as_posix()
+        except ValueError:
+            pass
+    shown = redact_paths(str(path))
+    return f"{path.name} (the file of NINI_DATABASE_URL)" if shown.startswith("/") else shown
 
-    SQLite itself would only report "unable to open database file" or "file is not a database"
-    on the first query; this names the path and the problem.
+
+def unusable_database(shown: str, problem: str) -> NiniError:
+    """A database file that holds no readable history. It is never replaced by a new one: that
+    would silently lose the history it had. The user decides."""
+    return NiniError(
+        ErrorCode.DB_ERROR,
+        f"the history database {shown} {problem}; move it aside to start a new history, or restore a backup",
+        {"path": shown},
+    )
+
+
+@contextmanager
+def unusable_file_errors(shown: str) -> Iterator[None]:
+    """SQLite's "not a database" and "malformed" (a file with a valid header and garbage after it)
+    as ``unusable_database``; other failures pass through."""
+    try:
+        yield
+    except sa_exc.DBAPIError as exc:
+        name = getattr(exc.orig, "sqlite_errorname", "")
+        if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
+            raise unusable_database(shown, f"cannot be read ({driver_message(exc)})") from None
+        raise
+
+
+def _prepare_sqlite_file(path: Path, shown: str) -> None:
+    """Refuse a directory, an empty or a non-SQLite file with a message that says what to do.
+
+    SQLite itself would take a 0-byte file as a new, empty database (the history is gone without a
+    word) and report only "file is not a database" on the first query of a garbage one. A missing
+    file is a fresh start: it is created here, whole.
     """
     if path.is_dir():
-        raise NiniError(
-            ErrorCode.DB_ERROR,
-            f"the history database path {path} is a directory; set NINI_DATABASE_URL to a file path",
-            {"path": str(path)},
-        )
+        raise NiniError(ErrorCode.DB_ERROR,
+                        f"the history database path {shown} is a directory; set NINI_DATABASE_URL to a file path",
+                        {"path": shown})  # fmt: skip
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        header = b""
-        if path.is_file():
-            with path.open("rb") as file:
-                header = file.read(len(SQLITE_HEADER))
+        if not path.exists():
+            _create_sqlite_file(path)
+        with path.open("rb") as file:
+            header = file.read(len(SQLITE_HEADER))
     except OSError as exc:
-        raise NiniError(
-            ErrorCode.DB_ERROR, f"cannot open the history database {path}: {exc.strerror}", {"path": str(path)}
-        ) from None
-    if header and header != SQLITE_HEADER[: len(header)]:
-        raise NiniError(
-            ErrorCode.DB_ERROR,
-            f"{path} exists but is not an SQLite database; move it away or set NINI_DATABASE_URL to another file",
-            {"path": str(path)},
-        )
+        raise NiniError(ErrorCode.DB_ERROR, f"cannot open the history database {shown}: {exc.strerror}",
+                        {"path": shown}) from None  # fmt: skip
+    if not header:
+        raise unusable_database(shown, "is empty (0 bytes)")
+    if header != SQLITE_HEADER:
+        raise unusable_database(shown, "is not an SQLite database")
+
+
+def _create_sqlite_file(path: Path) -> None:
+    """A new database appears whole: made beside ``path`` and hard-linked into place.
+
+    SQLite would create the file empty and write its first page later, so a process opening it in
+    between would see a 0-byte file, which ``_prepare_sqlite_file`` refuses as a damaged one.
+    Switching to WAL writes the first page. A process that links first wins; the others use its file.
+    """
+    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.new")
+    try:
+        with closing(sqlite3.connect(temp)) as raw:
+            raw.execute("PRAGMA journal_mode = WAL")
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            pass
+        except OSError:  # a filesystem without hard links: a rename that could only race another creator
+            if not path.exists():
+                os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
 
 
 def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:

@@ -214,7 +214,7 @@ def migrate(engine: Engine) -> None:
     once run each step exactly once.
     """
     with engine.connect() as conn:
-        found = _read_version(conn) if sa.inspect(conn).has_table("schema_version") else 0
+        found = stored_version(conn)
     if found > SCHEMA_VERSION:
         raise NiniError(
             ErrorCode.DB_ERROR,
@@ -233,6 +233,11 @@ def migrate(engine: Engine) -> None:
                 conn.execute(schema_version.insert().values(version=target))
             else:
                 conn.execute(schema_version.update().values(version=target))
+
+
+def stored_version(conn: Connection) -> int:
+    """The database's schema version; 0 for one no migration has run on yet."""
+    return _read_version(conn) if sa.inspect(conn).has_table("schema_version") else 0
 
 
 def _read_version(conn: Connection) -> int:

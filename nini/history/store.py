@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import os
 import socket
 import threading
@@ -18,14 +19,25 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from nini.errors import ErrorCode, NiniError
-from nini.history.engine import WRITE, constraint_kind, db_errors, driver_message, open_engine
+from nini.history.engine import (
+    WRITE,
+    constraint_kind,
+    db_errors,
+    driver_message,
+    open_engine,
+    shown_path,
+    sqlite_path,
+    unusable_file_errors,
+)
 from nini.history.schema import events, executions, messages, migrate, sessions, tool_calls
 
 # finish_tool_call's parameters are named artifacts and datasets, so these tables get other names
@@ -36,6 +48,7 @@ if TYPE_CHECKING:
     from nini.config import Settings
 
 T = TypeVar("T")
+log = logging.getLogger("nini.history")
 
 FINISHED_STATUSES = ("succeeded", "failed", "interrupted")
 EVENT_RETRIES = 5
@@ -62,18 +75,24 @@ NEXT_SEQ = sa.select(sa.func.coalesce(sa.func.max(events.c.seq), 0) + 1).where(
     events.c.session_id == sa.bindparam("session_id")
 )
 ADD_EVENT = events.insert().returning(*EVENT_SHAPE)
+# INSERT ... ON CONFLICT DO NOTHING, by dialect (the two backends nini supports).
+INSERT_OR_NOTHING = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+ORPHANED = "interrupted: the process running it ended before it could record the call's end"
 
 
 class HistoryStore:
     """The durable record of nini. Open with a SQLAlchemy URL; ``close()`` when done."""
 
-    def __init__(self, url: str, *, busy_timeout_ms: int = 5000) -> None:
+    def __init__(self, url: str, *, busy_timeout_ms: int = 5000, home: Path | None = None) -> None:
         """Open (creating an SQLite file and its folder), migrate, and mark orphaned tool calls.
 
         ``busy_timeout_ms`` is how long an SQLite write waits for another process's write before
-        failing with DB_ERROR.
+        failing with DB_ERROR. ``home`` (NINI_HOME) is what messages name the file relative to.
+        An existing file that is not a readable database is a DB_ERROR, never replaced.
         """
-        self.engine = open_engine(url, busy_timeout_ms=busy_timeout_ms)
+        self.engine = open_engine(url, busy_timeout_ms=busy_timeout_ms, home=home)
+        path = sqlite_path(self.engine.url)
+        shown = shown_path(path, home) if path is not None else "(NINI_DATABASE_URL)"
         self._writes = self.engine.execution_options(**{WRITE: True})
         self._host = socket.gethostname()
         self._clock_lock = threading.Lock()
@@ -81,7 +100,7 @@ class HistoryStore:
         self._writer: ThreadPoolExecutor | None = None
         self._writer_lock = threading.Lock()
         try:
-            with db_errors():
+            with db_errors(), unusable_file_errors(shown):
                 migrate(self.engine)
             self._mark_orphans()
         except BaseException:
@@ -90,7 +109,7 @@ class HistoryStore:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HistoryStore:
-        return cls(settings.database)
+        return cls(settings.database, home=settings.home)
 
     def close(self) -> None:
         """Finish queued ``call``s, stop the writer thread, close connections; safe to call twice."""
@@ -127,6 +146,22 @@ class HistoryStore:
                 return _one(conn.execute(sessions.insert().returning(*sessions.c), row))
         except IntegrityError as exc:
             raise _refused(exc, f"session {row['id']}") from None
+
+    def ensure_session(
+        self, session_id: str, title: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Session ``session_id``, created with ``title`` and ``metadata`` if there is none yet.
+
+        Several processes naming one new session at once (``nini run-code --session X`` run in
+        parallel) all get the one row: the insert that finds the row there does nothing, and the
+        row is read in the same transaction. ``create_session`` is for a session that must be new.
+        """
+        now = self._now()
+        row = {"id": session_id, "title": title, "created_at": now, "updated_at": now, "metadata": metadata}
+        insert = INSERT_OR_NOTHING[self.engine.dialect.name](sessions).on_conflict_do_nothing(index_elements=["id"])
+        with self._write() as conn:
+            conn.execute(insert, row)
+            return dict(conn.execute(sa.select(sessions).where(sessions.c.id == session_id)).one()._mapping)
 
     def get_session(self, session_id: str) -> dict[str, Any]:
         with self._read() as conn:
@@ -249,6 +284,10 @@ class HistoryStore:
                               for dataset in dataset_rows]
         except IntegrityError as exc:
             raise _refused(exc, f"a record of tool call {call_id}") from None
+        except NiniError as exc:
+            if exc.code is ErrorCode.DB_ERROR:
+                self._end_as_failed(call_id, exc)
+            raise
         kept = {dataset.get("path") for dataset in dataset_rows}
         return {**call, "execution": stored, "superseded_files": [p for p in superseded if p and p not in kept]}
 
@@ -357,11 +396,26 @@ class HistoryStore:
         values.update(call_id=call_id, ended_at=now, duration_ms=_ms_between(found.started_at, now))
         return _one(conn.execute(END_CALL, values))
 
+    def _end_as_failed(self, call_id: str, error: NiniError) -> None:
+        """End a call whose record could not be written as ``failed`` with DB_ERROR, and nothing else.
+
+        The full record is what did not fit (a full disk, a big result): this write is a few bytes
+        in pages the call's row already has, so it usually succeeds where that one failed. If it
+        fails too, the call stays ``running`` and the next open marks it ``interrupted``.
+        """
+        try:
+            with self._write() as conn:
+                self._end_call(conn, call_id, status="failed", error_code=ErrorCode.DB_ERROR.value,
+                               result={"error": error.to_dict()}, result_summary=f"not recorded: {error.message}")
+        except NiniError as again:
+            log.warning("tool call %s could not be ended either: %s", call_id, again.message)
+
     def _mark_orphans(self) -> None:
         """Calls left ``running`` by a dead process on this host become ``interrupted``.
 
-        A call whose owner is alive (a Jupyter server while the CLI opens the same file) or on
-        another host (a shared PostgreSQL) is left alone: we cannot tell it has died.
+        ``result_summary`` says why (``ORPHANED``). A call whose owner is alive (a Jupyter server
+        while the CLI opens the same file) or on another host (a shared PostgreSQL) is left alone:
+        we cannot tell it has died.
         """
         prefix = f"{self._host}:"
         query = sa.select(tool_calls.c.id, tool_calls.c.owner).where(
@@ -376,7 +430,7 @@ class HistoryStore:
             conn.execute(
                 tool_calls.update()
                 .where(tool_calls.c.id.in_(dead), tool_calls.c.status == "running")
-                .values(status="interrupted", ended_at=self._now())
+                .values(status="interrupted", ended_at=self._now(), result_summary=ORPHANED)
             )
 
     def _get(self, table: sa.Table, row_id: str, what: str) -> dict[str, Any]:

@@ -82,16 +82,19 @@ def set_owner(db_path: Path, call_id: str, owner: str) -> None:
 def test_a_call_left_running_by_a_killed_process_becomes_interrupted(db_url: str) -> None:
     crashed = run_python(CRASH_AFTER_START, db_url)
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
-    call_id = crashed.stdout.strip()
+    call = call_after_reopening(db_url, crashed.stdout.strip())
 
+    assert call["status"] == "interrupted" and "ended before" in call["result_summary"]
+    assert call["ended_at"] is not None and call["error_code"] is None
+
+
+def call_after_reopening(db_url: str, call_id: str) -> dict:
+    """Tool call ``call_id`` as a new process opening the database sees it (orphans marked)."""
     store = HistoryStore(db_url)
     try:
-        call = store.get_tool_call(call_id)
+        return store.get_tool_call(call_id)
     finally:
         store.close()
-
-    assert call["status"] == "interrupted"
-    assert call["ended_at"] is not None and call["error_code"] is None
 
 
 def test_a_call_owned_by_a_live_process_is_left_running(db_url: str, store: HistoryStore, session_id: str) -> None:
@@ -176,6 +179,16 @@ def test_a_read_only_file_fails_writes_with_db_error(db_path: Path, store: Histo
     refused_write(f"sqlite:///{copy}", session_id)
 
 
+def limit_growth(store: HistoryStore) -> None:
+    """From now on the database file cannot grow: SQLite answers SQLITE_FULL, as on a full disk."""
+    @event.listens_for(store.engine, "connect")
+    def _no_room_to_grow(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI objects
+        pages = dbapi_connection.execute("PRAGMA page_count").fetchone()[0]
+        dbapi_connection.execute(f"PRAGMA max_page_count = {pages}")
+
+    store.engine.dispose()  # new connections get the limit
+
+
 def refused_write(url: str, session_id: str) -> NiniError:
     """Open ``url``, check reads work and a write fails with a DB_ERROR that holds no content."""
     readonly = HistoryStore(url)
@@ -197,12 +210,7 @@ def test_a_database_opened_read_only_fails_writes_with_db_error(db_path: Path, s
 
 
 def test_a_full_disk_fails_the_write_with_db_error_and_keeps_the_rest(store: HistoryStore, session_id: str) -> None:
-    @event.listens_for(store.engine, "connect")
-    def _no_room_to_grow(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI objects
-        pages = dbapi_connection.execute("PRAGMA page_count").fetchone()[0]
-        dbapi_connection.execute(f"PRAGMA max_page_count = {pages}")
-
-    store.engine.dispose()  # new connections get the limit
+    limit_growth(store)
 
     with pytest.raises(NiniError) as caught:
         store.add_message(session_id, "user", SECRET * 10000)
@@ -229,3 +237,46 @@ def test_a_database_locked_too_long_is_a_db_error(db_path: Path, db_url: str, se
         assert impatient.add_message(session_id, "user", "now it works")["content"] == "now it works"
     finally:
         impatient.close()
+
+
+def test_a_call_whose_record_does_not_fit_ends_failed_with_db_error(store: HistoryStore, session_id: str) -> None:
+    call = store.start_tool_call(session_id, "run_code", {"code": "big()"})
+    limit_growth(store)
+
+    with pytest.raises(NiniError) as caught:
+        store.finish_tool_call(call["id"], status="succeeded", result={"stdout": SECRET * 10000},
+                               execution={"language": "python", "code": "big()", "status": "succeeded"})
+
+    assert_db_error_without_content(caught.value)
+    ended = store.get_tool_call(call["id"])
+    assert ended["status"] == "failed" and ended["error_code"] == "DB_ERROR" and ended["ended_at"]
+    assert ended["result"]["error"]["code"] == "DB_ERROR" and "full" in ended["result"]["error"]["message"]
+    assert SECRET not in json.dumps(ended) and store.list_executions(session_id) == []
+
+
+def test_a_call_whose_end_cannot_be_written_at_all_is_interrupted_at_the_next_open(db_url: str) -> None:
+    crashed = run_python(FULL_AT_THE_END, db_url)
+    assert crashed.returncode == 1 and "DB_ERROR" in crashed.stderr, crashed.stderr
+    call = call_after_reopening(db_url, crashed.stdout.strip())
+    assert call["status"] == "interrupted" and "ended before" in call["result_summary"]
+
+
+FULL_AT_THE_END = """
+import sys
+from sqlalchemy import event
+from nini.history.store import HistoryStore
+
+store = HistoryStore(sys.argv[1])
+call = store.start_tool_call(store.create_session()["id"], "run_code", {"code": "x"})
+print(call["id"], flush=True)
+
+@event.listens_for(store.engine, "connect")
+def _refuse_writes(dbapi_connection, _record):  # every write fails from here on, the minimal end too
+    dbapi_connection.execute("PRAGMA query_only = ON")
+
+store.engine.dispose()
+try:
+    store.finish_tool_call(call["id"], status="succeeded", result={"n": 1})
+except Exception as exc:
+    sys.exit(f"{type(exc).__name__}: {exc}")
+"""

@@ -105,26 +105,41 @@ def test_a_directory_is_refused_with_a_clear_message(tmp_path: Path) -> None:
     assert "is a directory" in caught.value.message
 
 
-def test_a_file_that_is_not_sqlite_is_refused_and_kept(db_path: Path, db_url: str) -> None:
+NOT_A_HISTORY = {
+    "notes": b"these are my notes, not a database\n" * 50,
+    "empty": b"",  # a disk that filled up, or a copy that failed: never silently a new history
+    "truncated header": b"SQLite format",
+    "header then garbage": b"SQLite format 3\x00" + b"\xff" * 8000,
+}
+
+
+@pytest.mark.parametrize("content", NOT_A_HISTORY.values(), ids=NOT_A_HISTORY.keys())
+def test_a_file_that_is_not_a_readable_database_is_refused_and_kept(db_path: Path, db_url: str, content: bytes) -> None:
     db_path.parent.mkdir(parents=True)
-    db_path.write_bytes(b"these are my notes, not a database\n" * 50)
+    db_path.write_bytes(content)
 
     with pytest.raises(NiniError) as caught:
         HistoryStore(db_url)
 
     assert caught.value.code is ErrorCode.DB_ERROR
-    assert "not an SQLite database" in caught.value.message
-    assert db_path.read_bytes() == b"these are my notes, not a database\n" * 50
+    assert "move it aside to start a new history, or restore a backup" in caught.value.message
+    assert str(db_path.parent) not in caught.value.message and str(db_path.parent) not in str(caught.value.details)
+    assert db_path.read_bytes() == content
 
 
-def test_an_empty_file_is_a_new_database(db_path: Path, db_url: str) -> None:
-    db_path.parent.mkdir(parents=True)
-    db_path.touch()
-    store = HistoryStore(db_url)
-    try:
-        assert store.list_sessions() == []
-    finally:
-        store.close()
+def test_the_refused_file_is_named_relative_to_nini_home(settings) -> None:  # noqa: ANN001 - Settings fixture
+    settings.home.mkdir(parents=True, exist_ok=True)
+    (settings.home / "nini.db").write_bytes(b"")
+    with pytest.raises(NiniError) as caught:
+        HistoryStore.from_settings(settings)
+    assert "$NINI_HOME/nini.db is empty" in caught.value.message
+    assert caught.value.details == {"path": "$NINI_HOME/nini.db"}
+
+
+def test_a_missing_file_is_created_whole(db_path: Path, db_url: str) -> None:
+    HistoryStore(db_url).close()
+    assert db_path.read_bytes().startswith(b"SQLite format 3\x00")
+    assert [p.name for p in db_path.parent.iterdir() if p.name.endswith(".new")] == []
 
 
 def test_from_settings_uses_the_file_in_nini_home(settings) -> None:  # noqa: ANN001 - Settings fixture
