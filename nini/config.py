@@ -244,6 +244,14 @@ class AgentSettings(BaseModel):
     summary_log_preview: bool = Field(
         True, description="Task-summary log lines carry a short preview of the raw result (sha256 always)."
     )
+    notebook_context_tokens: int = Field(
+        2000, ge=0, le=100_000, description="Tokens of the prompt for the notebook's variables (largest first); "
+        "0 leaves them out."
+    )
+    notebook_cells_tokens: int = Field(
+        4000, ge=0, le=100_000, description="Tokens of the prompt for the notebook's cells sent from the sidebar "
+        "(the active cell and those above it, plus attached ones); 0 leaves them out."
+    )
 
 
 class Settings(BaseSettings):

@@ -13,6 +13,7 @@ from nini.execution.workspace import Workspace
 if TYPE_CHECKING:
     from nini.history.events import EventBus
     from nini.history.store import HistoryStore
+    from nini.notebook import NotebookContext
     from nini.runtime import Runtime
 
 
@@ -30,6 +31,7 @@ class Session:
         kernel_id: str | None = None,
         python_executor: Any = None,
         approver: Callable[[str, str], Awaitable[bool]] | None = None,
+        notebook: NotebookContext | None = None,
     ) -> None:
         self.id = session_id
         self.runtime = runtime
@@ -42,6 +44,9 @@ class Session:
         # how a step in the user's kernel gets the user's OK (execution.approve_in_user_kernel):
         # ``await approver(code, language)``; unset, the runtime's Approvals (REST and events)
         self.approver = approver
+        # the user's notebook as its client saw it when asking (cells, variables); the client sets
+        # it for one turn, never the model; None outside a notebook
+        self.notebook = notebook
         self.workspace: Workspace = runtime.workspace(session_id).ensure()
 
     @property
