@@ -114,9 +114,8 @@ class RSession:
         if request.get("dataset_name") is not None:
             try:
                 df = self._load(request["dataset_name"])
-            except Exception as exc:  # a file that is not Parquet, or one pandas cannot read
-                message = f"dataset {request['dataset_name']!r} could not be read: {type(exc).__name__}: {exc}"
-                return failure("INVALID_ARGUMENT", message)
+            except Exception as exc:  # damaged, truncated, not Parquet: INVALID_ARGUMENT, as from Python
+                return failure("INVALID_ARGUMENT", self._unreadable(request["dataset_name"], exc))
         self.api["prepare_run"](self.env, self._datasets(), df)
         status, message, line = "error", "", None
         try:
@@ -216,7 +215,15 @@ class RSession:
         try:
             return self._load(str(name[0]))
         except Exception as exc:  # not Parquet, removed meanwhile, a type pandas cannot read
-            return ro.StrVector([f"{type(exc).__name__}: {exc}"])
+            return ro.StrVector([self._unreadable(str(name[0]), exc)])
+
+    def _unreadable(self, name: str, exc: BaseException) -> str:
+        """The wording of nini.execution._kernel_side.unreadable_dataset (r_sandbox imports no nini),
+        with the file's host path replaced by the dataset's name."""
+        path = self._dataset_path(name)
+        detail = str(exc).replace(str(path), name).replace(path.relative_to(self.workspace).as_posix(), name)
+        return (f"dataset {name!r} cannot be read: its file is damaged or not Parquet ({type(exc).__name__}: "
+                f"{detail[:300]}); save it again from its source")  # fmt: skip
 
     def _load(self, name: str) -> Any:
         import pandas as pd

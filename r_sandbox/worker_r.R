@@ -171,7 +171,7 @@ bind_dataset <- function(datasets, name, reader) {
 # The reader answers with the data.frame, or with why it could not read the file (a string).
 read_dataset <- function(reader, name) {
   frame <- reader(name)
-  if (is.character(frame)) stop("dataset '", name, "' could not be read: ", frame, call. = FALSE)
+  if (is.character(frame)) stop(frame, call. = FALSE)
   frame
 }
 

@@ -150,3 +150,28 @@ def test_run_r_command_exit_codes(project_dir: Path) -> None:
     assert "不允许使用 R 包: parallel (第 1 行)\n不允许调用函数: system (第 2 行)" in refused.stderr
     failed = run("stop('nope')\n")
     assert failed.exit_code == 1 and "nope" in failed.stderr
+
+
+CORRUPTIONS = {"garbage": lambda data: b"\x00not parquet\xff" * 40, "truncated": lambda data: data[: len(data) // 2]}
+
+
+@needs_r
+@pytest.mark.parametrize("corrupt", CORRUPTIONS.values(), ids=CORRUPTIONS.keys())
+def test_a_damaged_dataset_is_the_same_error_from_python_and_r(harness: Harness, corrupt) -> None:  # noqa: ANN001
+    session = harness.session()
+    assert harness.call(session, "load_dataset", path=session.upload(SALES), name="sales").success
+    stored = session.workspace.root / session.dataset_file("sales")
+    stored.write_bytes(corrupt(stored.read_bytes()))
+
+    py = harness.call(session, "run_code", code="print(len(df))", dataset_name="sales")
+    r = harness.call(session, "run_r_code", code="print(nrow(df))", dataset_name="sales")
+    described = harness.call(session, "describe_dataset", name="sales")
+
+    for failed in (py, r, described):
+        assert not failed.success and failed.error["code"] == "INVALID_ARGUMENT", failed.error
+        message = failed.error["message"]
+        assert message.startswith("dataset 'sales' cannot be read: its file is damaged or not Parquet"), message
+        assert message.endswith("save it again from its source") and str(session.workspace.root) not in message
+    # both sessions' runners go on: the next run that does not read the dataset works
+    assert harness.call(session, "run_code", code="print(1 + 1)").result["stdout"] == "2\n"
+    assert harness.call(session, "run_r_code", code="print(1 + 1)").result["stdout"] == "[1] 2\n"

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from nini.errors import NiniError
-from nini.execution.workspace import Workspace
+from nini.execution.workspace import Workspace, unreadable_dataset
 
 PREVIEW_ROWS = 20
 
@@ -47,7 +47,11 @@ class DatasetMapping(Mapping):
             raise KeyError(f"no dataset {name!r}; available: {', '.join(self) or 'none'}")
         import pandas as pd
 
-        return pd.read_parquet(path)
+        try:
+            return pd.read_parquet(path)
+        except Exception as exc:  # damaged, truncated or not Parquet at all: the data is at fault
+            relative = path.relative_to(self._workspace.root).as_posix()
+            raise DatasetUnreadable(unreadable_dataset(name, exc, relative, str(path))) from None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._workspace.indexed_names())
@@ -57,6 +61,11 @@ class DatasetMapping(Mapping):
 
     def __repr__(self) -> str:
         return f"datasets({', '.join(self) or 'none'})"
+
+
+class DatasetUnreadable(ValueError):
+    """A dataset's file that cannot be read as a table. Its name is what the host maps to
+    INVALID_ARGUMENT, the code R's worker gives for the same file (r_sandbox/session.py)."""
 
 
 class _Json:

@@ -171,3 +171,13 @@ class Workspace:
     def dataset_names(self) -> list[str]:
         names = [entry[: -len(".parquet")] for entry in self.fs.listdir("datasets") if entry.endswith(".parquet")]
         return sorted(name for name in names if _DATASET_NAME.match(name))
+
+
+def unreadable_dataset(name: str, exc: BaseException, *paths: str) -> str:
+    """What to tell the user about dataset ``name`` whose file ``exc`` could not read; the file's
+    ``paths`` (host paths among them) are replaced by the dataset's name."""
+    detail = str(exc)
+    for path in paths:
+        detail = detail.replace(path, name)
+    return (f"dataset {name!r} cannot be read: its file is damaged or not Parquet ({type(exc).__name__}: "
+            f"{detail[:300]}); save it again from its source")  # fmt: skip

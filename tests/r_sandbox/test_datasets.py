@@ -158,9 +158,10 @@ def test_datasets_are_read_only_and_lazy(workers: Workers) -> None:
     assert refused["error"]["code"] == "CODE_ERROR" and "locked" in refused["error"]["message"]
     failed = workers.run("nrow(datasets$broken)", session)
     assert failed["error"]["code"] == "CODE_ERROR" and failed["error"]["line"] == 1
-    assert failed["error"]["message"].startswith("Error: dataset 'broken' could not be read: ")
+    assert failed["error"]["message"].startswith("Error: dataset 'broken' cannot be read: its file is damaged")
     as_df = workers.run("1", session, dataset_name="broken")
-    assert as_df["error"]["code"] == "INVALID_ARGUMENT" and "could not be read" in as_df["error"]["message"]
+    assert as_df["error"]["code"] == "INVALID_ARGUMENT" and "cannot be read" in as_df["error"]["message"]
+    assert str(folder) not in failed["error"]["message"] + as_df["error"]["message"]
 
 
 def test_output_df_that_is_not_a_data_frame(workers: Workers) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from nini.errors import ErrorCode, NiniError
+from nini.execution.workspace import unreadable_dataset
 from nini.skills.function import skill
 
 if TYPE_CHECKING:
@@ -35,8 +37,12 @@ def describe_dataset(session: Session, name: str, rows: int = 5) -> dict[str, An
     """
     import pandas as pd
 
-    with session.workspace.fs.reader(session.dataset_file(name)) as handle:
-        frame = pd.read_parquet(handle)
+    relative = session.dataset_file(name)
+    with session.workspace.fs.reader(relative) as handle:
+        try:
+            frame = pd.read_parquet(handle)
+        except Exception as exc:  # damaged or not Parquet: the same error as a run reading it
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, unreadable_dataset(name, exc, relative)) from None
     stats = frame.describe(include="all").transpose()
     head = frame.head(max(0, min(rows, 50)))
     return {
