@@ -2,7 +2,7 @@
 
 ``ServerProcess`` is also how the benchmark and the shutdown tests run a real server in a child
 process: it waits until the server answers, and ``stop()`` ends it the way an admin would (SIGTERM,
-which runs the extensions' ``stop_extension``).
+which runs the extensions' ``stop_extension``). ``main`` forwards its own SIGTERM and SIGINT that way.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -109,20 +110,28 @@ def _end(process: subprocess.Popen[bytes], timeout: float = 30) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the server until it exits, or until SIGTERM or SIGINT (Ctrl-C) to this wrapper stops it
+    cleanly; return its exit status. The server runs in its own session, so a signal to the wrapper
+    alone (a service manager's SIGTERM) would otherwise leave it serving, its kernels orphaned."""
     parser = argparse.ArgumentParser(prog="python -m jupyter_ext.serve", description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8888, help="port to listen on (0: any free port)")
     parser.add_argument("--root-dir", type=Path, default=Path.cwd(), help="the Jupyter root and nini's project dir")
     options = parser.parse_args(argv)
-    server = ServerProcess.start(root_dir=options.root_dir.resolve(), port=options.port, output=None,
-                                 args=("--ServerApp.port_retries=50",))  # fmt: skip
-    print(f"\nnini is running in Jupyter at {server.url}?token={server.token}\n\n"
-          f"  TOKEN={server.token}\n"
-          f'  curl -H "Authorization: token $TOKEN" {server.url}nini/api/skills\n\n'
-          "Ctrl-C stops the server.\n", flush=True)  # fmt: skip
-    try:
-        return server.process.wait()
-    except KeyboardInterrupt:
-        return server.stop()
+    stopping = threading.Event()
+    previous = {signum: signal.signal(signum, lambda *_: stopping.set()) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:  # the handlers come first: a signal while the server starts stops it once it is up
+        server = ServerProcess.start(root_dir=options.root_dir.resolve(), port=options.port, output=None,
+                                     args=("--ServerApp.port_retries=50",))  # fmt: skip
+        print(f"\nnini is running in Jupyter at {server.url}?token={server.token}\n\n"
+              f"  TOKEN={server.token}\n"
+              f'  curl -H "Authorization: token $TOKEN" {server.url}nini/api/skills\n\n'
+              "Ctrl-C stops the server.\n", flush=True)  # fmt: skip
+        while server.process.poll() is None and not stopping.wait(0.2):
+            pass
+        return server.stop() if stopping.is_set() else server.process.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 if __name__ == "__main__":

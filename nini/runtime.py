@@ -11,7 +11,8 @@ import asyncio
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nini.config import Settings
 from nini.errors import NiniError
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from nini.agent.runner import AgentRunner
     from nini.execution.kernels import KernelPool
 
+T = TypeVar("T")
 log = logging.getLogger("nini.runtime")
 USAGE_TTL_S = 2.0
 
@@ -53,6 +55,7 @@ class Runtime:
         self._r_workers: Any = None
         self._router: ModelRouter | None = None
         self._retired_routers: set[asyncio.Task[None]] = set()  # closing once their calls end
+        self._client_calls: set[asyncio.Task[Any]] = set()  # see client_call
         self._agent: AgentRunner | None = None
         self.approvals = Approvals()
         self._usage: dict[Path, tuple[float, int]] = {}  # workspace root -> (when measured, bytes)
@@ -159,9 +162,20 @@ class Runtime:
         self.store.ensure_session(session_id, title=title)
         return Session(session_id, self)
 
+    async def client_call(self, call: Awaitable[T]) -> T:
+        """Await a call a client made (a REST run-code): the runtime closing cancels it first, so it
+        ends recorded CANCELED and its client is told so, not cut off by its kernel going away."""
+        task = asyncio.ensure_future(call)
+        self._client_calls.add(task)
+        task.add_done_callback(self._client_calls.discard)
+        return await task
+
     async def aclose(self) -> None:
-        """Cancel agent runs, shut agent-owned kernels and R workers down, then close the store;
-        safe to call twice."""
+        """Cancel client calls and agent runs, shut agent-owned kernels and R workers down, then
+        close the store; safe to call twice."""
+        for task in list(self._client_calls):
+            task.cancel()
+        await asyncio.gather(*self._client_calls, return_exceptions=True)
         try:
             if self._agent is not None:
                 await self._agent.aclose()

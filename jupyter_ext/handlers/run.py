@@ -8,6 +8,8 @@ arguments ``invoke`` rejects (INVALID_ARGUMENT, NOT_FOUND, e.g. a dataset the se
 
 from __future__ import annotations
 
+import asyncio
+
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
@@ -31,7 +33,12 @@ class RunCodeHandler(NiniHandler):
         kernel_id = arguments.pop("kernel_id", None)
         await self.session(session_id)  # NOT_FOUND before anything is recorded
         self.check_runnable(kernel_id)
-        result = await invoke(Session(session_id, self.runtime, kernel_id=kernel_id), self.skill, arguments)
+        try:
+            result = await self.runtime.client_call(
+                invoke(Session(session_id, self.runtime, kernel_id=kernel_id), self.skill, arguments)
+            )
+        except asyncio.CancelledError:  # the server is stopping: the call is recorded CANCELED
+            raise NiniError(ErrorCode.CANCELED, "the server is shutting down; the call was cancelled") from None
         error = result.error or {}
         if not result.success and error.get("code") in REQUEST_ERRORS:
             details = {**(error.get("details") or {}), "tool_call_id": result.tool_call_id}

@@ -54,3 +54,59 @@ def test_sigterm_stops_every_kernel_and_worker(tmp_path: Path, nini_home: Path) 
     shutil.rmtree(kernel_tmp, ignore_errors=True)
     # ... and closed the store: SQLite folds the WAL back into the database on the last close
     assert not (nini_home / "nini.db-wal").exists() or (nini_home / "nini.db-wal").stat().st_size == 0
+
+
+@pytest.mark.slow
+def test_sigterm_to_serve_stops_the_server_and_cancels_the_call_in_flight(tmp_path: Path, nini_home: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+    import urllib.error
+
+    from nini.history.store import HistoryStore
+
+    wrapper = subprocess.Popen([sys.executable, "-m", "jupyter_ext.serve", "--port", "0", "--root-dir", str(tmp_path)],
+                               env=nini_env(nini_home, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True)  # fmt: skip
+    try:
+        lines = iter(wrapper.stdout.readline, "")
+        url = next(line for line in lines if "nini is running in Jupyter at" in line).split(" at ")[1].split("?")[0]
+        token = next(line for line in lines if "TOKEN=" in line).split("=", 1)[1].strip()
+        server = ServerProcess(wrapper, url, token)  # to call it; the wrapper is what gets the signal
+        session_id = call(server, "POST", "nini/api/sessions", {"title": "in flight"})["data"]["id"]
+        replies: list[Any] = []
+
+        def run_long() -> None:
+            try:
+                replies.append(call(server, "POST", f"nini/api/sessions/{session_id}/run-code",
+                                    {"code": "import time\nprint('started', flush=True)\ntime.sleep(120)"}))  # fmt: skip
+            except urllib.error.HTTPError as exc:
+                replies.append((exc.code, json.loads(exc.read())))
+
+        runner = threading.Thread(target=run_long)
+        runner.start()
+        store = HistoryStore(f"sqlite:///{nini_home / 'nini.db'}")
+        try:
+            deadline = time.monotonic() + 60
+            while not any(e["type"] == "tool_call" for e in store.list_events(session_id)) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            time.sleep(2)  # the kernel is in time.sleep now
+            family = psutil.Process(wrapper.pid).children(recursive=True)
+            assert len(family) >= 2, family  # the Jupyter server and nini's kernel, at least
+
+            wrapper.send_signal(signal.SIGTERM)
+            status = wrapper.wait(timeout=60)
+            runner.join(timeout=60)
+            calls = store.list_tool_calls(session_id)
+        finally:
+            store.close()
+    finally:
+        if wrapper.poll() is None:
+            wrapper.kill()
+    assert status == 0
+    _gone, alive = psutil.wait_procs(family, timeout=15)
+    assert alive == [], [(p.pid, p.name()) for p in alive]
+    assert replies and replies[0][0] == 499 and replies[0][1]["error"]["code"] == "CANCELED", replies
+    assert [(c["tool_name"], c["status"], c["error_code"]) for c in calls] == [("run_code", "failed", "CANCELED")], calls
