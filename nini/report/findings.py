@@ -87,7 +87,9 @@ def key_findings(steps: list[Step], *, limit: int = MAX_FINDINGS, digits: int = 
             continue
         seen.add(key)
         label = (step.label or "").strip() or None
-        prefixed = f"{label}: {text}" if label and text else (label or text)
+        # a printed line that already names its value ("total: 3" in a step labelled total) keeps its own
+        labelled = label and text and not re.match(rf"{re.escape(label)}\s*[:=：]", text, re.IGNORECASE)
+        prefixed = f"{label}: {text}" if labelled else (text or label)
         findings.append(Finding(text=prefixed, step_id=step.id, label=label, table=table))
     return findings[::-1]
 

@@ -20,6 +20,7 @@ from typing import Any
 from nini.errors import ErrorCode, NiniError
 from nini.execution.workspace import Workspace
 from nini.fsutil import atomic_write_bytes
+from nini.report.images import cell_images, note_text
 from nini.report.model import ChartFile, DatasetInfo, ExecutionSummary, ReportInput, Step, ToolCallInfo
 from nini.report.values import Table, html_table, split_text_tables, summarise_reprs
 
@@ -144,7 +145,8 @@ def from_notebook(
     for number, cell in enumerate(notebook.cells, start=1):
         source = _text(cell.get("source"))
         if cell.cell_type == "markdown" and source.strip():
-            data.notes.append(source.strip())
+            data.notes.append(note_text(source).strip())
+            data.charts += _markdown_charts(source, cell, path.parent, f"cell-{number}", names, files, len(data.charts))
             if data.title is None and (heading := _H1.search(source)):
                 data.title = heading.group(1).strip()
             headings = _SUBHEADING.findall(source)
@@ -344,6 +346,18 @@ def _cell_charts(
             atomic_write_bytes(target, _decode(value, held_as))
             charts.append(ChartFile(name=target.name, path=target.resolve(), order=first_order + len(charts),
                                     step_id=step_id))  # fmt: skip
+    return charts
+
+
+def _markdown_charts(
+    source: str, cell: Any, notebook_dir: Path, stem: str, names: _NameAllocator, folder: Path, first_order: int
+) -> list[ChartFile]:
+    """The images a Markdown cell shows (``images.cell_images``) as chart files, named by their alt text."""
+    charts: list[ChartFile] = []
+    for image in cell_images(source, cell.get("attachments"), notebook_dir):
+        target = folder / f"{names.next(_slug(image.alt) or stem + '-image')}.{image.extension}"
+        atomic_write_bytes(target, image.data)
+        charts.append(ChartFile(name=target.name, path=target.resolve(), order=first_order + len(charts)))
     return charts
 
 
