@@ -45,6 +45,7 @@ HTML_CHART = ("text/html", ("html", "text"))
 _SCRIPT = re.compile(r"<script\b", re.IGNORECASE)
 # A last expression's text worth a finding: short, and not an object's default repr.
 RESULT_MAX_CHARS = 200
+LONG_OUTPUT_CHARS = 1_000_000  # of one text output read from a notebook (see _cut_long_outputs)
 _DEFAULT_REPR = re.compile(r"^\[?<.*>\]?$|\bat 0x[0-9a-f]+", re.DOTALL)
 _LABEL_LINE = re.compile(r"^#\s*label\s*:\s*(.+?)\s*$", re.IGNORECASE)
 _COMMENT_LINE = re.compile(r"^#(?![!%])\s*(.*?)\s*$")
@@ -172,7 +173,11 @@ def _read_notebook(path: Path) -> Any:
     from nbformat import ValidationError
 
     try:
-        return nbformat.read(path, as_version=4)
+        with path.open(encoding="utf-8") as file:
+            raw = json.load(file)
+        # nbformat.read of a notebook holding a 25 MB output peaks at 5x its size; on the parsed
+        # JSON with its outputs cut to what a report can use, its own steps cost little
+        return _as_notebook(_cut_long_outputs(raw))
     except ValidationError as exc:
         # JSON that is not a notebook ({} or a cell without its keys); nbformat's message says what is missing
         reason = exc.message if isinstance(exc.message, str) else str(exc)
@@ -186,6 +191,48 @@ def _read_notebook(path: Path) -> Any:
         # nbformat raises NotJSONError (a ValueError) for text that is not JSON, and the others
         # for JSON that is not a notebook
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{path} is not a readable notebook: {exc}") from None
+
+
+def _as_notebook(raw: Any) -> Any:
+    """``nbformat.reads`` from parsed JSON: the version's reader (ValidationError for a notebook
+    missing a key), then conversion to v4. Its validation only logged, so it is left out."""
+    import nbformat
+    from nbformat import reader
+
+    major, minor = reader.get_version(raw)
+    if major not in nbformat.versions:
+        raise ValueError(f"unsupported nbformat version {major}")
+    try:
+        notebook = nbformat.versions[major].to_notebook_json(raw, minor=minor)
+    except AttributeError as exc:
+        raise nbformat.ValidationError(f"The notebook is invalid and is missing an expected key: {exc}") from None
+    return nbformat.convert(notebook, 4)
+
+
+def _cut_long_outputs(raw: Any) -> Any:
+    """The notebook's JSON with each text output longer than ``LONG_OUTPUT_CHARS`` cut to its head
+    and tail (findings and tables read the first lines; a printed total may be the last), in place.
+    Images are left whole: they are charts."""
+    cells = raw.get("cells") if isinstance(raw, dict) else None
+    for cell in cells if isinstance(cells, list) else []:
+        outputs = cell.get("outputs") if isinstance(cell, dict) else None
+        for output in outputs if isinstance(outputs, list) else []:
+            if not isinstance(output, dict):
+                continue
+            if "text" in output:
+                output["text"] = _cut(output["text"])
+            data = output.get("data")
+            for mime in [m for m in data if m.startswith("text/")] if isinstance(data, dict) else []:
+                data[mime] = _cut(data[mime])
+    return raw
+
+
+def _cut(value: Any) -> Any:
+    text = "".join(value) if isinstance(value, list) and all(isinstance(v, str) for v in value) else value
+    if not isinstance(text, str) or len(text) <= LONG_OUTPUT_CHARS:
+        return value
+    half = LONG_OUTPUT_CHARS // 2
+    return f"{text[:half]}\n…\n{text[-half:]}"
 
 
 def _execute(

@@ -341,3 +341,19 @@ def test_execute_with_an_unknown_kernel_is_not_found(tmp_path: Path) -> None:
     with pytest.raises(NiniError) as caught:
         from_notebook(notebook, execute=True, kernel_name="no-such-kernel", files_dir=tmp_path / "out")
     assert caught.value.code is ErrorCode.NOT_FOUND and "no-such-kernel" in caught.value.message
+
+
+def test_a_huge_text_output_is_read_as_its_head_and_tail(tmp_path: Path) -> None:
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    from nini.report.sources import LONG_OUTPUT_CHARS, from_notebook
+
+    printed = "first line\n" + "x" * (3 * LONG_OUTPUT_CHARS) + "\ngrand total: 42\n"
+    cell = new_code_cell("# totals\nprint(everything)", execution_count=1,
+                         outputs=[new_output("stream", name="stdout", text=printed)])  # fmt: skip
+    path = tmp_path / "huge.ipynb"
+    nbformat.write(new_notebook(cells=[cell]), path)
+    data, _files = from_notebook(path, files_dir=tmp_path / "files")
+    stdout = data.steps[0].stdout
+    assert LONG_OUTPUT_CHARS <= len(stdout) <= LONG_OUTPUT_CHARS + 10
+    assert stdout.startswith("first line\n") and stdout.endswith("grand total: 42\n")
