@@ -7,7 +7,7 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from jupyter_ext.handlers import agent, approvals, artifacts, events, models, report, run, sessions, skills
+from jupyter_ext.handlers import agent, approvals, artifacts, events, models, proposals, report, run, sessions, skills
 from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
 
@@ -34,6 +34,7 @@ def routes() -> list[tuple[Any, ...]]:
         *run.handlers,
         *agent.handlers,
         *approvals.handlers,
+        *proposals.handlers,
         *report.handlers,
         *artifacts.handlers,
         *events.handlers,

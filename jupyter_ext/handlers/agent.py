@@ -9,6 +9,7 @@ by ``Runtime.aclose``.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import logging
 
@@ -18,16 +19,21 @@ from tornado import web
 from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
 from nini.execution.approvals import USER_KERNEL_NOTICE
+from nini.execution.namespace import namespace_expression
+from nini.notebook import NotebookContext
 from nini.session import Session
 
 log = logging.getLogger("nini.jupyter")
+NAMESPACE_TIMEOUT_S = 3.0  # a kernel busy with the user's code answers later: the turn goes on without
 
 
 class AskHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def post(self, session_id: str) -> None:
-        """Body ``{"message": str, "kernel_id"?: str}``: start a turn; 202 ``{"turn_id"}``.
+        """Body ``{"message": str, "kernel_id"?: str, "notebook"?: {...}}``: start a turn; 202 ``{"turn_id"}``.
+        ``notebook`` is the notebook asked from (``NotebookContext.from_json``); with ``kernel_id`` the
+        prompt also describes that kernel's variables.
         NO_MODEL_AVAILABLE (503) up front when no model is usable, CONFLICT (409) while the session
         runs another turn. With ``kernel_id`` (a notebook's kernel on this server, checked as
         run-code checks it) the turn's Python runs there, not sandboxed, and the reply's ``notice``
@@ -37,14 +43,29 @@ class AskHandler(NiniHandler):
         if not isinstance(message, str) or not message.strip():
             raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"message": "<your question>"}')
         kernel_id = self.server_kernel(body.get("kernel_id"))
+        notebook = NotebookContext.from_json(body["notebook"]) if body.get("notebook") is not None else None
         session = await self.session(session_id)
         runtime = self.runtime
         runtime.router.chain("chat")  # fail now, not as an event after a 202
         if kernel_id is not None:
-            session = Session(session_id, runtime, kernel_id=kernel_id)
+            notebook = notebook or NotebookContext()
+            notebook.namespace = await self._namespace(kernel_id)
+        if kernel_id is not None or notebook is not None:
+            session = Session(session_id, runtime, kernel_id=kernel_id, notebook=notebook)
         turn_id, task = runtime.agent.start(session, message)
         task.add_done_callback(_log_failure)
         self.reply({"turn_id": turn_id, **({"notice": USER_KERNEL_NOTICE} if kernel_id else {})}, status=202)
+
+
+    async def _namespace(self, kernel_id: str) -> str | None:
+        """The notebook kernel's variables, described in that kernel (``describe_namespace``);
+        None, and the turn goes on without them, when it is busy or slow or lacks nini."""
+        budget = self.runtime.settings.agent.notebook_context_tokens
+        text = await self.runtime.kernels.evaluate(kernel_id, namespace_expression(budget), NAMESPACE_TIMEOUT_S)
+        try:
+            return ast.literal_eval(text) if text else None
+        except (ValueError, SyntaxError):
+            return None
 
 
 class CancelHandler(NiniHandler):

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from nini.agent.context import cap_tool_text, load_context
 from nini.agent.llm import Completion, ToolCall
+from nini.agent.notebook_prompt import notebook_section
 from nini.agent.prompts import PromptContributor, build_system_prompt
 from nini.agent.tools import ToolSet, build_toolset
 from nini.errors import ErrorCode, NiniError
@@ -121,7 +122,10 @@ class AgentRunner:
         self.runtime = runtime
         self._router = router
         self.stop_hooks: list[StopHook] = default_stop_hooks(runtime) if stop_hooks is None else list(stop_hooks)
-        self.prompt_contributors: list[PromptContributor] = list(prompt_contributors or [])
+        # by default the notebook a turn was asked from (its variables and cells, when the client gave them)
+        self.prompt_contributors: list[PromptContributor] = (
+            [notebook_section] if prompt_contributors is None else list(prompt_contributors)
+        )
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._cancel_requested: set[str] = set()
 

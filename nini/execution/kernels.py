@@ -115,6 +115,35 @@ class KernelPool:
                     await self._restart(session_id, kernel)
             return report.outcome
 
+    async def evaluate(self, kernel_id: str, expression: str, timeout_s: float = 5) -> str | None:
+        """The text/plain of ``expression`` evaluated in server kernel ``kernel_id`` (a notebook's),
+        or None when it does not answer within ``timeout_s`` (busy with the user's code) or the
+        expression fails.
+
+        Silent and without history (the user's execution count does not move), and never an
+        interrupt: a late answer is only ignored, the user's own code is never disturbed.
+        """
+        try:
+            manager = self.multi_kernel_manager.get_kernel(kernel_id) if self.multi_kernel_manager else None
+        except Exception:  # KeyError, or the server's HTTPError(404): gone since it was checked
+            return None
+        if manager is None:
+            return None
+        async with self._lock(f"kernel:{kernel_id}"):
+            kernel = await self._borrow(kernel_id)
+            msg_id = kernel.client.execute("", silent=True, store_history=False, user_expressions={"value": expression},
+                                           allow_stdin=False, stop_on_error=False)  # fmt: skip
+            deadline = asyncio.get_running_loop().time() + timeout_s
+            while (left := deadline - asyncio.get_running_loop().time()) > 0:
+                try:
+                    msg = await kernel.client.get_shell_msg(timeout=left)
+                except Exception:  # queue.Empty: no answer in time
+                    return None
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    value = (msg["content"].get("user_expressions") or {}).get("value") or {}
+                    return value.get("data", {}).get("text/plain") if value.get("status") == "ok" else None
+            return None
+
     async def restart(self, session_id: str) -> None:
         """Restart the session's own kernel: its variables and imports are lost, the workspace stays."""
         async with self._lock(session_id):

@@ -40,6 +40,8 @@ REQUESTS = [
     ("POST", "sessions/s1/cancel"),
     ("GET", "sessions/s1/approvals"),
     ("POST", "sessions/s1/approvals/a123"),
+    ("GET", "sessions/s1/proposals"),
+    ("POST", "sessions/s1/proposals/p123"),
     ("POST", "sessions/s1/report"),
     ("GET", "sessions/s1/reports"),
     ("GET", "sessions/s1/artifacts/artifacts/a.png"),

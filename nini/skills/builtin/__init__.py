@@ -13,6 +13,7 @@ from nini.agent.tasks import TASK_SKILLS
 from nini.skills.builtin.browse import describe_dataset, list_datasets, read_file
 from nini.skills.builtin.datasets import load_dataset
 from nini.skills.builtin.image_analysis import image_analysis
+from nini.skills.builtin.notebook import propose_cell, read_notebook
 from nini.skills.builtin.report import generate_report
 from nini.skills.builtin.run_code import run_code
 from nini.skills.builtin.run_r import r_status, run_r_code
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 BUILTIN_SKILLS: list[FunctionSkill] = [
     load_dataset, run_code, list_datasets, describe_dataset, read_file, image_analysis,
-    search_skills, save_skill, generate_report, *TASK_SKILLS,
+    search_skills, save_skill, generate_report, read_notebook, propose_cell, *TASK_SKILLS,
 ]  # fmt: skip
 
 
