@@ -33,6 +33,8 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from jupyter_ext.ask_view import AskView
+from jupyter_ext.notebook_state import bindings, changes_line, notebook_context, restore
 from nini.execution.approvals import USER_KERNEL_NOTICE
 
 if TYPE_CHECKING:
@@ -142,11 +144,18 @@ class NiniMagics(Magics):
 
     @magic_arguments("nini")
     @argument("--session", metavar="ID", help="ask in session ID (created if new); default: this notebook's session")
+    @argument("--isolated", action="store_true",
+              help="keep the notebook's variables as they are; only the datasets the run saves come back, by name")
     @cell_magic("nini")
     def nini_ask(self, line: str, cell: str) -> None:
         """Ask nini about your data; the cell is the question. Its code runs in this kernel.
 
-        Progress shows as it happens, the answer as Markdown. Interrupting the cell cancels the run.
+        Each step shows as it happens (its code, output and charts), the answer as Markdown, then
+        how the run ended and which of your variables it created or rebound. The agent sees your
+        variables (described in its prompt) and the cells run so far. With ``--isolated`` every
+        name the run created or rebound is put back as it was afterwards, except the datasets it
+        saved (``save_as``), which come back as DataFrames of those names; an object the agent
+        changed in place stays changed. Interrupting the cell cancels the run.
         """
         from nini.errors import NiniError
         from nini.execution.inprocess import InProcessExecutor
@@ -167,16 +176,22 @@ class NiniMagics(Magics):
         if self.runtime.settings.execution.approve_in_user_kernel:
             async def approver(code: str, language: str) -> bool:
                 return await executor.ask(functools.partial(_confirm_step, code))
-        asking = Session(session.id, self.runtime, python_executor=executor, approver=approver)
+        notebook = notebook_context(self.shell, self.runtime.settings.agent.notebook_context_tokens)
+        asking = Session(session.id, self.runtime, python_executor=executor, approver=approver, notebook=notebook)
         print(f"nini: the agent's code {USER_KERNEL_NOTICE} (the static policy is its only check)")
-        view = _AskView(session.workspace.fs, live=hasattr(self.shell, "kernel"))  # a kernel updates displays in place
+        view = AskView(session.workspace.fs, live=hasattr(self.shell, "kernel"))  # a kernel updates displays in place
+        before = bindings(self.shell.user_ns)
         try:
             run = self._loop_thread().submit(self._ask(asking, question, executor, view))
-            result = self._serve_run(executor, run, session.id)
+            result = self._serve_run(executor, run, session.id, view)
         except NiniError as exc:
             print(f"nini: {exc.code.value}: {exc.message}", file=sys.stderr)
             return
-        view.finish(result)
+        finally:
+            if args.isolated:
+                restore(self.shell.user_ns, before, keep=view.saved)
+                self._bring_back(session, view.saved)
+        view.finish(result, changes_line(before, self.shell.user_ns))
 
     # -- the runtime and the notebook's session ----------------------------------------------------
 
@@ -214,7 +229,7 @@ class NiniMagics(Magics):
 
         return self._loop_thread().run(invoke(self.session, skill, arguments))
 
-    async def _ask(self, session: Session, question: str, executor: InProcessExecutor, view: _AskView) -> RunResult:
+    async def _ask(self, session: Session, question: str, executor: InProcessExecutor, view: AskView) -> RunResult:
         """On the loop thread: run one turn, handing its events to the cell's thread to show."""
         subscription = session.events.subscribe(session.id)
         try:
@@ -227,7 +242,9 @@ class NiniMagics(Magics):
         finally:
             subscription.close()
 
-    def _serve_run(self, executor: InProcessExecutor, run: concurrent.futures.Future[RunResult], session_id: str) -> RunResult:
+    def _serve_run(
+        self, executor: InProcessExecutor, run: concurrent.futures.Future[RunResult], session_id: str, view: AskView
+    ) -> RunResult:
         """On the cell's thread: run the agent's code and show progress until the run ends.
 
         The user interrupting the cell cancels the run, which still ends (recorded as canceled);
@@ -235,11 +252,11 @@ class NiniMagics(Magics):
         """
         try:
             try:
-                executor.serve(until=run)
+                executor.serve(until=run, on_idle=view.tick)
             except KeyboardInterrupt:
                 print("nini: cancelling the run…", file=sys.stderr)
                 self._loop_thread().loop.call_soon_threadsafe(self.runtime.agent.cancel, session_id)
-                executor.serve(until=run)
+                executor.serve(until=run, on_idle=view.tick)
         finally:
             executor.close()
         return run.result()
@@ -258,6 +275,19 @@ class NiniMagics(Magics):
         atexit.unregister(self.close)
 
     # -- pieces of the magics ------------------------------------------------------------------------
+
+    def _bring_back(self, session: Session, names: list[str]) -> None:
+        """The datasets ``names`` of the session as DataFrames of those names in the notebook."""
+        import pandas as pd
+
+        from nini.errors import NiniError
+
+        for name in names:
+            try:
+                with session.workspace.fs.reader(session.dataset_file(name)) as handle:
+                    self.shell.user_ns[name] = pd.read_parquet(handle)
+            except (NiniError, OSError, ValueError) as exc:
+                print(f"nini: dataset {name} could not be brought back: {exc}", file=sys.stderr)
 
     def _hand_over(self, name: str) -> bool:
         """The notebook's DataFrame ``name`` becomes session dataset ``name`` (via load_dataset)."""
@@ -298,80 +328,6 @@ class NiniMagics(Magics):
         return path.resolve()
 
 
-class _AskView:
-    """What ``%%nini`` shows, on the cell's thread: the model's text as it streams (Markdown,
-    updated in place in a notebook), one line per tool call and result, the charts the code made,
-    then how the run ended."""
-
-    def __init__(self, files: RootedDir, *, live: bool) -> None:
-        self.files = files  # the session workspace, where the charts are
-        self.live = live  # displays can be updated in place (a Jupyter frontend), else text is printed
-        self.text = ""  # the model's text of the current step
-        self.handle: Any = None  # the display showing it
-        self.answer_shown = False
-
-    def show(self, event: dict[str, Any]) -> None:
-        from nini.agent.progress import progress_line
-
-        kind, data = event["type"], event.get("data") or {}
-        if kind == "assistant_delta":
-            self._stream(data.get("text", ""))
-        elif kind == "assistant_message":
-            if data.get("tool_calls"):  # text before tool calls: this step is over
-                self._end_step()
-            else:
-                self.answer_shown = bool(self.text)
-        elif line := progress_line(kind, data):
-            self._end_line()
-            print(line)
-        elif kind == "code_execution":
-            self._show_charts(data.get("artifacts") or [])
-
-    def finish(self, result: RunResult) -> None:
-        from IPython.display import display
-
-        self._end_line()
-        if result.answer and self.live:
-            bundle = _markdown(result.answer)
-            if self.answer_shown and self.handle is not None:
-                self.handle.update(bundle, raw=True)  # the streamed text, now whole
-            else:
-                display(bundle, raw=True)
-        elif result.answer and not self.answer_shown:
-            print(result.answer)
-        if result.ended_by == "canceled":
-            print("nini: the run was cancelled (recorded as canceled)", file=sys.stderr)
-        elif result.error:
-            print(f"nini: {result.error.get('code')}: {result.error.get('message')}", file=sys.stderr)
-        for note in result.notes:  # after the answer: what the stop hooks did (a skill enhanced, ...)
-            print(note)
-
-    def _stream(self, piece: str) -> None:
-        from IPython.display import display
-
-        self.text += piece
-        if not self.live:
-            print(piece, end="", flush=True)
-        elif self.handle is None:
-            self.handle = display(_markdown(self.text), raw=True, display_id=True)
-        else:
-            self.handle.update(_markdown(self.text), raw=True)
-
-    def _show_charts(self, paths: list[str]) -> None:
-        for path in paths:
-            if path.endswith(".png"):
-                _display_png(self.files, path)
-
-    def _end_step(self) -> None:
-        self._end_line()
-        self.text, self.handle = "", None
-
-    def _end_line(self) -> None:
-        if not self.live and self.text and not self.text.endswith("\n"):
-            print()
-            self.text += "\n"
-
-
 def _confirm_step(code: str) -> bool:
     """Show a step's code and ask whether it may run here (on the cell's thread: ``input`` reaches
     the notebook's frontend)."""
@@ -394,12 +350,6 @@ def _display_png(files: RootedDir, path: str) -> None:
         display(Image(data=files.read_bytes(path), format="png"))
     except NiniError:
         pass
-
-
-def _markdown(text: str) -> dict[str, str]:
-    """A Markdown display whose plain-text form is the text itself (IPython's ``Markdown`` object
-    shows its repr there), for frontends without Markdown and for saved notebooks."""
-    return {"text/markdown": text, "text/plain": text}
 
 
 def load_ipython_extension(ipython: Any) -> None:

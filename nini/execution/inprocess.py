@@ -142,8 +142,9 @@ class InProcessExecutor:
         """Run ``callback`` on the serving thread, in order with the requests (from any thread)."""
         self._queue.put(callback)
 
-    def serve(self, until: concurrent.futures.Future[Any]) -> None:
-        """Run handed-over requests and callbacks on this thread until ``until`` is done.
+    def serve(self, until: concurrent.futures.Future[Any], on_idle: Callable[[], Any] | None = None) -> None:
+        """Run handed-over requests and callbacks on this thread until ``until`` is done;
+        ``on_idle`` runs here each time nothing arrived for ``POLL_S`` (a progress line's tick).
 
         Everything handed over before ``until`` completed still runs. Must be the main thread
         (Python runs signal handlers only there). Raises KeyboardInterrupt when the user
@@ -160,6 +161,8 @@ class InProcessExecutor:
                     item = self._queue.get(timeout=POLL_S)
                 except queue.Empty:
                     item = _WAKE
+                    if on_idle is not None:
+                        _call(on_idle)
                 if item is _WAKE:
                     if until.done():
                         return

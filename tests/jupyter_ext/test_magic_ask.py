@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -22,7 +23,7 @@ class AskKernel(Kernel):
     """A kernel whose cell runs also collect displays (the answer is one) and can be interrupted."""
 
     def ask(self, cell: str, *, interrupt_after: float | None = None, answers: list[str] | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {"stdout": "", "stderr": "", "errors": [], "markdown": [], "images": 0}
+        out: dict[str, Any] = {"stdout": "", "stderr": "", "errors": [], "markdown": [], "images": 0, "steps": {}, "plain": []}
 
         def collect(message: dict[str, Any]) -> None:
             kind, content = message["msg_type"], message["content"]
@@ -31,12 +32,19 @@ class AskKernel(Kernel):
             elif kind == "error":
                 out["errors"].append(f"{content['ename']}: {content['evalue']}")
             elif kind in ("display_data", "update_display_data", "execute_result"):
-                if "image/png" in content["data"]:
+                data = content["data"]
+                if "image/png" in data:
                     out["images"] += 1
-                else:
-                    out["markdown"].append(content["data"].get("text/markdown"))
+                elif "nini-step" in data.get("text/html", ""):  # a step's block, shown then updated in place
+                    display_id = content.get("transient", {}).get("display_id")
+                    out["steps"][display_id] = {"text": data["text/plain"], "html": data["text/html"]}
+                elif "text/markdown" in data:
+                    out["markdown"].append(data.get("text/markdown"))
+                else:  # a plain-text line shown in place, e.g. the model's thinking time
+                    out["plain"].append(data.get("text/plain", ""))
 
         execute_in_kernel(self.manager, self.client, cell, collect, interrupt_after=interrupt_after, answers=answers)
+        out["steps"] = list(out["steps"].values())  # each step as it was last shown, in order
         return out
 
 
@@ -63,10 +71,13 @@ def test_the_agents_code_uses_the_notebooks_dataframe(kernel: AskKernel, llm_ser
     out = kernel.ask("%%nini\nHow much did each region sell?")
     assert out["errors"] == [] and out["stderr"] == "", out
     assert out["stdout"].startswith("nini: the agent's code runs in your kernel, not sandboxed")
-    assert "→ run_code [by region]" in out["stdout"] and "✓ run_code" in out["stdout"]
-    assert "3" not in out["stdout"].splitlines()  # the code's own print stays out of the cell
+    [step] = out["steps"]
+    assert step["text"].startswith("✓ run_code [by region] (") and "    by_region = sales.groupby" in step["text"]
+    assert "  stdout:\n    3" in step["text"]  # the code's own print, inside its step
+    assert "<details class='nini-step'>" in step["html"] and step["html"].count("<img src='data:image/png") == 1
+    assert "3" not in out["stdout"].splitlines()  # not loose in the cell
     assert out["markdown"][-1] == "North sold **5.0**, south **2.0**."
-    assert out["images"] == 1  # the chart the code made, shown in the cell
+    assert re.search(r"\nnini: finished in [0-9.]+ s, 1 step; new: by_region\n$", out["stdout"]), out["stdout"]
     tool_message = [m for m in llm_server.requests[1]["messages"] if m["role"] == "tool"][0]
     payload = json.loads(tool_message["content"])
     assert payload["result"] == {"n": 5.0, "s": 2.0} and payload["stdout"] == "3\n"
@@ -86,7 +97,8 @@ def test_failed_code_is_reported_and_the_model_answers(kernel: AskKernel, llm_se
     llm_server.reply(tool_call("run_code", code="x = 1\ny = no_such_name"), text("That name does not exist."))
     out = kernel.ask("%%nini --session asked-here\nUse no_such_name")
     assert out["errors"] == [], out
-    assert "✗ run_code: CODE_ERROR: NameError" in out["stdout"]
+    assert out["steps"][0]["text"].startswith("✗ run_code: CODE_ERROR: NameError")
+    assert "<details class='nini-step' open>" in out["steps"][0]["html"]  # a failure shows unfolded
     assert out["markdown"][-1] == "That name does not exist."
     tool_message = [m for m in llm_server.requests[1]["messages"] if m["role"] == "tool"][0]
     assert json.loads(tool_message["content"])["error"]["line"] == 2
@@ -147,7 +159,7 @@ def test_with_approval_on_each_step_shows_its_code_and_runs_only_if_the_user_say
         assert out["errors"] == [], out
         assert out["stdout"].count("runs in your kernel, not sandboxed") >= 3  # the banner, then each step
         assert "approved_step = 1" in out["stdout"] and "refused_step = 1" in out["stdout"]
-        assert "✗ run_code: CANCELED" in out["stdout"]
+        assert any(step["text"].startswith("✗ run_code: CANCELED") for step in out["steps"])
         assert asker.run("print('approved_step' in dir(), 'refused_step' in dir())").stdout == "True False\n"
     finally:
         asker.shutdown()
