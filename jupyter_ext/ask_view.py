@@ -39,6 +39,7 @@ class Step:
     stderr: str = ""
     charts: list[str] = field(default_factory=list)  # workspace paths of its PNG charts
     summary: str = ""  # a task:* tool's summary
+    table: dict[str, Any] | None = None  # output_df's preview: {columns, rows, shape}
 
     def code(self) -> tuple[str, str]:
         """(source, language) of what the step runs or proposes."""
@@ -68,6 +69,9 @@ class Step:
         for title, text in (("stdout", self.stdout), ("stderr", self.stderr)):
             if text:
                 lines += [f"  {title}:", *("    " + line for line in _bounded(text).rstrip("\n").split("\n"))]
+        if self.table:
+            rows, columns = self.table.get("shape") or ["?", "?"]
+            lines.append(f"  table: {rows} rows × {columns} columns ({', '.join(self.table.get('columns') or [])[:200]})")
         if self.summary:
             lines.append(f"  ↳ {self.summary}")
         return "\n".join(lines)
@@ -83,6 +87,8 @@ class Step:
         for title, text in (("stdout", self.stdout), ("stderr", self.stderr)):
             if text:
                 parts.append(f"<div>{title}</div><pre>{html.escape(_bounded(text))}</pre>")
+        if self.table:
+            parts.append(_table_html(self.table))
         parts += [img for path in self.charts if (img := _img(files, path))]
         if self.summary:
             parts.append(f"<p>↳ {html.escape(self.summary)}</p>")
@@ -123,6 +129,7 @@ class AskView:
         elif step is not None and kind == "code_execution":
             step.stdout, step.stderr = data.get("stdout") or "", data.get("stderr") or ""
             step.charts = [p for p in data.get("artifacts") or [] if p.endswith(".png")]
+            step.table = data.get("table") if isinstance(data.get("table"), dict) else None
             self.saved += [name for name in data.get("datasets_saved") or [] if name not in self.saved]
         elif step is not None and kind == "tool_result":
             step.ended = data
@@ -219,6 +226,15 @@ def markdown(text: str) -> dict[str, str]:
 
 def _bounded(text: str) -> str:
     return text if len(text) <= OUTPUT_CHARS else f"{text[:OUTPUT_CHARS]}\n… {len(text) - OUTPUT_CHARS:,} more characters"
+
+
+def _table_html(table: dict[str, Any]) -> str:
+    """output_df's preview as an HTML table (its first rows; the shape says how many there are)."""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.get("columns") or [])
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
+                   for row in table.get("rows") or [])  # fmt: skip
+    rows, columns = table.get("shape") or ["?", "?"]
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table><div>{rows} rows × {columns} columns</div>"
 
 
 def _highlighted(source: str, language: str) -> str:

@@ -175,6 +175,8 @@ def _execution_event(execution: dict[str, Any], execution_id: str | None, output
         # enough of the output for a viewer to show the step (the store keeps all of it)
         "stdout": _preview(execution.get("stdout")),
         "stderr": _preview(execution.get("stderr")),
+        # output_df's first rows ({columns, dtypes, rows, shape}), for a viewer to show as a table
+        "table": (output.result or {}).get("dataframe_preview") if isinstance(output.result, dict) else None,
     }
 
 

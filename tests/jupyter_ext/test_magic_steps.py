@@ -56,6 +56,9 @@ def test_isolated_keeps_the_notebooks_names_but_brings_back_the_saved_dataset(ke
     llm_server.reply(tool_call("run_code", code=code, save_as="monthly"), text("Saved monthly."))
     out = kernel.ask("%%nini --isolated\nsave monthly")
     assert out["errors"] == [], out
+    [step] = out["steps"]  # output_df shows as a table in its step
+    assert "<th>m</th><th>v</th>" in step["html"] and "<td>7.0</td>" in step["html"] and "1 rows × 2 columns" in step["html"]
+    assert "  table: 1 rows × 2 columns (m, v)" in step["text"]
     assert "; new: monthly" in out["stdout"] and "changed" not in out["stdout"]
     probe = kernel.run("print(total, 'scratch' in dir(), type(sales).__name__, monthly['v'].tolist())")
     assert probe.stdout == "7 False DataFrame [7.0]\n", probe

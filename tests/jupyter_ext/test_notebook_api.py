@@ -78,7 +78,7 @@ async def test_proposals_are_listed_and_answered_once(api: Any, jp_ws_fetch: Any
 
     listed = (await api("GET", "sessions", session_id, "proposals")).data
     assert [(p["proposal_id"], p["status"], p["position"]) for p in listed] == [(first, "pending", 2), (second, "pending", 3)]
-    assert "-sales.groupby('region').revenue.sum()" in listed[0]["diff"] and "+sales.plot()" in listed[0]["diff"]
+    assert "\n-sales.groupby('region').revenue.sum()\n+sales.plot()\n" in listed[0]["diff"]  # a line each
     assert listed[1]["source"] == "%%nini_r\nsummary(df)" and listed[1]["cell_type"] == "code"
 
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")

@@ -82,7 +82,7 @@ def propose_cell(
         if notebook is not None and old is None:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, f"replaces: no cell {replaces}; the notebook has {len(notebook.cells)} cells")
         if old is not None:
-            diff = "".join(difflib.unified_diff(old.source.splitlines(keepends=True), _ended(source).splitlines(keepends=True),
+            diff = "".join(difflib.unified_diff(_ended(old.source).splitlines(keepends=True), _ended(source).splitlines(keepends=True),
                                                 f"cell {replaces}", "proposed"))  # fmt: skip
         position = replaces
     elif position is None:
