@@ -30,19 +30,23 @@ def describe_namespace(namespace: Mapping[str, Any], max_tokens: int) -> str:
 
     if max_tokens <= 0:
         return ""
-    entries = []
+    entries = []  # (size, name, value, describe): sized first, described only while the budget lasts
     for name, value in list(namespace.items()):
         if name.startswith("_") or name in HIDDEN:
             continue
         try:
-            described = _describe(name, value)
+            found = _kind(value)
         except Exception:  # a hostile or broken object: left out, never the turn's failure
             continue
-        if described is not None:
-            entries.append(described)
+        if found is not None:
+            entries.append((found[0], name, value, found[1]))
     entries.sort(key=lambda entry: -entry[0])
     lines, used = [HEADER], count_tokens(HEADER)
-    for index, (_size, text) in enumerate(entries):
+    for index, (_size, name, value, describe) in enumerate(entries):
+        try:
+            text = describe(name, value)
+        except Exception:
+            continue
         cost = count_tokens(text) + 1
         if used + cost > max_tokens - 12:  # room for the line saying what was left out
             lines.append(f"- … and {len(entries) - index} more (smaller) variables")
@@ -59,29 +63,32 @@ def namespace_expression(max_tokens: int) -> str:
             f".describe_namespace(globals(), {int(max_tokens)})")  # fmt: skip
 
 
-def _describe(name: str, value: Any) -> tuple[int, str] | None:
-    """(size in bytes for ordering, one Markdown entry), or None for what is not data."""
+def _kind(value: Any) -> tuple[int, Callable[[str, Any], str]] | None:
+    """(size in bytes, for the order; how to describe it), or None for what is not data. The size
+    comes from dtypes and lengths, never from a scan of the values."""
     kind = type(value)
     module = kind.__module__.split(".")[0]
     if module == "pandas" and kind.__name__ == "DataFrame":
-        return _frame(name, value)
+        return int(value.memory_usage(index=False, deep=False).sum()), _frame
     if module == "pandas" and kind.__name__ == "Series":
-        size = int(value.memory_usage(index=False, deep=False))
-        examples = ", ".join(_short(v) for v in value.iloc[:EXAMPLE_ROWS].tolist())
-        return size, f"- `{name}`: Series, length {len(value):,}, dtype {value.dtype}; e.g. {examples}"
+        return int(value.memory_usage(index=False, deep=False)), _series
     if module == "numpy" and kind.__name__ == "ndarray":
-        return int(value.nbytes), f"- `{name}`: ndarray, shape {tuple(value.shape)}, dtype {value.dtype}"
+        return int(value.nbytes), lambda name, array: f"- `{name}`: ndarray, shape {tuple(array.shape)}, dtype {array.dtype}"
     if isinstance(value, bool | int | float | complex) or (module == "numpy" and hasattr(value, "dtype")):
-        return 8, f"- `{name}` = {_short(value)} ({kind.__name__})"
+        return 8, lambda name, scalar: f"- `{name}` = {_short(scalar)} ({type(scalar).__name__})"
     if isinstance(value, str):
-        return len(value), f"- `{name}` = {_repr.repr(value[:MAX_STRING])} (str, {len(value):,} characters)"
+        return len(value), lambda name, text: f"- `{name}` = {_repr.repr(text[:MAX_STRING])} (str, {len(text):,} characters)"
     if isinstance(value, list | tuple | dict | set):
-        return len(value), f"- `{name}`: {kind.__name__} of {len(value):,}; {_short(value)}"
+        return len(value), lambda name, items: f"- `{name}`: {type(items).__name__} of {len(items):,}; {_short(items)}"
     return None  # modules, functions, classes and other objects are not what the question is about
 
 
-def _frame(name: str, frame: Any) -> tuple[int, str]:
-    size = int(frame.memory_usage(index=False, deep=False).sum())  # from dtypes: no scan of the data
+def _series(name: str, series: Any) -> str:
+    examples = ", ".join(_short(v) for v in series.iloc[:EXAMPLE_ROWS].tolist())
+    return f"- `{name}`: Series, length {len(series):,}, dtype {series.dtype}; e.g. {examples}"
+
+
+def _frame(name: str, frame: Any) -> str:
     rows, columns = frame.shape
     head = frame.iloc[:EXAMPLE_ROWS, :MAX_COLUMNS]  # a view, whatever the frame's size
     parts = []
@@ -89,7 +96,7 @@ def _frame(name: str, frame: Any) -> tuple[int, str]:
         examples = ", ".join(_short(v) for v in head.iloc[:, position].tolist())
         parts.append(f"`{str(column)[:60]}` {frame.dtypes.iloc[position]} ({examples})")
     more = f"; and {columns - MAX_COLUMNS} more columns" if columns > MAX_COLUMNS else ""
-    return size, f"- `{name}`: DataFrame, {rows:,} rows × {columns} columns: {'; '.join(parts)}{more}"
+    return f"- `{name}`: DataFrame, {rows:,} rows × {columns} columns: {'; '.join(parts)}{more}"
 
 
 def _short(value: Any, shorten: Callable[[Any], str] = _repr.repr) -> str:

@@ -19,6 +19,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +162,17 @@ def new_page(browser: Any, lab: Lab) -> Any:
     return page
 
 
+@contextmanager
+def watched_page(browser: Any, lab: Lab) -> Iterator[Any]:
+    """A page of the lab that fails the test at its end when nini raised an error in the page."""
+    opened = new_page(browser, lab)
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    yield opened
+    opened.close()
+    assert not [e for e in errors if "nini" in e.lower()], errors
+
+
 def open_sidebar(page: Any, timeout_ms: int = 30_000) -> None:
     """Click nini's tab in the left bar and wait for the chat: what a user does first."""
     page.click('.jp-SideBar.jp-mod-left [data-id="nini-panel"]', timeout=timeout_ms)
@@ -175,6 +187,27 @@ def widen_sidebar(page: Any, by: int = 260) -> None:
     page.mouse.down()
     page.mouse.move(box["x"] + by, box["y"] + 200, steps=5)
     page.mouse.up()
+
+
+def ask(page: Any, question: str) -> None:
+    """Type a question in the chat and press Enter, as a user does."""
+    page.fill(".nini-input", question)
+    page.press(".nini-input", "Enter")
+
+
+def wait_idle(page: Any, timeout_ms: int = 60_000) -> None:
+    """Until the chat's turn is over (its `done` event drawn)."""
+    page.wait_for_selector('.nini-chat[data-running="false"]', state="attached", timeout=timeout_ms)
+
+
+def wait_for_connected_kernel(lab: Lab, timeout_s: float = 60) -> None:
+    """Until the notebook's kernel is idle with the page connected to it: a cell run before is dropped."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(k["execution_state"] == "idle" and k["connections"] > 0 for k in lab.get("/api/kernels")):
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"no connected idle kernel in {timeout_s:g} s: {lab.get('/api/kernels')}")
 
 
 def screenshot(page: Any, name: str) -> Path:

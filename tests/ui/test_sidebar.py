@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
-from tests.ui.conftest import Lab, free_port, new_page, open_sidebar, screenshot, widen_sidebar
+from tests.ui.conftest import (Lab, ask, free_port, new_page, open_sidebar, screenshot, wait_for_connected_kernel, wait_idle,
+                               watched_page, widen_sidebar)  # fmt: skip
 
 pytestmark = pytest.mark.slow
 
@@ -39,28 +39,15 @@ def bare_lab(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iter
 
 @pytest.fixture(scope="module")
 def page(browser: Any, lab: Lab, request: pytest.FixtureRequest) -> Iterator[Any]:
-    opened = new_page(browser, lab)
-    request.getfixturevalue("bare_lab")  # starts now that the page is loaded, the heaviest part is behind
-    errors: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    yield opened
-    opened.close()
-    assert not [e for e in errors if "nini" in e.lower()], errors
+    with watched_page(browser, lab) as opened:
+        request.getfixturevalue("bare_lab")  # starts now that the page is loaded, the heaviest part is behind
+        yield opened
 
 
 def steps(page: Any) -> list[dict[str, str]]:
     return page.eval_on_selector_all(
         ".nini-log > .nini-step", "nodes => nodes.map(n => ({name: n.dataset.name, status: n.dataset.status}))"
     )
-
-
-def wait_idle(page: Any, timeout_ms: int = 60_000) -> None:
-    page.wait_for_selector('.nini-chat[data-running="false"]', state="attached", timeout=timeout_ms)
-
-
-def ask(page: Any, question: str) -> None:
-    page.fill(".nini-input", question)
-    page.press(".nini-input", "Enter")
 
 
 def test_the_nini_tab_opens(page: Any) -> None:
@@ -163,16 +150,6 @@ def test_the_agents_code_runs_in_the_active_notebooks_kernel(page: Any, lab: Lab
     step.locator("summary").click()
     assert "7.5" in step.locator(".nini-step-output").inner_text()  # only the notebook's kernel knows `sales`
     screenshot(page, "05-notebook-kernel")
-
-
-def wait_for_connected_kernel(lab: Lab, timeout_s: float = 60) -> None:
-    """Until the notebook's kernel is idle with the page connected to it: a cell run before is dropped."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if any(k["execution_state"] == "idle" and k["connections"] > 0 for k in lab.get("/api/kernels")):
-            return
-        time.sleep(0.2)
-    raise TimeoutError(f"no connected idle kernel in {timeout_s:g} s: {lab.get('/api/kernels')}")
 
 
 def test_a_skill_switched_off_leaves_the_enabled_list(page: Any, lab: Lab) -> None:

@@ -8,6 +8,9 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import type { NotebookJson } from './context';
+import type { Proposal } from './model';
+
 export class NiniApiError extends Error {
   constructor(
     readonly code: string,
@@ -108,12 +111,26 @@ export class NiniApi {
     return this.send('POST', 'sessions', { title });
   }
 
-  ask(sessionId: string, message: string, kernelId?: string | null): Promise<{ turn_id: string }> {
+  /** Start a turn; `notebook` is what the user's notebook shows (see `notebookContext`). */
+  ask(sessionId: string, message: string, kernelId?: string | null, notebook?: NotebookJson | null): Promise<{ turn_id: string }> {
     const body: Record<string, unknown> = { message };
     if (kernelId) {
       body.kernel_id = kernelId;
     }
+    if (notebook) {
+      body.notebook = notebook;
+    }
     return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/ask`, body);
+  }
+
+  listProposals(sessionId: string): Promise<Proposal[]> {
+    return this.request(`sessions/${encodeURIComponent(sessionId)}/proposals`);
+  }
+
+  /** Record the user's click on a proposal: accepted (and whether it ran) or rejected. */
+  decideProposal(sessionId: string, proposalId: string, decision: 'accept' | 'reject', ran?: boolean): Promise<Proposal> {
+    const body = decision === 'accept' ? { decision, ran: Boolean(ran) } : { decision };
+    return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/proposals/${encodeURIComponent(proposalId)}`, body);
   }
 
   cancel(sessionId: string): Promise<{ canceled: boolean }> {

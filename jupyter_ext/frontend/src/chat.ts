@@ -5,13 +5,17 @@
  * and are folded by `ChatModel`; they are queued and drawn once per animation frame, so a burst
  * (a reopened session, a chatty agent) costs one layout, not thousands.
  */
+import type { ICellModel } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
 import { NiniApi, NiniApiError, NiniEvent, SessionInfo } from './api';
-import { ChatModel } from './model';
+import { Attachments } from './attachments';
+import { fileName, NotebookJson, notebookContext } from './context';
+import { ChatModel, Proposal, PROPOSE_CELL } from './model';
+import { Decision, PendingCells } from './proposals';
 import { el, RenderContext, renderItem } from './render';
 import { EventStream, StreamState } from './stream';
 
@@ -41,6 +45,8 @@ export class ChatView extends Widget {
   private readonly where = el('span', 'nini-where');
   private readonly status = el('div', 'nini-status');
   private followed: NotebookPanel | null = null;
+  private readonly attachments = new Attachments();
+  private readonly pending: PendingCells;
 
   constructor(private readonly options: ChatOptions) {
     super();
@@ -49,8 +55,10 @@ export class ChatView extends Widget {
     this.context = {
       rendermime: options.rendermime,
       artifactUrl: path => options.api.artifactUrl(this.sessionId ?? '', path),
-      onApproval: (id, approve) => void this.decide(id, approve)
+      onApproval: (id, approve) => void this.decide(id, approve),
+      onProposal: (proposal, decision, run) => void this.decideProposal(proposal, decision, run)
     };
+    this.pending = new PendingCells(options.notebooks, this.context.onProposal!);
     this.build();
     // the label follows the active notebook and its kernel (started, restarted or changed later)
     options.notebooks?.currentChanged.connect((_, panel) => this.followNotebook(panel));
@@ -95,7 +103,7 @@ export class ChatView extends Widget {
     this.stop.onclick = () => void this.cancel();
     const buttons = el('div', 'nini-buttons');
     buttons.append(this.send, this.stop);
-    footer.append(this.input, buttons, this.status);
+    footer.append(this.attachments.node, this.input, buttons, this.status);
     this.node.append(header, this.log, footer);
     this.showWhere();
     this.updateButtons();
@@ -156,6 +164,7 @@ export class ChatView extends Widget {
     this.frame = 0;
     this.queue = [];
     this.model = new ChatModel();
+    this.pending.clear();
     this.nodes.clear();
     this.log.replaceChildren();
     this.log.dataset.lastSeq = '0';
@@ -185,14 +194,9 @@ export class ChatView extends Widget {
     const events = this.queue;
     this.queue = [];
     const nearBottom = this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 80;
-    for (const id of this.model.apply(events)) {
-      const item = this.model.get(id)!;
-      const existing = this.nodes.get(id);
-      const node = renderItem(item, existing, this.context);
-      if (existing === undefined) {
-        this.nodes.set(id, node);
-        this.place(id, node);
-      }
+    this.draw(this.model.apply(events));
+    if (events.some(event => event.type === 'tool_result' && event.data?.name === PROPOSE_CELL)) {
+      void this.syncProposals();
     }
     if (events.some(event => event.type === 'done')) {
       this.asking = false;
@@ -205,6 +209,108 @@ export class ChatView extends Widget {
     if (nearBottom || events.some(event => event.type === 'user_message')) {
       this.log.scrollTop = this.log.scrollHeight;
     }
+  }
+
+  /** Render the items `ids` (new ones placed, others updated in place); proposals go to the notebook too. */
+  private draw(ids: Iterable<string>): void {
+    for (const id of ids) {
+      const item = this.model.get(id)!;
+      const existing = this.nodes.get(id);
+      const node = renderItem(item, existing, this.context);
+      if (existing === undefined) {
+        this.nodes.set(id, node);
+        this.place(id, node);
+      }
+      if (item.kind === 'proposal') {
+        this.pending.sync(item.proposal);
+      }
+    }
+  }
+
+  /** The proposals as the server recorded them (a decision made in another window, a result the
+   * event did not carry). */
+  private async syncProposals(): Promise<void> {
+    const id = this.sessionId;
+    if (id === null) {
+      return;
+    }
+    let proposals: Proposal[];
+    try {
+      proposals = await this.options.api.listProposals(id);
+    } catch {
+      return; // the events keep the proposals shown; this is only a catch-up
+    }
+    if (id === this.sessionId) {
+      this.draw(proposals.map(proposal => this.model.setProposal(proposal)).filter((x): x is string => x !== null));
+    }
+  }
+
+  /** Accept (insert, and run when asked) or reject a proposal: recorded first, so a proposal
+   * decided elsewhere (CONFLICT) leaves the notebook as it is. */
+  private async decideProposal(proposal: Proposal, decision: Decision, run: boolean): Promise<void> {
+    const id = this.sessionId;
+    if (id === null) {
+      return;
+    }
+    try {
+      if (decision === 'accept' && this.pending.panelOf(proposal.proposal_id) === null) {
+        throw new Error('open a notebook to accept this proposal into');
+      }
+      const recorded = await this.options.api.decideProposal(id, proposal.proposal_id, decision, run);
+      if (decision === 'accept') {
+        await this.pending.accept(proposal, run);
+      }
+      this.pending.remove(proposal.proposal_id);
+      const changed = this.model.setProposal({ ...proposal, ...recorded });
+      this.draw(changed === null ? [] : [changed]);
+    } catch (error) {
+      this.say(error);
+      void this.syncProposals();
+      const item = this.model.get(`proposal:${proposal.proposal_id}`);
+      if (item?.kind === 'proposal') {
+        this.nodes.get(item.id)?.removeAttribute('data-status'); // redraw: its buttons come back
+        this.draw([item.id]);
+        this.pending.remove(proposal.proposal_id);
+        this.pending.sync(item.proposal);
+      }
+    }
+  }
+
+  /** Attach cells of a notebook to the next question (the cell context menu's command). */
+  attachCells(panel: NotebookPanel, cells: ICellModel[]): void {
+    this.attachments.addCells(panel, cells);
+  }
+
+  /** Attach a file's text to the next question (the file browser's command). */
+  attachFile(path: string, text: string): void {
+    this.attachments.addFile(path, text);
+  }
+
+  /** Say why something could not be attached (too large, not text). */
+  attachError(message: string): void {
+    this.say(message);
+  }
+
+  /** The `notebook` of the ask: the active notebook's cells up to the active one, and attachments. */
+  private notebookJson(): NotebookJson | null {
+    const panel = this.options.notebooks?.currentWidget ?? null;
+    const files = this.attachments.fileTexts();
+    if (panel === null || panel.content.model === null) {
+      return Object.keys(files).length
+        ? { name: null, cells: [], active: null, attached_cells: [], attached_files: files }
+        : null;
+    }
+    const notebook = panel.content;
+    const attached = this.attachments.cellIndices(panel);
+    const active = notebook.widgets.length ? notebook.activeCellIndex : -1;
+    const last = Math.max(active, ...attached);
+    return notebookContext({
+      name: fileName(panel.context.path),
+      cells: notebook.widgets.slice(0, last + 1).map(cell => cell.model.toJSON()),
+      active: active >= 0 ? active : null,
+      attachedCells: attached,
+      attachedFiles: files
+    });
   }
 
   /** Where a new item's element goes: inside its task, in its turn's background group, or last. */
@@ -250,8 +356,9 @@ export class ChatView extends Widget {
         this.open(session.id);
         void this.refreshSessions();
       }
-      await api.ask(this.sessionId!, message, this.notebookKernel()?.id);
+      await api.ask(this.sessionId!, message, this.notebookKernel()?.id, this.notebookJson());
       this.input.value = '';
+      this.attachments.clear();
     } catch (error) {
       this.asking = false;
       this.say(error);

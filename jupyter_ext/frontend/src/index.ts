@@ -5,6 +5,7 @@
 import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { IEditorServices } from '@jupyterlab/codeeditor';
+import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
@@ -17,15 +18,20 @@ const COMMANDS = {
   open: 'nini:open',
   newChat: 'nini:new-chat',
   stop: 'nini:stop',
-  report: 'nini:generate-report'
+  report: 'nini:generate-report',
+  attachCell: 'nini:attach-cell',
+  attachFile: 'nini:attach-file'
 };
+
+/** A file larger than this is not read to be attached (only its first characters would be sent). */
+const ATTACH_MAX_BYTES = 2_000_000;
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'nini:sidebar',
   description: 'The nini sidebar: chat with the agent, watch each step live, manage skills, reports and models.',
   autoStart: true,
   requires: [ILabShell, IRenderMimeRegistry],
-  optional: [ICommandPalette, ILauncher, INotebookTracker, IEditorServices],
+  optional: [ICommandPalette, ILauncher, INotebookTracker, IEditorServices, IDefaultFileBrowser],
   activate: (
     app: JupyterFrontEnd,
     shell: ILabShell,
@@ -33,7 +39,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     palette: ICommandPalette | null,
     launcher: ILauncher | null,
     notebooks: INotebookTracker | null,
-    editors: IEditorServices | null
+    editors: IEditorServices | null,
+    files: IDefaultFileBrowser | null
   ) => {
     const api = new NiniApi();
     const openSkill = async (name: string) => {
@@ -57,6 +64,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const panel = new NiniPanel({ api, rendermime, notebooks, openSkill: name => void openSkill(name) });
     shell.add(panel, 'left', { rank: 600 });
 
+    const chat = () => panel.chat;
     const reveal = () => {
       shell.activateById(panel.id);
       panel.currentWidget = panel.chat;
@@ -88,6 +96,46 @@ const plugin: JupyterFrontEndPlugin<void> = {
         await panel.reports.create();
       }
     });
+    app.commands.addCommand(COMMANDS.attachCell, {
+      label: 'nini: Attach cell to question',
+      caption: 'Send the selected cells with your next question to nini',
+      isEnabled: () => notebooks?.currentWidget?.content.activeCell != null,
+      execute: () => {
+        const current = notebooks?.currentWidget;
+        if (!current) {
+          return;
+        }
+        const notebook = current.content;
+        const cells = notebook.widgets.filter(cell => notebook.isSelectedOrActive(cell)).map(cell => cell.model);
+        chat().attachCells(current, cells);
+        reveal();
+      }
+    });
+    app.commands.addCommand(COMMANDS.attachFile, {
+      label: 'nini: Attach file to question',
+      caption: "Send the selected files' text with your next question to nini",
+      isEnabled: () => files !== null && Array.from(files.selectedItems()).some(item => item.type !== 'directory'),
+      execute: async () => {
+        for (const item of Array.from(files?.selectedItems() ?? [])) {
+          if (item.type === 'directory') {
+            continue;
+          }
+          if ((item.size ?? 0) > ATTACH_MAX_BYTES) {
+            chat().attachError(`${item.name} is too large to attach (over 2 MB); ask nini to load it as a dataset instead`);
+            continue;
+          }
+          try {
+            const model = await app.serviceManager.contents.get(item.path, { type: 'file', format: 'text', content: true });
+            chat().attachFile(item.path, String(model.content ?? ''));
+          } catch (error) {
+            chat().attachError(`${item.name} cannot be attached as text (${String((error as Error)?.message ?? error)})`);
+          }
+        }
+        reveal();
+      }
+    });
+    app.contextMenu.addItem({ command: COMMANDS.attachCell, selector: '.jp-Notebook .jp-Cell', rank: 20 });
+    app.contextMenu.addItem({ command: COMMANDS.attachFile, selector: '.jp-DirListing-item[data-isdir="false"]', rank: 20 });
     for (const command of Object.values(COMMANDS)) {
       palette?.addItem({ command, category: 'nini' });
     }

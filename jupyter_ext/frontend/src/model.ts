@@ -87,7 +87,50 @@ export interface ApprovalItem {
   state: 'waiting' | 'approved' | 'refused';
 }
 
-export type ChatItem = UserItem | AssistantItem | StepItem | NoteItem | ErrorItem | EndItem | ApprovalItem;
+/** A cell the agent proposed (a succeeded `propose_cell` call), as the proposals endpoint has it. */
+export interface Proposal {
+  proposal_id: string;
+  cell_type: 'code' | 'markdown';
+  language: string;
+  source: string;
+  position: number;
+  replaces: number | null;
+  diff: string | null;
+  status: 'pending' | 'accepted' | 'rejected';
+  ran: boolean | null;
+  decided_at?: string | null;
+}
+
+export interface ProposalItem {
+  kind: 'proposal';
+  id: string; // `proposal:<tool call id>`
+  turnId: string | null;
+  proposal: Proposal;
+}
+
+export type ChatItem = UserItem | AssistantItem | StepItem | NoteItem | ErrorItem | EndItem | ApprovalItem | ProposalItem;
+
+export const PROPOSE_CELL = 'propose_cell';
+
+/** A `propose_cell` result (or a proposals endpoint record) as a `Proposal`; null when not one. */
+export function toProposal(id: string, result: any): Proposal | null {
+  if (result === null || typeof result !== 'object' || typeof result.source !== 'string') {
+    return null;
+  }
+  const status = result.status === 'accepted' || result.status === 'rejected' ? result.status : 'pending';
+  return {
+    proposal_id: id,
+    cell_type: result.cell_type === 'markdown' ? 'markdown' : 'code',
+    language: String(result.language ?? 'python'),
+    source: result.source,
+    position: Math.max(0, Number(result.position ?? 0) | 0),
+    replaces: typeof result.replaces === 'number' ? result.replaces : null,
+    diff: typeof result.diff === 'string' ? result.diff : null,
+    status,
+    ran: typeof result.ran === 'boolean' ? result.ran : null,
+    decided_at: result.decided_at ?? null
+  };
+}
 
 const TASK_PREFIX = 'task:';
 
@@ -136,8 +179,47 @@ export class ChatModel {
       if (id !== null) {
         touched.add(id);
       }
+      if (event.type === 'tool_result') {
+        const proposal = this.proposalOf(event);
+        if (proposal !== null) {
+          touched.add(proposal);
+        }
+      }
     }
     return [...touched];
+  }
+
+  /** The proposals of the session, in order. */
+  get proposals(): ProposalItem[] {
+    return this.items.filter((item): item is ProposalItem => item.kind === 'proposal');
+  }
+
+  /**
+   * Bring a proposal up to date with what the server recorded (the proposals endpoint, after a
+   * reload or a decision): its item id, or null when nothing changed. A proposal not seen as an
+   * event yet is added at the end.
+   */
+  setProposal(proposal: Proposal, turnId: string | null = null): string | null {
+    const id = `proposal:${proposal.proposal_id}`;
+    const item = this.byId.get(id);
+    if (item === undefined) {
+      return this.add<ProposalItem>({ kind: 'proposal', id, turnId, proposal: { ...proposal } }).id;
+    }
+    if (item.kind !== 'proposal' || JSON.stringify(item.proposal) === JSON.stringify({ ...item.proposal, ...proposal })) {
+      return null;
+    }
+    item.proposal = { ...item.proposal, ...proposal };
+    return id;
+  }
+
+  /** A succeeded `propose_cell` call's result: a pending proposal, shown after its step. */
+  private proposalOf(event: NiniEvent): string | null {
+    const data = event.data ?? {};
+    if (data.name !== PROPOSE_CELL || !data.success || !event.tool_call_id || this.byId.has(`proposal:${event.tool_call_id}`)) {
+      return null;
+    }
+    const proposal = toProposal(event.tool_call_id, data.result);
+    return proposal === null ? null : this.setProposal(proposal, event.turn_id);
   }
 
   private add<T extends ChatItem>(item: T): T {
@@ -223,6 +305,19 @@ export class ChatModel {
           language: String(data.language ?? 'python'),
           state: 'waiting'
         }).id;
+      case 'proposal_decided': {
+        const item = this.byId.get(`proposal:${event.tool_call_id}`);
+        if (item?.kind !== 'proposal') {
+          return null;
+        }
+        item.proposal = {
+          ...item.proposal,
+          status: data.decision === 'accepted' ? 'accepted' : 'rejected',
+          ran: typeof data.ran === 'boolean' ? data.ran : item.proposal.ran,
+          decided_at: event.ts ?? item.proposal.decided_at
+        };
+        return item.id;
+      }
       case 'approval_resolved': {
         const item = this.byId.get(`approval:${data.approval_id}`);
         if (item?.kind !== 'approval') {

@@ -7,31 +7,21 @@
  */
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 
+import { el } from './dom';
 import type { AssistantItem, ChatItem, StepItem } from './model';
+import { DecideProposal, renderProposalCard } from './proposals';
+
+export { el };
 
 export interface RenderContext {
   rendermime: IRenderMimeRegistry;
   artifactUrl: (path: string) => string;
   onApproval?: (approvalId: string, approve: boolean) => void;
+  onProposal?: DecideProposal;
 }
 
 const STATUS_TEXT: Record<string, string> = { running: 'running', succeeded: 'done', failed: 'failed' };
 const IMAGE = /\.(png|svg|jpe?g|gif)$/i;
-
-export function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className?: string,
-  text?: string
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) {
-    node.className = className;
-  }
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
 
 /** Markdown through JupyterLab's renderer (sanitized: the text comes from a model). */
 export async function renderMarkdown(rendermime: IRenderMimeRegistry, host: HTMLElement, text: string): Promise<void> {
@@ -80,6 +70,8 @@ export function renderItem(item: ChatItem, existing: HTMLElement | undefined, co
       node.hidden = item.completedNormally;
       return node;
     }
+    case 'proposal':
+      return renderProposalCard(item, existing, (proposal, decision, run) => context.onProposal?.(proposal, decision, run));
     case 'approval': {
       const node = existing ?? buildApproval(item.id, item.code, item.language, context);
       node.dataset.state = item.state;
