@@ -75,6 +75,14 @@ class _LoopThread:
             self.loop.close()
 
 
+def _ask_stdin(prompt: str) -> str:
+    """input() through the kernel; a frontend without stdin (nbclient) ends the dialogue like EOF."""
+    try:
+        return input(prompt)
+    except Exception as exc:  # StdinNotImplementedError
+        raise EOFError from exc
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error to IPython instead of exiting the kernel."""
 
@@ -91,6 +99,11 @@ def _line_parser() -> _Parser:
     export = commands.add_parser("export", help="write this session as a notebook (or md, json)")
     export.add_argument("--format", choices=EXPORT_FORMATS, default="ipynb")
     export.add_argument("--out", help="file to write; default nini-session-<id>.<format> in the cwd")
+    remember = commands.add_parser("remember", help="choose pending experience to keep, or state one")
+    remember.add_argument("text", nargs="?", help="an experience to keep as a candidate, e.g. \"use the median, ...\"")
+    remember.add_argument("--level", choices=("team", "project"))
+    remember.add_argument("--type", choices=("standard", "knowledge"))
+    remember.add_argument("--trigger")
     return parser
 
 
@@ -105,7 +118,7 @@ class NiniMagics(Magics):
 
     @line_magic
     def nini(self, line: str) -> None:
-        """``%nini session|skills [--type T]|export [--format F] [--out PATH]``"""
+        """``%nini session|skills [--type T]|export [--format F] [--out PATH]|remember ["TEXT"]``"""
         try:
             words = shlex.split(line, comments=True)  # "%nini session  # a note" is fine
         except ValueError as exc:
@@ -117,8 +130,30 @@ class NiniMagics(Magics):
             for record in self.runtime.registry.list(args.type):
                 state = "on" if record["enabled"] else "off"
                 print(f"{record['name']:<28} {record['type']:<9} {state:<4} {record['description'][:80]}")
+        elif args.command == "remember":
+            self._remember(args.text, level=args.level, type_=args.type, trigger=args.trigger)
         else:
             print(self._export(args.format, args.out))
+
+    def _remember(self, text: str | None, **options: Any) -> None:
+        """A statement becomes a pending candidate; without one, the ``nini remember`` dialogue
+        through the notebook's stdin (nothing is written without the user's yes)."""
+        from nini.errors import NiniError
+        from nini.memory.experience.menu import remember_dialogue
+
+        memory = self.runtime.experience
+        try:
+            if text is None:
+                remember_dialogue(memory, _ask_stdin, print)
+                return
+            datasets = [row["name"] for row in self.runtime.store.list_datasets(self.session.id)]
+            result = memory.capture_statement(text, session_id=self.session.id, datasets=datasets, **options)
+        except NiniError as exc:
+            print(f"nini: {exc.code}: {exc.message}", file=sys.stderr)
+            return
+        for item in result.dropped:
+            print(f"nini: not kept: {item['reason']}: {item['why']}", file=sys.stderr)
+        print(result.line(memory.language) or "nini: it is already pending")
 
     @magic_arguments()
     @argument("--df", metavar="NAME", help="hand the notebook's DataFrame NAME to R as `df`")

@@ -160,6 +160,20 @@ class ReportSettings(BaseModel):
     )
 
 
+class ExperienceSettings(BaseModel):
+    """Experience memory: what a team and a project learned, captured from runs and brought back."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    enabled: bool = Field(True, description="Match experiences into each run's prompt and capture candidates at its end.")
+    team_dir: Path | None = Field(
+        None, description="The team library (INDEX.md, standards/, knowledge/), a folder a team can share; "
+        "unset means NINI_HOME/experience/team."
+    )
+    match_threshold: float = Field(0.3, ge=0, le=2, description="Lowest score of a match (similarity plus stage bonus).")
+    max_matches: int = Field(5, ge=0, le=50, description="Most experiences one run is warned about.")
+
+
 class ServerSettings(BaseModel):
     """Limits of the Jupyter server extension's REST API."""
 
@@ -279,6 +293,7 @@ class Settings(BaseSettings):
     ui: UISettings = Field(default_factory=UISettings)
     report: ReportSettings = Field(default_factory=ReportSettings)
     skill_enhance: SkillEnhanceSettings = Field(default_factory=SkillEnhanceSettings)
+    experience: ExperienceSettings = Field(default_factory=ExperienceSettings)
     database_url: str | None = Field(
         None,
         description="NINI_DATABASE_URL: SQLAlchemy URL of the history store (e.g. PostgreSQL for a hub); "
@@ -307,6 +322,8 @@ class Settings(BaseSettings):
         self.execution.sandbox_read_only_paths = [
             p if p.is_absolute() else self.home / p for p in (d.expanduser() for d in self.execution.sandbox_read_only_paths)
         ]
+        if self.experience.team_dir is not None and not self.experience.team_dir.expanduser().is_absolute():
+            self.experience.team_dir = self.home / self.experience.team_dir.expanduser()
         for provider in self.llm.providers:
             if provider.script is not None and not provider.script.expanduser().is_absolute():
                 provider.script = self.home / provider.script.expanduser()
@@ -324,6 +341,10 @@ class Settings(BaseSettings):
     @property
     def user_skills_dir(self) -> Path:
         return self.home / "skills"
+
+    @property
+    def experience_team_dir(self) -> Path:
+        return (self.experience.team_dir or self.home / "experience" / "team").expanduser()
 
     @property
     def logs_dir(self) -> Path:

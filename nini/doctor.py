@@ -13,7 +13,7 @@ from nini.config import Settings
 
 # Packages nini's core cannot work without, then the ones later capabilities use.
 REQUIRED_PACKAGES = ("pydantic", "pydantic-settings", "PyYAML", "typer")
-OPTIONAL_PACKAGES = ("jupyter_server", "jupyter_client", "ipykernel", "nbformat", "pandas", "rpy2")
+OPTIONAL_PACKAGES = ("jupyter_server", "jupyter_client", "ipykernel", "nbformat", "pandas", "rpy2", "wordllama")
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ def run_checks(settings: Settings) -> list[Check]:
         _home(settings.home),
         _database(settings),
         _settings(settings),
+        _experience(settings),
         *_models(settings),
     ]
 
@@ -133,6 +134,20 @@ def _database(settings: Settings) -> Check:
     from nini.history.health import check_database
 
     return Check("history database", *check_database(settings.database, settings.home))
+
+
+def _experience(settings: Settings) -> Check:
+    """The team experience library's INDEX.md (the project's: ``nini experience validate`` in the project)."""
+    from nini.memory.experience.index import Library
+
+    team = Library("team", settings.experience_team_dir)
+    if not team.index_path.exists():
+        return Check("experience", True, "team library empty (nini remember adds to it)", required=False)
+    parsed = team.read()
+    if parsed.problems:
+        return Check("experience", False, f"team INDEX.md: {len(parsed.problems)} problem(s), e.g. {parsed.problems[0]}; "
+                     "see nini experience validate", required=False)  # fmt: skip
+    return Check("experience", True, f"team library: {len(parsed.active())} active of {len(parsed.rows)}", required=False)
 
 
 def _settings(settings: Settings) -> Check:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from nini.agent.llm import ModelRouter
     from nini.agent.runner import AgentRunner
     from nini.execution.kernels import KernelPool
+    from nini.memory.experience import ExperienceMemory
 
 T = TypeVar("T")
 log = logging.getLogger("nini.runtime")
@@ -57,6 +58,7 @@ class Runtime:
         self._retired_routers: set[asyncio.Task[None]] = set()  # closing once their calls end
         self._client_calls: set[asyncio.Task[Any]] = set()  # see client_call
         self._agent: AgentRunner | None = None
+        self._experience: ExperienceMemory | None = None
         self.approvals = Approvals()
         self._usage: dict[Path, tuple[float, int]] = {}  # workspace root -> (when measured, bytes)
 
@@ -110,6 +112,16 @@ class Runtime:
             self._retired_routers.add(task)
             task.add_done_callback(self._retired_routers.discard)
         return self.router
+
+    @property
+    def experience(self) -> ExperienceMemory:
+        """The team's and the project's experience libraries and pending candidates (created on first use)."""
+        if self._experience is None:
+            from nini.agent.experience import model_judge
+            from nini.memory.experience import ExperienceMemory
+
+            self._experience = ExperienceMemory(self.settings, self.project_dir, judge=model_judge(self.settings))
+        return self._experience
 
     @property
     def agent(self) -> AgentRunner:

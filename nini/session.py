@@ -32,6 +32,7 @@ class Session:
         python_executor: Any = None,
         approver: Callable[[str, str], Awaitable[bool]] | None = None,
         notebook: NotebookContext | None = None,
+        stage: str | None = None,
     ) -> None:
         self.id = session_id
         self.runtime = runtime
@@ -47,6 +48,9 @@ class Session:
         # the user's notebook as its client saw it when asking (cells, variables); the client sets
         # it for one turn, never the model; None outside a notebook
         self.notebook = notebook
+        # the project stage the client says this turn belongs to (init, analysis, report, review);
+        # None lets the experience memory infer it from the run
+        self.stage = stage
         self.workspace: Workspace = runtime.workspace(session_id).ensure()
 
     @property

@@ -7,7 +7,7 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from jupyter_ext.handlers import agent, approvals, artifacts, events, models, proposals, report, run, sessions, skills
+from jupyter_ext.handlers import agent, approvals, artifacts, events, experience, models, proposals, report, run, sessions, skills
 from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
 
@@ -35,6 +35,7 @@ def routes() -> list[tuple[Any, ...]]:
         *agent.handlers,
         *approvals.handlers,
         *proposals.handlers,
+        *experience.handlers,
         *report.handlers,
         *artifacts.handlers,
         *events.handlers,

@@ -20,6 +20,7 @@ from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
 from nini.execution.approvals import USER_KERNEL_NOTICE
 from nini.execution.namespace import namespace_expression
+from nini.memory.experience.model import STAGES
 from nini.notebook import NotebookContext
 from nini.session import Session
 
@@ -31,7 +32,8 @@ class AskHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def post(self, session_id: str) -> None:
-        """Body ``{"message": str, "kernel_id"?: str, "notebook"?: {...}}``: start a turn; 202 ``{"turn_id"}``.
+        """Body ``{"message": str, "kernel_id"?: str, "notebook"?: {...}, "stage"?: str}``: start a turn; 202 ``{"turn_id"}``.
+        ``stage`` (init, analysis, report, review) is the project stage experience matching and capture use.
         ``notebook`` is the notebook asked from (``NotebookContext.from_json``); with ``kernel_id`` the
         prompt also describes that kernel's variables.
         NO_MODEL_AVAILABLE (503) up front when no model is usable, CONFLICT (409) while the session
@@ -44,14 +46,17 @@ class AskHandler(NiniHandler):
             raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"message": "<your question>"}')
         kernel_id = self.server_kernel(body.get("kernel_id"))
         notebook = NotebookContext.from_json(body["notebook"]) if body.get("notebook") is not None else None
+        stage = body.get("stage")
+        if stage is not None and stage not in STAGES:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"stage must be one of {', '.join(STAGES)}")
         session = await self.session(session_id)
         runtime = self.runtime
         runtime.router.chain("chat")  # fail now, not as an event after a 202
         if kernel_id is not None:
             notebook = notebook or NotebookContext()
             notebook.namespace = await self._namespace(kernel_id)
-        if kernel_id is not None or notebook is not None:
-            session = Session(session_id, runtime, kernel_id=kernel_id, notebook=notebook)
+        if kernel_id is not None or notebook is not None or stage is not None:
+            session = Session(session_id, runtime, kernel_id=kernel_id, notebook=notebook, stage=stage)
         turn_id, task = runtime.agent.start(session, message)
         task.add_done_callback(_log_failure)
         self.reply({"turn_id": turn_id, **({"notice": USER_KERNEL_NOTICE} if kernel_id else {})}, status=202)

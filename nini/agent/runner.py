@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from nini.agent.context import cap_tool_text, load_context
 from nini.agent.llm import Completion, ToolCall
+from nini.agent.experience import experience_section
 from nini.agent.notebook_prompt import notebook_section
 from nini.agent.prompts import PromptContributor, build_system_prompt
 from nini.agent.tools import ToolSet, build_toolset
@@ -73,8 +74,9 @@ StopHook = Callable[[StopContext], "Awaitable[str | None] | str | None"]
 def default_stop_hooks(runtime: Runtime) -> list[StopHook]:
     """The hooks every runner starts with; capabilities that act after a good run add theirs here."""
     from nini.agent.enhance import EnhanceHook
+    from nini.agent.experience import ExperienceCaptureHook
 
-    return [EnhanceHook()]
+    return [EnhanceHook(), ExperienceCaptureHook()]
 
 
 @dataclass(frozen=True)
@@ -122,9 +124,10 @@ class AgentRunner:
         self.runtime = runtime
         self._router = router
         self.stop_hooks: list[StopHook] = default_stop_hooks(runtime) if stop_hooks is None else list(stop_hooks)
-        # by default the notebook a turn was asked from (its variables and cells, when the client gave them)
+        # by default the notebook a turn was asked from (its variables and cells, when the client gave
+        # them) and the experiences that match the request
         self.prompt_contributors: list[PromptContributor] = (
-            [notebook_section] if prompt_contributors is None else list(prompt_contributors)
+            [notebook_section, experience_section] if prompt_contributors is None else list(prompt_contributors)
         )
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._cancel_requested: set[str] = set()

@@ -15,7 +15,7 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -378,9 +378,11 @@ class HistoryStore:
                     raise _refused(exc, "the event", missing=_no_session(session_id)) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def list_events(self, session_id: str, since: int = 0) -> list[dict[str, Any]]:
-        """Events with ``seq > since``, oldest first: what a client that saw ``since`` missed."""
+    def list_events(self, session_id: str, since: int = 0, types: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Events with ``seq > since`` (of ``types`` only, when given), oldest first: what a client that saw ``since`` missed."""
         query = sa.select(*EVENT_SHAPE).where(events.c.session_id == session_id, events.c.seq > since)
+        if types is not None:
+            query = query.where(events.c.type.in_(list(types)))
         return self._list(query.order_by(events.c.seq))
 
     # internals

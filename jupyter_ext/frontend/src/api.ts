@@ -9,13 +9,23 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import type { NotebookJson } from './context';
+import type {
+  CaptureResult,
+  ExperienceCandidate,
+  ExperienceEntries,
+  ExperiencePlan,
+  ExperienceRecord,
+  Level,
+  PendingView
+} from './memory';
 import type { Proposal } from './model';
 
 export class NiniApiError extends Error {
   constructor(
     readonly code: string,
     message: string,
-    readonly status: number
+    readonly status: number,
+    readonly details: any = null
   ) {
     super(message);
   }
@@ -94,7 +104,7 @@ export class NiniApi {
     }
     if (!response.ok || !body || body.ok !== true) {
       const error = body?.error ?? {};
-      throw new NiniApiError(error.code ?? `HTTP_${response.status}`, error.message ?? response.statusText, response.status);
+      throw new NiniApiError(error.code ?? `HTTP_${response.status}`, error.message ?? response.statusText, response.status, error.details ?? null);
     }
     return body.data as T;
   }
@@ -185,6 +195,53 @@ export class NiniApi {
 
   testProvider(provider: ProviderInfo): Promise<{ ok: boolean; reason?: string; model?: string; latency_ms?: number }> {
     return this.send('POST', 'models/test', provider);
+  }
+
+  experiencePending(): Promise<PendingView> {
+    return this.request('experience/pending');
+  }
+
+  /** An explicit statement as a candidate (201 with `kept`, or 200 with why it was `dropped`). */
+  addExperience(fields: { text: string; level?: Level; type?: string; trigger?: string; stage?: string; session_id?: string }): Promise<CaptureResult> {
+    return this.send('POST', 'experience/pending', fields);
+  }
+
+  editCandidate(id: string, changes: Partial<ExperienceCandidate>): Promise<ExperienceCandidate> {
+    return this.send('PUT', `experience/pending/${encodeURIComponent(id)}`, changes);
+  }
+
+  discardCandidate(id: string): Promise<{ discarded: string }> {
+    return this.send('DELETE', `experience/pending/${encodeURIComponent(id)}`);
+  }
+
+  /** What the curator would do with the chosen candidates; changes nothing. */
+  experiencePlan(ids: string[], targets: Record<string, Level>): Promise<ExperiencePlan> {
+    return this.send('POST', 'experience/plan', { ids, targets });
+  }
+
+  /** Carry out the plan the user saw (`plan`: its lines); CONFLICT, with the new lines in its
+   * details, when the library changed since. */
+  depositExperience(ids: string[], targets: Record<string, Level>, plan: string[]): Promise<{ line: string; plan: string[] }> {
+    return this.send('POST', 'experience/deposit', { ids, targets, confirm: true, plan });
+  }
+
+  /** Both libraries' entries, deprecated ones too, with the problems of their INDEX.md files. */
+  experienceEntries(): Promise<ExperienceEntries> {
+    return this.request('experience/entries?all=1');
+  }
+
+  /** One document by its reference (`team/knowledge/EXP-0001.md`): its Markdown. */
+  experienceDocument(reference: string): Promise<{ reference: string; text: string }> {
+    return this.request(`experience/entries/${reference.split('/').map(encodeURIComponent).join('/')}`);
+  }
+
+  deprecateExperience(level: Level, id: string): Promise<{ line: string }> {
+    return this.send('POST', `experience/entries/${level}/${encodeURIComponent(id)}/deprecate`, { confirm: true });
+  }
+
+  /** What each run of the session was warned about and what was captured from it, oldest first. */
+  sessionExperience(sessionId: string): Promise<ExperienceRecord[]> {
+    return this.request(`sessions/${encodeURIComponent(sessionId)}/experience`);
   }
 
   /** The address of a workspace file of a session (charts, reports), for `<img>` and iframes. */

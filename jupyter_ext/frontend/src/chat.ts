@@ -28,6 +28,8 @@ export interface ChatOptions {
 export class ChatView extends Widget {
   /** Emitted when the open session changes (the Reports tab follows it). */
   readonly sessionChanged = new Signal<this, string | null>(this);
+  /** Emitted with each batch of the open session's events, once drawn (the Experience tab follows them). */
+  readonly eventsArrived = new Signal<this, NiniEvent[]>(this);
   sessionId: string | null = null;
   private model = new ChatModel();
   private stream: EventStream | null = null;
@@ -209,6 +211,7 @@ export class ChatView extends Widget {
     if (nearBottom || events.some(event => event.type === 'user_message')) {
       this.log.scrollTop = this.log.scrollHeight;
     }
+    this.eventsArrived.emit(events);
   }
 
   /** Render the items `ids` (new ones placed, others updated in place); proposals go to the notebook too. */

@@ -1,6 +1,6 @@
 /**
- * nini in JupyterLab: the sidebar (chat with the agent, every step live, skills, reports, models),
- * its commands in the palette and a launcher tile.
+ * nini in JupyterLab: the sidebar (chat with the agent, every step live, skills, reports, experience,
+ * models), its commands in the palette and a launcher tile.
  */
 import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
@@ -20,7 +20,8 @@ const COMMANDS = {
   stop: 'nini:stop',
   report: 'nini:generate-report',
   attachCell: 'nini:attach-cell',
-  attachFile: 'nini:attach-file'
+  attachFile: 'nini:attach-file',
+  experience: 'nini:open-experience'
 };
 
 /** A file larger than this is not read to be attached (only its first characters would be sent). */
@@ -94,6 +95,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
         shell.activateById(panel.id);
         panel.currentWidget = panel.reports;
         await panel.reports.create();
+      }
+    });
+    app.commands.addCommand(COMMANDS.experience, {
+      label: 'nini: Open Experience',
+      caption: 'Confirm experience candidates, read the libraries, see what the run was given',
+      execute: () => {
+        shell.activateById(panel.id);
+        panel.currentWidget = panel.experience;
       }
     });
     app.commands.addCommand(COMMANDS.attachCell, {

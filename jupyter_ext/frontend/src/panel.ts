@@ -1,4 +1,4 @@
-/** The nini sidebar: one panel, four tabs (Chat, Skills, Reports, Models). */
+/** The nini sidebar: one panel, five tabs (Chat, Skills, Reports, Experience, Models). */
 import { IEditorServices } from '@jupyterlab/codeeditor';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
@@ -7,6 +7,7 @@ import { TabPanel } from '@lumino/widgets';
 
 import { NiniApi } from './api';
 import { ChatView } from './chat';
+import { ExperienceView } from './experience';
 import { ProvidersView } from './providers';
 import { ReportsView } from './reports';
 import { SkillsView } from './skills';
@@ -30,6 +31,7 @@ export class NiniPanel extends TabPanel {
   readonly chat: ChatView;
   readonly skills: SkillsView;
   readonly reports: ReportsView;
+  readonly experience: ExperienceView;
   readonly models: ProvidersView;
 
   constructor(options: PanelOptions) {
@@ -41,9 +43,12 @@ export class NiniPanel extends TabPanel {
     this.chat = new ChatView({ api: options.api, rendermime: options.rendermime, notebooks: options.notebooks });
     this.skills = new SkillsView({ api: options.api, openSource: options.openSkill });
     this.reports = new ReportsView(options.api);
+    this.experience = new ExperienceView({ api: options.api, rendermime: options.rendermime });
     this.models = new ProvidersView(options.api);
     this.chat.sessionChanged.connect((_, id) => this.reports.showSession(id));
-    for (const view of [this.chat, this.skills, this.reports, this.models]) {
+    this.chat.sessionChanged.connect((_, id) => this.experience.showSession(id));
+    this.chat.eventsArrived.connect((_, events) => this.experience.follow(events));
+    for (const view of [this.chat, this.skills, this.reports, this.experience, this.models]) {
       view.id = `nini-tab-${view.title.label.toLowerCase()}`;
       this.addWidget(view);
     }

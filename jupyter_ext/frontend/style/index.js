@@ -1,2 +1,3 @@
 import './base.css';
 import './proposals.css';
+import './experience.css';

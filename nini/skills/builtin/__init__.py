@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from nini.agent.tasks import TASK_SKILLS
 from nini.skills.builtin.browse import describe_dataset, list_datasets, read_file
 from nini.skills.builtin.datasets import load_dataset
+from nini.skills.builtin.experience import read_experience
 from nini.skills.builtin.image_analysis import image_analysis
 from nini.skills.builtin.notebook import propose_cell, read_notebook
 from nini.skills.builtin.report import generate_report
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
 BUILTIN_SKILLS: list[FunctionSkill] = [
     load_dataset, run_code, list_datasets, describe_dataset, read_file, image_analysis,
-    search_skills, save_skill, generate_report, read_notebook, propose_cell, *TASK_SKILLS,
+    search_skills, save_skill, generate_report, read_notebook, propose_cell, read_experience, *TASK_SKILLS,
 ]  # fmt: skip
 
 

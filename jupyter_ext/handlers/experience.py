@@ -1,0 +1,184 @@
+"""REST for experience memory (``/nini/api/experience``): pending candidates to confirm, the
+curator's plan, the deposit (only with ``"confirm": true``), the libraries, and what each run of a
+session was warned about. Every rule is in ``nini.memory.experience``; file work runs off the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from jupyter_ext.handlers.base import NiniHandler
+from nini.errors import ErrorCode, NiniError
+from nini.memory.experience.curate import Plan, deprecate
+from nini.memory.experience.model import LEVELS, STAGES
+
+EVENTS = ("experience_matched", "experience_captured")
+OPTIONS = {"level": "level", "type": "type_", "trigger": "trigger", "signal": "signal"}
+
+
+class PendingHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """``{candidates: [{number, candidate, evaluation}], asked, problems}``: what waits for the user."""
+        state, shown = await asyncio.to_thread(self.runtime.experience.pending_view)
+        self.reply({"candidates": shown, "asked": state.asked, "problems": state.problems})
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        """Body ``{"text", "level"?, "type"?, "trigger"?, "signal"?, "alternatives"?: [..], "stage"?, "session_id"?}``:
+        an explicit statement as a candidate (stage 1 applies); 201 with ``{kept, dropped, problems}``."""
+        body = self.body_object()
+        text = body.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"text": "<what to remember>"}')
+        stage = body.get("stage", "analysis")
+        if stage not in STAGES:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"stage must be one of {', '.join(STAGES)}")
+        options = {name: _text(body, key) for key, name in OPTIONS.items() if body.get(key) is not None}
+        alternatives = body.get("alternatives") or []
+        if not isinstance(alternatives, list) or not all(isinstance(a, str) for a in alternatives):
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, "alternatives must be a list of strings")
+        session_id = body.get("session_id")
+        datasets: list[str] = []
+        if session_id is not None:
+            session = await self.session(str(session_id))
+            datasets = [row["name"] for row in await self.read(self.runtime.store.list_datasets, session.id)]
+        memory = self.runtime.experience
+        result = await asyncio.to_thread(memory.capture_statement, text, stage=stage, session_id=session_id,
+                                         datasets=datasets, alternatives=alternatives, **options)  # fmt: skip
+        self.reply(result.to_dict(), status=201 if result.kept else 200)
+
+
+class CandidateHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def put(self, candidate_id: str) -> None:
+        """Body: the fields to change (title, trigger, decision, alternatives, signal, level, type, ...);
+        the edited candidate, which must still pass stage 1."""
+        changes = self.body_object()
+        self.reply((await asyncio.to_thread(self.runtime.experience.edit, candidate_id, changes)).to_json())
+
+    @web.authenticated
+    @authorized
+    async def delete(self, candidate_id: str) -> None:
+        """Drop one pending candidate (the user does not want it)."""
+        memory = self.runtime.experience
+        if (await asyncio.to_thread(memory.pending.load)).find(candidate_id) is None:
+            raise NiniError(ErrorCode.NOT_FOUND, f"no pending candidate {candidate_id}")
+        await asyncio.to_thread(memory.discard, [candidate_id])
+        self.reply({"discarded": candidate_id})
+
+
+class PlanHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        """Body ``{"ids": [...], "targets"?: {id: "team"|"project"}}``: the curator's plan, changing nothing."""
+        plan = await self._plan()
+        self.reply(_plan_json(plan, self.runtime.experience.language))
+
+    async def _plan(self) -> Plan:
+        body = self.body_object()
+        ids, targets = body.get("ids"), body.get("targets") or {}
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"ids": ["<candidate id>", ...]}')
+        if not isinstance(targets, dict) or not all(v in LEVELS for v in targets.values()):
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'targets must be {"<candidate id>": "team" or "project"}')
+        return await asyncio.to_thread(self.runtime.experience.plan, ids, targets)
+
+
+class DepositHandler(PlanHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        """Body ``{"ids", "targets"?, "confirm": true, "plan"?: [lines]}``: carry out the plan. Without
+        ``confirm: true`` nothing is written (400). With ``plan`` (the lines the user saw) a library that
+        changed since gives CONFLICT instead of a plan the user did not see."""
+        body = self.body_object()
+        if body.get("confirm") is not True:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, "nothing is written to an experience library without the user's confirmation (confirm: true)")
+        memory = self.runtime.experience
+        plan = await self._plan()
+        seen = body.get("plan")
+        if seen is not None and seen != plan.describe(memory.language):
+            raise NiniError(ErrorCode.CONFLICT, "the library changed since the plan was shown; look at the new plan", {"plan": plan.describe(memory.language)})
+        line = await asyncio.to_thread(memory.deposit, plan, confirm=True)
+        self.reply({"line": line, "plan": plan.describe(memory.language)})
+
+
+class EntriesHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """The libraries' rows (``?level=team|project``, ``?all=1`` for deprecated ones too), with the INDEX problems."""
+        level = self.choice("level", LEVELS)
+        memory = self.runtime.experience
+        rows = await asyncio.to_thread(memory.entries, level)
+        if self.get_argument("all", "0") not in ("1", "true"):
+            rows = [row for row in rows if row["status"] == "active"]
+        self.reply({"entries": rows, "problems": await asyncio.to_thread(memory.validate)})
+
+
+class EntryHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, level: str, relative: str) -> None:
+        """One document, by its reference (``team/knowledge/EXP-0001.md``)."""
+        reference = f"{level}/{relative}"
+        self.reply({"reference": reference, "text": await asyncio.to_thread(self.runtime.experience.read, reference)})
+
+
+class DeprecateHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, level: str, entry_id: str) -> None:
+        """Body ``{"confirm": true, "replaced_by"?: "EXP-0004"}``: mark the entry deprecated (its file stays)."""
+        body = self.body_object()
+        if body.get("confirm") is not True:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, "deprecating needs the user's confirmation (confirm: true)")
+        replaced_by = _text(body, "replaced_by") if body.get("replaced_by") is not None else ""
+        library = self.runtime.experience.library(level)
+        self.reply({"line": await asyncio.to_thread(deprecate, library, entry_id, replaced_by)})
+
+
+class SessionExperienceHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, session_id: str) -> None:
+        """What each run of the session was warned about and captured: its experience events, oldest first."""
+        await self.session(session_id)
+        found = await self.read(self.runtime.store.list_events, session_id, 0, EVENTS)
+        self.reply([{"type": e["type"], "turn_id": e["turn_id"], "seq": e["seq"], "ts": e["ts"], "data": e["data"]} for e in found])
+
+
+def _text(body: dict[str, Any], key: str) -> str:
+    value = body.get(key)
+    if not isinstance(value, str):
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{key} must be a string")
+    return value
+
+
+def _plan_json(plan: Plan, language: str) -> dict[str, Any]:
+    actions = [{"kind": a.kind, "level": a.level, "candidates": [c.id for c in a.candidates],
+                "titles": [c.title for c in a.candidates], "replaces": [r.id for r in a.replaces], "reason": a.reason}
+               for a in plan.actions]  # fmt: skip
+    return {"actions": actions, "plan": plan.describe(language)}
+
+
+BASE = r"/nini/api/experience"
+handlers = [
+    (BASE + r"/pending", PendingHandler),
+    (BASE + r"/pending/([0-9a-f]+)", CandidateHandler),
+    (BASE + r"/plan", PlanHandler),
+    (BASE + r"/deposit", DepositHandler),
+    (BASE + r"/entries", EntriesHandler),
+    (BASE + r"/entries/(team|project)/(EXP-\d+)/deprecate", DeprecateHandler),
+    (BASE + r"/entries/(team|project)/((?:standards/|knowledge/)?EXP-[\w-]+\.md)", EntryHandler),
+    (r"/nini/api/sessions/([^/]+)/experience", SessionExperienceHandler),
+]

@@ -1,0 +1,195 @@
+"""``ExperienceMemory``: one object per process that every surface (the agent's hooks, the
+read_experience skill, the CLI, REST, the magic) goes through, so each rule lives in one place.
+
+It knows where the libraries and the pending file are (settings and the project directory) and
+holds the matcher (parsed INDEX files, embeddings) between runs. Nothing here writes a library
+without ``confirm=True``: that is the caller saying the user agreed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nini.errors import ErrorCode, NiniError
+from nini.memory.experience import curate
+from nini.memory.experience.capture import explicit_candidate, extract_with_model
+from nini.memory.experience.evaluate import DROP_REASONS, stage1, stage2
+from nini.memory.experience.index import Library
+from nini.memory.experience.match import Match, Matcher, libraries
+from nini.memory.experience.model import LEVELS, Candidate
+from nini.memory.experience.pending import PendingFile, PendingState
+
+if TYPE_CHECKING:
+    from nini.config import Settings
+
+CAPTURED = {"zh": "已暂存 {n} 条经验候选（用于 nini remember 阶段沉淀选择）",
+            "en": "{n} experience candidate(s) kept for later (choose what to keep with nini remember)"}  # fmt: skip
+
+
+@dataclass
+class CaptureResult:
+    kept: list[Candidate] = field(default_factory=list)
+    dropped: list[dict[str, str]] = field(default_factory=list)  # {title, reason, why}
+    problems: list[str] = field(default_factory=list)
+
+    def line(self, language: str = "zh") -> str | None:
+        return CAPTURED.get(language, CAPTURED["zh"]).format(n=len(self.kept)) if self.kept else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kept": [c.to_json() for c in self.kept], "dropped": self.dropped, "problems": self.problems}
+
+
+class ExperienceMemory:
+    def __init__(self, settings: Settings, project_dir: Path, matcher: Matcher | None = None,
+                 judge: curate.Judge | None = None) -> None:  # fmt: skip
+        self.settings = settings
+        self.project_dir = project_dir
+        self.matcher = matcher or Matcher()
+        self.judge = judge  # a model's say where the curator's similarities are unsure (None: rules only)
+
+    @property
+    def language(self) -> str:
+        return self.settings.ui.language
+
+    @property
+    def libraries(self) -> dict[str, Library]:
+        return libraries(self.settings.experience_team_dir, self.project_dir)
+
+    @property
+    def pending(self) -> PendingFile:
+        return PendingFile(self.project_dir / ".nini" / "experience")
+
+    # -- matching ------------------------------------------------------------------------------------
+
+    def match(self, request: str, stage: str, datasets: str = "") -> list[Match]:
+        options = self.settings.experience
+        if not options.enabled or options.max_matches == 0:
+            return []
+        return self.matcher.match(self.libraries, request, stage, datasets=datasets,
+                                  threshold=options.match_threshold, limit=options.max_matches)  # fmt: skip
+
+    def read(self, reference: str) -> str:
+        """A document by its reference (``team/knowledge/EXP-0001.md``), only if its INDEX lists it."""
+        level, _, relative = reference.strip().partition("/")
+        library = self.libraries.get(level)
+        if library is None:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{reference!r}: a reference starts with team/ or project/")
+        if not any(row.file == relative for row in library.read(check_files=False).rows):
+            raise NiniError(ErrorCode.NOT_FOUND, f"{reference}: not in the {level} INDEX.md")
+        return library.read_document(relative)
+
+    # -- capture ---------------------------------------------------------------------------------------
+
+    async def capture_conversation(self, llm: Any, messages: list[dict[str, Any]], *, session_id: str | None,
+                                   stage: str, datasets: list[str]) -> CaptureResult:  # fmt: skip
+        """What a model finds in the conversation's user messages, stage-1 filtered, added to pending."""
+        found = await extract_with_model(llm, messages, session_id=session_id, stage=stage, datasets=datasets)
+        return self._keep(found, datasets)
+
+    def capture_statement(self, text: str, *, stage: str = "analysis", session_id: str | None = None,
+                          datasets: list[str] | None = None, **options: Any) -> CaptureResult:  # fmt: skip
+        """An explicit statement of the user's (``remember --add``): a candidate if it passes stage 1."""
+        if not text.strip():
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, "say what to remember")
+        self._check_options(options)
+        candidate = explicit_candidate(text, stage=stage, session_id=session_id, datasets=datasets or [], **options)
+        return self._keep([candidate], datasets or [])
+
+    def _keep(self, found: list[Candidate], datasets: list[str]) -> CaptureResult:
+        result = CaptureResult()
+        state = self.pending.load()
+        known = {_key(c) for c in state.candidates}
+        for candidate in found:
+            verdict = stage1(candidate, datasets)
+            if verdict.candidate is None:
+                result.dropped.append({"title": candidate.title or candidate.decision[:80], "reason": verdict.reason or "",
+                                       "why": DROP_REASONS.get(verdict.reason or "", "")})  # fmt: skip
+            elif _key(verdict.candidate) not in known:
+                known.add(_key(verdict.candidate))
+                result.kept.append(verdict.candidate)
+        if result.kept:
+            result.problems = self.pending.add(result.kept).problems
+        return result
+
+    @staticmethod
+    def _check_options(options: dict[str, Any]) -> None:
+        if options.get("level") not in (None, *LEVELS):
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"level must be team or project, not {options['level']!r}")
+        if options.get("type_") not in (None, "standard", "knowledge"):
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"type must be standard or knowledge, not {options['type_']!r}")
+
+    # -- pending and deposit ---------------------------------------------------------------------------
+
+    def pending_view(self) -> tuple[PendingState, list[dict[str, Any]]]:
+        """The pending candidates, each with its stage-2 evaluation, numbered from 1."""
+        state = self.pending.load()
+        shown = [{"number": n, "candidate": c.to_json(), "evaluation": stage2(c)} for n, c in enumerate(state.candidates, 1)]
+        return state, shown
+
+    def mark_asked(self) -> None:
+        with self.pending.change() as state:
+            state.asked = True
+
+    def edit(self, candidate_id: str, changes: dict[str, Any]) -> Candidate:
+        """Change fields of a pending candidate (the user's edit); it must still pass stage 1."""
+        with self.pending.change() as state:
+            current = state.find(candidate_id)
+            if current is None:
+                raise NiniError(ErrorCode.NOT_FOUND, f"no pending candidate {candidate_id}")
+            edited = Candidate.from_json({**current.to_json(), **changes, "id": current.id})
+            if edited.level not in LEVELS:
+                raise NiniError(ErrorCode.INVALID_ARGUMENT, f"level must be team or project, not {edited.level!r}")
+            verdict = stage1(edited)
+            if verdict.candidate is None:
+                raise NiniError(ErrorCode.INVALID_ARGUMENT, f"after the edit: {DROP_REASONS[verdict.reason or 'NO_DECISION']}")
+            state.candidates[state.candidates.index(current)] = verdict.candidate
+        return verdict.candidate
+
+    def discard(self, ids: list[str]) -> None:
+        self.pending.remove(ids)
+
+    def plan(self, ids: list[str], targets: dict[str, str] | None = None) -> curate.Plan:
+        """The curator's plan for these pending candidates (by id), each to its level or ``targets[id]``."""
+        state = self.pending.load()
+        chosen = []
+        for candidate_id in ids:
+            candidate = state.find(candidate_id)
+            if candidate is None:
+                raise NiniError(ErrorCode.NOT_FOUND, f"no pending candidate {candidate_id}")
+            level = (targets or {}).get(candidate_id, candidate.level)
+            if level not in LEVELS:
+                raise NiniError(ErrorCode.INVALID_ARGUMENT, f"target must be team or project, not {level!r}")
+            candidate.level = level
+            chosen.append(candidate)
+        if not chosen:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, "no candidate chosen")
+        return curate.plan_deposit(chosen, self.libraries, self.matcher.similarity, self.judge)
+
+    def deposit(self, plan: curate.Plan, *, confirm: bool) -> str:
+        """Carry out a plan the user confirmed; refused without ``confirm``."""
+        if confirm is not True:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, "nothing is written to an experience library without the user's confirmation (confirm: true)")
+        return curate.execute(plan, self.libraries, self.pending, self.language)
+
+    # -- the libraries -----------------------------------------------------------------------------------
+
+    def entries(self, level: str | None = None) -> list[dict[str, Any]]:
+        rows = []
+        for name, library in self.libraries.items():
+            if level in (None, name):
+                rows += [{**row.to_dict(), "level": name, "reference": f"{name}/{row.file}"} for row in library.read(check_files=False).rows]
+        return rows
+
+    def validate(self) -> dict[str, list[str]]:
+        return {name: library.read().problems for name, library in self.libraries.items()}
+
+    def library(self, level: str) -> Library:
+        if level not in LEVELS:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"level must be team or project, not {level!r}")
+        return self.libraries[level]
+
+
+def _key(candidate: Candidate) -> tuple[str, str]:
+    return (" ".join(candidate.decision.lower().split()), " ".join(candidate.signal.lower().split()))

@@ -1,0 +1,24 @@
+"""``%nini remember`` in a real kernel: a statement becomes a pending candidate, and the dialogue
+asks through the notebook's stdin, writing only on the user's yes."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.jupyter_ext.test_magic_ask import AskKernel, kernel  # noqa: F401 - the fixture
+
+
+@pytest.mark.slow
+def test_a_statement_is_pending_and_the_dialogue_deposits_it_on_yes(kernel: AskKernel) -> None:  # noqa: F811
+    out = kernel.ask('%nini remember "use the median, the revenue column has outliers"')
+    assert out["errors"] == [] and out["stdout"] == "已暂存 1 条经验候选（用于 nini remember 阶段沉淀选择）\n"
+    dropped = kernel.ask('%nini remember "the data looks odd"')
+    assert "nini: not kept: NO_ALTERNATIVES" in dropped["stderr"]
+
+    refused = kernel.ask("%nini remember", answers=["1", "n"])
+    assert "已取消，候选仍在待沉淀列表中。" in refused["stdout"]
+    assert not (kernel.cwd / ".nini" / "experience" / "project" / "INDEX.md").exists()
+
+    kept = kernel.ask("%nini remember", answers=["1", "y"])
+    assert "待沉淀的经验候选（1 条）：" in kept["stdout"] and "已沉淀 1 条经验：EXP-0001（project）" in kept["stdout"]
+    assert "| Use the median, the revenue column has outliers |" in (kernel.cwd / ".nini" / "experience" / "project" / "INDEX.md").read_text()
