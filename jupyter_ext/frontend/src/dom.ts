@@ -13,3 +13,13 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   }
   return node;
 }
+
+/** Show what happened in a view's status line: an error (its code and message for an API error)
+ * as an alert, anything else as a status. */
+export function tell(line: HTMLElement, what: unknown): void {
+  const api = what as { code?: unknown; message?: unknown };
+  const isApiError = what instanceof Error && typeof api.code === 'string';
+  line.textContent = isApiError ? `${api.code}: ${api.message}` : String(what instanceof Error ? what.message : what);
+  line.dataset.kind = what instanceof Error ? 'error' : 'info';
+  line.setAttribute('role', what instanceof Error ? 'alert' : 'status');
+}

@@ -23,6 +23,7 @@ import {
   scoreText,
   visibleEntries
 } from './memory';
+import { tell } from './dom';
 import { el, renderMarkdown } from './render';
 
 export interface ExperienceOptions {
@@ -524,10 +525,7 @@ export class ExperienceView extends Widget {
   }
 
   private tell(what: unknown): void {
-    const text = what instanceof NiniApiError ? `${what.code}: ${what.message}` : String(what instanceof Error ? what.message : what);
-    this.message.textContent = text;
-    this.message.dataset.kind = what instanceof Error ? 'error' : 'info';
-    this.message.setAttribute('role', what instanceof Error ? 'alert' : 'status');
+    tell(this.message, what);
   }
 
   protected onAfterShow(): void {

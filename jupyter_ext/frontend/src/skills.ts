@@ -5,7 +5,8 @@
  */
 import { Widget } from '@lumino/widgets';
 
-import { NiniApi, NiniApiError, SkillRecord } from './api';
+import { NiniApi, SkillRecord } from './api';
+import { tell } from './dom';
 import { el } from './render';
 
 export const CATEGORIES = ['data', 'statistics', 'visualization', 'export', 'report', 'workflow', 'utility', 'experiment_design', 'other'];
@@ -153,10 +154,7 @@ export class SkillsView extends Widget {
   }
 
   private tell(what: unknown): void {
-    const text = what instanceof NiniApiError ? `${what.code}: ${what.message}` : String(what instanceof Error ? what.message : what);
-    this.message.textContent = text;
-    this.message.dataset.kind = what instanceof Error ? 'error' : 'info';
-    this.message.setAttribute('role', what instanceof Error ? 'alert' : 'status');
+    tell(this.message, what);
   }
 
   protected onAfterShow(): void {
