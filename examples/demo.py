@@ -69,6 +69,7 @@ def analyse(env: dict[str, str], project: Path, tmp: Path) -> None:
          "--purpose", "visualization", "--label", "monthly-revenue", env=env, cwd=project)
     analyse_in_r(env, project)
     ask_agent(env, project)
+    remember(env, project)
     step("What the sessions recorded", "sessions", "list", env=env, cwd=project)
     notebook = tmp / "demo-session.ipynb"
     step("Export the session as a notebook that re-runs the analysis",
@@ -83,6 +84,15 @@ def analyse(env: dict[str, str], project: Path, tmp: Path) -> None:
     print(f"\n{markdown.name}, its sections: " + " · ".join(
         line[3:] for line in markdown.read_text(encoding="utf-8").splitlines() if line.startswith("## ")))
     print(f"open it: {markdown.with_suffix('.html')}")
+
+
+def remember(env: dict[str, str], project: Path) -> None:
+    """Experience memory without a model: a judgement stated on purpose goes into the project's
+    library on the command line's confirmation; the next run on revenue is warned about it."""
+    step("Keep a judgement as project experience (the confirmation given on the command line)",
+         "remember", "--add", "use the median for revenue, the revenue column has a few very large orders",
+         "--level", "project", "--yes", env=env, cwd=project)
+    step("The project's experience library", "experience", "list", env=env, cwd=project)
 
 
 def analyse_in_r(env: dict[str, str], project: Path) -> None:
