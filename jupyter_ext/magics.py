@@ -179,6 +179,8 @@ class NiniMagics(Magics):
 
     @magic_arguments("nini")
     @argument("--session", metavar="ID", help="ask in session ID (created if new); default: this notebook's session")
+    @argument("--stage", choices=("init", "analysis", "report", "review"),
+              help="the project stage of this question, for experience matching and capture")
     @argument("--isolated", action="store_true",
               help="keep the notebook's variables as they are; only the datasets the run saves come back, by name")
     @cell_magic("nini")
@@ -212,7 +214,8 @@ class NiniMagics(Magics):
             async def approver(code: str, language: str) -> bool:
                 return await executor.ask(functools.partial(_confirm_step, code))
         notebook = notebook_context(self.shell, self.runtime.settings.agent.notebook_context_tokens)
-        asking = Session(session.id, self.runtime, python_executor=executor, approver=approver, notebook=notebook)
+        asking = Session(session.id, self.runtime, python_executor=executor, approver=approver, notebook=notebook,
+                         stage=args.stage)  # fmt: skip
         print(f"nini: the agent's code {USER_KERNEL_NOTICE} (the static policy is its only check)")
         view = AskView(session.workspace.fs, live=hasattr(self.shell, "kernel"))  # a kernel updates displays in place
         before = bindings(self.shell.user_ns)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -24,11 +24,13 @@ def ask_command(
     data: Annotated[list[Path] | None, typer.Option("--data", help="A data file to load as a dataset first (repeatable).")] = None,
     session_id: Annotated[str | None, typer.Option("--session", help="Continue this session (created if new).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print only the run's result as JSON at the end.")] = False,
+    stage: Annotated[Literal["init", "analysis", "report", "review"] | None, typer.Option(
+        "--stage", help="The project stage of this question, for experience matching and capture (default: read from the run).")] = None,
 ) -> None:
     """Ask nini about your data: it plans, runs Python and R, and answers; exit 1 if the run did not finish."""
     cli = state(ctx)
     try:
-        session, result = asyncio.run(_ask(cli.settings, cli.project_dir, question, data or [], session_id, not as_json))
+        session, result = asyncio.run(_ask(cli.settings, cli.project_dir, question, data or [], session_id, not as_json, stage))
     except KeyboardInterrupt:
         typer.echo("\ncancelled (the run is recorded as canceled)", err=True)
         raise typer.Exit(1) from None
@@ -44,11 +46,13 @@ def ask_command(
         raise typer.Exit(1)
 
 
-async def _ask(settings, project_dir: Path, question: str, data: list[Path], session_id: str | None, show: bool):  # noqa: ANN001, ANN202
+async def _ask(settings, project_dir: Path, question: str, data: list[Path], session_id: str | None, show: bool,  # noqa: ANN001, ANN202
+               stage: str | None = None):
     from nini.runtime import Runtime
 
     async with Runtime(settings, project_dir=project_dir) as runtime:
         session = runtime.session_or_new(session_id, title=question[:80])
+        session.stage = stage
         await load_data_files(session, data, announce=show)
         subscription = session.events.subscribe(session.id) if show else None
         printer = asyncio.create_task(_print_progress(subscription)) if subscription else None

@@ -50,3 +50,15 @@ def test_ask_without_a_model_exits_1_with_the_reason(nini: Any, nini_home: Path)
 def test_ask_with_a_missing_data_file_is_a_user_error(nini: Any, tmp_path: Path) -> None:
     outcome = nini("ask", "q", "--data", str(tmp_path / "nope.csv"))
     assert outcome.exit_code == 1 and "error [NOT_FOUND]" in outcome.stderr
+
+
+def test_ask_with_a_stage_matches_the_teams_experience_of_that_stage_only(nini: Any, llm_server: ScriptedLLM) -> None:
+    statement = "use the median for revenue, the revenue column has a few very large orders"
+    assert nini("remember", "--add", statement, "--level", "project", "--stage", "analysis", "--yes").exit_code == 0
+    llm_server.reply(text("Setting up."), text("Looking at revenue."))
+    assert nini("ask", "What is the typical revenue by region?", "--stage", "init").exit_code == 0
+    assert nini("ask", "What is the typical revenue by region?", "--stage", "analysis").exit_code == 0
+    init, analysis = (request["messages"][0]["content"] for request in llm_server.requests)
+    assert "⚠️" not in init  # init reads the team library only; this experience is the project's
+    assert "⚠️ 高风险：Use the median for revenue, the revenue column has a few very large orders（参考 project/EXP-0001.md）" in analysis
+    assert nini("ask", "x", "--stage", "later").exit_code != 0
