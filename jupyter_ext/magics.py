@@ -104,6 +104,11 @@ def _line_parser() -> _Parser:
     remember.add_argument("--level", choices=("team", "project"))
     remember.add_argument("--type", choices=("standard", "knowledge"))
     remember.add_argument("--trigger")
+    feedback = commands.add_parser("feedback", help="judge the last answer (or --run ID): accept, reject or partial")
+    feedback.add_argument("action", choices=("accept", "reject", "partial"))
+    feedback.add_argument("--run", help="a turn id, report:<artifact id> or a proposal id; default: this session's last answer")
+    feedback.add_argument("--signal", action="append", default=[], help="a preference it speaks for, e.g. no_exclamation")
+    feedback.add_argument("--comment")
     return parser
 
 
@@ -132,8 +137,37 @@ class NiniMagics(Magics):
                 print(f"{record['name']:<28} {record['type']:<9} {state:<4} {record['description'][:80]}")
         elif args.command == "remember":
             self._remember(args.text, level=args.level, type_=args.type, trigger=args.trigger)
+        elif args.command == "feedback":
+            self._feedback(args.action, args.run, args.signal, args.comment)
         else:
             print(self._export(args.format, args.out))
+
+    def _feedback(self, action: str, run_id: str | None, signals: list[str], comment: str | None) -> None:
+        """The user's judgement of an answer, learned from (``nini feedback``); prints what changed."""
+        from nini.errors import NiniError
+
+        runtime = self.runtime
+        if run_id is None:
+            turns = [m["turn_id"] for m in runtime.store.list_messages(self.session.id) if m["role"] == "user" and m["turn_id"]]
+            if not turns:
+                print("nini: no answer to judge yet in this session; give --run ID", file=sys.stderr)
+                return
+            run_id = turns[-1]
+
+        async def judge() -> Any:
+            from nini.agent.preferences import comment_reader
+
+            llm = comment_reader(runtime.router) if comment else None
+            return await runtime.preferences.feedback(run_id, action, signals=signals, comment=comment, llm=llm)
+
+        try:
+            learned = self._loop_thread().run(judge())
+        except NiniError as exc:
+            print(f"nini: {exc.code}: {exc.message}", file=sys.stderr)
+            return
+        print(f"nini: feedback {learned.feedback_id} recorded ({action} on {run_id})")
+        for change in learned.changes:
+            print(f"  {change['key']}: {change['before']:.2f} -> {change['after']:.2f} ({change['why']})")
 
     def _remember(self, text: str | None, **options: Any) -> None:
         """A statement becomes a pending candidate; without one, the ``nini remember`` dialogue

@@ -174,6 +174,19 @@ class ExperienceSettings(BaseModel):
     max_matches: int = Field(5, ge=0, le=50, description="Most experiences one run is warned about.")
 
 
+class PreferenceSettings(BaseModel):
+    """Preference learning: rules the user writes, rules learned from their feedback, injected into prompts."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    learning: bool = Field(True, description="Learn implicit preferences from feedback (explicit ones are injected either way).")
+    injection: bool = Field(True, description="Put the selected preferences into each run's prompt.")
+    max_items: int = Field(8, ge=5, le=12, description="Most preferences one prompt carries.")
+    token_budget: int = Field(400, ge=50, le=4000, description="Most tokens of the preferences block.")
+    confidence_floor: float = Field(0.6, ge=0, le=1, description="Lowest confidence of an injected preference.")
+    timeout_s: float = Field(30, gt=0, le=600, description="How long one feedback may take (a model reading the comment included).")
+
+
 class ServerSettings(BaseModel):
     """Limits of the Jupyter server extension's REST API."""
 
@@ -294,6 +307,7 @@ class Settings(BaseSettings):
     report: ReportSettings = Field(default_factory=ReportSettings)
     skill_enhance: SkillEnhanceSettings = Field(default_factory=SkillEnhanceSettings)
     experience: ExperienceSettings = Field(default_factory=ExperienceSettings)
+    preferences: PreferenceSettings = Field(default_factory=PreferenceSettings)
     database_url: str | None = Field(
         None,
         description="NINI_DATABASE_URL: SQLAlchemy URL of the history store (e.g. PostgreSQL for a hub); "

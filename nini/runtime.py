@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from nini.agent.runner import AgentRunner
     from nini.execution.kernels import KernelPool
     from nini.memory.experience import ExperienceMemory
+    from nini.memory.preferences import PreferenceMemory
 
 T = TypeVar("T")
 log = logging.getLogger("nini.runtime")
@@ -59,6 +60,7 @@ class Runtime:
         self._client_calls: set[asyncio.Task[Any]] = set()  # see client_call
         self._agent: AgentRunner | None = None
         self._experience: ExperienceMemory | None = None
+        self._preferences: PreferenceMemory | None = None
         self.approvals = Approvals()
         self._usage: dict[Path, tuple[float, int]] = {}  # workspace root -> (when measured, bytes)
 
@@ -122,6 +124,15 @@ class Runtime:
 
             self._experience = ExperienceMemory(self.settings, self.project_dir, judge=model_judge(self.settings))
         return self._experience
+
+    @property
+    def preferences(self) -> PreferenceMemory:
+        """The user's preferences (explicit and learned) and their feedback (created on first use)."""
+        if self._preferences is None:
+            from nini.memory.preferences import PreferenceMemory
+
+            self._preferences = PreferenceMemory(self.settings, self.store, self.project_dir)
+        return self._preferences
 
     @property
     def agent(self) -> AgentRunner:

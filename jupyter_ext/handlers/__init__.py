@@ -7,7 +7,8 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from jupyter_ext.handlers import agent, approvals, artifacts, events, experience, models, proposals, report, run, sessions, skills
+from jupyter_ext.handlers import (agent, approvals, artifacts, events, experience, models, preferences, proposals, report, run,
+                                  sessions, skills)
 from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
 
@@ -36,6 +37,7 @@ def routes() -> list[tuple[Any, ...]]:
         *approvals.handlers,
         *proposals.handlers,
         *experience.handlers,
+        *preferences.handlers,
         *report.handlers,
         *artifacts.handlers,
         *events.handlers,

@@ -7,12 +7,16 @@ the notebook, in the browser. Here the answer is recorded (once per proposal) an
 
 from __future__ import annotations
 
+import logging
+
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
 from nini.skills.builtin.notebook import decide_proposal, list_proposals
+
+log = logging.getLogger("nini.jupyter")
 
 
 class ProposalsHandler(NiniHandler):
@@ -38,7 +42,12 @@ class ProposalHandler(NiniHandler):
             raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"decision": "accept" or "reject", "ran"?: bool}')
         await self.session(session_id)
         events = self.runtime.events
-        self.reply(await self.runtime.store.call(decide_proposal, events, session_id, proposal_id, decision, ran))
+        decided = await self.runtime.store.call(decide_proposal, events, session_id, proposal_id, decision, ran)
+        try:  # the answer is feedback on the proposal, for preference learning; it never fails the answer
+            await self.runtime.preferences.feedback(proposal_id, decision)
+        except NiniError as exc:
+            log.warning("proposal %s: its feedback was not recorded: %s", proposal_id, exc.code)
+        self.reply(decided)
 
 
 SESSION = r"/nini/api/sessions/([^/]+)"

@@ -25,6 +25,7 @@ from nini.agent.context import cap_tool_text, load_context
 from nini.agent.llm import Completion, ToolCall
 from nini.agent.experience import experience_section
 from nini.agent.notebook_prompt import notebook_section
+from nini.agent.preferences import preference_section
 from nini.agent.prompts import PromptContributor, build_system_prompt
 from nini.agent.tools import ToolSet, build_toolset
 from nini.errors import ErrorCode, NiniError
@@ -125,9 +126,9 @@ class AgentRunner:
         self._router = router
         self.stop_hooks: list[StopHook] = default_stop_hooks(runtime) if stop_hooks is None else list(stop_hooks)
         # by default the notebook a turn was asked from (its variables and cells, when the client gave
-        # them) and the experiences that match the request
+        # them), the experiences that match the request, and the user's preferences
         self.prompt_contributors: list[PromptContributor] = (
-            [notebook_section, experience_section] if prompt_contributors is None else list(prompt_contributors)
+            [notebook_section, experience_section, preference_section] if prompt_contributors is None else list(prompt_contributors)
         )
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._cancel_requested: set[str] = set()

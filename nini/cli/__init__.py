@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from nini import __version__
-from nini.cli import ask, experience, r, report, sessions, skills
+from nini.cli import ask, experience, prefs, r, report, sessions, skills
 from nini.cli._common import CliState, handles_errors, print_json, silence_stdout, state
 from nini.doctor import run_checks
 
@@ -23,11 +23,13 @@ app.add_typer(skills.app, name="skills")
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(r.app, name="r")
 app.add_typer(experience.app, name="experience")
+app.add_typer(prefs.app, name="prefs")
 app.command("ask")(ask.ask_command)
 app.command("run-code")(sessions.run_code_command)
 app.command("run-r", help=sessions.RUN_R_HELP)(sessions.run_code_command)
 app.command("report")(report.report_command)
 app.command("remember")(experience.remember_command)
+app.command("feedback")(prefs.feedback_command)
 
 
 def _version(value: bool) -> None:

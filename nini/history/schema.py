@@ -177,6 +177,40 @@ events = sa.Table(
     sa.Column("tool_call_id", sa.Text),
     sa.Column("data", JSONText),
     sa.PrimaryKeyConstraint("session_id", "seq"),
+    sa.Index("ix_events_turn_id", "turn_id"),  # feedback names a run by its turn id
+)
+
+# What the user prefers (tone, verbosity, report decimals, ...): explicit ones they wrote, implicit ones
+# learned from their feedback. project_id NULL means every project; times are epoch milliseconds.
+user_preferences = sa.Table(
+    "user_preferences",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("project_id", sa.Text),
+    sa.Column("key", sa.Text, nullable=False),
+    sa.Column("value", JSONText),
+    sa.Column("source", sa.Text, nullable=False),  # explicit | implicit
+    sa.Column("confidence", sa.Float, nullable=False),
+    sa.Column("evidence_count", sa.Integer, nullable=False, default=0),
+    sa.Column("updated_at", sa.BigInteger, nullable=False),
+    sa.Index("ix_user_preferences_selection", "project_id", "confidence"),
+    sa.Index("ix_user_preferences_key", "project_id", "key"),
+)
+
+# The user's accept / reject / partial on one output (an answer's turn, a report, a proposed cell);
+# evidence_ref points at what was judged (a section, a diff), never holds its text.
+skill_run_feedback = sa.Table(
+    "skill_run_feedback",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.Text, nullable=False),
+    sa.Column("project_id", sa.Text),
+    sa.Column("skill_id", sa.Text, nullable=False),
+    sa.Column("action", sa.Text, nullable=False),  # accept | reject | partial
+    sa.Column("signals", JSONText),  # the preference keys it spoke for, after extraction
+    sa.Column("evidence_ref", JSONText),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Index("ix_skill_run_feedback_run", "run_id"),
 )
 
 # Kept out of ``metadata``: it must exist before any migration runs, and no migration drops it.
@@ -200,7 +234,15 @@ def _v2(conn: Connection) -> None:
         conn.execute(sa.text("ALTER TABLE executions ADD COLUMN rolled_back_at TEXT"))
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2]
+def _v3(conn: Connection) -> None:
+    """Preference learning: ``user_preferences``, ``skill_run_feedback`` and an index of events by turn
+    (all created by ``_v1`` on a fresh database)."""
+    metadata.create_all(conn, tables=[user_preferences, skill_run_feedback], checkfirst=True)
+    if "ix_events_turn_id" not in {index["name"] for index in sa.inspect(conn).get_indexes("events")}:
+        conn.execute(sa.text("CREATE INDEX ix_events_turn_id ON events (turn_id)"))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3]
 """Step N (1-based) brings the schema from version N-1 to N. Append only; never edit a shipped step."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

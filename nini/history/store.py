@@ -456,6 +456,11 @@ class HistoryStore:
         with db_errors(), self._writes.begin() as conn:
             yield conn
 
+    # For the tables other parts own (preferences): a read connection and a write transaction, with
+    # the same error mapping (DB_ERROR) and SQLite write lock as the store's own statements.
+    reading = _read
+    writing = _write
+
     def _now(self) -> str:
         """ISO-8601 UTC, strictly increasing within this store.
 

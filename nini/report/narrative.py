@@ -58,15 +58,16 @@ class Narrative:
     refused: dict[str, Refusal] = field(default_factory=dict)
 
 
-async def narrate(data: ReportInput, *, lang: str, digits: int, complete: Complete) -> Narrative:
-    """Ask the model for both sections and keep each whose numbers all come from the facts.
+async def narrate(data: ReportInput, *, lang: str, digits: int, complete: Complete, style: str | None = None) -> Narrative:
+    """Ask the model for both sections and keep each whose numbers all come from the facts;
+    ``style`` (the user's preferences block) says how they like their reports written.
 
     A failed model call is a refusal of both sections (``model_failed``), never an error: the
     report is written either way, with its deterministic text.
     """
     facts = report_facts(data, digits)
     messages = [
-        {"role": "system", "content": SYSTEM_PROMPT.format(language=_LANGUAGE.get(lang, "English"))},
+        {"role": "system", "content": SYSTEM_PROMPT.format(language=_LANGUAGE.get(lang, "English")) + (f"\n\n{style}" if style else "")},
         {"role": "user", "content": facts},
     ]
     try:

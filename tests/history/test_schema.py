@@ -14,7 +14,8 @@ from nini.errors import ErrorCode, NiniError
 from nini.history import schema
 from nini.history.store import HistoryStore
 
-TABLES = {"sessions", "messages", "tool_calls", "executions", "artifacts", "datasets", "events", "schema_version"}
+TABLES = {"sessions", "messages", "tool_calls", "executions", "artifacts", "datasets", "events", "schema_version",
+          "user_preferences", "skill_run_feedback"}
 
 
 def versions(path: Path) -> list[int]:

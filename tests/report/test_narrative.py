@@ -136,6 +136,15 @@ def test_no_model_configured_or_switched_off_asks_nothing(nini, notebook, llm_se
     assert DETERMINISTIC_SUMMARY in _section(markdown, "分析摘要") and llm_server.requests == []
 
 
+def record_growth(session, growth: float):  # noqa: ANN001, ANN201
+    """A succeeded run_code step whose result is ``{'growth': growth}`` labelled South; the session's store."""
+    store, code = session.store, f"result = {{'growth': {growth}}}"
+    call = store.start_tool_call(session.id, "run_code", {"code": code})
+    store.finish_tool_call(call["id"], status="succeeded", execution={
+        "language": "python", "code": code, "status": "succeeded", "label": "South", "result": {"growth": growth}})  # fmt: skip
+    return store
+
+
 def test_generate_report_skill_uses_the_report_model(llm_server, tmp_path_factory) -> None:
     """The agent's skill (and the sidebar's POST .../report) asks the model too, for the sections
     it was given no text for, and says in its result which the model wrote."""
@@ -143,11 +152,7 @@ def test_generate_report_skill_uses_the_report_model(llm_server, tmp_path_factor
     harness = next(harness_iter)
     try:
         session = harness.session("narrated")
-        store = session.store
-        call = store.start_tool_call(session.id, "run_code", {"code": "result = {'growth': 0.583}"})
-        store.finish_tool_call(call["id"], status="succeeded", execution={
-            "language": "python", "code": "result = {'growth': 0.583}", "status": "succeeded",
-            "label": "South", "result": {"growth": 0.583}})  # fmt: skip
+        store = record_growth(session, 0.583)
         llm_server.reply(text(json.dumps({"summary": "南区增长 58.3%。", "conclusions": "- 南区增长最快。"})))
 
         result = harness.call(session, "generate_report", conclusions="由用户撰写的结论。", formats=["md"])
@@ -155,5 +160,30 @@ def test_generate_report_skill_uses_the_report_model(llm_server, tmp_path_factor
         assert result.result["model_sections"] == {"written": ["summary"], "refused": {}}
         markdown = session.workspace.fs.read_bytes(result.result["paths"]["md"]).decode()
         assert "南区增长 58.3%" in markdown and "由用户撰写的结论。" in markdown and "南区增长最快" not in markdown
+    finally:
+        next(harness_iter, None)
+
+
+def test_a_report_follows_the_users_preferences(llm_server, tmp_path_factory) -> None:
+    """The preferences selected for reports reach the model's prompt, report.decimals sets the digits
+    of the findings, and the report's run records what it was given."""
+    harness_iter = runtime_harness(tmp_path_factory, scripted_model_settings(llm_server))
+    harness = next(harness_iter)
+    try:
+        session = harness.session("preferred")
+        store = record_growth(session, 0.58349)
+        table = harness.runtime.preferences.table
+        table.put_explicit(None, "report.decimals", 2)
+        table.put_explicit(None, "punctuation.no_exclamation", True)
+        llm_server.reply(text(json.dumps({"summary": "南区增长 0.58。", "conclusions": "- 南区增长最快。"})))
+
+        result = harness.call(session, "generate_report", formats=["md"])
+        assert result.success, result.error
+        system = llm_server.requests[-1]["messages"][0]["content"]
+        assert "- 规则: 不使用感叹号（confidence=1.00, source=explicit）" in system and "数字保留两位小数" in system
+        markdown = session.workspace.fs.read_bytes(result.result["paths"]["md"]).decode()
+        assert "0.58" in markdown and "0.5835" not in markdown  # two digits, not the setting's four
+        [given] = store.list_events(session.id, 0, ["preferences_injected"])
+        assert given["data"]["skill"] == "generate_report" and set(given["data"]["keys"]) == {"report.decimals", "punctuation.no_exclamation"}
     finally:
         next(harness_iter, None)

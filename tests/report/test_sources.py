@@ -186,7 +186,27 @@ def test_a_version_1_database_gains_the_rollback_column(tmp_path: Path) -> None:
     finally:
         store.close()
     with closing(sqlite3.connect(path)) as raw:
-        assert [row[0] for row in raw.execute("SELECT version FROM schema_version")] == [schema.SCHEMA_VERSION] == [2]
+        assert [row[0] for row in raw.execute("SELECT version FROM schema_version")] == [schema.SCHEMA_VERSION]
+
+
+def test_a_version_2_database_gains_the_preference_tables(tmp_path: Path) -> None:
+    path = tmp_path / "v2.db"
+    HistoryStore(f"sqlite:///{path}").close()
+    with closing(sqlite3.connect(path)) as raw, raw:  # as nini left it before preference learning
+        raw.execute("DROP TABLE user_preferences")
+        raw.execute("DROP TABLE skill_run_feedback")
+        raw.execute("DROP INDEX ix_events_turn_id")
+        raw.execute("UPDATE schema_version SET version = 2")
+    store = HistoryStore(f"sqlite:///{path}")
+    try:
+        from nini.memory.preferences.store import PreferenceStore
+
+        assert PreferenceStore(store).put_explicit(None, "tone", "formal")["confidence"] == 1.0
+    finally:
+        store.close()
+    with closing(sqlite3.connect(path)) as raw:
+        assert [row[0] for row in raw.execute("SELECT version FROM schema_version")] == [3]
+        assert raw.execute("SELECT name FROM sqlite_master WHERE name = 'ix_events_turn_id'").fetchone() == ("ix_events_turn_id",)
 
 
 # notebooks

@@ -51,10 +51,14 @@ async def generate_report(
     from nini.report.output import check_formats, write_report
     from nini.report.sources import from_session
 
+    # the user's preferences for reports: their decimals, and their style for the model's sections
+    preferred = await session.store.call(session.runtime.preferences.select, "report")
+    decimals = next((row["value"] for row in preferred.rows if row["key"] == "report.decimals" and isinstance(row["value"], int)
+                     and 1 <= row["value"] <= 15), session.settings.report.decimals)  # fmt: skip
     options = ReportOptions(
         title=title, methods=methods, summary_text=summary_text, conclusions=conclusions,
         dataset_names=dataset_names, include_charts=include_charts, include_key_findings=include_key_findings,
-        include_session_stats=include_session_stats, lang=lang, decimals=session.settings.report.decimals,
+        include_session_stats=include_session_stats, lang=lang, decimals=decimals,
     )  # fmt: skip
     chosen = check_formats(formats)  # a bad format fails before the record is read
     # reading the record, embedding the charts and writing files all block: off the event loop
@@ -63,7 +67,8 @@ async def generate_report(
     if session.settings.report.model_text and not (summary_text and conclusions):
         complete = router_completer(session.runtime.router)
         if complete is not None:
-            narrative = await narrate(data, lang=lang, digits=options.decimals, complete=complete)
+            narrative = await narrate(data, lang=lang, digits=options.decimals, complete=complete,
+                                      style=preferred.block if preferred.rows else None)  # fmt: skip
     folder = session.workspace.root / REPORTS_DIR
     rendered = await asyncio.to_thread(build_report, data, options, link_base=folder, narrative=narrative)
     written = await asyncio.to_thread(write_report, rendered, folder, formats=chosen, within=session.workspace.fs)
@@ -76,4 +81,6 @@ async def generate_report(
                                     "refused": {s: why.kind for s, why in rendered.model_refused.items()}}
     return ToolOutput(result=result, artifacts=artifacts,
                       summary=f"report {rendered.title!r}: {', '.join(paths.values())}",
-                      events=[("report_ready", {"paths": paths, "title": rendered.title})])  # fmt: skip
+                      events=[("report_ready", {"paths": paths, "title": rendered.title}),
+                              *([("preferences_injected", {"ids": preferred.ids, "keys": [r["key"] for r in preferred.rows],
+                                                            "lines": preferred.lines, "skill": "generate_report"})] if preferred.rows else [])])  # fmt: skip

@@ -1,0 +1,145 @@
+"""REST for preferences (``/nini/api/preferences``) and feedback (``/nini/api/feedback``): list, add,
+edit, delete, preview exactly what the next run is given, switch learning and injection, judge an
+output. The rules are in ``nini.memory.preferences``; database work runs on the store's thread."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from jupyter_ext.handlers.base import NiniHandler
+from nini.agent.preferences import comment_reader
+from nini.config import save_setting
+from nini.errors import ErrorCode, NiniError
+
+
+class PreferencesHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """This project's preferences and the global ones (``?project=ID`` for another project's)."""
+        memory = self.runtime.preferences
+        project = self.get_argument("project", memory.project_id)
+        self.reply({"project_id": memory.project_id, "preferences": await self.read(memory.table.list, project)})
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        """Body ``{"key", "value", "project"?: "."|ID}``: your own preference (global without ``project``); 201."""
+        body = self.body_object()
+        memory = self.runtime.preferences
+        if "value" not in body:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"key": "...", "value": <JSON>}')
+        project = _project(body.get("project"), memory.project_id)
+        self.reply(await self.read(memory.table.put_explicit, project, body.get("key"), body["value"]), status=201)
+
+
+class PreferenceHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, preference_id: str) -> None:
+        self.reply(await self.read(self.runtime.preferences.table.get, int(preference_id)))
+
+    @web.authenticated
+    @authorized
+    async def put(self, preference_id: str) -> None:
+        """Body ``{"value"?, "confidence"?}``: your edit, which makes the preference explicit."""
+        body = self.body_object()
+        table = self.runtime.preferences.table
+        self.reply(await self.read(table.edit, int(preference_id), value=body.get("value"), confidence=body.get("confidence")))
+
+    @web.authenticated
+    @authorized
+    async def delete(self, preference_id: str) -> None:
+        """Delete it: the very next run is given the rest."""
+        self.reply(await self.read(self.runtime.preferences.table.delete, int(preference_id)))
+
+
+class PreviewHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """``?skill_type=answer|report|chart&project=ID``: exactly the block the next such run is given."""
+        memory = self.runtime.preferences
+        skill_type = self.choice("skill_type", ("answer", "report", "chart"), "answer") or "answer"
+        selection = await self.read(memory.select, skill_type, self.get_argument("project", memory.project_id))
+        self.reply(selection.to_dict())
+
+
+class SwitchesHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        options = self.runtime.settings.preferences
+        self.reply({"learning": options.learning, "injection": options.injection})
+
+    @web.authenticated
+    @authorized
+    async def put(self) -> None:
+        """Body ``{"learning"?: bool, "injection"?: bool}``: saved in settings.json and in force at once."""
+        body = self.body_object()
+        options = self.runtime.settings.preferences
+        for name in ("learning", "injection"):
+            if name in body:
+                if not isinstance(body[name], bool):
+                    raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{name} must be true or false")
+                await asyncio.to_thread(save_setting, self.runtime.settings.home, f"preferences.{name}", body[name])
+                setattr(options, name, body[name])
+        self.reply({"learning": options.learning, "injection": options.injection})
+
+
+class FeedbackHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        """Body ``{"run_id", "action": "accept"|"reject"|"partial", "signals"?: [..], "comment"?, "evidence"?}``:
+        recorded and learned from; 201 with ``{feedback_id, changes, canceled}``."""
+        body = self.body_object()
+        signals = body.get("signals") or []
+        if not isinstance(signals, list) or not all(isinstance(s, str) for s in signals):
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, "signals must be a list of strings")
+        comment, evidence = body.get("comment"), body.get("evidence")
+        if comment is not None and not isinstance(comment, str):
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, "comment must be a string")
+        if evidence is not None and not isinstance(evidence, dict):
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, "evidence must be an object (a reference, never the text)")
+        runtime = self.runtime
+        llm = comment_reader(runtime.router) if comment else None
+        try:
+            learned = await runtime.client_call(runtime.preferences.feedback(
+                str(body.get("run_id") or ""), str(body.get("action")), signals=signals, comment=comment, llm=llm, evidence=evidence))
+        except asyncio.CancelledError:
+            raise NiniError(ErrorCode.CANCELED, "the server is shutting down; the feedback was not recorded") from None
+        self.reply(learned.to_dict(), status=201)
+
+
+class SessionPreferencesHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, session_id: str) -> None:
+        """What each run of the session was given: its ``preferences_injected`` events, oldest first."""
+        await self.session(session_id)
+        found = await self.read(self.runtime.store.list_events, session_id, 0, ["preferences_injected"])
+        self.reply([{"turn_id": e["turn_id"], "seq": e["seq"], "ts": e["ts"], **(e["data"] or {})} for e in found])
+
+
+def _project(value: Any, current: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, 'project must be "." (this project) or a project id')
+    return current if value == "." else value
+
+
+BASE = r"/nini/api/preferences"
+handlers = [
+    (BASE, PreferencesHandler),
+    (BASE + r"/preview", PreviewHandler),
+    (BASE + r"/switches", SwitchesHandler),
+    (BASE + r"/(\d+)", PreferenceHandler),
+    (r"/nini/api/feedback", FeedbackHandler),
+    (r"/nini/api/sessions/([^/]+)/preferences", SessionPreferencesHandler),
+]

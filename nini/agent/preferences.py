@@ -1,0 +1,38 @@
+"""The agent's side of preference learning: the preferences block of each run's prompt.
+
+A default prompt contributor: the block ``PreferenceMemory.select`` makes for an answer (``(none)``
+when nothing is selected, so the prompt's prefix stays the same), and, when it carried any, a
+``preferences_injected`` event with their ids, keys and lines, so feedback on the run learns from them and the user can see
+why an answer reads the way it does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nini.session import Session
+
+
+async def preference_section(session: Session, _message: str) -> str:
+    from nini.agent.runner import CURRENT_TURN
+
+    memory = session.runtime.preferences
+    selection = await session.store.call(memory.select, "answer")
+    if selection.ids:  # a run given nothing has nothing to record
+        turn = CURRENT_TURN.get()
+        data = {"ids": selection.ids, "keys": [row["key"] for row in selection.rows], "lines": selection.lines}
+        await session.store.call(session.events.publish, session.id, "preferences_injected", data, turn_id=turn.turn_id if turn else None)
+    return selection.block
+
+
+def comment_reader(router: Any) -> Any:
+    """The router when a model for purpose ``fast`` is usable (it reads a feedback comment's signals),
+    else None: the keyword rules read it."""
+    from nini.errors import NiniError
+
+    try:
+        router.chain("fast")
+    except NiniError:
+        return None
+    return router
