@@ -5,7 +5,6 @@ dataset carries the warning in its recorded system prompt while one of unrelated
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,11 +26,11 @@ EXTRACTED = {"candidates": [{
     "quote": "No, use the median, the revenue column has outliers"}]}  # fmt: skip
 
 
-def session_with(harness: Harness, name: str, csv: str) -> Any:
-    session = harness.session()
+def session_with(owner: Harness, name: str, csv: str) -> Any:
+    session = owner.session()
     (session.workspace.root / "uploads").mkdir(exist_ok=True)
     (session.workspace.root / "uploads" / f"{name}.csv").write_text(csv)
-    assert harness.call(session, "load_dataset", path=f"uploads/{name}.csv").success
+    assert owner.call(session, "load_dataset", path=f"uploads/{name}.csv").success
     return session
 
 
@@ -73,4 +72,3 @@ def test_a_correction_becomes_a_warning_for_the_next_analysis_of_that_data(harne
     assert read.success and "- Alternatives rejected: the mean of revenue" in read.result["text"]
     outside = harness.call(second, "read_experience", file="project/../../secret.md")
     assert not outside.success and outside.error["code"] == "NOT_FOUND"
-    assert isinstance(Path(runtime.project_dir), Path)
