@@ -160,3 +160,14 @@ def test_a_locked_or_read_only_database_is_a_db_error(tmp_path: Path) -> None:
         assert PreferenceStore(read_only).list(None) == []  # reading still works
     finally:
         read_only.close()
+
+
+def test_the_sidebar_offers_exactly_the_signals_nini_knows() -> None:
+    import re
+
+    from nini.memory.preferences.rules import SIGNALS
+    from tests.conftest import REPO_ROOT
+
+    source = (REPO_ROOT / "jupyter_ext" / "frontend" / "src" / "prefs.ts").read_text(encoding="utf-8")
+    offered = re.findall(r"\['(\w+)', '[^']+'\]", source.split("export const SIGNALS", 1)[1].split("];", 1)[0])
+    assert offered == list(SIGNALS)

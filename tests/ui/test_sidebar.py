@@ -54,7 +54,7 @@ def test_the_nini_tab_opens(page: Any) -> None:
     open_sidebar(page)
     widen_sidebar(page)
     tabs = page.eval_on_selector_all("#nini-panel .lm-TabBar-tab", "tabs => tabs.map(t => t.textContent.trim())")
-    assert tabs == ["Chat", "Skills", "Reports", "Experience", "Models"]
+    assert tabs == ["Chat", "Skills", "Reports", "Experience", "Preferences", "Models"]
     assert page.get_attribute(".nini-send", "aria-label") == "Ask nini"
     screenshot(page, "01-sidebar-open")
 

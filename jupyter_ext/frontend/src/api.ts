@@ -19,6 +19,7 @@ import type {
   PendingView
 } from './memory';
 import type { Proposal } from './model';
+import type { FeedbackAction, Learned, Preference, PreferenceList, PreferencePreview, Switches } from './prefs';
 
 export class NiniApiError extends Error {
   constructor(
@@ -69,6 +70,7 @@ export interface ModelsInfo {
 export interface ReportInfo {
   title: string;
   created_at: string;
+  tool_call_id: string; // the generate_report call: the run a feedback on the report names
   files: Record<string, string>;
   charts: { name: string; formats: Record<string, string> }[];
 }
@@ -242,6 +244,41 @@ export class NiniApi {
   /** What each run of the session was warned about and what was captured from it, oldest first. */
   sessionExperience(sessionId: string): Promise<ExperienceRecord[]> {
     return this.request(`sessions/${encodeURIComponent(sessionId)}/experience`);
+  }
+
+  preferences(): Promise<PreferenceList> {
+    return this.request('preferences');
+  }
+
+  /** Your own rule (confidence 1.0); `project: '.'` for this project only. */
+  addPreference(key: string, value: unknown, project: '.' | null): Promise<Preference> {
+    return this.send('POST', 'preferences', { key, value, ...(project ? { project } : {}) });
+  }
+
+  editPreference(id: number, value: unknown): Promise<Preference> {
+    return this.send('PUT', `preferences/${id}`, { value });
+  }
+
+  deletePreference(id: number): Promise<Preference> {
+    return this.send('DELETE', `preferences/${id}`);
+  }
+
+  /** Exactly the block the next run of this skill type is given. */
+  previewPreferences(skillType: string): Promise<PreferencePreview> {
+    return this.request(`preferences/preview?skill_type=${encodeURIComponent(skillType)}`);
+  }
+
+  switches(): Promise<Switches> {
+    return this.request('preferences/switches');
+  }
+
+  setSwitches(change: Partial<Switches>): Promise<Switches> {
+    return this.send('PUT', 'preferences/switches', change);
+  }
+
+  /** The user's judgement of an output (a turn id, a report's tool call id, a proposal id). */
+  feedback(body: { run_id: string; action: FeedbackAction; signals?: string[]; comment?: string }): Promise<Learned> {
+    return this.send('POST', 'feedback', body);
   }
 
   /** The address of a workspace file of a session (charts, reports), for `<img>` and iframes. */

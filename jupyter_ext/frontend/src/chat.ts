@@ -14,6 +14,7 @@ import { Widget } from '@lumino/widgets';
 import { NiniApi, NiniApiError, NiniEvent, SessionInfo } from './api';
 import { Attachments } from './attachments';
 import { fileName, NotebookJson, notebookContext } from './context';
+import { feedbackControl } from './feedback';
 import { ChatModel, Proposal, PROPOSE_CELL } from './model';
 import { Decision, PendingCells } from './proposals';
 import { el, RenderContext, renderItem } from './render';
@@ -58,7 +59,8 @@ export class ChatView extends Widget {
       rendermime: options.rendermime,
       artifactUrl: path => options.api.artifactUrl(this.sessionId ?? '', path),
       onApproval: (id, approve) => void this.decide(id, approve),
-      onProposal: (proposal, decision, run) => void this.decideProposal(proposal, decision, run)
+      onProposal: (proposal, decision, run) => void this.decideProposal(proposal, decision, run),
+      feedback: turnId => feedbackControl(this.options.api, turnId, 'answer')
     };
     this.pending = new PendingCells(options.notebooks, this.context.onProposal!);
     this.build();

@@ -9,6 +9,7 @@ import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { Widget } from '@lumino/widgets';
 
 import { NiniApi, NiniApiError } from './api';
 import { openSkillEditor } from './editor';
@@ -21,7 +22,8 @@ const COMMANDS = {
   report: 'nini:generate-report',
   attachCell: 'nini:attach-cell',
   attachFile: 'nini:attach-file',
-  experience: 'nini:open-experience'
+  experience: 'nini:open-experience',
+  preferences: 'nini:open-preferences'
 };
 
 /** A file larger than this is not read to be attached (only its first characters would be sent). */
@@ -97,13 +99,19 @@ const plugin: JupyterFrontEndPlugin<void> = {
         await panel.reports.create();
       }
     });
+    const openTab = (tab: Widget) => () => {
+      shell.activateById(panel.id);
+      panel.currentWidget = tab;
+    };
     app.commands.addCommand(COMMANDS.experience, {
       label: 'nini: Open Experience',
       caption: 'Confirm experience candidates, read the libraries, see what the run was given',
-      execute: () => {
-        shell.activateById(panel.id);
-        panel.currentWidget = panel.experience;
-      }
+      execute: openTab(panel.experience)
+    });
+    app.commands.addCommand(COMMANDS.preferences, {
+      label: 'nini: Open Preferences',
+      caption: 'See, change and switch the preferences nini learned or you wrote',
+      execute: openTab(panel.preferences)
     });
     app.commands.addCommand(COMMANDS.attachCell, {
       label: 'nini: Attach cell to question',

@@ -1,4 +1,4 @@
-/** The nini sidebar: one panel, five tabs (Chat, Skills, Reports, Experience, Models). */
+/** The nini sidebar: one panel, six tabs (Chat, Skills, Reports, Experience, Preferences, Models). */
 import { IEditorServices } from '@jupyterlab/codeeditor';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
@@ -8,6 +8,7 @@ import { TabPanel } from '@lumino/widgets';
 import { NiniApi } from './api';
 import { ChatView } from './chat';
 import { ExperienceView } from './experience';
+import { PreferencesView } from './preferences';
 import { ProvidersView } from './providers';
 import { ReportsView } from './reports';
 import { SkillsView } from './skills';
@@ -32,6 +33,7 @@ export class NiniPanel extends TabPanel {
   readonly skills: SkillsView;
   readonly reports: ReportsView;
   readonly experience: ExperienceView;
+  readonly preferences: PreferencesView;
   readonly models: ProvidersView;
 
   constructor(options: PanelOptions) {
@@ -44,11 +46,12 @@ export class NiniPanel extends TabPanel {
     this.skills = new SkillsView({ api: options.api, openSource: options.openSkill });
     this.reports = new ReportsView(options.api);
     this.experience = new ExperienceView({ api: options.api, rendermime: options.rendermime });
+    this.preferences = new PreferencesView(options.api);
     this.models = new ProvidersView(options.api);
     this.chat.sessionChanged.connect((_, id) => this.reports.showSession(id));
     this.chat.sessionChanged.connect((_, id) => this.experience.showSession(id));
     this.chat.eventsArrived.connect((_, events) => this.experience.follow(events));
-    for (const view of [this.chat, this.skills, this.reports, this.experience, this.models]) {
+    for (const view of [this.chat, this.skills, this.reports, this.experience, this.preferences, this.models]) {
       view.id = `nini-tab-${view.title.label.toLowerCase()}`;
       this.addWidget(view);
     }

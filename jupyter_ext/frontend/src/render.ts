@@ -18,6 +18,7 @@ export interface RenderContext {
   artifactUrl: (path: string) => string;
   onApproval?: (approvalId: string, approve: boolean) => void;
   onProposal?: DecideProposal;
+  feedback?: (turnId: string) => HTMLElement; // thumbs under a finished answer
 }
 
 const STATUS_TEXT: Record<string, string> = { running: 'running', succeeded: 'done', failed: 'failed' };
@@ -61,13 +62,18 @@ export function renderItem(item: ChatItem, existing: HTMLElement | undefined, co
     }
     case 'end': {
       const node = existing ?? el('div', 'nini-end');
+      const text = node.querySelector('.nini-end-text') ?? node.appendChild(el('span', 'nini-end-text'));
       node.dataset.endedBy = item.endedBy;
-      node.textContent = item.completedNormally
+      text.textContent = item.completedNormally
         ? ''
         : item.endedBy === 'canceled'
           ? 'Stopped: the run was cancelled.'
           : `The run ended unfinished (${item.endedBy}).`;
-      node.hidden = item.completedNormally;
+      const judged = item.completedNormally && item.turnId !== null && context.feedback !== undefined;
+      if (judged && !node.querySelector('.nini-feedback')) {
+        node.append(context.feedback!(item.turnId!));
+      }
+      node.hidden = item.completedNormally && !judged;
       return node;
     }
     case 'proposal':

@@ -5,6 +5,7 @@
 import { Widget } from '@lumino/widgets';
 
 import { NiniApi, NiniApiError, ReportInfo } from './api';
+import { feedbackControl } from './feedback';
 import { el } from './render';
 
 export class ReportsView extends Widget {
@@ -90,7 +91,7 @@ export class ReportsView extends Widget {
     for (const [format, path] of Object.entries(report.files)) {
       files.append(this.download(format, path));
     }
-    item.append(head, files);
+    item.append(head, files, feedbackControl(this.api, report.tool_call_id, 'report'));
     for (const chart of report.charts) {
       const line = el('div', 'nini-report-chart');
       line.append(el('span', undefined, chart.name));

@@ -1,3 +1,4 @@
 import './base.css';
 import './proposals.css';
 import './experience.css';
+import './preferences.css';
