@@ -196,6 +196,10 @@ class ServerSettings(BaseModel):
         10 * 1024 * 1024, ge=1024, description="Largest request body nini's REST endpoints accept, in bytes; "
         "a bigger one is refused with 413 TOO_LARGE before it is read or recorded."
     )
+    max_upload_bytes: int = Field(
+        200 * 1024 * 1024, ge=1024, description="Largest file POST /nini/api/sessions/ID/files accepts, in bytes "
+        "(413 TOO_LARGE above it)."
+    )
 
 
 class ProviderSettings(BaseModel):
@@ -216,6 +220,14 @@ class ProviderSettings(BaseModel):
     vision_models: list[str] = Field(default_factory=list, description="Models of this provider that accept images.")
     script: Path | None = Field(None, description="replay only: the recorded JSON script (relative to NINI_HOME).")
     enabled: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _replay_needs_no_model(cls, values: Any) -> Any:
+        """A replay provider answers from its script whatever the model: its model defaults to "replay"."""
+        if isinstance(values, dict) and values.get("kind") == "replay" and not values.get("model"):
+            return {**values, "model": "replay"}
+        return values
 
 
 class PurposeRoute(BaseModel):
@@ -242,6 +254,12 @@ class LLMSettings(BaseModel):
     )
     request_timeout_s: float = Field(120, gt=0, le=3600, description="Timeout of one HTTP request to a model.")
     max_retries: int = Field(3, ge=0, le=10, description="Retries (with backoff) of a request answered 429 or 5xx.")
+    # why configured providers were left out when the settings were loaded (NO_MODEL_AVAILABLE names them)
+    _rejected: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def rejected(self) -> list[str]:
+        return list(self._rejected)
 
     @field_validator("providers")
     @classmethod
@@ -405,6 +423,7 @@ def load_settings(home: Path | str | None = None, **overrides: Any) -> Settings:
     for message in warnings:
         log.warning(message)
     settings._warnings = warnings
+    settings.llm._rejected = [w for w in warnings if w.startswith("setting llm.providers")]
     return settings
 
 
@@ -482,6 +501,8 @@ def _validate_with_fallback(layers: dict[str, dict[str, Any]], home: Path, warni
     Only the highest layer holding the value loses it, so a bad ``NINI_*`` value does not also
     discard a good one from settings.json: the field falls back layer by layer to its default.
     """
+    from nini.errors import validation_message
+
     for _ in range(100):  # each round drops at least one value, and there are few fields
         merged: dict[str, Any] = {}
         for layer in layers.values():
@@ -497,12 +518,12 @@ def _validate_with_fallback(layers: dict[str, dict[str, Any]], home: Path, warni
                 seen.add(tuple(loc))
                 origin = next((name for name, layer in reversed(layers.items()) if _drop(layer, loc)), None)
                 if origin is None and loc == ["home"]:
-                    warnings.append(f"NINI_HOME is invalid ({error['msg']}); using {default_home()}")
+                    warnings.append(f"NINI_HOME is invalid ({validation_message(error)}); using {default_home()}")
                     home = default_home()
                     continue
                 warnings.append(
                     f"setting {'.'.join(loc) or '?'} from {origin or 'input'} is invalid "
-                    f"({error['msg']}); ignored, so a lower source or the default applies"
+                    f"({validation_message(error)}); ignored, so a lower source or the default applies"
                 )
     raise AssertionError("settings validation did not converge")  # pragma: no cover
 

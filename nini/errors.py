@@ -21,6 +21,7 @@ HTTP status and CLI exit code are derived here and nowhere else.
 from __future__ import annotations
 
 from enum import StrEnum
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -94,3 +95,13 @@ def error_envelope(error: NiniError) -> dict[str, Any]:
 def ok_envelope(data: Any) -> dict[str, Any]:
     """The success half of the response envelope: ``{"ok": true, "data": ...}``."""
     return {"ok": True, "data": data}
+
+
+def validation_message(error: Mapping[str, Any]) -> str:
+    """A pydantic error's text as a person reads it: without pydantic's "Value error, " (or
+    "Assertion failed, ") prefix, which a validator's own message does not need."""
+    message = str(error.get("msg", ""))
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if message.startswith(prefix):
+            return message[len(prefix):]
+    return message

@@ -277,7 +277,7 @@ def test_validate_accepts_a_good_skill(run, tmp_path: Path):
         ("no-desc", skill_md("no-desc"), "description"),
         ("angle", skill_md("angle", "Use <b>bold</b>."), "angle"),
         ("long-desc", skill_md("long-desc", "x" * 1025), "1024"),
-        ("no-front", "# Just a title\n\nBody.\n", "frontmatter"),
+        ("no-front", "# Just a title\n", "no description"),
         ("bad-yaml", "---\nname: [unclosed\n---\nBody\n", "YAML"),
         ("extra-key", skill_md("extra-key", "Fine.", owner="me"), "owner"),
     ],
@@ -286,6 +286,12 @@ def test_validate_rejects_a_bad_skill_and_says_why(run, tmp_path: Path, folder, 
     path = write_skill(tmp_path, folder, text)
     output = fail(run("skills", "validate", str(path)))
     assert "error:" in output and fragment in output
+
+
+def test_validate_and_loading_agree_on_a_skill_without_frontmatter(run, tmp_path: Path):
+    path = write_skill(tmp_path, "no-front", "# Just a title\n\nBody.\n")
+    output = ok(run("skills", "validate", str(path)))
+    assert "is a valid skill" in output
 
 
 def test_validate_missing_file(run, tmp_path: Path):
@@ -301,11 +307,11 @@ def test_skills_doctor_lists_a_broken_skill_and_the_others_still_load(run, proje
     write_skill(root, "broken", "---\nname: broken\ndescription: [unclosed\n---\nBody\n")
     write_skill(root, "fine", skill_md("fine", "Still loads."))
 
-    output = ok(run("skills", "doctor"))
+    output = fail(run("skills", "doctor"))  # a skill that could not load: exit 1 (issue 22)
     assert "broken/SKILL.md" in output
     assert "error" in output
 
-    problems = json.loads(ok(run("skills", "doctor", "--json")))
+    problems = json.loads(fail(run("skills", "doctor", "--json")))
     broken = [p for p in problems if p["location"] == "broken/SKILL.md"]
     assert len(broken) == 1 and broken[0]["severity"] == "error" and broken[0]["source"] == "project"
 
@@ -491,3 +497,17 @@ def test_console_script_closed_pipe_is_not_an_error(project_dir: Path):
     child.stderr.close()
     assert child.wait(timeout=60) == 0
     assert stderr == ""
+
+
+def test_creating_a_skill_nini_will_not_use_says_why(run, project_dir: Path, tmp_path: Path):
+    """Issue 22: a skill created outside the folders nini reads, or hidden by a higher-ranking one,
+    used to be created silently and never appear."""
+    outside = run("skills", "create", "lost-skill", "-d", "Never listed.", "--dir", str(tmp_path / "elsewhere"))
+    assert outside.exit_code == 0 and "nini does not read skills from" in outside.stderr and "skills.extra_dirs" in outside.stderr
+    assert "lost-skill" not in {r["name"] for r in list_json(run)}
+
+    mine = project_dir / ".nini" / "skills"
+    assert run("skills", "create", "twin-skill", "-d", "The project's.", "--dir", str(mine)).stderr == ""
+    hidden = run("skills", "create", "twin-skill", "-d", "Mine, shadowed.")
+    assert hidden.exit_code == 0 and "'twin-skill' is shadowed by project:twin-skill/SKILL.md" in hidden.stderr
+    assert "not the skill just created" in hidden.stderr

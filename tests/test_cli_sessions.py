@@ -94,3 +94,19 @@ def test_missing_file_and_unknown_session_are_user_errors(nini, tmp_path: Path) 
 def test_listing_without_sessions_says_so(nini) -> None:
     result = nini("sessions", "list")
     assert result.exit_code == 0 and result.stdout.strip() == "no sessions yet"
+
+
+@pytest.mark.slow
+def test_one_data_file_is_df_in_python_and_in_r(nini) -> None:
+    """Issue 22: `nini run-code --data sales.csv` used to fail with NameError: df, and run-r printed NULL."""
+    python = nini("run-code", "-", "--data", str(SALES), input="print(df.shape)\n")
+    assert python.exit_code == 0, python.output
+    assert python.stdout.startswith("(144, 6)\n")
+    from nini.skills.builtin.run_r import r_status
+    from nini.config import load_settings
+
+    if not r_status(load_settings())[0]:
+        pytest.skip(f"R is not usable here: {r_status(load_settings())[1]}")
+    r = nini("run-r", "-", "--data", str(SALES), input="print(dim(df))\n")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("[1] 144   6\n")

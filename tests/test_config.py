@@ -360,3 +360,35 @@ def test_skill_enhance_values_fall_back_to_their_defaults(nini_home: Path, caplo
               "sub_agent_timeout_ms": 300_000} | expected  # fmt: skip
     assert settings.skill_enhance.model_dump() == wanted
     assert len(settings.warnings) == bad, settings.warnings
+
+
+def test_a_validators_message_is_shown_without_pydantics_prefix(nini_home) -> None:
+    """Issue 22: warnings read "provider names must be unique ...", not "Value error, provider names ..."."""
+    nini_home.mkdir(parents=True, exist_ok=True)
+    providers = [{"name": "a", "model": "m", "base_url": "http://127.0.0.1:1/v1"}] * 2
+    (nini_home / "settings.json").write_text(json.dumps({"llm": {"providers": providers}}))
+    warnings = load_settings().warnings
+    assert any("provider names must be unique; repeated: a" in w for w in warnings), warnings
+    assert not any("Value error" in w for w in warnings)
+
+
+def test_a_replay_provider_needs_no_model_and_a_rejected_one_is_named(nini_home) -> None:
+    """Issue 22: a replay provider without `model` was rejected, and then NO_MODEL_AVAILABLE said
+    only "llm.providers is empty"."""
+    from nini.agent.llm import ModelRouter
+    from nini.errors import NiniError
+
+    nini_home.mkdir(parents=True, exist_ok=True)
+    (nini_home / "settings.json").write_text(json.dumps({"llm": {"providers": [{"name": "demo", "kind": "replay", "script": "s.json"}]}}))
+    [replay] = load_settings().llm.providers
+    assert (replay.name, replay.model) == ("demo", "replay")
+
+    (nini_home / "settings.json").write_text(json.dumps({"llm": {"providers": [{"name": "local", "base_url": "http://127.0.0.1:1/v1"}]}}))
+    settings = load_settings()
+    assert settings.llm.providers == []
+    try:
+        ModelRouter(settings.llm).chain("chat")
+    except NiniError as exc:
+        assert exc.code == "NO_MODEL_AVAILABLE" and "llm.providers.model" in exc.message and "Field required" in exc.message
+    else:
+        raise AssertionError("a router without providers gave a chain")

@@ -135,6 +135,12 @@ class NiniHandler(APIHandler):
     def log_exception(self, typ, value, tb) -> None:  # noqa: ANN001 - tornado's signature
         log_exception(self, typ, value, tb)
 
+    def body_bytes(self) -> bytes:
+        """The raw body (a file's bytes); TOO_LARGE when it passed the limit."""
+        if self._too_large:
+            raise self._body_error()
+        return bytes(getattr(self, "_body", b""))
+
     def body_object(self) -> dict[str, Any]:
         """The JSON object in the body; an empty body is ``{}``."""
         if self._too_large:

@@ -133,7 +133,9 @@ class ModelRouter:
         if usable:
             return usable
         need = " with vision" if require_vision else ""
-        if not candidates:
+        if not candidates and self.settings.rejected:
+            message = f"no model is configured for purpose {purpose}{need}: " + "; ".join(self.settings.rejected)
+        elif not candidates:
             message = f"no model is configured for purpose {purpose}{need}: settings llm.providers is empty"
         else:
             tried = "; ".join(f"{c.provider}/{c.model or '?'} ({c.source}): {reason}" for c, reason in candidates)

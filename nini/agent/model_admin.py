@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from nini.agent.llm import PURPOSES, ModelRouter, provider_problem
 from nini.config import ProviderSettings, update_setting
-from nini.errors import ErrorCode, NiniError
+from nini.errors import ErrorCode, NiniError, validation_message
 from nini.redact import redact_paths
 
 KEY_ADVICE = "put the key in an environment variable and name it in api_key_env"
@@ -60,7 +60,7 @@ def provider_from_body(name: str | None, body: Mapping[str, Any]) -> ProviderSet
         return ProviderSettings(name=name or given or UNSAVED_NAME, **fields)
     except ValidationError as exc:
         # loc and message only: pydantic's text repeats the input, and the input could be anything
-        problems = [f"{'.'.join(str(p) for p in e['loc']) or 'provider'}: {e['msg']}" for e in exc.errors()]
+        problems = [f"{'.'.join(str(p) for p in e['loc']) or 'provider'}: {validation_message(e)}" for e in exc.errors()]
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"invalid provider: {'; '.join(problems)}",
                         {"problems": problems}) from None  # fmt: skip
 

@@ -92,14 +92,17 @@ def print_json(value: Any) -> None:
     sys.stdout.write("\n")
 
 
-async def load_data_files(session: Any, paths: list[Path], *, announce: bool = True) -> None:
+async def load_data_files(session: Any, paths: list[Path], *, announce: bool = True) -> list[str]:
     """``--data FILE``: copy each file into the session and load it as a dataset (recorded through
-    load_dataset); a file that cannot be loaded stops the command with its error."""
+    load_dataset); a file that cannot be loaded stops the command with its error. The datasets' names."""
     from nini.skills.invoke import invoke
 
+    names = []
     for path in paths:
         loaded = await invoke(session, "load_dataset", {"path": session.upload(path)})
         if not loaded.success:
             raise NiniError(loaded.error["code"], loaded.error["message"])
+        names.append(loaded.result["name"])
         if announce:
             typer.echo(f"dataset {loaded.result['name']}: {loaded.result['shape'][0]} rows", err=True)
+    return names

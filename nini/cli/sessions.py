@@ -93,7 +93,7 @@ def run_code_command(
     file: Annotated[str, typer.Argument(metavar="FILE|-", help="Source file to run, or - for stdin.")],
     session_id: Annotated[str | None, typer.Option("--session", help="Run in this session (created if new).")] = None,
     data: Annotated[list[Path] | None, typer.Option("--data", help="Load a data file as a dataset first (repeatable).")] = None,
-    dataset: Annotated[str | None, typer.Option("--dataset", help="Dataset loaded as df.")] = None,
+    dataset: Annotated[str | None, typer.Option("--dataset", help="Dataset loaded as df (default: the one --data file).")] = None,
     save_as: Annotated[str | None, typer.Option("--save-as", help="Save output_df as this dataset.")] = None,
     label: Annotated[str | None, typer.Option("--label", help="Name of this step (charts are named after it).")] = None,
     purpose: Annotated[Purpose, typer.Option("--purpose")] = "exploration",
@@ -129,7 +129,9 @@ async def _run_code(settings, project_dir: Path, session_id: str | None, data: l
 
     async with Runtime(settings, project_dir=project_dir) as runtime:
         session = runtime.session_or_new(session_id)
-        await load_data_files(session, data)
+        loaded = await load_data_files(session, data)
+        if len(loaded) == 1 and not arguments.get("dataset_name"):
+            arguments = {**arguments, "dataset_name": loaded[0]}  # one --data file is df, in Python and in R
         return session.id, await invoke(session, skill_name, arguments)
 
 

@@ -10,6 +10,7 @@ import typer
 
 from nini.cli._common import handles_errors, print_json, state
 from nini.skills import SkillRegistry
+from nini.skills.discovery import standard_roots
 from nini.skills.markdown import validate_skill_file
 from nini.skills.scaffold import create_skill
 
@@ -96,21 +97,22 @@ def doctor(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print the problems as a JSON array.")] = False,
 ) -> None:
-    """List skills that were skipped, break a rule, are shadowed or conflict."""
+    """List skills that were skipped, break a rule, are shadowed or conflict; exit 1 when one was skipped."""
     problems = _registry(ctx).problem_records()
+    errors = sum(1 for p in problems if p.severity == "error")
     if as_json:
         print_json([p.to_dict() for p in problems])
-        return
-    if not problems:
+    elif not problems:
         typer.echo("no problems: every skill loaded")
-        return
-    errors = sum(1 for p in problems if p.severity == "error")
-    typer.echo(f"{len(problems)} problem(s): {errors} skipped, {len(problems) - errors} warning(s)")
-    for p in problems:
-        where = f"{p.source}:{p.location}" if p.location else p.source or "-"
-        typer.echo(f"{p.severity:<7}  {p.kind:<9}  {where}  {p.message}")
-        if p.path is not None:
-            typer.echo(f"{'':<20}{p.path}")
+    else:
+        typer.echo(f"{len(problems)} problem(s): {errors} skipped, {len(problems) - errors} warning(s)")
+        for p in problems:
+            where = f"{p.source}:{p.location}" if p.location else p.source or "-"
+            typer.echo(f"{p.severity:<7}  {p.kind:<9}  {where}  {p.message}")
+            if p.path is not None:
+                typer.echo(f"{'':<20}{p.path}")
+    if errors:
+        raise typer.Exit(1)  # a skill that could not load is an error, not a remark
 
 
 @app.command("create")
@@ -124,10 +126,20 @@ def create(
     directory: Annotated[Path | None, typer.Option("--dir", help="Parent folder; default NINI_HOME/skills.")] = None,
 ) -> None:
     """Create a new skill that already follows every rule."""
-    target = directory if directory is not None else state(ctx).settings.user_skills_dir
-    for path in create_skill(name, type=type, description=description, category=category, directory=target):
+    cli = state(ctx)
+    target = directory if directory is not None else cli.settings.user_skills_dir
+    created = create_skill(name, type=type, description=description, category=category, directory=target)
+    for path in created:
         typer.echo(f"created {path}")
-    _registry(ctx)  # brings the snapshot up to date when the new skill is in a skills root
+    registry = _registry(ctx)  # brings the snapshot up to date when the new skill is in a skills root
+    roots = [root.path.resolve() for root in standard_roots(cli.settings, cli.project_dir)]
+    if target.resolve() not in roots:
+        typer.echo(f"warning: nini does not read skills from {target}, so {name} will not be listed; add the folder to "
+                   f"the setting skills.extra_dirs (settings.json, or NINI_SKILLS__EXTRA_DIRS='[\"{target.resolve()}\"]')", err=True)  # fmt: skip
+    mine = {Path(path).resolve() for path in created}
+    for problem in registry.problem_records():  # the new skill itself hidden by one that ranks higher
+        if problem.kind == "shadowed" and problem.path is not None and Path(problem.path).resolve() in mine:
+            typer.echo(f"warning: {problem.message}: that one is used, not the skill just created", err=True)
 
 
 @app.command("validate")

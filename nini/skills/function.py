@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from nini.errors import ErrorCode, NiniError
+from nini.errors import ErrorCode, NiniError, validation_message
 from nini.skills.rules import normalise_category
 
 # A parameter with this name is not an argument of the skill: invoke() passes the calling Session.
@@ -54,7 +54,7 @@ class FunctionSkill:
             model = self.input_model.model_validate(arguments)
         except ValidationError as exc:
             problems = [
-                {"field": ".".join(str(p) for p in err["loc"]) or "(arguments)", "message": err["msg"]}
+                {"field": ".".join(str(p) for p in err["loc"]) or "(arguments)", "message": validation_message(err)}
                 for err in exc.errors()
             ]
             summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems)

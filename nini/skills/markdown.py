@@ -148,8 +148,8 @@ def first_body_line(body: str) -> str:
 def parse_skill_text(text: str, folder_name: str) -> ParsedSkill:
     """Apply the loading rules: defaults, normalisation, and rule breaks as warnings."""
     frontmatter, body = split_frontmatter(text)
+    warnings: list[str] = [] if frontmatter is not None else [NO_FRONTMATTER]
     frontmatter = frontmatter or {}
-    warnings: list[str] = []
 
     name = frontmatter.get("name")
     if name is None or (isinstance(name, str) and not name.strip()):
@@ -194,6 +194,10 @@ def parse_skill_text(text: str, folder_name: str) -> ParsedSkill:
     return ParsedSkill(name, description, category, _json_safe(metadata), tuple(warnings))
 
 
+NO_FRONTMATTER = ("no YAML frontmatter: the name is the folder's and the description the first paragraph; "
+                  "add a --- block with name and description")
+
+
 def validate_skill_file(path: Path) -> tuple[list[str], list[str]]:
     """Strict check of one SKILL.md (or a folder holding one): ``(errors, warnings)``."""
     path = Path(path)
@@ -211,8 +215,10 @@ def validate_skill_file(path: Path) -> tuple[list[str], list[str]]:
         return [str(exc)], []
     except (OSError, ValueError) as exc:  # ValueError: a path with a NUL byte cannot be stat'ed
         return [f"{path} cannot be checked: {exc}"], []
-    if frontmatter is None:
-        return ["no YAML frontmatter: the file must start with a --- block holding name and description"], []
+    if frontmatter is None:  # loads as it does (name from the folder, description from the body), with a warning
+        description = first_body_line(_body)
+        errors = name_problems(path.parent.name) + ([] if description else ["no description: no frontmatter and no first paragraph"])
+        return errors, [NO_FRONTMATTER]
 
     errors: list[str] = []
     warnings: list[str] = []

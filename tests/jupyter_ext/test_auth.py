@@ -62,6 +62,7 @@ REQUESTS = [
     ("DELETE", "preferences/1"),
     ("POST", "feedback"),
     ("GET", "sessions/s1/preferences"),
+    ("POST", "sessions/s1/files"),
     ("POST", "sessions/s1/report"),
     ("GET", "sessions/s1/reports"),
     ("GET", "sessions/s1/artifacts/artifacts/a.png"),

@@ -1,0 +1,62 @@
+"""Data over REST: ``POST /nini/api/sessions/ID/files?name=sales.csv`` puts the body's bytes into the
+session workspace's ``uploads/``, so a client without a shared disk can analyse its data.
+
+The name is reduced to a plain file name (no folders, no ``..``, no control characters); the write
+goes through the workspace file system (no link followed, atomic), so nothing lands outside the
+workspace. ``server.max_upload_bytes`` bounds the body (413 TOO_LARGE before it is read whole).
+With ``load=1`` the file is also loaded as a dataset (load_dataset, recorded).
+"""
+
+from __future__ import annotations
+
+import re
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from jupyter_ext.handlers.base import NiniHandler
+from nini.errors import ErrorCode, NiniError
+from nini.skills.invoke import invoke
+
+UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]")
+
+
+def upload_name(name: str) -> str:
+    """The plain file name an uploaded file gets; INVALID_ARGUMENT when nothing usable is left."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    cleaned = UNSAFE.sub("_", base).strip().lstrip(".")
+    if not cleaned or len(cleaned) > 200:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{name[:80]!r} is not a usable file name (1 to 200 characters, not hidden)")
+    return cleaned
+
+
+class FilesHandler(NiniHandler):
+    @property
+    def max_body_bytes(self) -> int:
+        return self.runtime.settings.server.max_upload_bytes
+
+    def _body_error(self) -> NiniError:
+        limit = self.max_body_bytes
+        return NiniError(ErrorCode.TOO_LARGE, f"the file is larger than {limit:,} bytes (server.max_upload_bytes)",
+                         {"max_upload_bytes": limit})  # fmt: skip
+
+    @web.authenticated
+    @authorized
+    async def post(self, session_id: str) -> None:
+        """Query ``name`` (required) and ``load=1``: 201 ``{path, size_bytes, dataset?}``."""
+        data = self.body_bytes()
+        name = upload_name(self.get_query_argument("name", ""))
+        session = await self.session(session_id)
+        path = f"uploads/{name}"
+        session.workspace.fs.makedirs("uploads")
+        session.workspace.fs.write_bytes(path, data)
+        reply: dict[str, object] = {"path": path, "size_bytes": len(data)}
+        if self.get_query_argument("load", "0") in ("1", "true"):
+            loaded = await invoke(session, "load_dataset", {"path": path})
+            if not loaded.success:
+                raise NiniError((loaded.error or {}).get("code", "INVALID_ARGUMENT"), (loaded.error or {}).get("message", ""))
+            reply["dataset"] = loaded.result
+        self.reply(reply, status=201)
+
+
+handlers = [(r"/nini/api/sessions/([^/]+)/files", FilesHandler)]
