@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from nini import __version__
-from nini.cli import ask, experience, prefs, r, report, sessions, skills
+from nini.cli import ask, experience, models, prefs, r, report, sessions, skills
 from nini.cli._common import CliState, handles_errors, print_json, silence_stdout, state
 from nini.doctor import run_checks
 
@@ -24,6 +24,7 @@ app.add_typer(sessions.app, name="sessions")
 app.add_typer(r.app, name="r")
 app.add_typer(experience.app, name="experience")
 app.add_typer(prefs.app, name="prefs")
+app.add_typer(models.app, name="models")
 app.command("ask")(ask.ask_command)
 app.command("run-code")(sessions.run_code_command)
 app.command("run-r", help=sessions.RUN_R_HELP)(sessions.run_code_command)
@@ -57,9 +58,20 @@ def root(
 def doctor(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
+    check_models: Annotated[bool, typer.Option("--check-models", help="Also make one tiny real call per model to try (nini models test).")] = False,
 ) -> None:
     """Check Python, packages, R, the sandbox and NINI_HOME; exit 1 if a required part is missing."""
-    checks = run_checks(state(ctx).settings)
+    import asyncio
+
+    from nini.doctor import Check
+
+    settings = state(ctx).settings
+    checks = run_checks(settings)
+    if check_models:
+        tested = asyncio.run(models.run_tests(settings))
+        checks += [Check(f"model call {target}", ok, detail, required=False) for target, ok, detail in tested]
+        if not tested:
+            checks.append(Check("model call", False, "no model to test: nini models add NAME", required=False))
     if as_json:
         print_json([c.to_dict() for c in checks])
     else:
