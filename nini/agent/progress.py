@@ -5,15 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 
+LANGUAGES = {"run_code": "Python", "run_r_code": "R"}
+
+
 def progress_line(kind: str, data: dict[str, Any]) -> str | None:
-    """One short line for a progress event of a turn; None for events that print no line."""
+    """One short line for a progress event of a turn (tool, language, label, duration); None for
+    events that print no line."""
+    language = LANGUAGES.get(str(data.get("name")))
     if kind == "tool_call":
         arguments = data.get("arguments") or {}
         label = arguments.get("label") or arguments.get("path") or arguments.get("name") or ""
-        return f"→ {data.get('name')}" + (f" [{label}]" if label else "")
+        return f"→ {data.get('name')}" + (f" [{label}]" if label else "") + (f" · {language}" if language else "")
     if kind == "tool_result":
         if data.get("success"):
-            return f"✓ {data.get('name')} ({data.get('duration_ms')} ms)"
+            return f"✓ {data.get('name')} ({(language + ', ') if language else ''}{data.get('duration_ms')} ms)"
         error = data.get("error") or {}
         return f"✗ {data.get('name')}: {error.get('code')}: {str(error.get('message', ''))[:200]}"
     if kind == "task_summary":

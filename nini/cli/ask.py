@@ -1,20 +1,20 @@
 """``nini ask``: one agent turn in the terminal, its progress streamed as it happens.
 
 The model's text goes to stdout as it streams; progress lines (tool calls, results, task
-summaries) go to stderr, so ``nini ask ... > answer.md`` keeps just the words.
+summaries) go to stderr, so ``nini ask ... > answer.md`` keeps just the words. On a terminal the
+answer is rendered as Markdown under a spinner that counts the seconds (``nini.cli.terminal``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import typer
 
-from nini.agent.progress import progress_line
 from nini.cli._common import handles_errors, load_data_files, print_json, state
+from nini.cli.terminal import print_progress
 
 
 @handles_errors
@@ -55,7 +55,7 @@ async def _ask(settings, project_dir: Path, question: str, data: list[Path], ses
         session.stage = stage
         await load_data_files(session, data, announce=show)
         subscription = session.events.subscribe(session.id) if show else None
-        printer = asyncio.create_task(_print_progress(subscription)) if subscription else None
+        printer = asyncio.create_task(print_progress(subscription)) if subscription else None
         try:
             result = await runtime.agent.run(session, question)
         finally:
@@ -63,28 +63,6 @@ async def _ask(settings, project_dir: Path, question: str, data: list[Path], ses
                 await _drain(printer)
                 subscription.close()
         return session.id, result
-
-
-async def _print_progress(subscription: Any) -> None:
-    """Print the run's events until its ``done``."""
-    streamed_tail = "\n"
-    async for event in subscription:
-        kind, data = event["type"], event["data"] or {}
-        if kind == "assistant_delta":
-            sys.stdout.write(data.get("text", ""))
-            sys.stdout.flush()
-            streamed_tail = data.get("text", "")[-1:] or streamed_tail
-            continue
-        if kind == "assistant_message" and data.get("tool_calls") and streamed_tail != "\n":
-            sys.stdout.write("\n")
-            streamed_tail = "\n"
-        line = progress_line(kind, data)
-        if line:
-            typer.echo(line, err=True)
-        if kind == "done":
-            if streamed_tail != "\n":
-                sys.stdout.write("\n")
-            return
 
 
 async def _drain(printer: asyncio.Task[None]) -> None:

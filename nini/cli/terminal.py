@@ -1,0 +1,95 @@
+"""A run's progress in a terminal (``nini ask``).
+
+On a terminal (rich decides, and honours ``NO_COLOR``): the answer is rendered as Markdown, re-drawn
+as it streams, under a spinner line that counts the seconds while the model thinks or a step runs;
+each step's line (tool, language, label, duration) prints above it. Piped or redirected: the plain
+text of the answer on stdout as it streams, the step lines on stderr, nothing that moves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from typing import Any
+
+from nini.agent.progress import progress_line
+
+TICK_S = 0.25
+LINE_STYLES = {"✓": "green", "✗": "red", "→": "dim", "↳": "cyan"}  # by a progress line's first character
+
+
+async def print_progress(subscription: Any) -> None:
+    """Print the run's events until its ``done``: live on a terminal, plain otherwise."""
+    from rich.console import Console
+
+    console = Console(file=sys.stdout)
+    if console.is_terminal:
+        await _live(subscription, console)
+    else:
+        await _plain(subscription)
+
+
+async def _plain(subscription: Any) -> None:
+    streamed_tail = "\n"
+    async for event in subscription:
+        kind, data = event["type"], event["data"] or {}
+        if kind == "assistant_delta":
+            sys.stdout.write(data.get("text", ""))
+            sys.stdout.flush()
+            streamed_tail = data.get("text", "")[-1:] or streamed_tail
+            continue
+        if kind == "assistant_message" and data.get("tool_calls") and streamed_tail != "\n":
+            sys.stdout.write("\n")
+            streamed_tail = "\n"
+        line = progress_line(kind, data)
+        if line:
+            print(line, file=sys.stderr, flush=True)
+        if kind == "done":
+            if streamed_tail != "\n":
+                sys.stdout.write("\n")
+            return
+
+
+async def _live(subscription: Any, console: Any) -> None:
+    from rich.console import Group
+    from rich.live import Live
+    from rich.markdown import Markdown
+    from rich.spinner import Spinner
+
+    state = {"text": "", "doing": "thinking", "since": time.monotonic()}
+    spinner = Spinner("dots", style="cyan")
+
+    def view(final: bool = False) -> Any:
+        parts: list[Any] = [Markdown(state["text"])] if state["text"] else []
+        if not final:
+            spinner.update(text=f"{state['doing']}… {time.monotonic() - state['since']:.0f} s")
+            parts.append(spinner)
+        return Group(*parts)
+
+    with Live(view(), console=console, refresh_per_second=8, transient=False) as live:
+        ticker = asyncio.get_running_loop().create_task(_tick(live, view))
+        try:
+            async for event in subscription:
+                kind, data = event["type"], event["data"] or {}
+                if kind == "assistant_delta":
+                    state["text"] += data.get("text", "")
+                elif kind == "tool_call":
+                    state["doing"], state["since"] = f"running {data.get('name')}", time.monotonic()
+                elif kind in ("tool_result", "assistant_message"):
+                    state["doing"], state["since"] = "thinking", time.monotonic()
+                line = progress_line(kind, data)
+                if line:
+                    live.console.print(line, markup=False, highlight=False, style=LINE_STYLES.get(line[0], "dim"))
+                if kind == "done":
+                    break
+                live.update(view())
+        finally:
+            ticker.cancel()
+            live.update(view(final=True))
+
+
+async def _tick(live: Any, view: Any) -> None:
+    while True:
+        await asyncio.sleep(TICK_S)
+        live.update(view())

@@ -1,0 +1,77 @@
+"""``nini ask`` in a real pseudo-terminal against the scripted model: the answer rendered as Markdown
+under a spinner that counts the seconds, colours off with NO_COLOR, and plain text when piped."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import scripted_model_settings, write_settings
+from tests.llm_server import Reply, ScriptedLLM
+
+pytestmark = pytest.mark.slow
+NINI = str(Path(sys.executable).parent / "nini")
+ANSWER = "**Total** revenue is 12.\n\n- north: 5\n- south: 7\n"
+COLOUR = re.compile(r"\x1b\[(?:3[0-9]|9[0-7]|38;)")  # a foreground colour
+ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def text_of(shown: str) -> str:
+    return ESCAPES.sub("", shown)
+
+
+def ask(tmp_path: Path, llm: ScriptedLLM, *, terminal: bool, **env: str) -> str:
+    home = tmp_path / f"home-{terminal}-{len(env)}"
+    write_settings(home, scripted_model_settings(llm))
+    llm.reply(Reply(content=ANSWER, delay_s=1.6))
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("NINI_", "NO_COLOR"))}
+    environ.update(NINI_HOME=str(home), COLUMNS="80", LINES="24", TERM="xterm-256color", **env)
+    command = [NINI, "--project-dir", str(tmp_path), "ask", "What is the total?"]
+    if not terminal:
+        done = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(command, env=environ, stdin=subprocess.DEVNULL, stdout=follower, stderr=subprocess.DEVNULL)
+    os.close(follower)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.5)
+        if ready:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # the terminal closed: the process is gone
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif process.poll() is not None:
+            break
+    os.close(leader)
+    assert process.wait(timeout=30) == 0
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def test_a_terminal_shows_a_spinner_then_the_answer_as_markdown(tmp_path: Path, llm_server: ScriptedLLM) -> None:
+    shown = ask(tmp_path, llm_server, terminal=True)
+    assert "thinking… 1 s" in shown  # counted while the model took 1.6 s
+    assert "**Total**" not in shown and "\x1b[1mTotal" in shown  # Markdown rendered: bold, not asterisks
+    assert "• north: 5" in text_of(shown) and COLOUR.search(shown)
+
+
+def test_no_color_keeps_the_rendering_without_colours(tmp_path: Path, llm_server: ScriptedLLM) -> None:
+    shown = ask(tmp_path, llm_server, terminal=True, NO_COLOR="1")
+    assert "• north: 5" in text_of(shown) and "thinking… 1 s" in shown and not COLOUR.search(shown)
+
+
+def test_piped_output_is_the_plain_answer(tmp_path: Path, llm_server: ScriptedLLM) -> None:
+    assert ask(tmp_path, llm_server, terminal=False) == ANSWER.rstrip("\n") + "\n"
