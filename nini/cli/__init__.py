@@ -83,6 +83,27 @@ def doctor(
         raise typer.Exit(1)
 
 
+@app.command("mcp")
+@handles_errors
+def mcp_command(
+    ctx: typer.Context,
+    session_id: Annotated[str | None, typer.Option("--session", help="Serve this session (created if new); default: a new one.")] = None,
+) -> None:
+    """Serve nini's enabled skills as MCP tools over stdio (for Claude Code, Cursor, Jupyter AI, ...)."""
+    import asyncio
+
+    from nini.mcp.server import serve_stdio
+    from nini.runtime import Runtime
+
+    cli = state(ctx)
+
+    async def serve() -> None:
+        async with Runtime(cli.settings, project_dir=cli.project_dir) as runtime:
+            await serve_stdio(runtime.session_or_new(session_id, title="MCP"))
+
+    asyncio.run(serve())
+
+
 def main() -> None:
     """Console entry point: usage errors exit 1 like every other user error (2 is for policy denials)."""
     try:
