@@ -187,6 +187,33 @@ class PreferenceSettings(BaseModel):
     timeout_s: float = Field(30, gt=0, le=600, description="How long one feedback may take (a model reading the comment included).")
 
 
+class MCPServerSettings(BaseModel):
+    """An MCP server whose tools the agent may call (``mcp__<name>__<tool>``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(..., min_length=1, description="Its name in tool names and in nini doctor.")
+    command: str | None = Field(None, description="stdio: the program to start (with args).")
+    args: list[str] = Field(default_factory=list, description="stdio: the program's arguments.")
+    url: str | None = Field(None, description="streamable HTTP: the endpoint URL (instead of command).")
+    env: list[str] = Field(default_factory=list, description="Names of environment variables passed on (secrets by name).")
+    enabled: bool = True
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> MCPServerSettings:
+        if bool(self.command) == bool(self.url):
+            raise ValueError(f"MCP server {self.name!r} needs a command (stdio) or a url (HTTP), not both or neither")
+        return self
+
+
+class MCPSettings(BaseModel):
+    """MCP servers whose tools join the agent's."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    servers: list[MCPServerSettings] = Field(default_factory=list, description="The servers, each {name, command, args | url, env, enabled}.")
+
+
 class ServerSettings(BaseModel):
     """Limits of the Jupyter server extension's REST API."""
 
@@ -326,6 +353,7 @@ class Settings(BaseSettings):
     skill_enhance: SkillEnhanceSettings = Field(default_factory=SkillEnhanceSettings)
     experience: ExperienceSettings = Field(default_factory=ExperienceSettings)
     preferences: PreferenceSettings = Field(default_factory=PreferenceSettings)
+    mcp: MCPSettings = Field(default_factory=MCPSettings)
     database_url: str | None = Field(
         None,
         description="NINI_DATABASE_URL: SQLAlchemy URL of the history store (e.g. PostgreSQL for a hub); "

@@ -38,6 +38,7 @@ def run_checks(settings: Settings) -> list[Check]:
         _database(settings),
         _settings(settings),
         _experience(settings),
+        *_mcp_servers(settings),
         *_models(settings),
     ]
 
@@ -148,6 +149,19 @@ def _experience(settings: Settings) -> Check:
         return Check("experience", False, f"team INDEX.md: {len(parsed.problems)} problem(s), e.g. {parsed.problems[0]}; "
                      "see nini experience validate", required=False)  # fmt: skip
     return Check("experience", True, f"team library: {len(parsed.active())} active of {len(parsed.rows)}", required=False)
+
+
+def _mcp_servers(settings: Settings) -> list[Check]:
+    """Each enabled MCP server of ``mcp.servers``: started and its tools listed, or why not."""
+    if not any(server.enabled for server in settings.mcp.servers):
+        return []
+    import asyncio
+
+    from nini.mcp.client import check_servers
+
+    found = asyncio.run(check_servers(settings))
+    return [Check(f"mcp {name}", problem is None, "starts and lists its tools" if problem is None else f"left out of runs: {problem}",
+                  required=False) for name, problem in found.items()]  # fmt: skip
 
 
 def _settings(settings: Settings) -> Check:

@@ -61,6 +61,7 @@ class Runtime:
         self._agent: AgentRunner | None = None
         self._experience: ExperienceMemory | None = None
         self._preferences: PreferenceMemory | None = None
+        self._mcp: Any = None  # nini.mcp.client.MCPConnections, once an agent run needs them
         self.approvals = Approvals()
         self._usage: dict[Path, tuple[float, int]] = {}  # workspace root -> (when measured, bytes)
 
@@ -134,6 +135,16 @@ class Runtime:
             self._preferences = PreferenceMemory(self.settings, self.store, self.project_dir)
         return self._preferences
 
+    async def mcp_tools(self) -> None:
+        """Connect the configured MCP servers and register their tools (once; a server that fails is left out)."""
+        if not self.settings.mcp.servers:
+            return
+        if self._mcp is None:
+            from nini.mcp.client import MCPConnections
+
+            self._mcp = MCPConnections(self.settings)
+        await self._mcp.start(self.registry)
+
     @property
     def agent(self) -> AgentRunner:
         """The agent runner of this runtime's sessions (created on first use)."""
@@ -199,6 +210,8 @@ class Runtime:
         for task in list(self._client_calls):
             task.cancel()
         await asyncio.gather(*self._client_calls, return_exceptions=True)
+        if self._mcp is not None:
+            await self._mcp.aclose()
         try:
             if self._agent is not None:
                 await self._agent.aclose()

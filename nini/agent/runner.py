@@ -206,6 +206,7 @@ class AgentRunner:
         await store.call(store.add_message, session.id, "user", message, turn_id=turn_id)
         await self._publish(session, "user_message", {"text": message}, turn_id)
         try:
+            await self.runtime.mcp_tools()  # the configured MCP servers' tools join the skills (once)
             system = await build_system_prompt(session, message, self.prompt_contributors)
             messages = await store.call(load_context, session)
             tools = build_toolset(self.runtime.registry, lambda record: True)
