@@ -56,7 +56,7 @@ async def test_a_second_edit_keeps_the_previous_file_and_reports_warnings(api: A
 @pytest.mark.parametrize(
     ("content", "needle"),
     [
-        ("# no frontmatter\n\nJust text.\n", "frontmatter"),
+        ("# no frontmatter\n", "no description"),  # without frontmatter it loads (issue 22) unless nothing describes it
         (skill_md("data-quality-check", "Has <angle> brackets."), "angle"),
         (skill_md("data-quality-check", "Fine.", tools=["x"]), "unexpected frontmatter"),
         ("---\nname: [unclosed\n---\nbody\n", "YAML"),
