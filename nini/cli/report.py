@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
+from nini.cli.terminal import cell_progress
 from nini.cli._common import handles_errors, state
 from nini.errors import ErrorCode, NiniError
 
@@ -52,8 +53,8 @@ def report_command(
 
         folder = (out or notebook.parent).resolve()
         files_dir = new_folder(folder, f"{notebook.stem}_report_files")
-        progress = (lambda line: typer.echo(line, err=True)) if execute else None
-        data, _ = from_notebook(notebook, execute=execute, timeout_s=timeout, files_dir=files_dir, progress=progress)
+        with cell_progress(execute) as progress:
+            data, _ = from_notebook(notebook, execute=execute, timeout_s=timeout, files_dir=files_dir, progress=progress)
         prefix = f"{notebook.stem}-report"
         within = None
     else:

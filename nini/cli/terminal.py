@@ -1,4 +1,4 @@
-"""A run's progress in a terminal (``nini ask``).
+"""Progress in a terminal: a run's (``nini ask``), a notebook's cells (``nini report --execute``).
 
 On a terminal (rich decides, and honours ``NO_COLOR``): the answer is rendered as Markdown, re-drawn
 as it streams, under a spinner line that counts the seconds while the model thinks or a step runs;
@@ -9,8 +9,11 @@ text of the answer on stdout as it streams, the step lines on stderr, nothing th
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import re
 import sys
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from nini.agent.progress import progress_line
@@ -93,3 +96,33 @@ async def _tick(live: Any, view: Any) -> None:
     while True:
         await asyncio.sleep(TICK_S)
         live.update(view())
+
+
+@contextlib.contextmanager
+def cell_progress(active: bool) -> Iterator[Callable[[str], None] | None]:
+    """The ``progress`` callback of a notebook run: a progress bar with the current cell on a
+    terminal (stderr), its lines (``cell 4/15 ...``) otherwise; None when nothing runs."""
+    if not active:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(file=sys.stderr)
+    if not console.is_terminal:
+        yield lambda line: print(line, file=sys.stderr, flush=True)
+        return
+    columns = (TextColumn("running the notebook"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"))
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("", total=None)
+
+        def advance(line: str) -> None:
+            found = re.match(r"cell (\d+)/(\d+) ?(.*)", line)
+            if found is None:
+                bar.console.print(line, markup=False, highlight=False)
+                return
+            done, total, text = int(found.group(1)), int(found.group(2)), found.group(3)
+            bar.update(task, completed=done - 1, total=total, description=text[:40])
+
+        yield advance
+        bar.update(task, completed=bar.tasks[0].total or 0)

@@ -3,6 +3,7 @@ under a spinner that counts the seconds, colours off with NO_COLOR, and plain te
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -39,8 +40,13 @@ def ask(tmp_path: Path, llm: ScriptedLLM, *, terminal: bool, **env: str) -> str:
         done = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         return done.stdout
+    return in_terminal(command, environ)
+
+
+def in_terminal(command: list[str], environ: dict[str, str]) -> str:
+    """What ``command`` writes to a real pseudo-terminal (stdout and stderr both), until it exits 0."""
     leader, follower = pty.openpty()
-    process = subprocess.Popen(command, env=environ, stdin=subprocess.DEVNULL, stdout=follower, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(command, env=environ, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower)
     os.close(follower)
     chunks: list[bytes] = []
     deadline = time.monotonic() + 120
@@ -75,3 +81,16 @@ def test_no_color_keeps_the_rendering_without_colours(tmp_path: Path, llm_server
 
 def test_piped_output_is_the_plain_answer(tmp_path: Path, llm_server: ScriptedLLM) -> None:
     assert ask(tmp_path, llm_server, terminal=False) == ANSWER.rstrip("\n") + "\n"
+
+
+def test_a_notebook_run_for_its_report_shows_a_progress_bar(tmp_path: Path) -> None:
+    notebook = tmp_path / "steps.ipynb"
+    notebook.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": f"x = {n}"} for n in range(3)]}))
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("NINI_")}
+    environ.update(NINI_HOME=str(tmp_path / "home"), COLUMNS="100", TERM="xterm-256color")
+    shown = in_terminal([NINI, "report", str(notebook), "--execute", "--out", str(tmp_path / "out")], environ)
+    assert "running the notebook" in shown and "3/3" in text_of(shown)
+    piped = subprocess.run([NINI, "report", str(notebook), "--execute", "--out", str(tmp_path / "out2")], env=environ,
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert piped.returncode == 0 and "cell 3/3 x = 2" in piped.stderr and "running the notebook" not in piped.stderr
