@@ -14,7 +14,8 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
-from nini.agent.model_admin import delete_provider, describe_models, provider_from_body, save_provider, test_provider
+from nini.agent.model_admin import (delete_provider, describe_models, provider_from_body, save_provider, test_provider,
+                                     test_routes)
 from nini.errors import ErrorCode, NiniError
 
 
@@ -60,9 +61,14 @@ class ModelTestHandler(NiniHandler):
     @authorized
     async def post(self) -> None:
         """Body ``{"name"}`` (a configured provider) or a whole provider (unsaved: test before saving).
-        200 ``{ok: true, provider, model, latency_ms}`` or ``{ok: false, provider, reason}``."""
+        200 ``{ok: true, provider, model, latency_ms}`` or ``{ok: false, provider, reason}``. Body
+        ``{"all": true}``: each purpose's first choice, as ``nini models test``: ``{results: [{target, ok, detail}]}``."""
         body = self.body_object()
         runtime = self.runtime
+        if body == {"all": True}:
+            results = await test_routes(runtime.settings)
+            self.reply({"results": [{"target": target, "ok": ok, "detail": detail} for target, ok, detail in results]})
+            return
         if set(body) == {"name"}:
             if not isinstance(body["name"], str):
                 raise NiniError(ErrorCode.INVALID_ARGUMENT, "name must be a string")

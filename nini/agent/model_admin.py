@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from nini.agent.llm import PURPOSES, ModelRouter, provider_problem
-from nini.config import ProviderSettings, update_setting
+from nini.config import ProviderSettings, Settings, update_setting
 from nini.errors import ErrorCode, NiniError, validation_message
 from nini.redact import redact_paths
 
@@ -186,6 +186,37 @@ async def test_provider(
         await client.aclose()
     latency_ms = round((time.monotonic() - started) * 1000)
     return {"ok": True, "provider": provider.name, "model": completion.model or provider.model, "latency_ms": latency_ms}
+
+
+async def test_routes(settings: Settings, name: str | None = None) -> list[tuple[str, bool, str]]:
+    """``nini models test`` / ``nini doctor --check-models`` / REST ``{"all": true}``: one tiny call per
+    (provider, model) to try: ``name``'s default model, or the first choice of every purpose. Each is
+    (provider/model, ok, latency or why not, with the purposes it serves)."""
+    import os
+
+    from nini.agent.llm import PURPOSES, ModelRouter
+
+    providers = {p.name: p for p in settings.llm.providers}
+    if name is not None:
+        if name not in providers:
+            raise NiniError(ErrorCode.NOT_FOUND, f"no provider {name!r}; nini models list shows them")
+        targets = {(name, providers[name].model): [name]}
+    else:
+        targets = {}
+        router = ModelRouter(settings.llm)
+        for purpose in PURPOSES:
+            try:
+                first = router.chain(purpose, require_vision=purpose == "image_analysis")[0]
+            except NiniError:
+                continue
+            targets.setdefault((first.provider, first.model), []).append(purpose)
+    results = []
+    for (provider_name, model), purposes in targets.items():
+        provider = providers[provider_name].model_copy(update={"model": model})
+        outcome = await test_provider(provider, os.environ, settings.home)
+        detail = f"{outcome['latency_ms']} ms" if outcome["ok"] else outcome["reason"]
+        results.append((f"{provider_name}/{model}", bool(outcome["ok"]), f"{detail} ({', '.join(purposes)})"))
+    return results
 
 
 def _failed(provider: ProviderSettings, code: str, message: str, home: Path) -> dict[str, Any]:

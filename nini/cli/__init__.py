@@ -68,7 +68,9 @@ def doctor(
     settings = state(ctx).settings
     checks = run_checks(settings)
     if check_models:
-        tested = asyncio.run(models.run_tests(settings))
+        from nini.agent.model_admin import test_routes
+
+        tested = asyncio.run(test_routes(settings))
         checks += [Check(f"model call {target}", ok, detail, required=False) for target, ok, detail in tested]
         if not tested:
             checks.append(Check("model call", False, "no model to test: nini models add NAME", required=False))

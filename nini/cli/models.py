@@ -5,7 +5,6 @@ The rules are ``nini.agent.model_admin``'s, shared with REST and the sidebar."""
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Annotated, Any, Literal
 
 import typer
@@ -78,41 +77,12 @@ def remove_model(ctx: typer.Context, name: str) -> None:
 @handles_errors
 def test_models(ctx: typer.Context, name: Annotated[str | None, typer.Argument(help="One provider; default: every purpose's first choice.")] = None) -> None:
     """One tiny real call per provider and model to try: OK with its latency, or why not; exit 1 on a failure."""
-    results = asyncio.run(run_tests(state(ctx).settings, name))
+    from nini.agent.model_admin import test_routes
+
+    results = asyncio.run(test_routes(state(ctx).settings, name))
     for target, ok, detail in results:
         typer.echo(f"{'OK' if ok else 'FAIL':<5} {target}  {detail}")
     if not results:
         typer.echo("no model to test: nini models add NAME")
     if not results or not all(ok for _target, ok, _detail in results):
         raise typer.Exit(1)
-
-
-async def run_tests(settings: Any, name: str | None = None) -> list[tuple[str, bool, str]]:
-    """(provider/model, ok, latency or why not, and the purposes it serves) for each (provider, model)
-    to try: ``name``'s default model, or the first choice of every purpose."""
-    from nini.agent.llm import PURPOSES, ModelRouter
-    from nini.agent.model_admin import test_provider
-    from nini.errors import ErrorCode, NiniError
-
-    providers = {p.name: p for p in settings.llm.providers}
-    if name is not None:
-        if name not in providers:
-            raise NiniError(ErrorCode.NOT_FOUND, f"no provider {name!r}; nini models list shows them")
-        targets = {(name, providers[name].model): [name]}
-    else:
-        targets = {}
-        router = ModelRouter(settings.llm)
-        for purpose in PURPOSES:
-            try:
-                first = router.chain(purpose, require_vision=purpose == "image_analysis")[0]
-            except NiniError:
-                continue
-            targets.setdefault((first.provider, first.model), []).append(purpose)
-    lines = []
-    for (provider_name, model), purposes in targets.items():
-        provider = providers[provider_name].model_copy(update={"model": model})
-        outcome = await test_provider(provider, os.environ, settings.home)
-        served = ", ".join(purposes)
-        detail = f"{outcome['latency_ms']} ms" if outcome["ok"] else outcome["reason"]
-        lines.append((f"{provider_name}/{model}", bool(outcome["ok"]), f"{detail} ({served})"))
-    return lines

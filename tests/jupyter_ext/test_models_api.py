@@ -224,3 +224,12 @@ async def test_an_upstream_error_and_a_missing_key_are_reasons(api: Any, llm_ser
 async def test_wrong_tests(api: Any, body: Any, status: int, llm_server: ScriptedLLM) -> None:
     reply = await api("POST", "models", "test", body=body)
     assert reply.status == status and llm_server.requests == []
+
+
+async def test_testing_every_purposes_first_choice_for_the_sidebar(api: Any, llm_server: ScriptedLLM) -> None:
+    """Issue 22: the sidebar tests what each purpose would call, as `nini models test` does."""
+    llm_server.reply(text("OK"), text("OK"))
+    results = (await api("POST", "models", "test", body={"all": True})).data["results"]
+    assert [(r["target"], r["ok"]) for r in results] == [("local/m", True), ("local/m-vl", True)]
+    assert "chat" in results[0]["detail"] and results[1]["detail"].endswith("(image_analysis)")
+    assert [request["model"] for request in llm_server.requests] == ["m", "m-vl"]  # never the unusable provider
