@@ -84,6 +84,8 @@ def _protections(settings: Settings) -> list[Check]:
         checks = [Check("sandbox", False, "execution.sandbox is 'none': agent code runs unsandboxed", required=False)]
     else:
         checks = [Check("sandbox", ok, detail if ok else f"{detail}; agent code runs unsandboxed", required=False)]
+    if checks[0].ok and execution.sandbox != "none":
+        checks.append(_sandboxed_python(settings))
     if checks[0].ok:
         who = ("root nini: bubblewrap keeps only CAP_SETUID/CAP_SETGID, then each session's code drops to a uid of "
                "its own (not a host account); new user namespaces refused by seccomp") if sandbox.running_as_root() else (
@@ -104,6 +106,34 @@ def _protections(settings: Settings) -> list[Check]:
     checks.append(Check("user kernel", True, f"%%nini and run-code with kernel_id: the code {USER_KERNEL_NOTICE} "
                         f"(execution.approve_in_user_kernel: {approval})", required=False))  # fmt: skip
     return checks
+
+
+def _sandboxed_python(settings: Settings) -> Check:
+    """Start this interpreter inside the sandbox, as a kernel starts, and import nini and pandas there:
+    bwrap working is not enough (a virtualenv the sandbox cannot see, say, stops every kernel)."""
+    import subprocess
+    import tempfile
+
+    from nini.execution import sandbox
+    from nini.execution.kernels import sandbox_limits
+
+    with tempfile.TemporaryDirectory(dir=sandbox.runtime_base(), prefix="nini-doctor-") as tmp:
+        workspace, runtime_dir = Path(tmp) / "workspace", Path(tmp) / "runtime"
+        workspace.mkdir()
+        runtime_dir.mkdir()
+        sandbox.prepare(workspace, runtime_dir)
+        command = sandbox.agent_command([sys.executable, "-m", "nini.execution.probe"], "bwrap", sandbox_limits(settings.execution),
+                                        workspace=workspace, runtime_dir=runtime_dir)  # fmt: skip
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return Check("sandbox python", False, f"the interpreter cannot start in the sandbox: {exc}", required=False)
+    if done.returncode == 0 and "sandboxed python ok" in done.stdout:
+        return Check("sandbox python", True, f"{sys.executable} starts inside the sandbox and imports nini and pandas", required=False)
+    reason = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1][:300]
+    return Check("sandbox python", False, f"{sys.executable} does not start inside the sandbox ({reason}); kernels will fail: "
+                 "put the interpreter where the sandbox can see it, or add its folder to execution.sandbox_read_only_paths",
+                 required=False)  # fmt: skip
 
 
 def _exec_guard(setting: str, abi: int) -> Check:

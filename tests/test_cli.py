@@ -511,3 +511,16 @@ def test_creating_a_skill_nini_will_not_use_says_why(run, project_dir: Path, tmp
     hidden = run("skills", "create", "twin-skill", "-d", "Mine, shadowed.")
     assert hidden.exit_code == 0 and "'twin-skill' is shadowed by project:twin-skill/SKILL.md" in hidden.stderr
     assert "not the skill just created" in hidden.stderr
+
+
+def test_doctor_starts_the_interpreter_inside_the_sandbox(run, nini_home: Path, monkeypatch: pytest.MonkeyPatch):
+    """Issue 22: bwrap working used to be enough for OK, even where no kernel could start in it."""
+    from nini.execution.sandbox import probe_bwrap
+
+    if not probe_bwrap()[0]:
+        pytest.skip(f"no working bubblewrap here: {probe_bwrap()[1]}")
+    by = {c["name"]: c for c in json.loads(ok(run("doctor", "--json")))}
+    assert by["sandbox python"]["ok"] is True and "imports nini and pandas" in by["sandbox python"]["detail"]
+    monkeypatch.setenv("NINI_EXECUTION__MEMORY_LIMIT_MB", "256")  # too little for pandas: the interpreter fails inside
+    starved = {c["name"]: c for c in json.loads(ok(run("doctor", "--json")))}
+    assert starved["sandbox python"]["ok"] is False and "kernels will fail" in starved["sandbox python"]["detail"]
