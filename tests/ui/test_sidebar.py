@@ -212,6 +212,17 @@ def test_testing_a_provider_with_a_dead_url_shows_why(page: Any) -> None:
     screenshot(page, "09-provider-test")
 
 
+def test_testing_every_purpose_calls_each_first_choice_once(page: Any, llm: ScriptedLLM) -> None:
+    page.click('#nini-panel .lm-TabBar-tab:has-text("Models")')
+    before = len(llm.requests)
+    llm.reply(text("OK"))
+    page.click(".nini-models-test-all")
+    page.wait_for_selector('.nini-models-tested-line[data-ok="true"]', timeout=30_000)
+    lines = page.locator(".nini-models-tested-line").all_inner_texts()
+    assert len(lines) == 1 and lines[0].startswith("OK: local/") and "chat" in lines[0]
+    assert len(llm.requests) == before + 1 and llm.requests[-1]["max_tokens"] == 5
+
+
 def test_without_the_extension_the_sidebar_check_fails(browser: Any, bare_lab: Lab) -> None:
     """The negative control: the same first check against a lab with nini's frontend disabled."""
     bare_lab.wait()

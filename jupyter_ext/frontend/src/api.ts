@@ -199,6 +199,11 @@ export class NiniApi {
     return this.send('POST', 'models/test', provider);
   }
 
+  /** One tiny call per model the purposes would call first, as `nini models test`. */
+  testAllModels(): Promise<{ results: Array<{ target: string; ok: boolean; detail: string }> }> {
+    return this.send('POST', 'models/test', { all: true });
+  }
+
   experiencePending(): Promise<PendingView> {
     return this.request('experience/pending');
   }

@@ -22,6 +22,8 @@ export class ProvidersView extends Widget {
   private readonly form = el('form', 'nini-provider-form');
   private readonly result = el('div', 'nini-provider-result');
   private readonly inputs = new Map<string, HTMLInputElement | HTMLSelectElement>();
+  private readonly testAll = el('button', 'jp-Button jp-mod-styled nini-models-test-all', 'Test every purpose');
+  private readonly tested = el('ul', 'nini-models-tested');
 
   constructor(private readonly api: NiniApi) {
     super();
@@ -30,7 +32,11 @@ export class ProvidersView extends Widget {
     this.buildForm();
     this.result.setAttribute('role', 'status');
     this.providers.setAttribute('aria-label', 'Providers');
-    this.node.append(el('h3', undefined, 'Providers'), this.providers, el('h3', undefined, 'Add or edit a provider'), this.form, this.result, el('h3', undefined, 'Model per purpose'), this.purposes);
+    this.testAll.setAttribute('aria-label', 'Make one tiny call to the model each purpose would use first');
+    this.testAll.onclick = () => void this.testEveryPurpose();
+    this.tested.setAttribute('aria-label', 'Test results per model');
+    this.node.append(el('h3', undefined, 'Providers'), this.providers, el('h3', undefined, 'Add or edit a provider'), this.form, this.result,
+                     el('h3', undefined, 'Model per purpose'), this.purposes, this.testAll, this.tested);
   }
 
   private buildForm(): void {
@@ -149,6 +155,29 @@ export class ProvidersView extends Widget {
         : `Failed: ${outcome.reason ?? 'no reason given'}`;
     } catch (error) {
       this.say(error);
+    }
+  }
+
+  /** One tiny call per model the purposes would call first (as `nini models test`). */
+  private async testEveryPurpose(): Promise<void> {
+    this.testAll.disabled = true;
+    this.tested.replaceChildren(el('li', undefined, 'Testing…'));
+    try {
+      const { results } = await this.api.testAllModels();
+      this.tested.replaceChildren(
+        ...results.map(result => {
+          const line = el('li', 'nini-models-tested-line', `${result.ok ? 'OK' : 'Failed'}: ${result.target} · ${result.detail}`);
+          line.dataset.ok = String(result.ok);
+          return line;
+        })
+      );
+      if (!results.length) {
+        this.tested.replaceChildren(el('li', undefined, 'No model to test: add a provider.'));
+      }
+    } catch (error) {
+      this.say(error);
+    } finally {
+      this.testAll.disabled = false;
     }
   }
 
