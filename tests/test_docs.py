@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import BaseModel
 
@@ -50,3 +52,26 @@ def test_command_listing_is_not_empty() -> None:
 @pytest.mark.parametrize("command", _commands())
 def test_every_cli_command_is_in_the_readme(command: str) -> None:
     assert command in README, f"{command!r} is not described in README.md"
+
+
+def _options() -> list[tuple[str, str]]:
+    """(command, --option) for every option of every command (issue 22: the tour lists every option)."""
+    import typer.main
+
+    found: list[tuple[str, str]] = []
+
+    def walk(command: Any, path: str) -> None:
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, f"{path} {name}")
+        for param in command.params:
+            if param.param_type_name == "option":
+                found.extend((path, opt) for opt in param.opts if opt.startswith("--") and opt != "--help")
+
+    walk(typer.main.get_command(app), "nini")
+    assert len(found) > 50, found  # the walk reached the commands' options
+    return found
+
+
+@pytest.mark.parametrize(("command", "option"), _options())
+def test_every_cli_option_is_in_the_readme(command: str, option: str) -> None:
+    assert option in README, f"{command} {option} is not described in README.md"
