@@ -12,6 +12,7 @@ from traitlets import Bool, Enum, Unicode
 from jupyter_ext.handlers import routes
 from jupyter_ext.handlers.base import RUNTIME_SETTING
 from jupyter_ext.handlers.events import SOCKETS_SETTING
+from jupyter_ext.handlers.mcp import MCP_SETTING
 
 
 class NiniExtensionApp(ExtensionApp):
@@ -77,13 +78,17 @@ class NiniExtensionApp(ExtensionApp):
         self.handlers.extend(routes())
 
     async def stop_extension(self) -> None:
-        """Close event sockets, then shut down nini's kernels and R workers and close the store.
+        """Close event sockets and MCP sessions, then shut down nini's kernels and R workers and close
+        the store.
 
         Runs before the server shuts its own kernels down; notebook kernels nini only borrowed are
         left to the server.
         """
         sockets = list(self.settings.get(SOCKETS_SETTING, ()))
         await asyncio.gather(*(socket.shutdown() for socket in sockets), return_exceptions=True)
+        mcp_endpoint = self.serverapp.web_app.settings.get(MCP_SETTING)  # made by the first MCP request
+        if mcp_endpoint is not None:
+            await mcp_endpoint.aclose()
         runtime = self.settings.get(RUNTIME_SETTING)
         if runtime is not None:
             await runtime.aclose()  # safe to call twice

@@ -7,8 +7,8 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from jupyter_ext.handlers import (agent, approvals, artifacts, events, experience, files, models, preferences, proposals, report,
-                                  run, sessions, skills)
+from jupyter_ext.handlers import (agent, approvals, artifacts, events, experience, files, mcp, models, preferences, proposals,
+                                  report, run, sessions, skills)
 from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
 
@@ -42,5 +42,6 @@ def routes() -> list[tuple[Any, ...]]:
         *report.handlers,
         *artifacts.handlers,
         *events.handlers,
+        *mcp.handlers,
         (r"/nini/api(/.*)?", UnknownRouteHandler),
     ]

@@ -3,14 +3,21 @@
 Any MCP client (Claude Code, Cursor, Jupyter AI, ...) gets nini's sandboxed Python, policy-checked
 R, datasets and reports. Every call goes through ``invoke``, so it is recorded and published like
 an agent's; a failed call (a policy refusal with its reasons, say) comes back as a tool error. One
-session per connection unless the client names one (``nini mcp --session ID``). Tool names are the
-wire names the agent's models see (``task:explore`` is ``task__explore``).
+session per connection unless the client names one (``nini mcp --session ID``, or ``?session=ID``
+on the HTTP endpoint). Tool names are the wire names the agent's models see (``task:explore`` is
+``task__explore``).
+
+Two transports share one server: stdio (``serve_stdio``, one connection, one session) and
+streamable HTTP (``HTTPEndpoint``, which the Jupyter server extension mounts at ``/nini/mcp``
+behind Jupyter's own authentication), where each MCP session gets its own nini session.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import mimetypes
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
@@ -22,17 +29,20 @@ from nini.skills.invoke import invoke
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
+    from nini.runtime import Runtime
     from nini.session import Session
+
+# The nini session a request belongs to, from the request's context (the SDK's ServerRequestContext).
+SessionOf = Callable[[Any], Awaitable["Session"]]
 
 URI_PREFIX = "nini://sessions/"
 TEXT_FORMATS = {"md", "csv", "json", "txt", "html", "svg", "py", "r"}
 
 
-def build_server(session: Session) -> Server:
-    """An MCP server serving ``session``: its runtime's enabled skills and its workspace files."""
+def build_server(runtime: Runtime, session_of: SessionOf) -> Server:
+    """An MCP server of ``runtime``'s enabled skills; each request works in the session
+    ``session_of`` gives for it (its tool calls recorded there, its files the resources)."""
     from mcp.server.lowlevel import Server
-
-    runtime = session.runtime
 
     def toolset() -> Any:
         return build_toolset(runtime.registry, lambda record: True)
@@ -43,29 +53,33 @@ def build_server(session: Session) -> Server:
                  for s in toolset().schemas]  # fmt: skip
         return types.ListToolsResult(tools=tools)
 
-    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         skill = toolset().skill_name(params.name)
         if skill is None:
             return _error(f"NOT_FOUND: no tool {params.name!r}")
+        session = await session_of(ctx)
         result = await invoke(session, skill, dict(params.arguments or {}))
         text = result.text_for_llm(runtime.settings.execution.output_cap_chars)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=not result.success,
                                     structured_content=result.to_dict())  # fmt: skip
 
-    async def list_resources(_ctx: Any, _params: Any) -> types.ListResourcesResult:
+    async def list_resources(ctx: Any, _params: Any) -> types.ListResourcesResult:
+        session = await session_of(ctx)
         rows = await runtime.store.call(runtime.store.list_artifacts, session.id)
         resources = [types.Resource(uri=f"{URI_PREFIX}{session.id}/artifacts/{row['path']}", name=row["name"],
                                     mime_type=mimetypes.guess_type(row["path"])[0] or "application/octet-stream")
                      for row in rows]  # fmt: skip
         return types.ListResourcesResult(resources=resources)
 
-    async def read_resource(_ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        session = await session_of(ctx)
         uri = str(params.uri)
         prefix = f"{URI_PREFIX}{session.id}/artifacts/"
         if not uri.startswith(prefix):
             raise NiniError(ErrorCode.NOT_FOUND, f"{uri}: this connection serves {prefix}...")
         relative = uri[len(prefix):]
-        data = session.workspace.fs.read_bytes(relative, limit=50_000_000)  # no link followed, nothing outside
+        # no link followed, nothing outside; off the event loop, which may be a Jupyter server's
+        data = await asyncio.to_thread(session.workspace.fs.read_bytes, relative, limit=50_000_000)
         mime = mimetypes.guess_type(relative)[0] or "application/octet-stream"
         if relative.rsplit(".", 1)[-1].lower() in TEXT_FORMATS:
             return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=data.decode("utf-8", "replace"))])
@@ -84,6 +98,74 @@ async def serve_stdio(session: Session) -> None:
     """Serve ``session`` over this process's stdin and stdout until the client closes."""
     from mcp.server.stdio import stdio_server
 
-    server = build_server(session)
+    async def session_of(_ctx: Any) -> Session:
+        return session
+
+    server = build_server(session.runtime, session_of)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
+
+
+class HTTPEndpoint:
+    """nini over streamable HTTP: the SDK's session manager, run in a task of its own, with one nini
+    session per MCP session (``Mcp-Session-Id``), or the one the client names with ``?session=ID``.
+
+    The transport knows nothing of who may call it: its host (the Jupyter server extension)
+    authenticates each request before it gets here. The manager starts at the first request, so a
+    server whose MCP endpoint is never used pays nothing for it.
+    """
+
+    def __init__(self, runtime: Runtime) -> None:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        self.runtime = runtime
+        self.manager = StreamableHTTPSessionManager(build_server(runtime, self.session_of))
+        self._sessions: dict[str, Session] = {}  # by MCP session id
+        self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+        self._lock = asyncio.Lock()
+
+    async def session_of(self, ctx: Any) -> Session:
+        """The request's nini session: the one its MCP session has, else the one it names (created
+        if new), else a new one; an MCP session keeps the session its first call got."""
+        request = getattr(ctx, "request", None)
+        mcp_id = request.headers.get("mcp-session-id") if request is not None else None
+        if mcp_id and mcp_id in self._sessions:
+            return self._sessions[mcp_id]
+        named = request.query_params.get("session") if request is not None else None
+        session = await self.runtime.store.call(self.runtime.session_or_new, named, "MCP")
+        if mcp_id:
+            self._sessions[mcp_id] = session
+        return session
+
+    async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Serve one HTTP request (an ASGI call) of any MCP session."""
+        await self._start()
+        await self.manager.handle_request(scope, receive, send)
+        if scope["method"] == "DELETE":  # the client ended its MCP session
+            mcp_id = dict(scope["headers"]).get(b"mcp-session-id", b"").decode("latin-1")
+            self._sessions.pop(mcp_id, None)
+
+    async def _start(self) -> None:
+        async with self._lock:
+            if self._task is not None:
+                return
+            ready = asyncio.Event()
+
+            async def run() -> None:
+                async with self.manager.run():
+                    ready.set()
+                    await self._stop.wait()
+
+            self._task = asyncio.create_task(run(), name="nini-mcp-http")
+            waiter = asyncio.create_task(ready.wait())
+            await asyncio.wait({self._task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if not ready.is_set():
+                waiter.cancel()
+                self._task.result()  # the manager failed to start: raise its error here
+
+    async def aclose(self) -> None:
+        """End every MCP session (their requests in flight are cancelled); safe to call twice."""
+        self._stop.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
