@@ -1,12 +1,17 @@
-"""`make demo`: nini end to end, offline, on bundled data, in a throwaway NINI_HOME.
+"""`make demo`: nini end to end, offline, on bundled data, in a fresh NINI_HOME.
 
-Each step runs the real `nini` command, exactly as a user would type it.
+Each step runs the real `nini` command, exactly as a user would type it. The demo's NINI_HOME
+(`demo-output/home`) and project (`demo-output/project`) are made anew by each run and kept after
+it, so that every command README.md shows works when typed next, with
+`export NINI_HOME=$PWD/demo-output/home`. `NINI_DEMO_OUTPUT` puts all of it somewhere else (the
+test that runs the demo and then README's commands does so).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -14,7 +19,7 @@ from pathlib import Path
 
 NINI = str(Path(sys.executable).with_name("nini"))
 EXAMPLES = Path(__file__).resolve().parent
-DEMO_OUTPUT = EXAMPLES.parent / "demo-output"
+DEMO_OUTPUT = Path(os.environ.get("NINI_DEMO_OUTPUT") or EXAMPLES.parent / "demo-output").resolve()
 
 
 def step(title: str, *args: str, env: dict[str, str], cwd: Path, stdin: str | None = None, live: bool = False) -> str:
@@ -36,11 +41,13 @@ def step(title: str, *args: str, env: dict[str, str], cwd: Path, stdin: str | No
 
 
 def main() -> None:
+    home, project = DEMO_OUTPUT / "home", DEMO_OUTPUT / "project"
+    for previous in (home, project):  # the last demo's record: each run starts from nothing
+        shutil.rmtree(previous, ignore_errors=True)
+    project.mkdir(parents=True)
     with tempfile.TemporaryDirectory(prefix="nini-demo-") as tmp:
-        home, project = Path(tmp) / "home", Path(tmp) / "project"
-        project.mkdir()
         env = {**os.environ, "NINI_HOME": str(home)}
-        print(f"NINI_HOME={home} (temporary; removed at the end)")
+        print(f"NINI_HOME={home} (made anew by each demo, kept after it)")
 
         step("Create a Markdown skill from the scaffold",
              "skills", "create", "monthly-sales-summary", "--type", "markdown",
@@ -54,7 +61,8 @@ def main() -> None:
         print("".join(Path(snapshot).read_text(encoding="utf-8").splitlines(keepends=True)[:12]).rstrip())
         step("Check the installation", "doctor", env=env, cwd=project)
         analyse(env, project, Path(tmp))
-    print("\ndemo finished")
+    print("\ndemo finished. To go on with its sessions, skills and settings (README's commands):\n"
+          f"  . .venv/bin/activate\n  export NINI_HOME={home}\n  nini report --session demo-agent")
 
 
 def analyse(env: dict[str, str], project: Path, tmp: Path) -> None:
