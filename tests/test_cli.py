@@ -524,3 +524,30 @@ def test_doctor_starts_the_interpreter_inside_the_sandbox(run, nini_home: Path, 
     monkeypatch.setenv("NINI_EXECUTION__MEMORY_LIMIT_MB", "256")  # too little for pandas: the interpreter fails inside
     starved = {c["name"]: c for c in json.loads(ok(run("doctor", "--json")))}
     assert starved["sandbox python"]["ok"] is False and "kernels will fail" in starved["sandbox python"]["detail"]
+
+
+def test_an_interpreter_reached_through_a_link_under_tmp_runs_sandboxed(nini_home: Path, tmp_path: Path) -> None:
+    """Issue 22: a virtualenv named through a link under /tmp (the sandbox's /tmp is a fresh one)
+    failed 'sandbox python' and every kernel (execvp: No such file); its prefix is now bound where
+    it is named too."""
+    from nini.execution.sandbox import probe_bwrap
+
+    if not probe_bwrap()[0]:
+        pytest.skip(f"no working bubblewrap here: {probe_bwrap()[1]}")
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("the tests do not run in a virtualenv, so there is no venv to reach through a link")
+    link = tmp_path / "env-link"
+    link.symlink_to(sys.prefix, target_is_directory=True)
+    python = link / "bin" / Path(sys.executable).name
+
+    def nini_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(python), "-c", "from nini.cli import main; main()", *args], input=stdin,
+                              capture_output=True, text=True, timeout=300, cwd=tmp_path)  # fmt: skip
+
+    checks = {c["name"]: c for c in json.loads(nini_cli("doctor", "--json").stdout)}
+    assert checks["sandbox python"]["ok"] is True, checks["sandbox python"]
+    ran = nini_cli("run-code", "-", "--json", stdin="import sys\nresult = sys.prefix\nprint(6 * 7)")
+    assert ran.returncode == 0, ran.stderr
+    outcome = json.loads(ran.stdout)
+    assert outcome["isolation"] == "sandbox" and outcome["result"]["stdout"] == "42\n"
+    assert outcome["result"]["result"] == str(link)  # the venv, under its linked name

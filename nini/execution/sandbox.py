@@ -180,6 +180,9 @@ def bwrap_command(
     for path in _read_only_paths(limits.read_only_paths):
         args += _parents(path, made, bound) + ["--ro-bind", str(path), str(path)]
         bound.append(path)
+    for target, named in _prefix_aliases(bound):
+        args += _parents(named, made, bound) + ["--ro-bind", str(target), str(named)]
+        bound.append(named)
     for writable in (workspace, shared_dir):
         if writable is not None:
             args += _parents(writable, made, bound) + ["--bind", str(writable), str(writable)]
@@ -273,6 +276,19 @@ def _read_only_paths(extra: Iterable[Path]) -> list[Path]:
     wanted |= {Path(p).resolve() for p in extra}
     usable = {p for p in wanted if p.exists() and p != Path("/") and not p.is_relative_to("/usr")}
     return sorted(p for p in usable if not any(o != p and p.is_relative_to(o) for o in usable))
+
+
+def _prefix_aliases(bound: list[Path]) -> list[tuple[Path, Path]]:
+    """(real folder, name) for the interpreter's prefix where a link leads to it (a venv reached
+    as ``/tmp/env`` -> ``/srv/envs/a``): the kernel is started as ``sys.executable``, under that
+    name, which the sandbox would otherwise not have (its ``/tmp`` is a fresh one)."""
+    aliases: list[tuple[Path, Path]] = []
+    for entry in dict.fromkeys((sys.prefix, sys.exec_prefix)):
+        named = Path(os.path.abspath(entry))
+        target = named.resolve()
+        if named != target and named != Path("/") and not any(named.is_relative_to(b) for b in bound):
+            aliases.append((target, named))
+    return aliases
 
 
 def _site_packages() -> list[str]:
