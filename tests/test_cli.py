@@ -527,9 +527,9 @@ def test_doctor_starts_the_interpreter_inside_the_sandbox(run, nini_home: Path, 
 
 
 def test_an_interpreter_reached_through_a_link_under_tmp_runs_sandboxed(nini_home: Path, tmp_path: Path) -> None:
-    """Issue 22: a virtualenv named through a link under /tmp (the sandbox's /tmp is a fresh one)
-    failed 'sandbox python' and every kernel (execvp: No such file); its prefix is now bound where
-    it is named too."""
+    """Issue 22: a virtualenv named through a link under /tmp (the sandbox's /tmp is a fresh one), or
+    through "..", failed 'sandbox python' and every kernel (execvp: No such file); its prefix is now
+    bound where it is named too, and the interpreter is named without ".."."""
     from nini.execution.sandbox import probe_bwrap
 
     if not probe_bwrap()[0]:
@@ -538,7 +538,8 @@ def test_an_interpreter_reached_through_a_link_under_tmp_runs_sandboxed(nini_hom
         pytest.skip("the tests do not run in a virtualenv, so there is no venv to reach through a link")
     link = tmp_path / "env-link"
     link.symlink_to(sys.prefix, target_is_directory=True)
-    python = link / "bin" / Path(sys.executable).name
+    (tmp_path / "bin").mkdir()  # named through "..", as `../.venv/bin/python` run from a subfolder is
+    python = tmp_path / "bin" / ".." / "env-link" / "bin" / Path(sys.executable).name
 
     def nini_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(python), "-c", "from nini.cli import main; main()", *args], input=stdin,

@@ -153,7 +153,11 @@ def agent_command(
 ) -> list[str]:
     """``cmd`` (``python [flags] -m MODULE args``) as the agent process: confined, and in ``bwrap``
     mode inside the sandbox. ``runtime_dir`` is a private host folder of this process (nini
-    writes the sandbox's passwd there); ``shared_dir``, inside it, is bound writable too."""
+    writes the sandbox's passwd there); ``shared_dir``, inside it, is bound writable too.
+
+    The interpreter is named without ``..`` (``benchmarks/../.venv/bin/python`` when started so):
+    the folders such a name passes through are not in the sandbox."""
+    cmd = [os.path.abspath(cmd[0]), *cmd[1:]]
     if mode == "none":
         return confine.command(cmd, memory_bytes=limits.memory_bytes, sandboxed=False)
     uid = session_uid(workspace) if running_as_root() else None
