@@ -197,12 +197,16 @@ class MCPServerSettings(BaseModel):
     args: list[str] = Field(default_factory=list, description="stdio: the program's arguments.")
     url: str | None = Field(None, description="streamable HTTP: the endpoint URL (instead of command).")
     env: list[str] = Field(default_factory=list, description="Names of environment variables passed on (secrets by name).")
+    headers: dict[str, str] = Field(default_factory=dict, description="HTTP: headers of each request; ${NAME} is the "
+                                    "variable NAME of nini's environment, for a NAME listed in env.")  # fmt: skip
     enabled: bool = True
 
     @model_validator(mode="after")
     def _one_transport(self) -> MCPServerSettings:
         if bool(self.command) == bool(self.url):
             raise ValueError(f"MCP server {self.name!r} needs a command (stdio) or a url (HTTP), not both or neither")
+        if self.headers and not self.url:
+            raise ValueError(f"MCP server {self.name!r}: headers are for an HTTP server (url)")
         return self
 
 

@@ -33,6 +33,7 @@ log = logging.getLogger("nini.mcp")
 START_TIMEOUT_S = 20
 CALL_TIMEOUT_S = 120
 _WIRE = re.compile(r"[^A-Za-z0-9_-]+")
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class _AnyArguments(BaseModel):
@@ -89,7 +90,7 @@ class MCPConnections:
         except Exception as exc:  # a server that cannot start is left out, with the reason
             stop.set()
             task.cancel()
-            reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            reason = _reason(exc)
             self.problems[server.name] = reason[:300]
             log.warning("MCP server %s left out: %s", server.name, reason)
             return
@@ -148,9 +149,13 @@ class MCPConnections:
 @contextlib.asynccontextmanager
 async def _transport(server: MCPServerSettings) -> Any:
     if server.url:
+        import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
-        async with streamable_http_client(server.url) as streams:
+        # the SDK's own timeouts: a server may hold a response stream open for a long call
+        timeout = httpx2.Timeout(30, read=300)
+        async with (httpx2.AsyncClient(headers=_headers(server), timeout=timeout) as http,
+                    streamable_http_client(server.url, http_client=http) as streams):  # fmt: skip
             yield streams[0], streams[1]
         return
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -160,6 +165,29 @@ async def _transport(server: MCPServerSettings) -> Any:
     with open(os.devnull, "w") as quiet:  # a server's own stderr is not nini's output
         async with stdio_client(parameters, errlog=quiet) as (read, write):
             yield read, write
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a connection failed, in one line: the first error inside the SDK's task groups (an
+    HTTP 403, a missing program), not "unhandled errors in a TaskGroup"."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _headers(server: MCPServerSettings) -> dict[str, str]:
+    """The server's HTTP headers, each ``${NAME}`` replaced by the variable NAME of nini's
+    environment, for names the server lists in ``env`` only (a token stays out of settings.json)."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in server.env:
+            raise ValueError(f"header value ${{{name}}}: {name} is not in this server's env list")
+        if name not in os.environ:
+            raise ValueError(f"header value ${{{name}}}: the environment variable {name} is not set")
+        return os.environ[name]
+
+    return {header: _VARIABLE.sub(value, text) for header, text in server.headers.items()}
 
 
 async def check_servers(settings: Settings) -> dict[str, str | None]:

@@ -89,7 +89,9 @@ async def test_a_request_without_the_token_is_refused(mcp_url: str, nini_home: P
         wrong = await http.post(mcp_url, json=message, headers={"Accept": "application/json, text/event-stream",
                                                                 "Authorization": "Bearer not-the-token"})  # fmt: skip
     assert anonymous.status_code == 403 and wrong.status_code == 403
-    assert anonymous.json()["error"]["code"] == "POLICY_VIOLATION"
+    # a JSON-RPC error, which MCP clients show as it is, with nini's code
+    assert anonymous.json()["error"]["data"]["code"] == "POLICY_VIOLATION" and anonymous.json()["jsonrpc"] == "2.0"
+    assert anonymous.json()["error"]["message"].startswith("HTTP 403 POLICY_VIOLATION")
     assert not (nini_home / "nini.db").exists() or recorded(nini_home) == {}  # nothing ran, no session made
     with pytest.raises(Exception):  # noqa: B017 - the SDK's client fails its handshake on the 403
         async with connect(mcp_url, {}):
@@ -99,7 +101,7 @@ async def test_a_request_without_the_token_is_refused(mcp_url: str, nini_home: P
 async def test_a_malformed_session_name_is_refused_before_mcp(mcp_url: str, jp_auth_header: dict[str, str]) -> None:
     async with httpx2.AsyncClient(timeout=30, headers=jp_auth_header) as http:
         reply = await http.post(mcp_url + "?session=../up", json={})
-    assert reply.status_code == 400 and reply.json()["error"]["code"] == "INVALID_ARGUMENT"
+    assert reply.status_code == 400 and reply.json()["error"]["data"]["code"] == "INVALID_ARGUMENT"
 
 
 @needs_r
