@@ -11,6 +11,7 @@ import typer
 from nini import __version__
 from nini.cli import ask, experience, models, prefs, r, report, sessions, skills
 from nini.cli._common import CliState, handles_errors, print_json, silence_stdout, state
+from nini.cli.terminal import working
 from nini.doctor import run_checks
 
 app = typer.Typer(
@@ -70,7 +71,8 @@ def doctor(
     if check_models:
         from nini.agent.model_admin import test_routes
 
-        tested = asyncio.run(test_routes(settings))
+        with working("calling each model once"):
+            tested = asyncio.run(test_routes(settings))
         checks += [Check(f"model call {target}", ok, detail, required=False) for target, ok, detail in tested]
         if not tested:
             checks.append(Check("model call", False, "no model to test: nini models add NAME", required=False))

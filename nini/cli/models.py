@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 import typer
 
 from nini.cli._common import handles_errors, print_json, state
+from nini.cli.terminal import working
 
 app = typer.Typer(help="The models nini may call: list, add, remove, test.", no_args_is_help=True)
 
@@ -79,7 +80,8 @@ def test_models(ctx: typer.Context, name: Annotated[str | None, typer.Argument(h
     """One tiny real call per provider and model to try: OK with its latency, or why not; exit 1 on a failure."""
     from nini.agent.model_admin import test_routes
 
-    results = asyncio.run(test_routes(state(ctx).settings, name))
+    with working("calling each model once"):
+        results = asyncio.run(test_routes(state(ctx).settings, name))
     for target, ok, detail in results:
         typer.echo(f"{'OK' if ok else 'FAIL':<5} {target}  {detail}")
     if not results:

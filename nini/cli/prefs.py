@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 import typer
 
 from nini.cli._common import handles_errors, print_json, state
+from nini.cli.terminal import working
 from nini.config import save_setting
 from nini.errors import ErrorCode, NiniError
 
@@ -160,7 +161,8 @@ def feedback_command(
     edited: Annotated[Path | None, typer.Option("--edited", help="Your edit of a report's Markdown: the signals come from the diff.")] = None,
 ) -> None:
     """Judge a run's output: what was learned is printed, one change per line."""
-    learned = asyncio.run(_feedback(ctx, run_id, action, signal or [], comment, edited))
+    with working("learning from the feedback"):
+        learned = asyncio.run(_feedback(ctx, run_id, action, signal or [], comment, edited))
     typer.echo(f"feedback {learned.feedback_id} recorded ({action})")
     for change in learned.changes:
         typer.echo(f"  {change['key']}: {change['before']:.2f} -> {change['after']:.2f} ({change['why']})")

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from nini.cli.terminal import cell_progress
+from nini.cli.terminal import cell_progress, working
 from nini.cli._common import handles_errors, state
 from nini.errors import ErrorCode, NiniError
 
@@ -92,7 +92,8 @@ def _narrative(settings: Any, data: Any, options: Any) -> Any:
         finally:
             await router.aclose()
 
-    return asyncio.run(ask())
+    with working("the model writes the summary and conclusions"):
+        return asyncio.run(ask())
 
 
 def _session_input(ctx: typer.Context, session_id: str, out: Path | None):  # noqa: ANN202 - (ReportInput, Path, RootedDir | None)

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 import typer
 
 from nini.cli._common import handles_errors, load_data_files, print_json, state
+from nini.cli.terminal import working
 from nini.errors import ErrorCode, NiniError
 from nini.history.export import export_session, write_session_export
 from nini.history.store import HistoryStore
@@ -112,9 +113,10 @@ def run_code_command(
     code = sys.stdin.read() if file == "-" else _read_source(Path(file))
     arguments = {"code": code, "dataset_name": dataset, "save_as": save_as, "label": label,
                  "purpose": purpose, "timeout_s": timeout}
-    session_id, result = asyncio.run(
-        _run_code(cli.settings, cli.project_dir, session_id, data or [], skill_name, arguments)
-    )
+    with working("running R" if skill_name == "run_r_code" else "running Python"):
+        session_id, result = asyncio.run(
+            _run_code(cli.settings, cli.project_dir, session_id, data or [], skill_name, arguments)
+        )
     if as_json:
         print_json({"session_id": session_id, **result.to_dict()})
     else:

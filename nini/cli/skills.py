@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 
 from nini.cli._common import handles_errors, print_json, state
+from nini.cli.terminal import working
 from nini.skills import SkillRegistry
 from nini.skills.discovery import standard_roots
 from nini.skills.markdown import validate_skill_file
@@ -184,7 +185,9 @@ def enhance(
         save_setting(cli.settings.home, "skill_enhance.trigger_profile", profile)
     settings = load_settings(home=cli.settings.home) if (on or off or profile) else cli.settings
     if session_id is not None:
-        print_json(asyncio.run(_enhance_by_hand(settings, cli.project_dir, session_id)))
+        with working(f"evaluating the run of {session_id}"):
+            decided = asyncio.run(_enhance_by_hand(settings, cli.project_dir, session_id))
+        print_json(decided)
         return
     current = settings.skill_enhance
     if status or not (on or off or profile):

@@ -1,4 +1,5 @@
-"""Progress in a terminal: a run's (``nini ask``), a notebook's cells (``nini report --execute``).
+"""Progress in a terminal: a run's (``nini ask``), a notebook's cells (``nini report --execute``),
+and a spinner for any other wait (``working``: a step of ``nini run-code``, model calls).
 
 On a terminal (rich decides, and honours ``NO_COLOR``): the answer is rendered as Markdown, re-drawn
 as it streams, under a spinner line that counts the seconds while the model thinks or a step runs;
@@ -126,3 +127,21 @@ def cell_progress(active: bool) -> Iterator[Callable[[str], None] | None]:
 
         yield advance
         bar.update(task, completed=bar.tasks[0].total or 0)
+
+
+@contextlib.contextmanager
+def working(what: str) -> Iterator[None]:
+    """A spinner on stderr with ``what`` and the time elapsed while the block runs, on a terminal
+    only, and gone when it ends; piped or redirected, nothing (the output stays the command's)."""
+    from rich.console import Console
+
+    console = Console(file=sys.stderr)
+    if not console.is_terminal:
+        yield
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(style="cyan"), TextColumn(what, markup=False), TimeElapsedColumn(), console=console,
+                  transient=True) as spinner:  # fmt: skip
+        spinner.add_task(what, total=None)
+        yield

@@ -94,3 +94,17 @@ def test_a_notebook_run_for_its_report_shows_a_progress_bar(tmp_path: Path) -> N
     piped = subprocess.run([NINI, "report", str(notebook), "--execute", "--out", str(tmp_path / "out2")], env=environ,
                            capture_output=True, text=True, timeout=120)  # fmt: skip
     assert piped.returncode == 0 and "cell 3/3 x = 2" in piped.stderr and "running the notebook" not in piped.stderr
+
+
+def test_a_step_of_run_code_shows_a_spinner_on_a_terminal_only(tmp_path: Path) -> None:
+    """Issue 22: long work anywhere shows progress; a step of nini run-code showed nothing until it ended."""
+    script = tmp_path / "slow.py"
+    script.write_text("import time\ntime.sleep(1.5)\nprint('done', 6 * 7)\n")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("NINI_")}
+    environ.update(NINI_HOME=str(tmp_path / "home"), COLUMNS="100", TERM="xterm-256color")
+    shown = text_of(in_terminal([NINI, "--project-dir", str(tmp_path), "run-code", str(script)], environ))
+    assert "running Python" in shown and re.search(r"running Python\s+0:00:0[1-9]", shown), shown
+    assert "done 42" in shown
+    piped = subprocess.run([NINI, "--project-dir", str(tmp_path), "run-code", str(script)], env=environ, capture_output=True,
+                           text=True, timeout=120)  # fmt: skip
+    assert piped.returncode == 0 and piped.stdout == "done 42\n" and "running Python" not in piped.stderr
