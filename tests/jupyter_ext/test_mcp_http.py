@@ -93,6 +93,10 @@ async def test_a_request_without_the_token_is_refused(mcp_url: str, nini_home: P
     assert anonymous.json()["error"]["data"]["code"] == "POLICY_VIOLATION" and anonymous.json()["jsonrpc"] == "2.0"
     assert anonymous.json()["error"]["message"].startswith("HTTP 403 POLICY_VIOLATION")
     assert not (nini_home / "nini.db").exists() or recorded(nini_home) == {}  # nothing ran, no session made
+    async with httpx2.AsyncClient(timeout=30) as http:  # the event stream and ending a session alike
+        for method in ("GET", "DELETE"):
+            refused = await http.request(method, mcp_url, headers={"Accept": "text/event-stream", "Mcp-Session-Id": "abc"})
+            assert refused.status_code == 403 and refused.json()["error"]["data"]["code"] == "POLICY_VIOLATION", method
     with pytest.raises(Exception):  # noqa: B017 - the SDK's client fails its handshake on the 403
         async with connect(mcp_url, {}):
             pass
