@@ -40,7 +40,7 @@ class MCPHandler(NiniHandler):
     async def _forward(self) -> None:
         session = self.get_query_argument("session", None)
         if session is not None:
-            check_session_id(session)  # INVALID_ARGUMENT as an envelope, before MCP sees the request
+            check_session_id(session)  # INVALID_ARGUMENT (see write_error), before MCP sees the request
         body = self.body_bytes()
         self._disconnected = asyncio.Event()
         pending = [{"type": "http.request", "body": body, "more_body": False}]
