@@ -16,8 +16,10 @@ JLPM := PATH="$(abspath $(VENV))/bin:$$PATH" jlpm
 demo: setup
 	$(PY) examples/demo.py
 
+# One worker per core (pytest-xdist), a test file's tests on one worker so that its module-scoped
+# servers and kernels start once: on 2 cores the suite takes 9.5 minutes instead of 17.
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n logical --dist loadfile $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) benchmarks/run_all.py
