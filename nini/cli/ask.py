@@ -8,6 +8,7 @@ answer is rendered as Markdown under a spinner that counts the seconds (``nini.c
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -55,7 +56,7 @@ async def _ask(settings, project_dir: Path, question: str, data: list[Path], ses
         session.stage = stage
         await load_data_files(session, data, announce=show)
         subscription = session.events.subscribe(session.id) if show else None
-        printer = asyncio.create_task(print_progress(subscription)) if subscription else None
+        printer = asyncio.create_task(print_progress(subscription, time.monotonic())) if subscription else None
         try:
             result = await runtime.agent.run(session, question)
         finally:

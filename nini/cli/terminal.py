@@ -23,13 +23,15 @@ TICK_S = 0.25
 LINE_STYLES = {"✓": "green", "✗": "red", "→": "dim", "↳": "cyan"}  # by a progress line's first character
 
 
-async def print_progress(subscription: Any) -> None:
-    """Print the run's events until its ``done``: live on a terminal, plain otherwise."""
+async def print_progress(subscription: Any, started: float | None = None) -> None:
+    """Print the run's events until its ``done``: live on a terminal, plain otherwise. The first
+    "thinking" counts from ``started`` (``time.monotonic()`` when the question was asked), so the
+    time it takes to draw the first frame is not lost from the count."""
     from rich.console import Console
 
     console = Console(file=sys.stdout)
     if console.is_terminal:
-        await _live(subscription, console)
+        await _live(subscription, console, time.monotonic() if started is None else started)
     else:
         await _plain(subscription)
 
@@ -55,13 +57,13 @@ async def _plain(subscription: Any) -> None:
             return
 
 
-async def _live(subscription: Any, console: Any) -> None:
+async def _live(subscription: Any, console: Any, started: float) -> None:
     from rich.console import Group
     from rich.live import Live
     from rich.markdown import Markdown
     from rich.spinner import Spinner
 
-    state = {"text": "", "doing": "thinking", "since": time.monotonic()}
+    state = {"text": "", "doing": "thinking", "since": started}
     spinner = Spinner("dots", style="cyan")
 
     def view(final: bool = False) -> Any:
