@@ -10,6 +10,8 @@ FRONTEND := jupyter_ext/frontend
 LABEXT := jupyter_ext/labextension/package.json
 FRONTEND_SOURCES := $(shell find $(FRONTEND)/src $(FRONTEND)/style -type f 2>/dev/null) $(FRONTEND)/package.json $(FRONTEND)/yarn.lock
 JLPM := PATH="$(abspath $(VENV))/bin:$$PATH" jlpm
+# JupyterLab is pointed at the build in the source tree (a link in the venv's share/).
+DEVELOP := PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/jupyter labextension develop --overwrite jupyter_ext >/dev/null
 
 .PHONY: demo test bench serve setup system frontend clean
 
@@ -28,9 +30,10 @@ bench: setup
 serve: setup
 	$(PY) -m jupyter_ext.serve
 
+# rpy2 as the r extra pins it, installed alone (not `pip install -e .[r]`, which would install nini again)
 setup: system $(STAMP) frontend
 	@if command -v R >/dev/null 2>&1 && ! $(PY) -c 'import rpy2' >/dev/null 2>&1; then \
-		$(PY) -m pip install --quiet -e '.[dev,r]' || echo "setup: rpy2 did not install; R features stay off"; \
+		$(PY) -m pip install --quiet 'rpy2==3.5.17' || echo "setup: rpy2 did not install; R features stay off"; \
 	fi
 
 system:
@@ -41,8 +44,13 @@ system:
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	@# pip installs the labextension into the venv's share/: through the link that `develop` made there
+	@# it would write into jupyter_ext/labextension, and the next install would find two install.json
+	@# (a wheel's comes from frontend/); one left there by an older setup goes too
+	@if [ -L $(VENV)/share/jupyter/labextensions/nini ]; then rm $(VENV)/share/jupyter/labextensions/nini; fi
+	rm -f jupyter_ext/labextension/install.json
 	$(PY) -m pip install --quiet -e '.[dev]'
-	@if [ -f $(LABEXT) ]; then PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/jupyter labextension develop --overwrite jupyter_ext >/dev/null; fi
+	@if [ -f $(LABEXT) ]; then $(DEVELOP); fi
 	touch $(STAMP)
 
 # Rebuild the sidebar when its sources change (skipped, saying so, without node).
@@ -52,7 +60,7 @@ frontend: $(STAMP)
 
 $(LABEXT): $(FRONTEND_SOURCES)
 	cd $(FRONTEND) && $(JLPM) install --silent && $(JLPM) build:prod
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/jupyter labextension develop --overwrite jupyter_ext >/dev/null
+	$(DEVELOP)
 	touch $(LABEXT)
 
 clean:
