@@ -58,15 +58,19 @@ def as_error(exc: BaseException | None, status: int) -> tuple[int, NiniError]:
     return status, NiniError(code, message or httputil.responses.get(status, "error"))
 
 
-def write_envelope_error(handler: web.RequestHandler, status_code: int, **kwargs: Any) -> None:
-    """``write_error`` of every nini handler (REST and the WebSocket before its upgrade).
-
-    The message never names a host path (``nini.redact``)."""
+def client_error(handler: web.RequestHandler, status_code: int, **kwargs: Any) -> tuple[int, NiniError]:
+    """What ``write_error(status_code, **kwargs)`` tells the client: the status and the error, its
+    message naming no host path (``nini.redact``)."""
     exc_info = kwargs.get("exc_info")
     status, error = as_error(exc_info[1] if exc_info else None, status_code)
     runtime = handler.settings.get(RUNTIME_SETTING)
-    error = NiniError(error.code, redact_paths(error.message, nini_home=runtime.settings.home if runtime else None),
-                      error.details)  # fmt: skip
+    return status, NiniError(error.code, redact_paths(error.message, nini_home=runtime.settings.home if runtime else None),
+                             error.details)  # fmt: skip
+
+
+def write_envelope_error(handler: web.RequestHandler, status_code: int, **kwargs: Any) -> None:
+    """``write_error`` of every nini handler (REST and the WebSocket before its upgrade)."""
+    status, error = client_error(handler, status_code, **kwargs)
     handler.set_status(status)
     handler.set_header("Content-Type", "application/json; charset=utf-8")
     handler.finish(dumps(error_envelope(error)))

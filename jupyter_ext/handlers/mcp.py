@@ -15,9 +15,8 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import iostream, web
 
-from jupyter_ext.handlers.base import NiniHandler, as_error, dumps
+from jupyter_ext.handlers.base import NiniHandler, client_error, dumps
 from nini.execution.workspace import check_session_id
-from nini.redact import redact_paths
 
 MCP_SETTING = "nini_mcp_endpoint"
 INVALID_REQUEST, INTERNAL_ERROR = -32600, -32603  # JSON-RPC's codes
@@ -89,9 +88,8 @@ class MCPHandler(NiniHandler):
         """A refusal before MCP (no token, a bad ``session``) as a JSON-RPC error, which MCP clients
         show as it is (an envelope would reach their users as "Server returned an error response");
         nini's stable code is in ``error.data.code``."""
-        exc_info = kwargs.get("exc_info")
-        status, error = as_error(exc_info[1] if exc_info else None, status_code)
-        message = redact_paths(f"HTTP {status} {error.code.value}: {error.message}", nini_home=self.runtime.settings.home)
+        status, error = client_error(self, status_code, **kwargs)
+        message = f"HTTP {status} {error.code.value}: {error.message}"
         body = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST if status < 500 else INTERNAL_ERROR,
                                                          "message": message, "data": {"code": error.code.value}}}  # fmt: skip
         self.set_status(status)
