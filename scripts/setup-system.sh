@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # System packages nini uses, from Debian: R (for run_r_code) and bubblewrap (the code sandbox);
-# Chromium for the JupyterLab frontend's browser tests. Each group is installed on its own, so one
+# Chromium for the JupyterLab frontend's browser tests; PostgreSQL for the tests and benchmarks of
+# the shared store (they start a throwaway cluster of their own; the package's own is not used). Each group is installed on its own, so one
 # failing leaves the other. Idempotent and quick when everything is present. Without root or apt,
 # it says what is skipped and why, and exits 0: nini works without them (`nini doctor` reports
 # what is missing, and the tests that need them skip with that reason).
@@ -9,6 +10,7 @@ set -euo pipefail
 RUNTIME=(bubblewrap r-base-core r-base-dev r-cran-jsonlite r-cran-ggplot2 r-cran-dplyr
          r-cran-tidyr r-cran-readr r-cran-data.table)
 BROWSER=(chromium fonts-dejavu-core fonts-wqy-zenhei)  # a CJK font: the default UI language is Chinese
+DATABASE=(postgresql)
 
 missing_of() {
   local pkg
@@ -43,4 +45,5 @@ install() {
 
 install "R and the sandbox" "R tests skip, code runs unsandboxed" "${RUNTIME[@]}"
 install "Chromium" "the browser tests of the JupyterLab sidebar skip" "${BROWSER[@]}"
+install "PostgreSQL" "the store's tests run on SQLite only" "${DATABASE[@]}"
 exit 0

@@ -30,6 +30,20 @@ def nini_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Any]:
+    """A throwaway PostgreSQL server on 127.0.0.1 for the whole test run (one per xdist worker);
+    tests make their own database in it (``pg_cluster.create_database()``)."""
+    from tests import pg_cluster as cluster_module
+
+    reason = cluster_module.unavailable()
+    if reason:
+        pytest.skip(reason)
+    cluster = cluster_module.start()
+    yield cluster
+    cluster.stop()
+
+
 @pytest.fixture
 def settings(nini_home: Path) -> Settings:
     return load_settings()

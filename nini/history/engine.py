@@ -35,6 +35,10 @@ def open_engine(url: str, *, busy_timeout_ms: int = 5000, home: Path | None = No
     """
     try:
         parsed = sa.make_url(url)
+        if parsed.get_backend_name() == "postgresql":
+            # lock_timeout: a write waits for another's lock as long as SQLite's busy timeout, then fails
+            options = f"{parsed.query.get('options', '')} -c lock_timeout={int(busy_timeout_ms)}".strip()
+            return sa.create_engine(parsed, pool_pre_ping=True, connect_args={"options": options})
         if parsed.get_backend_name() != "sqlite":
             return sa.create_engine(parsed, pool_pre_ping=True)
         path = sqlite_path(parsed)

@@ -66,7 +66,11 @@ sessions = sa.Table(
     _timestamp("created_at"),
     _timestamp("updated_at"),
     sa.Column("metadata", JSONText),
+    # Who the session belongs to: the Jupyter identity (username) that created it; None for the CLI
+    # and sessions recorded before owners existed. A user sees only their own (see ``list_sessions``).
+    sa.Column("owner", sa.Text),
     sa.Index(None, "created_at"),
+    sa.Index(None, "owner", "created_at"),
 )
 
 messages = sa.Table(
@@ -242,7 +246,16 @@ def _v3(conn: Connection) -> None:
         conn.execute(sa.text("CREATE INDEX ix_events_turn_id ON events (turn_id)"))
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3]
+def _v4(conn: Connection) -> None:
+    """Sessions carry their owner (a hub's users share one database): ``sessions.owner`` and an
+    index to list one owner's sessions (both created by ``_v1`` on a fresh database)."""
+    if "owner" not in {column["name"] for column in sa.inspect(conn).get_columns("sessions")}:
+        conn.execute(sa.text("ALTER TABLE sessions ADD COLUMN owner TEXT"))
+    if "ix_sessions_owner_created_at" not in {index["name"] for index in sa.inspect(conn).get_indexes("sessions")}:
+        conn.execute(sa.text("CREATE INDEX ix_sessions_owner_created_at ON sessions (owner, created_at)"))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4]
 """Step N (1-based) brings the schema from version N-1 to N. Append only; never edit a shipped step."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -266,6 +279,7 @@ def migrate(engine: Engine) -> None:
         )
     for target in range(found + 1, SCHEMA_VERSION + 1):
         with engine.execution_options(**{WRITE: True}).begin() as conn:
+            _lock_migrations(conn)
             schema_version.create(conn, checkfirst=True)
             current = _read_version(conn)
             if current >= target:
@@ -275,6 +289,20 @@ def migrate(engine: Engine) -> None:
                 conn.execute(schema_version.insert().values(version=target))
             else:
                 conn.execute(schema_version.update().values(version=target))
+
+
+MIGRATION_LOCK = 0x6E696E69  # "nini": the advisory lock key of migrations on PostgreSQL
+
+
+def _lock_migrations(conn: Connection) -> None:
+    """Make other processes migrating the same database wait until this step commits.
+
+    SQLite's BEGIN IMMEDIATE already does (one writer at a time). PostgreSQL lets two transactions
+    both find ``schema_version`` missing and both create it; a transaction-level advisory lock,
+    released at commit or rollback, makes them take turns.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.select(sa.func.pg_advisory_xact_lock(MIGRATION_LOCK)))
 
 
 def stored_version(conn: Connection) -> int:

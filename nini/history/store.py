@@ -75,6 +75,11 @@ NEXT_SEQ = sa.select(sa.func.coalesce(sa.func.max(events.c.seq), 0) + 1).where(
     events.c.session_id == sa.bindparam("session_id")
 )
 ADD_EVENT = events.insert().returning(*EVENT_SHAPE)
+# FOR NO KEY UPDATE: writers of one session's events queue on it, while inserts of rows that only
+# reference the session (tool calls, messages: FOR KEY SHARE) go on.
+LOCK_SESSION = (
+    sa.select(sessions.c.id).where(sessions.c.id == sa.bindparam("session_id")).with_for_update(key_share=True)
+)
 # INSERT ... ON CONFLICT DO NOTHING, by dialect (the two backends nini supports).
 INSERT_OR_NOTHING = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 ORPHANED = "interrupted: the process running it ended before it could record the call's end"
@@ -94,6 +99,8 @@ class HistoryStore:
         path = sqlite_path(self.engine.url)
         shown = shown_path(path, home) if path is not None else "(NINI_DATABASE_URL)"
         self._writes = self.engine.execution_options(**{WRITE: True})
+        # SQLite has one writer at a time; other backends lock the rows they read to write
+        self._row_locks = self.engine.dialect.name != "sqlite"
         self._host = socket.gethostname()
         self._clock_lock = threading.Lock()
         self._last_time = datetime.min.replace(tzinfo=UTC)
@@ -136,11 +143,13 @@ class HistoryStore:
     # sessions
 
     def create_session(
-        self, session_id: str | None = None, title: str | None = None, metadata: dict[str, Any] | None = None
+        self, session_id: str | None = None, title: str | None = None, metadata: dict[str, Any] | None = None,
+        *, owner: str | None = None,
     ) -> dict[str, Any]:
+        """A new session, owned by ``owner`` (a Jupyter identity; None where there is none: the CLI)."""
         now = self._now()
         row = {"id": session_id or _new_id("s"), "title": title, "created_at": now, "updated_at": now,
-               "metadata": metadata}
+               "metadata": metadata, "owner": owner}
         try:
             with self._write() as conn:
                 return _one(conn.execute(sessions.insert().returning(*sessions.c), row))
@@ -148,7 +157,8 @@ class HistoryStore:
             raise _refused(exc, f"session {row['id']}") from None
 
     def ensure_session(
-        self, session_id: str, title: str | None = None, metadata: dict[str, Any] | None = None
+        self, session_id: str, title: str | None = None, metadata: dict[str, Any] | None = None,
+        *, owner: str | None = None,
     ) -> dict[str, Any]:
         """Session ``session_id``, created with ``title`` and ``metadata`` if there is none yet.
 
@@ -157,7 +167,8 @@ class HistoryStore:
         row is read in the same transaction. ``create_session`` is for a session that must be new.
         """
         now = self._now()
-        row = {"id": session_id, "title": title, "created_at": now, "updated_at": now, "metadata": metadata}
+        row = {"id": session_id, "title": title, "created_at": now, "updated_at": now, "metadata": metadata,
+               "owner": owner}
         insert = INSERT_OR_NOTHING[self.engine.dialect.name](sessions).on_conflict_do_nothing(index_elements=["id"])
         with self._write() as conn:
             conn.execute(insert, row)
@@ -170,13 +181,16 @@ class HistoryStore:
             raise _no_session(session_id)
         return dict(row._mapping)
 
-    def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:
-        """Newest first, each with ``tool_call_count`` and ``execution_count``."""
+    def list_sessions(self, limit: int = 100, *, owner: str | None = None) -> list[dict[str, Any]]:
+        """Newest first, each with ``tool_call_count`` and ``execution_count``; only those of
+        ``owner`` when given."""
         counts = [
             sa.select(sa.func.count()).where(table.c.session_id == sessions.c.id).scalar_subquery().label(label)
             for table, label in ((tool_calls, "tool_call_count"), (executions, "execution_count"))
         ]
         query = sa.select(sessions, *counts).order_by(sessions.c.created_at.desc(), sessions.c.id.desc()).limit(limit)
+        if owner is not None:
+            query = query.where(sessions.c.owner == owner)
         with self._read() as conn:
             return _all(conn.execute(query))
 
@@ -363,12 +377,15 @@ class HistoryStore:
         """Store an event with the session's next ``seq`` and return it in the event shape.
 
         The seq is read and used in one transaction. On SQLite the write lock makes that enough;
-        on PostgreSQL two writers can pick the same seq, the second insert then fails on the
-        primary key and is retried with a fresh one.
+        on PostgreSQL the session's row is locked first (``LOCK_SESSION``), so writers of one
+        session, in any process, take their turns. Should two still pick one seq, the second
+        insert fails on the primary key and is retried with a fresh one.
         """
         for attempt in range(EVENT_RETRIES):
             try:
                 with self._write() as conn:
+                    if self._row_locks and conn.execute(LOCK_SESSION, {"session_id": session_id}).first() is None:
+                        raise _no_session(session_id)
                     seq = conn.execute(NEXT_SEQ, {"session_id": session_id}).scalar_one()
                     row = {"session_id": session_id, "seq": seq, "type": type, "ts": self._now(), "turn_id": turn_id,
                            "tool_call_id": tool_call_id, "data": data}

@@ -13,10 +13,11 @@ import stat
 import subprocess
 import sys
 import time
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy import event
 
 from nini.errors import ErrorCode, NiniError
@@ -71,9 +72,11 @@ def dead_pid() -> int:
     return finished.pid
 
 
-def set_owner(db_path: Path, call_id: str, owner: str) -> None:
-    with closing(sqlite3.connect(db_path)) as raw, raw:
-        raw.execute("UPDATE tool_calls SET owner = ? WHERE id = ?", (owner, call_id))
+def set_owner(db_url: str, call_id: str, owner: str) -> None:
+    engine = sa.create_engine(db_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE tool_calls SET owner = :owner WHERE id = :id"), {"owner": owner, "id": call_id})
+    engine.dispose()
 
 
 # orphaned tool calls
@@ -115,7 +118,7 @@ def test_only_calls_of_dead_processes_on_this_host_are_marked(
     owners = {"dead_here": f"{host}:{gone}", "other_host": f"not-{host}:{gone}", "garbled": f"{host}:?"}
     calls = {name: store.start_tool_call(session_id, "x", {})["id"] for name in owners}
     for name, owner in owners.items():
-        set_owner(db_path, calls[name], owner)
+        set_owner(db_url, calls[name], owner)
 
     HistoryStore(db_url).close()
 
@@ -123,7 +126,7 @@ def test_only_calls_of_dead_processes_on_this_host_are_marked(
     assert statuses == {"dead_here": "interrupted", "other_host": "running", "garbled": "running"}
 
 
-def test_a_writer_killed_at_any_moment_leaves_no_half_written_call(db_path: Path, db_url: str) -> None:
+def test_a_writer_killed_at_any_moment_leaves_no_half_written_call(backend: str, db_path: Path, db_url: str) -> None:
     for _ in range(3):
         writer = subprocess.Popen([sys.executable, "-c", WRITE_FOREVER, db_url], cwd=REPO_ROOT,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -135,8 +138,9 @@ def test_a_writer_killed_at_any_moment_leaves_no_half_written_call(db_path: Path
             writer.send_signal(signal.SIGKILL)
             writer.wait()
 
-    with closing(sqlite3.connect(db_path)) as raw:
-        assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    if backend == "sqlite":
+        with closing(sqlite3.connect(db_path)) as raw:
+            assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     store = HistoryStore(db_url)
     try:
         sessions = store.list_sessions()
@@ -164,9 +168,11 @@ def test_a_writer_killed_at_any_moment_leaves_no_half_written_call(db_path: Path
 def assert_db_error_without_content(error: NiniError) -> None:
     assert error.code is ErrorCode.DB_ERROR
     assert SECRET not in str(error) and SECRET not in json.dumps(error.to_dict())
-    assert "INSERT" not in error.message and "UPDATE" not in error.message
+    assert "INSERT INTO" not in error.message and "UPDATE tool_calls" not in error.message  # no SQL
+    assert "[SQL" not in error.message and "parameters" not in error.message
 
 
+@pytest.mark.sqlite_only
 def test_a_read_only_file_fails_writes_with_db_error(db_path: Path, store: HistoryStore, tmp_path: Path) -> None:
     if os.geteuid() == 0:
         pytest.skip("root writes to read-only files, so chmod cannot make one here")
@@ -202,13 +208,24 @@ def refused_write(url: str, session_id: str) -> NiniError:
     return caught.value
 
 
-def test_a_database_opened_read_only_fails_writes_with_db_error(db_path: Path, store: HistoryStore) -> None:
+def read_only(backend: str, db_path: Path, db_url: str) -> str:
+    """``db_url`` opened so that every write is refused: a read-only SQLite URI, or a PostgreSQL
+    session whose transactions are read-only (as on a hot standby)."""
+    if backend == "sqlite":
+        return f"sqlite:///file:{db_path}?mode=ro&uri=true"
+    return f"{db_url}?options=-c%20default_transaction_read_only%3Don"
+
+
+def test_a_database_opened_read_only_fails_writes_with_db_error(
+    backend: str, db_path: Path, db_url: str, store: HistoryStore
+) -> None:
     session_id = store.create_session()["id"]
 
-    error = refused_write(f"sqlite:///file:{db_path}?mode=ro&uri=true", session_id)
-    assert "readonly" in error.message
+    error = refused_write(read_only(backend, db_path, db_url), session_id)
+    assert "readonly" in error.message or "read-only" in error.message
 
 
+@pytest.mark.sqlite_only  # SQLite's max_page_count stands in for a full disk; PostgreSQL has no such cap
 def test_a_full_disk_fails_the_write_with_db_error_and_keeps_the_rest(store: HistoryStore, session_id: str) -> None:
     limit_growth(store)
 
@@ -221,24 +238,38 @@ def test_a_full_disk_fails_the_write_with_db_error_and_keeps_the_rest(store: His
     assert store.get_session(session_id)["id"] == session_id
 
 
-def test_a_database_locked_too_long_is_a_db_error(db_path: Path, db_url: str, session_id: str) -> None:
-    impatient = HistoryStore(db_url, busy_timeout_ms=50)
-    with closing(sqlite3.connect(db_path, isolation_level=None)) as other_writer:
+def hold_the_write_lock(backend: str, db_path: Path, db_url: str):  # noqa: ANN201 - a context manager
+    """Another process's long write: SQLite's write lock, or a PostgreSQL lock on the messages table."""
+    if backend == "sqlite":
+        other_writer = sqlite3.connect(db_path, isolation_level=None)
         other_writer.execute("BEGIN IMMEDIATE")
-        try:
-            with pytest.raises(NiniError) as caught:
-                impatient.add_message(session_id, "user", SECRET)
-            assert impatient.list_messages(session_id) == []  # readers are not blocked (WAL)
-        finally:
-            other_writer.execute("ROLLBACK")
+    else:
+        import psycopg
+
+        other_writer = psycopg.connect(sa.make_url(db_url).set(drivername="postgresql").render_as_string(False))
+        other_writer.execute("LOCK TABLE messages IN EXCLUSIVE MODE")
+    try:
+        yield
+    finally:
+        other_writer.rollback() if backend != "sqlite" else other_writer.execute("ROLLBACK")
+        other_writer.close()
+
+
+def test_a_database_locked_too_long_is_a_db_error(backend: str, db_path: Path, db_url: str, session_id: str) -> None:
+    impatient = HistoryStore(db_url, busy_timeout_ms=50)
+    with contextmanager(hold_the_write_lock)(backend, db_path, db_url):
+        with pytest.raises(NiniError) as caught:
+            impatient.add_message(session_id, "user", SECRET)
+        assert impatient.list_messages(session_id) == []  # readers are not blocked
     try:
         assert_db_error_without_content(caught.value)
-        assert "locked" in caught.value.message
+        assert "lock" in caught.value.message
         assert impatient.add_message(session_id, "user", "now it works")["content"] == "now it works"
     finally:
         impatient.close()
 
 
+@pytest.mark.sqlite_only
 def test_a_call_whose_record_does_not_fit_ends_failed_with_db_error(store: HistoryStore, session_id: str) -> None:
     call = store.start_tool_call(session_id, "run_code", {"code": "big()"})
     limit_growth(store)
@@ -254,6 +285,7 @@ def test_a_call_whose_record_does_not_fit_ends_failed_with_db_error(store: Histo
     assert SECRET not in json.dumps(ended) and store.list_executions(session_id) == []
 
 
+@pytest.mark.sqlite_only
 def test_a_call_whose_end_cannot_be_written_at_all_is_interrupted_at_the_next_open(db_url: str) -> None:
     crashed = run_python(FULL_AT_THE_END, db_url)
     assert crashed.returncode == 1 and "DB_ERROR" in crashed.stderr, crashed.stderr

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import subprocess
+import sys
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -13,29 +16,40 @@ import sqlalchemy as sa
 from nini.errors import ErrorCode, NiniError
 from nini.history import schema
 from nini.history.store import HistoryStore
+from tests.conftest import REPO_ROOT
 
 TABLES = {"sessions", "messages", "tool_calls", "executions", "artifacts", "datasets", "events", "schema_version",
           "user_preferences", "skill_run_feedback"}
 
 
-def versions(path: Path) -> list[int]:
-    with closing(sqlite3.connect(path)) as conn:
-        return [row[0] for row in conn.execute("SELECT version FROM schema_version")]
+def versions(db_url: str) -> list[int]:
+    return [row[0] for row in execute(db_url, "SELECT version FROM schema_version")]
+
+
+def execute(db_url: str, sql: str, **parameters: object) -> list[tuple]:
+    """Run ``sql`` in a transaction of its own, beside the store; the rows it returned."""
+    engine = sa.create_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            result = conn.execute(sa.text(sql), parameters)
+            return [tuple(row) for row in result] if result.returns_rows else []
+    finally:
+        engine.dispose()
 
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_opening_a_new_file_creates_its_folder_and_every_table(db_path: Path, db_url: str) -> None:
+def test_opening_a_new_database_creates_every_table(db_url: str) -> None:
     store = HistoryStore(db_url)
     store.close()
 
     assert set(sa.inspect(sa.create_engine(db_url)).get_table_names()) == TABLES
-    assert versions(db_path) == [schema.SCHEMA_VERSION]
+    assert versions(db_url) == [schema.SCHEMA_VERSION]
 
 
-def test_reopening_keeps_the_data_and_runs_no_migration_again(db_path: Path, db_url: str) -> None:
+def test_reopening_keeps_the_data_and_runs_no_migration_again(db_url: str) -> None:
     store = HistoryStore(db_url)
     session = store.create_session(title="kept")
     store.close()
@@ -45,9 +59,10 @@ def test_reopening_keeps_the_data_and_runs_no_migration_again(db_path: Path, db_
         assert reopened.get_session(session["id"])["title"] == "kept"
     finally:
         reopened.close()
-    assert versions(db_path) == [schema.SCHEMA_VERSION]
+    assert versions(db_url) == [schema.SCHEMA_VERSION]
 
 
+@pytest.mark.sqlite_only
 def test_the_file_is_in_wal_mode_with_the_pragmas_set_on_every_connection(db_path: Path, store: HistoryStore) -> None:
     with closing(sqlite3.connect(db_path)) as raw:  # journal_mode is stored in the file itself
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -58,11 +73,11 @@ def test_the_file_is_in_wal_mode_with_the_pragmas_set_on_every_connection(db_pat
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 5000
 
 
-def test_a_newer_schema_is_refused_and_the_file_left_untouched(db_path: Path, db_url: str) -> None:
+def test_a_newer_schema_is_refused_and_the_database_left_untouched(backend: str, db_path: Path, db_url: str) -> None:
     HistoryStore(db_url).close()
-    with closing(sqlite3.connect(db_path)) as raw, raw:
-        raw.execute("UPDATE schema_version SET version = ?", (schema.SCHEMA_VERSION + 1,))
-    before = digest(db_path)
+    execute(db_url, "UPDATE schema_version SET version = :v", v=schema.SCHEMA_VERSION + 1)
+    before = digest(db_path) if backend == "sqlite" else None
+    tables = set(sa.inspect(sa.create_engine(db_url)).get_table_names())
 
     with pytest.raises(NiniError) as caught:
         HistoryStore(db_url)
@@ -70,13 +85,13 @@ def test_a_newer_schema_is_refused_and_the_file_left_untouched(db_path: Path, db
     assert caught.value.code is ErrorCode.DB_ERROR
     assert f"schema version {schema.SCHEMA_VERSION + 1}" in caught.value.message
     assert "upgrade nini" in caught.value.message
-    assert digest(db_path) == before
-    assert versions(db_path) == [schema.SCHEMA_VERSION + 1]
+    if before is not None:
+        assert digest(db_path) == before
+    assert set(sa.inspect(sa.create_engine(db_url)).get_table_names()) == tables
+    assert versions(db_url) == [schema.SCHEMA_VERSION + 1]
 
 
-def test_a_failing_migration_step_is_rolled_back_entirely(
-    db_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failing_migration_step_is_rolled_back_entirely(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     HistoryStore(db_url).close()
 
     def broken_step(conn: sa.Connection) -> None:
@@ -89,14 +104,56 @@ def test_a_failing_migration_step_is_rolled_back_entirely(
         HistoryStore(db_url)
 
     assert "half_done" not in sa.inspect(sa.create_engine(db_url)).get_table_names()
-    assert versions(db_path) == [len(schema.MIGRATIONS) - 1]
+    assert versions(db_url) == [len(schema.MIGRATIONS) - 1]
 
 
-def test_two_stores_opening_a_fresh_file_migrate_it_once(db_path: Path, db_url: str) -> None:
+def test_two_stores_opening_a_fresh_database_migrate_it_once(db_url: str) -> None:
     first, second = HistoryStore(db_url), HistoryStore(db_url)
     first.close()
     second.close()
-    assert versions(db_path) == [schema.SCHEMA_VERSION]
+    assert versions(db_url) == [schema.SCHEMA_VERSION]
+
+
+OPEN_AT_ONCE = """
+import sys, time
+from nini.history.store import HistoryStore
+
+time.sleep(float(sys.argv[2]) - time.time())  # all processes open at the same moment
+store = HistoryStore(sys.argv[1])
+print(store.create_session()["id"])
+store.close()
+"""
+
+
+@pytest.mark.slow
+def test_processes_opening_a_fresh_database_at_once_migrate_it_once(db_url: str) -> None:
+    at = time.time() + 3  # after every interpreter has started
+    processes = [subprocess.Popen([sys.executable, "-c", OPEN_AT_ONCE, db_url, str(at)], cwd=REPO_ROOT,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outcomes = [process.communicate(timeout=120) for process in processes]
+
+    assert [process.returncode for process in processes] == [0] * 4, [err for _, err in outcomes]
+    assert versions(db_url) == [schema.SCHEMA_VERSION]
+    assert len({out.strip() for out, _ in outcomes}) == 4
+
+
+def test_a_database_of_the_previous_version_gets_session_owners(db_url: str) -> None:
+    store = HistoryStore(db_url)
+    kept = store.create_session(title="from before owners")["id"]
+    store.close()
+    execute(db_url, "DROP INDEX ix_sessions_owner_created_at")
+    execute(db_url, "ALTER TABLE sessions DROP COLUMN owner")
+    execute(db_url, "UPDATE schema_version SET version = 3")
+
+    store = HistoryStore(db_url)
+    try:
+        mine = store.create_session(title="mine", owner="alice")["id"]
+        assert store.get_session(kept)["owner"] is None
+        assert [s["id"] for s in store.list_sessions(owner="alice")] == [mine]
+        assert {s["id"] for s in store.list_sessions()} == {kept, mine}
+    finally:
+        store.close()
+    assert versions(db_url) == [schema.SCHEMA_VERSION]
 
 
 def test_a_directory_is_refused_with_a_clear_message(tmp_path: Path) -> None:
@@ -114,6 +171,7 @@ NOT_A_HISTORY = {
 }
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.parametrize("content", NOT_A_HISTORY.values(), ids=NOT_A_HISTORY.keys())
 def test_a_file_that_is_not_a_readable_database_is_refused_and_kept(db_path: Path, db_url: str, content: bytes) -> None:
     db_path.parent.mkdir(parents=True)
@@ -137,6 +195,7 @@ def test_the_refused_file_is_named_relative_to_nini_home(settings) -> None:  # n
     assert caught.value.details == {"path": "$NINI_HOME/nini.db"}
 
 
+@pytest.mark.sqlite_only
 def test_a_missing_file_is_created_whole(db_path: Path, db_url: str) -> None:
     HistoryStore(db_url).close()
     assert db_path.read_bytes().startswith(b"SQLite format 3\x00")
