@@ -17,7 +17,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -38,6 +38,7 @@ from nini.history.engine import (
     sqlite_path,
     unusable_file_errors,
 )
+from nini.history.commit import GroupCommit
 from nini.history.schema import events, executions, messages, migrate, sessions, tool_calls
 
 # finish_tool_call's parameters are named artifacts and datasets, so these tables get other names
@@ -52,6 +53,7 @@ log = logging.getLogger("nini.history")
 
 FINISHED_STATUSES = ("succeeded", "failed", "interrupted")
 EVENT_RETRIES = 5
+CALL_THREADS = 8
 # What callers may set on the rows finish_tool_call writes; the store sets session_id and times.
 EXECUTION_FIELDS = frozenset(executions.c.keys()) - {"session_id", "created_at"}
 ARTIFACT_FIELDS = ("execution_id", "name", "path", "format", "kind", "size_bytes")
@@ -61,20 +63,26 @@ EVENT_SHAPE = [events.c[name] for name in ("type", "session_id", "seq", "ts", "t
 
 # The statements of the hot path (every tool call, every event), built once: the values come as
 # execute() parameters, so SQLAlchemy compiles each statement once and reuses it from its cache.
-START_CALL = tool_calls.insert().returning(*tool_calls.c)
-# FOR UPDATE locks the row on PostgreSQL; SQLite already holds the write lock (BEGIN IMMEDIATE).
-CALL_STATE = (
-    sa.select(tool_calls.c.status, tool_calls.c.started_at)
-    .where(tool_calls.c.id == sa.bindparam("call_id"))
-    .with_for_update()
+START_CALL = tool_calls.insert()
+CALL_DEFAULTS = dict.fromkeys(tool_calls.c.keys())  # the columns start_tool_call leaves empty
+MAX_STARTED = 10_000
+ADD_MESSAGE = messages.insert().returning(*messages.c)
+CALL_STATE = sa.select(tool_calls.c.status, tool_calls.c.started_at).where(tool_calls.c.id == sa.bindparam("call_id"))
+# Only a running call ends: on PostgreSQL a second writer ending it waits for the first, then matches nothing.
+END_CALL = (
+    tool_calls.update()
+    .where(tool_calls.c.id == sa.bindparam("call_id"), tool_calls.c.status == "running")
+    .returning(*tool_calls.c)
 )
-END_CALL = tool_calls.update().where(tool_calls.c.id == sa.bindparam("call_id")).returning(*tool_calls.c)
 ADD_EXECUTION = executions.insert().returning(*executions.c)
 ADD_ARTIFACTS = artifact_table.insert()
 NEXT_SEQ = sa.select(sa.func.coalesce(sa.func.max(events.c.seq), 0) + 1).where(
     events.c.session_id == sa.bindparam("session_id")
 )
 ADD_EVENT = events.insert().returning(*EVENT_SHAPE)
+# PostgreSQL: tells LISTENers in any process (history/watch.py) of an event when it commits.
+EVENTS_CHANNEL = "nini_events"
+NOTIFY_EVENT = sa.select(sa.func.pg_notify(EVENTS_CHANNEL, sa.bindparam("payload")))
 # FOR NO KEY UPDATE: writers of one session's events queue on it, while inserts of rows that only
 # reference the session (tool calls, messages: FOR KEY SHARE) go on.
 LOCK_SESSION = (
@@ -106,6 +114,8 @@ class HistoryStore:
         self._last_time = datetime.min.replace(tzinfo=UTC)
         self._writer: ThreadPoolExecutor | None = None
         self._writer_lock = threading.Lock()
+        self._commits = GroupCommit(self.engine, self._writes)
+        self._started: dict[str, str] = {}  # started_at of the calls this store started and has not ended
         try:
             with db_errors(), unusable_file_errors(shown):
                 migrate(self.engine)
@@ -119,21 +129,24 @@ class HistoryStore:
         return cls(settings.database, home=settings.home)
 
     def close(self) -> None:
-        """Finish queued ``call``s, stop the writer thread, close connections; safe to call twice."""
+        """Finish queued ``call``s, stop the store's threads, close connections; safe to call twice."""
         with self._writer_lock:
             writer, self._writer = self._writer, None
         if writer is not None:
             writer.shutdown(wait=True)
+        self._commits.close()
         self.engine.dispose()
 
     async def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """Run ``fn(*args, **kwargs)`` (a store method, or a function using the store) on the
-        writer thread and await its result.
+        """Run ``fn(*args, **kwargs)`` (a store method, or a function using the store) on one of the
+        store's threads and await its result.
 
-        One thread for all of them, as datasette does: SQLite takes one writer at a time anyway,
-        so more threads would only queue on its lock. Cancelling the awaiting task does not stop
-        the call, even one still queued behind another: a turn cancelled while the end of its tool
-        call waits for the thread still records that end. The call completes or fails as a whole.
+        A few threads (``CALL_THREADS``), so that the writes of concurrent turns reach the group
+        commit together and share a commit (see commit.py), and reads need not wait behind them.
+        Calls that are awaited one after the other run in that order; concurrent ones in any.
+        Cancelling the awaiting task does not stop the call, even one still queued: a turn
+        cancelled while the end of its tool call waits for a thread still records that end. The
+        call completes or fails as a whole.
         """
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self._writer_thread(), functools.partial(fn, *args, **kwargs))
@@ -151,7 +164,7 @@ class HistoryStore:
         row = {"id": session_id or _new_id("s"), "title": title, "created_at": now, "updated_at": now,
                "metadata": metadata, "owner": owner}
         try:
-            with self._write() as conn:
+            with self._commits.exclusive() as conn:
                 return _one(conn.execute(sessions.insert().returning(*sessions.c), row))
         except IntegrityError as exc:
             raise _refused(exc, f"session {row['id']}") from None
@@ -170,7 +183,7 @@ class HistoryStore:
         row = {"id": session_id, "title": title, "created_at": now, "updated_at": now, "metadata": metadata,
                "owner": owner}
         insert = INSERT_OR_NOTHING[self.engine.dialect.name](sessions).on_conflict_do_nothing(index_elements=["id"])
-        with self._write() as conn:
+        with self._commits.exclusive() as conn:
             conn.execute(insert, row)
             return dict(conn.execute(sa.select(sessions).where(sessions.c.id == session_id)).one()._mapping)
 
@@ -181,9 +194,9 @@ class HistoryStore:
             raise _no_session(session_id)
         return dict(row._mapping)
 
-    def list_sessions(self, limit: int = 100, *, owner: str | None = None) -> list[dict[str, Any]]:
+    def list_sessions(self, limit: int = 100, *, owner: str | None = None, unowned: bool = False) -> list[dict[str, Any]]:
         """Newest first, each with ``tool_call_count`` and ``execution_count``; only those of
-        ``owner`` when given."""
+        ``owner`` when given, only those without an owner with ``unowned``."""
         counts = [
             sa.select(sa.func.count()).where(table.c.session_id == sessions.c.id).scalar_subquery().label(label)
             for table, label in ((tool_calls, "tool_call_count"), (executions, "execution_count"))
@@ -191,13 +204,15 @@ class HistoryStore:
         query = sa.select(sessions, *counts).order_by(sessions.c.created_at.desc(), sessions.c.id.desc()).limit(limit)
         if owner is not None:
             query = query.where(sessions.c.owner == owner)
+        if unowned:
+            query = query.where(sessions.c.owner.is_(None))
         with self._read() as conn:
             return _all(conn.execute(query))
 
     def touch_session(self, session_id: str) -> dict[str, Any]:
         """Set ``updated_at`` to now."""
         query = sessions.update().where(sessions.c.id == session_id).values(updated_at=self._now())
-        with self._write() as conn:
+        with self._commits.exclusive() as conn:
             row = conn.execute(query.returning(*sessions.c)).first()
         if row is None:
             raise _no_session(session_id)
@@ -218,8 +233,7 @@ class HistoryStore:
         row = {"session_id": session_id, "turn_id": turn_id, "role": role, "content": content,
                "tool_call_id": tool_call_id, "metadata": metadata, "created_at": self._now()}
         try:
-            with self._write() as conn:
-                return _one(conn.execute(messages.insert().returning(*messages.c), row))
+            return self._commits.run(lambda conn: _one(conn.execute(ADD_MESSAGE, row)))
         except IntegrityError as exc:
             raise _refused(exc, "the message", missing=_no_session(session_id)) from None
 
@@ -243,10 +257,13 @@ class HistoryStore:
                "arguments": arguments, "status": "running", "started_at": self._now(),
                "owner": f"{self._host}:{os.getpid()}"}
         try:
-            with self._write() as conn:
-                return _one(conn.execute(START_CALL, row))
+            self._commits.run(lambda conn: conn.execute(START_CALL, row))
         except IntegrityError as exc:
             raise _refused(exc, f"tool call {row['id']}", missing=_no_session(session_id)) from None
+        if len(self._started) > MAX_STARTED:  # calls ended through another store: forget the oldest
+            self._started.pop(next(iter(self._started)), None)
+        self._started[row["id"]] = row["started_at"]
+        return {**CALL_DEFAULTS, **row, "arguments": _as_stored(arguments)}
 
     def finish_tool_call(
         self,
@@ -276,26 +293,31 @@ class HistoryStore:
         _check_fields("execution", [execution] if execution else [], EXECUTION_FIELDS)
         _check_fields("artifact", artifact_rows, ARTIFACT_FIELDS)
         _check_fields("dataset", dataset_rows, DATASET_FIELDS)
+        def record(conn: Connection) -> tuple[dict[str, Any], dict[str, Any] | None, list[str | None]]:
+            call = self._end_call(conn, call_id, status=status, error_code=error_code, result=result,
+                                  result_summary=result_summary)
+            session_id, now = call["session_id"], call["ended_at"]
+            stored = None
+            if execution:
+                row = {"tool_name": call["tool_name"], "tool_call_id": call_id, **execution,
+                       "id": execution.get("id") or execution_id, "session_id": session_id, "created_at": now}
+                stored = _one(conn.execute(ADD_EXECUTION, row))
+            source = stored["id"] if stored else None
+            if artifact_rows:
+                # every row gets every key: an executemany needs the same keys in each row
+                conn.execute(ADD_ARTIFACTS, [
+                    {**{f: a.get(f) for f in ARTIFACT_FIELDS}, "execution_id": a.get("execution_id", source),
+                     "session_id": session_id, "created_at": now}
+                    for a in artifact_rows
+                ])
+            superseded = [_upsert_dataset(conn, session_id, {"source_execution_id": source, **dataset}, now)
+                          for dataset in dataset_rows]
+            return call, stored, superseded
+
+        execution_id = _new_id("x")  # chosen once: the write may run twice (see commit.py)
         try:
-            with self._write() as conn:
-                call = self._end_call(conn, call_id, status=status, error_code=error_code, result=result,
-                                      result_summary=result_summary)
-                session_id, now = call["session_id"], call["ended_at"]
-                stored = None
-                if execution:
-                    row = {"tool_name": call["tool_name"], "tool_call_id": call_id, **execution,
-                           "id": execution.get("id") or _new_id("x"), "session_id": session_id, "created_at": now}
-                    stored = _one(conn.execute(ADD_EXECUTION, row))
-                source = stored["id"] if stored else None
-                if artifact_rows:
-                    # every row gets every key: an executemany needs the same keys in each row
-                    conn.execute(ADD_ARTIFACTS, [
-                        {**{f: a.get(f) for f in ARTIFACT_FIELDS}, "execution_id": a.get("execution_id", source),
-                         "session_id": session_id, "created_at": now}
-                        for a in artifact_rows
-                    ])
-                superseded = [_upsert_dataset(conn, session_id, {"source_execution_id": source, **dataset}, now)
-                              for dataset in dataset_rows]
+            call, stored, superseded = self._commits.run(record)
+            self._started.pop(call_id, None)
         except IntegrityError as exc:
             raise _refused(exc, f"a record of tool call {call_id}") from None
         except NiniError as exc:
@@ -341,7 +363,7 @@ class HistoryStore:
             .where(executions.c.id == execution_id, executions.c.rolled_back_at.is_(None))
             .values(rolled_back_at=self._now())
         )
-        with self._write() as conn:
+        with self._commits.exclusive() as conn:
             conn.execute(query)
         return self.get_execution(execution_id)
 
@@ -383,13 +405,7 @@ class HistoryStore:
         """
         for attempt in range(EVENT_RETRIES):
             try:
-                with self._write() as conn:
-                    if self._row_locks and conn.execute(LOCK_SESSION, {"session_id": session_id}).first() is None:
-                        raise _no_session(session_id)
-                    seq = conn.execute(NEXT_SEQ, {"session_id": session_id}).scalar_one()
-                    row = {"session_id": session_id, "seq": seq, "type": type, "ts": self._now(), "turn_id": turn_id,
-                           "tool_call_id": tool_call_id, "data": data}
-                    return _one(conn.execute(ADD_EVENT, row))
+                return self._commits.run(lambda conn: self._add_event(conn, session_id, type, data, turn_id, tool_call_id))
             except IntegrityError as exc:
                 if constraint_kind(exc) != "unique" or attempt == EVENT_RETRIES - 1:
                     raise _refused(exc, "the event", missing=_no_session(session_id)) from None
@@ -404,16 +420,36 @@ class HistoryStore:
 
     # internals
 
+    def _add_event(self, conn: Connection, session_id: str, type: str, data: Any,  # noqa: A002 - as above
+                   turn_id: str | None, tool_call_id: str | None) -> dict[str, Any]:
+        if self._row_locks and conn.execute(LOCK_SESSION, {"session_id": session_id}).first() is None:
+            raise _no_session(session_id)
+        seq = conn.execute(NEXT_SEQ, {"session_id": session_id}).scalar_one()
+        row = {"session_id": session_id, "seq": seq, "type": type, "ts": self._now(), "turn_id": turn_id,
+               "tool_call_id": tool_call_id, "data": data}
+        event = _one(conn.execute(ADD_EVENT, row))
+        if self._row_locks:  # i.e. PostgreSQL; SQLite's watchers poll
+            conn.execute(NOTIFY_EVENT, {"payload": f"{session_id}:{seq}"})
+        return event
+
     def _end_call(self, conn: Connection, call_id: str, **values: Any) -> dict[str, Any]:
+        """End a running call: one UPDATE when this store started it (it knows the start time),
+        else a read of the start time first. NOT_FOUND or CONFLICT when it is not running."""
+        started = self._started.get(call_id)
+        if started is None:
+            found = conn.execute(CALL_STATE, {"call_id": call_id}).first()
+            started = found.started_at if found is not None and found.status == "running" else None
+        if started is not None:
+            now = self._now()
+            values.update(call_id=call_id, ended_at=now, duration_ms=_ms_between(started, now))
+            ended = conn.execute(END_CALL, values).first()
+            if ended is not None:
+                return dict(ended._mapping)
         found = conn.execute(CALL_STATE, {"call_id": call_id}).first()
         if found is None:
             raise NiniError(ErrorCode.NOT_FOUND, f"no tool call {call_id}", {"tool_call_id": call_id})
-        if found.status != "running":
-            raise NiniError(ErrorCode.CONFLICT, f"tool call {call_id} is already {found.status}",
-                            {"tool_call_id": call_id, "status": found.status})
-        now = self._now()
-        values.update(call_id=call_id, ended_at=now, duration_ms=_ms_between(found.started_at, now))
-        return _one(conn.execute(END_CALL, values))
+        raise NiniError(ErrorCode.CONFLICT, f"tool call {call_id} is already {found.status}",
+                        {"tool_call_id": call_id, "status": found.status})
 
     def _end_as_failed(self, call_id: str, error: NiniError) -> None:
         """End a call whose record could not be written as ``failed`` with DB_ERROR, and nothing else.
@@ -423,7 +459,7 @@ class HistoryStore:
         fails too, the call stays ``running`` and the next open marks it ``interrupted``.
         """
         try:
-            with self._write() as conn:
+            with self._commits.exclusive() as conn:
                 self._end_call(conn, call_id, status="failed", error_code=ErrorCode.DB_ERROR.value,
                                result={"error": error.to_dict()}, result_summary=f"not recorded: {error.message}")
         except NiniError as again:
@@ -445,7 +481,7 @@ class HistoryStore:
         dead = [call_id for call_id, owner in running if not _pid_alive(owner[len(prefix):])]
         if not dead:
             return
-        with self._write() as conn:
+        with self._commits.exclusive() as conn:
             conn.execute(
                 tool_calls.update()
                 .where(tool_calls.c.id.in_(dead), tool_calls.c.status == "running")
@@ -468,15 +504,12 @@ class HistoryStore:
         with db_errors(), self.engine.connect() as conn:
             yield conn
 
-    @contextmanager
-    def _write(self) -> Iterator[Connection]:
-        with db_errors(), self._writes.begin() as conn:
-            yield conn
-
     # For the tables other parts own (preferences): a read connection and a write transaction, with
-    # the same error mapping (DB_ERROR) and SQLite write lock as the store's own statements.
+    # the same error mapping (DB_ERROR) and write connection as the store's own statements.
     reading = _read
-    writing = _write
+
+    def writing(self) -> AbstractContextManager[Connection]:
+        return self._commits.exclusive()
 
     def _now(self) -> str:
         """ISO-8601 UTC, strictly increasing within this store.
@@ -492,7 +525,7 @@ class HistoryStore:
     def _writer_thread(self) -> ThreadPoolExecutor:
         with self._writer_lock:
             if self._writer is None:
-                self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nini-history")
+                self._writer = ThreadPoolExecutor(max_workers=CALL_THREADS, thread_name_prefix="nini-history")
             return self._writer
 
 
@@ -505,6 +538,12 @@ def _upsert_dataset(conn: Connection, session_id: str, dataset: dict[str, Any], 
     if conn.execute(dataset_table.update().where(key).values(**values, updated_at=now)).rowcount == 0:
         conn.execute(dataset_table.insert().values(**values, session_id=session_id, created_at=now, updated_at=now))
     return previous
+
+
+def _as_stored(value: Any) -> Any:
+    """``value`` as the database gives it back (JSON types; others as their ``str``)."""
+    column = tool_calls.c.arguments.type
+    return column.process_result_value(column.process_bind_param(value, None), None)
 
 
 def _check_fields(what: str, rows: list[dict[str, Any]], allowed: Iterable[str]) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from nini.errors import ErrorCode, NiniError
 from nini.history.events import EventBus, Subscription
-from nini.history.store import HistoryStore
+from nini.history.store import CALL_THREADS, HistoryStore
 
 WAIT_S = 60  # a guard against hanging forever, not a speed requirement
 
@@ -213,13 +213,26 @@ def test_publish_for_an_unknown_session_raises_and_delivers_nothing(store: Histo
 # store.call
 
 
-def test_call_runs_everything_on_one_writer_thread(store: HistoryStore) -> None:
+def test_call_runs_off_the_event_loop_on_the_stores_few_threads(store: HistoryStore) -> None:
     async def main() -> set[int]:
-        return set(await asyncio.gather(*(store.call(threading.get_ident) for _ in range(20))))
+        return set(await asyncio.gather(*(store.call(time_and_thread) for _ in range(40))))
+
+    def time_and_thread() -> int:
+        time.sleep(0.01)  # long enough for the calls to overlap
+        return threading.get_ident()
 
     first, second = asyncio.run(main()), asyncio.run(main())  # also across event loops
-    assert len(first) == 1 and first == second
-    assert first != {threading.get_ident()}
+    assert 1 < len(first) <= CALL_THREADS  # overlapping calls ran on several threads, but few
+    assert len(first | second) <= CALL_THREADS and threading.get_ident() not in first | second
+
+
+def test_calls_awaited_one_after_another_run_in_order(store: HistoryStore, session_id: str) -> None:
+    async def main() -> None:
+        for n in range(50):
+            await store.call(store.append_event, session_id, "tick", {"n": n})
+
+    asyncio.run(main())
+    assert [e["data"]["n"] for e in store.list_events(session_id)] == list(range(50))
 
 
 def test_call_returns_results_and_raises_nini_errors(store: HistoryStore) -> None:
@@ -239,7 +252,7 @@ def test_a_queued_write_survives_the_cancellation_of_its_caller(store: HistorySt
     call = store.start_tool_call(session["id"], "run_code", {})
 
     async def main() -> None:
-        busy = asyncio.ensure_future(store.call(time.sleep, 0.3))  # the writer thread is taken
+        busy = asyncio.gather(*(store.call(time.sleep, 0.3) for _ in range(CALL_THREADS)))  # every thread taken
         await asyncio.sleep(0.05)
         finishing = asyncio.ensure_future(store.call(store.finish_tool_call, call["id"], status="failed",
                                                      error_code="CANCELED"))  # fmt: skip
@@ -247,8 +260,9 @@ def test_a_queued_write_survives_the_cancellation_of_its_caller(store: HistorySt
         finishing.cancel()
         with pytest.raises(asyncio.CancelledError):
             await finishing
+        assert store.get_tool_call(call["id"])["status"] == "running"  # still queued
         await busy
-        await store.call(lambda: None)  # everything queued before this has run
+        await asyncio.gather(*(store.call(time.sleep, 0.05) for _ in range(CALL_THREADS)))  # the queue has run
 
     asyncio.run(main())
     assert (store.get_tool_call(call["id"])["status"], store.get_tool_call(call["id"])["error_code"]) == ("failed", "CANCELED")

@@ -118,7 +118,7 @@ OPEN_AT_ONCE = """
 import sys, time
 from nini.history.store import HistoryStore
 
-time.sleep(float(sys.argv[2]) - time.time())  # all processes open at the same moment
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # all processes open at the same moment
 store = HistoryStore(sys.argv[1])
 print(store.create_session()["id"])
 store.close()

@@ -1,0 +1,136 @@
+"""Group commit: the writes that threads hand in while a commit is under way go into the next
+transaction together, so many writers pay for one commit (and on PostgreSQL one WAL flush).
+
+A write is a function of a connection (its statements, all in the one transaction). The first
+thread to find no commit running becomes the leader: it takes every queued write, runs them in one
+transaction on the store's own write connection, commits, and hands each writer its result. The
+writers that queued meanwhile wait on the leader lock; when it is theirs, their write is usually
+done already, else one of them leads the next group. A single writer never waits on anyone: its
+write is a group of one, run by its own thread, with no hand-over.
+
+Durability is unchanged: ``run`` returns only after the transaction holding the write committed.
+Isolation is unchanged too: when a write of a group fails, the group is rolled back and each of its
+writes is run again in a transaction of its own, so a failing write (a unique key taken, a full
+disk) fails alone and the others succeed as if they had never shared a commit. A write must
+therefore only touch the database: it may run twice, and only the last run counts.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+from nini.history.engine import db_errors
+
+T = TypeVar("T")
+MAX_GROUP = 256
+"""Writes in one transaction at most: a bound on how long the first of them waits for its commit."""
+
+
+class _Write(Generic[T]):
+    __slots__ = ("work", "done", "result", "error")
+
+    def __init__(self, work: Callable[[Connection], T]) -> None:
+        self.work = work
+        self.done = False
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    def outcome(self) -> T:
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+class GroupCommit:
+    """The store's writes: ``run`` (grouped) and ``exclusive`` (a transaction of its own), both on
+    one connection kept open for writing, so a write does not check a connection out of the pool
+    and reset it afterwards."""
+
+    def __init__(self, engine: Engine, writes: Engine) -> None:
+        """``writes`` is ``engine`` with the WRITE execution option (BEGIN IMMEDIATE on SQLite)."""
+        self._engine = writes
+        self._queue: list[_Write[Any]] = []
+        self._queue_lock = threading.Lock()
+        self._leader = threading.Lock()
+        self._conn: Connection | None = None
+        self._stale = False
+        # engine.dispose() (closing, or a test giving new connections new settings) retires ours too
+        event.listen(engine, "engine_disposed", self._retire)
+
+    def run(self, work: Callable[[Connection], T]) -> T:
+        """``work(conn)`` in a transaction, possibly shared with other threads' writes; its result
+        once that transaction committed, or its own exception (``NiniError`` for database failures)."""
+        write: _Write[T] = _Write(work)
+        with self._queue_lock:
+            self._queue.append(write)
+        with self._leader:
+            while not write.done:
+                with self._queue_lock:
+                    group, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
+                self._commit(group)
+        return write.outcome()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[Connection]:
+        """A transaction of its own on the write connection, for writes that read what they wrote
+        or are not safe to run twice (migrations of other tables, preferences)."""
+        with self._leader, db_errors():
+            conn = self._connection()
+            try:
+                with conn.begin():
+                    yield conn
+            except BaseException:
+                self._after_failure()
+                raise
+
+    def close(self) -> None:
+        with self._leader:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _commit(self, group: list[_Write[Any]]) -> None:
+        try:
+            with db_errors():
+                conn = self._connection()
+                with conn.begin():
+                    results = [write.work(conn) for write in group]
+        except Exception as exc:  # noqa: BLE001 - handed to the writer it belongs to
+            self._after_failure()
+            if len(group) == 1:
+                group[0].error, group[0].done = exc, True
+                return
+            for write in group:  # each alone: only the failing one fails
+                self._commit([write])
+            return
+        except BaseException as exc:  # an interrupt: nothing of the group is known to be written
+            self._after_failure()
+            for write in group:
+                write.error, write.done = exc, True
+            raise
+        for write, result in zip(group, results, strict=True):
+            write.result, write.done = result, True
+
+    def _connection(self) -> Connection:
+        if self._conn is not None and (self._stale or self._conn.invalidated or self._conn.closed):
+            self._conn.close()
+            self._conn = None
+        if self._conn is None:
+            self._stale = False
+            self._conn = self._engine.connect()
+        return self._conn
+
+    def _after_failure(self) -> None:
+        """A connection the failure broke (the server went away) is replaced at the next write."""
+        if self._conn is not None and self._conn.invalidated:
+            self._conn.close()
+            self._conn = None
+
+    def _retire(self, _engine: Engine) -> None:
+        self._stale = True
