@@ -60,6 +60,8 @@ class GroupCommit:
         self._leader = threading.Lock()
         self._conn: Connection | None = None
         self._stale = False
+        self.commits = 0  # transactions of grouped writes committed, and the writes they held
+        self.writes = 0
         # engine.dispose() (closing, or a test giving new connections new settings) retires ours too
         event.listen(engine, "engine_disposed", self._retire)
 
@@ -89,6 +91,11 @@ class GroupCommit:
                 self._after_failure()
                 raise
 
+    def queued(self) -> int:
+        """Writes handed in and not yet taken into a transaction."""
+        with self._queue_lock:
+            return len(self._queue)
+
     def close(self) -> None:
         with self._leader:
             if self._conn is not None:
@@ -114,6 +121,7 @@ class GroupCommit:
             for write in group:
                 write.error, write.done = exc, True
             raise
+        self.commits, self.writes = self.commits + 1, self.writes + len(group)
         for write, result in zip(group, results, strict=True):
             write.result, write.done = result, True
 
