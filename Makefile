@@ -13,7 +13,7 @@ JLPM := PATH="$(abspath $(VENV))/bin:$$PATH" jlpm
 # JupyterLab is pointed at the build in the source tree (a link in the venv's share/).
 DEVELOP := PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/jupyter labextension develop --overwrite jupyter_ext >/dev/null
 
-.PHONY: demo test bench serve setup system frontend clean
+.PHONY: demo test bench serve setup system frontend hub-proxy clean
 
 demo: setup
 	$(PY) examples/demo.py
@@ -31,7 +31,7 @@ serve: setup
 	$(PY) -m jupyter_ext.serve
 
 # rpy2 as the r extra pins it, installed alone (not `pip install -e .[r]`, which would install nini again)
-setup: system $(STAMP) frontend
+setup: system $(STAMP) frontend hub-proxy
 	@if command -v R >/dev/null 2>&1 && ! $(PY) -c 'import rpy2' >/dev/null 2>&1; then \
 		$(PY) -m pip install --quiet 'rpy2==3.5.17' || echo "setup: rpy2 did not install; R features stay off"; \
 	fi
@@ -62,6 +62,16 @@ $(LABEXT): $(FRONTEND_SOURCES)
 	cd $(FRONTEND) && $(JLPM) install --silent && $(JLPM) build:prod
 	$(DEVELOP)
 	touch $(LABEXT)
+
+# configurable-http-proxy, which JupyterHub starts (examples/jupyterhub), from npm into the venv;
+# the JupyterHub test looks for it there and skips, saying so, without it.
+HUB_PROXY := $(VENV)/hub-proxy/node_modules/.bin/configurable-http-proxy
+hub-proxy: $(STAMP)
+	@if [ -x $(HUB_PROXY) ]; then :; \
+	elif command -v npm >/dev/null 2>&1; then \
+		npm install --silent --no-fund --no-audit --prefix $(VENV)/hub-proxy 'configurable-http-proxy@^4.6' \
+		|| echo "setup: configurable-http-proxy did not install; the JupyterHub test skips"; \
+	else echo "setup: npm is not installed, so configurable-http-proxy is not (the JupyterHub test skips)"; fi
 
 clean:
 	rm -rf $(VENV) .pytest_cache $(FRONTEND)/node_modules $(FRONTEND)/lib $(FRONTEND)/test-build jupyter_ext/labextension

@@ -170,6 +170,11 @@ class ExperienceSettings(BaseModel):
         None, description="The team library (INDEX.md, standards/, knowledge/), a folder a team can share; "
         "unset means NINI_HOME/experience/team."
     )
+    team_writable: bool = Field(
+        True, description="Whether this process may change the team library (deposit, deprecate, roll back); "
+        "a hub gives false to users who only read it and true to its maintainers (the folder's permissions "
+        "should say the same: this makes the refusal clear and holds where they cannot, e.g. for root)."
+    )
     match_threshold: float = Field(0.3, ge=0, le=2, description="Lowest score of a match (similarity plus stage bonus).")
     max_matches: int = Field(5, ge=0, le=50, description="Most experiences one run is warned about.")
 
@@ -219,7 +224,7 @@ class MCPSettings(BaseModel):
 
 
 class ServerSettings(BaseModel):
-    """Limits of the Jupyter server extension's REST API."""
+    """Limits of the Jupyter server extension's REST API, and who administers it."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -230,6 +235,10 @@ class ServerSettings(BaseModel):
     max_upload_bytes: int = Field(
         200 * 1024 * 1024, ge=1024, description="Largest file POST /nini/api/sessions/ID/files accepts, in bytes "
         "(413 TOO_LARGE above it)."
+    )
+    admins: list[str] = Field(
+        default_factory=list, description="Jupyter user names that see and use every user's sessions (on a hub, "
+        "its admins do too); everyone else sees only their own."
     )
 
 
@@ -362,6 +371,11 @@ class Settings(BaseSettings):
         None,
         description="NINI_DATABASE_URL: SQLAlchemy URL of the history store (e.g. PostgreSQL for a hub); "
         "unset means the SQLite file NINI_HOME/nini.db in WAL mode.",
+    )
+    session_owner: str | None = Field(
+        None,
+        description="NINI_SESSION_OWNER: whose sessions this process makes and sees when no Jupyter identity "
+        "names the caller (the CLI, the magics, a server's token login); a hub sets it to the user's name.",
     )
 
     _warnings: list[str] = PrivateAttr(default_factory=list)

@@ -21,6 +21,7 @@ from nini.execution.sandbox import SandboxMode, resolve_mode, workspace_owner
 from nini.execution.workspace import Workspace, check_session_id
 from nini.history.events import EventBus
 from nini.history.store import HistoryStore
+from nini.owners import Viewer, not_found
 from nini.session import Session
 from nini.skills.registry import SkillRegistry
 
@@ -173,28 +174,44 @@ class Runtime:
             self._usage[workspace.root] = measured
         return measured[1]
 
-    def create_session(self, title: str | None = None, session_id: str | None = None) -> Session:
+    def create_session(self, title: str | None = None, session_id: str | None = None, *, owner: str | None = None) -> Session:
+        """A new session owned by ``owner`` (a Jupyter identity), else by ``settings.session_owner``."""
         if session_id is not None:
             check_session_id(session_id)
-        row = self.store.create_session(session_id=session_id, title=title)
+        row = self.store.create_session(session_id=session_id, title=title, owner=owner or self.settings.session_owner)
         return Session(row["id"], self)
 
-    def session(self, session_id: str) -> Session:
-        """The stored session ``session_id``; NOT_FOUND if there is none."""
+    def session(self, session_id: str, viewer: Viewer | None = None) -> Session:
+        """The stored session ``session_id``; NOT_FOUND if there is none, or if ``viewer`` (None:
+        anyone, as for the CLI) may not see it."""
         check_session_id(session_id)
-        self.store.get_session(session_id)
+        row = self.store.get_session(session_id)
+        if viewer is not None and not viewer.sees(row["owner"]):
+            raise not_found(session_id)
         return Session(session_id, self)
 
-    def session_or_new(self, session_id: str | None, title: str | None = None) -> Session:
-        """Session ``session_id``, created (with ``title``) if there is none; a new one if None.
+    def session_or_new(self, session_id: str | None, title: str | None = None, viewer: Viewer | None = None) -> Session:
+        """Session ``session_id``, created (with ``title``, owned by ``viewer``) if there is none; a
+        new one if None. NOT_FOUND for one ``viewer`` may not see, as ``session`` says.
 
         Get-or-create in one transaction: processes naming the same new session at once all succeed.
         """
+        owner = viewer.name if viewer is not None else None
         if session_id is None:
-            return self.create_session(title=title)
+            return self.create_session(title=title, owner=owner)
         check_session_id(session_id)
-        self.store.ensure_session(session_id, title=title)
+        row = self.store.ensure_session(session_id, title=title, owner=owner or self.settings.session_owner)
+        if viewer is not None and not viewer.sees(row["owner"]):
+            raise not_found(session_id)
         return Session(session_id, self)
+
+    def list_sessions(self, limit: int = 100, viewer: Viewer | None = None) -> list[dict[str, Any]]:
+        """The newest ``limit`` sessions ``viewer`` may see (None: every session)."""
+        if viewer is None or viewer.admin:
+            return self.store.list_sessions(limit)
+        if viewer.name is None:
+            return self.store.list_sessions(limit, unowned=True)
+        return self.store.list_sessions(limit, owner=viewer.name)
 
     async def client_call(self, call: Awaitable[T]) -> T:
         """Await a call a client made (a REST run-code): the runtime closing cancels it first, so it

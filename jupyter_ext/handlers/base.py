@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 from jupyter_server.base.handlers import APIHandler
 from tornado import httputil, web
 
+from jupyter_ext.identity import request_viewer
 from nini.errors import ErrorCode, NiniError, error_envelope, ok_envelope
 from nini.redact import redact_paths
 
 if TYPE_CHECKING:
+    from nini.owners import Viewer
     from nini.runtime import Runtime
     from nini.session import Session
 
@@ -182,6 +184,12 @@ class NiniHandler(APIHandler):
             raise NiniError(ErrorCode.NOT_FOUND, f"no kernel {kernel_id!r} on this Jupyter server", {"kernel_id": kernel_id})
         return kernel_id
 
+    @property
+    def viewer(self) -> Viewer:
+        """The caller, as whose sessions they may see and make (``jupyter_ext.identity``)."""
+        return request_viewer(self, self.runtime.settings)
+
     async def session(self, session_id: str) -> Session:
-        """The stored session ``session_id``: INVALID_ARGUMENT for a malformed id, else NOT_FOUND."""
-        return await self.read(self.runtime.session, session_id)
+        """The stored session ``session_id`` if the caller may see it: INVALID_ARGUMENT for a
+        malformed id, else NOT_FOUND (also for another user's session: nothing says it exists)."""
+        return await self.read(self.runtime.session, session_id, self.viewer)

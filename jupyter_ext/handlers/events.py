@@ -25,6 +25,7 @@ from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from jupyter_ext.handlers.base import AUTH_RESOURCE, RUNTIME_SETTING, dumps, log_exception, write_envelope_error
+from jupyter_ext.identity import request_viewer
 from nini.errors import ErrorCode, NiniError
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ class SessionEventsHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):
         self._since = parse_since(self.get_query_argument("since", None))
         self._batch = parse_flag("batch", self.get_query_argument("batch", None))
         runtime = self.runtime
-        await runtime.store.call(runtime.session, session_id)
+        await runtime.store.call(runtime.session, session_id, request_viewer(self, runtime.settings))  # another's: 404
         await super().get(session_id)
 
     def open(self, session_id: str) -> None:  # type: ignore[override]

@@ -16,7 +16,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import iostream, web
 
 from jupyter_ext.handlers.base import NiniHandler, client_error, dumps
-from nini.execution.workspace import check_session_id
+from nini.owners import VIEWER_SCOPE
 
 MCP_SETTING = "nini_mcp_endpoint"
 INVALID_REQUEST, INTERNAL_ERROR = -32600, -32603  # JSON-RPC's codes
@@ -38,8 +38,8 @@ class MCPHandler(NiniHandler):
 
     async def _forward(self) -> None:
         session = self.get_query_argument("session", None)
-        if session is not None:
-            check_session_id(session)  # INVALID_ARGUMENT (see write_error), before MCP sees the request
+        if session is not None:  # INVALID_ARGUMENT, or NOT_FOUND for another user's (see write_error), before MCP
+            await self.read(self.runtime.session_or_new, session, "MCP", self.viewer)
         body = self.body_bytes()
         self._disconnected = asyncio.Event()
         pending = [{"type": "http.request", "body": body, "more_body": False}]
@@ -82,6 +82,7 @@ class MCPHandler(NiniHandler):
             "raw_path": request.path.encode(), "query_string": request.query.encode("latin-1"), "root_path": "",
             "headers": [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.get_all()],
             "server": (host, int(port) if port.isdigit() else None), "client": (request.remote_ip, 0),
+            VIEWER_SCOPE: self.viewer,
         }  # fmt: skip
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:

@@ -10,6 +10,7 @@ from tornado import web
 from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
 from nini.history.export import FORMATS, export_session
+from nini.owners import Viewer
 
 EXPORT_TYPES = {"ipynb": "application/x-ipynb+json", "md": "text/markdown; charset=utf-8",
                 "json": "application/json; charset=utf-8"}  # fmt: skip
@@ -20,19 +21,21 @@ class SessionsHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        """Sessions, newest first, each with its tool call and execution counts (``?limit=``, 100)."""
-        self.reply(await self.read(self.runtime.store.list_sessions, self._limit()))
+        """The caller's sessions (an admin's: everyone's), newest first, each with its tool call and
+        execution counts (``?limit=``, 100)."""
+        self.reply(await self.read(self.runtime.list_sessions, self._limit(), self.viewer))
 
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        """Body ``{"title"?, "id"?}``: a new session (201); CONFLICT if the id is taken."""
+        """Body ``{"title"?, "id"?}``: a new session owned by the caller (201); CONFLICT if the id is taken."""
         body = self.body_object()
         for key in ("title", "id"):
             if body.get(key) is not None and not isinstance(body[key], str):
                 raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{key} must be a string")
         runtime = self.runtime
-        session = await self.read(runtime.create_session, title=body.get("title"), session_id=body.get("id"))
+        session = await self.read(runtime.create_session, title=body.get("title"), session_id=body.get("id"),
+                                  owner=self.viewer.name)  # fmt: skip
         self.reply(await self.read(session.info), status=201)
 
     def _limit(self) -> int:
@@ -47,7 +50,7 @@ class SessionHandler(NiniHandler):
     @authorized
     async def get(self, session_id: str) -> None:
         """The session row with its artifacts and datasets (what a client fetches files by)."""
-        self.reply(await self.read(_session_view, self.runtime, session_id))
+        self.reply(await self.read(_session_view, self.runtime, session_id, self.viewer))
 
 
 class ToolCallsHandler(NiniHandler):
@@ -81,9 +84,9 @@ class ExportHandler(NiniHandler):
         self.finish(text, set_content_type=EXPORT_TYPES[fmt])
 
 
-def _session_view(runtime: Any, session_id: str) -> dict[str, Any]:
+def _session_view(runtime: Any, session_id: str, viewer: Viewer) -> dict[str, Any]:
     store = runtime.store
-    row = runtime.session(session_id).info()
+    row = runtime.session(session_id, viewer).info()
     return {**row, "artifacts": store.list_artifacts(session_id), "datasets": store.list_datasets(session_id)}
 
 

@@ -24,6 +24,7 @@ import mcp_types as types
 
 from nini.agent.tools import build_toolset
 from nini.errors import ErrorCode, NiniError
+from nini.owners import VIEWER_SCOPE
 from nini.skills.invoke import invoke
 
 if TYPE_CHECKING:
@@ -127,13 +128,19 @@ class HTTPEndpoint:
 
     async def session_of(self, ctx: Any) -> Session:
         """The request's nini session: the one its MCP session has, else the one it names (created
-        if new), else a new one; an MCP session keeps the session its first call got."""
+        if new), else a new one; an MCP session keeps the session its first call got. Only a session
+        the caller may see (the host puts its ``Viewer`` in the scope as ``VIEWER_SCOPE``): an MCP
+        session id used by another user gets NOT_FOUND."""
         request = getattr(ctx, "request", None)
         mcp_id = request.headers.get("mcp-session-id") if request is not None else None
+        viewer = request.scope.get(VIEWER_SCOPE) if request is not None else None
         if mcp_id and mcp_id in self._sessions:
-            return self._sessions[mcp_id]
+            session = self._sessions[mcp_id]
+            if viewer is not None:
+                await self.runtime.store.call(self.runtime.session, session.id, viewer)
+            return session
         named = request.query_params.get("session") if request is not None else None
-        session = await self.runtime.store.call(self.runtime.session_or_new, named, "MCP")
+        session = await self.runtime.store.call(self.runtime.session_or_new, named, "MCP", viewer)
         if mcp_id:
             self._sessions[mcp_id] = session
         return session

@@ -171,6 +171,8 @@ class ExperienceMemory:
         """Carry out a plan the user confirmed; refused without ``confirm``."""
         if confirm is not True:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, "nothing is written to an experience library without the user's confirmation (confirm: true)")
+        for level in {action.level for action in plan.actions}:
+            self._check_writable(level)
         return curate.execute(plan, self.libraries, self.pending, self.language)
 
     # -- the libraries -----------------------------------------------------------------------------------
@@ -186,9 +188,18 @@ class ExperienceMemory:
         return {name: library.read().problems for name, library in self.libraries.items()}
 
     def library(self, level: str) -> Library:
+        """The library ``level``, to change (deprecate, roll back): POLICY_VIOLATION for a read-only team library."""
         if level not in LEVELS:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, f"level must be team or project, not {level!r}")
+        self._check_writable(level)
         return self.libraries[level]
+
+    def _check_writable(self, level: str) -> None:
+        """Refuse a change of the team library where ``experience.team_writable`` is false (a hub's
+        users who are not its maintainers), before anything is locked or written."""
+        if level == "team" and not self.settings.experience.team_writable:
+            raise NiniError(ErrorCode.POLICY_VIOLATION, "the team experience library is read-only for you "
+                            "(experience.team_writable is false); choose the project library, or ask a maintainer")  # fmt: skip
 
 
 def _key(candidate: Candidate) -> tuple[str, str]:
