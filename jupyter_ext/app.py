@@ -43,6 +43,16 @@ class NiniExtensionApp(ExtensionApp):
         "unsandboxed; bwrap: refuse to run code without it (use this on shared servers); none: never "
         "(trusted single-user setups only). Unset: execution.sandbox from settings (default auto).",
     )
+    kernels = Enum(
+        ["auto", "local", "gateway"],
+        default_value=None,
+        allow_none=True,
+        config=True,
+        help="Where nini's agent kernels run. local: on this machine in nini's sandbox; gateway: on the "
+        "Kernel/Enterprise Gateway this server was started with (--gateway-url), in the gateway's sandbox; "
+        "auto: the gateway when there is one. R workers always run on this server. Unset: execution.kernels "
+        "from settings (default auto).",
+    )
     r_enabled = Bool(
         None,
         allow_none=True,
@@ -65,11 +75,16 @@ class NiniExtensionApp(ExtensionApp):
         )
         self.settings.update({RUNTIME_SETTING: runtime, SOCKETS_SETTING: set()})
         self.log.info("nini: NINI_HOME %s, sandbox setting %s", settings.home, settings.execution.sandbox)
+        if runtime.kernels.gateway_host is not None:
+            self.log.info("nini: agent kernels run on the gateway at %s; the sandbox there is the gateway's",
+                          runtime.kernels.gateway_host)
 
     def setting_overrides(self) -> dict[str, Any]:
         overrides: dict[str, Any] = {}
         if self.sandbox is not None:
             overrides["execution"] = {"sandbox": self.sandbox}
+        if self.kernels is not None:
+            overrides.setdefault("execution", {})["kernels"] = self.kernels
         if self.r_enabled is not None:
             overrides["r_enabled"] = self.r_enabled
         return overrides

@@ -50,6 +50,17 @@ class ExecutionSettings(BaseModel):
         description="auto: bubblewrap when it works here, else unsandboxed (nini doctor says which); "
         "bwrap: refuse to start a kernel without it; none: never sandbox (trusted use only).",
     )
+    kernels: Literal["auto", "local", "gateway"] = Field(
+        "auto",
+        description="Where the sessions' Python kernels run. local: on this machine, in nini's sandbox "
+        "(execution.sandbox); gateway: on the Kernel/Enterprise Gateway the Jupyter server was started with "
+        "(--gateway-url), in the gateway's sandbox (its containers or pods), the workspace's files carried over "
+        "the kernel protocol; auto: the gateway when the server has one, else local. R always runs locally.",
+    )
+    gateway_kernel_name: str | None = Field(
+        None, description="The gateway's kernel spec for agent kernels (its environment must have nini "
+        "installed); unset: the gateway's default spec."
+    )
     python_policy: Literal["strict", "off"] = Field(
         "strict", description="strict: refuse agent Python that imports os/subprocess/socket/... "
         "or calls eval/exec/open outside the workspace, before it runs; off: no static check."

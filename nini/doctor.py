@@ -33,6 +33,7 @@ def run_checks(settings: Settings) -> list[Check]:
         *(_package(name, required=True) for name in REQUIRED_PACKAGES),
         *(_package(name, required=False) for name in OPTIONAL_PACKAGES),
         _r(settings),
+        _kernels(settings),
         *_protections(settings),
         _home(settings.home),
         _database(settings),
@@ -70,6 +71,26 @@ def _r(settings: Settings) -> Check:
     except (OSError, subprocess.SubprocessError, IndexError) as exc:
         return Check("R", False, f"{binary} does not run: {exc}; run_r_code will fail", required=False)
     return Check("R", True, f"{first_line} with rpy2 (run_r_code offered)", required=False)
+
+
+def _kernels(settings: Settings) -> Check:
+    """Where agent kernels run (``execution.kernels``): here in nini's sandbox, or on the gateway
+    the Jupyter server is configured with, whose sandbox then applies."""
+    from nini.execution.gateway import configured_gateway_url, host_of
+
+    setting = settings.execution.kernels
+    url = configured_gateway_url() if setting != "local" else None
+    if url is not None:
+        return Check("kernels", True, f"inside the Jupyter server, agent kernels run on the gateway at {host_of(url)} "
+                     f"(execution.kernels '{setting}'); the sandbox there is the gateway's (its containers or pods), not "
+                     "nini's; the kernel's environment needs nini installed; R runs on the server itself; "
+                     "the CLI runs kernels here", required=False)  # fmt: skip
+    if setting == "gateway":
+        return Check("kernels", False, "execution.kernels is 'gateway' but no gateway is configured for the Jupyter "
+                     "server (--gateway-url, c.GatewayClient.url or JUPYTER_GATEWAY_URL): no kernel will start",
+                     required=False)  # fmt: skip
+    return Check("kernels", True, f"agent kernels run on this machine (execution.kernels '{setting}'"
+                 + ("" if setting == "local" else ", no gateway configured") + ")", required=False)
 
 
 def _protections(settings: Settings) -> list[Check]:

@@ -56,9 +56,12 @@ class Session:
     @property
     def isolation(self) -> str:
         """Where this session's Python runs: "user_kernel" (the user's own kernel, not sandboxed),
+        "gateway" (a kernel on the server's Kernel/Enterprise Gateway, in the gateway's sandbox),
         "sandbox" (bubblewrap) or "unsandboxed" (execution.sandbox "none" or no bubblewrap)."""
         if self.kernel_id is not None or self.python_executor is not None:
             return "user_kernel"
+        if self.runtime.kernels.backend == "gateway":
+            return "gateway"
         return "sandbox" if self.runtime.sandbox_mode == "bwrap" else "unsandboxed"
 
     @property

@@ -59,7 +59,14 @@ class RunRCodeHandler(RunCodeHandler):
         if not any(record["name"] == self.skill for record in registry.list("function")):
             from nini.skills.builtin.run_r import r_status
 
-            raise NiniError(ErrorCode.R_UNAVAILABLE, f"R cannot be used here: {r_status(self.runtime.settings)[1]}")
+            raise NiniError(ErrorCode.R_UNAVAILABLE, r_unavailable(r_status(self.runtime.settings)[1],
+                                                                  self.runtime.kernels.gateway_host))  # fmt: skip
+
+
+def r_unavailable(reason: str, gateway: str | None) -> str:
+    """Why run_r_code cannot run: R workers are always this server's, also when Python runs on a gateway."""
+    where = f" (not on the gateway at {gateway}, where Python kernels run)" if gateway else ""
+    return f"R cannot be used here: R runs on this Jupyter server itself{where}, and on this server {reason}"
 
 
 handlers = [

@@ -1,6 +1,11 @@
 """KernelPool: one Python kernel per session (started, limited, sandboxed and restarted by nini),
 or an existing kernel of the Jupyter server, given by id, that nini only borrows.
 
+Where a session's kernel runs is ``execution.kernels``: on this machine in nini's sandbox
+("local"), or on the Jupyter server's Kernel/Enterprise Gateway ("gateway", see ``gateway.py``),
+where the gateway's own sandbox applies and the workspace is mirrored (``mirror.py``); "auto" is
+the gateway when the server has one.
+
 Kernels are jupyter_client ``AsyncKernelManager``s running ``sys.executable -m ipykernel_launcher``,
 so the kernel imports the same nini and pandas as the host. Runs of one session are serialised;
 different sessions run concurrently. Policy checks happen before this (in the run_code skill).
@@ -10,13 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import queue
 import shutil
 import sys
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
@@ -25,13 +31,17 @@ from jupyter_core.utils import ensure_async
 from nini.config import ExecutionSettings
 from nini.errors import ErrorCode, NiniError
 from nini.execution import confine, sandbox
+from nini.execution.gateway import GatewayKernel, gateway_url, host_of
+from nini.execution.mirror import Mirror
 from nini.execution.outcome import CodeOutcome, CodeRequest
 from nini.execution.python_runner import run_request
 from nini.execution.runtime_dirs import make_runtime_dir, sweep_runtime_dirs
 from nini.execution.sandbox import SandboxMode, resolve_mode
 from nini.execution.workspace import Workspace
 
-__all__ = ["KernelPool"]
+__all__ = ["KernelBackend", "KernelPool"]
+
+KernelBackend = Literal["local", "gateway"]
 
 START_TIMEOUT_S = 60.0
 KERNEL_PREFIX = "nini-kernel-"  # of a kernel's runtime folder (``runtime_dirs.PREFIXES``)
@@ -60,12 +70,13 @@ class _SpecKernelManager(AsyncKernelManager):
 class _Kernel:
     manager: Any
     client: Any
-    sandbox: SandboxMode | None  # None: an external kernel
+    sandbox: SandboxMode | Literal["gateway"] | None  # None: an external kernel
     workspace: Workspace | None = None
     runtime_dir: Path | None = None
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     restarts: int = 0
     needs_prelude: bool = True
+    mirror: Mirror | None = None  # the kernel's own copy of the workspace, when it does not share this disk
 
 
 class KernelPool:
@@ -78,7 +89,32 @@ class KernelPool:
         self._external: dict[str, _Kernel] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._sandbox_mode: SandboxMode | None = None
+        self.gateway_url = gateway_url(multi_kernel_manager)  # the server's --gateway-url, if any
         sweep_runtime_dirs([sandbox.runtime_base()])  # the folders of kernels whose nini was killed
+
+    @property
+    def backend(self) -> KernelBackend:
+        """Where the sessions' own kernels run: ``execution.kernels`` with "auto" resolved.
+
+        Raises NiniError(INTERNAL) when the setting asks for a gateway this server does not have.
+        """
+        if self.settings.kernels == "local" or (self.settings.kernels == "auto" and self.gateway_url is None):
+            return "local"
+        if self.gateway_url is None:
+            raise NiniError(
+                ErrorCode.INTERNAL,
+                "execution.kernels is 'gateway' but nini does not run inside a Jupyter server started with a "
+                "gateway (--gateway-url); set execution.kernels to 'auto' or 'local' to run kernels here",
+            )
+        return "gateway"
+
+    @property
+    def gateway_host(self) -> str | None:
+        """``host:port`` of the gateway the sessions' kernels run on (no credentials), else None."""
+        try:
+            return host_of(self.gateway_url) if self.gateway_url and self.backend == "gateway" else None
+        except NiniError:
+            return None
 
     @property
     def sandbox_mode(self) -> SandboxMode:
@@ -101,7 +137,7 @@ class KernelPool:
                 report = await run_request(
                     kernel.client, kernel.manager, workspace, request,
                     prelude=kernel.needs_prelude or external,  # a server kernel may have been restarted by its user
-                    restartable=not external,
+                    restartable=not external, mirror=kernel.mirror,
                 )  # fmt: skip
             except asyncio.CancelledError:
                 await _interrupt(kernel)
@@ -167,7 +203,9 @@ class KernelPool:
         await asyncio.gather(*(_stop(k, now=False) for k in owned), return_exceptions=True)
 
     def kernel_info(self, session_id: str) -> dict[str, Any] | None:
-        """``{pid, sandbox, started_at, restarts}`` of the session's own kernel, None if it has none.
+        """``{pid, sandbox, started_at, restarts}`` of the session's own kernel, None if it has none;
+        on a gateway ``sandbox`` is "gateway", ``pid`` None, with ``gateway`` (host:port) and
+        ``kernel_id`` (the gateway's).
 
         In the sandbox ``pid`` is bwrap's; the kernel is its child in a separate pid namespace.
         """
@@ -175,12 +213,15 @@ class KernelPool:
         if kernel is None:
             return None
         provisioner = getattr(kernel.manager, "provisioner", None)
-        return {
+        info = {
             "pid": getattr(provisioner, "pid", None),
             "sandbox": kernel.sandbox,
             "started_at": kernel.started_at,
             "restarts": kernel.restarts,
         }
+        if isinstance(kernel.manager, GatewayKernel):
+            info.update(gateway=self.gateway_host, kernel_id=kernel.manager.kernel_id)
+        return info
 
     def _lock(self, key: str) -> asyncio.Lock:
         return self._locks.setdefault(key, asyncio.Lock())
@@ -201,6 +242,8 @@ class KernelPool:
         self._kernels[session_id] = fresh
 
     async def _start(self, workspace: Workspace) -> _Kernel:
+        if self.backend == "gateway":
+            return await self._start_on_gateway(workspace)
         mode = self.sandbox_mode
         workspace.ensure()
         # The runtime folder is nini's (0700, never seen by the kernel): the kernel's log and the
@@ -250,6 +293,27 @@ class KernelPool:
             raise NiniError(ErrorCode.KERNEL_DIED, message) from exc
         return kernel
 
+    async def _start_on_gateway(self, workspace: Workspace) -> _Kernel:
+        """A kernel of ``execution.gateway_kernel_name`` on the server's gateway, through the server's
+        kernel manager; its workspace is a mirror. No sandbox of nini's: the gateway's applies."""
+        workspace.ensure()
+        spec = self.settings.gateway_kernel_name
+        where = f"on the gateway at {self.gateway_host}"
+        try:
+            manager = await GatewayKernel.start(self.multi_kernel_manager, spec)
+        except Exception as exc:
+            raise NiniError(ErrorCode.KERNEL_DIED, f"the Python kernel did not start {where}: {exc}") from exc
+        kernel = _Kernel(manager, manager.client(), "gateway", workspace,
+                         mirror=Mirror(kernel_spec=f"kernel spec {spec!r}" if spec else "the gateway's default kernel spec"))  # fmt: skip
+        try:
+            await kernel.client.start_channels()
+            await kernel.client.wait_for_ready(timeout=START_TIMEOUT_S)
+        except Exception as exc:
+            await _stop(kernel, now=True)
+            reason = exc.message if isinstance(exc, NiniError) else "it did not answer" if isinstance(exc, queue.Empty) else exc
+            raise NiniError(ErrorCode.KERNEL_DIED, f"the Python kernel {where} is not usable: {reason}") from exc
+        return kernel
+
     async def _borrow(self, kernel_id: str) -> _Kernel:
         kernel = self._external.get(kernel_id)
         if kernel is not None:
@@ -262,15 +326,19 @@ class KernelPool:
             manager = self.multi_kernel_manager.get_kernel(kernel_id)
         except Exception as exc:  # KeyError, or the server's HTTPError(404)
             raise NiniError(ErrorCode.NOT_FOUND, f"no kernel {kernel_id!r} on this Jupyter server") from exc
-        client = _new_client(manager)
-        client.start_channels()
+        mirror = None
+        if self.gateway_url is not None:  # a notebook's kernel on the gateway: not on this disk either
+            manager = GatewayKernel(self.multi_kernel_manager, kernel_id)
+            mirror = Mirror(kernel_spec=f"kernel {kernel_id}", own=False)
+        client = manager.client() if mirror is not None else _new_client(manager)
         try:
+            await ensure_async(client.start_channels())
             # also lets the iopub subscription settle, so the first run's output is not missed
             await ensure_async(client.wait_for_ready(timeout=START_TIMEOUT_S))
         except Exception as exc:
             client.stop_channels()
             raise NiniError(ErrorCode.KERNEL_DIED, f"kernel {kernel_id!r} does not answer: {exc}") from exc
-        kernel = self._external[kernel_id] = _Kernel(manager, client, None)
+        kernel = self._external[kernel_id] = _Kernel(manager, client, None, mirror=mirror)
         return kernel
 
     async def _forget_external(self, kernel_id: str) -> None:

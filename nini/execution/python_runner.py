@@ -70,22 +70,32 @@ def strip_ansi(text: str) -> str:
 
 
 async def run_request(
-    client: Any, manager: Any, workspace: Workspace, request: CodeRequest, *, prelude: bool, restartable: bool
+    client: Any, manager: Any, workspace: Workspace, request: CodeRequest, *, prelude: bool, restartable: bool,
+    mirror: Any = None,
 ) -> RunReport:
-    """Run ``request`` in the kernel of ``client``/``manager``; never raises for anything the code does."""
+    """Run ``request`` in the kernel of ``client``/``manager``; never raises for anything the code does.
+
+    ``mirror`` (a ``mirror.Mirror``) is the workspace of a kernel that does not share this disk (on
+    a gateway): the files the run reads are sent to it first, the charts and dataset it wrote are
+    brought back before the outcome is built.
+    """
     started = time.monotonic()
     deadline = started + request.timeout_s
-    root = str(workspace.root)
     missing = missing_dataset(workspace, request)
     if missing is not None:
         return RunReport(missing, "ok", False)
+    if mirror is not None:
+        refused = await mirror.push(client, manager, workspace, request, started, restartable)
+        if refused is not None:
+            return refused
+    root = str(workspace.root) if mirror is None else mirror.root
     ran_prelude = False
     if prelude or request.dataset_name is not None:
-        pre = await execute(client, manager, _call("prelude", root, request.dataset_name), deadline, silent=True)
+        pre = await execute(client, manager, kernel_call("prelude", root, request.dataset_name), deadline, silent=True)
         if pre.state != "ok" or _status(pre) != "ok":
             return RunReport(prelude_failure(pre, request, started, restartable), pre.state, False)
         ran_prelude = True
-    collect = _call("collect", root, request.label, request.save_as, True, request.max_figures, request.save_file,
+    collect = kernel_call("collect", root, request.label, request.save_as, True, request.max_figures, request.save_file,
                     request.pending_file)
     main = await execute(client, manager, request.code, deadline, user_expressions={"nini": collect})
     if main.state in ("stuck", "dead"):
@@ -96,13 +106,15 @@ async def run_request(
     else:  # failed or interrupted: keep the figures made so far and clear result/output_df
         cleanup = await execute(
             client, manager, "", time.monotonic() + INTERRUPT_GRACE_S, silent=True,
-            user_expressions={"nini": _call("collect", root, request.label, None, False, request.max_figures, None,
+            user_expressions={"nini": kernel_call("collect", root, request.label, None, False, request.max_figures, None,
                                             request.pending_file)},
         )  # fmt: skip
         if cleanup.state in ("stuck", "dead"):  # answered the interrupt, then hung: a restart is due after all
             main.state = cleanup.state
             return RunReport(stopped(main, request, started, restartable), main.state, ran_prelude)
         collected = _parse_collected(cleanup) if cleanup.state == "ok" else {}
+    if mirror is not None:
+        await mirror.pull(client, manager, workspace, request, collected)
     outcome = build_outcome(main, collected, workspace, request, started, restartable)
     return RunReport(outcome, main.state, ran_prelude)
 
@@ -202,9 +214,10 @@ def _status(exchange: Exchange) -> str | None:
     return exchange.reply.get("status") if exchange.reply else None
 
 
-def _call(function: str, *args: Any) -> str:
-    """Python source calling ``_kernel_side.<function>(*args)``; args are str/None/bool literals."""
-    return f"__import__({_KERNEL_SIDE!r}, fromlist=[{function!r}]).{function}({', '.join(map(repr, args))})"
+def kernel_call(function: str, *args: Any, module: str = _KERNEL_SIDE) -> str:
+    """Python source calling ``<module>.<function>(*args)`` in the kernel (``_kernel_side`` unless
+    told); args are literals (str, None, bool, numbers, lists of them)."""
+    return f"__import__({module!r}, fromlist=[{function!r}]).{function}({', '.join(map(repr, args))})"
 
 
 def _parse_collected(exchange: Exchange) -> dict[str, Any]:
@@ -368,14 +381,21 @@ def _write_rich(
                     base64.b64decode(body) if encoded else ("".join(body) if isinstance(body, list) else body).encode()
                 )
                 relative = f"artifacts/{stem}.{ext}"
-                if request.pending_file:
-                    listed = fs.read_bytes(request.pending_file) if fs.is_file(request.pending_file) else b""
-                    fs.write_bytes(request.pending_file, listed + f"{stem}.{ext}\n".encode())
-                fs.write_bytes(relative, content)
+                place_artifact(workspace, request, relative, content)
                 artifacts.append({"name": f"{stem}.{ext}", "path": relative, "format": ext, "kind": kind})
     except NiniError as exc:
         warnings.append(f"rich output not saved: {exc.message}")
     return artifacts
+
+
+def place_artifact(workspace: Workspace, request: CodeRequest, relative: str, content: bytes) -> None:
+    """Write a chart file the run made, listed in the run's pending file first (as the kernel does,
+    ``_kernel_side.announce``): if the run is never recorded, the sweep removes it."""
+    fs = workspace.fs
+    if request.pending_file:
+        listed = fs.read_bytes(request.pending_file) if fs.is_file(request.pending_file) else b""
+        fs.write_bytes(request.pending_file, listed + f"{relative.rsplit('/', 1)[-1]}\n".encode())
+    fs.write_bytes(relative, content)
 
 
 def _figure_output(workspace: Workspace, artifact: dict[str, Any]) -> dict[str, Any] | None:

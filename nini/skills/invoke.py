@@ -112,7 +112,7 @@ async def _finish(session: Session, call_id: str, name: str, turn_id: str | None
         _remove_quietly(session, output.pending_file)  # its charts are recorded now
     execution_id = (finished.get("execution") or {}).get("id")
     result = ToolResult(call_id, name, output.success, output.result, output.error, execution_id, output.full_text_at,
-                        output.isolation)  # fmt: skip
+                        output.isolation, output.gateway)  # fmt: skip
     # code_execution comes before tool_result: a viewer can treat tool_result as "this call is over"
     if execution is not None:
         await _publish(session, "code_execution", _execution_event(execution, execution_id, output), turn_id, call_id)
@@ -172,6 +172,7 @@ def _execution_event(execution: dict[str, Any], execution_id: str | None, output
         "datasets_saved": list(execution.get("datasets_saved") or []),
         "isolation": output.isolation,
         **({"notice": USER_KERNEL_NOTICE} if output.isolation == "user_kernel" else {}),
+        **({"gateway": output.gateway} if output.gateway else {}),  # where the kernel ran: its sandbox is the gateway's
         # enough of the output for a viewer to show the step (the store keeps all of it)
         "stdout": _preview(execution.get("stdout")),
         "stderr": _preview(execution.get("stderr")),

@@ -29,8 +29,10 @@ class ToolOutput:
     # (type, data) events ``invoke`` publishes once the call and its rows are recorded, before
     # tool_result, so a client reacting to one (``report_ready``) finds the rows it names
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    # where a code skill's code ran: "sandbox", "unsandboxed" or "user_kernel" (not sandboxed)
+    # where a code skill's code ran: "sandbox", "unsandboxed", "gateway" (the gateway's sandbox)
+    # or "user_kernel" (not sandboxed)
     isolation: str | None = None
+    gateway: str | None = None  # host:port of that gateway (no credentials), when isolation is "gateway"
     # a code run's list of the chart files it wrote (``CodeRequest.pending_file``): ``invoke``
     # removes it once they are recorded, and removes the files too if the record cannot be written
     pending_file: str | None = None
@@ -48,6 +50,7 @@ class ToolResult:
     execution_id: str | None = None
     full_text_at: str | None = None
     isolation: str | None = None
+    gateway: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         body = {
@@ -62,6 +65,8 @@ class ToolResult:
             body["isolation"] = self.isolation
             if self.isolation == "user_kernel":
                 body["notice"] = USER_KERNEL_NOTICE
+        if self.gateway is not None:
+            body["gateway"] = self.gateway
         return body
 
     def text_for_llm(self, limit: int) -> str:

@@ -62,6 +62,8 @@ async def run_code(
     retry_of = await session.store.call(find_retry_of, session, request)
     output = record_outcome(session, request, outcome, language="python", tool_name="run_code", retry_of=retry_of)
     output.isolation = isolation
+    if isolation == "gateway":
+        output.gateway = session.runtime.kernels.gateway_host
     return output
 
 
