@@ -1,9 +1,10 @@
 """Group commit: the writes that threads hand in while a commit is under way go into the next
 transaction together, so many writers pay for one commit (and on PostgreSQL one WAL flush).
 
-A write is a function of a connection (its statements, all in the one transaction). The first
-thread to find no commit running becomes the leader: it takes every queued write, runs them in one
-transaction on the store's own write connection, commits, and hands each writer its result. The
+A write is a function of a ``driver.Transaction`` (its statements, all in the one transaction).
+The first thread to find no commit running becomes the leader: it takes every queued write, runs
+them in one transaction on the store's own write connection (the driver's, see driver.py),
+commits, and hands each writer its result. The
 writers that queued meanwhile wait on the leader lock; when it is theirs, their write is usually
 done already, else one of them leads the next group. A single writer never waits on anyone: its
 write is a group of one, run by its own thread, with no hand-over.
@@ -23,9 +24,11 @@ from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine
 
-from nini.history.engine import db_errors
+from nini.history.driver import Statements, Transaction
+from nini.history.engine import WRITE, begin_sql, db_errors
 
 T = TypeVar("T")
 MAX_GROUP = 256
@@ -35,7 +38,7 @@ MAX_GROUP = 256
 class _Write(Generic[T]):
     __slots__ = ("work", "done", "result", "error")
 
-    def __init__(self, work: Callable[[Connection], T]) -> None:
+    def __init__(self, work: Callable[[Transaction], T]) -> None:
         self.work = work
         self.done = False
         self.result: Any = None
@@ -48,24 +51,28 @@ class _Write(Generic[T]):
 
 
 class GroupCommit:
-    """The store's writes: ``run`` (grouped) and ``exclusive`` (a transaction of its own), both on
-    one connection kept open for writing, so a write does not check a connection out of the pool
-    and reset it afterwards."""
+    """The store's writes: ``run`` (grouped, on the driver's connection) and ``exclusive`` (a
+    transaction of its own, through SQLAlchemy). Each keeps its connection open for writing, so a
+    write does not check one out of the pool and reset it afterwards; both take the leader lock,
+    so this process never waits on its own database lock."""
 
-    def __init__(self, engine: Engine, writes: Engine) -> None:
-        """``writes`` is ``engine`` with the WRITE execution option (BEGIN IMMEDIATE on SQLite)."""
-        self._engine = writes
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._writes = engine.execution_options(**{WRITE: True})  # BEGIN IMMEDIATE on SQLite
+        self._statements = Statements(engine.dialect)
+        self._begin = begin_sql(engine.dialect.name, write=True)
+        self._raw: Any = None  # the pool's DBAPI connection that ``run`` writes on
         self._queue: list[_Write[Any]] = []
         self._queue_lock = threading.Lock()
         self._leader = threading.Lock()
         self._conn: Connection | None = None
-        self._stale = False
+        self._stale = self._stale_raw = False
         self.commits = 0  # transactions of grouped writes committed, and the writes they held
         self.writes = 0
         # engine.dispose() (closing, or a test giving new connections new settings) retires ours too
         event.listen(engine, "engine_disposed", self._retire)
 
-    def run(self, work: Callable[[Connection], T]) -> T:
+    def run(self, work: Callable[[Transaction], T]) -> T:
         """``work(conn)`` in a transaction, possibly shared with other threads' writes; its result
         once that transaction committed, or its own exception (``NiniError`` for database failures)."""
         write: _Write[T] = _Write(work)
@@ -101,15 +108,13 @@ class GroupCommit:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            self._drop_raw()
 
     def _commit(self, group: list[_Write[Any]]) -> None:
         try:
             with db_errors():
-                conn = self._connection()
-                with conn.begin():
-                    results = [write.work(conn) for write in group]
+                results = self._transaction(group)
         except Exception as exc:  # noqa: BLE001 - handed to the writer it belongs to
-            self._after_failure()
             if len(group) == 1:
                 group[0].error, group[0].done = exc, True
                 return
@@ -117,7 +122,6 @@ class GroupCommit:
                 self._commit([write])
             return
         except BaseException as exc:  # an interrupt: nothing of the group is known to be written
-            self._after_failure()
             for write in group:
                 write.error, write.done = exc, True
             raise
@@ -125,13 +129,49 @@ class GroupCommit:
         for write, result in zip(group, results, strict=True):
             write.result, write.done = result, True
 
+    def _transaction(self, group: list[_Write[Any]]) -> list[Any]:
+        """Run ``group`` in one transaction on the driver's connection and commit; roll back on failure."""
+        raw = self._raw_connection()
+        dbapi = self._engine.dialect.loaded_dbapi
+        try:
+            try:
+                if self._begin is not None:
+                    raw.driver_connection.execute(self._begin)
+                results = [write.work(Transaction(self._statements, raw.driver_connection)) for write in group]
+                raw.commit()
+            except dbapi.Error as exc:
+                raise sa_exc.DBAPIError.instance("COMMIT", None, exc, dbapi.Error, dialect=self._engine.dialect) from exc
+        except BaseException:
+            try:
+                raw.rollback()
+            except Exception:  # noqa: BLE001 - the connection is broken: the next write gets a new one
+                self._drop_raw(invalidate=True)
+            raise
+        return results
+
+    def _raw_connection(self) -> Any:
+        if self._raw is not None and self._stale_raw:
+            self._drop_raw()
+        if self._raw is None:
+            self._stale_raw = False
+            self._raw = self._engine.raw_connection()
+        return self._raw
+
+    def _drop_raw(self, invalidate: bool = False) -> None:
+        if self._raw is not None:
+            if invalidate:
+                self._raw.invalidate()
+            else:
+                self._raw.close()
+            self._raw = None
+
     def _connection(self) -> Connection:
         if self._conn is not None and (self._stale or self._conn.invalidated or self._conn.closed):
             self._conn.close()
             self._conn = None
         if self._conn is None:
             self._stale = False
-            self._conn = self._engine.connect()
+            self._conn = self._writes.connect()
         return self._conn
 
     def _after_failure(self) -> None:
@@ -141,4 +181,4 @@ class GroupCommit:
             self._conn = None
 
     def _retire(self, _engine: Engine) -> None:
-        self._stale = True
+        self._stale = self._stale_raw = True

@@ -159,9 +159,7 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
-        # A write transaction takes the write lock at BEGIN. A deferred one that reads first and
-        # then writes gets SQLITE_BUSY at once (no waiting) if another process wrote meanwhile.
-        sql = "BEGIN IMMEDIATE" if conn.get_execution_options().get(WRITE) else "BEGIN"
+        sql = begin_sql("sqlite", write=bool(conn.get_execution_options().get(WRITE)))
         try:
             # On the driver itself: through exec_driver_sql this costs about as much as the
             # INSERT that follows (10-20% of a tool call's bookkeeping).
@@ -169,6 +167,18 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
         except sqlite3.Error as exc:
             # SQLAlchemy does not wrap errors raised in this hook; wrap them as it does its own.
             raise sa_exc.DBAPIError.instance(sql, None, exc, sqlite3.Error) from exc
+
+
+def begin_sql(backend: str, *, write: bool) -> str | None:
+    """The statement that begins a transaction on the driver's connection; None where the driver
+    begins one itself (psycopg, at the first statement).
+
+    On SQLite a write transaction takes the write lock at BEGIN. A deferred one that reads first
+    and then writes gets SQLITE_BUSY at once (no waiting) if another process wrote meanwhile.
+    """
+    if backend != "sqlite":
+        return None
+    return "BEGIN IMMEDIATE" if write else "BEGIN"
 
 
 @contextmanager

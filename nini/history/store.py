@@ -14,7 +14,6 @@ import logging
 import os
 import socket
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
@@ -29,7 +28,6 @@ from sqlalchemy.exc import IntegrityError
 
 from nini.errors import ErrorCode, NiniError
 from nini.history.engine import (
-    WRITE,
     constraint_kind,
     db_errors,
     driver_message,
@@ -39,6 +37,7 @@ from nini.history.engine import (
     unusable_file_errors,
 )
 from nini.history.commit import GroupCommit
+from nini.history.driver import Transaction
 from nini.history.schema import events, executions, messages, migrate, sessions, tool_calls
 
 # finish_tool_call's parameters are named artifacts and datasets, so these tables get other names
@@ -76,6 +75,11 @@ END_CALL = (
 )
 ADD_EXECUTION = executions.insert().returning(*executions.c)
 ADD_ARTIFACTS = artifact_table.insert()
+DATASET_KEY = (dataset_table.c.session_id == sa.bindparam("key_session")) & (
+    dataset_table.c.name == sa.bindparam("key_name"))
+DATASET_PATH = sa.select(dataset_table.c.path).where(DATASET_KEY)
+UPDATE_DATASET = dataset_table.update().where(DATASET_KEY)
+ADD_DATASET = dataset_table.insert()
 NEXT_SEQ = sa.select(sa.func.coalesce(sa.func.max(events.c.seq), 0) + 1).where(
     events.c.session_id == sa.bindparam("session_id")
 )
@@ -106,7 +110,6 @@ class HistoryStore:
         self.engine = open_engine(url, busy_timeout_ms=busy_timeout_ms, home=home)
         path = sqlite_path(self.engine.url)
         shown = shown_path(path, home) if path is not None else "(NINI_DATABASE_URL)"
-        self._writes = self.engine.execution_options(**{WRITE: True})
         # SQLite has one writer at a time; other backends lock the rows they read to write
         self._row_locks = self.engine.dialect.name != "sqlite"
         self._host = socket.gethostname()
@@ -114,7 +117,7 @@ class HistoryStore:
         self._last_time = datetime.min.replace(tzinfo=UTC)
         self._writer: ThreadPoolExecutor | None = None
         self._writer_lock = threading.Lock()
-        self._commits = GroupCommit(self.engine, self._writes)
+        self._commits = GroupCommit(self.engine)
         self._started: dict[str, str] = {}  # started_at of the calls this store started and has not ended
         try:
             with db_errors(), unusable_file_errors(shown):
@@ -233,7 +236,7 @@ class HistoryStore:
         row = {"session_id": session_id, "turn_id": turn_id, "role": role, "content": content,
                "tool_call_id": tool_call_id, "metadata": metadata, "created_at": self._now()}
         try:
-            return self._commits.run(lambda conn: _one(conn.execute(ADD_MESSAGE, row)))
+            return self._commits.run(lambda tx: tx.one(ADD_MESSAGE, row))
         except IntegrityError as exc:
             raise _refused(exc, "the message", missing=_no_session(session_id)) from None
 
@@ -257,7 +260,7 @@ class HistoryStore:
                "arguments": arguments, "status": "running", "started_at": self._now(),
                "owner": f"{self._host}:{os.getpid()}"}
         try:
-            self._commits.run(lambda conn: conn.execute(START_CALL, row))
+            self._commits.run(lambda tx: tx.execute(START_CALL, row))
         except IntegrityError as exc:
             raise _refused(exc, f"tool call {row['id']}", missing=_no_session(session_id)) from None
         if len(self._started) > MAX_STARTED:  # calls ended through another store: forget the oldest
@@ -293,24 +296,25 @@ class HistoryStore:
         _check_fields("execution", [execution] if execution else [], EXECUTION_FIELDS)
         _check_fields("artifact", artifact_rows, ARTIFACT_FIELDS)
         _check_fields("dataset", dataset_rows, DATASET_FIELDS)
-        def record(conn: Connection) -> tuple[dict[str, Any], dict[str, Any] | None, list[str | None]]:
-            call = self._end_call(conn, call_id, status=status, error_code=error_code, result=result,
+
+        def record(tx: Transaction) -> tuple[dict[str, Any], dict[str, Any] | None, list[str | None]]:
+            call = self._end_call(tx, call_id, status=status, error_code=error_code, result=result,
                                   result_summary=result_summary)
             session_id, now = call["session_id"], call["ended_at"]
             stored = None
             if execution:
                 row = {"tool_name": call["tool_name"], "tool_call_id": call_id, **execution,
                        "id": execution.get("id") or execution_id, "session_id": session_id, "created_at": now}
-                stored = _one(conn.execute(ADD_EXECUTION, row))
+                stored = tx.one(ADD_EXECUTION, row)
             source = stored["id"] if stored else None
             if artifact_rows:
                 # every row gets every key: an executemany needs the same keys in each row
-                conn.execute(ADD_ARTIFACTS, [
+                tx.execute(ADD_ARTIFACTS, [
                     {**{f: a.get(f) for f in ARTIFACT_FIELDS}, "execution_id": a.get("execution_id", source),
                      "session_id": session_id, "created_at": now}
                     for a in artifact_rows
                 ])
-            superseded = [_upsert_dataset(conn, session_id, {"source_execution_id": source, **dataset}, now)
+            superseded = [_upsert_dataset(tx, session_id, {"source_execution_id": source, **dataset}, now)
                           for dataset in dataset_rows]
             return call, stored, superseded
 
@@ -405,7 +409,7 @@ class HistoryStore:
         """
         for attempt in range(EVENT_RETRIES):
             try:
-                return self._commits.run(lambda conn: self._add_event(conn, session_id, type, data, turn_id, tool_call_id))
+                return self._commits.run(lambda tx: self._add_event(tx, session_id, type, data, turn_id, tool_call_id))
             except IntegrityError as exc:
                 if constraint_kind(exc) != "unique" or attempt == EVENT_RETRIES - 1:
                     raise _refused(exc, "the event", missing=_no_session(session_id)) from None
@@ -420,36 +424,36 @@ class HistoryStore:
 
     # internals
 
-    def _add_event(self, conn: Connection, session_id: str, type: str, data: Any,  # noqa: A002 - as above
+    def _add_event(self, tx: Transaction, session_id: str, type: str, data: Any,  # noqa: A002 - as above
                    turn_id: str | None, tool_call_id: str | None) -> dict[str, Any]:
-        if self._row_locks and conn.execute(LOCK_SESSION, {"session_id": session_id}).first() is None:
+        if self._row_locks and tx.first(LOCK_SESSION, {"session_id": session_id}) is None:
             raise _no_session(session_id)
-        seq = conn.execute(NEXT_SEQ, {"session_id": session_id}).scalar_one()
+        seq = tx.scalar(NEXT_SEQ, {"session_id": session_id})
         row = {"session_id": session_id, "seq": seq, "type": type, "ts": self._now(), "turn_id": turn_id,
                "tool_call_id": tool_call_id, "data": data}
-        event = _one(conn.execute(ADD_EVENT, row))
+        event = tx.one(ADD_EVENT, row)
         if self._row_locks:  # i.e. PostgreSQL; SQLite's watchers poll
-            conn.execute(NOTIFY_EVENT, {"payload": f"{session_id}:{seq}"})
+            tx.execute(NOTIFY_EVENT, {"payload": f"{session_id}:{seq}"})
         return event
 
-    def _end_call(self, conn: Connection, call_id: str, **values: Any) -> dict[str, Any]:
+    def _end_call(self, tx: Transaction, call_id: str, **values: Any) -> dict[str, Any]:
         """End a running call: one UPDATE when this store started it (it knows the start time),
         else a read of the start time first. NOT_FOUND or CONFLICT when it is not running."""
         started = self._started.get(call_id)
         if started is None:
-            found = conn.execute(CALL_STATE, {"call_id": call_id}).first()
-            started = found.started_at if found is not None and found.status == "running" else None
+            found = tx.first(CALL_STATE, {"call_id": call_id})
+            started = found["started_at"] if found is not None and found["status"] == "running" else None
         if started is not None:
             now = self._now()
             values.update(call_id=call_id, ended_at=now, duration_ms=_ms_between(started, now))
-            ended = conn.execute(END_CALL, values).first()
+            ended = tx.first(END_CALL, values)
             if ended is not None:
-                return dict(ended._mapping)
-        found = conn.execute(CALL_STATE, {"call_id": call_id}).first()
+                return ended
+        found = tx.first(CALL_STATE, {"call_id": call_id})
         if found is None:
             raise NiniError(ErrorCode.NOT_FOUND, f"no tool call {call_id}", {"tool_call_id": call_id})
-        raise NiniError(ErrorCode.CONFLICT, f"tool call {call_id} is already {found.status}",
-                        {"tool_call_id": call_id, "status": found.status})
+        raise NiniError(ErrorCode.CONFLICT, f"tool call {call_id} is already {found['status']}",
+                        {"tool_call_id": call_id, "status": found["status"]})
 
     def _end_as_failed(self, call_id: str, error: NiniError) -> None:
         """End a call whose record could not be written as ``failed`` with DB_ERROR, and nothing else.
@@ -459,9 +463,9 @@ class HistoryStore:
         fails too, the call stays ``running`` and the next open marks it ``interrupted``.
         """
         try:
-            with self._commits.exclusive() as conn:
-                self._end_call(conn, call_id, status="failed", error_code=ErrorCode.DB_ERROR.value,
-                               result={"error": error.to_dict()}, result_summary=f"not recorded: {error.message}")
+            self._commits.run(lambda tx: self._end_call(
+                tx, call_id, status="failed", error_code=ErrorCode.DB_ERROR.value, result={"error": error.to_dict()},
+                result_summary=f"not recorded: {error.message}"))
         except NiniError as again:
             log.warning("tool call %s could not be ended either: %s", call_id, again.message)
 
@@ -529,14 +533,14 @@ class HistoryStore:
             return self._writer
 
 
-def _upsert_dataset(conn: Connection, session_id: str, dataset: dict[str, Any], now: str) -> str | None:
+def _upsert_dataset(tx: Transaction, session_id: str, dataset: dict[str, Any], now: str) -> str | None:
     """Record ``dataset`` as its name's current version; the file the record named before, if any."""
     values = {field: dataset.get(field) for field in DATASET_FIELDS}
-    key = (dataset_table.c.session_id == session_id) & (dataset_table.c.name == values["name"])
-    previous = conn.execute(sa.select(dataset_table.c.path).where(key)).scalar()
+    key = {"key_session": session_id, "key_name": values["name"]}
+    previous = tx.scalar(DATASET_PATH, key)
     # UPDATE then INSERT instead of a dialect's ON CONFLICT: portable, and safe under the write lock.
-    if conn.execute(dataset_table.update().where(key).values(**values, updated_at=now)).rowcount == 0:
-        conn.execute(dataset_table.insert().values(**values, session_id=session_id, created_at=now, updated_at=now))
+    if tx.execute(UPDATE_DATASET, {**values, **key, "updated_at": now}) == 0:
+        tx.execute(ADD_DATASET, {**values, "session_id": session_id, "created_at": now, "updated_at": now})
     return previous
 
 
@@ -586,11 +590,12 @@ def _ms_between(start: str, end: str) -> int:
 
 
 def _iso(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """``2024-05-01T12:00:00.000000Z`` (``moment`` is UTC); isoformat is a C call, strftime is not."""
+    return moment.isoformat(timespec="microseconds")[:26] + "Z"
 
 
 def _new_id(prefix: str) -> str:
-    return prefix + uuid.uuid4().hex[:12]
+    return prefix + os.urandom(6).hex()  # 12 random hex digits, as uuid4().hex[:12] without the UUID
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:
