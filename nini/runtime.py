@@ -246,6 +246,7 @@ class Runtime:
                 if self._r_workers is not None:
                     await self._r_workers.aclose()
             finally:
+                self.events.close()  # its watcher reads the store
                 self.store.close()
 
     async def __aenter__(self) -> Runtime:

@@ -16,6 +16,8 @@ import socket
 import subprocess
 import tempfile
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,6 +97,16 @@ def start() -> Cluster:
         shutil.rmtree(root, ignore_errors=True)
         raise
     return Cluster(root, port, bin_dir)
+
+
+@contextmanager
+def running() -> Iterator[Cluster]:
+    """A started cluster (``start``), stopped and removed when the block ends."""
+    cluster = start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 def _run(command: list[str], check: bool = True) -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from tests.jupyter_ext.conftest import new_session, read_events
+from tests.jupyter_ext.conftest import new_session, nini_env, read_events
 
 
 async def run(api: Any, session_id: str, code: str = "x = 1") -> None:
@@ -83,6 +85,31 @@ async def test_batch_sends_a_replay_in_few_messages_then_live_events(api: Any, j
         message = json.loads(await asyncio.wait_for(ws.read_message(), 10))
         live += [e["seq"] for e in (message if isinstance(message, list) else [message])]
     assert live == [13, 14, 15]
+    ws.close()
+
+
+@pytest.mark.slow
+async def test_a_watcher_sees_what_the_cli_runs_live(
+    api: Any, jp_ws_fetch: Any, nini_home: Path, tmp_path: Path
+) -> None:
+    """The CLI is another process on the same database: its events reach the open socket without
+    a reconnect, in seq order with the server's own."""
+    session_id = await new_session(api)
+    ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
+    cli = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).with_name("nini")), "run-code", "--session", session_id, "-",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        env=nini_env(nini_home, tmp_path),
+    )
+    _, stderr = await cli.communicate(b"from_cli = 1\n")
+    assert cli.returncode == 0, stderr.decode()
+    from_cli = await read_events(ws, 3, timeout=60)
+    await run(api, session_id, "from_server = 1")
+    from_server = await read_events(ws, 3)
+    events = from_cli + from_server
+    assert [e["seq"] for e in events] == list(range(1, 7))
+    assert [e["type"] for e in events] == ["tool_call", "code_execution", "tool_result"] * 2
+    assert from_cli[0]["data"]["arguments"]["code"] == "from_cli = 1\n"
     ws.close()
 
 
