@@ -30,7 +30,6 @@ from nini.errors import ErrorCode, NiniError
 from nini.history.engine import (
     constraint_kind,
     db_errors,
-    driver_message,
     open_engine,
     shown_path,
     sqlite_path,
@@ -38,6 +37,36 @@ from nini.history.engine import (
 )
 from nini.history.commit import GroupCommit
 from nini.history.driver import Transaction
+from nini.history.values import (
+    all_rows,
+    check_fields,
+    iso,
+    ms_between,
+    new_id,
+    no_session,
+    one_row,
+    pid_alive,
+    refused,
+    retrieve,
+)
+from nini.history.statements import (
+    ADD_ARTIFACTS,
+    ADD_EVENT,
+    ADD_EXECUTION,
+    ADD_MESSAGE,
+    CALL_DEFAULTS,
+    CALL_STATE,
+    DATASET_FIELDS,
+    END_CALL,
+    EVENT_SHAPE,
+    LOCK_SESSION,
+    MAX_STARTED,
+    NEXT_SEQ,
+    NOTIFY_EVENT,
+    START_CALL,
+    as_stored,
+    upsert_dataset,
+)
 from nini.history.schema import events, executions, messages, migrate, sessions, tool_calls
 
 # finish_tool_call's parameters are named artifacts and datasets, so these tables get other names
@@ -56,42 +85,6 @@ CALL_THREADS = 8
 # What callers may set on the rows finish_tool_call writes; the store sets session_id and times.
 EXECUTION_FIELDS = frozenset(executions.c.keys()) - {"session_id", "created_at"}
 ARTIFACT_FIELDS = ("execution_id", "name", "path", "format", "kind", "size_bytes")
-DATASET_FIELDS = ("name", "path", "rows", "columns", "source_execution_id")
-# The event contract of DESIGN.md section 4, in its order.
-EVENT_SHAPE = [events.c[name] for name in ("type", "session_id", "seq", "ts", "turn_id", "tool_call_id", "data")]
-
-# The statements of the hot path (every tool call, every event), built once: the values come as
-# execute() parameters, so SQLAlchemy compiles each statement once and reuses it from its cache.
-START_CALL = tool_calls.insert()
-CALL_DEFAULTS = dict.fromkeys(tool_calls.c.keys())  # the columns start_tool_call leaves empty
-MAX_STARTED = 10_000
-ADD_MESSAGE = messages.insert().returning(*messages.c)
-CALL_STATE = sa.select(tool_calls.c.status, tool_calls.c.started_at).where(tool_calls.c.id == sa.bindparam("call_id"))
-# Only a running call ends: on PostgreSQL a second writer ending it waits for the first, then matches nothing.
-END_CALL = (
-    tool_calls.update()
-    .where(tool_calls.c.id == sa.bindparam("call_id"), tool_calls.c.status == "running")
-    .returning(*tool_calls.c)
-)
-ADD_EXECUTION = executions.insert().returning(*executions.c)
-ADD_ARTIFACTS = artifact_table.insert()
-DATASET_KEY = (dataset_table.c.session_id == sa.bindparam("key_session")) & (
-    dataset_table.c.name == sa.bindparam("key_name"))
-DATASET_PATH = sa.select(dataset_table.c.path).where(DATASET_KEY)
-UPDATE_DATASET = dataset_table.update().where(DATASET_KEY)
-ADD_DATASET = dataset_table.insert()
-NEXT_SEQ = sa.select(sa.func.coalesce(sa.func.max(events.c.seq), 0) + 1).where(
-    events.c.session_id == sa.bindparam("session_id")
-)
-ADD_EVENT = events.insert().returning(*EVENT_SHAPE)
-# PostgreSQL: tells LISTENers in any process (history/watch.py) of an event when it commits.
-EVENTS_CHANNEL = "nini_events"
-NOTIFY_EVENT = sa.select(sa.func.pg_notify(EVENTS_CHANNEL, sa.bindparam("payload")))
-# FOR NO KEY UPDATE: writers of one session's events queue on it, while inserts of rows that only
-# reference the session (tool calls, messages: FOR KEY SHARE) go on.
-LOCK_SESSION = (
-    sa.select(sessions.c.id).where(sessions.c.id == sa.bindparam("session_id")).with_for_update(key_share=True)
-)
 # INSERT ... ON CONFLICT DO NOTHING, by dialect (the two backends nini supports).
 INSERT_OR_NOTHING = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 ORPHANED = "interrupted: the process running it ended before it could record the call's end"
@@ -153,7 +146,7 @@ class HistoryStore:
         """
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self._writer_thread(), functools.partial(fn, *args, **kwargs))
-        future.add_done_callback(_retrieve)  # an outcome nobody awaits any more is not an error to report
+        future.add_done_callback(retrieve)  # an outcome nobody awaits any more is not an error to report
         return await asyncio.shield(future)
 
     # sessions
@@ -164,13 +157,13 @@ class HistoryStore:
     ) -> dict[str, Any]:
         """A new session, owned by ``owner`` (a Jupyter identity; None where there is none: the CLI)."""
         now = self._now()
-        row = {"id": session_id or _new_id("s"), "title": title, "created_at": now, "updated_at": now,
+        row = {"id": session_id or new_id("s"), "title": title, "created_at": now, "updated_at": now,
                "metadata": metadata, "owner": owner}
         try:
             with self._commits.exclusive() as conn:
-                return _one(conn.execute(sessions.insert().returning(*sessions.c), row))
+                return one_row(conn.execute(sessions.insert().returning(*sessions.c), row))
         except IntegrityError as exc:
-            raise _refused(exc, f"session {row['id']}") from None
+            raise refused(exc, f"session {row['id']}") from None
 
     def ensure_session(
         self, session_id: str, title: str | None = None, metadata: dict[str, Any] | None = None,
@@ -194,7 +187,7 @@ class HistoryStore:
         with self._read() as conn:
             row = conn.execute(sa.select(sessions).where(sessions.c.id == session_id)).first()
         if row is None:
-            raise _no_session(session_id)
+            raise no_session(session_id)
         return dict(row._mapping)
 
     def list_sessions(self, limit: int = 100, *, owner: str | None = None, unowned: bool = False) -> list[dict[str, Any]]:
@@ -210,7 +203,7 @@ class HistoryStore:
         if unowned:
             query = query.where(sessions.c.owner.is_(None))
         with self._read() as conn:
-            return _all(conn.execute(query))
+            return all_rows(conn.execute(query))
 
     def touch_session(self, session_id: str) -> dict[str, Any]:
         """Set ``updated_at`` to now."""
@@ -218,7 +211,7 @@ class HistoryStore:
         with self._commits.exclusive() as conn:
             row = conn.execute(query.returning(*sessions.c)).first()
         if row is None:
-            raise _no_session(session_id)
+            raise no_session(session_id)
         return dict(row._mapping)
 
     # messages
@@ -238,7 +231,7 @@ class HistoryStore:
         try:
             return self._commits.run(lambda tx: tx.one(ADD_MESSAGE, row))
         except IntegrityError as exc:
-            raise _refused(exc, "the message", missing=_no_session(session_id)) from None
+            raise refused(exc, "the message", missing=no_session(session_id)) from None
 
     def list_messages(self, session_id: str) -> list[dict[str, Any]]:
         """In the order they were added."""
@@ -256,17 +249,17 @@ class HistoryStore:
         call_id: str | None = None,
     ) -> dict[str, Any]:
         """Record a call as ``running``, owned by this process (see ``_mark_orphans``)."""
-        row = {"id": call_id or _new_id("c"), "session_id": session_id, "turn_id": turn_id, "tool_name": tool_name,
+        row = {"id": call_id or new_id("c"), "session_id": session_id, "turn_id": turn_id, "tool_name": tool_name,
                "arguments": arguments, "status": "running", "started_at": self._now(),
                "owner": f"{self._host}:{os.getpid()}"}
         try:
             self._commits.run(lambda tx: tx.execute(START_CALL, row))
         except IntegrityError as exc:
-            raise _refused(exc, f"tool call {row['id']}", missing=_no_session(session_id)) from None
+            raise refused(exc, f"tool call {row['id']}", missing=no_session(session_id)) from None
         if len(self._started) > MAX_STARTED:  # calls ended through another store: forget the oldest
             self._started.pop(next(iter(self._started)), None)
         self._started[row["id"]] = row["started_at"]
-        return {**CALL_DEFAULTS, **row, "arguments": _as_stored(arguments)}
+        return {**CALL_DEFAULTS, **row, "arguments": as_stored(arguments)}
 
     def finish_tool_call(
         self,
@@ -293,9 +286,9 @@ class HistoryStore:
             raise NiniError(ErrorCode.INVALID_ARGUMENT,
                             f"a tool call finishes as one of {', '.join(FINISHED_STATUSES)}, not {status!r}")
         artifact_rows, dataset_rows = list(artifacts), list(datasets)
-        _check_fields("execution", [execution] if execution else [], EXECUTION_FIELDS)
-        _check_fields("artifact", artifact_rows, ARTIFACT_FIELDS)
-        _check_fields("dataset", dataset_rows, DATASET_FIELDS)
+        check_fields("execution", [execution] if execution else [], EXECUTION_FIELDS)
+        check_fields("artifact", artifact_rows, ARTIFACT_FIELDS)
+        check_fields("dataset", dataset_rows, DATASET_FIELDS)
 
         def record(tx: Transaction) -> tuple[dict[str, Any], dict[str, Any] | None, list[str | None]]:
             call = self._end_call(tx, call_id, status=status, error_code=error_code, result=result,
@@ -314,16 +307,16 @@ class HistoryStore:
                      "session_id": session_id, "created_at": now}
                     for a in artifact_rows
                 ])
-            superseded = [_upsert_dataset(tx, session_id, {"source_execution_id": source, **dataset}, now)
+            superseded = [upsert_dataset(tx, session_id, {"source_execution_id": source, **dataset}, now)
                           for dataset in dataset_rows]
             return call, stored, superseded
 
-        execution_id = _new_id("x")  # chosen once: the write may run twice (see commit.py)
+        execution_id = new_id("x")  # chosen once: the write may run twice (see commit.py)
         try:
             call, stored, superseded = self._commits.run(record)
             self._started.pop(call_id, None)
         except IntegrityError as exc:
-            raise _refused(exc, f"a record of tool call {call_id}") from None
+            raise refused(exc, f"a record of tool call {call_id}") from None
         except NiniError as exc:
             if exc.code is ErrorCode.DB_ERROR:
                 self._end_as_failed(call_id, exc)
@@ -412,7 +405,7 @@ class HistoryStore:
                 return self._commits.run(lambda tx: self._add_event(tx, session_id, type, data, turn_id, tool_call_id))
             except IntegrityError as exc:
                 if constraint_kind(exc) != "unique" or attempt == EVENT_RETRIES - 1:
-                    raise _refused(exc, "the event", missing=_no_session(session_id)) from None
+                    raise refused(exc, "the event", missing=no_session(session_id)) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     def list_events(self, session_id: str, since: int = 0, types: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -427,7 +420,7 @@ class HistoryStore:
     def _add_event(self, tx: Transaction, session_id: str, type: str, data: Any,  # noqa: A002 - as above
                    turn_id: str | None, tool_call_id: str | None) -> dict[str, Any]:
         if self._row_locks and tx.first(LOCK_SESSION, {"session_id": session_id}) is None:
-            raise _no_session(session_id)
+            raise no_session(session_id)
         seq = tx.scalar(NEXT_SEQ, {"session_id": session_id})
         row = {"session_id": session_id, "seq": seq, "type": type, "ts": self._now(), "turn_id": turn_id,
                "tool_call_id": tool_call_id, "data": data}
@@ -445,7 +438,7 @@ class HistoryStore:
             started = found["started_at"] if found is not None and found["status"] == "running" else None
         if started is not None:
             now = self._now()
-            values.update(call_id=call_id, ended_at=now, duration_ms=_ms_between(started, now))
+            values.update(call_id=call_id, ended_at=now, duration_ms=ms_between(started, now))
             ended = tx.first(END_CALL, values)
             if ended is not None:
                 return ended
@@ -482,7 +475,7 @@ class HistoryStore:
         )
         with self._read() as conn:
             running = conn.execute(query).all()
-        dead = [call_id for call_id, owner in running if not _pid_alive(owner[len(prefix):])]
+        dead = [call_id for call_id, owner in running if not pid_alive(owner[len(prefix):])]
         if not dead:
             return
         with self._commits.exclusive() as conn:
@@ -501,7 +494,7 @@ class HistoryStore:
 
     def _list(self, query: sa.Select[Any]) -> list[dict[str, Any]]:
         with self._read() as conn:
-            return _all(conn.execute(query))
+            return all_rows(conn.execute(query))
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
@@ -524,88 +517,10 @@ class HistoryStore:
         with self._clock_lock:
             now = max(datetime.now(UTC), self._last_time + timedelta(microseconds=1))
             self._last_time = now
-        return _iso(now)
+        return iso(now)
 
     def _writer_thread(self) -> ThreadPoolExecutor:
         with self._writer_lock:
             if self._writer is None:
                 self._writer = ThreadPoolExecutor(max_workers=CALL_THREADS, thread_name_prefix="nini-history")
             return self._writer
-
-
-def _upsert_dataset(tx: Transaction, session_id: str, dataset: dict[str, Any], now: str) -> str | None:
-    """Record ``dataset`` as its name's current version; the file the record named before, if any."""
-    values = {field: dataset.get(field) for field in DATASET_FIELDS}
-    key = {"key_session": session_id, "key_name": values["name"]}
-    previous = tx.scalar(DATASET_PATH, key)
-    # UPDATE then INSERT instead of a dialect's ON CONFLICT: portable, and safe under the write lock.
-    if tx.execute(UPDATE_DATASET, {**values, **key, "updated_at": now}) == 0:
-        tx.execute(ADD_DATASET, {**values, "session_id": session_id, "created_at": now, "updated_at": now})
-    return previous
-
-
-def _as_stored(value: Any) -> Any:
-    """``value`` as the database gives it back (JSON types; others as their ``str``)."""
-    column = tool_calls.c.arguments.type
-    return column.process_result_value(column.process_bind_param(value, None), None)
-
-
-def _check_fields(what: str, rows: list[dict[str, Any]], allowed: Iterable[str]) -> None:
-    unknown = sorted({key for row in rows for key in row} - set(allowed))
-    if unknown:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"unknown {what} field(s): {', '.join(unknown)}",
-                        {"fields": unknown})
-
-
-def _refused(exc: IntegrityError, what: str, missing: NiniError | None = None) -> NiniError:
-    """A constraint violation as the error the caller can act on."""
-    kind = constraint_kind(exc)
-    if kind == "unique":
-        return NiniError(ErrorCode.CONFLICT, f"{what} already exists")
-    if kind == "foreign_key" and missing is not None:
-        return missing
-    return NiniError(ErrorCode.INVALID_ARGUMENT, f"{what} was refused by the database: {driver_message(exc)}")
-
-
-def _no_session(session_id: str) -> NiniError:
-    return NiniError(ErrorCode.NOT_FOUND, f"no session {session_id}", {"session_id": session_id})
-
-
-def _pid_alive(pid_text: str) -> bool:
-    """False only when we know the process is gone; an unknown owner counts as alive."""
-    if os.name != "posix":  # on Windows os.kill(pid, 0) would terminate the process
-        return True
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return False
-    except (ValueError, PermissionError, OverflowError):
-        return True
-    return True
-
-
-def _ms_between(start: str, end: str) -> int:
-    elapsed = datetime.fromisoformat(end) - datetime.fromisoformat(start)
-    return max(0, round(elapsed.total_seconds() * 1000))  # another host's clock may be ahead
-
-
-def _iso(moment: datetime) -> str:
-    """``2024-05-01T12:00:00.000000Z`` (``moment`` is UTC); isoformat is a C call, strftime is not."""
-    return moment.isoformat(timespec="microseconds")[:26] + "Z"
-
-
-def _new_id(prefix: str) -> str:
-    return prefix + os.urandom(6).hex()  # 12 random hex digits, as uuid4().hex[:12] without the UUID
-
-
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()
-
-
-def _one(result: sa.CursorResult[Any]) -> dict[str, Any]:
-    return dict(result.one()._mapping)
-
-
-def _all(result: sa.CursorResult[Any]) -> list[dict[str, Any]]:
-    return [dict(row._mapping) for row in result]

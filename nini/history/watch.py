@@ -23,7 +23,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from nini.history.schema import events
-from nini.history.store import EVENTS_CHANNEL, HistoryStore
+from nini.history.statements import EVENTS_CHANNEL
+from nini.history.store import HistoryStore
 
 log = logging.getLogger("nini.history")
 
