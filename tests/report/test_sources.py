@@ -205,7 +205,7 @@ def test_a_version_2_database_gains_the_preference_tables(tmp_path: Path) -> Non
     finally:
         store.close()
     with closing(sqlite3.connect(path)) as raw:
-        assert [row[0] for row in raw.execute("SELECT version FROM schema_version")] == [3]
+        assert [row[0] for row in raw.execute("SELECT version FROM schema_version")] == [schema.SCHEMA_VERSION]
         assert raw.execute("SELECT name FROM sqlite_master WHERE name = 'ix_events_turn_id'").fetchone() == ("ix_events_turn_id",)
 
 
