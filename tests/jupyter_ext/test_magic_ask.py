@@ -22,7 +22,9 @@ from tests.llm_server import ScriptedLLM, text, tool_call
 class AskKernel(Kernel):
     """A kernel whose cell runs also collect displays (the answer is one) and can be interrupted."""
 
-    def ask(self, cell: str, *, interrupt_after: float | None = None, answers: list[str] | None = None) -> dict[str, Any]:
+    def ask(self, cell: str, *, answers: list[str] | None = None, interrupt_at_first_step: bool = False) -> dict[str, Any]:
+        """The cell's outputs; with ``interrupt_at_first_step``, the kernel is interrupted as soon as
+        the first step shows (its code is running), as a user stopping the cell would."""
         out: dict[str, Any] = {"stdout": "", "stderr": "", "errors": [], "markdown": [], "images": 0, "steps": {}, "plain": []}
 
         def collect(message: dict[str, Any]) -> None:
@@ -37,13 +39,15 @@ class AskKernel(Kernel):
                     out["images"] += 1
                 elif "nini-step" in data.get("text/html", ""):  # a step's block, shown then updated in place
                     display_id = content.get("transient", {}).get("display_id")
+                    if interrupt_at_first_step and not out["steps"]:
+                        self.manager.interrupt_kernel()
                     out["steps"][display_id] = {"text": data["text/plain"], "html": data["text/html"]}
                 elif "text/markdown" in data:
                     out["markdown"].append(data.get("text/markdown"))
                 else:  # a plain-text line shown in place, e.g. the model's thinking time
                     out["plain"].append(data.get("text/plain", ""))
 
-        execute_in_kernel(self.manager, self.client, cell, collect, interrupt_after=interrupt_after, answers=answers)
+        execute_in_kernel(self.manager, self.client, cell, collect, answers=answers)
         out["steps"] = list(out["steps"].values())  # each step as it was last shown, in order
         return out
 
@@ -113,8 +117,8 @@ def test_failed_code_is_reported_and_the_model_answers(kernel: AskKernel, llm_se
 def test_interrupting_the_cell_cancels_the_run(kernel: AskKernel, llm_server: ScriptedLLM) -> None:
     llm_server.reply(tool_call("run_code", code="import time\ntime.sleep(30)", timeout_s=60), text("never", delay_s=30))
     started = time.monotonic()
-    out = kernel.ask("%%nini --session stopped\nTake your time", interrupt_after=3)
-    assert time.monotonic() - started < 15
+    out = kernel.ask("%%nini --session stopped\nTake your time", interrupt_at_first_step=True)
+    assert time.monotonic() - started < 25  # neither the 30 s sleep nor the 30 s answer was waited for
     assert out["errors"] == [], out
     assert "cancelling" in out["stderr"] and "cancelled" in out["stderr"]
     assert "never" not in out["markdown"]
