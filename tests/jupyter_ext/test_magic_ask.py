@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,8 +24,8 @@ class AskKernel(Kernel):
     """A kernel whose cell runs also collect displays (the answer is one) and can be interrupted."""
 
     def ask(self, cell: str, *, answers: list[str] | None = None, interrupt_at_first_step: bool = False) -> dict[str, Any]:
-        """The cell's outputs; with ``interrupt_at_first_step``, the kernel is interrupted as soon as
-        the first step shows (its code is running), as a user stopping the cell would."""
+        """The cell's outputs; with ``interrupt_at_first_step``, the kernel is interrupted a second
+        after the first step shows (its code is running by then), as a user stopping the cell would."""
         out: dict[str, Any] = {"stdout": "", "stderr": "", "errors": [], "markdown": [], "images": 0, "steps": {}, "plain": []}
 
         def collect(message: dict[str, Any]) -> None:
@@ -40,7 +41,7 @@ class AskKernel(Kernel):
                 elif "nini-step" in data.get("text/html", ""):  # a step's block, shown then updated in place
                     display_id = content.get("transient", {}).get("display_id")
                     if interrupt_at_first_step and not out["steps"]:
-                        self.manager.interrupt_kernel()
+                        threading.Timer(1.0, self.manager.interrupt_kernel).start()
                     out["steps"][display_id] = {"text": data["text/plain"], "html": data["text/html"]}
                 elif "text/markdown" in data:
                     out["markdown"].append(data.get("text/markdown"))
