@@ -43,13 +43,15 @@ class OtherProcess:
     def __init__(self, url: str) -> None:
         self._child = subprocess.Popen([sys.executable, "-c", CHILD, url], cwd=ROOT, text=True,
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+        self._turn = threading.Lock()  # one request at a time: a line written, its answer read
 
     def append(self, session_id: str, count: int = 1) -> list[int]:
-        """Have it append ``count`` events; their seqs, once committed."""
+        """Have it append ``count`` events; their seqs, once committed. Callable from any thread."""
         assert self._child.stdin is not None and self._child.stdout is not None
-        self._child.stdin.write(f"{session_id} {count}\n")
-        self._child.stdin.flush()
-        answer = self._child.stdout.readline()
+        with self._turn:
+            self._child.stdin.write(f"{session_id} {count}\n")
+            self._child.stdin.flush()
+            answer = self._child.stdout.readline()
         assert answer, f"the child process ended (exit code {self._child.wait()})"
         return [int(seq) for seq in answer.split()]
 
