@@ -73,7 +73,7 @@ class GroupCommit:
         event.listen(engine, "engine_disposed", self._retire)
 
     def run(self, work: Callable[[Transaction], T]) -> T:
-        """``work(conn)`` in a transaction, possibly shared with other threads' writes; its result
+        """``work(tx)`` in a transaction, possibly shared with other threads' writes; its result
         once that transaction committed, or its own exception (``NiniError`` for database failures)."""
         write: _Write[T] = _Write(work)
         with self._queue_lock:
@@ -90,13 +90,8 @@ class GroupCommit:
         """A transaction of its own on the write connection, for writes that read what they wrote
         or are not safe to run twice (migrations of other tables, preferences)."""
         with self._leader, db_errors():
-            conn = self._connection()
-            try:
-                with conn.begin():
-                    yield conn
-            except BaseException:
-                self._after_failure()
-                raise
+            with self._connection().begin() as transaction:
+                yield transaction.connection
 
     def queued(self) -> int:
         """Writes handed in and not yet taken into a transaction."""
@@ -166,6 +161,7 @@ class GroupCommit:
             self._raw = None
 
     def _connection(self) -> Connection:
+        """The write connection; a new one after a dispose or a failure that broke it (the server went away)."""
         if self._conn is not None and (self._stale or self._conn.invalidated or self._conn.closed):
             self._conn.close()
             self._conn = None
@@ -173,12 +169,6 @@ class GroupCommit:
             self._stale = False
             self._conn = self._writes.connect()
         return self._conn
-
-    def _after_failure(self) -> None:
-        """A connection the failure broke (the server went away) is replaced at the next write."""
-        if self._conn is not None and self._conn.invalidated:
-            self._conn.close()
-            self._conn = None
 
     def _retire(self, _engine: Engine) -> None:
         self._stale = self._stale_raw = True

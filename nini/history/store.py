@@ -432,6 +432,7 @@ class HistoryStore:
     def _end_call(self, tx: Transaction, call_id: str, **values: Any) -> dict[str, Any]:
         """End a running call: one UPDATE when this store started it (it knows the start time),
         else a read of the start time first. NOT_FOUND or CONFLICT when it is not running."""
+        found = None
         started = self._started.get(call_id)
         if started is None:
             found = tx.first(CALL_STATE, {"call_id": call_id})
@@ -442,7 +443,7 @@ class HistoryStore:
             ended = tx.first(END_CALL, values)
             if ended is not None:
                 return ended
-        found = tx.first(CALL_STATE, {"call_id": call_id})
+            found = tx.first(CALL_STATE, {"call_id": call_id})  # another writer ended it meanwhile
         if found is None:
             raise NiniError(ErrorCode.NOT_FOUND, f"no tool call {call_id}", {"tool_call_id": call_id})
         raise NiniError(ErrorCode.CONFLICT, f"tool call {call_id} is already {found['status']}",
