@@ -137,7 +137,7 @@ def r_status(settings: Settings) -> tuple[bool, str]:
     if binary is None:
         return False, "R is not on PATH and R_HOME is not set: install r-base-core (make test does, with apt)"
     if importlib.util.find_spec("rpy2") is None:
-        return False, f"R is at {binary}, but rpy2 is not installed: pip install 'nini[r]'"
+        return False, "R is installed, but rpy2 is not: pip install 'nini[r]'"  # no host path: clients see it
     return True, f"R at {binary} with rpy2"
 
 
