@@ -4,9 +4,9 @@ Each tool call is one block, shown when it starts and updated in place when it e
 display updates, so the cell's output stays one readable transcript and a saved notebook keeps
 it): a collapsible HTML ``<details>`` with the code highlighted, its stdout and stderr (bounded),
 its charts inline, a task's summary, or a proposed cell ready to copy; every block has a
-text/plain form too (terminals, frontends without HTML). The model's text streams as Markdown;
-while the model thinks, a line counts the seconds. Outside a Jupyter frontend (``live`` false)
-the same is printed as text.
+text/plain form too (terminals, frontends without HTML). The model's text streams as Markdown,
+shown as sanitized HTML (``nini.safe_html``); while the model thinks, a line counts the seconds.
+Outside a Jupyter frontend (``live`` false) the same is printed as text.
 """
 
 from __future__ import annotations
@@ -219,9 +219,15 @@ class AskView:
 
 
 def markdown(text: str) -> dict[str, str]:
-    """A Markdown display whose plain-text form is the text itself (IPython's ``Markdown`` object
-    shows its repr there), for frontends without Markdown and for saved notebooks."""
-    return {"text/markdown": text, "text/plain": text}
+    """The model's Markdown as a display: sanitized HTML (``nini.safe_html``), and the text itself
+    as the plain form (terminals, frontends without HTML).
+
+    Never ``text/markdown`` nor unsanitized HTML: JupyterLab trusts the outputs a live session
+    produces, so it would render the model's raw HTML, scripts and all, on the Jupyter origin.
+    """
+    from nini.safe_html import markdown_html
+
+    return {"text/html": f"<div class='nini-answer'>{markdown_html(text)}</div>", "text/plain": text}
 
 
 def _bounded(text: str) -> str:

@@ -43,8 +43,8 @@ class AskKernel(Kernel):
                     if interrupt_at_first_step and not out["steps"]:
                         threading.Timer(1.0, self.manager.interrupt_kernel).start()
                     out["steps"][display_id] = {"text": data["text/plain"], "html": data["text/html"]}
-                elif "text/markdown" in data:
-                    out["markdown"].append(data.get("text/markdown"))
+                elif "nini-answer" in data.get("text/html", ""):  # the answer: sanitized HTML, its Markdown as plain text
+                    out["markdown"].append(data["text/plain"])
                 else:  # a plain-text line shown in place, e.g. the model's thinking time
                     out["plain"].append(data.get("text/plain", ""))
 
