@@ -1,11 +1,14 @@
 """IPython magics of nini (``%load_ext nini``): the notebook's own nini session, on the same core.
 
-    %nini session                       the id of this notebook's nini session
+    %nini session [--new [--title T]]  the id of this notebook's nini session (--new: a fresh one)
+    %nini load FILE [--name NAME]       a data file as the session's dataset NAME (load_dataset)
     %nini skills [--type function|markdown]
-    %nini export [--format ipynb|md|json] [--out PATH]
+    %nini export [--format ipynb|md|json] [--out PATH] [--sandboxed]
     %%nini_r [--df NAME] [--save-as NAME]   policy-checked R (run_r_code); DataFrames in and out
     %%nini [--session ID]                   ask the agent (the cell is the question); its code
                                             runs here, with the notebook's variables
+    %%nini_run [--r] [--dataset NAME] ...   the cell runs in the session's sandbox, not here
+                                            (run_magic.py; what a sandboxed export is made of)
 
 One session per kernel process, created on first use and titled after the notebook when the
 kernel knows it. Calls go through ``nini.skills.invoke``, so they are recorded like an agent's.
@@ -93,12 +96,18 @@ class _Parser(argparse.ArgumentParser):
 def _line_parser() -> _Parser:
     parser = _Parser(prog="%nini", add_help=False)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    commands.add_parser("session", help="the id of this notebook's nini session")
+    session = commands.add_parser("session", help="the id of this notebook's nini session")
+    session.add_argument("--new", action="store_true", help="start a fresh session for this notebook first")
+    session.add_argument("--title", help="the fresh session's title (default: the notebook's name)")
+    load = commands.add_parser("load", help="load a data file as a dataset of this notebook's session")
+    load.add_argument("file")
+    load.add_argument("--name", help="the dataset's name (default: the file's name without extension)")
     skills = commands.add_parser("skills", help="the skills nini has")
     skills.add_argument("--type", choices=("function", "markdown"))
     export = commands.add_parser("export", help="write this session as a notebook (or md, json)")
     export.add_argument("--format", choices=EXPORT_FORMATS, default="ipynb")
     export.add_argument("--out", help="file to write; default nini-session-<id>.<format> in the cwd")
+    export.add_argument("--sandboxed", action="store_true", help="a notebook whose steps re-run in nini's sandbox")
     remember = commands.add_parser("remember", help="choose pending experience to keep, or state one")
     remember.add_argument("text", nargs="?", help="an experience to keep as a candidate, e.g. \"use the median, ...\"")
     remember.add_argument("--level", choices=("team", "project"))
@@ -130,7 +139,11 @@ class NiniMagics(Magics):
             raise UsageError(f"%nini: {exc}") from None
         args = self._parser.parse_args(words)
         if args.command == "session":
+            if args.new:
+                self._session = self.runtime.create_session(title=args.title or self._notebook_title())
             print(self.session.id)
+        elif args.command == "load":
+            self._load(args.file, args.name)
         elif args.command == "skills":
             for record in self.runtime.registry.list(args.type):
                 state = "on" if record["enabled"] else "off"
@@ -140,7 +153,7 @@ class NiniMagics(Magics):
         elif args.command == "feedback":
             self._feedback(args.action, args.run, args.signal, args.comment)
         else:
-            print(self._export(args.format, args.out))
+            print(self._export(args.format, args.out, args.sandboxed))
 
     def _feedback(self, action: str, run_id: str | None, signals: list[str], comment: str | None) -> None:
         """The user's judgement of an answer, learned from (``nini feedback``); prints what changed."""
@@ -391,13 +404,27 @@ class NiniMagics(Magics):
             line = f" (line {result.error['line']})" if result.error.get("line") else ""
             print(f"nini: {result.error['code']}{line}: {result.error['message']}", file=sys.stderr)
 
-    def _export(self, fmt: str, out: str | None) -> Path:
+    def _export(self, fmt: str, out: str | None, sandboxed: bool) -> Path:
         from nini.history.export import write_session_export
 
         session = self.session
         path = Path(out) if out else Path.cwd() / f"nini-session-{session.id}.{fmt}"
-        write_session_export(session.store, session.id, session.workspace.root, fmt, path)  # + <stem>_files/
+        write_session_export(session.store, session.id, session.workspace.root, fmt, path,  # + <stem>_files/
+                             sandboxed=sandboxed, language=self.runtime.settings.ui.language)  # fmt: skip
         return path.resolve()
+
+    def _load(self, file: str, name: str | None) -> None:
+        """The user's data file copied into the session and loaded as a dataset (recorded)."""
+        from nini.errors import NiniError
+
+        try:
+            loaded = self._invoke("load_dataset", {"path": self.session.upload(Path(file)), "name": name})
+        except NiniError as exc:
+            print(f"nini: {exc.code.value}: {exc.message}", file=sys.stderr)
+            return
+        if loaded.success:
+            print(f"nini: dataset {loaded.result['name']}: {loaded.result['shape'][0]} rows")
+        self._show(loaded)
 
 
 def _confirm_step(code: str) -> bool:
@@ -425,4 +452,8 @@ def _display_png(files: RootedDir, path: str) -> None:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    ipython.register_magics(NiniMagics(ipython))
+    from jupyter_ext.run_magic import NiniRunMagics
+
+    magics = NiniMagics(ipython)
+    ipython.register_magics(magics)
+    ipython.register_magics(NiniRunMagics(ipython, magics))

@@ -59,6 +59,36 @@ def test_run_code_from_stdin_then_list_show_and_export(nini, tmp_path: Path) -> 
     assert "cli1_files" in sources[0] and str(tmp_path) not in out.read_text()
 
 
+def test_export_says_the_code_is_the_agent_s_and_re_runs_it_sandboxed(nini, tmp_path: Path) -> None:
+    """Issue 31: the export named no author and re-ran the agent's code unsandboxed without a word."""
+    quiet = "try:\n    open(bytes.fromhex('2f6e6f2f73756368').decode(), 'w')\nexcept OSError:\n    pass\nprint(len(df))\n"
+    assert nini("run-code", "-", "--session", "cli2", "--data", str(SALES), "--label", "count", input=quiet).exit_code == 0
+    assert nini("run-code", "-", "--session", "cli2", "--label", "shell", input="import subprocess\n").exit_code == 2
+
+    plain = nini("sessions", "export", "cli2")
+    assert plain.exit_code == 0, plain.output
+    notebook = nbformat.reads(plain.stdout, as_version=4)
+    header = notebook.cells[0].source  # ui.language's default: zh
+    assert "这些代码由 nini 的智能体" in header and "没有沙箱" in header and "--sandboxed" in header
+    assert "第 2 步 `shell`（python）（被拒绝，未运行）" in header and "'subprocess'" in header
+    steps = [c for c in notebook.cells if "nini-agent-code" in c.metadata.get("tags", [])]
+    assert [c.metadata["nini"]["label"] for c in steps] == ["count"]
+
+    out = tmp_path / "cli2.ipynb"
+    sandboxed = nini("sessions", "export", "cli2", "--sandboxed", "--out", str(out))
+    assert sandboxed.exit_code == 0, sandboxed.output
+    notebook = nbformat.read(out, as_version=4)
+    assert "%%nini_run" in notebook.cells[0].source and "%nini load cli2_files/datasets/sales.parquet" in notebook.cells[1].source
+    (step,) = [c for c in notebook.cells if "nini-agent-code" in c.metadata.get("tags", [])]
+    assert step.source.startswith("%%nini_run --dataset=sales --label=count --purpose=exploration\ntry:")
+    assert (tmp_path / "cli2_files" / "datasets" / "sales.parquet").is_file()
+
+    markdown = nini("sessions", "export", "cli2", "--format", "md")
+    assert "这些代码由 nini 的智能体" in markdown.stdout and "在沙箱之外运行" in markdown.stdout
+    refused = nini("sessions", "export", "cli2", "--format", "md", "--sandboxed")
+    assert refused.exit_code == 1 and "[INVALID_ARGUMENT]" in refused.stderr and "ipynb" in refused.stderr
+
+
 def test_run_code_from_a_file_prints_output_and_artifacts(nini, tmp_path: Path) -> None:
     script = tmp_path / "chart.py"
     script.write_text("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nprint('drawn')\n")

@@ -76,10 +76,13 @@ class ExportHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def get(self, session_id: str) -> None:
-        """The session as a download: ``?format=ipynb`` (default, re-runs the analysis), md or json."""
+        """The session as a download: ``?format=ipynb`` (default, re-runs the analysis), md or json;
+        ``&sandboxed=1``: a notebook whose steps re-run in nini's sandbox (``%%nini_run``)."""
         fmt = self.choice("format", FORMATS, "ipynb")
+        sandboxed = self.choice("sandboxed", ("0", "1", "false", "true"), "0") in ("1", "true")
         session = await self.session(session_id)
-        text = await self.read(export_session, self.runtime.store, session_id, session.workspace.root, fmt)
+        text = await self.read(export_session, self.runtime.store, session_id, session.workspace.root, fmt,
+                               sandboxed=sandboxed, language=self.runtime.settings.ui.language)  # fmt: skip
         self.set_header("Content-Disposition", f'attachment; filename="nini-session-{session_id}.{fmt}"')
         self.finish(text, set_content_type=EXPORT_TYPES[fmt])
 

@@ -73,18 +73,24 @@ def export(
     session_id: Annotated[str, typer.Argument(metavar="ID")],
     format: Annotated[Literal["ipynb", "md", "json"], typer.Option("--format", help="ipynb, md or json.")] = "ipynb",
     out: Annotated[Path | None, typer.Option("--out", help="Write here instead of to stdout, with <name>_files/ beside it (a notebook's datasets, the Markdown's images).")] = None,
+    sandboxed: Annotated[bool, typer.Option("--sandboxed", help="A notebook whose steps re-run in nini's sandbox (%%nini_run cells), not in the reader's kernel.")] = False,
 ) -> None:
-    """Export a session: a notebook that re-runs it, Markdown to read, or JSON."""
+    """Export a session: a notebook that re-runs it, Markdown to read, or JSON.
+
+    Notebook and Markdown start by saying the code is the agent's, when and where it ran and which
+    steps the static policy flags; a plain notebook re-runs it unsandboxed, a --sandboxed one in nini's sandbox.
+    """
     settings = state(ctx).settings
     from nini.execution.workspace import Workspace
 
     workspace = Workspace.for_session(settings.sessions_dir, session_id).root
+    options = {"sandboxed": sandboxed, "language": settings.ui.language}
     with _store(ctx) as store:
         if out is not None:  # a notebook gets <stem>_files/ beside it: the datasets it reads
-            write_session_export(store, session_id, workspace, format, out)
+            write_session_export(store, session_id, workspace, format, out, **options)
             typer.echo(f"wrote {out}", err=True)
             return
-        text = export_session(store, session_id, workspace, format)
+        text = export_session(store, session_id, workspace, format, **options)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 

@@ -4,7 +4,9 @@ The notebook (``export_notebook``) turns every recorded execution into a code ce
 recorded outputs, in order, and names no host path: ``write_session_export`` puts the datasets it
 reads in ``<name>_files/`` next to it, so the folder re-runs on another machine with nbclient.
 ``export_session`` returns the text alone (for stdout and the REST download); its notebook says
-which files it expects next to it.
+which files it expects next to it. Notebook and Markdown start with the provenance header
+(``export_header``, in ``language``); ``sandboxed`` (notebooks only) makes every step a
+``%%nini_run`` cell that re-runs in nini's sandbox instead of the reader's kernel.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from nini.errors import ErrorCode, NiniError
 from nini.fsutil import atomic_write_text
+from nini.history.export_header import provenance_header
 from nini.history.export_md import copy_images, to_markdown
 from nini.history.export_notebook import copy_inputs, files_dir_name, to_notebook_json
 
@@ -33,23 +36,31 @@ def session_bundle(store: Any, session_id: str) -> dict[str, Any]:
     }
 
 
-def export_session(store: Any, session_id: str, workspace: Path, format: str, *, stem: str | None = None) -> str:
+def export_session(
+    store: Any, session_id: str, workspace: Path, format: str, *, stem: str | None = None, sandboxed: bool = False,
+    language: str = "zh",
+) -> str:  # fmt: skip
     """The session in ``format`` (ipynb, md or json), as text.
 
     A notebook reads its datasets from ``<stem>_files/`` next to it (``stem`` defaults to
     ``nini-session-<id>``, the REST download's name); only ``write_session_export`` puts them there.
     """
-    _check_format(format)
-    return _render(session_bundle(store, session_id), workspace, format, stem or f"nini-session-{session_id}")
+    _check_format(format, sandboxed)
+    bundle = session_bundle(store, session_id)
+    return _render(bundle, _isolation(store, session_id), workspace, format, stem or f"nini-session-{session_id}",
+                   sandboxed, language)  # fmt: skip
 
 
-def write_session_export(store: Any, session_id: str, workspace: Path, format: str, out: Path) -> Path:
+def write_session_export(
+    store: Any, session_id: str, workspace: Path, format: str, out: Path, *, sandboxed: bool = False,
+    language: str = "zh",
+) -> Path:  # fmt: skip
     """Write the export to ``out`` with ``<out stem>_files/`` beside it: a notebook's datasets, so
     the two together re-run anywhere, or the Markdown's images. Returns ``out``."""
-    _check_format(format)
+    _check_format(format, sandboxed)
     out = Path(out)
     bundle = session_bundle(store, session_id)  # read once: the text and the files it names agree
-    text = _render(bundle, workspace, format, out.stem)
+    text = _render(bundle, _isolation(store, session_id), workspace, format, out.stem, sandboxed, language)
     if format != "json":  # the notebook's datasets, the Markdown's images
         copy = copy_inputs if format == "ipynb" else copy_images
         try:
@@ -60,14 +71,25 @@ def write_session_export(store: Any, session_id: str, workspace: Path, format: s
     return out
 
 
-def _check_format(format: str) -> None:
+def _check_format(format: str, sandboxed: bool) -> None:
     if format not in FORMATS:
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+    if sandboxed and format != "ipynb":
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"only a notebook (ipynb) re-runs sandboxed, not {format}")
 
 
-def _render(bundle: dict[str, Any], workspace: Path, format: str, stem: str) -> str:
+def _isolation(store: Any, session_id: str) -> dict[str, str | None]:
+    """Where each execution ran, as its ``code_execution`` event said (the executions table does not)."""
+    events = store.list_events(session_id, types=["code_execution"])
+    return {e["data"].get("execution_id"): e["data"].get("isolation") for e in events if isinstance(e.get("data"), dict)}
+
+
+def _render(bundle: dict[str, Any], isolation: dict[str, str | None], workspace: Path, format: str, stem: str,
+            sandboxed: bool, language: str) -> str:  # fmt: skip
     if format == "json":
         return json.dumps(bundle, ensure_ascii=False, indent=2)
+    mode = "markdown" if format == "md" else "sandboxed" if sandboxed else "notebook"
+    header = provenance_header(bundle, isolation, workspace, language, mode)
     if format == "md":
-        return to_markdown(bundle, files_dir_name(stem))
-    return to_notebook_json(bundle, workspace, files_dir_name(stem))
+        return to_markdown(bundle, files_dir_name(stem), header)
+    return to_notebook_json(bundle, workspace, files_dir_name(stem), header, sandboxed=sandboxed)

@@ -1,6 +1,7 @@
 """A recorded session as Markdown for a person to read.
 
-The conversation comes first (an assistant turn that only called tools says which; a tool's result
+It starts with the provenance header (``export_header``: the code is the agent's, where and when
+it ran, what the static policy flags). The conversation comes first (an assistant turn that only called tools says which; a tool's result
 is shown as text and tables, not as the JSON the model was sent), then every execution as a step
 with its code, output and charts. Charts are linked by relative path under ``<name>_files/``;
 ``copy_images`` puts them there (read through ``RootedDir``: agent code wrote the workspace).
@@ -38,11 +39,12 @@ def copy_images(bundle: dict[str, Any], workspace: Path, files_dir: Path) -> lis
     return copied
 
 
-def to_markdown(bundle: dict[str, Any], files: str) -> str:
-    """The session as Markdown; ``files`` is the folder beside it that holds its images."""
+def to_markdown(bundle: dict[str, Any], files: str, header: str) -> str:
+    """The session as Markdown; ``files`` is the folder beside it that holds its images, ``header``
+    the provenance text under the title."""
     session = bundle["session"]
     out = [f"# {session.get('title') or 'nini session ' + session['id']}", "",
-           f"Session `{session['id']}`, created {session.get('created_at')}.", ""]
+           f"Session `{session['id']}`, created {session.get('created_at')}.", "", header, ""]
     for message in bundle["messages"]:
         out += _message(message)
     for number, execution in enumerate(bundle["executions"], 1):

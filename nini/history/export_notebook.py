@@ -1,24 +1,32 @@
 """A recorded session as a Jupyter notebook that re-runs anywhere.
 
-Every recorded execution becomes a code cell with its recorded outputs, in order: Python as it
-ran, R as an rpy2 ``%%R`` cell whose ``-i``/``-o`` options pass the datasets in and out. The
-notebook holds no absolute host path: the datasets it needs (those no exported step recreates)
-are copied to ``<name>_files/`` next to it, and its first cell changes into that folder, so the
-folder can be moved to another machine with nini's packages and re-run to the same numbers.
-Steps that never ran (refused by the policy) or cannot be re-run safely (timed out, killed the
-kernel) become Markdown notes instead of code.
+It starts with the provenance header (``export_header``): the code is the agent's, where and
+when it ran, what the static policy flags. Every recorded execution becomes a code cell tagged
+``nini-agent-code`` with its recorded outputs, in order: Python as it ran, R as an rpy2 ``%%R``
+cell whose ``-i``/``-o`` options pass the datasets in and out. Such a notebook runs the agent's
+code in the reader's kernel, unsandboxed (the header says so); a *sandboxed* one instead makes
+each step a ``%%nini_run`` cell that sends it to a fresh nini session's sandboxed kernel with the
+same arguments (``dataset_name``, ``save_as``, ...), so re-running it is as contained as the
+first run. The notebook holds no absolute host path: the datasets it needs (those no exported
+step recreates) are copied to ``<name>_files/`` next to it, and its first code cell changes into
+that folder (or, sandboxed, loads them into the new session), so the folder can be moved to
+another machine with nini's packages and re-run to the same numbers. Steps that never ran
+(refused by the policy) or cannot be re-run safely (timed out, killed the kernel) become
+Markdown notes instead of code.
 """
 
 from __future__ import annotations
 
 import base64
 import re
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
 
 from nini.errors import ErrorCode, NiniError
 from nini.execution.workspace_fs import RootedDir
+from nini.history.export_header import AGENT_CODE_TAG
 
 NOT_RERUN = {"POLICY_VIOLATION": "refused by the policy, never ran", "TIMEOUT": "stopped after its time limit",
              "KERNEL_DIED": "it ended the kernel", "WORKER_DIED": "it ended the R worker",
@@ -52,6 +60,14 @@ class _Datasets(dict):
 
 
 datasets = _Datasets()'''
+
+SANDBOXED_SETUP = '''# Re-runs nini session {session_id} in nini's sandbox: every step below is a %%nini_run cell, whose
+# code goes to a fresh nini session's sandboxed kernel (or R worker) and is recorded there, as the
+# agent's steps were; this kernel runs none of it. The datasets the steps read are loaded first.
+%load_ext nini
+%nini session --new --title {title}'''
+# a line of a magic is expanded by IPython ($name, {expression}) before the magic reads it
+_EXPANDED = str.maketrans({"$": "$$", "{": "{{", "}": "}}"})
 
 R_SETUP = '''
 # R steps run through rpy2's %%R magic, in one embedded R shared by all R cells.
@@ -87,42 +103,52 @@ def copy_inputs(bundle: dict[str, Any], workspace: Path, files_dir: Path) -> lis
     return copied
 
 
-def to_notebook_json(bundle: dict[str, Any], workspace: Path, files: str) -> str:
-    """The notebook as nbformat JSON; ``files`` is the name of the folder next to it (relative)."""
+def to_notebook_json(bundle: dict[str, Any], workspace: Path, files: str, header: str, *, sandboxed: bool = False) -> str:
+    """The notebook as nbformat JSON; ``files`` is the name of the folder next to it (relative),
+    ``header`` the provenance text (``export_header``) its first cell holds under the title;
+    ``sandboxed``: steps as ``%%nini_run`` cells (see the module docstring)."""
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
     session = bundle["session"]
-    needed = [f"`{files}/datasets/{d['name']}.parquet`" for d in input_datasets(bundle)]
-    intro = (f"# {session.get('title') or 'nini session ' + session['id']}\n\n"
-             f"Recorded by nini, session `{session['id']}`. Run all cells to repeat the analysis.")
-    if needed:
-        intro += ("\n\nIt reads these files, relative to this notebook (`nini sessions export --out` "
-                  "writes them): " + ", ".join(needed) + ".")
+    inputs = input_datasets(bundle)
+    intro = f"# {session.get('title') or 'nini session ' + session['id']}\n\n{header}"
+    if inputs:
+        intro += ("\n\nIt reads these files, relative to this notebook (`nini sessions export --out` writes them): "
+                  + ", ".join(f"`{files}/datasets/{d['name']}.parquet`" for d in inputs) + ".")
     has_r = any(_is_code_cell(e) and e.get("language") == "r" for e in bundle["executions"])
-    cells = [new_markdown_cell(intro),
-             new_code_cell(SETUP_CELL.format(session_id=session["id"], files=files) + (R_SETUP if has_r else ""))]
+    setup = (_sandboxed_setup(session["id"], files, inputs) if sandboxed
+             else SETUP_CELL.format(session_id=session["id"], files=files) + (R_SETUP if has_r else ""))
+    cells = [new_markdown_cell(intro), new_code_cell(setup)]
     scrub = _scrubber(workspace)
     # names a `datasets$name` in R code can mean (a comment may mention others): passing an
     # unknown one in would make the cell fail where the session's step did not
     known = {d["name"] for d in bundle["datasets"]} | {e["save_as"] for e in bundle["executions"] if e.get("save_as")}
-    for execution in bundle["executions"]:
+    timeouts = {c["id"]: (c.get("arguments") or {}).get("timeout_s") for c in bundle.get("tool_calls") or []}
+    for number, execution in enumerate(bundle["executions"], 1):
         language = execution.get("language")
         if not _is_code_cell(execution):
             reason = _not_rerun_reason(execution) or f"it ran in {language}, which the notebook cannot run"
             cells.append(new_markdown_cell(f"Skipped step {_step_name(execution)}: {reason}.{_policy_reasons(execution)}"
                                            f"\n\n```{language}\n{execution['code'].rstrip()}\n```"))
             continue
-        before, source, after = _r_cells(execution, known) if language == "r" else ([], _python_source(execution), [])
+        if sandboxed:
+            before, source, after = [], _nini_run_source(execution, timeouts.get(execution.get("tool_call_id"))), []
+        elif language == "r":
+            before, source, after = _r_cells(execution, known)
+        else:
+            before, source, after = [], _python_source(execution), []
         cells += [new_code_cell(text, metadata={"nini": {"bridge_for": execution["id"]}}) for text in before]
         cell = new_code_cell(source, outputs=_outputs(execution, workspace, scrub))
-        cell.metadata["nini"] = {"execution_id": execution["id"], "language": language, "status": execution.get("status"),
-                                 "purpose": execution.get("purpose"), "label": execution.get("label")}
+        cell.metadata["nini"] = {"execution_id": execution["id"], "step": number, "language": language,
+                                 "status": execution.get("status"), "purpose": execution.get("purpose"),
+                                 "label": execution.get("label")}  # fmt: skip
         if execution.get("error"):  # e.g. an R step that did not parse: failed, never "ran"
             cell.metadata["nini"]["error"] = {"code": execution["error"].get("code"),
                                               "message": scrub(execution["error"].get("message") or "")}
+        cell.metadata["tags"] = [AGENT_CODE_TAG]
         if execution.get("status") == "failed":
-            cell.metadata["tags"] = ["raises-exception"]  # nbclient goes on past it, like the session did
+            cell.metadata["tags"].append("raises-exception")  # nbclient goes on past it, like the session did
         cells.append(cell)
         cells += [new_code_cell(text, metadata={"nini": {"bridge_for": execution["id"]}}) for text in after]
     notebook = new_notebook(cells=cells, metadata={
@@ -131,6 +157,31 @@ def to_notebook_json(bundle: dict[str, Any], workspace: Path, files: str) -> str
     })
     nbformat.validate(notebook)
     return nbformat.writes(notebook)
+
+
+def _sandboxed_setup(session_id: str, files: str, inputs: list[dict[str, Any]]) -> str:
+    """The first code cell of a sandboxed export: nini's magics, a fresh session, its input datasets."""
+    lines = [SANDBOXED_SETUP.format(session_id=session_id, title=_magic_arg(f"re-run of nini session {session_id}"))]
+    for name in (d["name"] for d in inputs):
+        lines.append(f"%nini load {_magic_arg(f'{files}/datasets/{name}.parquet')} --name {name}")
+    return "\n".join(lines)
+
+
+def _nini_run_source(execution: dict[str, Any], timeout_s: Any) -> str:
+    """A step as a ``%%nini_run`` cell with the arguments it ran with. ``%%nini_run`` does not
+    expand its line, and every value is one shell word (``--label=...``), so an agent's label
+    stays a label."""
+    options = ["--r"] if execution.get("language") == "r" else []
+    values = {"dataset": execution.get("dataset_name"), "save-as": execution.get("save_as"),
+              "label": " ".join((execution.get("label") or "").split()) or None, "purpose": execution.get("purpose"),
+              "timeout": timeout_s if isinstance(timeout_s, int | float) and not isinstance(timeout_s, bool) else None}  # fmt: skip
+    options += [shlex.quote(f"--{key}={value}") for key, value in values.items() if value is not None]
+    return "\n".join([" ".join(["%%nini_run", *options]), execution["code"].rstrip()])
+
+
+def _magic_arg(text: str) -> str:
+    """``text`` as one word of a ``%nini`` line, as it is after IPython's expansion."""
+    return shlex.quote(text).translate(_EXPANDED)
 
 
 def _is_code_cell(execution: dict[str, Any]) -> bool:

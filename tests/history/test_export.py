@@ -54,7 +54,7 @@ def test_the_notebook_validates_and_holds_each_execution_in_order(recorded) -> N
     assert ids == [steps[k].execution_id for k in ("summary", "trend", "broken", "fixed")]
     assert code_cells[0].source.startswith("df = datasets['sales']")
     assert code_cells[0].source.rstrip().endswith("datasets['region_summary'] = output_df")
-    assert code_cells[2].metadata["tags"] == ["raises-exception"]
+    assert code_cells[2].metadata["tags"] == ["nini-agent-code", "raises-exception"]
     trend_images = [o for o in code_cells[1].outputs if "image/png" in o.get("data", {})]
     assert len(trend_images) == 1  # the chart, once, though it is both a display output and an artifact
     notes = [c.source for c in notebook.cells if c.cell_type == "markdown"]

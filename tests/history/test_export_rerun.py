@@ -98,9 +98,9 @@ def test_r_steps_are_r_magic_cells_with_their_datasets_passed_in_and_out(recorde
     assert any("image/png" in o.get("data", {}) for o in model.outputs)  # the ggplot, kept
     saved = [c for c in notebook.cells if c.metadata.get("nini", {}).get("bridge_for") == steps["model"].execution_id]
     assert [c.source for c in saved] == ["datasets['model_terms'] = output_df.reset_index(drop=True)"]
-    assert by_id[steps["r_fails"].execution_id].metadata["tags"] == ["raises-exception"]
+    assert by_id[steps["r_fails"].execution_id].metadata["tags"] == ["nini-agent-code", "raises-exception"]
     unparsed = by_id[steps["r_parse"].execution_id].metadata
-    assert unparsed["tags"] == ["raises-exception"] and unparsed["nini"]["status"] == "failed"
+    assert unparsed["tags"] == ["nini-agent-code", "raises-exception"] and unparsed["nini"]["status"] == "failed"
     assert unparsed["nini"]["error"]["message"].startswith("R syntax error")
     notes = [c.source for c in notebook.cells if c.cell_type == "markdown"]
     refused = [n for n in notes if "refused by the policy" in n]

@@ -99,3 +99,29 @@ async def test_tool_calls_executions_and_exports_after_runs(api: Any) -> None:
     assert len(json.loads(as_json.raw)["tool_calls"]) == 2
     wrong = await api("GET", "sessions", session_id, "export", params={"format": "pdf"})
     assert wrong.status == 400 and wrong.error["code"] == "INVALID_ARGUMENT"
+
+
+async def test_the_export_says_whose_code_it_is_and_re_runs_sandboxed_on_request(api: Any) -> None:
+    """Issue 31: ``?sandboxed=1`` is a notebook of %%nini_run cells; every export names the agent and the flagged steps."""
+    session_id = await new_session(api, "provenance")
+    ran = await api("POST", "sessions", session_id, "run-code", body={"code": "print(6 * 7)", "label": "answer"})
+    refused = await api("POST", "sessions", session_id, "run-code", body={"code": "import socket", "label": "net"})
+    assert ran.data["success"] is True and refused.data["error"]["code"] == "POLICY_VIOLATION"
+
+    plain = nbformat.reads((await api("GET", "sessions", session_id, "export")).raw.decode(), as_version=4)
+    sandboxed = await api("GET", "sessions", session_id, "export", params={"format": "ipynb", "sandboxed": "1"})
+    assert sandboxed.status == 200 and sandboxed.headers["Content-Type"].startswith("application/x-ipynb+json")
+    contained = nbformat.reads(sandboxed.raw.decode(), as_version=4)
+    for notebook in (plain, contained):
+        header = notebook.cells[0].source
+        assert "这些代码由 nini 的智能体" in header and "第 2 步 `net`（python）（被拒绝，未运行）" in header
+        (step,) = [c for c in notebook.cells if "nini-agent-code" in c.metadata.get("tags", [])]
+        assert step.source.endswith("print(6 * 7)")
+    assert "没有沙箱" in plain.cells[0].source and "%%nini_run" not in plain.cells[2].source
+    assert "%%nini_run" in contained.cells[0].source and contained.cells[1].source.count("%load_ext nini") == 1
+    assert [c for c in contained.cells if "nini-agent-code" in c.metadata.get("tags", [])][0].source.startswith(
+        "%%nini_run --label=answer --purpose=exploration\n")
+    markdown = await api("GET", "sessions", session_id, "export", params={"format": "md", "sandboxed": "1"})
+    assert markdown.status == 400 and markdown.error["code"] == "INVALID_ARGUMENT"
+    bad = await api("GET", "sessions", session_id, "export", params={"sandboxed": "maybe"})
+    assert bad.status == 400 and bad.error["code"] == "INVALID_ARGUMENT"
