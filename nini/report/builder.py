@@ -2,6 +2,7 @@
 
 Markdown comes from ``templates/report.md.j2`` (and ``appendix.md.j2``); every value is escaped
 here before it reaches a template. HTML is that Markdown rendered by markdown-it with raw HTML off,
+passed through nini.safe_html (model text is in it: summary, conclusions, findings from outputs),
 inside ``templates/page.html.j2`` (autoescaped), images embedded as data: URIs.
 """
 
@@ -30,6 +31,7 @@ from nini.report.model import ChartFile, ReportInput, Step, ToolCallInfo
 from nini.report.narrative import Narrative, Refusal
 from nini.report.values import DEFAULT_DIGITS, Table
 from nini.report.wording import TEXT
+from nini.safe_html import clean_html
 
 TEMPLATES = Path(__file__).parent / "templates"
 MAX_METHOD_STEPS = 15
@@ -440,34 +442,42 @@ def _failed_cells(data: ReportInput, t: dict[str, str]) -> list[str]:
 
 def _html(markdown: str, title: str, lang: str, embedded: list[ChartGroup], link_base: Path | None) -> str:
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
-    content = md.render(markdown)
-    sources = {md.normalizeLink(chart_link(group.preview, link_base)): group.preview
-               for group in embedded if group.preview and preview_kind(group.preview) == "image"}
-    if sources:
-        # Previews become data: URIs in the rendered HTML, in one pass: megabytes of base64 never go
-        # through the Markdown parser (whose link check refuses data:image/svg+xml) or its renderer.
+    previews = {md.normalizeLink(chart_link(group.preview, link_base)): group.preview
+                for group in embedded if group.preview and preview_kind(group.preview) == "image"}
+    uris: dict[str, str | None] = {}  # a preview's link -> its data: URI (None: gone or refused), read once
+
+    def image_or_link(match: re.Match[str]) -> str:
+        """An image the page can show (embedded as data:, or a preview of the report's that is
+        embedded below), or else a plain link to it: the report loads nothing from anywhere (its
+        CSP allows data: images only), so a remote image is never fetched."""
+        source, alt = match.group(1), match.group(2)
+        link = html.unescape(source)
+        if link in previews and link not in uris:
+            uris[link] = _data_uri(previews[link])
+        if source.startswith("data:") or uris.get(link):
+            return match.group(0)
+        return f'<a href="{source}">{alt or source}</a>'
+
+    content = _IMG_TAG.sub(image_or_link, md.render(markdown))
+    # The one guard on model text (nini.safe_html) over all the page shows, whoever wrote it; the
+    # report's own previews are the only images it keeps by link, and they are embedded next.
+    embeddable = {link: uri for link, uri in uris.items() if uri}
+    content = clean_html(content, images=embeddable)
+    if embeddable:
+        # Previews become data: URIs in the cleaned HTML, in one pass: megabytes of base64 never go
+        # through the Markdown parser (whose link check refuses data:image/svg+xml), its renderer
+        # or the sanitizer.
         def embed(match: re.Match[str]) -> str:
-            file = sources.get(html.unescape(match.group(2)))
-            uri = _data_uri(file) if file else None
+            uri = embeddable.get(html.unescape(match.group(2)))
             return match.group(1) + uri + match.group(3) if uri else match.group(0)
 
         content = _IMG_SRC.sub(embed, content)
-    content = _IMG_TAG.sub(_image_or_link, content)
     page = _templates().get_template("page.html.j2").render(
         lang="zh-CN" if lang == "zh" else lang, title=title, content=Markup(_CONTENT_SLOT))
     # The content joins the page after rendering: passed through jinja, a 20 MB page of embedded
     # images is copied several times over (escape checks, Markup, concatenation) for nothing.
     head, _, tail = page.partition(_CONTENT_SLOT)
     return "".join((head, content, tail))
-
-
-def _image_or_link(match: re.Match[str]) -> str:
-    """An image the page can show (embedded as data:), or else a plain link to it: the report loads
-    nothing from anywhere (its CSP allows data: images only), so a remote image is never fetched."""
-    source, alt = match.group(1), match.group(2)
-    if source.startswith("data:"):
-        return match.group(0)
-    return f'<a href="{source}">{alt or source}</a>'
 
 
 def _data_uri(file: ChartFile) -> str | None:

@@ -211,17 +211,17 @@ def test_html_embeds_images_as_data_uris(workspace: Path) -> None:
     assert embedded.count('src="data:image/png;base64,') == 1
     assert embedded.count('src="data:image/svg+xml;base64,') == 1
     assert "<svg" not in embedded
-    assert '<a href="../artifacts/c.pdf">查看图表文件</a>' in embedded
+    assert '<a href="../artifacts/c.pdf" rel="noopener noreferrer nofollow">查看图表文件</a>' in embedded
     linked = build_report(data, ReportOptions(), embed_images=False, link_base=workspace / "reports").html
     # not embedded, an image is a link: the page's policy shows data: images only
-    assert "<img" not in linked and '<a href="../artifacts/a.png">a</a>' in linked
+    assert "<img" not in linked and '<a href="../artifacts/a.png" rel="noopener noreferrer nofollow">a</a>' in linked
     assert linked.startswith("<!DOCTYPE html>") and "<style>" in linked
 
 
 def test_a_missing_image_file_stays_a_link(workspace: Path) -> None:
     files = charts(workspace, "gone.png")
     files[0].path.unlink()
-    assert '<a href="../artifacts/gone.png">gone</a>' in build(ReportInput(source="s", charts=files), workspace).html
+    assert '<a href="../artifacts/gone.png" rel="noopener noreferrer nofollow">gone</a>' in build(ReportInput(source="s", charts=files), workspace).html
 
 
 HOSTILE = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>"]

@@ -58,4 +58,4 @@ def test_local_images_and_attachments_are_embedded_and_copied_and_nothing_else_i
     assert "- total: 3\n" in text and "total: total" not in text  # a printed label is not repeated
     # the remote image is a plain link in both, never an image to load
     assert "](https://example.invalid/logo.png)" in text and "![logo]" not in text
-    assert '<a href="https://example.invalid/logo.png">' in page and 'src="https://' not in page
+    assert '<a href="https://example.invalid/logo.png" rel="noopener noreferrer nofollow">' in page and 'src="https://' not in page
