@@ -15,9 +15,10 @@ other way.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -40,10 +41,16 @@ LINK_REL = "noopener noreferrer nofollow"
 _DATA_IMAGE = re.compile(r"data:image/(?:png|jpeg|gif|webp|svg\+xml);base64,[A-Za-z0-9+/=\s]*", re.IGNORECASE)
 
 
-def clean_html(fragment: str) -> str:
+def clean_html(fragment: str, *, images: Iterable[str] = ()) -> str:
     """``fragment`` with everything but the allow-list taken out (tags dropped keep their text,
-    except script and style, whose content goes too)."""
-    return _cleaner().clean(fragment)
+    except script and style, whose content goes too).
+
+    ``images`` are image sources the caller vouches for besides embedded ones: its own files, by
+    the link it wrote for them (a report's charts, embedded after cleaning so that megabytes of
+    base64 never pass through the sanitizer). Nothing the model wrote belongs there.
+    """
+    vouched = frozenset(images)
+    return (_cleaner(vouched) if vouched else _default_cleaner()).clean(fragment)
 
 
 def markdown_html(text: str) -> str:
@@ -51,20 +58,26 @@ def markdown_html(text: str) -> str:
     return clean_html(_markdown().render(text))
 
 
-def _keep(tag: str, attribute: str, value: str) -> str | None:
-    """The attribute filter: an image's source only as an embedded ``data:image/...`` URI (without
-    one its alt text shows in its place), and no link to a data: URI (a page of the model's making)."""
+def _keep(vouched: frozenset[str], tag: str, attribute: str, value: str) -> str | None:
+    """The attribute filter: an image's source only as an embedded ``data:image/...`` URI or one
+    the caller vouched for (without one its alt text shows in its place), and no link to a data:
+    URI (a page of the model's making)."""
     if tag == "img" and attribute == "src":
-        return value.strip() if _DATA_IMAGE.fullmatch(value.strip()) else None
+        source = value.strip()
+        return source if _DATA_IMAGE.fullmatch(source) or source in vouched else None
     if attribute == "href" and value.strip().lower().startswith("data:"):
         return None
     return value
 
 
+def _cleaner(vouched: frozenset[str]) -> nh3.Cleaner:
+    return nh3.Cleaner(tags=TAGS, attributes=ATTRIBUTES, attribute_filter=functools.partial(_keep, vouched),
+                       url_schemes=URL_SCHEMES, link_rel=LINK_REL, strip_comments=True)  # fmt: skip
+
+
 @lru_cache(maxsize=1)
-def _cleaner() -> nh3.Cleaner:
-    return nh3.Cleaner(tags=TAGS, attributes=ATTRIBUTES, attribute_filter=_keep, url_schemes=URL_SCHEMES,
-                       link_rel=LINK_REL, strip_comments=True)  # fmt: skip
+def _default_cleaner() -> nh3.Cleaner:
+    return _cleaner(frozenset())
 
 
 @lru_cache(maxsize=1)
