@@ -10,6 +10,10 @@ Three kinds of server, told apart by their identity provider:
 - a personal server with jupyter_server's own token or password login: those name nobody (each
   browser or token request gets a random "Anonymous" user), so the caller is the server's one
   user, ``settings.session_owner`` (None unless set), never an admin.
+
+The server's own user (``Viewer.server_user``: the unnamed caller, or the named one whose name is
+``settings.session_owner``, as on a hub the user the server was started for) may change the
+server's settings and model providers, like an admin.
 """
 
 from __future__ import annotations
@@ -29,8 +33,8 @@ def request_viewer(handler: Any, settings: Settings) -> Viewer:
     """The viewer of an authenticated request (``handler.current_user`` is set)."""
     user = handler.current_user
     hub_user = getattr(user, "hub_user", None)  # jupyterhub.singleuser's JupyterHubUser
-    if isinstance(hub_user, dict):
-        return Viewer(user.username, admin=bool(hub_user.get("admin")) or user.username in settings.server.admins)
-    if type(handler.identity_provider) in UNNAMED_PROVIDERS:
-        return Viewer(settings.session_owner)
-    return Viewer(user.username, admin=user.username in settings.server.admins)
+    if type(handler.identity_provider) in UNNAMED_PROVIDERS and not isinstance(hub_user, dict):
+        return Viewer(settings.session_owner, server_user=True)
+    name = user.username
+    admin = name in settings.server.admins or (isinstance(hub_user, dict) and bool(hub_user.get("admin")))
+    return Viewer(name, admin=admin, server_user=name == settings.session_owner)

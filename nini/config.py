@@ -10,6 +10,7 @@ finally to its default. The file is never rewritten by loading.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import logging
 from collections.abc import Callable
@@ -20,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
 SETTINGS_FILE = "settings.json"
+# the server's own secrets, whatever server.secret_env_deny adds: a provider's key variable is never one
+SERVER_SECRET_ENV = ("JUPYTER_TOKEN", "JPY_*", "JUPYTERHUB_*", "NINI_DATABASE_URL")
 
 log = logging.getLogger("nini.config")
 
@@ -249,8 +252,18 @@ class ServerSettings(BaseModel):
     )
     admins: list[str] = Field(
         default_factory=list, description="Jupyter user names that see and use every user's sessions (on a hub, "
-        "its admins do too); everyone else sees only their own."
+        "its admins do too) and may change model providers and nini's settings; everyone else sees only their own "
+        "sessions and the settings read-only."
     )
+    secret_env_deny: list[str] = Field(
+        default_factory=list, description="More names (shell patterns: DB_*) of environment variables that hold the "
+        "server's own secrets, which no model provider may name as its api_key_env; JUPYTER_TOKEN, JPY_*, "
+        "JUPYTERHUB_* and NINI_DATABASE_URL always are."
+    )
+
+    def is_secret_env(self, name: str) -> bool:
+        """Whether environment variable ``name`` holds one of the server's own secrets (never sent to a model)."""
+        return any(fnmatch.fnmatchcase(name.upper(), pattern.upper()) for pattern in (*SERVER_SECRET_ENV, *self.secret_env_deny))
 
 
 class ProviderSettings(BaseModel):

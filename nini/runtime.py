@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from pathlib import Path
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from nini.config import Settings
-from nini.errors import NiniError
+from nini.errors import ErrorCode, NiniError
 from nini.execution.approvals import Approvals
 from nini.execution.sandbox import SandboxMode, resolve_mode, workspace_owner
 from nini.execution.workspace import Workspace, check_session_id
 from nini.history.events import EventBus
 from nini.history.store import HistoryStore
-from nini.owners import Viewer, not_found
+from nini.owners import Viewer, is_server_user, not_found, owner_dir
 from nini.session import Session
 from nini.skills.registry import SkillRegistry
 
@@ -65,6 +66,9 @@ class Runtime:
         self._mcp: Any = None  # nini.mcp.client.MCPConnections, once an agent run needs them
         self.approvals = Approvals()
         self._usage: dict[Path, tuple[float, int]] = {}  # workspace root -> (when measured, bytes)
+        self._owners: dict[str, str | None] = {}  # session id -> its owner (see owner_of)
+        self._user_registries: dict[str, SkillRegistry] = {}  # named user -> their skills (see registry_for)
+        self._user_registries_lock = threading.Lock()
 
     @property
     def sandbox_mode(self) -> SandboxMode:
@@ -174,18 +178,52 @@ class Runtime:
             self._usage[workspace.root] = measured
         return measured[1]
 
-    def create_session(self, title: str | None = None, session_id: str | None = None, *, owner: str | None = None) -> Session:
-        """A new session owned by ``owner`` (a Jupyter identity), else by ``settings.session_owner``."""
+    def create_session(self, title: str | None = None, session_id: str | None = None, *, owner: str | None = None,
+                       viewer: Viewer | None = None) -> Session:  # fmt: skip
+        """A new session owned by ``owner`` (a Jupyter identity), else by ``settings.session_owner``.
+
+        An id that is taken is CONFLICT for a ``viewer`` who may see its session (None: anyone), and
+        NOT_FOUND, word for word as a missing session, for one who may not: no CONFLICT tells them
+        another user's session exists.
+        """
         if session_id is not None:
             check_session_id(session_id)
-        row = self.store.create_session(session_id=session_id, title=title, owner=owner or self.settings.session_owner)
+        try:
+            row = self.store.create_session(session_id=session_id, title=title, owner=owner or self.settings.session_owner)
+        except NiniError as exc:
+            if exc.code is ErrorCode.CONFLICT and session_id is not None and viewer is not None \
+                    and not viewer.sees(self.owner_of(session_id)):  # fmt: skip
+                raise not_found(session_id) from None
+            raise
+        self._owners[row["id"]] = row["owner"]
         return Session(row["id"], self)
+
+    def owner_of(self, session_id: str) -> str | None:
+        """Whose session ``session_id`` is (NOT_FOUND when there is none): whose preferences and skills
+        its turns use. An owner never changes, so it is read once per process."""
+        if session_id not in self._owners:
+            self._owners[session_id] = self.store.get_session(session_id)["owner"]
+        return self._owners[session_id]
+
+    def registry_for(self, owner: str | None) -> SkillRegistry:
+        """The skills ``owner`` works with: ``registry`` for the server's own user (``session_owner``,
+        or None), else the same skills with the user's own folder, NINI_HOME/users/<key>/skills, as
+        their user skills: what a user writes there shadows nothing for anyone else."""
+        if is_server_user(owner, self.settings.session_owner):
+            return self.registry
+        assert owner is not None
+        with self._user_registries_lock:  # threads (REST handlers' to_thread) may ask at once: one view per user
+            if owner not in self._user_registries:
+                folder = owner_dir(self.settings.home, owner)
+                self._user_registries[owner] = self.registry.view(folder / "skills", folder / "SKILLS_SNAPSHOT.md")
+            return self._user_registries[owner]
 
     def session(self, session_id: str, viewer: Viewer | None = None) -> Session:
         """The stored session ``session_id``; NOT_FOUND if there is none, or if ``viewer`` (None:
         anyone, as for the CLI) may not see it."""
         check_session_id(session_id)
         row = self.store.get_session(session_id)
+        self._owners[session_id] = row["owner"]
         if viewer is not None and not viewer.sees(row["owner"]):
             raise not_found(session_id)
         return Session(session_id, self)
@@ -201,6 +239,7 @@ class Runtime:
             return self.create_session(title=title, owner=owner)
         check_session_id(session_id)
         row = self.store.ensure_session(session_id, title=title, owner=owner or self.settings.session_owner)
+        self._owners[session_id] = row["owner"]
         if viewer is not None and not viewer.sees(row["owner"]):
             raise not_found(session_id)
         return Session(session_id, self)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from nini.history.store import HistoryStore
     from nini.notebook import NotebookContext
     from nini.runtime import Runtime
+    from nini.skills.registry import SkillRegistry
 
 
 _SWEPT: set[Path] = set()  # workspaces this process has swept (Session.dataset_files)
@@ -63,6 +64,16 @@ class Session:
         if self.runtime.kernels.backend == "gateway":
             return "gateway"
         return "sandbox" if self.runtime.sandbox_mode == "bwrap" else "unsandboxed"
+
+    @property
+    def owner(self) -> str | None:
+        """Whose session this is: its turns use that user's preferences, skills and pending experience."""
+        return self.runtime.owner_of(self.id)
+
+    @property
+    def registry(self) -> SkillRegistry:
+        """The skills this session's turns use: its owner's (``Runtime.registry_for``)."""
+        return self.runtime.registry_for(self.owner)
 
     @property
     def store(self) -> HistoryStore:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from nini.owners import Viewer
     from nini.runtime import Runtime
     from nini.session import Session
+    from nini.skills.registry import SkillRegistry
 
 AUTH_RESOURCE = "nini"
 RUNTIME_SETTING = "nini_runtime"
@@ -188,6 +189,11 @@ class NiniHandler(APIHandler):
     def viewer(self) -> Viewer:
         """The caller, as whose sessions they may see and make (``jupyter_ext.identity``)."""
         return request_viewer(self, self.runtime.settings)
+
+    @property
+    def registry(self) -> SkillRegistry:
+        """The caller's skills: on a server that names its users, theirs (``Runtime.registry_for``)."""
+        return self.runtime.registry_for(self.viewer.name)
 
     async def session(self, session_id: str) -> Session:
         """The stored session ``session_id`` if the caller may see it: INVALID_ARGUMENT for a

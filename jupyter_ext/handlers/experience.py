@@ -1,6 +1,10 @@
 """REST for experience memory (``/nini/api/experience``): pending candidates to confirm, the
 curator's plan, the deposit (only with ``"confirm": true``), the libraries, and what each run of a
 session was warned about. Every rule is in ``nini.memory.experience``; file work runs off the loop.
+
+Pending candidates are the caller's own (``ExperienceMemory.pending_for``): another user's candidate
+is NOT_FOUND as one that does not exist. The libraries are shared and read by everyone; deprecating
+an entry changes them for everyone, so on a server that names its users it is an administrator's.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
+from nini.owners import check_configure
 from nini.memory.experience.curate import Plan, deprecate
 from nini.memory.experience.model import LEVELS, STAGES
 
@@ -24,8 +29,8 @@ class PendingHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        """``{candidates: [{number, candidate, evaluation}], asked, problems}``: what waits for the user."""
-        state, shown = await asyncio.to_thread(self.runtime.experience.pending_view)
+        """``{candidates: [{number, candidate, evaluation}], asked, problems}``: what waits for the caller."""
+        state, shown = await asyncio.to_thread(self.runtime.experience.pending_view, self.viewer.name)
         self.reply({"candidates": shown, "asked": state.asked, "problems": state.problems})
 
     @web.authenticated
@@ -50,8 +55,8 @@ class PendingHandler(NiniHandler):
             session = await self.session(str(session_id))
             datasets = [row["name"] for row in await self.read(self.runtime.store.list_datasets, session.id)]
         memory = self.runtime.experience
-        result = await asyncio.to_thread(memory.capture_statement, text, stage=stage, session_id=session_id,
-                                         datasets=datasets, alternatives=alternatives, **options)  # fmt: skip
+        result = await asyncio.to_thread(memory.capture_statement, text, stage=stage, session_id=session_id, datasets=datasets,
+                                         alternatives=alternatives, owner=self.viewer.name, **options)  # fmt: skip
         self.reply(result.to_dict(), status=201 if result.kept else 200)
 
 
@@ -62,16 +67,13 @@ class CandidateHandler(NiniHandler):
         """Body: the fields to change (title, trigger, decision, alternatives, signal, level, type, ...);
         the edited candidate, which must still pass stage 1."""
         changes = self.body_object()
-        self.reply((await asyncio.to_thread(self.runtime.experience.edit, candidate_id, changes)).to_json())
+        self.reply((await asyncio.to_thread(self.runtime.experience.edit, candidate_id, changes, self.viewer.name)).to_json())
 
     @web.authenticated
     @authorized
     async def delete(self, candidate_id: str) -> None:
         """Drop one pending candidate (the user does not want it)."""
-        memory = self.runtime.experience
-        if (await asyncio.to_thread(memory.pending.load)).find(candidate_id) is None:
-            raise NiniError(ErrorCode.NOT_FOUND, f"no pending candidate {candidate_id}")
-        await asyncio.to_thread(memory.discard, [candidate_id])
+        await asyncio.to_thread(self.runtime.experience.discard, [candidate_id], self.viewer.name)
         self.reply({"discarded": candidate_id})
 
 
@@ -90,7 +92,7 @@ class PlanHandler(NiniHandler):
             raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"ids": ["<candidate id>", ...]}')
         if not isinstance(targets, dict) or not all(v in LEVELS for v in targets.values()):
             raise NiniError(ErrorCode.INVALID_ARGUMENT, 'targets must be {"<candidate id>": "team" or "project"}')
-        return await asyncio.to_thread(self.runtime.experience.plan, ids, targets)
+        return await asyncio.to_thread(self.runtime.experience.plan, ids, targets, self.viewer.name)
 
 
 class DepositHandler(PlanHandler):
@@ -108,7 +110,7 @@ class DepositHandler(PlanHandler):
         seen = body.get("plan")
         if seen is not None and seen != plan.describe(memory.language):
             raise NiniError(ErrorCode.CONFLICT, "the library changed since the plan was shown; look at the new plan", {"plan": plan.describe(memory.language)})
-        line = await asyncio.to_thread(memory.deposit, plan, confirm=True)
+        line = await asyncio.to_thread(memory.deposit, plan, confirm=True, owner=self.viewer.name)
         self.reply({"line": line, "plan": plan.describe(memory.language)})
 
 
@@ -138,7 +140,9 @@ class DeprecateHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def post(self, level: str, entry_id: str) -> None:
-        """Body ``{"confirm": true, "replaced_by"?: "EXP-0004"}``: mark the entry deprecated (its file stays)."""
+        """Body ``{"confirm": true, "replaced_by"?: "EXP-0004"}``: mark the entry deprecated (its file
+        stays); an administrator's change where the server names its users (it hides the entry from everyone)."""
+        check_configure(self.viewer, "experience", self.runtime.settings.ui.language)
         body = self.body_object()
         if body.get("confirm") is not True:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, "deprecating needs the user's confirmation (confirm: true)")

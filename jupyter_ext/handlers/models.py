@@ -3,6 +3,11 @@ and testing one with a single tiny call (``nini.agent.model_admin`` holds the ru
 
 A saved or removed provider takes effect at once (``Runtime.reload_models``): no restart. Keys are
 never accepted here; a provider names the environment variable that holds its key.
+
+Providers are the server's: only its administrators (``server.admins``, a hub's admins, and the
+server's own user) save or remove one, or test an unsaved one (it is the form being saved); anyone
+else sees them read-only (GET says ``editable``) and may test a configured one, which calls its own
+base URL with its own key variable.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from jupyter_ext.handlers.base import NiniHandler
 from nini.agent.model_admin import (delete_provider, describe_models, provider_from_body, save_provider, test_provider,
                                      test_routes)
 from nini.errors import ErrorCode, NiniError
+from nini.owners import check_configure
 
 
 class ModelsHandler(NiniHandler):
@@ -24,8 +30,10 @@ class ModelsHandler(NiniHandler):
     @authorized
     async def get(self) -> None:
         """``{providers: [{name, kind, base_url, model, api_key_env, vision_models, enabled, usable,
-        reason}], purposes: {purpose: {chain, skipped, error}}}``: what ``nini doctor`` says of models."""
-        self.reply(describe_models(self.runtime.router, self.runtime.settings.home))
+        reason}], purposes: {purpose: {chain, skipped, error}}, editable}``: what ``nini doctor`` says
+        of models, and whether the caller may change them."""
+        described = describe_models(self.runtime.router, self.runtime.settings.home)
+        self.reply({**described, "editable": self.viewer.may_configure})
 
 
 class ProviderHandler(NiniHandler):
@@ -34,8 +42,9 @@ class ProviderHandler(NiniHandler):
     async def put(self, name: str) -> None:
         """Body: the provider's fields. Saved into settings.json (replacing the one of that name, else
         appended) and used from the next model call on; replies the provider as GET shows it."""
-        provider = provider_from_body(name, self.body_object())
         runtime = self.runtime
+        check_configure(self.viewer, "providers", runtime.settings.ui.language)
+        provider = provider_from_body(name, self.body_object(), runtime.settings.server)
         # on the loop, not a thread: two saves never interleave their read-modify-write of the file
         save_provider(runtime.settings.home, provider)
         await runtime.reload_models()
@@ -46,6 +55,7 @@ class ProviderHandler(NiniHandler):
     async def delete(self, name: str) -> None:
         """Remove the provider from settings.json (NOT_FOUND when it is not there): ``{"deleted": name}``."""
         runtime = self.runtime
+        check_configure(self.viewer, "providers", runtime.settings.ui.language)
         delete_provider(runtime.settings.home, name)
         await runtime.reload_models()
         self.reply({"deleted": name})
@@ -60,9 +70,11 @@ class ModelTestHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        """Body ``{"name"}`` (a configured provider) or a whole provider (unsaved: test before saving).
-        200 ``{ok: true, provider, model, latency_ms}`` or ``{ok: false, provider, reason}``. Body
-        ``{"all": true}``: each purpose's first choice, as ``nini models test``: ``{results: [{target, ok, detail}]}``."""
+        """Body ``{"name"}`` (a configured provider) or a whole provider (unsaved: test before saving,
+        an administrator's action). 200 ``{ok: true, provider, model, latency_ms}`` or ``{ok: false,
+        provider, reason}``. Body ``{"all": true}``: each purpose's first choice, as ``nini models
+        test``: ``{results: [{target, ok, detail}]}``. Each calls the provider's own base URL with its
+        own key variable, never one holding a server secret (POLICY_VIOLATION)."""
         body = self.body_object()
         runtime = self.runtime
         if body == {"all": True}:
@@ -79,8 +91,9 @@ class ModelTestHandler(NiniHandler):
         elif not body:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"name": "<provider>"} or a whole provider')
         else:
-            provider = provider_from_body(None, body)
-        self.reply(await test_provider(provider, os.environ, runtime.settings.home))
+            check_configure(self.viewer, "providers", runtime.settings.ui.language)
+            provider = provider_from_body(None, body, runtime.settings.server)
+        self.reply(await test_provider(provider, os.environ, runtime.settings))
 
 
 handlers = [

@@ -1,6 +1,11 @@
 """REST for preferences (``/nini/api/preferences``) and feedback (``/nini/api/feedback``): list, add,
 edit, delete, preview exactly what the next run is given, switch learning and injection, judge an
-output. The rules are in ``nini.memory.preferences``; database work runs on the store's thread."""
+output. The rules are in ``nini.memory.preferences``; database work runs on the store's thread.
+
+Preferences are the caller's own (``Viewer.name``): another user's preference is NOT_FOUND word for
+word as a missing one, and feedback on another user's run as on a run that does not exist. The
+learning and injection switches are nini's settings (settings.json): its administrators change them.
+"""
 
 from __future__ import annotations
 
@@ -14,16 +19,18 @@ from jupyter_ext.handlers.base import NiniHandler
 from nini.agent.preferences import comment_reader
 from nini.config import save_setting
 from nini.errors import ErrorCode, NiniError
+from nini.owners import check_configure
 
 
 class PreferencesHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        """This project's preferences and the global ones (``?project=ID`` for another project's)."""
+        """Your preferences of this project and your global ones (``?project=ID`` for another project's)."""
         memory = self.runtime.preferences
         project = self.get_argument("project", memory.project_id)
-        self.reply({"project_id": memory.project_id, "preferences": await self.read(memory.table.list, project)})
+        rows = await self.read(memory.table.list, project, owner=self.viewer.name)
+        self.reply({"project_id": memory.project_id, "preferences": rows})
 
     @web.authenticated
     @authorized
@@ -34,14 +41,14 @@ class PreferencesHandler(NiniHandler):
         if "value" not in body:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"key": "...", "value": <JSON>}')
         project = _project(body.get("project"), memory.project_id)
-        self.reply(await self.read(memory.table.put_explicit, project, body.get("key"), body["value"]), status=201)
+        self.reply(await self.read(memory.table.put_explicit, project, body.get("key"), body["value"], owner=self.viewer.name), status=201)
 
 
 class PreferenceHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def get(self, preference_id: str) -> None:
-        self.reply(await self.read(self.runtime.preferences.table.get, int(preference_id)))
+        self.reply(await self.read(self.runtime.preferences.table.get, int(preference_id), owner=self.viewer.name))
 
     @web.authenticated
     @authorized
@@ -49,13 +56,14 @@ class PreferenceHandler(NiniHandler):
         """Body ``{"value"?, "confidence"?}``: your edit, which makes the preference explicit."""
         body = self.body_object()
         table = self.runtime.preferences.table
-        self.reply(await self.read(table.edit, int(preference_id), value=body.get("value"), confidence=body.get("confidence")))
+        self.reply(await self.read(table.edit, int(preference_id), value=body.get("value"), confidence=body.get("confidence"),
+                                   owner=self.viewer.name))  # fmt: skip
 
     @web.authenticated
     @authorized
     async def delete(self, preference_id: str) -> None:
         """Delete it: the very next run is given the rest."""
-        self.reply(await self.read(self.runtime.preferences.table.delete, int(preference_id)))
+        self.reply(await self.read(self.runtime.preferences.table.delete, int(preference_id), owner=self.viewer.name))
 
 
 class PreviewHandler(NiniHandler):
@@ -65,7 +73,7 @@ class PreviewHandler(NiniHandler):
         """``?skill_type=answer|report|chart&project=ID``: exactly the block the next such run is given."""
         memory = self.runtime.preferences
         skill_type = self.choice("skill_type", ("answer", "report", "chart"), "answer") or "answer"
-        selection = await self.read(memory.select, skill_type, self.get_argument("project", memory.project_id))
+        selection = await self.read(memory.select, skill_type, self.get_argument("project", memory.project_id), owner=self.viewer.name)
         self.reply(selection.to_dict())
 
 
@@ -79,7 +87,9 @@ class SwitchesHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def put(self) -> None:
-        """Body ``{"learning"?: bool, "injection"?: bool}``: saved in settings.json and in force at once."""
+        """Body ``{"learning"?: bool, "injection"?: bool}``: saved in settings.json and in force at once
+        (an administrator's change: they are nini's settings, for every user)."""
+        check_configure(self.viewer, "settings", self.runtime.settings.ui.language)
         body = self.body_object()
         options = self.runtime.settings.preferences
         for name in ("learning", "injection"):
@@ -110,7 +120,8 @@ class FeedbackHandler(NiniHandler):
         llm = comment_reader(runtime.router) if comment else None
         try:
             learned = await runtime.client_call(runtime.preferences.feedback(
-                str(body.get("run_id") or ""), str(body.get("action")), signals=signals, comment=comment, llm=llm, evidence=evidence))
+                str(body.get("run_id") or ""), str(body.get("action")), signals=signals, comment=comment, llm=llm, evidence=evidence,
+                viewer=self.viewer))
         except asyncio.CancelledError:
             raise NiniError(ErrorCode.CANCELED, "the server is shutting down; the feedback was not recorded") from None
         self.reply(learned.to_dict(), status=201)

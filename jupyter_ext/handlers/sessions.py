@@ -28,14 +28,17 @@ class SessionsHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        """Body ``{"title"?, "id"?}``: a new session owned by the caller (201); CONFLICT if the id is taken."""
+        """Body ``{"title"?, "id"?}``: a new session owned by the caller (201); CONFLICT if the id is
+        taken by a session the caller sees, else NOT_FOUND exactly as for a missing session (no answer
+        tells anyone that another user's session exists)."""
         body = self.body_object()
         for key in ("title", "id"):
             if body.get(key) is not None and not isinstance(body[key], str):
                 raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{key} must be a string")
         runtime = self.runtime
+        viewer = self.viewer
         session = await self.read(runtime.create_session, title=body.get("title"), session_id=body.get("id"),
-                                  owner=self.viewer.name)  # fmt: skip
+                                  owner=viewer.name, viewer=viewer)  # fmt: skip
         self.reply(await self.read(session.info), status=201)
 
     def _limit(self) -> int:

@@ -67,8 +67,10 @@ class ExperienceCaptureHook:
         turn_messages = _this_turn(messages, context.result.turn_id)
         datasets = [row["name"] for row in await session.store.call(session.store.list_datasets, session.id)]
         stage = await _stage(session, context.result.turn_id)
+        owner = await session.store.call(session.runtime.owner_of, session.id)  # kept pending for the session's owner only
         try:
-            result = await memory.capture_conversation(router, turn_messages, session_id=session.id, stage=stage, datasets=datasets)
+            result = await memory.capture_conversation(router, turn_messages, session_id=session.id, stage=stage,
+                                                       datasets=datasets, owner=owner)  # fmt: skip
         except NiniError as exc:  # the model failed (or the pending file could not be written): nothing kept, said in the log
             log.warning("experience capture skipped: %s: %s", exc.code, exc.message)
             return None

@@ -6,7 +6,10 @@ in one place: a provider is validated by ``nini.config.ProviderSettings`` as whe
 facts shown are the router's (``ModelRouter.report``, what ``nini doctor`` prints), and a key is
 never accepted, stored or shown. Keys stay in environment variables, which settings.json only names
 (``api_key_env``): a body that carries a key is refused before anything is written, and the refusal
-never repeats the value.
+never repeats the value. A variable holding one of the server's own secrets (``JUPYTER_TOKEN``,
+``JPY_*``, ``server.secret_env_deny``: ``ServerSettings.is_secret_env``) is never a provider's key
+variable: saving or testing such a provider is refused (``check_key_env``), so no test sends it
+anywhere. Who may save, remove or test an unsaved provider is the REST layer's question (admins).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from nini.agent.llm import PURPOSES, ModelRouter, provider_problem
-from nini.config import ProviderSettings, Settings, update_setting
+from nini.config import ProviderSettings, ServerSettings, Settings, update_setting
 from nini.errors import ErrorCode, NiniError, validation_message
 from nini.redact import redact_paths
 
@@ -41,11 +44,12 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _URL_SECRET = re.compile(r"//[^/@?#]*@|[?&](?:api[-_]?key|key|token|access[-_]?token|secret)=", re.IGNORECASE)
 
 
-def provider_from_body(name: str | None, body: Mapping[str, Any]) -> ProviderSettings:
+def provider_from_body(name: str | None, body: Mapping[str, Any], server: ServerSettings) -> ProviderSettings:
     """The provider a client sent, validated as settings.json's would be; INVALID_ARGUMENT otherwise.
 
     ``name`` is the one in the URL (None: the body's, else ``UNSAVED_NAME``, for a test). A key in
-    the body, under any name or in any field, is refused with ``KEY_ADVICE``.
+    the body, under any name or in any field, is refused with ``KEY_ADVICE``; a key variable that
+    holds a server secret with POLICY_VIOLATION (``check_key_env``).
     """
     refuse_secrets(body)
     unknown = sorted(set(body) - set(EDITABLE_FIELDS) - set(ECHOED_FIELDS))
@@ -57,12 +61,24 @@ def provider_from_body(name: str | None, body: Mapping[str, Any]) -> ProviderSet
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"the body's name must be the provider's name in the URL, {name!r}")
     fields = {key: body[key] for key in EDITABLE_FIELDS if key in body and body[key] is not None}
     try:
-        return ProviderSettings(name=name or given or UNSAVED_NAME, **fields)
+        provider = ProviderSettings(name=name or given or UNSAVED_NAME, **fields)
     except ValidationError as exc:
         # loc and message only: pydantic's text repeats the input, and the input could be anything
         problems = [f"{'.'.join(str(p) for p in e['loc']) or 'provider'}: {validation_message(e)}" for e in exc.errors()]
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"invalid provider: {'; '.join(problems)}",
                         {"problems": problems}) from None  # fmt: skip
+    check_key_env(provider, server)
+    return provider
+
+
+def check_key_env(provider: ProviderSettings, server: ServerSettings) -> None:
+    """POLICY_VIOLATION when ``provider``'s key variable holds one of the server's own secrets: its
+    value would go to the provider's URL with every call (and with a test, to a URL anyone typed)."""
+    name = provider.api_key_env
+    if name and server.is_secret_env(name):
+        raise NiniError(ErrorCode.POLICY_VIOLATION, f"api_key_env {name} holds one of this server's own secrets "
+                        "(JUPYTER_TOKEN, JPY_*, JUPYTERHUB_*, NINI_DATABASE_URL, server.secret_env_deny), which is never "
+                        f"sent to a model; {KEY_ADVICE}", {"field": "api_key_env"})  # fmt: skip
 
 
 def refuse_secrets(body: Mapping[str, Any]) -> None:
@@ -156,16 +172,20 @@ def describe_models(router: ModelRouter, home: Path) -> dict[str, Any]:
 
 
 async def test_provider(
-    provider: ProviderSettings, environ: Mapping[str, str], home: Path, *, timeout_s: float = TEST_TIMEOUT_S
+    provider: ProviderSettings, environ: Mapping[str, str], settings: Settings, *, timeout_s: float = TEST_TIMEOUT_S
 ) -> dict[str, Any]:
-    """One tiny real call to ``provider`` through its provider class (no retries, ``timeout_s``):
+    """One tiny real call to ``provider`` through its provider class (no retries, ``timeout_s``), to
+    its own ``base_url`` with the value of its own ``api_key_env``:
     ``{ok: true, provider, model, latency_ms}`` or ``{ok: false, provider, reason: "CODE: message"}``.
 
     Never raises for the provider's failures: a dead URL, a refused key or a timeout is the answer.
-    A disabled provider is tried too, so that it can be checked before it is enabled.
+    A disabled provider is tried too, so that it can be checked before it is enabled. A key variable
+    holding a server secret is POLICY_VIOLATION, before anything is sent.
     """
     from nini.agent.providers import make_provider
 
+    check_key_env(provider, settings.server)
+    home = settings.home
     problem = provider_problem(provider, environ, check_enabled=False)
     if problem is not None:
         return _failed(provider, ErrorCode.NO_MODEL_AVAILABLE.value, problem, home)
@@ -213,7 +233,10 @@ async def test_routes(settings: Settings, name: str | None = None) -> list[tuple
     results = []
     for (provider_name, model), purposes in targets.items():
         provider = providers[provider_name].model_copy(update={"model": model})
-        outcome = await test_provider(provider, os.environ, settings.home)
+        try:
+            outcome = await test_provider(provider, os.environ, settings)
+        except NiniError as exc:  # a key variable that holds a server secret: said, never sent
+            outcome = _failed(provider, exc.code.value, exc.message, settings.home)
         detail = f"{outcome['latency_ms']} ms" if outcome["ok"] else outcome["reason"]
         results.append((f"{provider_name}/{model}", bool(outcome["ok"]), f"{detail} ({', '.join(purposes)})"))
     return results

@@ -18,7 +18,7 @@ async def preference_section(session: Session, _message: str) -> str:
     from nini.agent.runner import CURRENT_TURN
 
     memory = session.runtime.preferences
-    selection = await session.store.call(memory.select, "answer")
+    selection = await session.store.call(memory.select_for, session, "answer")  # the session owner's
     if selection.ids:  # a run given nothing has nothing to record
         turn = CURRENT_TURN.get()
         data = {"ids": selection.ids, "keys": [row["key"] for row in selection.rows], "lines": selection.lines}

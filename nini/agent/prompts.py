@@ -36,7 +36,7 @@ async def build_system_prompt(
 ) -> str:
     """The system prompt for one model call; a contributor that fails is skipped (and logged)."""
     datasets = await session.store.call(session.store.list_datasets, session.id)  # off the event loop
-    parts = [base, _datasets_section(datasets), session.runtime.registry.prompt_block()]
+    parts = [base, _datasets_section(datasets), session.registry.prompt_block()]
     for contributor in contributors:
         try:
             section = contributor(session, user_message)

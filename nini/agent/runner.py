@@ -209,7 +209,7 @@ class AgentRunner:
             await self.runtime.mcp_tools()  # the configured MCP servers' tools join the skills (once)
             system = await build_system_prompt(session, message, self.prompt_contributors)
             messages = await store.call(load_context, session)
-            tools = build_toolset(self.runtime.registry, lambda record: True)
+            tools = build_toolset(session.registry, lambda record: True)
             end = await self.loop(Conversation(session, turn_id, system, messages, tools, persist=True))
         except NiniError as exc:
             end = LoopEnd("", "error", 0, exc.to_dict())

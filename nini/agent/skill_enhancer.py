@@ -80,7 +80,7 @@ async def enhance_from_run(session: Session, run_turn_id: str) -> EnhanceOutcome
             outcome = _outcome(answer, saved, existing)
             if outcome is not None:
                 if outcome.skill is not None:
-                    await asyncio.to_thread(session.runtime.registry.write_snapshot)
+                    await asyncio.to_thread(session.registry.write_snapshot)
                 return outcome
         return EnhanceOutcome(FALLBACK_MESSAGE, "fallback")
     except _Failure as failure:
@@ -137,7 +137,7 @@ def _saved_skills(session: Session, turn_id: str) -> list[str]:
 
 
 def _user_skills(session: Session) -> set[str]:
-    folder = session.settings.user_skills_dir
+    folder = session.registry.user_skills_dir
     return {p.parent.name for p in folder.glob("*/SKILL.md")} if folder.is_dir() else set()
 
 

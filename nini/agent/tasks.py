@@ -94,7 +94,7 @@ async def run_task(session: Session, command: str, prompt: str) -> ToolOutput:
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "the task's prompt is empty")
     runner, settings = session.runtime.agent, session.settings.agent
     turn_id = turn.turn_id if turn is not None else new_turn_id()
-    tools = build_toolset(session.runtime.registry, kind.allow)
+    tools = build_toolset(session.registry, kind.allow)
     system = await build_system_prompt(session, prompt, (), base=kind.instructions)
     conversation = Conversation(session, turn_id, system, [{"role": "user", "content": prompt}], tools, persist=False)
     token = CURRENT_TURN.set(Turn(turn_id, in_task=True))

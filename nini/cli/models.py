@@ -59,7 +59,7 @@ def add_model(
 
     body = {"kind": kind, "base_url": base_url or None, "model": model or None, "api_key_env": api_key_env or None,
             "vision_models": vision_model or []}  # fmt: skip
-    provider = provider_from_body(name, {k: v for k, v in body.items() if v is not None})
+    provider = provider_from_body(name, {k: v for k, v in body.items() if v is not None}, state(ctx).settings.server)
     save_provider(state(ctx).settings.home, provider)
     typer.echo(f"saved {provider.name} ({provider.kind}, {provider.model}); nini models test {provider.name} tries it")
 

@@ -55,7 +55,7 @@ def list_prefs(ctx: typer.Context, project: ProjectOption = ".", as_json: Annota
     """This project's preferences and the global ones (id, key, value, source, confidence, evidence, scope)."""
     memory = _open(ctx)
     try:
-        rows = memory.table.list(_project(memory, project))
+        rows = memory.table.list(_project(memory, project), owner=memory.settings.session_owner)
     finally:
         memory.store.close()
     print_json(rows) if as_json else _show(rows)
@@ -67,7 +67,7 @@ def show_pref(ctx: typer.Context, preference_id: int) -> None:
     """One preference as JSON."""
     memory = _open(ctx)
     try:
-        print_json(memory.table.get(preference_id))
+        print_json(memory.table.get(preference_id, owner=memory.settings.session_owner))
     finally:
         memory.store.close()
 
@@ -78,7 +78,7 @@ def add_pref(ctx: typer.Context, key: str, value: str, project: ProjectOption = 
     """Your own preference (confidence 1.0, never changed by learning); global unless --project."""
     memory = _open(ctx)
     try:
-        _show([memory.table.put_explicit(_project(memory, project), key, _value(value))])
+        _show([memory.table.put_explicit(_project(memory, project), key, _value(value), owner=memory.settings.session_owner)])
     finally:
         memory.store.close()
 
@@ -94,7 +94,8 @@ def edit_pref(
     """Change a preference; your edit makes it explicit."""
     memory = _open(ctx)
     try:
-        _show([memory.table.edit(preference_id, value=None if value is None else _value(value), confidence=confidence)])
+        _show([memory.table.edit(preference_id, value=None if value is None else _value(value), confidence=confidence,
+                                 owner=memory.settings.session_owner)])  # fmt: skip
     finally:
         memory.store.close()
 
@@ -105,7 +106,7 @@ def delete_pref(ctx: typer.Context, preference_id: int) -> None:
     """Delete a preference; the very next run is given the rest."""
     memory = _open(ctx)
     try:
-        row = memory.table.delete(preference_id)
+        row = memory.table.delete(preference_id, owner=memory.settings.session_owner)
     finally:
         memory.store.close()
     typer.echo(f"deleted {row['id']} ({row['key']})")
@@ -122,7 +123,7 @@ def preview(
     """Exactly the block the next run of this skill type is given."""
     memory = _open(ctx)
     try:
-        selection = memory.select(skill_type, _project(memory, project))
+        selection = memory.select(skill_type, _project(memory, project), owner=memory.settings.session_owner)
     finally:
         memory.store.close()
     print_json(selection.to_dict()) if as_json else typer.echo(selection.block)

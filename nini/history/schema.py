@@ -184,8 +184,10 @@ events = sa.Table(
     sa.Index("ix_events_turn_id", "turn_id"),  # feedback names a run by its turn id
 )
 
-# What the user prefers (tone, verbosity, report decimals, ...): explicit ones they wrote, implicit ones
+# What a user prefers (tone, verbosity, report decimals, ...): explicit ones they wrote, implicit ones
 # learned from their feedback. project_id NULL means every project; times are epoch milliseconds.
+# owner: whose they are (a Jupyter identity, as sessions.owner; None: the unnamed single user); a user
+# reads, changes and is given only their own (nini.memory.preferences).
 user_preferences = sa.Table(
     "user_preferences",
     metadata,
@@ -197,8 +199,9 @@ user_preferences = sa.Table(
     sa.Column("confidence", sa.Float, nullable=False),
     sa.Column("evidence_count", sa.Integer, nullable=False, default=0),
     sa.Column("updated_at", sa.BigInteger, nullable=False),
-    sa.Index("ix_user_preferences_selection", "project_id", "confidence"),
-    sa.Index("ix_user_preferences_key", "project_id", "key"),
+    sa.Column("owner", sa.Text),
+    sa.Index("ix_user_preferences_owner_selection", "owner", "project_id", "confidence"),
+    sa.Index("ix_user_preferences_owner_key", "owner", "project_id", "key"),
 )
 
 # The user's accept / reject / partial on one output (an answer's turn, a report, a proposed cell);
@@ -214,6 +217,7 @@ skill_run_feedback = sa.Table(
     sa.Column("signals", JSONText),  # the preference keys it spoke for, after extraction
     sa.Column("evidence_ref", JSONText),
     sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("owner", sa.Text),  # whose preferences it taught: the judged run's session owner
     sa.Index("ix_skill_run_feedback_run", "run_id"),
 )
 
@@ -255,7 +259,23 @@ def _v4(conn: Connection) -> None:
         conn.execute(sa.text("CREATE INDEX ix_sessions_owner_created_at ON sessions (owner, created_at)"))
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4]
+def _v5(conn: Connection) -> None:
+    """Preferences and feedback carry their owner (a hub's users share one database): the
+    ``owner`` columns, and the preference indexes led by the owner in place of v3's (all as
+    ``_v1`` creates them on a fresh database). Rows from before belong to the unnamed user."""
+    for table in (user_preferences, skill_run_feedback):
+        if "owner" not in {column["name"] for column in sa.inspect(conn).get_columns(table.name)}:
+            conn.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN owner TEXT"))
+    found = {index["name"] for index in sa.inspect(conn).get_indexes("user_preferences")}
+    for old in ("ix_user_preferences_selection", "ix_user_preferences_key"):
+        if old in found:
+            conn.execute(sa.text(f"DROP INDEX {old}"))
+    for index in user_preferences.indexes:
+        if index.name not in found:
+            index.create(conn)
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5]
 """Step N (1-based) brings the schema from version N-1 to N. Append only; never edit a shipped step."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -45,17 +45,20 @@ def build_server(runtime: Runtime, session_of: SessionOf) -> Server:
     ``session_of`` gives for it (its tool calls recorded there, its files the resources)."""
     from mcp.server.lowlevel import Server
 
-    def toolset() -> Any:
-        return build_toolset(runtime.registry, lambda record: True)
+    def toolset(ctx: Any) -> Any:
+        """The caller's skills: a named user's own (``Runtime.registry_for``), the server user's elsewhere."""
+        request = getattr(ctx, "request", None)
+        viewer = request.scope.get(VIEWER_SCOPE) if request is not None else None
+        return build_toolset(runtime.registry_for(viewer.name if viewer is not None else None), lambda record: True)
 
-    async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
+    async def list_tools(ctx: Any, _params: Any) -> types.ListToolsResult:
         tools = [types.Tool(name=s["function"]["name"], description=s["function"].get("description", ""),
                             input_schema=s["function"].get("parameters") or {"type": "object"})
-                 for s in toolset().schemas]  # fmt: skip
+                 for s in toolset(ctx).schemas]  # fmt: skip
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        skill = toolset().skill_name(params.name)
+        skill = toolset(ctx).skill_name(params.name)
         if skill is None:
             return _error(f"NOT_FOUND: no tool {params.name!r}")
         session = await session_of(ctx)
@@ -89,6 +92,14 @@ def build_server(runtime: Runtime, session_of: SessionOf) -> Server:
     return Server("nini", instructions="nini: sandboxed Python and policy-checked R on your data, recorded; "
                   "datasets persist across calls in this session.", on_list_tools=list_tools, on_call_tool=call_tool,
                   on_list_resources=list_resources, on_read_resource=read_resource)  # fmt: skip
+
+
+def _principal(viewer: Any) -> Any:
+    """The SDK's authenticated user for a nini ``Viewer``: MCP sessions are bound to its name."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    return AuthenticatedUser(AccessToken(token="", client_id="jupyter", scopes=[], subject=viewer.name))
 
 
 def _error(text: str) -> types.CallToolResult:
@@ -146,8 +157,16 @@ class HTTPEndpoint:
         return session
 
     async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        """Serve one HTTP request (an ASGI call) of any MCP session."""
+        """Serve one HTTP request (an ASGI call) of any MCP session.
+
+        The host's ``Viewer`` (``VIEWER_SCOPE``) becomes the request's principal, which the SDK binds
+        an MCP session to when it opens: a request of another user naming that session (a POST, its
+        event stream, a DELETE ending it) gets the SDK's answer to an unknown session, 404 "Session not found".
+        """
         await self._start()
+        viewer = scope.get(VIEWER_SCOPE)
+        if viewer is not None:
+            scope = {**scope, "user": _principal(viewer)}
         await self.manager.handle_request(scope, receive, send)
         if scope["method"] == "DELETE":  # the client ended its MCP session
             mcp_id = dict(scope["headers"]).get(b"mcp-session-id", b"").decode("latin-1")

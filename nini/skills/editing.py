@@ -1,5 +1,10 @@
 """Writing Markdown skills into the user's skills folder, and reading any skill's SKILL.md back.
 
+The user's skills folder is the registry's user root (``SkillRegistry.user_skills_dir``): NINI_HOME/skills
+for the server's own user, NINI_HOME/users/<key>/skills for a named user on a shared server
+(``Runtime.registry_for``), so what one user saves shadows nothing for anyone else. The project's
+and nini's bundled skills are never written here: they change only through the file system.
+
 One path for every writer: the agent's ``save_skill`` (skill enhancement) and the REST API's skill
 editor validate a SKILL.md with the same rules (``validate_skill_file``, as ``nini skills validate``),
 write it atomically with the previous version kept as ``SKILL.md.bak``, and refresh the registry.
@@ -24,7 +29,6 @@ from nini.skills.rules import name_problems
 from nini.skills.scaffold import create_skill
 
 if TYPE_CHECKING:
-    from nini.config import Settings
     from nini.skills.registry import SkillRegistry
 
 USER_FOLDER_LABEL = "the user skills folder"
@@ -32,10 +36,10 @@ PROJECT_SOURCES = frozenset({"project", "agents", "claude"})  # roots that outra
 SHADOWABLE_SOURCES = frozenset({"extra", "bundled"})  # roots the user's outranks
 
 
-def user_skills_fs(settings: Settings) -> RootedDir:
-    """NINI_HOME/skills (made if missing), opened so that no link beneath it is followed."""
-    settings.user_skills_dir.mkdir(parents=True, exist_ok=True)
-    return RootedDir(settings.user_skills_dir, label=USER_FOLDER_LABEL)
+def user_skills_fs(registry: SkillRegistry) -> RootedDir:
+    """The registry's user skills folder (made if missing), opened so that no link beneath it is followed."""
+    registry.user_skills_dir.mkdir(parents=True, exist_ok=True)
+    return RootedDir(registry.user_skills_dir, label=USER_FOLDER_LABEL)
 
 
 def check_skill_content(name: str, content: str) -> list[str]:
@@ -59,7 +63,7 @@ def check_skill_name(name: str) -> None:
                         {"problems": problems})  # fmt: skip
 
 
-def save_markdown_skill(registry: SkillRegistry, settings: Settings, name: str, content: str) -> dict[str, Any]:
+def save_markdown_skill(registry: SkillRegistry, name: str, content: str) -> dict[str, Any]:
     """Validate and save ``content`` as user skill ``name``, then refresh the registry.
 
     Written over the user's own skill of that name where it is (its previous file kept as
@@ -71,7 +75,7 @@ def save_markdown_skill(registry: SkillRegistry, settings: Settings, name: str, 
     warnings = check_skill_content(name, content)
     before = markdown_record(registry, name)
     relative = before.location if before is not None and before.source == "user" else f"{name}/SKILL.md"
-    fs = user_skills_fs(settings)
+    fs = user_skills_fs(registry)
     backup = None
     if fs.is_file(relative):
         backup = f"{relative}.bak"
@@ -87,7 +91,7 @@ def save_markdown_skill(registry: SkillRegistry, settings: Settings, name: str, 
 
 
 def create_user_skill(
-    registry: SkillRegistry, settings: Settings, name: str, description: str, *,
+    registry: SkillRegistry, name: str, description: str, *,
     category: str = "other", type: Literal["markdown", "function"] = "markdown",
 ) -> SkillRecord:  # fmt: skip
     """A new skill from the scaffold (as ``nini skills create``) in the user skills folder, registered.
@@ -100,12 +104,12 @@ def create_user_skill(
     if taken:
         where = ", ".join(f"{r['type']} skill from {r['metadata'].get('source', 'code')} ({r['location']})" for r in taken)
         raise NiniError(ErrorCode.CONFLICT, f"a skill named {name!r} already exists: {where}", {"name": name})
-    fs = user_skills_fs(settings)
+    fs = user_skills_fs(registry)
     if fs.lstat(name) is not None:  # a folder of that name (a broken skill, a link): never written into
         raise NiniError(ErrorCode.CONFLICT, f"'{name}' already exists in {USER_FOLDER_LABEL}; nothing was written",
                         {"name": name})  # fmt: skip
     try:
-        create_skill(name, type=type, description=description, category=category, directory=settings.user_skills_dir)
+        create_skill(name, type=type, description=description, category=category, directory=registry.user_skills_dir)
     except NiniError as exc:
         if exc.code is ErrorCode.CONFLICT:  # its message and details hold the host path
             raise NiniError(ErrorCode.CONFLICT, f"'{name}' already holds a skill file in {USER_FOLDER_LABEL}; "
@@ -125,7 +129,7 @@ def markdown_record(registry: SkillRegistry, name: str) -> SkillRecord | None:
         return None
 
 
-def skill_source(registry: SkillRegistry, settings: Settings, name: str) -> dict[str, Any]:
+def skill_source(registry: SkillRegistry, name: str) -> dict[str, Any]:
     """``{name, type, source, location, content, editable, reason}`` of Markdown skill ``name``.
 
     ``editable``: whether saving it here takes effect (not for a project's skill, which outranks
@@ -134,8 +138,8 @@ def skill_source(registry: SkillRegistry, settings: Settings, name: str) -> dict
     """
     record = markdown_record(registry, name)
     if record is None:
-        location = skipped_user_skill(registry, settings, name)
-        data, source = user_skills_fs(settings).read_bytes(location, limit=MAX_SKILL_FILE_BYTES), "user"
+        location = skipped_user_skill(registry, name)
+        data, source = user_skills_fs(registry).read_bytes(location, limit=MAX_SKILL_FILE_BYTES), "user"
     else:
         root = registry.root_of(record)
         if root is None:
@@ -148,23 +152,23 @@ def skill_source(registry: SkillRegistry, settings: Settings, name: str) -> dict
             "content": data.decode("utf-8-sig", errors="replace"), "editable": reason is None, "reason": reason}  # fmt: skip
 
 
-def check_editable(registry: SkillRegistry, settings: Settings, name: str) -> SkillRecord | None:
+def check_editable(registry: SkillRegistry, name: str) -> SkillRecord | None:
     """The Markdown skill an edit of ``name`` replaces (None: a skipped user skill, fixed by the edit);
     NOT_FOUND, INVALID_ARGUMENT (a function skill) or CONFLICT (a project's skill) when none can be."""
     record = markdown_record(registry, name)
     if record is None:
-        skipped_user_skill(registry, settings, name)
+        skipped_user_skill(registry, name)
         return None
     if record.source in PROJECT_SOURCES:
         raise NiniError(ErrorCode.CONFLICT, project_reason(name), {"name": name, "source": record.source})
     return record
 
 
-def skipped_user_skill(registry: SkillRegistry, settings: Settings, name: str) -> str:
+def skipped_user_skill(registry: SkillRegistry, name: str) -> str:
     """The location of user skill ``name`` that the registry skipped (its SKILL.md does not load);
     ``not_markdown``'s error when there is none."""
     location = f"{name}/SKILL.md"
-    if name_problems(name) or not user_skills_fs(settings).is_file(location):
+    if name_problems(name) or not user_skills_fs(registry).is_file(location):
         raise not_markdown(registry, name)
     return location
 

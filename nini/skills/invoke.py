@@ -54,7 +54,7 @@ async def invoke(session: Session, name: str, arguments: dict[str, Any] | None, 
 
 
 async def _run(session: Session, name: str, arguments: dict[str, Any]) -> ToolOutput:
-    registry = session.runtime.registry
+    registry = session.registry
     try:
         function_skill = registry.function(name)
     except NiniError:
@@ -80,7 +80,7 @@ async def _call_function(session: Session, function_skill: FunctionSkill, argume
 
 def _markdown_definition(session: Session, name: str) -> ToolOutput:
     """Using a Markdown skill means reading its definition now (read-before-execute)."""
-    definition = session.runtime.registry.load_definition(name)
+    definition = session.registry.load_definition(name)
     return ToolOutput(
         result={"name": definition.name, "instructions": definition.body, "content_hash": definition.content_hash},
         summary=f"read {definition.location} ({definition.content_hash[:12]})",

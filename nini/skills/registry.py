@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -52,11 +53,14 @@ class SkillRegistry:
         *,
         roots: list[SkillRoot] | None = None,
         function_skills: list[FunctionSkill] | None = None,
+        snapshot_path: Path | None = None,
     ) -> None:
         from nini.skills.builtin import builtin_skills
 
         self._settings = settings
         self._roots = roots if roots is not None else standard_roots(settings, project_dir)
+        self._snapshot_path = snapshot_path or settings.snapshot_path
+        self._views: weakref.WeakSet[SkillRegistry] = weakref.WeakSet()  # see view()
         self._lock = threading.RLock()
         self._registered: dict[str, FunctionSkill] = {}
         self._parsed: dict[tuple[str, int, int], ParsedSkill | SkillFileError] = {}
@@ -76,12 +80,37 @@ class SkillRegistry:
                 raise NiniError(ErrorCode.CONFLICT, f"a function skill named {function_skill.name!r} is already registered")
             self._registered[function_skill.name] = function_skill
             self._rebuild(self._scan or self._rescan())
+            self._update_views()
 
     def unregister(self, name: str) -> None:
         with self._lock:
             if self._registered.pop(name, None) is None:
                 raise NiniError(ErrorCode.NOT_FOUND, f"no function skill named {name!r} is registered in code")
             self._rebuild(self._scan or self._rescan())
+            self._update_views()
+
+    def view(self, user_dir: Path, snapshot_path: Path) -> SkillRegistry:
+        """These skills with ``user_dir`` as the user skills folder: a named user's own skills on a
+        shared server (``Runtime.registry_for``). Every other root, and the function skills
+        registered in code now or later (an MCP server's tools), are this registry's; what is saved
+        in ``user_dir`` is seen by the view only. Its snapshot goes to ``snapshot_path``."""
+        roots = [replace(root, path=user_dir) if root.kind == "user" else root for root in self._roots]
+        with self._lock:
+            view = SkillRegistry(self._settings, roots=roots, function_skills=list(self._registered.values()),
+                                 snapshot_path=snapshot_path)  # fmt: skip
+            self._views.add(view)
+        return view
+
+    def _update_views(self) -> None:
+        for view in list(self._views):
+            with view._lock:
+                view._registered = dict(self._registered)
+                view._rebuild(view._scan or view._rescan())
+
+    @property
+    def user_skills_dir(self) -> Path:
+        """The folder the user's own skills are written to (``nini.skills.editing``): its user root."""
+        return next((root.path for root in self._roots if root.kind == "user"), self._settings.user_skills_dir)
 
     def refresh(self, force: bool = False) -> bool:
         """Re-read the skill roots if anything on disk changed; True when the skill set changed.
@@ -164,7 +193,7 @@ class SkillRegistry:
 
     def write_snapshot(self) -> Path:
         """Write ``SKILLS_SNAPSHOT.md`` if its content changed; return its path."""
-        path = self._settings.snapshot_path
+        path = self._snapshot_path
         text = render_snapshot(self._state.records)
         try:
             current = path.read_text(encoding="utf-8")

@@ -233,3 +233,18 @@ async def test_testing_every_purposes_first_choice_for_the_sidebar(api: Any, llm
     assert [(r["target"], r["ok"]) for r in results] == [("local/m", True), ("local/m-vl", True)]
     assert "chat" in results[0]["detail"] and results[1]["detail"].endswith("(image_analysis)")
     assert [request["model"] for request in llm_server.requests] == ["m", "m-vl"]  # never the unusable provider
+
+
+async def test_the_single_user_may_edit_but_never_test_with_the_servers_token(api: Any, monkeypatch: pytest.MonkeyPatch,
+                                                                              nini_home: Path) -> None:  # fmt: skip
+    """A personal server's one user administers it (GET says editable), and still no test sends
+    JUPYTER_TOKEN to the URL in the form: a capture server on 127.0.0.1 receives nothing."""
+    monkeypatch.setenv("JUPYTER_TOKEN", "the-servers-own-token-0123")
+    assert (await api("GET", "models")).data["editable"] is True
+    with ScriptedLLM() as capture:
+        form = {"kind": "openai", "base_url": capture.base_url, "model": "m", "api_key_env": "JUPYTER_TOKEN"}
+        refused = await api("POST", "models", "test", body=form)
+        saved = await api("PUT", "models", "providers", "evil", body=form)
+        assert capture.requests == []
+    assert (refused.status, refused.error["code"]) == (saved.status, saved.error["code"]) == (403, "POLICY_VIOLATION")
+    assert "evil" not in (nini_home / "settings.json").read_text()

@@ -104,11 +104,19 @@ async def test_the_owner_and_an_admin_read_what_others_cannot(as_user: Any) -> N
     assert (await as_user("alice", "POST", "experience", "pending", body=capture)).status in (200, 201)
 
 
-async def test_an_id_is_taken_whoever_took_it(as_user: Any) -> None:
-    """Naming a session id is first come: bob cannot create alice's, nor reach it by creating it."""
+async def test_creating_another_users_session_id_answers_as_a_missing_session(as_user: Any) -> None:
+    """Naming a session id is first come: bob cannot create alice's, nor reach it by creating it, and
+    the refusal is the very answer a session that does not exist gets (no CONFLICT says it exists);
+    alice, who sees it, and carol, an admin, are told it is taken."""
     alice = await new_session(as_user, "alice")
-    assert (await as_user("bob", "POST", "sessions", body={"id": alice})).error["code"] == "CONFLICT"
+    refused = await as_user("bob", "POST", "sessions", body={"id": alice, "title": "bob's"})
+    missing = await as_user("bob", "GET", "sessions", MISSING)
+    assert refused.status == missing.status == 404
+    assert json.dumps(refused.error) == json.dumps(missing.error).replace(MISSING, alice)
+    for name in ("alice", "carol"):
+        assert (await as_user(name, "POST", "sessions", body={"id": alice})).error["code"] == "CONFLICT"
     assert (await as_user("alice", "GET", "sessions", alice)).data["title"] == "alice's"
+    assert alice not in {row["id"] for row in (await as_user("bob", "GET", "sessions")).data}
 
 
 async def test_websocket_of_another_users_session_is_refused_before_upgrade(as_user: Any, jp_ws_fetch: Any) -> None:
@@ -129,3 +137,34 @@ async def test_mcp_cannot_name_another_users_session(as_user: Any, jp_serverapp:
         reply = await http.post(url, params={"session": alice}, json={})
     assert reply.status_code == 404
     assert reply.json()["error"]["data"] == {"code": "NOT_FOUND"} and alice in reply.json()["error"]["message"]
+
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}  # fmt: skip
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+
+
+async def test_an_mcp_session_answers_only_the_user_who_opened_it(jp_serverapp: Any, http_server_client: Any, jp_http_port: int,
+                                                                  jp_base_url: str, jp_auth_header: dict) -> None:  # fmt: skip
+    """alice's MCP session id, used by bob (a call, its event stream, a DELETE ending it), gets the
+    answer an unknown MCP session id gets; alice's session goes on working."""
+    url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}nini/mcp"
+    async with httpx2.AsyncClient(headers={**jp_auth_header, **MCP_HEADERS}, timeout=60) as http:
+        opened = await http.post(url, json=INITIALIZE, headers={HEADER: "alice"})
+        assert opened.status_code == 200, opened.text
+        mcp_id = opened.headers["mcp-session-id"]
+        version = {"mcp-protocol-version": "2025-06-18"}
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(url, json=initialized, headers={HEADER: "alice", "mcp-session-id": mcp_id, **version})).status_code == 202
+
+        async def as_bob(method: str, session: str) -> httpx2.Response:
+            return await http.request(method, url, json=LIST_TOOLS if method == "POST" else None,
+                                      headers={HEADER: "bob", "mcp-session-id": session, **version})  # fmt: skip
+
+        for method in ("POST", "GET", "DELETE"):
+            refused, unknown = await as_bob(method, mcp_id), await as_bob(method, "0" * 32)
+            assert refused.status_code == unknown.status_code == 404, (method, refused.text)
+            assert refused.content == unknown.content
+        tools = await http.post(url, json=LIST_TOOLS, headers={HEADER: "alice", "mcp-session-id": mcp_id, **version})
+    assert tools.status_code == 200 and "run_code" in tools.text

@@ -2,6 +2,10 @@
  * The Models tab: the configured providers (usable or why not), the model serving each purpose,
  * a form to add or edit a provider (the API key stays in an environment variable: only its name
  * is saved), and "Test", which makes one tiny real call and shows OK or the reason.
+ *
+ * Providers are the server's: for a caller who may not change them (the server's GET says
+ * `editable: false`, on a server that names its users) the tab is read-only: no form, no Edit,
+ * and each provider's Test names it only, so the server calls it as configured.
  */
 import { Widget } from '@lumino/widgets';
 
@@ -9,6 +13,7 @@ import { ModelsInfo, NiniApi, NiniApiError, ProviderInfo } from './api';
 import { el } from './render';
 
 const KINDS = ['openai', 'anthropic', 'replay'];
+const READ_ONLY_NOTE = "These providers belong to this server: only its administrators (server.admins) can change them. You can test them.";
 const FIELDS: [keyof ProviderInfo, string, string][] = [
   ['name', 'Name', 'local'],
   ['base_url', 'Base URL', 'http://localhost:11434/v1'],
@@ -24,6 +29,9 @@ export class ProvidersView extends Widget {
   private readonly inputs = new Map<string, HTMLInputElement | HTMLSelectElement>();
   private readonly testAll = el('button', 'jp-Button jp-mod-styled nini-models-test-all', 'Test every purpose');
   private readonly tested = el('ul', 'nini-models-tested');
+  private readonly editing = el('section', 'nini-provider-editing');
+  private readonly readOnly = el('p', 'nini-models-read-only', READ_ONLY_NOTE);
+  private editable = true;
 
   constructor(private readonly api: NiniApi) {
     super();
@@ -35,7 +43,9 @@ export class ProvidersView extends Widget {
     this.testAll.setAttribute('aria-label', 'Make one tiny call to the model each purpose would use first');
     this.testAll.onclick = () => void this.testEveryPurpose();
     this.tested.setAttribute('aria-label', 'Test results per model');
-    this.node.append(el('h3', undefined, 'Providers'), this.providers, el('h3', undefined, 'Add or edit a provider'), this.form, this.result,
+    this.readOnly.hidden = true;
+    this.editing.append(el('h3', undefined, 'Add or edit a provider'), this.form);
+    this.node.append(el('h3', undefined, 'Providers'), this.readOnly, this.providers, this.editing, this.result,
                      el('h3', undefined, 'Model per purpose'), this.purposes, this.testAll, this.tested);
   }
 
@@ -100,27 +110,29 @@ export class ProvidersView extends Widget {
     }
   }
 
-  private draw(info: ModelsInfo): void {
+  private draw(info: ModelsInfo & { editable?: boolean }): void {
+    this.editable = info.editable !== false;
+    this.node.dataset.editable = String(this.editable);
+    this.editing.hidden = !this.editable;
+    this.readOnly.hidden = this.editable;
     this.providers.replaceChildren(
       ...info.providers.map(provider => {
         const item = el('li', 'nini-provider');
         item.dataset.name = provider.name;
         item.dataset.usable = String(provider.usable !== false);
-        const edit = el('button', 'jp-Button jp-mod-minimal', 'Edit');
-        edit.setAttribute('aria-label', `Edit ${provider.name}`);
-        edit.onclick = () => this.edit(provider);
         item.append(
           el('span', 'nini-provider-name', provider.name),
           el('span', 'nini-badge', provider.kind),
           el('span', 'nini-provider-model', provider.model ?? ''),
           el('span', 'nini-provider-state', provider.usable === false ? `not usable: ${provider.reason ?? ''}` : 'usable'),
-          edit
+          this.editable ? this.button('Edit', `Edit ${provider.name}`, () => this.edit(provider))
+            : this.button('Test', `Test ${provider.name} with one small call`, () => void this.test({ name: provider.name } as ProviderInfo))
         );
         return item;
       })
     );
     if (!info.providers.length) {
-      this.providers.append(el('li', 'nini-empty', 'No provider yet: add one below.'));
+      this.providers.append(el('li', 'nini-empty', this.editable ? 'No provider yet: add one below.' : 'No provider yet.'));
     }
     const rows = Object.entries(info.purposes).map(([purpose, route]) => {
       const row = el('tr');
@@ -143,8 +155,16 @@ export class ProvidersView extends Widget {
     }
   }
 
-  private async test(): Promise<void> {
-    const provider = this.provider();
+  private button(text: string, label: string, action: () => void): HTMLButtonElement {
+    const button = el('button', 'jp-Button jp-mod-minimal', text);
+    button.setAttribute('aria-label', label);
+    button.onclick = action;
+    return button;
+  }
+
+  /** The form's provider (an unsaved one: the administrators'), or a configured one named only. */
+  private async test(named?: ProviderInfo): Promise<void> {
+    const provider = named ?? this.provider();
     this.result.textContent = `Testing ${provider.name || 'the provider'}…`;
     delete this.result.dataset.ok;
     try {

@@ -1,4 +1,6 @@
-"""Candidates waiting for the user: ``.nini/experience/pending-compounding-candidates.json``.
+"""Candidates waiting for the user: ``.nini/experience/pending-compounding-candidates.json``, and on
+a server that names its users, each named user's own ``pending-compounding-candidates.<key>.json``
+(``nini.owners.owner_key``): what one user said is never shown to another.
 
 ``{"candidates": [...], "asked": false}``, candidates in their EXP-CANDIDATE JSON form. Every change
 is a read-modify-write under an exclusive lock (a run's capture and ``nini remember`` may overlap),
@@ -37,11 +39,12 @@ class PendingState:
 
 
 class PendingFile:
-    """The pending candidates of one project (``folder`` is its ``.nini/experience``)."""
+    """The pending candidates of one project (``folder`` is its ``.nini/experience``) and one user
+    (``key``: a named user's ``owner_key``; None: the server's own user, the plain file)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, key: str | None = None) -> None:
         self.folder = folder
-        self.path = folder / PENDING_NAME
+        self.path = folder / (PENDING_NAME if key is None else PENDING_NAME.replace(".json", f".{key}.json"))
 
     def load(self) -> PendingState:
         with self._locked():
@@ -69,7 +72,7 @@ class PendingFile:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.folder / f".{PENDING_NAME}.lock", "a") as lock:
+        with open(self.folder / f".{self.path.name}.lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 yield
@@ -88,8 +91,8 @@ class PendingFile:
             candidates = [Candidate.from_json(item) for item in data.get("candidates", []) if isinstance(item, dict)]
             return PendingState(candidates, bool(data.get("asked", False)))
         except ValueError as exc:
-            aside = self.path.with_name(f"{PENDING_NAME}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+            aside = self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
             self.path.rename(aside)
-            problem = f"{PENDING_NAME} was not valid ({exc}); it was kept as {aside.name} and a new one started"
+            problem = f"{self.path.name} was not valid ({exc}); it was kept as {aside.name} and a new one started"
             log.warning(problem)
             return PendingState(problems=[problem])

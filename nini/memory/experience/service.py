@@ -4,6 +4,11 @@ read_experience skill, the CLI, REST, the magic) goes through, so each rule live
 It knows where the libraries and the pending file are (settings and the project directory) and
 holds the matcher (parsed INDEX files, embeddings) between runs. Nothing here writes a library
 without ``confirm=True``: that is the caller saying the user agreed.
+
+Pending candidates are their owner's (``owner=``, a Jupyter user's name: ``pending_for``): on a
+server that names its users, each named user's go to a file of their own, and an id that is in
+another user's file is NOT_FOUND as one in no file. The libraries themselves are shared: the
+team's and the project's, read by everyone.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from nini.memory.experience.index import Library
 from nini.memory.experience.match import Match, Matcher, libraries
 from nini.memory.experience.model import LEVELS, Candidate
 from nini.memory.experience.pending import PendingFile, PendingState
+from nini.owners import is_server_user, owner_key
 
 if TYPE_CHECKING:
     from nini.config import Settings
@@ -59,7 +65,14 @@ class ExperienceMemory:
 
     @property
     def pending(self) -> PendingFile:
-        return PendingFile(self.project_dir / ".nini" / "experience")
+        """The server's own user's pending candidates (the CLI's, the magics')."""
+        return self.pending_for(None)
+
+    def pending_for(self, owner: str | None) -> PendingFile:
+        """``owner``'s pending candidates: the plain file for the server's own user (``session_owner``
+        or None), a file of their own for anyone else."""
+        key = None if is_server_user(owner, self.settings.session_owner) else owner_key(owner or "")
+        return PendingFile(self.project_dir / ".nini" / "experience", key)
 
     # -- matching ------------------------------------------------------------------------------------
 
@@ -83,23 +96,24 @@ class ExperienceMemory:
     # -- capture ---------------------------------------------------------------------------------------
 
     async def capture_conversation(self, llm: Any, messages: list[dict[str, Any]], *, session_id: str | None,
-                                   stage: str, datasets: list[str]) -> CaptureResult:  # fmt: skip
-        """What a model finds in the conversation's user messages, stage-1 filtered, added to pending."""
+                                   stage: str, datasets: list[str], owner: str | None = None) -> CaptureResult:  # fmt: skip
+        """What a model finds in the conversation's user messages, stage-1 filtered, added to ``owner``'s pending."""
         found = await extract_with_model(llm, messages, session_id=session_id, stage=stage, datasets=datasets)
-        return self._keep(found, datasets)
+        return self._keep(found, datasets, owner)
 
     def capture_statement(self, text: str, *, stage: str = "analysis", session_id: str | None = None,
-                          datasets: list[str] | None = None, **options: Any) -> CaptureResult:  # fmt: skip
+                          datasets: list[str] | None = None, owner: str | None = None, **options: Any) -> CaptureResult:  # fmt: skip
         """An explicit statement of the user's (``remember --add``): a candidate if it passes stage 1."""
         if not text.strip():
             raise NiniError(ErrorCode.INVALID_ARGUMENT, "say what to remember")
         self._check_options(options)
         candidate = explicit_candidate(text, stage=stage, session_id=session_id, datasets=datasets or [], **options)
-        return self._keep([candidate], datasets or [])
+        return self._keep([candidate], datasets or [], owner)
 
-    def _keep(self, found: list[Candidate], datasets: list[str]) -> CaptureResult:
+    def _keep(self, found: list[Candidate], datasets: list[str], owner: str | None) -> CaptureResult:
         result = CaptureResult()
-        state = self.pending.load()
+        pending = self.pending_for(owner)
+        state = pending.load()
         known = {_key(c) for c in state.candidates}
         for candidate in found:
             verdict = stage1(candidate, datasets)
@@ -110,7 +124,7 @@ class ExperienceMemory:
                 known.add(_key(verdict.candidate))
                 result.kept.append(verdict.candidate)
         if result.kept:
-            result.problems = self.pending.add(result.kept).problems
+            result.problems = pending.add(result.kept).problems
         return result
 
     @staticmethod
@@ -122,19 +136,19 @@ class ExperienceMemory:
 
     # -- pending and deposit ---------------------------------------------------------------------------
 
-    def pending_view(self) -> tuple[PendingState, list[dict[str, Any]]]:
-        """The pending candidates, each with its stage-2 evaluation, numbered from 1."""
-        state = self.pending.load()
+    def pending_view(self, owner: str | None = None) -> tuple[PendingState, list[dict[str, Any]]]:
+        """``owner``'s pending candidates, each with its stage-2 evaluation, numbered from 1."""
+        state = self.pending_for(owner).load()
         shown = [{"number": n, "candidate": c.to_json(), "evaluation": stage2(c)} for n, c in enumerate(state.candidates, 1)]
         return state, shown
 
-    def mark_asked(self) -> None:
-        with self.pending.change() as state:
+    def mark_asked(self, owner: str | None = None) -> None:
+        with self.pending_for(owner).change() as state:
             state.asked = True
 
-    def edit(self, candidate_id: str, changes: dict[str, Any]) -> Candidate:
-        """Change fields of a pending candidate (the user's edit); it must still pass stage 1."""
-        with self.pending.change() as state:
+    def edit(self, candidate_id: str, changes: dict[str, Any], owner: str | None = None) -> Candidate:
+        """Change fields of one of ``owner``'s pending candidates (their edit); it must still pass stage 1."""
+        with self.pending_for(owner).change() as state:
             current = state.find(candidate_id)
             if current is None:
                 raise NiniError(ErrorCode.NOT_FOUND, f"no pending candidate {candidate_id}")
@@ -147,12 +161,17 @@ class ExperienceMemory:
             state.candidates[state.candidates.index(current)] = verdict.candidate
         return verdict.candidate
 
-    def discard(self, ids: list[str]) -> None:
-        self.pending.remove(ids)
+    def discard(self, ids: list[str], owner: str | None = None) -> None:
+        """Drop ``owner``'s pending candidates ``ids``; NOT_FOUND for an id that is not among them."""
+        with self.pending_for(owner).change() as state:
+            missing = [i for i in ids if state.find(i) is None]
+            if missing:
+                raise NiniError(ErrorCode.NOT_FOUND, f"no pending candidate {missing[0]}")
+            state.candidates = [c for c in state.candidates if c.id not in set(ids)]
 
-    def plan(self, ids: list[str], targets: dict[str, str] | None = None) -> curate.Plan:
-        """The curator's plan for these pending candidates (by id), each to its level or ``targets[id]``."""
-        state = self.pending.load()
+    def plan(self, ids: list[str], targets: dict[str, str] | None = None, owner: str | None = None) -> curate.Plan:
+        """The curator's plan for ``owner``'s pending candidates (by id), each to its level or ``targets[id]``."""
+        state = self.pending_for(owner).load()
         chosen = []
         for candidate_id in ids:
             candidate = state.find(candidate_id)
@@ -167,13 +186,13 @@ class ExperienceMemory:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, "no candidate chosen")
         return curate.plan_deposit(chosen, self.libraries, self.matcher.similarity, self.judge)
 
-    def deposit(self, plan: curate.Plan, *, confirm: bool) -> str:
-        """Carry out a plan the user confirmed; refused without ``confirm``."""
+    def deposit(self, plan: curate.Plan, *, confirm: bool, owner: str | None = None) -> str:
+        """Carry out a plan the user confirmed (of ``owner``'s candidates); refused without ``confirm``."""
         if confirm is not True:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, "nothing is written to an experience library without the user's confirmation (confirm: true)")
         for level in {action.level for action in plan.actions}:
             self._check_writable(level)
-        return curate.execute(plan, self.libraries, self.pending, self.language)
+        return curate.execute(plan, self.libraries, self.pending_for(owner), self.language)
 
     # -- the libraries -----------------------------------------------------------------------------------
 

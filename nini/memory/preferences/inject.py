@@ -1,6 +1,7 @@
 """Which preferences a prompt carries, and the block they make.
 
-``select_memory_for_injection``: preferences at or above the confidence floor, a project's before the
+``select_memory_for_injection``: one owner's preferences (the session owner's: a turn is given its
+owner's and nobody else's) at or above the confidence floor, a project's before the
 global one of the same key, ranked by confidence plus a small bonus when the key concerns the skill
 type (``report.*`` for reports, ``chart.*`` for charts and reports), Top-N, then lines kept in rank
 order while they fit the token budget. Ties go by key, then id, so the same preferences give the
@@ -20,6 +21,7 @@ import sqlalchemy as sa
 from nini.errors import ErrorCode, NiniError
 from nini.history.schema import user_preferences as table
 from nini.memory.preferences.rules import describe
+from nini.memory.preferences.store import owner_filter
 from nini.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -50,7 +52,7 @@ class Selection:
 
 def select_memory_for_injection(store: HistoryStore, project_id: str | None, skill_type: str = "answer", max_items: int = 8,
                                 token_budget: int = 400, *, floor: float = 0.6, language: str = "zh",
-                                enabled: bool = True) -> Selection:  # fmt: skip
+                                enabled: bool = True, owner: str | None = None) -> Selection:  # fmt: skip
     """The preferences for one prompt and their block ("(none)" when there are none)."""
     if not MAX_ITEMS_RANGE[0] <= max_items <= MAX_ITEMS_RANGE[1]:
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"max_items must be {MAX_ITEMS_RANGE[0]} to {MAX_ITEMS_RANGE[1]}, not {max_items}")
@@ -60,7 +62,7 @@ def select_memory_for_injection(store: HistoryStore, project_id: str | None, ski
     if not enabled:
         return Selection(block=f"{header}\n{NONE}")
     prefixes = SKILL_PREFIXES.get(skill_type, ())
-    rows = _top_rows(store, project_id, floor, 2 * max_items, prefixes)
+    rows = _top_rows(store, owner, project_id, floor, 2 * max_items, prefixes)
     best: dict[str, dict[str, Any]] = {}
     for row in rows:  # one per key: the project's row wins over the global one
         held = best.get(row["key"])
@@ -83,12 +85,14 @@ def select_memory_for_injection(store: HistoryStore, project_id: str | None, ski
     return selection
 
 
-def _top_rows(store: HistoryStore, project_id: str | None, floor: float, limit: int, prefixes: tuple[str, ...]) -> list[dict[str, Any]]:
+def _top_rows(store: HistoryStore, owner: str | None, project_id: str | None, floor: float, limit: int,
+              prefixes: tuple[str, ...]) -> list[dict[str, Any]]:  # fmt: skip
     columns = (table.c.id, table.c.project_id, table.c.key, table.c.value, table.c.source, table.c.confidence)
-    scopes = [table.c.project_id.is_(None)] + ([table.c.project_id == project_id] if project_id is not None else [])
+    mine = owner_filter(owner)
+    scopes = [mine & table.c.project_id.is_(None)] + ([mine & (table.c.project_id == project_id)] if project_id is not None else [])
     found: dict[int, dict[str, Any]] = {}
     with store.reading() as conn:
-        for scope in scopes:  # one scope per query: the (project_id, confidence) index serves it, walked from the top
+        for scope in scopes:  # one scope per query: the (owner, project_id, confidence) index serves it, walked from the top
             wheres = [scope & (table.c.confidence >= floor)]
             if prefixes:
                 wheres.append(wheres[0] & sa.or_(*(table.c.key.startswith(prefix, autoescape=True) for prefix in prefixes)))
@@ -99,7 +103,7 @@ def _top_rows(store: HistoryStore, project_id: str | None, floor: float, limit: 
                 found.update((row["id"], row) for row in top)
         keys = sorted({row["key"] for row in found.values()})
         if project_id is not None and keys:  # a project's own row of a chosen key, even when lower than the global one
-            own = sa.select(*columns).where((table.c.project_id == project_id) & table.c.key.in_(keys) & (table.c.confidence >= floor))
+            own = sa.select(*columns).where(mine & (table.c.project_id == project_id) & table.c.key.in_(keys) & (table.c.confidence >= floor))
             for row in conn.execute(own):
                 found[row.id] = dict(row._mapping)
     return list(found.values())

@@ -10,7 +10,9 @@ For one feedback (accept, reject or partial on an output, with the signals it ca
 - a signal the same output got with the opposite action before (accepted, then rejected) cancels
   out: that earlier change is undone and the new one not made;
 - confidence stays in 0..1; explicit preferences (the user's own, 1.0) are never changed; with
-  learning switched off the feedback is recorded and nothing else changes.
+  learning switched off the feedback is recorded and nothing else changes;
+- only the feedback's ``owner``'s preferences change (the judged run's session owner's), and only
+  their earlier feedback on the run cancels out.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from nini.errors import ErrorCode, NiniError
 from nini.history.schema import skill_run_feedback as feedback_table
 from nini.history.schema import user_preferences as table
 from nini.memory.preferences.rules import signal_for
-from nini.memory.preferences.store import ACTIONS, find, now_ms
+from nini.memory.preferences.store import ACTIONS, find, now_ms, owner_filter
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -47,6 +49,7 @@ class Feedback:
     signals: list[str] = field(default_factory=list)
     evidence_ref: dict[str, Any] | None = None
     injected_ids: list[int] = field(default_factory=list)  # what the judged run was given
+    owner: str | None = None  # whose preferences it teaches: the judged run's session owner
 
 
 @dataclass
@@ -67,20 +70,21 @@ def ingest(store: HistoryStore, feedback: Feedback, *, learning: bool = True) ->
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "a feedback names the run it judges (a turn id or report:<artifact id>)")
     factor = PARTIAL_FACTOR if feedback.action == "partial" else 1.0
     with store.writing() as conn:
-        earlier = [dict(r._mapping) for r in conn.execute(sa.select(feedback_table).where(feedback_table.c.run_id == feedback.run_id))]
+        mine = owner_filter(feedback.owner, feedback_table.c.owner)
+        earlier = [dict(r._mapping) for r in conn.execute(sa.select(feedback_table).where((feedback_table.c.run_id == feedback.run_id) & mine))]
         applied: list[dict[str, Any]] = []
         learned = Learned(0)
         for name in dict.fromkeys(feedback.signals):
             if not learning:
                 applied.append({"signal": name, "delta": 0.0})
                 continue
-            undone = _cancel(conn, earlier, feedback.action, name)
+            undone = _cancel(conn, feedback.owner, earlier, feedback.action, name)
             if undone is not None:
                 learned.canceled.append(name)
                 learned.changes += undone
                 applied.append({"signal": name, "delta": 0.0, "canceled": True})
                 continue
-            change = _signal(conn, feedback.project_id, name, factor)
+            change = _signal(conn, feedback.owner, feedback.project_id, name, factor)
             if change is not None:
                 learned.changes.append(change)
             applied.append({"signal": name, "delta": change["after"] - change["before"] if change else 0.0, "id": change["id"] if change else None})
@@ -89,38 +93,39 @@ def ingest(store: HistoryStore, feedback: Feedback, *, learning: bool = True) ->
             step = INJECTED_STEP if feedback.action == "accept" else -INJECTED_STEP
             for preference_id in dict.fromkeys(feedback.injected_ids):
                 if preference_id not in named:
-                    change = _move(conn, preference_id, step, f"injected into a run the user {feedback.action}ed")
+                    change = _move(conn, feedback.owner, preference_id, step, f"injected into a run the user {feedback.action}ed")
                     if change is not None:
                         learned.changes.append(change)
-        row = {"run_id": feedback.run_id, "project_id": feedback.project_id, "skill_id": feedback.skill_id,
-               "action": feedback.action, "signals": applied, "evidence_ref": feedback.evidence_ref, "created_at": now_ms()}  # fmt: skip
+        row = {"run_id": feedback.run_id, "project_id": feedback.project_id, "skill_id": feedback.skill_id, "action": feedback.action,
+               "signals": applied, "evidence_ref": feedback.evidence_ref, "created_at": now_ms(), "owner": feedback.owner}  # fmt: skip
         learned.feedback_id = conn.execute(feedback_table.insert().returning(feedback_table.c.id), row).scalar_one()
     return learned
 
 
-def _signal(conn: Connection, project_id: str | None, name: str, factor: float) -> dict[str, Any] | None:
-    """The named preference up (created when missing), learned globally unless the project has its own."""
+def _signal(conn: Connection, owner: str | None, project_id: str | None, name: str, factor: float) -> dict[str, Any] | None:
+    """``owner``'s named preference up (created when missing), learned globally unless the project has its own."""
     signal = signal_for(name)
-    found = find(conn, project_id, signal.key) if project_id is not None else None
-    found = found or find(conn, None, signal.key)
+    found = find(conn, project_id, signal.key, owner) if project_id is not None else None
+    found = found or find(conn, None, signal.key, owner)
     if found is None:
         confidence = round(NEW_CONFIDENCE * factor, 6)
         values = {"project_id": None, "key": signal.key, "value": signal.value, "source": "implicit",
-                  "confidence": confidence, "evidence_count": 1, "updated_at": now_ms()}  # fmt: skip
+                  "confidence": confidence, "evidence_count": 1, "updated_at": now_ms(), "owner": owner}  # fmt: skip
         new_id = conn.execute(table.insert().returning(table.c.id), values).scalar_one()
         return {"id": new_id, "key": signal.key, "before": 0.0, "after": confidence, "why": f"new from signal {name}"}
     if found["source"] == "explicit":
         return None  # the user's own word stands
     if found["value"] != signal.value:  # the signal now asks for another value of this key: it starts over
         return _set(conn, found, NEW_CONFIDENCE * factor, f"signal {name} changed its value", value=signal.value)
-    return _move(conn, found["id"], SIGNAL_STEP * factor, f"signal {name}", row=found)
+    return _move(conn, owner, found["id"], SIGNAL_STEP * factor, f"signal {name}", row=found)
 
 
-def _move(conn: Connection, preference_id: int, step: float, why: str, row: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def _move(conn: Connection, owner: str | None, preference_id: int, step: float, why: str,
+          row: dict[str, Any] | None = None) -> dict[str, Any] | None:  # fmt: skip
     if row is None:
-        found = conn.execute(sa.select(table).where(table.c.id == preference_id)).first()
+        found = conn.execute(sa.select(table).where((table.c.id == preference_id) & owner_filter(owner))).first()
         if found is None:
-            return None  # deleted since the run
+            return None  # deleted since the run (or never the owner's)
         row = dict(found._mapping)
     if row["source"] == "explicit":
         return None
@@ -136,7 +141,7 @@ def _set(conn: Connection, row: dict[str, Any], confidence: float, why: str, val
     return {"id": row["id"], "key": row["key"], "before": row["confidence"], "after": after, "why": why}
 
 
-def _cancel(conn: Connection, earlier: list[dict[str, Any]], action: str, name: str) -> list[dict[str, Any]] | None:
+def _cancel(conn: Connection, owner: str | None, earlier: list[dict[str, Any]], action: str, name: str) -> list[dict[str, Any]] | None:
     """Undo the change an opposite feedback on the same run made for ``name``; None when there is none."""
     opposite = OPPOSITE.get(action)
     for row in reversed(earlier):
@@ -146,6 +151,6 @@ def _cancel(conn: Connection, earlier: list[dict[str, Any]], action: str, name: 
             if item.get("signal") == name and not item.get("canceled") and item.get("id") is not None:
                 item["canceled"] = True
                 conn.execute(feedback_table.update().where(feedback_table.c.id == row["id"]), {"signals": row["signals"]})
-                change = _move(conn, item["id"], -float(item.get("delta") or 0.0), f"signal {name} cancelled out")
+                change = _move(conn, owner, item["id"], -float(item.get("delta") or 0.0), f"signal {name} cancelled out")
                 return [change] if change is not None else []
     return None

@@ -5,6 +5,11 @@ A run is named by its turn id (an answer), ``report:<artifact id>`` (a report), 
 (a proposed cell); the feedback on it learns from the preferences that run was given (its
 ``preferences_injected`` event). Signals come from the user's ``--signal``, their comment (a model
 for purpose ``fast`` when one is configured, else keyword rules), or their edit of the text.
+
+Preferences are their owner's (``owner=``: a Jupyter user's name, None for the unnamed single
+user): a turn is given its session owner's (``select_for``), feedback teaches the judged run's
+session owner's, and a run in a session the caller may not see is NOT_FOUND, word for word as one
+that does not exist.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from nini.errors import ErrorCode, NiniError
-from nini.history.schema import artifacts, events, tool_calls
+from nini.history.schema import artifacts, events, sessions, tool_calls
 from nini.memory.preferences.inject import Selection, select_memory_for_injection
 from nini.memory.preferences.learning import Feedback, Learned, ingest
 from nini.memory.preferences.rules import SIGNALS, signals_from_comment, signals_from_edit
@@ -29,6 +34,8 @@ from nini.memory.preferences.store import ACTIONS, PreferenceStore
 if TYPE_CHECKING:
     from nini.config import Settings
     from nini.history.store import HistoryStore
+    from nini.owners import Viewer
+    from nini.session import Session
 
 log = logging.getLogger("nini.memory.preferences")
 
@@ -55,17 +62,24 @@ class PreferenceMemory:
     def options(self) -> Any:
         return self.settings.preferences
 
-    def select(self, skill_type: str = "answer", project_id: str | None = None) -> Selection:
-        """What the next run of ``skill_type`` would be given (``preview`` prints exactly this block)."""
+    def select(self, skill_type: str = "answer", project_id: str | None = None, *, owner: str | None = None) -> Selection:
+        """What ``owner``'s next run of ``skill_type`` would be given (``preview`` prints exactly this block)."""
         options = self.options
         return select_memory_for_injection(self.store, project_id or self.project_id, skill_type, options.max_items,
                                            options.token_budget, floor=options.confidence_floor,
-                                           language=self.settings.ui.language, enabled=options.injection)  # fmt: skip
+                                           language=self.settings.ui.language, enabled=options.injection,
+                                           owner=owner)  # fmt: skip
+
+    def select_for(self, session: Session, skill_type: str = "answer") -> Selection:
+        """What a run of ``session`` is given: its owner's preferences. Blocking: the store's thread."""
+        return self.select(skill_type, owner=session.owner)
 
     async def feedback(self, run_id: str, action: str, *, signals: list[str] | None = None, comment: str | None = None,
                        original: str | None = None, edited: str | None = None, llm: Any = None,
-                       evidence: dict[str, Any] | None = None) -> Learned:  # fmt: skip
-        """Record the user's feedback on a run and learn from it (within ``preferences.timeout_s``)."""
+                       evidence: dict[str, Any] | None = None, viewer: Viewer | None = None) -> Learned:  # fmt: skip
+        """Record the user's feedback on a run and learn from it (within ``preferences.timeout_s``):
+        the run's session owner's preferences learn. ``viewer``: who gives it (None: the CLI, anyone's
+        run); a run in a session they may not see is NOT_FOUND, as one that does not exist."""
         if action not in ACTIONS:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, f"action must be accept, reject or partial, not {action!r}")
         if evidence is not None:
@@ -75,44 +89,51 @@ class PreferenceMemory:
                 raise NiniError(ErrorCode.INVALID_ARGUMENT, f"evidence must be JSON: {exc}") from None
         try:
             async with asyncio.timeout(self.options.timeout_s):
-                skill_id, injected = await self.store.call(self.resolve, run_id)
+                skill_id, injected, owner = await self.store.call(self.resolve, run_id, viewer)
                 found = [s.strip() for s in signals or [] if s.strip()]
                 if comment:
                     found += await self._comment_signals(comment, llm)
                 if original is not None and edited is not None:
                     found += signals_from_edit(original, edited)
                     evidence = {**(evidence or {}), "diff_id": hashlib.sha1(f"{original}\0{edited}".encode()).hexdigest()[:12]}
-                record = Feedback(run_id, action, skill_id, self.project_id, list(dict.fromkeys(found)), evidence, injected)
+                record = Feedback(run_id, action, skill_id, self.project_id, list(dict.fromkeys(found)), evidence, injected, owner)
                 return await self.store.call(ingest, self.store, record, learning=self.options.learning)
         except TimeoutError:
             raise NiniError(ErrorCode.TIMEOUT, f"the feedback took longer than {self.options.timeout_s} s; nothing was recorded") from None
 
-    def resolve(self, run_id: str) -> tuple[str, list[int]]:
-        """(the skill that made the run's output, the preference ids the run was given); NOT_FOUND for an unknown run."""
+    def resolve(self, run_id: str, viewer: Viewer | None = None) -> tuple[str, list[int], str | None]:
+        """(the skill that made the run's output, the preference ids the run was given, its session's
+        owner); NOT_FOUND for an unknown run and for one in a session ``viewer`` may not see."""
         with self.store.reading() as conn:
             report = re.fullmatch(r"report:(\d+)", run_id)
             if report:
-                row = conn.execute(sa.select(artifacts.c.session_id).where((artifacts.c.id == int(report.group(1))) & (artifacts.c.kind == "report"))).first()
-                if row is None:
+                where = (artifacts.c.id == int(report.group(1))) & (artifacts.c.kind == "report")
+                row = conn.execute(sa.select(sessions.c.owner).join(sessions, sessions.c.id == artifacts.c.session_id).where(where)).first()
+                if row is None or (viewer is not None and not viewer.sees(row.owner)):
                     raise NiniError(ErrorCode.NOT_FOUND, f"no report artifact {report.group(1)}")
-                return "generate_report", []
-            call = conn.execute(sa.select(tool_calls.c.turn_id, tool_calls.c.tool_name).where(tool_calls.c.id == run_id)).first()
+                return "generate_report", [], row.owner
+            call = conn.execute(sa.select(tool_calls.c.turn_id, tool_calls.c.tool_name, tool_calls.c.session_id)
+                                .where(tool_calls.c.id == run_id)).first()  # fmt: skip
             turn_id, skill = (call.turn_id, call.tool_name) if call is not None else (run_id, "answer")
-            query = sa.select(events.c.type, events.c.data).where(events.c.turn_id == turn_id)
-            found = [(row.type, row.data) for row in conn.execute(query)]
-        if call is None and not found:
+            query = sa.select(events.c.type, events.c.data, events.c.session_id).where(events.c.turn_id == turn_id)
+            found = [(row.type, row.data, row.session_id) for row in conn.execute(query)]
+            session_id = call.session_id if call is not None else found[0][2] if found else None
+            owner = conn.execute(sa.select(sessions.c.owner).where(sessions.c.id == session_id)).scalar() if session_id else None
+        if session_id is None or (viewer is not None and not viewer.sees(owner)):
             raise NiniError(ErrorCode.NOT_FOUND, f"no run {run_id}: give a turn id, report:<artifact id> or a proposal id")
-        injected = [i for kind, data in found if kind == INJECTED_EVENT for i in (data or {}).get("ids", [])]
-        return skill, injected
+        injected = [i for kind, data, where in found if kind == INJECTED_EVENT and where == session_id for i in (data or {}).get("ids", [])]
+        return skill, injected, owner
 
-    def report_text(self, runtime: Any, run_id: str) -> str:
-        """The Markdown of a report run (``report:<artifact id>``), read through its session's workspace."""
+    def report_text(self, runtime: Any, run_id: str, viewer: Viewer | None = None) -> str:
+        """The Markdown of a report run (``report:<artifact id>``), read through its session's workspace
+        (NOT_FOUND for a report in a session ``viewer`` may not see, as for a missing one)."""
         found = re.fullmatch(r"report:(\d+)", run_id)
         if found is None:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, "an edit is compared with a report: name it report:<artifact id>")
         with self.store.reading() as conn:
-            row = conn.execute(sa.select(artifacts.c.session_id, artifacts.c.path).where(artifacts.c.id == int(found.group(1)))).first()
-        if row is None:
+            query = sa.select(artifacts.c.session_id, artifacts.c.path, sessions.c.owner).join(sessions, sessions.c.id == artifacts.c.session_id)
+            row = conn.execute(query.where(artifacts.c.id == int(found.group(1)))).first()
+        if row is None or (viewer is not None and not viewer.sees(row.owner)):
             raise NiniError(ErrorCode.NOT_FOUND, f"no report artifact {found.group(1)}")
         return runtime.workspace(row.session_id).fs.read_bytes(row.path, limit=5_000_000).decode("utf-8", errors="replace")
 

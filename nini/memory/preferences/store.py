@@ -1,9 +1,13 @@
 """The preference tables through the history store (its engine, its write lock, its DB_ERROR).
 
 ``user_preferences`` and ``skill_run_feedback`` live in the history database, so a hub's
-PostgreSQL holds them like the rest of the record. One preference per (project, key): a project's
-row and the global row (project NULL) of the same key are two preferences, the project's winning
-at selection. Times are epoch milliseconds.
+PostgreSQL holds them like the rest of the record. One preference per (owner, project, key): a
+project's row and the global row (project NULL) of the same key are two preferences, the project's
+winning at selection. Times are epoch milliseconds.
+
+Every row has an owner (a Jupyter user's name; None: the unnamed single user, as ``sessions.owner``)
+and every method works on one owner's rows only (``owner=``): a preference of someone else's is
+NOT_FOUND word for word as one that does not exist.
 """
 
 from __future__ import annotations
@@ -35,73 +39,87 @@ def scope_filter(project_id: str | None) -> Any:
     return table.c.project_id.is_(None) if project_id is None else table.c.project_id == project_id
 
 
+def owner_filter(owner: str | None, column: Any = table.c.owner) -> Any:
+    """The rows of ``owner`` (None: the unowned ones, the unnamed user's)."""
+    return column.is_(None) if owner is None else column == owner
+
+
 class PreferenceStore:
     def __init__(self, store: HistoryStore) -> None:
         self.store = store
 
     # -- preferences ----------------------------------------------------------------------------------
 
-    def list(self, project_id: str | None = None, *, include_global: bool = True) -> list[dict[str, Any]]:
-        """The preferences of a project (and the global ones), by key then id."""
+    def list(self, project_id: str | None = None, *, include_global: bool = True, owner: str | None = None) -> list[dict[str, Any]]:
+        """``owner``'s preferences of a project (and their global ones), by key then id."""
         where = scope_filter(project_id)
         if project_id is not None and include_global:
             where = where | table.c.project_id.is_(None)
+        where = owner_filter(owner) & where
         with self.store.reading() as conn:
             return [dict(row._mapping) for row in conn.execute(sa.select(table).where(where).order_by(table.c.key, table.c.id))]
 
-    def get(self, preference_id: int) -> dict[str, Any]:
+    def get(self, preference_id: int, *, owner: str | None = None) -> dict[str, Any]:
         with self.store.reading() as conn:
-            row = conn.execute(sa.select(table).where(table.c.id == preference_id)).first()
+            row = conn.execute(sa.select(table).where(_mine(preference_id, owner))).first()
         if row is None:
-            raise NiniError(ErrorCode.NOT_FOUND, f"no preference {preference_id}")
+            raise _missing(preference_id)
         return dict(row._mapping)
 
-    def put_explicit(self, project_id: str | None, key: str, value: Any) -> dict[str, Any]:
-        """The user's own preference (confidence 1.0), replacing a learned one of the same key."""
+    def put_explicit(self, project_id: str | None, key: str, value: Any, *, owner: str | None = None) -> dict[str, Any]:
+        """``owner``'s own preference (confidence 1.0), replacing a learned one of the same key."""
         _check_value(key, value)
         with self.store.writing() as conn:
-            found = find(conn, project_id, key)
+            found = find(conn, project_id, key, owner)
             values = {"value": value, "source": "explicit", "confidence": 1.0, "updated_at": now_ms()}
             if found is None:
-                return _one(conn.execute(table.insert().returning(*table.c), {"project_id": project_id, "key": key, "evidence_count": 0, **values}))
+                row = {"project_id": project_id, "key": key, "evidence_count": 0, "owner": owner, **values}
+                return _one(conn.execute(table.insert().returning(*table.c), row))
             return _one(conn.execute(table.update().where(table.c.id == found["id"]).returning(*table.c), values))
 
-    def edit(self, preference_id: int, *, value: Any = None, confidence: float | None = None) -> dict[str, Any]:
-        """Change a preference's value or confidence; the user's edit makes it explicit."""
-        current = self.get(preference_id)
+    def edit(self, preference_id: int, *, value: Any = None, confidence: float | None = None, owner: str | None = None) -> dict[str, Any]:
+        """Change one of ``owner``'s preferences, its value or confidence; the edit makes it explicit."""
+        current = self.get(preference_id, owner=owner)
         values: dict[str, Any] = {"source": "explicit", "updated_at": now_ms()}
         if value is not None:
             _check_value(current["key"], value)
             values["value"] = value
         values["confidence"] = 1.0 if confidence is None else _confidence(confidence)
         with self.store.writing() as conn:
-            return _one(conn.execute(table.update().where(table.c.id == preference_id).returning(*table.c), values))
-
-    def delete(self, preference_id: int) -> dict[str, Any]:
-        with self.store.writing() as conn:
-            row = conn.execute(table.delete().where(table.c.id == preference_id).returning(*table.c)).first()
-        if row is None:
-            raise NiniError(ErrorCode.NOT_FOUND, f"no preference {preference_id}")
+            row = conn.execute(table.update().where(_mine(preference_id, owner)).returning(*table.c), values).first()
+        if row is None:  # deleted since it was read
+            raise _missing(preference_id)
         return dict(row._mapping)
 
-    def candidates(self, project_id: str | None, floor: float) -> list[dict[str, Any]]:
-        """The rows selection ranks: at or above the floor, this project's and the global ones (indexed)."""
-        where = (table.c.confidence >= floor) & (scope_filter(None) | (table.c.project_id == project_id) if project_id else scope_filter(None))
-        query = sa.select(table.c.id, table.c.project_id, table.c.key, table.c.value, table.c.source, table.c.confidence).where(where)
-        with self.store.reading() as conn:
-            return [dict(row._mapping) for row in conn.execute(query)]
+    def delete(self, preference_id: int, *, owner: str | None = None) -> dict[str, Any]:
+        with self.store.writing() as conn:
+            row = conn.execute(table.delete().where(_mine(preference_id, owner)).returning(*table.c)).first()
+        if row is None:
+            raise _missing(preference_id)
+        return dict(row._mapping)
 
     # -- feedback ----------------------------------------------------------------------------------------
 
-    def feedback_for(self, run_id: str) -> list[dict[str, Any]]:
+    def feedback_for(self, run_id: str, *, owner: str | None = None) -> list[dict[str, Any]]:
         with self.store.reading() as conn:
-            query = sa.select(feedback_table).where(feedback_table.c.run_id == run_id).order_by(feedback_table.c.id)
+            where = (feedback_table.c.run_id == run_id) & owner_filter(owner, feedback_table.c.owner)
+            query = sa.select(feedback_table).where(where).order_by(feedback_table.c.id)
             return [dict(row._mapping) for row in conn.execute(query)]
 
 
-def find(conn: Connection, project_id: str | None, key: str) -> dict[str, Any] | None:
-    row = conn.execute(sa.select(table).where(scope_filter(project_id) & (table.c.key == key))).first()
+def find(conn: Connection, project_id: str | None, key: str, owner: str | None) -> dict[str, Any] | None:
+    row = conn.execute(sa.select(table).where(owner_filter(owner) & scope_filter(project_id) & (table.c.key == key))).first()
     return dict(row._mapping) if row is not None else None
+
+
+def _mine(preference_id: int, owner: str | None) -> Any:
+    """Preference ``preference_id`` if it is ``owner``'s: another user's is not there for them."""
+    return (table.c.id == preference_id) & owner_filter(owner)
+
+
+def _missing(preference_id: int) -> NiniError:
+    """The one refusal for a preference that is not there and one that is someone else's."""
+    return NiniError(ErrorCode.NOT_FOUND, f"no preference {preference_id}", {"preference_id": preference_id})
 
 
 def _one(result: Any) -> dict[str, Any]:

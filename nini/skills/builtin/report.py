@@ -52,7 +52,7 @@ async def generate_report(
     from nini.report.sources import from_session
 
     # the user's preferences for reports: their decimals, and their style for the model's sections
-    preferred = await session.store.call(session.runtime.preferences.select, "report")
+    preferred = await session.store.call(session.runtime.preferences.select_for, session, "report")
     decimals = next((row["value"] for row in preferred.rows if row["key"] == "report.decimals" and isinstance(row["value"], int)
                      and 1 <= row["value"] <= 15), session.settings.report.decimals)  # fmt: skip
     options = ReportOptions(

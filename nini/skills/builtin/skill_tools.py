@@ -29,7 +29,7 @@ def search_skills(session: Session, query: str, limit: int = 5) -> list[dict[str
         query: What the skill should do, in a few words (English or Chinese).
         limit: How many matches to return (1-20).
     """
-    records = [r for r in session.runtime.registry.list() if r["enabled"]]
+    records = [r for r in session.registry.list() if r["enabled"]]
     documents = [terms(f"{r['name'].replace('-', ' ').replace('_', ' ')} {r['description']}") for r in records]
     frequency = Counter(term for doc in documents for term in set(doc))
     wanted = set(terms(query))
@@ -48,7 +48,7 @@ def search_skills(session: Session, query: str, limit: int = 5) -> list[dict[str
 
 @skill("save_skill", category="other", writes=True)
 def save_skill(session: Session, name: str, content: str) -> dict[str, Any]:
-    """Save a Markdown skill (a whole SKILL.md) to the user's skills folder, replacing its earlier version.
+    """Save a Markdown skill (a whole SKILL.md) to the session owner's skills folder, replacing its earlier version.
 
     The file must pass the Agent Skills rules; the earlier user version is kept as SKILL.md.bak.
     A bundled skill of the same name is shadowed by the saved one, not changed.
@@ -57,7 +57,7 @@ def save_skill(session: Session, name: str, content: str) -> dict[str, Any]:
         name: The skill's name (lowercase words joined by hyphens); also its folder name.
         content: The complete SKILL.md text, frontmatter included.
     """
-    saved = save_markdown_skill(session.runtime.registry, session.settings, name, content)
+    saved = save_markdown_skill(session.registry, name, content)
     return {key: saved[key] for key in ("name", "location", "backup", "warnings")}
 
 
