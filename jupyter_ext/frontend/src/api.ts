@@ -292,6 +292,12 @@ export class NiniApi {
     return URLExt.join(this.settings.baseUrl, 'nini/api/sessions', encodeURIComponent(sessionId), 'artifacts', encoded);
   }
 
+  /** A download of the session (`GET .../export`); `sandboxed`: a notebook whose steps re-run in nini's sandbox. */
+  exportUrl(sessionId: string, format: 'ipynb' | 'md', sandboxed: boolean): string {
+    const url = URLExt.join(this.settings.baseUrl, 'nini/api/sessions', encodeURIComponent(sessionId), 'export');
+    return `${url}?format=${format}${sandboxed ? '&sandboxed=1' : ''}`;
+  }
+
   /** The event socket of a session, from just after `since` (0: all of it). */
   eventsUrl(sessionId: string, since: number): string {
     const url = URLExt.join(this.settings.wsUrl, 'nini/api/sessions', encodeURIComponent(sessionId), 'events');

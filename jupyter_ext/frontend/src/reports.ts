@@ -1,10 +1,12 @@
 /**
  * The Reports tab: generate the open session's layered report, list its reports, open one's HTML
- * in a sandboxed iframe (no scripts, no same-origin), download its files and each chart format.
+ * in a sandboxed iframe (no scripts, no same-origin), download its files and each chart format;
+ * export the session (`ExportControls`).
  */
 import { Widget } from '@lumino/widgets';
 
 import { NiniApi, NiniApiError, ReportInfo } from './api';
+import { ExportControls } from './exporting';
 import { feedbackControl } from './feedback';
 import { el } from './render';
 
@@ -14,6 +16,7 @@ export class ReportsView extends Widget {
   private readonly list = el('ul', 'nini-report-list');
   private readonly message = el('div', 'nini-report-message');
   private readonly frame = el('iframe', 'nini-report-frame');
+  private readonly exports: ExportControls;
 
   constructor(private readonly api: NiniApi) {
     super();
@@ -25,13 +28,15 @@ export class ReportsView extends Widget {
     this.frame.title = 'Report';
     this.frame.hidden = true;
     this.list.setAttribute('aria-label', 'Reports');
-    this.node.append(this.generate, this.message, this.list, this.frame);
+    this.exports = new ExportControls(api);
+    this.node.append(this.generate, this.exports.node, this.message, this.list, this.frame);
     this.showSession(null);
   }
 
   showSession(id: string | null): void {
     this.sessionId = id;
     this.generate.disabled = id === null;
+    this.exports.showSession(id);
     this.frame.hidden = true;
     this.frame.removeAttribute('src');
     this.list.replaceChildren();
