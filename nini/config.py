@@ -147,6 +147,12 @@ class SkillEnhanceSettings(BaseModel):
     sub_agent_timeout_ms: int = Field(
         300_000, ge=1, description="How long the enhancement may take, in milliseconds."
     )
+    skills_dir: Path | None = Field(
+        None, description="The one folder the enhancing sub-agent (the agent's save_skill) writes skills into: unset, "
+        "the user skills folder (NINI_HOME/skills; a named user's own on a shared server); else one of "
+        "skills.extra_dirs (relative paths from NINI_HOME). Saves are refused (POLICY_VIOLATION) when it names a "
+        "project's or nini's bundled folder or one nini does not read."
+    )
 
 
 class UISettings(BaseModel):
@@ -424,6 +430,9 @@ class Settings(BaseSettings):
         self.execution.sandbox_read_only_paths = [
             p if p.is_absolute() else self.home / p for p in (d.expanduser() for d in self.execution.sandbox_read_only_paths)
         ]
+        if self.skill_enhance.skills_dir is not None:
+            folder = self.skill_enhance.skills_dir.expanduser()
+            self.skill_enhance.skills_dir = folder if folder.is_absolute() else self.home / folder
         if self.experience.team_dir is not None and not self.experience.team_dir.expanduser().is_absolute():
             self.experience.team_dir = self.home / self.experience.team_dir.expanduser()
         for provider in self.llm.providers:

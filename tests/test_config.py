@@ -357,9 +357,17 @@ def test_skill_enhance_values_fall_back_to_their_defaults(nini_home: Path, caplo
     write_settings(nini_home, {"skill_enhance": enhance})
     settings = load_and_check_warnings(caplog) if bad else load_settings()
     wanted = {"auto_enhance": False, "trigger_profile": "conservative", "max_enhance_context_chars": 50_000,
-              "sub_agent_timeout_ms": 300_000} | expected  # fmt: skip
+              "sub_agent_timeout_ms": 300_000, "skills_dir": None} | expected  # fmt: skip
     assert settings.skill_enhance.model_dump() == wanted
     assert len(settings.warnings) == bad, settings.warnings
+
+
+def test_the_enhancement_s_skills_dir_is_taken_from_nini_home(tmp_path: Path, monkeypatch, nini_home: Path) -> None:
+    write_settings(nini_home, {"skill_enhance": {"skills_dir": "team-skills"}})
+    assert load_settings().skill_enhance.skills_dir == nini_home / "team-skills"
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    write_settings(nini_home, {"skill_enhance": {"skills_dir": "~/mine"}})
+    assert load_settings().skill_enhance.skills_dir == tmp_path / "user" / "mine"
 
 
 def test_a_validators_message_is_shown_without_pydantics_prefix(nini_home) -> None:

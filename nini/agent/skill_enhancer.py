@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from nini.agent.runner import CURRENT_TURN, Turn, new_turn_id
 from nini.skills.invoke import invoke
+from nini.skills.meta import META_SKILLS
 
 if TYPE_CHECKING:
     from nini.session import Session
 
-META_SKILLS = ("skill-creator", "skill-enhance")
 FALLBACK_MESSAGE = "[Skill] Enhancement ended without a clear result; `nini skills list` shows the skills"
 MAX_ERROR_CHARS = 200
 ELISION = "\n[... the middle of the record is left out ...]\n"
@@ -137,7 +137,10 @@ def _saved_skills(session: Session, turn_id: str) -> list[str]:
 
 
 def _user_skills(session: Session) -> set[str]:
-    folder = session.registry.user_skills_dir
+    """The skills already in the folder the enhancement saves into: a save there "Enhanced" one."""
+    from nini.skills.builtin.skill_tools import skills_folder
+
+    folder = skills_folder(session.registry, session.settings).path
     return {p.parent.name for p in folder.glob("*/SKILL.md")} if folder.is_dir() else set()
 
 

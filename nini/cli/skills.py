@@ -35,8 +35,10 @@ def list_skills(
     type: Annotated[SkillType | None, typer.Option("--type", help="Only function or only markdown skills.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array of skill records.")] = False,
 ) -> None:
-    """List every skill, function and Markdown alike."""
-    records = _registry(ctx).list(type=type)
+    """List every skill, function and Markdown alike; then the skills refused for taking the name of
+    one of nini's meta-skills (not in --json, whose array is the skill records)."""
+    registry = _registry(ctx)
+    records = registry.list(type=type)
     if as_json:
         print_json(records)
         return
@@ -51,6 +53,8 @@ def list_skills(
         enabled = "yes" if r["enabled"] else "no"
         typer.echo(f"{r['name']:<{width}}  {r['type']:<8}  {r['category']:<17}  {enabled:<7}  "
                    f"{r['metadata'].get('source', ''):<7}  {description}")
+    for problem in (p for p in registry.problem_records() if p.kind == "refused"):
+        typer.echo(f"refused: {problem.name} ({problem.source}:{problem.location}): {problem.message}")
 
 
 @app.command("show")
@@ -139,8 +143,9 @@ def create(
                    f"the setting skills.extra_dirs (settings.json, or NINI_SKILLS__EXTRA_DIRS='[\"{target.resolve()}\"]')", err=True)  # fmt: skip
     mine = {Path(path).resolve() for path in created}
     for problem in registry.problem_records():  # the new skill itself hidden by one that ranks higher
-        if problem.kind == "shadowed" and problem.path is not None and Path(problem.path).resolve() in mine:
-            typer.echo(f"warning: {problem.message}: that one is used, not the skill just created", err=True)
+        if problem.kind in ("shadowed", "refused") and problem.path is not None and Path(problem.path).resolve() in mine:
+            used = "" if problem.kind == "refused" else ": that one is used, not the skill just created"
+            typer.echo(f"warning: {problem.message}{used}", err=True)
 
 
 @app.command("validate")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from nini.errors import ErrorCode, NiniError
 from nini.execution.workspace_fs import RootedDir
 from nini.skills.markdown import MAX_SKILL_FILE_BYTES, validate_skill_file
+from nini.skills.meta import check_not_meta
 from nini.skills.records import SkillRecord
 from nini.skills.rules import name_problems
 from nini.skills.scaffold import create_skill
@@ -63,19 +64,26 @@ def check_skill_name(name: str) -> None:
                         {"problems": problems})  # fmt: skip
 
 
-def save_markdown_skill(registry: SkillRegistry, name: str, content: str) -> dict[str, Any]:
+def save_markdown_skill(registry: SkillRegistry, name: str, content: str, *, folder: Path | None = None) -> dict[str, Any]:
     """Validate and save ``content`` as user skill ``name``, then refresh the registry.
 
     Written over the user's own skill of that name where it is (its previous file kept as
-    ``<file>.bak``), else as ``NAME/SKILL.md``. Nothing is written when the content is invalid.
-    ``{name, location, backup, warnings, shadows, shadowed_by}``: ``location`` relative to the user
-    skills folder, ``backup`` the backup's file name or None, ``shadows`` the source of the skill
-    this one now hides (extra, bundled) and ``shadowed_by`` the one that still hides it (a project's).
+    ``<file>.bak``), else as ``NAME/SKILL.md``. Nothing is written when the content is invalid, nor
+    under the name of one of nini's meta-skills (POLICY_VIOLATION, ``nini.skills.meta``).
+    ``folder``: an extra dir to write into instead of the user skills folder (the agent's saves,
+    when ``skill_enhance.skills_dir`` names one). ``{name, location, backup, warnings, shadows,
+    shadowed_by}``: ``location`` relative to the folder written, ``backup`` the backup's file name
+    or None, ``shadows`` the source of the skill this one now hides (extra, bundled) and
+    ``shadowed_by`` the one that still hides it (a project's).
     """
+    check_not_meta(name)
     warnings = check_skill_content(name, content)
     before = markdown_record(registry, name)
-    relative = before.location if before is not None and before.source == "user" else f"{name}/SKILL.md"
-    fs = user_skills_fs(registry)
+    root = folder or registry.user_skills_dir
+    relative = before.location if before is not None and registry.root_of(before) == root else f"{name}/SKILL.md"
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    fs = user_skills_fs(registry) if folder is None else RootedDir(folder, label="the skills folder of skill_enhance.skills_dir")
     backup = None
     if fs.is_file(relative):
         backup = f"{relative}.bak"
@@ -85,8 +93,9 @@ def save_markdown_skill(registry: SkillRegistry, name: str, content: str) -> dic
     after = markdown_record(registry, name)
     return {
         "name": name, "location": relative, "backup": PurePosixPath(backup).name if backup else None, "warnings": warnings,
-        "shadows": before.source if before is not None and before.source in SHADOWABLE_SOURCES else None,
-        "shadowed_by": after.source if after is not None and after.source != "user" else None,
+        "shadows": before.source if before is not None and before.source in SHADOWABLE_SOURCES
+        and registry.root_of(before) != root else None,
+        "shadowed_by": after.source if after is not None and registry.root_of(after) != root else None,
     }  # fmt: skip
 
 

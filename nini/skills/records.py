@@ -43,7 +43,7 @@ class SkillProblem:
     """Something ``nini skills doctor`` reports: a skipped file, a broken rule, a shadow, a conflict."""
 
     severity: Literal["error", "warning"]
-    kind: Literal["invalid", "rule", "shadowed", "conflict", "untrusted", "state", "snapshot"]
+    kind: Literal["invalid", "rule", "shadowed", "conflict", "untrusted", "refused", "state", "snapshot"]
     message: str
     source: str = ""
     location: str = ""

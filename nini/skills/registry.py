@@ -17,6 +17,7 @@ from typing import Any
 from nini.config import Settings
 from nini.errors import ErrorCode, NiniError
 from nini.fsutil import atomic_write_text
+from nini.skills import meta as meta_skills
 from nini.skills import state as skill_state
 from nini.skills.discovery import FoundFile, Scan, SkillRoot, is_unchanged, scan_roots, standard_roots
 from nini.skills.function import FunctionSkill, load_skill_module
@@ -180,8 +181,14 @@ class SkillRegistry:
         return None
 
     @property
+    def roots(self) -> tuple[SkillRoot, ...]:
+        """The skill roots in priority order: of two skills of one name, the one in the earlier root wins."""
+        return tuple(self._roots)
+
+    @property
     def problems(self) -> list[dict[str, Any]]:
-        """What ``nini skills doctor`` lists: skipped files, broken rules, shadows, conflicts."""
+        """What ``nini skills doctor`` lists: skipped files, broken rules, shadows, conflicts, and
+        skills refused because they take the name of one of nini's meta-skills (``meta_skills``)."""
         return [p.to_dict() for p in self._state.problems]
 
     def problem_records(self) -> list[SkillProblem]:
@@ -317,6 +324,10 @@ class SkillRegistry:
                                               f"skill.py failed to import: {type(loaded).__name__}: {loaded}"))
                 continue
             for function_skill in loaded:
+                refused = meta_skills.refusal(function_skill.name, file.root.kind)
+                if refused:
+                    problems.append(_file_problem(file, "warning", "refused", refused, function_skill.name))
+                    continue
                 if function_skill.name in found:
                     problems.append(_file_problem(file, "warning", "shadowed",
                                                   f"function skill {function_skill.name!r} is shadowed by one "
@@ -347,6 +358,10 @@ class SkillRegistry:
             parsed = self._parse(file)
             if isinstance(parsed, SkillFileError):
                 problems.append(_file_problem(file, "error", "invalid", f"skipped: {parsed}"))
+                continue
+            refused = meta_skills.refusal(parsed.name, file.root.kind)
+            if refused:  # before it can win: a project's copy would otherwise outrank nini's own
+                problems.append(_file_problem(file, "warning", "refused", refused, parsed.name))
                 continue
             for warning in parsed.warnings:
                 problems.append(_file_problem(file, "warning", "rule", warning, parsed.name))

@@ -14,6 +14,8 @@ import pytest
 import yaml
 
 from nini.skills import SkillRegistry
+from nini.skills.discovery import BUNDLED_DIR
+from nini.skills.meta import META_SKILLS
 from tests.conftest import SHARED_CORPORA
 
 CORPUS = SHARED_CORPORA / "agent-skills"
@@ -50,6 +52,11 @@ def test_corpus_is_not_empty():
 @pytest.mark.parametrize("folder", corpus_skills(), ids=lambda p: p.name)
 def test_every_corpus_skill_loads_as_written(corpus_registry, folder):
     expected = frontmatter_of(folder / "SKILL.md")
+    if expected["name"] in META_SKILLS:  # e.g. Anthropic's skill-creator: nini's own is used, this one refused
+        assert corpus_registry.get(expected["name"])["metadata"]["source"] == "bundled"
+        assert [(p["kind"], p["source"]) for p in corpus_registry.problems if p["name"] == expected["name"]] == \
+            [("refused", "agents")]
+        return
 
     record = corpus_registry.get_record(expected["name"], type="markdown").to_dict()
 
@@ -78,15 +85,13 @@ def test_claude_api_long_description_loads_with_a_rule_warning(corpus_registry):
     assert any("1068 characters" in p["message"] and "1024" in p["message"] for p in rule)
 
 
-def test_corpus_skill_creator_shadows_the_bundled_one(corpus_registry):
-    expected = frontmatter_of(CORPUS / "skill-creator" / "SKILL.md")
-
+def test_corpus_skill_creator_is_refused_and_the_bundled_one_stays(corpus_registry):
+    """A project that vendors Anthropic's skill-creator does not replace nini's own meta-skill."""
     records = [r for r in corpus_registry.list() if r["name"] == "skill-creator"]
 
-    assert len(records) == 1
-    assert records[0]["description"] == expected["description"]
-    assert records[0]["metadata"]["source"] == "agents"
-    shadowed = [p for p in corpus_registry.problems if p["kind"] == "shadowed" and p["name"] == "skill-creator"]
-    assert [(p["source"], p["location"]) for p in shadowed] == [("bundled", "skill-creator/SKILL.md")]
-    # the other bundled skills are untouched
+    assert len(records) == 1 and records[0]["metadata"]["source"] == "bundled"
+    assert corpus_registry.load_definition("skill-creator").folder == BUNDLED_DIR / "skill-creator"
+    (refused,) = [p for p in corpus_registry.problems if p["name"] == "skill-creator"]
+    assert (refused["kind"], refused["source"], refused["location"]) == ("refused", "agents", "skill-creator/SKILL.md")
+    assert "nini's own meta-skills" in refused["message"]
     assert corpus_registry.get("skill-enhance")["metadata"]["source"] == "bundled"

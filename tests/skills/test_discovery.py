@@ -71,13 +71,13 @@ def test_higher_root_wins_and_every_lower_one_is_shadowed(settings, project_dir,
 
 def test_priority_is_by_name_not_by_folder(settings, project_dir):
     """A skill whose folder differs from its name still shadows a lower root's skill of that name."""
-    write_skill(project_dir / ".claude" / "skills", "some-folder", skill_md("skill-enhance", "Claude's version."))
+    write_skill(project_dir / ".claude" / "skills", "some-folder", skill_md("data-quality-check", "Claude's version."))
 
     registry = SkillRegistry(settings, project_dir)
 
-    assert registry.get("skill-enhance")["description"] == "Claude's version."
+    assert registry.get("data-quality-check")["description"] == "Claude's version."
     assert [(p["source"], p["location"]) for p in registry.problems if p["kind"] == "shadowed"] == [
-        ("bundled", "skill-enhance/SKILL.md")
+        ("bundled", "data-quality-check/SKILL.md")
     ]
 
 

@@ -2,23 +2,38 @@
 
 Search is lexical (words, and character pairs for Chinese) over names and descriptions, with
 rarer terms counting more: no model, no download, good enough to shortlist.
+
+What the agent saves goes into one folder, the one ``skill_enhance.skills_dir`` names (unset: the
+user skills folder, the session owner's on a shared server), which must be the user skills folder
+or an extra dir: never a project's or nini's bundled folder. A save that could only be hidden by a
+skill outside that folder (a project's, which changes only through its own files) is refused, as is
+one under the name of a meta-skill, with POLICY_VIOLATION: instructions a project or a model
+brought cannot reach the user's skills through the enhancement sub-agent.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from nini.skills.editing import save_markdown_skill
+from nini.errors import ErrorCode, NiniError
+from nini.skills.editing import markdown_record, save_markdown_skill
 from nini.skills.function import skill
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from nini.config import Settings
     from nini.session import Session
+    from nini.skills.discovery import SkillRoot
+    from nini.skills.registry import SkillRegistry
 
 _WORD = re.compile(r"[a-z0-9]+")
 _CJK = re.compile(r"[\u4e00-\u9fff]+")
+WRITABLE_ROOTS = ("user", "extra")  # the kinds of skills root the agent may save into
 
 
 @skill("search_skills", category="other", read_only=True)
@@ -48,17 +63,55 @@ def search_skills(session: Session, query: str, limit: int = 5) -> list[dict[str
 
 @skill("save_skill", category="other", writes=True)
 def save_skill(session: Session, name: str, content: str) -> dict[str, Any]:
-    """Save a Markdown skill (a whole SKILL.md) to the session owner's skills folder, replacing its earlier version.
+    """Save a Markdown skill (a whole SKILL.md) to the skills folder set for saving skills, replacing its earlier version.
 
-    The file must pass the Agent Skills rules; the earlier user version is kept as SKILL.md.bak.
-    A bundled skill of the same name is shadowed by the saved one, not changed.
+    That folder is the session owner's skills folder unless the setting skill_enhance.skills_dir names
+    another; nothing is written anywhere else. The file must pass the Agent Skills rules; the earlier
+    version is kept as SKILL.md.bak. A bundled skill of the same name is shadowed by the saved one, not
+    changed. A project's skills and nini's meta-skills (skill-creator, skill-enhance) cannot be saved.
 
     Args:
         name: The skill's name (lowercase words joined by hyphens); also its folder name.
         content: The complete SKILL.md text, frontmatter included.
     """
-    saved = save_markdown_skill(session.registry, name, content)
+    registry = session.registry
+    folder = skills_folder(registry, session.settings)
+    check_not_hidden(registry, name, folder)
+    saved = save_markdown_skill(registry, name, content, folder=None if folder.kind == "user" else folder.path)
     return {key: saved[key] for key in ("name", "location", "backup", "warnings")}
+
+
+def skills_folder(registry: SkillRegistry, settings: Settings) -> SkillRoot:
+    """The skills root the agent saves into (see the module docstring); POLICY_VIOLATION when the
+    setting names a project's or nini's bundled folder, or a folder nini does not read skills from."""
+    wanted = settings.skill_enhance.skills_dir
+    for root in registry.roots:  # in priority order: a folder that is a project's too counts as the project's
+        if root.kind == "user" if wanted is None else _same_folder(root.path, wanted):
+            if root.kind in WRITABLE_ROOTS:
+                return root
+            raise NiniError(ErrorCode.POLICY_VIOLATION,
+                            f"skill_enhance.skills_dir names the {root.kind} skills folder: skills are saved only into "
+                            "the user skills folder or one of skills.extra_dirs, never a project's or nini's bundled folder")  # fmt: skip
+    raise NiniError(ErrorCode.POLICY_VIOLATION, "skill_enhance.skills_dir is not a folder nini reads skills from: "
+                    "name the user skills folder or one of skills.extra_dirs; nothing was saved")  # fmt: skip
+
+
+def check_not_hidden(registry: SkillRegistry, name: str, folder: SkillRoot) -> None:
+    """POLICY_VIOLATION when skill ``name`` is in use from a root that ranks above ``folder`` (a
+    project's; the user's when ``folder`` is an extra dir): a copy saved there would stay hidden,
+    and that skill changes only through its own files."""
+    record = markdown_record(registry, name)
+    root = registry.root_of(record) if record is not None else None
+    order = [r.path for r in registry.roots]
+    if root is not None and root != folder.path and order.index(root) < order.index(folder.path):
+        raise NiniError(ErrorCode.POLICY_VIOLATION,
+                        f"skill {name!r} comes from the {record.source} skills, which rank above the folder skills are "
+                        "saved to: a copy would stay hidden, and that skill changes only through its own files; "
+                        "nothing was saved", {"name": name, "source": record.source})  # fmt: skip
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def terms(text: str) -> list[str]:
