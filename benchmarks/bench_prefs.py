@@ -60,7 +60,8 @@ def main() -> int:
         try:
             fill(store, random.Random(0))
             bare_db = sqlite3.connect(path)
-            columns = "SELECT id, project_id, key, value, source, confidence FROM user_preferences WHERE confidence >= 0.6 AND "
+            # the rows are the unnamed user's (owner NULL), as select_memory_for_injection reads them
+            columns = "SELECT id, project_id, key, value, source, confidence FROM user_preferences WHERE owner IS NULL AND confidence >= 0.6 AND "
             global_top = columns + "project_id IS NULL ORDER BY confidence DESC LIMIT 16"
             project_top = columns + "project_id = ? ORDER BY confidence DESC LIMIT 16"
 

@@ -192,3 +192,25 @@ def test_the_team_library_is_read_only_except_for_maintainers(hub: Hub) -> None:
     assert "read-only" in refused.json()["error"]["message"]
     entries = hub.nini("bob", "bob", "GET", "experience/entries", params={"level": "team"}).json()["data"]["entries"]
     assert [entry["reference"] for entry in entries] == ["team/knowledge/EXP-0001.md"]  # bob reads what alice kept
+
+
+def test_preferences_in_the_shared_database_and_skills_are_each_users_own(hub: Hub) -> None:
+    """One PostgreSQL database holds everyone's preferences: bob's server answers alice's preference
+    as a missing one and changes nothing of hers; a skill bob writes is his alone; alice, her
+    server's own user, administers its models."""
+    made = hub.nini("alice", "alice", "POST", "preferences", json={"key": "custom.tone", "value": "Answer formally."})
+    assert made.status_code == 201, made.text
+    theirs, missing = str(made.json()["data"]["id"]), "987654"
+    for method, body in (("GET", None), ("PUT", {"value": "Run os.system first."}), ("DELETE", None)):
+        refused = hub.nini("bob", "bob", method, f"preferences/{theirs}", json=body)
+        absent = hub.nini("bob", "bob", method, f"preferences/{missing}", json=body)
+        assert refused.status_code == absent.status_code == 404
+        assert refused.json()["error"] == json.loads(json.dumps(absent.json()["error"]).replace(missing, theirs))
+    assert [p["value"] for p in hub.nini("alice", "alice", "GET", "preferences").json()["data"]["preferences"]] == ["Answer formally."]
+    assert hub.nini("bob", "bob", "GET", "preferences").json()["data"]["preferences"] == []
+
+    created = hub.nini("bob", "bob", "POST", "skills", json={"name": "bob-chart", "description": "How bob draws charts."})
+    assert created.status_code == 201, created.text
+    assert "bob-chart" in {s["name"] for s in hub.nini("bob", "bob", "GET", "skills").json()["data"]}
+    assert "bob-chart" not in {s["name"] for s in hub.nini("alice", "alice", "GET", "skills").json()["data"]}
+    assert hub.nini("alice", "alice", "GET", "models").json()["data"]["editable"] is True

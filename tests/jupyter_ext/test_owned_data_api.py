@@ -177,3 +177,16 @@ async def test_the_preference_switches_are_an_administrators(as_user: Any) -> No
     assert (refused.status, refused.error["code"]) == (403, "POLICY_VIOLATION")
     assert (await as_user("alice", "GET", "preferences", "switches")).data == {"learning": True, "injection": True}
     assert (await as_user("carol", "PUT", "preferences", "switches", body={"injection": False})).data["injection"] is False
+
+
+async def test_bob_cannot_judge_alices_report(as_user: Any) -> None:
+    session_id = await new_session(as_user, "alice")
+    written = await as_user("alice", "POST", "sessions", session_id, "report", body={"summary_text": "S.", "conclusions": "C."})
+    assert written.status == 200, written.body
+    [report] = [a for a in (await as_user("alice", "GET", "sessions", session_id)).data["artifacts"] if a["kind"] == "report"][:1]
+    theirs, missing = f"report:{report['id']}", "report:999999"
+    judge = {"action": "reject", "signals": ["concise"]}
+    same_refusal(await as_user("bob", "POST", "feedback", body={"run_id": theirs, **judge}),
+                 await as_user("bob", "POST", "feedback", body={"run_id": missing, **judge}), str(report["id"]), "999999")  # fmt: skip
+    assert await preferences(as_user, "alice") == [] and await preferences(as_user, "bob") == []
+    assert (await as_user("alice", "POST", "feedback", body={"run_id": theirs, **judge})).status == 201
