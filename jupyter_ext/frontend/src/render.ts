@@ -8,6 +8,7 @@
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 
 import { el } from './dom';
+import { strictRendermime } from './sanitize';
 import type { AssistantItem, ChatItem, StepItem } from './model';
 import { DecideProposal, renderProposalCard } from './proposals';
 
@@ -24,9 +25,10 @@ export interface RenderContext {
 const STATUS_TEXT: Record<string, string> = { running: 'running', succeeded: 'done', failed: 'failed' };
 const IMAGE = /\.(png|svg|jpe?g|gif)$/i;
 
-/** Markdown through JupyterLab's renderer (sanitized: the text comes from a model). */
+/** Markdown through JupyterLab's renderer, untrusted and with the strict sanitizer (./sanitize):
+ * the text comes from a model. Every model text the sidebar shows goes through here or textContent. */
 export async function renderMarkdown(rendermime: IRenderMimeRegistry, host: HTMLElement, text: string): Promise<void> {
-  const renderer = rendermime.createRenderer('text/markdown');
+  const renderer = strictRendermime(rendermime).createRenderer('text/markdown');
   await renderer.renderModel(new MimeModel({ data: { 'text/markdown': text }, trusted: false }));
   host.replaceChildren(renderer.node);
 }
