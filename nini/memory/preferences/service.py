@@ -107,11 +107,7 @@ class PreferenceMemory:
         with self.store.reading() as conn:
             report = re.fullmatch(r"report:(\d+)", run_id)
             if report:
-                where = (artifacts.c.id == int(report.group(1))) & (artifacts.c.kind == "report")
-                row = conn.execute(sa.select(sessions.c.owner).join(sessions, sessions.c.id == artifacts.c.session_id).where(where)).first()
-                if row is None or (viewer is not None and not viewer.sees(row.owner)):
-                    raise NiniError(ErrorCode.NOT_FOUND, f"no report artifact {report.group(1)}")
-                return "generate_report", [], row.owner
+                return "generate_report", [], _report(conn, report.group(1), viewer).owner
             call = conn.execute(sa.select(tool_calls.c.turn_id, tool_calls.c.tool_name, tool_calls.c.session_id)
                                 .where(tool_calls.c.id == run_id)).first()  # fmt: skip
             turn_id, skill = (call.turn_id, call.tool_name) if call is not None else (run_id, "answer")
@@ -131,10 +127,7 @@ class PreferenceMemory:
         if found is None:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, "an edit is compared with a report: name it report:<artifact id>")
         with self.store.reading() as conn:
-            query = sa.select(artifacts.c.session_id, artifacts.c.path, sessions.c.owner).join(sessions, sessions.c.id == artifacts.c.session_id)
-            row = conn.execute(query.where(artifacts.c.id == int(found.group(1)))).first()
-        if row is None or (viewer is not None and not viewer.sees(row.owner)):
-            raise NiniError(ErrorCode.NOT_FOUND, f"no report artifact {found.group(1)}")
+            row = _report(conn, found.group(1), viewer)
         return runtime.workspace(row.session_id).fs.read_bytes(row.path, limit=5_000_000).decode("utf-8", errors="replace")
 
     async def _comment_signals(self, comment: str, llm: Any) -> list[str]:
@@ -154,3 +147,14 @@ class PreferenceMemory:
         except ValueError:
             log.warning("signal extraction answered no JSON; keyword rules used")
         return signals_from_comment(comment)
+
+
+def _report(conn: Any, number: str, viewer: Viewer | None) -> Any:
+    """Report artifact ``number`` (its session id, path and session owner); NOT_FOUND for a missing
+    one and, in the same words, for one in a session ``viewer`` may not see."""
+    query = sa.select(artifacts.c.session_id, artifacts.c.path, sessions.c.owner)
+    query = query.select_from(artifacts.join(sessions, sessions.c.id == artifacts.c.session_id))
+    row = conn.execute(query.where((artifacts.c.id == int(number)) & (artifacts.c.kind == "report"))).first()
+    if row is None or (viewer is not None and not viewer.sees(row.owner)):
+        raise NiniError(ErrorCode.NOT_FOUND, f"no report artifact {number}")
+    return row
