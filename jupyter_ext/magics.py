@@ -3,6 +3,7 @@
     %nini session [--new [--title T]]  the id of this notebook's nini session (--new: a fresh one)
     %nini load FILE [--name NAME]       a data file as the session's dataset NAME (load_dataset)
     %nini skills [--type function|markdown]
+    %nini approvals [--reset]           whether the agent's steps here ask first; --reset: ask again
     %nini export [--format ipynb|md|json] [--out PATH] [--sandboxed]
     %%nini_r [--df NAME] [--save-as NAME]   policy-checked R (run_r_code); DataFrames in and out
     %%nini [--session ID]                   ask the agent (the cell is the question); its code
@@ -38,7 +39,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from jupyter_ext.ask_view import AskView
 from jupyter_ext.notebook_state import bindings, changes_line, notebook_context, restore
-from nini.execution.approvals import USER_KERNEL_NOTICE
+from nini.execution.approvals import QUESTION, USER_KERNEL_NOTICE, Decision, decision_of
 
 if TYPE_CHECKING:
     from nini.agent.runner import RunResult
@@ -108,6 +109,8 @@ def _line_parser() -> _Parser:
     export.add_argument("--format", choices=EXPORT_FORMATS, default="ipynb")
     export.add_argument("--out", help="file to write; default nini-session-<id>.<format> in the cwd")
     export.add_argument("--sandboxed", action="store_true", help="a notebook whose steps re-run in nini's sandbox")
+    approvals = commands.add_parser("approvals", help="whether this session's steps in this kernel ask first")
+    approvals.add_argument("--reset", action="store_true", help="withdraw 'allow for this session': ask again")
     remember = commands.add_parser("remember", help="choose pending experience to keep, or state one")
     remember.add_argument("text", nargs="?", help="an experience to keep as a candidate, e.g. \"use the median, ...\"")
     remember.add_argument("--level", choices=("team", "project"))
@@ -148,12 +151,26 @@ class NiniMagics(Magics):
             for record in self.runtime.registry.list(args.type):
                 state = "on" if record["enabled"] else "off"
                 print(f"{record['name']:<28} {record['type']:<9} {state:<4} {record['description'][:80]}")
+        elif args.command == "approvals":
+            self._approvals(args.reset)
         elif args.command == "remember":
             self._remember(args.text, level=args.level, type_=args.type, trigger=args.trigger)
         elif args.command == "feedback":
             self._feedback(args.action, args.run, args.signal, args.comment)
         else:
             print(self._export(args.format, args.out, args.sandboxed))
+
+    def _approvals(self, reset: bool) -> None:
+        """Say whether the agent's steps here ask first; ``reset`` makes them ask again."""
+        runtime, session = self.runtime, self.session
+        if reset and self._loop_thread().run(runtime.approvals.revoke(session)):
+            print("nini: steps of this session ask again before they run in this kernel")
+        if not runtime.settings.execution.approve_in_user_kernel:
+            print("nini: steps run in this kernel without asking (execution.approve_in_user_kernel is off)")
+        elif runtime.approvals.allowed_for_session(session.id):
+            print(QUESTION[runtime.settings.ui.language]["allowed"])
+        else:
+            print("nini: each step asks before it runs in this kernel (allow once, for this session, or reject)")
 
     def _feedback(self, action: str, run_id: str | None, signals: list[str], comment: str | None) -> None:
         """The user's judgement of an answer, learned from (``nini feedback``); prints what changed."""
@@ -256,14 +273,18 @@ class NiniMagics(Magics):
             print(f"nini: {exc.code.value}: {exc.message}", file=sys.stderr)
             return
         executor = InProcessExecutor(self.shell)
-        approver = None
-        if self.runtime.settings.execution.approve_in_user_kernel:
-            async def approver(code: str, language: str) -> bool:
-                return await executor.ask(functools.partial(_confirm_step, code))
+        language = self.runtime.settings.ui.language
+
+        async def approver(code: str, _language: str) -> Decision:
+            return await executor.ask(functools.partial(_confirm_step, code, language), refused="reject")
         notebook = notebook_context(self.shell, self.runtime.settings.agent.notebook_context_tokens)
         asking = Session(session.id, self.runtime, python_executor=executor, approver=approver, notebook=notebook,
                          stage=args.stage)  # fmt: skip
-        print(f"nini: the agent's code {USER_KERNEL_NOTICE} (the static policy is its only check)")
+        print(f"nini: the agent's code {USER_KERNEL_NOTICE}" + (
+            "" if self.runtime.settings.execution.approve_in_user_kernel
+            else " and runs without asking (execution.approve_in_user_kernel is off)"))
+        if self.runtime.approvals.allowed_for_session(session.id):
+            print(QUESTION[language]["allowed"])
         view = AskView(session.workspace.fs, live=hasattr(self.shell, "kernel"))  # a kernel updates displays in place
         before = bindings(self.shell.user_ns)
         try:
@@ -427,16 +448,22 @@ class NiniMagics(Magics):
         self._show(loaded)
 
 
-def _confirm_step(code: str) -> bool:
-    """Show a step's code and ask whether it may run here (on the cell's thread: ``input`` reaches
-    the notebook's frontend)."""
-    print(f"nini wants to run this step; it {USER_KERNEL_NOTICE}:\n{code.rstrip()}")
+def _confirm_step(code: str, language: str) -> Decision:
+    """Show a step's whole code, highlighted, and ask whether it may run here: once, for the rest of
+    the session, or not (on the cell's thread: ``input`` reaches the notebook's frontend)."""
+    from IPython.display import Code, display
+
+    words = QUESTION.get(language, QUESTION["zh"])
+    print(words["intro"])
+    display(Code(code.rstrip(), language="python"))  # pygments' HTML: the code's text escaped
     try:
-        answer = input("Run it? [y/N] ")
+        decision = decision_of(input(words["ask"]))
     except Exception as exc:  # StdinNotImplementedError: a frontend that cannot answer
         print(f"nini: cannot ask here ({type(exc).__name__}); the step is not run")
-        return False
-    return answer.strip().lower() in ("y", "yes")
+        return "reject"
+    if decision == "session":
+        print(words["session"])
+    return decision
 
 
 def _display_png(files: RootedDir, path: str) -> None:

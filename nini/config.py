@@ -103,8 +103,14 @@ class ExecutionSettings(BaseModel):
         "cannot start either)."
     )
     approve_in_user_kernel: bool = Field(
-        False, description="Each step nini runs in your own notebook kernel (%%nini, run-code with kernel_id), "
-        "which is not sandboxed, waits until you approve its code."
+        True, description="Each step nini runs in your own notebook kernel (%%nini, the sidebar's notebook kernel, "
+        "run-code with kernel_id), which is not sandboxed, waits until you see its code and allow it (once, or for "
+        "the session); off: such steps run without asking, and nini doctor and the sidebar say so."
+    )
+    variable_copy_max_mb: int = Field(
+        512, ge=0, le=1_048_576, description="Largest notebook variable (pickled, in MiB) copied into the "
+        "sandboxed kernel when the agent asks for it; a bigger one is only described, and the agent proposes "
+        "a notebook cell instead. 0 copies none."
     )
     approval_timeout_s: float = Field(
         600, gt=0, le=86400, description="How long a step waits for your approval before it is refused."

@@ -123,9 +123,14 @@ def _protections(settings: Settings) -> list[Check]:
     resolver = "openat2 (RESOLVE_BENEATH, no symlinks)" if openat2_available() else "a per-folder O_NOFOLLOW walk"
     checks.append(Check("workspace files", True, f"nini opens workspace files beneath the root with {resolver}; "
                         "a link or special file is refused", required=False))  # fmt: skip
-    approval = "each step waits for your approval" if execution.approve_in_user_kernel else "no approval asked"
-    checks.append(Check("user kernel", True, f"%%nini and run-code with kernel_id: the code {USER_KERNEL_NOTICE} "
-                        f"(execution.approve_in_user_kernel: {approval})", required=False))  # fmt: skip
+    where = "%%nini, the sidebar's notebook kernel and run-code with kernel_id: the code " + USER_KERNEL_NOTICE
+    if execution.approve_in_user_kernel:
+        checks.append(Check("user kernel", True, f"{where}; each step shows its code and waits until you allow it "
+                            "(once or for the session) or reject it", required=False))  # fmt: skip
+    else:  # a warning: nothing stands between the model's code and your files then
+        checks.append(Check("user kernel", False, f"{where}, and runs WITHOUT asking: execution.approve_in_user_kernel "
+                            "is off (text in your data can make the model run code as you); turn it on in settings.json: "
+                            '"execution": {"approve_in_user_kernel": true}', required=False))  # fmt: skip
     return checks
 
 

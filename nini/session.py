@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +10,7 @@ from nini.execution.leftovers import sweep_workspace
 from nini.execution.workspace import Workspace
 
 if TYPE_CHECKING:
+    from nini.execution.approvals import Asker
     from nini.history.events import EventBus
     from nini.history.store import HistoryStore
     from nini.notebook import NotebookContext
@@ -30,8 +30,9 @@ class Session:
         runtime: Runtime,
         *,
         kernel_id: str | None = None,
+        variables_kernel_id: str | None = None,
         python_executor: Any = None,
-        approver: Callable[[str, str], Awaitable[bool]] | None = None,
+        approver: Asker | None = None,
         notebook: NotebookContext | None = None,
         stage: str | None = None,
     ) -> None:
@@ -40,11 +41,15 @@ class Session:
         # an existing kernel of the Jupyter server (a notebook's) that run_code uses instead of
         # the session's own sandboxed kernel; only the user's client sets it, never the model
         self.kernel_id = kernel_id
+        # a notebook's kernel on the server whose variables run_code may copy into the session's
+        # sandboxed kernel (``variables``): sandbox first, with the user's data; the client sets it
+        self.variables_kernel_id = variables_kernel_id
         # what run_code runs Python with instead of the runtime's KernelPool: anything with its
         # ``run`` signature, e.g. %%nini's InProcessExecutor (the notebook's own shell)
         self.python_executor = python_executor
         # how a step in the user's kernel gets the user's OK (execution.approve_in_user_kernel):
-        # ``await approver(code, language)``; unset, the runtime's Approvals (REST and events)
+        # ``await approver(code, language)`` -> "once" | "session" | "reject", asked where the
+        # user is (%%nini's cell); unset, the question is an event the sidebar (or REST) answers
         self.approver = approver
         # the user's notebook as its client saw it when asking (cells, variables); the client sets
         # it for one turn, never the model; None outside a notebook

@@ -111,18 +111,25 @@ def runtime_harness(factory: pytest.TempPathFactory, settings_json: dict | None 
 
 def execute_in_kernel(
     manager: Any, client: Any, code: str, hook: Any, *, interrupt_after: float | None = None,
-    answers: list[str] | None = None,
+    answers: list[str] | None = None, prompts: list[str] | None = None,
 ) -> None:
     """Run ``code`` in a started kernel, each output message to ``hook``; with ``interrupt_after``,
     the kernel is interrupted after that many seconds, as a user stopping the cell would; with
-    ``answers``, each ``input()`` of the code gets the next one, as a user typing would."""
+    ``answers``, each ``input()`` of the code gets the next one, as a user typing would (and its
+    prompt is added to ``prompts``)."""
     timer = threading.Timer(interrupt_after, manager.interrupt_kernel) if interrupt_after else None
     if timer:
         timer.start()
     stdin: dict[str, Any] = {}
     if answers is not None:
         queue = list(answers)
-        stdin = {"allow_stdin": True, "stdin_hook": lambda message: client.input(queue.pop(0) if queue else "")}
+        asked = prompts if prompts is not None else []
+
+        def answer(message: dict[str, Any]) -> None:
+            asked.append(message["content"].get("prompt", ""))
+            client.input(queue.pop(0) if queue else "")
+
+        stdin = {"allow_stdin": True, "stdin_hook": answer}
     try:
         client.execute_interactive(code, output_hook=hook, timeout=120, **stdin)
     finally:
@@ -135,6 +142,13 @@ def scripted_model_settings(llm: Any | None) -> dict[str, Any]:
     no retries so each scripted reply is one request; ``None`` configures no model at all."""
     providers = [{"name": "local", "kind": "openai", "base_url": llm.base_url, "model": "m"}] if llm else []
     return {"llm": {"providers": providers, "max_retries": 0}}
+
+
+def without_approval(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with ``execution.approve_in_user_kernel`` off, for tests of the user's kernel that
+    are about something else: approval is on by default and has tests of its own
+    (tests/jupyter_ext/test_approvals_api.py, test_magic_ask.py, tests/ui/test_where_code_runs.py)."""
+    return {**values, "execution": {**values.get("execution", {}), "approve_in_user_kernel": False}}
 
 
 def write_settings(home: Path, values: dict[str, Any]) -> None:

@@ -363,8 +363,7 @@ def test_doctor_says_which_protections_are_active(run, nini_home: Path, monkeypa
     from nini.execution.sandbox import probe_bwrap
 
     monkeypatch.setenv("NINI_EXECUTION__MAX_PROCESSES", "48")
-    monkeypatch.setenv("NINI_EXECUTION__APPROVE_IN_USER_KERNEL", "true")
-    by = {c["name"]: c for c in json.loads(ok(run("doctor", "--json")))}
+    by = {c["name"]: c for c in json.loads(ok(run("doctor", "--json")))}  # approval is on by default
     assert by["sandbox"]["ok"] is probe_bwrap()[0]
     if probe_bwrap()[0]:
         assert "uid" in by["sandbox user"]["detail"]
@@ -372,7 +371,11 @@ def test_doctor_says_which_protections_are_active(run, nini_home: Path, monkeypa
     assert (f"Landlock ABI {landlock_abi()}" in guard) if landlock_abi() else guard.startswith("seccomp")
     assert "48 processes" in by["limits"]["detail"] and "workspace quota 10240 MiB" in by["limits"]["detail"]
     assert "link" in by["workspace files"]["detail"] and by["seccomp"]["ok"] is seccomp_available()
-    assert "not sandboxed" in by["user kernel"]["detail"] and "waits for your approval" in by["user kernel"]["detail"]
+    assert by["user kernel"]["ok"] and "not sandboxed" in by["user kernel"]["detail"]
+    assert "waits until you allow it (once or for the session)" in by["user kernel"]["detail"]
+    monkeypatch.setenv("NINI_EXECUTION__APPROVE_IN_USER_KERNEL", "false")
+    unasked = {c["name"]: c for c in json.loads(ok(run("doctor", "--json")))}["user kernel"]
+    assert unasked["ok"] is False and "WITHOUT asking" in unasked["detail"] and "approve_in_user_kernel" in unasked["detail"]
     monkeypatch.setenv("NINI_EXECUTION__SANDBOX", "none")
     off = {c["name"]: c for c in json.loads(ok(run("doctor", "--json")))}
     assert off["sandbox"]["ok"] is False and "unsandboxed" in off["sandbox"]["detail"]

@@ -32,19 +32,24 @@ class AskHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def post(self, session_id: str) -> None:
-        """Body ``{"message": str, "kernel_id"?: str, "notebook"?: {...}, "stage"?: str}``: start a turn; 202 ``{"turn_id"}``.
+        """Body ``{"message": str, "kernel_id"?: str, "notebook_kernel_id"?: str, "notebook"?: {...},
+        "stage"?: str}``: start a turn; 202 ``{"turn_id"}``.
         ``stage`` (init, analysis, report, review) is the project stage experience matching and capture use.
-        ``notebook`` is the notebook asked from (``NotebookContext.from_json``); with ``kernel_id`` the
-        prompt also describes that kernel's variables.
+        ``notebook`` is the notebook asked from (``NotebookContext.from_json``).
         NO_MODEL_AVAILABLE (503) up front when no model is usable, CONFLICT (409) while the session
-        runs another turn. With ``kernel_id`` (a notebook's kernel on this server, checked as
-        run-code checks it) the turn's Python runs there, not sandboxed, and the reply's ``notice``
-        says so; cancelling the turn interrupts that kernel's code and keeps its variables."""
+        runs another turn. Where the turn's Python runs (each a notebook kernel of this server,
+        checked as run-code checks it; the prompt describes that kernel's variables):
+        - ``notebook_kernel_id`` (the sidebar's default): in the session's sandboxed kernel, with
+          copies of the notebook's variables the agent asks for (run_code's ``variables``);
+        - ``kernel_id``: in that kernel, not sandboxed, each step asking first
+          (``execution.approve_in_user_kernel``); the reply's ``notice`` says so; cancelling the
+          turn interrupts that kernel's code and keeps its variables."""
         body = self.body_object()
         message = body.get("message")
         if not isinstance(message, str) or not message.strip():
             raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"message": "<your question>"}')
         kernel_id = self.server_kernel(body.get("kernel_id"))
+        variables_kernel_id = self.server_kernel(body.get("notebook_kernel_id")) if kernel_id is None else None
         notebook = NotebookContext.from_json(body["notebook"]) if body.get("notebook") is not None else None
         stage = body.get("stage")
         if stage is not None and stage not in STAGES:
@@ -52,11 +57,13 @@ class AskHandler(NiniHandler):
         session = await self.session(session_id)
         runtime = self.runtime
         runtime.router.chain("chat")  # fail now, not as an event after a 202
-        if kernel_id is not None:
+        described = kernel_id or variables_kernel_id
+        if described is not None:
             notebook = notebook or NotebookContext()
-            notebook.namespace = await self._namespace(kernel_id)
-        if kernel_id is not None or notebook is not None or stage is not None:
-            session = Session(session_id, runtime, kernel_id=kernel_id, notebook=notebook, stage=stage)
+            notebook.namespace = await self._namespace(described)
+        if described is not None or notebook is not None or stage is not None:
+            session = Session(session_id, runtime, kernel_id=kernel_id, variables_kernel_id=variables_kernel_id,
+                              notebook=notebook, stage=stage)  # fmt: skip
         turn_id, task = runtime.agent.start(session, message)
         task.add_done_callback(_log_failure)
         self.reply({"turn_id": turn_id, **({"notice": USER_KERNEL_NOTICE} if kernel_id else {})}, status=202)

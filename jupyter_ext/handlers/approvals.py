@@ -1,8 +1,9 @@
-"""Tornado handlers for steps waiting for the user's OK (``execution.approve_in_user_kernel``).
+"""Tornado handlers for steps waiting for a person's OK (``execution.approve_in_user_kernel``).
 
-A run-code call with ``kernel_id`` runs in the user's own kernel, not sandboxed; with approval on,
-it waits until a client shows its code and answers here (or ``execution.approval_timeout_s``
-passes). ``approval_required`` and ``approval_resolved`` events tell watchers the same.
+A step that is to run in the user's own kernel (the sidebar's notebook kernel, run-code with
+``kernel_id``) is not sandboxed; with approval on (the default) it waits until a client shows its
+code and a person answers here, or ``execution.approval_timeout_s`` passes. ``approval_required``,
+``approval_resolved`` and ``approval_scope`` events tell watchers the same.
 """
 
 from __future__ import annotations
@@ -12,34 +13,57 @@ from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
+from nini.execution.approvals import DECISIONS
 
 
 class ApprovalsHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def get(self, session_id: str) -> None:
-        """The session's steps waiting now: ``[{approval_id, language, code, notice, waiting_s}]``."""
+        """``{required, allowed_for_session, waiting: [{approval_id, language, code, notice, waiting_s}]}``:
+        whether steps in the user's kernel ask at all (the setting), whether a person allowed this
+        session's, and the steps waiting now."""
         await self.session(session_id)
-        self.reply(self.runtime.approvals.waiting(session_id))
+        approvals = self.runtime.approvals
+        self.reply({"required": self.runtime.settings.execution.approve_in_user_kernel,
+                    "allowed_for_session": approvals.allowed_for_session(session_id),
+                    "waiting": approvals.waiting(session_id)})  # fmt: skip
 
 
 class ApprovalHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def post(self, session_id: str, approval_id: str) -> None:
-        """Body ``{"approve": true|false}``: the step runs, or ends CANCELED without running."""
-        approve = self.body_object().get("approve")
-        if not isinstance(approve, bool):
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"approve": true} or {"approve": false}')
+        """Body ``{"decision": "once"|"session"|"reject"}`` (or ``{"approve": bool}``, once or reject):
+        the step runs; this one and every later step of the session run; or it ends CANCELED."""
+        body = self.body_object()
+        decision = body.get("decision")
+        if decision is None and isinstance(body.get("approve"), bool):
+            decision = "once" if body["approve"] else "reject"
+        if decision not in DECISIONS:
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"decision": "once"}, {"decision": "session"} '
+                            'or {"decision": "reject"}')  # fmt: skip
         await self.session(session_id)
-        if not self.runtime.approvals.decide(session_id, approval_id, approve):
+        if not self.runtime.approvals.decide(session_id, approval_id, decision):
             raise NiniError(ErrorCode.NOT_FOUND, f"no step {approval_id!r} is waiting for approval in this session",
                             {"approval_id": approval_id})  # fmt: skip
-        self.reply({"approval_id": approval_id, "approved": approve})
+        self.reply({"approval_id": approval_id, "decision": decision, "approved": decision != "reject"})
+
+
+class SessionAllowanceHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def delete(self, session_id: str) -> None:
+        """Withdraw "allow for this session": the session's next step in the user's kernel asks
+        again. ``{"allowed_for_session": false, "revoked": bool}``."""
+        session = await self.session(session_id)
+        revoked = await self.runtime.approvals.revoke(session)
+        self.reply({"allowed_for_session": False, "revoked": revoked})
 
 
 SESSION = r"/nini/api/sessions/([^/]+)"
 handlers = [
     (SESSION + r"/approvals", ApprovalsHandler),
+    (SESSION + r"/approvals/session", SessionAllowanceHandler),
     (SESSION + r"/approvals/([^/]+)", ApprovalHandler),
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from nini.execution.namespace import HEADER
 from nini.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ def notebook_section(session: Session, _message: str) -> str | None:
     notebook: NotebookContext | None = getattr(session, "notebook", None)
     if notebook is None:
         return None
-    parts = [notebook.namespace] if notebook.namespace else []
+    parts = [_variables(session, notebook.namespace)] if notebook.namespace else []
     cells = _cells_section(notebook, session.settings.agent.notebook_cells_tokens)
     if cells:
         parts.append(cells)
@@ -37,6 +38,20 @@ def notebook_section(session: Session, _message: str) -> str | None:
     if notebook.cells:
         parts.append(TOOLS_LINE)
     return "\n\n".join(parts) if parts else None
+
+
+def _variables(session: Session, described: str) -> str:
+    """The notebook's variables, introduced by where the turn's code runs: in that kernel (use them
+    by name) or in the sandbox (ask for copies with run_code's ``variables``)."""
+    if session.variables_kernel_id is None or session.isolation == "user_kernel":
+        return described
+    limit = session.settings.execution.variable_copy_max_mb
+    return described.replace(HEADER, (
+        "## Variables in the user's notebook\n\nThese are in the notebook's kernel, not in yours: your code runs in "
+        "nini's sandbox. To use one, name it in run_code's `variables` (e.g. variables=[\"sales\"]): a copy is made "
+        "in your kernel before the code runs and stays there (changing it changes nothing in the notebook). A "
+        f"variable larger than {limit} MiB is not copied: work on a smaller part of it, or propose a notebook cell "
+        "(propose_cell) for the user to run."), 1)
 
 
 def _cells_section(notebook: NotebookContext, max_tokens: int) -> str:

@@ -5,6 +5,11 @@ The kernel runs nini's own interpreter, so the host reaches this module with
 ``user_expressions``. It only imports the standard library and nini's workspace at load time;
 pandas and matplotlib are used only when the user's code already imported them. The naming of
 artifact files lives here too, because the host names rich outputs with the same rules.
+
+The kernel may be the user's own (``%%nini``, run-code with ``kernel_id``), outside the sandbox,
+while the workspace was written by sandboxed agent code: so every file here is opened through
+the workspace's ``RootedDir`` (no link followed in any component, the same rule as the host's),
+and nothing changes the kernel's working directory or ``sys.path``.
 """
 
 from __future__ import annotations
@@ -13,16 +18,14 @@ import datetime as dt
 import itertools
 import json
 import math
-import os
 import re
 import sys
-import tempfile
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from nini.errors import NiniError
+from nini.errors import ErrorCode, NiniError
 from nini.execution.workspace import Workspace, unreadable_dataset
 
 PREVIEW_ROWS = 20
@@ -39,19 +42,21 @@ class DatasetMapping(Mapping):
         self._workspace = workspace
 
     def __getitem__(self, name: str) -> Any:
+        fs = self._workspace.fs
         try:
-            path = self._workspace.indexed_dataset(name)  # the version the record names
+            relative = self._workspace.indexed_dataset(name)  # the version the record names
+            handle = fs.reader(relative)
         except NiniError as exc:
-            raise KeyError(exc.message) from None
-        if not path.is_file():
-            raise KeyError(f"no dataset {name!r}; available: {', '.join(self) or 'none'}")
+            if exc.code is ErrorCode.POLICY_VIOLATION:  # a link planted where the dataset should be
+                raise DatasetUnreadable(f"dataset {name!r} cannot be read: {exc.message}") from None
+            raise KeyError(f"no dataset {name!r}; available: {', '.join(self) or 'none'}") from None
         import pandas as pd
 
         try:
-            return pd.read_parquet(path)
+            with handle:
+                return pd.read_parquet(handle)
         except Exception as exc:  # damaged, truncated or not Parquet at all: the data is at fault
-            relative = path.relative_to(self._workspace.root).as_posix()
-            raise DatasetUnreadable(unreadable_dataset(name, exc, relative, str(path))) from None
+            raise DatasetUnreadable(unreadable_dataset(name, exc, relative, str(self._workspace.root / relative))) from None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._workspace.indexed_names())
@@ -135,7 +140,7 @@ class StemAllocator:
     """File names for artifacts: ``<label>``, ``<label>-2``... or ``<default>-<n>``; never one in use.
 
     ``names`` are the entries already in the folder (the host lists them through the workspace
-    file system, the kernel with ``os.listdir``).
+    file system, the kernel too).
     """
 
     def __init__(self, names: Iterable[str]) -> None:
@@ -156,18 +161,6 @@ def slugify(label: str) -> str:
     return re.sub(r"[^\w]+", "-", label.lower()).strip("-_")[:60].strip("-_")
 
 
-def write_atomic(path: Path, write: Callable[[str], None]) -> None:
-    """``write(temp_path)`` then rename onto ``path``: a crash never leaves half an artifact."""
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(temp)
-        os.replace(temp, path)
-    except BaseException:
-        os.unlink(temp)
-        raise
-
-
 def too_many_figures(drawn: int, limit: int) -> str:
     """The warning of a run that drew more charts than it may save: Python's and R's words alike."""
     return (f"{drawn} charts were drawn; only the first {limit} were saved "
@@ -180,12 +173,11 @@ def _user_ns() -> dict[str, Any]:
     return get_ipython().user_ns
 
 
-def announce(workspace_root: Path, pending_file: str | None, name: str) -> None:
+def announce(workspace: Workspace, pending_file: str | None, name: str) -> None:
     """List ``name`` in the run's ``pending_file`` before the file is put in place: if the run is
     never recorded (nini killed), the next sweep removes what it lists and no record names."""
     if pending_file:
-        with open(workspace_root / pending_file, "a", encoding="utf-8") as pending:
-            pending.write(name + "\n")
+        workspace.fs.append_bytes(pending_file, (name + "\n").encode())
 
 
 def _save_figures(
@@ -194,8 +186,14 @@ def _save_figures(
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None or not plt.get_fignums():
         return []
-    workspace.artifacts_dir.mkdir(parents=True, exist_ok=True)
-    names = StemAllocator(os.listdir(workspace.artifacts_dir))
+    fs = workspace.fs
+    try:
+        fs.makedirs("artifacts")
+        names = StemAllocator(fs.listdir("artifacts"))
+    except NiniError as exc:  # a link planted as artifacts/: no chart is saved through it
+        warnings_.append(f"charts were not saved: {exc.message}")
+        plt.close("all")
+        return []
     artifacts: list[dict[str, Any]] = []
     numbers = plt.get_fignums()
     if len(numbers) > limit:
@@ -204,15 +202,18 @@ def _save_figures(
         figure = plt.figure(number)
         stem = names.next(label, "figure")
         for fmt in ("png", "svg"):
-            path = workspace.artifacts_dir / f"{stem}.{fmt}"
+            name = f"{stem}.{fmt}"
             try:
-                announce(workspace.root, pending_file, path.name)
-                write_atomic(path, lambda temp, fig=figure, fmt=fmt: fig.savefig(temp, format=fmt, bbox_inches="tight"))
+                announce(workspace, pending_file, name)
+                fs.write_with(f"artifacts/{name}",
+                              lambda handle, fig=figure, fmt=fmt: fig.savefig(handle, format=fmt, bbox_inches="tight"))
+            except NiniError as exc:
+                warnings_.append(f"figure {number} could not be saved as {fmt}: {exc.message}")
+                continue
             except Exception as exc:  # a broken figure must not lose the run's other results
                 warnings_.append(f"figure {number} could not be saved as {fmt}: {type(exc).__name__}: {exc}")
                 continue
-            relative = path.relative_to(workspace.root).as_posix()
-            artifacts.append({"name": path.name, "path": relative, "format": fmt, "kind": "chart"})
+            artifacts.append({"name": name, "path": f"artifacts/{name}", "format": fmt, "kind": "chart"})
     plt.close("all")
     return artifacts
 
@@ -241,8 +242,10 @@ def _frame(
     out: dict[str, Any] = {"has_dataframe": True, "dataframe_preview": preview(frame)}
     if save_as:
         try:
-            _save_parquet(frame, workspace.root / save_file if save_file else workspace.dataset_path(save_as))
+            _save_parquet(workspace, frame, save_file or workspace.dataset_file(save_as))
             out["datasets_saved"] = [save_as]
+        except NiniError as exc:
+            out["save_error"] = f"output_df could not be saved as {save_as!r}: {exc.message}"
         except Exception as exc:
             out["save_error"] = f"output_df could not be saved as {save_as!r}: {type(exc).__name__}: {exc}"
     return out
@@ -282,9 +285,8 @@ def _cell(value: Any) -> Any:
         return str(value)
 
 
-def _save_parquet(frame: Any, path: Path) -> None:
+def _save_parquet(workspace: Workspace, frame: Any, relative: str) -> None:
     if not all(isinstance(c, str) for c in frame.columns):  # Parquet needs string column names
         frame = frame.copy()
         frame.columns = [str(c) for c in frame.columns]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, lambda temp: frame.to_parquet(temp))
+    workspace.fs.write_with(relative, lambda handle: frame.to_parquet(handle))

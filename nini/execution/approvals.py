@@ -1,11 +1,18 @@
 """Approval of steps that run in the user's own kernel, where no sandbox stands between the code
-and the user's files (``execution.approve_in_user_kernel``).
+and the user's files (``execution.approve_in_user_kernel``, on by default).
 
-A step asked for over REST (run-code with ``kernel_id``) waits here: ``ask`` publishes an
-``approval_required`` event carrying the code, and ``decide`` (``POST .../approvals/ID``) or the
-timeout ends the wait; ``approval_resolved`` says how. ``%%nini`` asks in the notebook instead
-(``InProcessExecutor.ask``), where the user is. Either way ``run_code`` refuses an unapproved
-step with CANCELED before anything runs.
+Every path into the user's kernel asks here, whichever client started the turn: ``run_code``
+calls ``Approvals.ask`` before a step runs there. The question is put to the person by the
+client's ``asker`` when it has one (``%%nini`` asks in the notebook cell, where the user is), else
+by an ``approval_required`` event carrying the code, answered by ``decide`` (``POST
+.../approvals/ID``: the sidebar's card) or refused by the timeout. ``approval_resolved`` says how
+it ended. A person answers one of three things:
+
+- ``once``: this step runs;
+- ``session``: this step and every later step of the session run without asking, until the
+  session's allowance is withdrawn (``revoke``) or this process ends; ``approval_scope`` events
+  tell clients, which show it as a badge;
+- ``reject``: the step ends CANCELED without running.
 """
 
 from __future__ import annotations
@@ -13,13 +20,40 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from nini.session import Session
 
 USER_KERNEL_NOTICE = "runs in your kernel, not sandboxed"
+Decision = Literal["once", "session", "reject"]
+DECISIONS: tuple[Decision, ...] = ("once", "session", "reject")
+# How a client asks its person directly (``%%nini``): the step's code and language -> the answer.
+Asker = Callable[[str, str], Awaitable[Decision]]
+
+
+# What a person is asked where nini asks in text (``%%nini``'s cell), by ``ui.language``.
+QUESTION = {
+    "zh": {"intro": "nini 想在你的内核中运行这一步（不在沙盒中）：", "ask": "允许一次 [o] · 本会话内允许 [s] · 拒绝 [N]：",
+           "session": "nini：本会话的步骤将在你的内核中直接运行，不再询问（%nini approvals --reset 恢复询问）",
+           "allowed": "nini：本会话已允许（本会话内允许）：步骤在你的内核中运行，不再询问"},
+    "en": {"intro": "nini wants to run this step; it runs in your kernel, not sandboxed:",
+           "ask": "Allow once [o] · Allow for this session [s] · Reject [N]: ",
+           "session": "nini: this session's steps now run in your kernel without asking (%nini approvals --reset asks again)",
+           "allowed": "nini: allowed for this session: steps run in your kernel without asking"},
+}  # fmt: skip
+
+
+def decision_of(answer: str) -> Decision:
+    """A typed answer to ``QUESTION[...]["ask"]``: o/once/y/yes, s/session, anything else rejects."""
+    word = answer.strip().lower()
+    if word in ("o", "once", "y", "yes", "允许一次"):
+        return "once"
+    if word in ("s", "session", "本会话内允许"):
+        return "session"
+    return "reject"
 
 
 @dataclass
@@ -29,7 +63,7 @@ class _Pending:
     language: str
     code: str
     created_at: float
-    future: asyncio.Future[bool] = field(repr=False)
+    future: asyncio.Future[Decision] = field(repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"approval_id": self.id, "language": self.language, "code": self.code,
@@ -37,35 +71,59 @@ class _Pending:
 
 
 class Approvals:
-    """The steps of all sessions of one Runtime that wait for the user's OK."""
+    """The steps of all sessions of one Runtime that wait for a person's OK, and the sessions
+    whose steps a person allowed for the whole session."""
 
     def __init__(self) -> None:
         self._pending: dict[str, _Pending] = {}
+        self._allowed: set[str] = set()
 
-    async def ask(self, session: Session, code: str, language: str = "python") -> bool:
-        """Publish the step and wait for ``decide``; False when refused or after the timeout."""
+    def allowed_for_session(self, session_id: str) -> bool:
+        return session_id in self._allowed
+
+    async def ask(self, session: Session, code: str, language: str = "python", *, asker: Asker | None = None) -> bool:
+        """Whether the step may run: at once when the session is allowed, else a person's answer
+        (False when rejected or after ``execution.approval_timeout_s``)."""
+        if session.id in self._allowed:
+            return True
         timeout_s = session.settings.execution.approval_timeout_s
         pending = _Pending("a" + uuid.uuid4().hex[:12], session.id, language, code, time.monotonic(),
                            asyncio.get_running_loop().create_future())  # fmt: skip
         self._pending[pending.id] = pending
         try:
             await _publish(session, "approval_required", {**pending.to_dict(), "timeout_s": timeout_s})
+            if asker is not None:
+                pending.future.set_result(await asker(code, language))
             try:
-                approved = await asyncio.wait_for(asyncio.shield(pending.future), timeout_s)
-                how = "approved" if approved else "refused"
+                decision: Decision | Literal["timed_out"] = await asyncio.wait_for(asyncio.shield(pending.future), timeout_s)
             except TimeoutError:
-                approved, how = False, "timed_out"
+                decision = "timed_out"
         finally:
             self._pending.pop(pending.id, None)
-        await _publish(session, "approval_resolved", {"approval_id": pending.id, "approved": approved, "how": how})
+        approved = decision in ("once", "session")
+        await _publish(session, "approval_resolved", {"approval_id": pending.id, "approved": approved,
+                                                      "how": decision})  # fmt: skip
+        if decision == "session" and session.id not in self._allowed:
+            self._allowed.add(session.id)
+            await _publish(session, "approval_scope", {"allowed_for_session": True})
         return approved
 
-    def decide(self, session_id: str, approval_id: str, approved: bool) -> bool:
+    def decide(self, session_id: str, approval_id: str, decision: Decision) -> bool:
         """Answer a waiting step; False when there is none by that id in that session."""
+        if decision not in DECISIONS:
+            raise ValueError(f"decision must be one of {', '.join(DECISIONS)}")
         pending = self._pending.get(approval_id)
         if pending is None or pending.session_id != session_id or pending.future.done():
             return False
-        pending.future.set_result(bool(approved))
+        pending.future.set_result(decision)
+        return True
+
+    async def revoke(self, session: Session) -> bool:
+        """Ask again before each step of ``session``; whether it had been allowed."""
+        if session.id not in self._allowed:
+            return False
+        self._allowed.discard(session.id)
+        await _publish(session, "approval_scope", {"allowed_for_session": False})
         return True
 
     def waiting(self, session_id: str) -> list[dict[str, Any]]:

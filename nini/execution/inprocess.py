@@ -6,11 +6,17 @@ agent, on a loop thread, hands each request to the thread that owns the shell (t
 thread, waiting in ``serve``), which runs it with ``shell.run_cell`` and hands the outcome back.
 
 A run keeps the kernel path's contract (``python_runner``): the prelude (``datasets``, ``df``),
-``result``/``output_df``/``save_as``/figures collected by ``_kernel_side.collect``, the session
-workspace as working directory (restored after), the same ``CodeOutcome``. The code's output is
-captured, never shown in the cell: the magic decides what to show. Differences: the code runs in
-the user's process, unsandboxed (the static policy that run_code checks first is the only guard),
-and a ``result``/``output_df`` of the user's is put aside during a run and restored after it.
+``result``/``output_df``/``save_as``/figures collected by ``_kernel_side.collect``, the same
+``CodeOutcome``. The code's output is captured, never shown in the cell: the magic decides what to
+show. Differences: the code runs in the user's process, unsandboxed (each step asks the user
+first unless they turned that off: ``run_code``), and a ``result``/``output_df`` of the user's is
+put aside during a run and restored after it.
+
+The working directory and ``sys.path`` stay the notebook's. Sandboxed steps of the same session
+write the workspace, so it may hold a planted ``seaborn.py`` or a link: with the workspace as the
+working directory, ``import seaborn`` here would run the planted file as the user (IPython puts
+the working directory first on ``sys.path``). The workspace is reached only by explicit paths
+through its ``RootedDir`` (``_kernel_side``), which never follows a link.
 
 Timeouts: at the deadline a timer thread sends SIGINT to the serving thread. A real signal, not
 ``_thread.interrupt_main()``, which only sets a flag and so cannot cut a ``time.sleep`` short.
@@ -25,14 +31,13 @@ import asyncio
 import concurrent.futures
 import json
 import logging
-import os
 import queue
 import signal
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from nini.execution import _kernel_side
 from nini.execution._shell_capture import captured, ends_quiet, inline_figures_held
@@ -55,6 +60,7 @@ log = logging.getLogger("nini.execution.inprocess")
 POLL_S = 0.5  # how often ``serve`` looks at ``until`` when nothing arrives
 COLLECTED_NAMES = ("result", "output_df")  # what collect reads and removes after every run
 CANCELED_BY_USER = "the cell was interrupted: the run was canceled"
+T = TypeVar("T")
 _WAKE = object()  # queued when ``until`` completes, behind everything handed over before
 
 
@@ -119,20 +125,20 @@ class InProcessExecutor:
                 self._interrupt(job, "cancel")
             raise
 
-    async def ask(self, question: Callable[[], bool]) -> bool:
+    async def ask(self, question: Callable[[], T], refused: T) -> T:
         """``question()`` asked on the serving thread, where the cell's ``input()`` reaches the user;
-        its answer. A question that fails (a frontend without stdin) is a no; the user
-        interrupting the cell is a no that also cancels the turn (``serve`` raises)."""
-        answer: concurrent.futures.Future[bool] = concurrent.futures.Future()
+        its answer. A question that fails (a frontend without stdin) answers ``refused``; so does
+        the user interrupting the cell, which also cancels the turn (``serve`` raises)."""
+        answer: concurrent.futures.Future[T] = concurrent.futures.Future()
 
         def put() -> None:
             try:
-                answer.set_result(bool(question()))
+                answer.set_result(question())
             except Exception:
                 log.warning("asking the user failed; taken as a no", exc_info=True)
-                answer.set_result(False)
+                answer.set_result(refused)
             except BaseException:
-                answer.set_result(False)
+                answer.set_result(refused)
                 raise
 
         self.call_soon(put)
@@ -214,8 +220,6 @@ class InProcessExecutor:
         namespace = self.shell.user_ns
         put_aside = {name: namespace.pop(name) for name in COLLECTED_NAMES if name in namespace}
         shadowed = _users_own_bindings(namespace, request)
-        cwd = os.getcwd()
-        os.chdir(root)
         try:
             try:
                 _kernel_side.prelude(root, request.dataset_name)
@@ -227,7 +231,6 @@ class InProcessExecutor:
             collected = _collect(root, request, succeeded)
             outcome = build_outcome(main, collected, workspace, request, job.started, restartable=False)
         finally:
-            os.chdir(cwd)
             for name in COLLECTED_NAMES:
                 namespace.pop(name, None)
             namespace.update(put_aside)

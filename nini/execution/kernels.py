@@ -159,6 +159,12 @@ class KernelPool:
         Silent and without history (the user's execution count does not move), and never an
         interrupt: a late answer is only ignored, the user's own code is never disturbed.
         """
+        found = await self.evaluate_in(kernel_id, expression, timeout_s)
+        return found[1] if found is not None and found[0] == "ok" else None
+
+    async def evaluate_in(self, kernel_id: str, expression: str, timeout_s: float) -> tuple[str, str] | None:
+        """``evaluate``, telling why not: ("ok", text/plain), ("error", "ENAME: evalue") or
+        ("timeout", ""); None when the kernel is gone."""
         try:
             manager = self.multi_kernel_manager.get_kernel(kernel_id) if self.multi_kernel_manager else None
         except Exception:  # KeyError, or the server's HTTPError(404): gone since it was checked
@@ -167,18 +173,18 @@ class KernelPool:
             return None
         async with self._lock(f"kernel:{kernel_id}"):
             kernel = await self._borrow(kernel_id)
-            msg_id = kernel.client.execute("", silent=True, store_history=False, user_expressions={"value": expression},
-                                           allow_stdin=False, stop_on_error=False)  # fmt: skip
-            deadline = asyncio.get_running_loop().time() + timeout_s
-            while (left := deadline - asyncio.get_running_loop().time()) > 0:
-                try:
-                    msg = await kernel.client.get_shell_msg(timeout=left)
-                except Exception:  # queue.Empty: no answer in time
-                    return None
-                if msg["parent_header"].get("msg_id") == msg_id:
-                    value = (msg["content"].get("user_expressions") or {}).get("value") or {}
-                    return value.get("data", {}).get("text/plain") if value.get("status") == "ok" else None
-            return None
+            return await _evaluate(kernel, expression, timeout_s)
+
+    async def evaluate_own(self, session_id: str, workspace: Workspace, expression: str, timeout_s: float) -> tuple[str, str]:
+        """``expression`` evaluated silently in the session's own kernel (started on first use):
+        ("ok", text/plain), ("error", "ENAME: evalue") or ("timeout", "") (the kernel is then
+        interrupted, as a run past its deadline is)."""
+        async with self._lock(session_id):
+            kernel = await self._own(session_id, workspace)
+            found = await _evaluate(kernel, expression, timeout_s)
+            if found[0] == "timeout":
+                await _interrupt(kernel)
+            return found
 
     async def restart(self, session_id: str) -> None:
         """Restart the session's own kernel: its variables and imports are lost, the workspace stays."""
@@ -345,6 +351,25 @@ class KernelPool:
         kernel = self._external.pop(kernel_id, None)
         if kernel is not None:
             kernel.client.stop_channels()
+
+
+async def _evaluate(kernel: _Kernel, expression: str, timeout_s: float) -> tuple[str, str]:
+    """One silent execute_request whose user_expressions hold ``expression``; see ``evaluate_in``."""
+    msg_id = kernel.client.execute("", silent=True, store_history=False, user_expressions={"value": expression},
+                                   allow_stdin=False, stop_on_error=False)  # fmt: skip
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while (left := deadline - loop.time()) > 0:
+        try:
+            msg = await ensure_async(kernel.client.get_shell_msg(timeout=left))
+        except Exception:  # queue.Empty: no answer in time
+            break
+        if msg["parent_header"].get("msg_id") == msg_id:
+            value = (msg["content"].get("user_expressions") or {}).get("value") or {}
+            if value.get("status") == "ok":
+                return "ok", value.get("data", {}).get("text/plain", "")
+            return "error", f"{value.get('ename', 'Error')}: {value.get('evalue', '')}"
+    return "timeout", ""
 
 
 def _new_client(manager: Any) -> Any:

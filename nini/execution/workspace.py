@@ -23,6 +23,7 @@ SUBFOLDERS = ("artifacts", "datasets", "executions")
 # Which file holds each dataset, as the record says: written by nini before each run, read by the
 # kernel's ``datasets`` (which cannot ask the record). Not in datasets/, whose temp files are swept.
 DATASET_INDEX = ".nini-datasets.json"
+INDEX_LIMIT = 8 * 1024 * 1024  # bytes of the index a reader parses: agent code may have replaced it
 # A saved version of a dataset: datasets/NAME@PID-START-RANDOM.parquet ("@" is in no dataset name;
 # PID-START names the nini process that is to record it, see runtime_dirs.owner_token).
 DATASET_VERSION = re.compile(r"^(?P<name>[A-Za-z0-9_][A-Za-z0-9_.-]{0,63})@(?P<owner>\d+-\d+)-[0-9a-f]{8}\.parquet$")
@@ -136,16 +137,17 @@ class Workspace:
         """Tell the kernel which file holds each dataset (``DATASET_INDEX``): the record's view."""
         self.fs.write_bytes(DATASET_INDEX, json.dumps({"files": files}, sort_keys=True).encode())
 
-    def indexed_dataset(self, name: str) -> Path:
-        """The file of dataset ``name`` as the last index says (kernel side); its legacy place
-        ``datasets/NAME.parquet`` when there is no index (a workspace of an older nini)."""
+    def indexed_dataset(self, name: str) -> str:
+        """The file of dataset ``name`` as the last index says (kernel side), workspace-relative;
+        its legacy place ``datasets/NAME.parquet`` when there is no index (a workspace of an older
+        nini). Read through ``fs`` like everything else here: the kernel may be the user's own."""
         files = self._index()
         if files is None:
-            return self.dataset_path(name)
+            return self.dataset_file(name)
         relative = files.get(check_dataset_name(name))
         if relative is None or not relative.startswith("datasets/") or ".." in relative:
             raise NiniError(ErrorCode.NOT_FOUND, f"no dataset {name!r}; available: {', '.join(sorted(files)) or 'none'}")
-        return self.root / relative
+        return relative
 
     def indexed_names(self) -> list[str]:
         """The dataset names of the last index (kernel side), else the legacy files' names."""
@@ -154,8 +156,8 @@ class Workspace:
 
     def _index(self) -> dict[str, str] | None:
         try:
-            files = json.loads((self.root / DATASET_INDEX).read_text(encoding="utf-8"))["files"]
-        except (OSError, ValueError, KeyError, TypeError):
+            files = json.loads(self.fs.read_bytes(DATASET_INDEX, limit=INDEX_LIMIT))["files"]
+        except (NiniError, ValueError, KeyError, TypeError):
             return None
         return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
 

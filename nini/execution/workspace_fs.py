@@ -279,14 +279,15 @@ class RootedDir:
         """Atomically put ``data`` at ``relative`` (a temp file renamed over the name)."""
         self.write_with(relative, lambda handle: handle.write(data))
 
-    def write_with(self, relative: str | PurePosixPath, write: Callable[[BinaryIO], object]) -> None:
+    def write_with(self, relative: str | PurePosixPath, write: Callable[[BinaryIO], object], *, durable: bool = True) -> None:
         """Atomically put at ``relative`` what ``write(file)`` writes: readers see the old file or the
-        new one, never half; a crash leaves at most a hidden ``.NAME.*.tmp``."""
+        new one, never half; a crash leaves at most a hidden ``.NAME.*.tmp``. ``durable=False``
+        skips the fsync, for a file that is worthless after a crash anyway (a transient copy)."""
         parts = self.parts(relative)
         if not parts:
             raise self._refused("", "is a folder")
         with self._parent(parts) as parent:
-            temp = self._temp_in(parent, parts[-1], write)
+            temp = self._temp_in(parent, parts[-1], write, durable=durable)
             try:
                 os.rename(temp, parts[-1], src_dir_fd=parent, dst_dir_fd=parent)
             except OSError as exc:
@@ -307,6 +308,23 @@ class RootedDir:
                 raise self._error(exc, "/".join(parts)) from None
             finally:
                 _unlink(parent, temp)
+
+    def append_bytes(self, relative: str | PurePosixPath, data: bytes) -> None:
+        """Append ``data`` to the regular file ``relative`` (made when missing), never through a link."""
+        parts = self.parts(relative)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK
+        fd = self._open_beneath(parts, flags, create_dirs=True)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise self._refused("/".join(parts), "is not a regular file")
+            if self.owner is not None:
+                os.fchown(fd, *self.owner)
+            os.set_blocking(fd, True)
+            os.write(fd, data)
+        except OSError as exc:
+            raise self._error(exc, "/".join(parts)) from None
+        finally:
+            os.close(fd)
 
     def unlink(self, relative: str | PurePosixPath) -> None:
         """Remove the entry ``relative`` (a link itself, never its target); nothing when absent."""
@@ -353,8 +371,9 @@ class RootedDir:
                 if parent != root:
                     os.close(parent)
 
-    def _temp_in(self, parent: int, name: str, write: Callable[[BinaryIO], object]) -> str:
-        """A new hidden temp file next to ``name``, filled by ``write`` and fsynced; its name."""
+    def _temp_in(self, parent: int, name: str, write: Callable[[BinaryIO], object], *, durable: bool = True) -> str:
+        """A new hidden temp file next to ``name``, filled by ``write`` (and fsynced when
+        ``durable``); its name."""
         temp = f".{name[:200]}.{secrets.token_hex(4)}.tmp"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
@@ -367,7 +386,8 @@ class RootedDir:
             with os.fdopen(fd, "wb") as handle:
                 write(handle)
                 handle.flush()
-                os.fsync(handle.fileno())
+                if durable:
+                    os.fsync(handle.fileno())
         except OSError as exc:
             _unlink(parent, temp)
             raise self._error(exc, name) from None

@@ -149,11 +149,55 @@ def test_the_notebooks_own_df_and_datasets_survive_a_run_with_a_dataset(kernel: 
     assert kernel.run("print(df, datasets)")["stdout"] == "the user df ['the user list']\n"
 
 
-def test_runs_in_the_workspace_and_restores_the_cwd(kernel: Kernel, workspace: Path) -> None:
-    out = kernel.outcome("from pathlib import Path\nresult = str(Path.cwd())\nPath('made.txt').write_text('x')", workspace)
-    assert out["result"] == str(workspace.resolve())
-    assert (workspace / "made.txt").read_text() == "x"
+def test_the_working_directory_and_sys_path_stay_the_notebooks(kernel: Kernel, workspace: Path) -> None:
+    """Sandboxed steps write the workspace; the user's kernel never runs from it (issue 31)."""
+    out = kernel.outcome("import os, sys\nresult = [os.getcwd(), [p for p in sys.path if 'workspace' in p]]", workspace)
+    assert out["result"] == [str(kernel.cwd), []]
     assert kernel.run("import os\nprint(os.getcwd())")["stdout"].strip() == str(kernel.cwd)
+
+
+def test_a_module_planted_in_the_workspace_is_never_imported(kernel: Kernel, workspace: Path) -> None:
+    """What a sandboxed step left in the workspace (a module named like a common library) does not
+    run when a later step of the same session, in the user's kernel, imports that library."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    marker = workspace.parent / "planted-ran"
+    (workspace / "nini_planted_lib.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\nplanted = True\n")
+    out = kernel.outcome("try:\n    import nini_planted_lib\n    result = 'imported'\n"
+                         "except ImportError:\n    result = 'not found'", workspace)  # fmt: skip
+    assert out["result"] == "not found"
+    assert not marker.exists()
+
+
+def test_links_planted_in_the_workspace_are_not_followed_by_the_kernel_side(kernel: Kernel, workspace: Path, tmp_path: Path) -> None:
+    """A link where nini's kernel side writes (charts, the pending list, a saved dataset) or reads
+    (the dataset index, a dataset) is refused: nothing is written or read outside the workspace."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    kernel.outcome("import pandas as pd\noutput_df = pd.DataFrame({'v': [1]})", workspace, save_as="kept")
+    (workspace / "artifacts").rename(workspace / "artifacts-was")
+    (workspace / "artifacts").symlink_to(outside, target_is_directory=True)
+    chart = kernel.outcome("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nresult = 1", workspace, label="chart")
+    assert chart["success"] and chart["artifacts"] == []
+    assert "charts were not saved: 'artifacts' in the session workspace is a symbolic link" in chart["stderr"]
+    (workspace / "artifacts").unlink()
+    (workspace / "artifacts").mkdir()
+    (workspace / "artifacts" / "pending.txt").symlink_to(outside / "pending.txt")
+    listed = kernel.outcome("import matplotlib.pyplot as plt\nplt.plot([3])", workspace, label="again",
+                            pending_file="artifacts/pending.txt")  # fmt: skip
+    assert listed["artifacts"] == [] and not (outside / "pending.txt").exists()
+    (workspace / "datasets" / "sneaky@1-1-00000000.parquet").symlink_to(outside / "written.parquet")
+    saved = kernel.outcome("import pandas as pd\noutput_df = pd.DataFrame({'v': [2]})", workspace, save_as="sneaky",
+                           save_file="datasets/sneaky@1-1-00000000.parquet")  # fmt: skip
+    assert saved["datasets_saved"] == ["sneaky"] and not (outside / "written.parquet").exists()
+    assert (workspace / "datasets" / "sneaky@1-1-00000000.parquet").is_file()  # the link was replaced, not followed
+    secret = outside / "secret.parquet"
+    pd.DataFrame({"secret": [42]}).to_parquet(secret)
+    (workspace / "datasets" / "kept.parquet").unlink()
+    (workspace / "datasets" / "kept.parquet").symlink_to(secret)
+    read = kernel.outcome("result = int(datasets['kept']['secret'][0])", workspace)
+    assert not read["success"] and "42" not in json.dumps(read)
+    assert "symbolic link" in read["error"]["message"]
+    assert list(outside.iterdir()) == [secret]
 
 
 def test_unknown_dataset_is_refused_before_the_code_runs(kernel: Kernel, workspace: Path) -> None:

@@ -117,5 +117,18 @@ async def read_events(ws: Any, count: int, timeout: float = 30) -> list[dict[str
     return events
 
 
+async def waiting(api: Any, session_id: str, count: int = 1) -> list[dict[str, Any]]:
+    """The session's steps waiting for a person's approval, once ``count`` of them wait (polled
+    until they do, for a minute at most)."""
+    import asyncio
+
+    for _ in range(1200):
+        pending = (await api("GET", "sessions", session_id, "approvals")).data["waiting"]
+        if len(pending) >= count:
+            return pending
+        await asyncio.sleep(0.05)
+    raise AssertionError("no step came to wait for approval")
+
+
 def workspace(home: Path, session_id: str) -> Path:
     return home / "sessions" / session_id / "workspace"

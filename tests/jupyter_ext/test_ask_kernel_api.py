@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from traitlets.config import Config
 
-from tests.conftest import scripted_model_settings, write_settings
+from tests.conftest import scripted_model_settings, without_approval, write_settings
 from tests.jupyter_ext.conftest import new_session
 from tests.jupyter_ext.test_agent_api import events_until_done
 from tests.llm_server import ScriptedLLM, text, tool_call
@@ -20,7 +20,7 @@ from tests.llm_server import ScriptedLLM, text, tool_call
 
 @pytest.fixture
 def jp_server_config(nini_home: Path, llm_server: ScriptedLLM) -> Config:
-    write_settings(nini_home, scripted_model_settings(llm_server))
+    write_settings(nini_home, without_approval(scripted_model_settings(llm_server)))  # where the turn runs, not approval
     return Config({"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
                    "NiniExtensionApp": {"nini_home": str(nini_home)}})  # fmt: skip
 

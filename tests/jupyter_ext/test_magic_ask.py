@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import execute_in_kernel, scripted_model_settings, write_settings
+from tests.conftest import execute_in_kernel, scripted_model_settings, without_approval, write_settings
 from tests.jupyter_ext.conftest import nini_env
 from tests.jupyter_ext.test_magics import Kernel
 from tests.llm_server import ScriptedLLM, text, tool_call
@@ -26,7 +26,8 @@ class AskKernel(Kernel):
     def ask(self, cell: str, *, answers: list[str] | None = None, interrupt_at_first_step: bool = False) -> dict[str, Any]:
         """The cell's outputs; with ``interrupt_at_first_step``, the kernel is interrupted a second
         after the first step shows (its code is running by then), as a user stopping the cell would."""
-        out: dict[str, Any] = {"stdout": "", "stderr": "", "errors": [], "markdown": [], "images": 0, "steps": {}, "plain": []}
+        out: dict[str, Any] = {"stdout": "", "stderr": "", "errors": [], "markdown": [], "images": 0, "steps": {}, "plain": [],
+                               "html": [], "prompts": []}
 
         def collect(message: dict[str, Any]) -> None:
             kind, content = message["msg_type"], message["content"]
@@ -45,16 +46,18 @@ class AskKernel(Kernel):
                     out["steps"][display_id] = {"text": data["text/plain"], "html": data["text/html"]}
                 elif "nini-answer" in data.get("text/html", ""):  # the answer: sanitized HTML, its Markdown as plain text
                     out["markdown"].append(data["text/plain"])
-                else:  # a plain-text line shown in place, e.g. the model's thinking time
+                else:  # a plain-text line shown in place (the model's thinking time), a step's code to approve
                     out["plain"].append(data.get("text/plain", ""))
+                    out["html"].append(data.get("text/html", ""))
 
-        execute_in_kernel(self.manager, self.client, cell, collect, answers=answers)
+        execute_in_kernel(self.manager, self.client, cell, collect, answers=answers, prompts=out["prompts"])
         out["steps"] = list(out["steps"].values())  # each step as it was last shown, in order
         return out
 
 
 def configure(home: Path, llm: ScriptedLLM | None) -> None:
-    write_settings(home, scripted_model_settings(llm))
+    """A scripted model; steps run without asking (what these tests are about is not approval)."""
+    write_settings(home, without_approval(scripted_model_settings(llm)))
 
 
 @pytest.fixture
@@ -150,22 +153,39 @@ def test_without_a_model_it_says_so_in_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_with_approval_on_each_step_shows_its_code_and_runs_only_if_the_user_says_yes(
+def test_by_default_each_step_shows_its_code_and_runs_only_once_the_user_allows_it(
     tmp_path: Path, llm_server: ScriptedLLM
 ) -> None:
+    """Approval is on by default: each step shows its whole code (highlighted) and asks; "once" runs
+    it, "s" runs it and every later step of the session without asking, anything else rejects."""
     home = tmp_path / "home"
-    write_settings(home, {**scripted_model_settings(llm_server), "execution": {"approve_in_user_kernel": True}})
+    write_settings(home, {**scripted_model_settings(llm_server), "ui": {"language": "en"}})  # nothing about approval
     asker = AskKernel(home, tmp_path)
     try:
         assert asker.run("%load_ext nini").errors == []
         llm_server.reply(tool_call("run_code", code="approved_step = 1"), tool_call("run_code", code="refused_step = 1"),
                          text("Done."))  # fmt: skip
-        out = asker.ask("%%nini\nSet two flags.", answers=["y", "n"])
+        out = asker.ask("%%nini\nSet two flags.", answers=["o", "n"])
         assert out["errors"] == [], out
-        assert out["stdout"].count("runs in your kernel, not sandboxed") >= 3  # the banner, then each step
-        assert "approved_step = 1" in out["stdout"] and "refused_step = 1" in out["stdout"]
+        assert out["stdout"].count("nini wants to run this step; it runs in your kernel, not sandboxed:") == 2
+        assert out["prompts"] == ["Allow once [o] · Allow for this session [s] · Reject [N]: "] * 2
+        shown = "".join(html for html in out["html"] if "approved_step" in html)
+        assert "approved_step" in shown and "refused_step" in "".join(out["html"])  # the code, highlighted
         assert any(step["text"].startswith("✗ run_code: CANCELED") for step in out["steps"])
-        assert asker.run("print('approved_step' in dir(), 'refused_step' in dir())").stdout == "True False\n"
+        assert asker.run("print('approved_step' in dir(), 'refused_step' in dir())").stdout == "True False\n", (out["prompts"], out["steps"], out["markdown"])
+        llm_server.reply(tool_call("run_code", code="first = 1"), tool_call("run_code", code="second = 2"), text("Done."),
+                         tool_call("run_code", code="third = 3"), text("Done."))  # fmt: skip
+        allowed = asker.ask("%%nini\nTwo more.", answers=["s"])
+        assert len(allowed["prompts"]) == 1  # the second step ran without asking
+        assert "this session's steps now run in your kernel without asking" in allowed["stdout"]
+        later = asker.ask("%%nini\nOne more.", answers=[])
+        assert "allowed for this session" in later["stdout"] and later["prompts"] == []
+        assert asker.run("print(first + second + third)").stdout == "6\n"
+        assert "ask again" in asker.run("%nini approvals --reset").stdout
+        llm_server.reply(tool_call("run_code", code="fourth = 4"), text("Done."))
+        asked = asker.ask("%%nini\nAnd again.", answers=[""])
+        assert len(asked["prompts"]) == 1  # asks again; an empty answer rejects
+        assert asker.run("print('fourth' in dir())").stdout == "False\n"
     finally:
         asker.shutdown()
 
@@ -175,7 +195,7 @@ def test_a_qualifying_run_becomes_a_skill_that_nini_skills_list_shows(tmp_path: 
     """End to end in a notebook kernel: an error recovered and three code runs score 3, the
     conservative threshold; the enhancement saves a skill after the answer, and its note follows."""
     home = tmp_path / "home"
-    write_settings(home, {**scripted_model_settings(llm_server), "skill_enhance": {"auto_enhance": True}})
+    write_settings(home, without_approval({**scripted_model_settings(llm_server), "skill_enhance": {"auto_enhance": True}}))
     asker = AskKernel(home, tmp_path)
     try:
         assert asker.run("%load_ext nini").errors == []

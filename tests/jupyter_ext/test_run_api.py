@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import pytest
 from traitlets.config import Config
 
-from tests.jupyter_ext.conftest import needs_r, new_session, read_events
+from tests.jupyter_ext.conftest import needs_r, new_session, read_events, waiting
 
 
 def assert_call_events(events: list[dict[str, Any]], session_id: str, language: str, tool: str) -> None:
@@ -92,7 +93,10 @@ async def test_run_code_in_an_existing_notebook_kernel(api: Any, jp_fetch: Any, 
     response = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "python3"}))
     kernel_id = json.loads(response.body)["id"]
     session_id = await new_session(api)
-    first = await api("POST", "sessions", session_id, "run-code", body={"code": "shared = 20", "kernel_id": kernel_id})
+    call = asyncio.ensure_future(api("POST", "sessions", session_id, "run-code", body={"code": "shared = 20", "kernel_id": kernel_id}))
+    (pending,) = await waiting(api, session_id)  # the user's kernel: a person allows it (here for the session)
+    await api("POST", "sessions", session_id, "approvals", pending["approval_id"], body={"decision": "session"})
+    first = await call
     assert first.data["success"] is True, first.body
     second = await api("POST", "sessions", session_id, "run-code",
                        body={"code": "result = shared * 2 + 2", "kernel_id": kernel_id})  # fmt: skip

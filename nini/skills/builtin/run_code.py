@@ -11,6 +11,7 @@ from nini.errors import ErrorCode, NiniError
 from nini.execution.approvals import USER_KERNEL_NOTICE
 from nini.execution.outcome import CodeOutcome, CodeRequest
 from nini.execution.runtime_dirs import owner_token
+from nini.execution.variables import VariableCopy, check_names, copy_variables
 from nini.execution.workspace import check_dataset_name
 from nini.redact import redact_paths
 from nini.skills.function import skill
@@ -32,12 +33,14 @@ async def run_code(
     purpose: Literal["exploration", "visualization", "export", "transformation"] = "exploration",
     label: str | None = None,
     timeout_s: float | None = None,
+    variables: list[str] | None = None,
 ) -> ToolOutput:
     """Run Python code in the session's Jupyter kernel; variables persist between calls.
 
     Set `result` to a JSON value and `output_df` to a pandas DataFrame to return them. Every
-    matplotlib figure becomes a PNG and SVG artifact. The working directory is the session
-    workspace; all session datasets are available as `datasets[name]`.
+    matplotlib figure becomes a PNG and SVG artifact. All session datasets are available as
+    `datasets[name]`. In nini's sandboxed kernel the working directory is the session workspace;
+    in the user's notebook kernel it stays the notebook's.
 
     Args:
         code: Python source to run (pandas, numpy, scipy, statsmodels, sklearn, matplotlib, seaborn).
@@ -46,19 +49,25 @@ async def run_code(
         purpose: Why this code runs: exploration, visualization, export or transformation.
         label: A short name for this step; charts are named after it and reports group by it.
         timeout_s: Stop the run after this many seconds (default from settings, 60).
+        variables: Names of the user's notebook variables to copy into this kernel before the code runs
+            (when the user asked from a notebook and your code runs in the sandbox); copies stay until replaced.
     """
     request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.execution.timeout_s,
                             max_figures=session.settings.execution.max_artifacts_per_run)
+    names = check_names(variables) if variables else []
     await check_quota(session)
     request = await prepare_request(session, request)
     isolation = session.isolation
-    outcome = (
-        _policy_refusal(session, code)
-        or await _approval_refusal(session, code, isolation)
-        or await (session.python_executor or session.runtime.kernels).run(
-            session.id, session.workspace, request, kernel_id=session.kernel_id
-        )
-    )
+    outcome = _policy_refusal(session, code) or await _approval_refusal(session, code, isolation)
+    copy = VariableCopy()
+    if outcome is None and names and isolation != "user_kernel":  # in the user's kernel they are there already
+        copy = await _copy_variables(session, names, request.timeout_s)
+        outcome = copy.refusal
+    if outcome is None:
+        executor = session.python_executor or session.runtime.kernels
+        outcome = await executor.run(session.id, session.workspace, request, kernel_id=session.kernel_id)
+    if copy.notes:
+        outcome = dataclasses.replace(outcome, stderr="".join(copy.notes) + outcome.stderr)
     retry_of = await session.store.call(find_retry_of, session, request)
     output = record_outcome(session, request, outcome, language="python", tool_name="run_code", retry_of=retry_of)
     output.isolation = isolation
@@ -96,14 +105,24 @@ async def _approval_refusal(session: Session, code: str, isolation: str) -> Code
     """CANCELED unless the user approved a step that is to run in their own, unsandboxed kernel."""
     if isolation != "user_kernel" or not session.settings.execution.approve_in_user_kernel:
         return None
-    if session.approver is not None:
-        approved = await session.approver(code, "python")
-    else:
-        approved = await session.runtime.approvals.ask(session, code, "python")
-    if approved:
+    if await session.runtime.approvals.ask(session, code, "python", asker=session.approver):
         return None
     return CodeOutcome.failure("CANCELED", f"the step was not approved: it {USER_KERNEL_NOTICE} "
                                "(execution.approve_in_user_kernel), so it did not run")  # fmt: skip
+
+
+async def _copy_variables(session: Session, names: list[str], timeout_s: float) -> VariableCopy:
+    """Copies of the notebook's ``names`` in the session's sandboxed kernel (``nini.execution.variables``)."""
+    source = session.variables_kernel_id
+    if source is None:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, "variables: there is no notebook to copy variables from in this "
+                        "turn (the user did not ask from a notebook); use the session's datasets")  # fmt: skip
+    if session.isolation == "gateway":
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, "variables: copying notebook variables into a kernel on a gateway "
+                        "is not supported; save them as a dataset from the notebook instead")  # fmt: skip
+    settings = session.settings.execution
+    return await copy_variables(session.runtime.kernels, source, session.id, session.workspace, names,
+                                limit_mb=settings.variable_copy_max_mb, timeout_s=timeout_s)  # fmt: skip
 
 
 def build_request(
