@@ -218,6 +218,14 @@ class Runtime:
                 self._user_registries[owner] = self.registry.view(folder / "skills", folder / "SKILLS_SNAPSHOT.md")
             return self._user_registries[owner]
 
+    def refresh_skills(self) -> None:
+        """Re-read the skill roots for every user's registry: after a change that holds for all of
+        them (which skills are enabled), not only for the one it was made through. Blocking."""
+        with self._user_registries_lock:
+            registries = [self.registry, *self._user_registries.values()]
+        for registry in registries:
+            registry.refresh()
+
     def session(self, session_id: str, viewer: Viewer | None = None) -> Session:
         """The stored session ``session_id``; NOT_FOUND if there is none, or if ``viewer`` (None:
         anyone, as for the CLI) may not see it."""

@@ -90,8 +90,9 @@ class SkillEnabledHandler(NiniHandler):
         enabled = self.body_object().get("enabled")
         if not isinstance(enabled, bool):
             raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"enabled": true} or {"enabled": false}')
-        registry = self.registry
-        self.reply(await asyncio.to_thread(registry.set_enabled, name, enabled, self.choice("type", SKILL_TYPES)))
+        record = await asyncio.to_thread(self.registry.set_enabled, name, enabled, self.choice("type", SKILL_TYPES))
+        await asyncio.to_thread(self.runtime.refresh_skills)  # every user's skills, not only the caller's
+        self.reply(record)
 
 
 class SkillProblemsHandler(NiniHandler):

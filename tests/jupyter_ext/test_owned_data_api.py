@@ -170,6 +170,8 @@ async def test_enabling_skills_is_an_administrators(as_user: Any) -> None:
     assert (await skill_names(as_user, "alice"))["data-quality-check"] == "bundled"
     assert (await as_user("alice", "GET", "skills", "data-quality-check")).data["enabled"] is True
     assert (await as_user("carol", "PUT", "skills", "data-quality-check", "enabled", body={"enabled": False})).status == 200
+    for name in ("alice", "bob", "carol"):  # the administrator's change holds for everyone at once
+        assert (await as_user(name, "GET", "skills", "data-quality-check")).data["enabled"] is False
 
 
 async def test_the_preference_switches_are_an_administrators(as_user: Any) -> None:
