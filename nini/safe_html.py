@@ -38,6 +38,9 @@ URL_SCHEMES = {"http", "https", "mailto", "data"}
 LINK_REL = "noopener noreferrer nofollow"
 # base64 only: an image the page embeds, decoded by the browser as an image (an SVG in an <img>
 # runs no script and loads nothing)
+# an <img> as nh3 writes it, and its attributes
+_IMAGE_TAG = re.compile(r'<img((?:\s+[a-z-]+="[^"]*")*)\s*/?>')
+_ATTRIBUTE = re.compile(r'([a-z-]+)="([^"]*)"')
 _DATA_IMAGE = re.compile(r"data:image/(?:png|jpeg|gif|webp|svg\+xml);base64,[A-Za-z0-9+/=\s]*", re.IGNORECASE)
 
 
@@ -50,12 +53,23 @@ def clean_html(fragment: str, *, images: Iterable[str] = ()) -> str:
     base64 never pass through the sanitizer). Nothing the model wrote belongs there.
     """
     vouched = frozenset(images)
-    return (_cleaner(vouched) if vouched else _default_cleaner()).clean(fragment)
+    cleaned = (_cleaner(vouched) if vouched else _default_cleaner()).clean(fragment)
+    return _IMAGE_TAG.sub(_alt_text, cleaned) if "<img" in cleaned else cleaned
 
 
 def markdown_html(text: str) -> str:
     """Model-written Markdown (GFM tables and strikethrough, raw HTML allowed in) as safe HTML."""
     return clean_html(_markdown().render(text))
+
+
+def _alt_text(match: re.Match[str]) -> str:
+    """An image the filter took the source from becomes its alt text (a bare ``<img>`` shows a
+    broken picture); the serializer's output is exact (attributes double-quoted, ``"`` escaped), so
+    this reads it without parsing HTML, and it only ever replaces a tag by escaped text."""
+    attributes = dict(_ATTRIBUTE.findall(match.group(1)))
+    if "src" in attributes:
+        return match.group(0)
+    return html.escape(html.unescape(attributes.get("alt", "")), quote=False)
 
 
 def _keep(vouched: frozenset[str], tag: str, attribute: str, value: str) -> str | None:

@@ -123,7 +123,7 @@ def test_no_payload_survives(attack: str) -> None:
 def test_a_dropped_image_leaves_its_alt_text_and_an_embedded_one_stays() -> None:
     rendered = markdown_html("See ![the trend](http://example.org/t.png) and ![dot](data:image/png;base64,iVBORw0KGgo=).")
     assert rendered == '<p>See the trend and <img src="data:image/png;base64,iVBORw0KGgo=" alt="dot">.</p>\n'
-    assert markdown_html('<img src="https://example.org/t.png" alt="remote chart">') == '<img alt="remote chart">'
+    assert markdown_html('<p><img src="https://example.org/t.png" alt="remote <chart>"></p>') == "<p>remote &lt;chart&gt;</p>"
     # markdown-it's link check refuses data:image/svg+xml: the Markdown stays text
     assert markdown_html("![svg](data:image/svg+xml;base64,PHN2Zz4=)") == "<p>![svg](data:image/svg+xml;base64,PHN2Zz4=)</p>\n"
     assert 'src="data:image/svg+xml;base64,PHN2Zz4="' in clean_html('<img src="data:image/svg+xml;base64,PHN2Zz4=">')
