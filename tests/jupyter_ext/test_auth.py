@@ -40,6 +40,7 @@ REQUESTS = [
     ("POST", "sessions/s1/cancel"),
     ("GET", "sessions/s1/approvals"),
     ("POST", "sessions/s1/approvals/a123"),
+    ("DELETE", "sessions/s1/approvals/session"),
     ("GET", "sessions/s1/proposals"),
     ("POST", "sessions/s1/proposals/p123"),
     ("GET", "experience/pending"),
