@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from nini.execution.workspace_fs import RootedDir
 
 OUTPUT_CHARS = 4000  # of a step's stdout and of its stderr, in the cell
+STREAM_REFRESH_S = 0.25  # the streaming text is rendered (Markdown, sanitized) at most this often: each render costs ms
 ENDINGS = {"finished": "finished", "max_iterations": "stopped at max iterations",
            "tool_failures": "stopped after repeated tool failures", "canceled": "cancelled", "error": "stopped by an error"}  # fmt: skip
 
@@ -105,6 +106,7 @@ class AskView:
         self.steps: dict[str, Step] = {}
         self.text = ""  # the model's text of the current step
         self.handle: Any = None  # the display showing it
+        self.shown_at = 0.0  # when that display was last refreshed
         self.answer_shown = False
         self.thinking: Any = None  # the "thinking… N s" display, while the model is asked
         self.asked_at: float | None = time.monotonic()  # when the model was last asked (None: not waiting)
@@ -166,6 +168,8 @@ class AskView:
                 self.handle.update(bundle, raw=True)  # the streamed text, now whole
             else:
                 display(bundle, raw=True)
+        elif self.live and self.handle is not None:  # no answer (cancelled, failed): the text streamed so far, whole
+            self.handle.update(markdown(self.text), raw=True)
         elif result.answer and not self.answer_shown:
             print(result.answer)
         if result.error and result.ended_by != "canceled":
@@ -200,8 +204,10 @@ class AskView:
             print(piece, end="", flush=True)
         elif self.handle is None:
             self.handle = display(markdown(self.text), raw=True, display_id=True)
-        else:
+            self.shown_at = time.monotonic()
+        elif time.monotonic() - self.shown_at >= STREAM_REFRESH_S:
             self.handle.update(markdown(self.text), raw=True)
+            self.shown_at = time.monotonic()
 
     def _stop_thinking(self) -> None:
         if self.thinking is not None:
@@ -210,6 +216,8 @@ class AskView:
 
     def _end_step(self) -> None:
         self._end_line()
+        if self.handle is not None:
+            self.handle.update(markdown(self.text), raw=True)  # whole, whatever the last refresh showed
         self.text, self.handle = "", None
 
     def _end_line(self) -> None:
