@@ -16,6 +16,16 @@ from nini.errors import ErrorCode, NiniError
 from nini.execution.approvals import DECISIONS
 
 
+class ApprovalPolicyHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """``{required, timeout_s}``: whether steps in the user's own kernel ask first on this server
+        (``execution.approve_in_user_kernel``), so a client can say so before any session exists."""
+        execution = self.runtime.settings.execution
+        self.reply({"required": execution.approve_in_user_kernel, "timeout_s": execution.approval_timeout_s})
+
+
 class ApprovalsHandler(NiniHandler):
     @web.authenticated
     @authorized
@@ -63,6 +73,7 @@ class SessionAllowanceHandler(NiniHandler):
 
 SESSION = r"/nini/api/sessions/([^/]+)"
 handlers = [
+    (r"/nini/api/approvals", ApprovalPolicyHandler),
     (SESSION + r"/approvals", ApprovalsHandler),
     (SESSION + r"/approvals/session", SessionAllowanceHandler),
     (SESSION + r"/approvals/([^/]+)", ApprovalHandler),

@@ -61,6 +61,7 @@ async def test_a_step_allowed_once_runs_and_says_where(api: Any, jp_fetch: Any, 
     session_id = await new_session(api)
     state = (await api("GET", "sessions", session_id, "approvals")).data
     assert state == {"required": True, "allowed_for_session": False, "waiting": []}  # the default
+    assert (await api("GET", "approvals")).data == {"required": True, "timeout_s": 600}
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
     call = run_in(api, session_id, kernel_id, "flag = 'ran'\nresult = flag")
     (pending,) = await waiting(api, session_id)
@@ -143,6 +144,7 @@ async def test_with_approval_turned_off_steps_run_and_the_api_says_so(api: Any, 
     kernel_id = await notebook_kernel(jp_fetch)
     session_id = await new_session(api)
     assert (await api("GET", "sessions", session_id, "approvals")).data["required"] is False
+    assert (await api("GET", "approvals")).data["required"] is False
     code = "open('pwned-by-csv', 'w').write('x')\nresult = 5"
     reply = await api("POST", "sessions", session_id, "run-code", body={"code": code, "kernel_id": kernel_id})
     assert reply.data["result"]["result"] == 5 and (notebook_folder / "pwned-by-csv").read_text() == "x"

@@ -38,6 +38,7 @@ REQUESTS = [
     ("POST", "sessions/s1/run-r-code"),
     ("POST", "sessions/s1/ask"),
     ("POST", "sessions/s1/cancel"),
+    ("GET", "approvals"),
     ("GET", "sessions/s1/approvals"),
     ("POST", "sessions/s1/approvals/a123"),
     ("DELETE", "sessions/s1/approvals/session"),

@@ -210,6 +210,28 @@ def wait_for_connected_kernel(lab: Lab, timeout_s: float = 60) -> None:
     raise TimeoutError(f"no connected idle kernel in {timeout_s:g} s: {lab.get('/api/kernels')}")
 
 
+def show_files(page: Any) -> None:
+    """Bring the file browser up (clicking its tab when it is already up would fold it away)."""
+    if not page.is_visible("#filebrowser"):
+        page.click('.jp-SideBar.jp-mod-left [data-id="filebrowser"]')
+    page.wait_for_selector("#filebrowser", state="visible")
+
+
+def open_notebook(page: Any, lab: Lab, name: str, source: str) -> None:
+    """Write a one-cell notebook, open it in the lab and run its cell, as a user does."""
+    lab.request("PUT", f"/api/contents/{name}", {"type": "notebook", "content": {
+        "cells": [{"cell_type": "code", "source": source, "metadata": {}, "outputs": [], "execution_count": None}],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5}})  # fmt: skip
+    show_files(page)
+    page.dblclick(f'.jp-DirListing-item[title*="{name}"]')
+    page.wait_for_selector('.jp-Notebook .jp-Cell', timeout=30_000)
+    wait_for_connected_kernel(lab)
+    page.click(".jp-Notebook .jp-Cell .jp-InputArea-editor")
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_selector(".jp-Notebook .jp-Cell .jp-InputPrompt:has-text('[1]')", timeout=60_000)
+
+
 def screenshot(page: Any, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"

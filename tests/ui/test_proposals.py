@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
-from tests.ui.conftest import (Lab, ask, new_page, open_sidebar, screenshot, wait_for_connected_kernel, wait_idle,
+from tests.ui.conftest import (Lab, ask, new_page, open_sidebar, screenshot, show_files, wait_for_connected_kernel, wait_idle,
                                watched_page)  # fmt: skip
 
 pytestmark = pytest.mark.slow
@@ -38,13 +38,6 @@ def notebook_cells(page: Any) -> list[dict[str, str]]:
     return page.eval_on_selector_all(CELLS, """cells => cells.map(cell => ({
         type: cell.classList.contains('jp-MarkdownCell') ? 'markdown' : 'code',
         source: (cell.querySelector('.jp-InputArea-editor .cm-content')?.innerText ?? '').replace(/\\n$/, '')}))""")  # fmt: skip
-
-
-def show_files(page: Any) -> None:
-    """Bring the file browser up (clicking its tab when it is already up would fold it away)."""
-    if not page.is_visible("#filebrowser"):
-        page.click('.jp-SideBar.jp-mod-left [data-id="filebrowser"]')
-    page.wait_for_selector("#filebrowser", state="visible")
 
 
 def cell(page: Any, index: int) -> Any:

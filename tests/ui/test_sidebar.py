@@ -1,7 +1,7 @@
 """The nini sidebar end to end: a real `jupyter lab`, Debian's Chromium, the scripted model.
 
 One lab and one page for the module, in the order a user goes: open the tab, ask, watch the steps,
-stop a slow run, reopen a session, use the notebook's kernel, then skills, reports and models.
+stop a slow run, reopen a session, use the notebook's variables, then skills, reports and models.
 Every state is saved as a screenshot. The last test runs the first check against the same lab with
 nini's frontend disabled and expects it to fail: the checks look at something real.
 """
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
-from tests.ui.conftest import (Lab, ask, free_port, new_page, open_sidebar, screenshot, wait_for_connected_kernel, wait_idle,
-                               watched_page, widen_sidebar)  # fmt: skip
+from tests.ui.conftest import (Lab, ask, free_port, new_page, open_notebook, open_sidebar, screenshot, wait_idle, watched_page,
+                               widen_sidebar)  # fmt: skip
 
 pytestmark = pytest.mark.slow
 
@@ -124,32 +124,29 @@ def test_a_past_session_reopens_with_its_history(page: Any) -> None:
     screenshot(page, "04-reopened")
 
 
-def test_the_agents_code_runs_in_the_active_notebooks_kernel(page: Any, lab: Lab, llm: ScriptedLLM) -> None:
-    lab.request("PUT", "/api/contents/analysis.ipynb", {"type": "notebook", "content": {
-        "cells": [{"cell_type": "code", "source": "import pandas as pd\nsales = pd.DataFrame({'amount': [3.0, 4.5]})",
-                   "metadata": {}, "outputs": [], "execution_count": None}],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5}})  # fmt: skip
-    page.click('.jp-SideBar.jp-mod-left [data-id="filebrowser"]')
-    page.dblclick('.jp-DirListing-item[title*="analysis.ipynb"]')
-    page.wait_for_selector('.jp-Notebook .jp-Cell', timeout=30_000)
-    wait_for_connected_kernel(lab)
-    page.click(".jp-Notebook .jp-Cell .jp-InputArea-editor")
-    page.keyboard.press("Shift+Enter")
-    page.wait_for_selector(".jp-Notebook .jp-Cell .jp-InputPrompt:has-text('[1]')", timeout=60_000)
+def test_by_default_the_agents_code_runs_in_the_sandbox_with_copies_of_the_notebooks_variables(
+    page: Any, lab: Lab, llm: ScriptedLLM
+) -> None:
+    open_notebook(page, lab, "analysis.ipynb", "import pandas as pd\nsales = pd.DataFrame({'amount': [3.0, 4.5]})")
     open_sidebar(page)
     page.click(".nini-new-chat")
-    assert "analysis.ipynb" in page.inner_text(".nini-where")
-    llm.reply(tool_call("run_code", code="print(sales.amount.sum())\nseen_by_nini = True", label="your data"),
+    assert page.input_value(".nini-run-where") == "sandbox"  # sandbox first
+    where = page.inner_text(".nini-where")
+    assert "nini's sandbox" in where and "analysis.ipynb's variables" in where
+    llm.reply(tool_call("run_code", code="print(sales.amount.sum())\nsales['amount'] = 0", label="your data",
+                        variables=["sales"]),
               text("Your sales add up to 7.5."))  # fmt: skip
     ask(page, "What do my sales add up to?")
     page.wait_for_selector(".nini-assistant:has-text('7.5')", timeout=60_000)
     wait_idle(page)
     assert steps(page) == [{"name": "run_code", "status": "succeeded"}]
     step = page.locator(".nini-log > .nini-step").last
+    assert step.locator(".nini-step-where").inner_text() == "sandbox"
     step.locator("summary").click()
-    assert "7.5" in step.locator(".nini-step-output").inner_text()  # only the notebook's kernel knows `sales`
-    screenshot(page, "05-notebook-kernel")
+    output = step.locator(".nini-step-output").inner_text()
+    assert "7.5" in output and "sales copied from the notebook" in output  # a copy of the notebook's `sales`
+    assert page.locator(".nini-approval").count() == 0  # nothing ran in the user's kernel: nothing to approve
+    screenshot(page, "05-sandbox-with-variables")
 
 
 def test_a_skill_switched_off_leaves_the_enabled_list(page: Any, lab: Lab) -> None:

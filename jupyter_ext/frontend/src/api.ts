@@ -32,6 +32,18 @@ export class NiniApiError extends Error {
   }
 }
 
+/** Where a turn asked from a notebook runs its code: nini's sandbox (with copies of the notebook's
+ * variables) or the notebook's own kernel (not sandboxed). */
+export type RunWhere = 'sandbox' | 'kernel';
+
+export type ApprovalDecision = 'once' | 'session' | 'reject';
+
+export interface ApprovalsState {
+  required: boolean;
+  allowed_for_session: boolean;
+  waiting: { approval_id: string; language: string; code: string; notice: string; waiting_s: number }[];
+}
+
 export interface SessionInfo {
   id: string;
   title: string | null;
@@ -123,11 +135,20 @@ export class NiniApi {
     return this.send('POST', 'sessions', { title });
   }
 
-  /** Start a turn; `notebook` is what the user's notebook shows (see `notebookContext`). */
-  ask(sessionId: string, message: string, kernelId?: string | null, notebook?: NotebookJson | null): Promise<{ turn_id: string }> {
+  /**
+   * Start a turn; `notebook` is what the user's notebook shows (see `notebookContext`). `where` is
+   * where its code runs: `sandbox` in the session's sandboxed kernel, with copies of that notebook
+   * kernel's variables the agent asks for; `kernel` in that notebook kernel (each step asks first).
+   */
+  ask(
+    sessionId: string,
+    message: string,
+    where?: { kernelId: string; mode: RunWhere } | null,
+    notebook?: NotebookJson | null
+  ): Promise<{ turn_id: string; notice?: string }> {
     const body: Record<string, unknown> = { message };
-    if (kernelId) {
-      body.kernel_id = kernelId;
+    if (where) {
+      body[where.mode === 'kernel' ? 'kernel_id' : 'notebook_kernel_id'] = where.kernelId;
     }
     if (notebook) {
       body.notebook = notebook;
@@ -149,10 +170,26 @@ export class NiniApi {
     return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/cancel`, {});
   }
 
-  decideApproval(sessionId: string, approvalId: string, approve: boolean): Promise<unknown> {
+  /** Whether steps in the user's own kernel ask first on this server. */
+  approvalPolicy(): Promise<{ required: boolean; timeout_s: number }> {
+    return this.request('approvals');
+  }
+
+  /** Whether steps in the user's kernel ask, whether this session's are allowed, and those waiting. */
+  approvals(sessionId: string): Promise<ApprovalsState> {
+    return this.request(`sessions/${encodeURIComponent(sessionId)}/approvals`);
+  }
+
+  /** A person's answer to a step waiting to run in their kernel. */
+  decideApproval(sessionId: string, approvalId: string, decision: ApprovalDecision): Promise<unknown> {
     return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/approvals/${encodeURIComponent(approvalId)}`, {
-      approve
+      decision
     });
+  }
+
+  /** Withdraw "allow for this session": the next step in the user's kernel asks again. */
+  revokeSessionApproval(sessionId: string): Promise<unknown> {
+    return this.send('DELETE', `sessions/${encodeURIComponent(sessionId)}/approvals/session`);
   }
 
   listSkills(): Promise<SkillRecord[]> {

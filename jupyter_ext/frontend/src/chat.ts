@@ -11,7 +11,7 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
-import { NiniApi, NiniApiError, NiniEvent, SessionInfo } from './api';
+import { ApprovalDecision, NiniApi, NiniApiError, NiniEvent, RunWhere, SessionInfo } from './api';
 import { Attachments } from './attachments';
 import { fileName, NotebookJson, notebookContext } from './context';
 import { feedbackControl } from './feedback';
@@ -44,8 +44,10 @@ export class ChatView extends Widget {
   private readonly input = el('textarea', 'nini-input');
   private readonly send = el('button', 'jp-Button jp-mod-accept nini-send', 'Ask');
   private readonly stop = el('button', 'jp-Button jp-mod-warn nini-stop', 'Stop');
-  private readonly inKernel = el('input', 'nini-in-kernel');
+  private readonly runWhere = el('select', 'nini-run-where');
   private readonly where = el('span', 'nini-where');
+  private readonly allowed = el('button', 'jp-Button jp-mod-styled nini-allowed-badge');
+  private approvalRequired = true; // the server's execution.approve_in_user_kernel, asked at start
   private readonly status = el('div', 'nini-status');
   private followed: NotebookPanel | null = null;
   private readonly attachments = new Attachments();
@@ -58,7 +60,7 @@ export class ChatView extends Widget {
     this.context = {
       rendermime: options.rendermime,
       artifactUrl: path => options.api.artifactUrl(this.sessionId ?? '', path),
-      onApproval: (id, approve) => void this.decide(id, approve),
+      onApproval: (id, decision) => void this.decide(id, decision),
       onProposal: (proposal, decision, run) => void this.decideProposal(proposal, decision, run),
       feedback: turnId => feedbackControl(this.options.api, turnId, 'answer')
     };
@@ -68,6 +70,13 @@ export class ChatView extends Widget {
     options.notebooks?.currentChanged.connect((_, panel) => this.followNotebook(panel));
     this.followNotebook(options.notebooks?.currentWidget ?? null);
     void this.refreshSessions();
+    void options.api.approvalPolicy().then(
+      policy => {
+        this.approvalRequired = policy.required;
+        this.showWhere();
+      },
+      () => undefined // an older server: it asks by default
+    );
   }
 
   get running(): boolean {
@@ -81,13 +90,25 @@ export class ChatView extends Widget {
     const fresh = el('button', 'jp-Button jp-mod-styled nini-new-chat', 'New chat');
     fresh.setAttribute('aria-label', 'Start a new chat');
     fresh.onclick = () => this.newChat();
-    const toggle = el('label', 'nini-toggle');
-    this.inKernel.type = 'checkbox';
-    this.inKernel.checked = true;
-    this.inKernel.onchange = () => this.showWhere();
-    toggle.append(this.inKernel, document.createTextNode(" Run in the notebook's kernel"));
-    toggle.title = "On: the agent's Python runs in the active notebook's kernel, with your variables (not sandboxed). Off: in a sandboxed nini kernel of the session.";
-    header.append(this.sessions, fresh, toggle, this.where);
+    const choice = el('label', 'nini-run-where-label', 'Code runs');
+    const options: [RunWhere, string, string][] = [
+      ['sandbox', "in nini's sandbox", "The agent's Python runs in the session's sandboxed kernel; it gets copies of the notebook variables it asks for (your kernel and files stay out of its reach)."],
+      ['kernel', "in the notebook's kernel", "The agent's Python runs in the active notebook's kernel, with your variables and your rights (not sandboxed); each step shows its code and waits for your OK."]
+    ];
+    for (const [value, label, title] of options) {
+      const option = el('option', undefined, label);
+      option.value = value;
+      option.title = title;
+      this.runWhere.append(option);
+    }
+    this.runWhere.value = 'sandbox'; // sandbox first: the notebook's kernel is a deliberate choice
+    this.runWhere.onchange = () => this.showWhere();
+    choice.append(this.runWhere);
+    this.allowed.hidden = true;
+    this.allowed.textContent = 'Allowed for this session ✕';
+    this.allowed.title = "This session's steps run in your kernel without asking. Click to be asked again.";
+    this.allowed.onclick = () => void this.revokeAllowance();
+    header.append(this.sessions, fresh, choice, this.where, this.allowed);
     this.log.setAttribute('role', 'log');
     this.log.setAttribute('aria-live', 'polite');
     this.log.setAttribute('aria-label', 'Conversation');
@@ -113,14 +134,15 @@ export class ChatView extends Widget {
     this.updateButtons();
   }
 
-  /** The kernel the agent's Python should run in: the active notebook's, when chosen and there. */
-  private notebookKernel(): { id: string; name: string } | null {
+  /** The active notebook's kernel and where the turn's code is to run with it (null: no notebook
+   * with a kernel, so the sandbox without variables). */
+  private notebookKernel(): { kernelId: string; name: string; mode: RunWhere } | null {
     const panel = this.options.notebooks?.currentWidget;
     const kernel = panel?.sessionContext.session?.kernel;
-    if (!this.inKernel.checked || !panel || !kernel) {
+    if (!panel || !kernel) {
       return null;
     }
-    return { id: kernel.id, name: panel.title.label };
+    return { kernelId: kernel.id, name: panel.title.label, mode: this.runWhere.value === 'kernel' ? 'kernel' : 'sandbox' };
   }
 
   private followNotebook(panel: NotebookPanel | null): void {
@@ -132,8 +154,34 @@ export class ChatView extends Widget {
 
   private showWhere(): void {
     const kernel = this.notebookKernel();
-    this.where.textContent = kernel ? `Code runs in ${kernel.name}'s kernel` : 'Code runs in a sandboxed nini kernel';
-    this.where.dataset.target = kernel ? 'notebook' : 'sandbox';
+    let text = "in nini's sandbox, without a notebook's variables (no notebook with a kernel is open)";
+    if (kernel?.mode === 'sandbox') {
+      text = `in nini's sandbox, with copies of ${kernel.name}'s variables the agent asks for`;
+    } else if (kernel?.mode === 'kernel') {
+      text = this.approvalRequired
+        ? `in ${kernel.name}'s kernel, not sandboxed: each step shows its code and waits for your OK`
+        : `in ${kernel.name}'s kernel, not sandboxed, WITHOUT asking: approval is off on this server (execution.approve_in_user_kernel)`;
+    }
+    this.where.textContent = text;
+    this.where.dataset.target = kernel?.mode === 'kernel' ? 'notebook' : 'sandbox';
+    this.where.dataset.unasked = String(kernel?.mode === 'kernel' && !this.approvalRequired);
+  }
+
+  /** The "allowed for this session" badge, as the server has it now (an allowance lasts until it is
+   * withdrawn or the server stops, so replayed events cannot tell). */
+  private async showAllowance(): Promise<void> {
+    const id = this.sessionId;
+    let allowed = false;
+    if (id !== null) {
+      try {
+        allowed = (await this.options.api.approvals(id)).allowed_for_session;
+      } catch {
+        allowed = false;
+      }
+    }
+    if (id === this.sessionId) {
+      this.allowed.hidden = !allowed;
+    }
   }
 
   async refreshSessions(): Promise<SessionInfo[]> {
@@ -183,6 +231,7 @@ export class ChatView extends Widget {
       });
     }
     this.updateButtons();
+    void this.showAllowance();
     this.sessionChanged.emit(id);
   }
 
@@ -209,6 +258,9 @@ export class ChatView extends Widget {
       }
     }
     this.log.dataset.lastSeq = String(this.model.lastSeq);
+    if (events.some(event => event.type === 'approval_scope')) {
+      void this.showAllowance();
+    }
     this.updateButtons();
     if (nearBottom || events.some(event => event.type === 'user_message')) {
       this.log.scrollTop = this.log.scrollHeight;
@@ -361,7 +413,7 @@ export class ChatView extends Widget {
         this.open(session.id);
         void this.refreshSessions();
       }
-      await api.ask(this.sessionId!, message, this.notebookKernel()?.id, this.notebookJson());
+      await api.ask(this.sessionId!, message, this.notebookKernel(), this.notebookJson());
       this.input.value = '';
       this.attachments.clear();
     } catch (error) {
@@ -383,9 +435,21 @@ export class ChatView extends Widget {
     }
   }
 
-  private async decide(approvalId: string, approve: boolean): Promise<void> {
+  private async decide(approvalId: string, decision: ApprovalDecision): Promise<void> {
     try {
-      await this.options.api.decideApproval(this.sessionId!, approvalId, approve);
+      await this.options.api.decideApproval(this.sessionId!, approvalId, decision);
+    } catch (error) {
+      this.say(error);
+      this.nodes
+        .get(`approval:${approvalId}`)
+        ?.querySelectorAll('.nini-approval-actions button')
+        .forEach(button => ((button as HTMLButtonElement).disabled = false)); // the answer did not arrive: ask again
+    }
+  }
+
+  private async revokeAllowance(): Promise<void> {
+    try {
+      await this.options.api.revokeSessionApproval(this.sessionId!);
     } catch (error) {
       this.say(error);
     }

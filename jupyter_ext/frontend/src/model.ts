@@ -78,13 +78,18 @@ export interface EndItem {
   iterations: number;
 }
 
+/** How a step waiting for a person ended: allowed once, allowed for the session, rejected, or
+ * refused after nobody answered. */
+export type ApprovalState = 'waiting' | 'once' | 'session' | 'reject' | 'timed_out';
+
 export interface ApprovalItem {
   kind: 'approval';
-  id: string;
+  id: string; // `approval:<approval id>`
+  approvalId: string;
   turnId: string | null;
   code: string;
   language: string;
-  state: 'waiting' | 'approved' | 'refused';
+  state: ApprovalState;
 }
 
 /** A cell the agent proposed (a succeeded `propose_cell` call), as the proposals endpoint has it. */
@@ -296,15 +301,19 @@ export class ChatModel {
         }).id;
       case 'stop_hook_note':
         return this.add({ kind: 'note', id: `n${event.seq}`, turnId, hook: String(data.hook ?? ''), text: String(data.text ?? '') }).id;
-      case 'approval_required':
-        return this.add({
+      case 'approval_required': {
+        const approvalId = String(data.approval_id ?? event.seq);
+        return this.add<ApprovalItem>({
           kind: 'approval',
-          id: `approval:${data.id ?? event.seq}`,
+          id: `approval:${approvalId}`,
+          approvalId,
           turnId,
           code: String(data.code ?? ''),
           language: String(data.language ?? 'python'),
           state: 'waiting'
         }).id;
+      }
+
       case 'proposal_decided': {
         const item = this.byId.get(`proposal:${event.tool_call_id}`);
         if (item?.kind !== 'proposal') {
@@ -323,7 +332,8 @@ export class ChatModel {
         if (item?.kind !== 'approval') {
           return null;
         }
-        item.state = data.approved ? 'approved' : 'refused';
+        const how = String(data.how ?? '');
+        item.state = how === 'once' || how === 'session' || how === 'timed_out' ? how : data.approved ? 'once' : 'reject';
         return item.id;
       }
       default:

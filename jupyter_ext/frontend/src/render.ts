@@ -9,7 +9,8 @@ import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 
 import { el } from './dom';
 import { strictRendermime } from './sanitize';
-import type { AssistantItem, ChatItem, StepItem } from './model';
+import type { ApprovalDecision } from './api';
+import type { ApprovalItem, ApprovalState, AssistantItem, ChatItem, StepItem } from './model';
 import { DecideProposal, renderProposalCard } from './proposals';
 
 export { el };
@@ -17,12 +18,26 @@ export { el };
 export interface RenderContext {
   rendermime: IRenderMimeRegistry;
   artifactUrl: (path: string) => string;
-  onApproval?: (approvalId: string, approve: boolean) => void;
+  onApproval?: (approvalId: string, decision: ApprovalDecision) => void;
   onProposal?: DecideProposal;
   feedback?: (turnId: string) => HTMLElement; // thumbs under a finished answer
 }
 
 const STATUS_TEXT: Record<string, string> = { running: 'running', succeeded: 'done', failed: 'failed' };
+/** Where a step's code runs, as its badge says it (`code_execution`'s `isolation`). */
+const WHERE_TEXT: Record<string, [string, string]> = {
+  sandbox: ['sandbox', "in nini's sandbox"],
+  gateway: ['gateway', "on the Jupyter server's kernel gateway, in its sandbox"],
+  unsandboxed: ['no sandbox', 'in a nini kernel without a sandbox (execution.sandbox is none, or bubblewrap is missing)'],
+  user_kernel: ['your kernel', "in your notebook's kernel, not sandboxed"]
+};
+const APPROVAL_TEXT: Record<ApprovalState, string> = {
+  waiting: 'Waiting for you: this step would run in your kernel, not sandboxed',
+  once: 'Allowed once',
+  session: 'Allowed for this session',
+  reject: 'Rejected: it did not run',
+  timed_out: 'Nobody answered in time: it did not run'
+};
 const IMAGE = /\.(png|svg|jpe?g|gif)$/i;
 
 /** Markdown through JupyterLab's renderer, untrusted and with the strict sanitizer (./sanitize):
@@ -81,13 +96,10 @@ export function renderItem(item: ChatItem, existing: HTMLElement | undefined, co
     case 'proposal':
       return renderProposalCard(item, existing, (proposal, decision, run) => context.onProposal?.(proposal, decision, run));
     case 'approval': {
-      const node = existing ?? buildApproval(item.id, item.code, item.language, context);
+      const node = existing ?? buildApproval(item, context);
       node.dataset.state = item.state;
-      node.querySelectorAll('button').forEach(button => ((button as HTMLButtonElement).disabled = item.state !== 'waiting'));
-      const state = node.querySelector('.nini-approval-state');
-      if (state) {
-        state.textContent = item.state === 'waiting' ? 'Waiting for your OK' : item.state;
-      }
+      node.querySelector('.nini-approval-actions')?.toggleAttribute('hidden', item.state !== 'waiting');
+      node.querySelector('.nini-approval-state')!.textContent = APPROVAL_TEXT[item.state];
       return node;
     }
   }
@@ -117,6 +129,13 @@ function renderStep(step: StepItem, existing: HTMLElement | undefined, context: 
     parts.language.textContent = step.language === 'r' ? 'R' : 'Python';
     parts.language.dataset.language = step.language;
     parts.language.hidden = false;
+  }
+  const where = step.isolation === null ? undefined : WHERE_TEXT[step.isolation];
+  parts.where.hidden = where === undefined;
+  if (where !== undefined) {
+    parts.where.textContent = where[0];
+    parts.where.title = where[1];
+    parts.where.dataset.where = step.isolation!;
   }
   parts.output.hidden = !(step.stdout || step.stderr);
   parts.output.textContent = [step.stdout, step.stderr].filter(Boolean).join('\n');
@@ -155,6 +174,7 @@ function renderError(step: StepItem, host: HTMLElement): void {
 interface StepParts {
   status: HTMLElement;
   language: HTMLElement;
+  where: HTMLElement;
   label: HTMLElement;
   duration: HTMLElement;
   output: HTMLElement;
@@ -178,6 +198,7 @@ function buildStep(step: StepItem, context: RenderContext): HTMLElement {
   const parts: StepParts = {
     status: el('span', 'nini-step-status'),
     language: Object.assign(el('span', 'nini-step-language'), { hidden: true }),
+    where: Object.assign(el('span', 'nini-step-where'), { hidden: true }),
     label: el('span', 'nini-step-label'),
     duration: el('span', 'nini-step-duration'),
     output: el('pre', 'nini-step-output'),
@@ -186,7 +207,7 @@ function buildStep(step: StepItem, context: RenderContext): HTMLElement {
     charts: el('div', 'nini-step-charts')
   };
   PARTS.set(node, parts);
-  summary.append(parts.status, el('span', 'nini-step-name', step.name), parts.language, parts.label, parts.duration);
+  summary.append(parts.status, el('span', 'nini-step-name', step.name), parts.language, parts.where, parts.label, parts.duration);
   const body = el('div', 'nini-step-body');
   const code = el('div', 'nini-step-code');
   body.append(code, parts.output);
@@ -202,17 +223,30 @@ function buildStep(step: StepItem, context: RenderContext): HTMLElement {
   return node;
 }
 
-function buildApproval(id: string, code: string, language: string, context: RenderContext): HTMLElement {
+/** The card of a step waiting to run in the user's kernel: its whole code, highlighted, and the
+ * three answers (once, for the session, reject). */
+function buildApproval(item: ApprovalItem, context: RenderContext): HTMLElement {
   const node = el('div', 'nini-approval');
-  const approvalId = id.replace(/^approval:/, '');
-  const pre = el('pre', 'nini-approval-code', code);
-  pre.dataset.language = language;
-  const approve = el('button', 'jp-Button jp-mod-accept', 'Run it');
-  const refuse = el('button', 'jp-Button jp-mod-reject', 'Refuse');
-  approve.setAttribute('aria-label', 'Run this step in your kernel');
-  refuse.setAttribute('aria-label', 'Refuse this step');
-  approve.onclick = () => context.onApproval?.(approvalId, true);
-  refuse.onclick = () => context.onApproval?.(approvalId, false);
-  node.append(el('div', 'nini-approval-state'), pre, approve, refuse);
+  node.setAttribute('role', 'group');
+  node.setAttribute('aria-label', 'A step waits for your approval');
+  const code = el('div', 'nini-approval-code');
+  code.textContent = item.code; // until highlighted
+  void renderMarkdown(context.rendermime, code, fenced(item.code, item.language));
+  const actions = el('div', 'nini-approval-actions');
+  const answers: [ApprovalDecision, string, string, string][] = [
+    ['once', 'Allow once', 'jp-mod-accept', 'Run this step in your kernel'],
+    ['session', 'Allow for this session', 'jp-mod-styled', "Run this step and the session's next steps in your kernel without asking"],
+    ['reject', 'Reject', 'jp-mod-reject', 'Do not run this step']
+  ];
+  for (const [decision, label, style, description] of answers) {
+    const button = el('button', `jp-Button ${style} nini-approval-${decision}`, label);
+    button.title = description;
+    button.onclick = () => {
+      actions.querySelectorAll('button').forEach(other => ((other as HTMLButtonElement).disabled = true));
+      context.onApproval?.(item.approvalId, decision);
+    };
+    actions.append(button);
+  }
+  node.append(el('div', 'nini-approval-state'), code, actions);
   return node;
 }
