@@ -191,6 +191,31 @@ def test_by_default_each_step_shows_its_code_and_runs_only_once_the_user_allows_
 
 
 @pytest.mark.slow
+def test_a_module_a_sandboxed_step_planted_is_not_what_a_later_step_imports_here(
+    tmp_path: Path, llm_server: ScriptedLLM
+) -> None:
+    """The attack of issue 31: a sandboxed step of the session writes a module named like a library
+    into the workspace; a later %%nini step of the same session imports that name in the user's
+    kernel. Under the default settings the step asks first, and allowed, it does not find the
+    planted file (the kernel's working directory and sys.path are the notebook's)."""
+    home, marker = tmp_path / "home", tmp_path / "planted-ran"
+    write_settings(home, {**scripted_model_settings(llm_server), "ui": {"language": "en"}})
+    asker = AskKernel(home, tmp_path)
+    try:
+        assert asker.run("%load_ext nini").errors == []
+        planted = f"open('nini_planted_lib.py', 'w').write(\"open({str(marker)!r}, 'w').write('ran')\")"
+        assert asker.run(f"%%nini_run\n{planted}").errors == []  # in the session's sandbox
+        assert (home / "sessions").is_dir() and next(home.glob("sessions/*/workspace/nini_planted_lib.py"))
+        llm_server.reply(tool_call("run_code", code="import nini_planted_lib"), text("Imported."))
+        out = asker.ask("%%nini\nImport it.", answers=["o"])
+        assert len(out["prompts"]) == 1  # a person was asked
+        assert any("ModuleNotFoundError" in step["text"] for step in out["steps"]), out["steps"]
+        assert not marker.exists()
+    finally:
+        asker.shutdown()
+
+
+@pytest.mark.slow
 def test_a_qualifying_run_becomes_a_skill_that_nini_skills_list_shows(tmp_path: Path, llm_server: ScriptedLLM) -> None:
     """End to end in a notebook kernel: an error recovered and three code runs score 3, the
     conservative threshold; the enhancement saves a skill after the answer, and its note follows."""

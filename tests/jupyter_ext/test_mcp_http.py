@@ -115,3 +115,27 @@ async def test_r_over_http(mcp_url: str, jp_auth_header: dict[str, str]) -> None
         refused = await client.call_tool("run_r_code", {"code": "system('ls')"})
     assert not ok.is_error and ok.structured_content["result"]["result"] in (10, [10])
     assert refused.is_error and "system" in refused.content[0].text
+
+
+async def test_an_mcp_client_cannot_reach_a_notebooks_kernel(mcp_url: str, jp_auth_header: dict[str, str], jp_fetch: Any,
+                                                             jp_serverapp: Any) -> None:  # fmt: skip
+    """MCP's run_code always runs in the session's sandbox: no argument names a notebook's kernel
+    (the user's own kernel is chosen by the user's client only, and asks there: issue 31)."""
+    import json
+
+    response = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "python3"}))
+    kernel_id = json.loads(response.body)["id"]
+    async with connect(mcp_url, jp_auth_header) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        aimed = await client.call_tool("run_code", {"code": "reached = 1", "kernel_id": kernel_id})
+        plain = await client.call_tool("run_code", {"code": "result = 'reached' in dir()"})
+    assert "kernel_id" not in tools["run_code"].input_schema["properties"]
+    assert aimed.is_error and "INVALID_ARGUMENT" in aimed.content[0].text
+    assert plain.structured_content["result"]["result"] is False  # nor did the session's sandbox see it
+    client_of_kernel = jp_serverapp.kernel_manager.get_kernel(kernel_id).client()
+    client_of_kernel.start_channels()
+    try:
+        reply = await client_of_kernel.execute_interactive("", user_expressions={"x": "'reached' in globals()"}, timeout=30)
+    finally:
+        client_of_kernel.stop_channels()
+    assert reply["content"]["user_expressions"]["x"]["data"]["text/plain"] == "False"
