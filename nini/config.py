@@ -112,6 +112,11 @@ class ExecutionSettings(BaseModel):
         "sandboxed kernel when the agent asks for it; a bigger one is only described, and the agent proposes "
         "a notebook cell instead. 0 copies none."
     )
+    variable_prefetch_mb: int = Field(
+        64, ge=0, le=1_048_576, description="When a turn asked from a notebook starts (sandbox first), the "
+        "notebook's data variables are copied into the sandboxed kernel, smallest first, up to this many MiB in all, "
+        "while the model thinks; the step that uses them runs at once. 0: only what the agent names is copied."
+    )
     approval_timeout_s: float = Field(
         600, gt=0, le=86400, description="How long a step waits for your approval before it is refused."
     )

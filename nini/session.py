@@ -11,6 +11,7 @@ from nini.execution.workspace import Workspace
 
 if TYPE_CHECKING:
     from nini.execution.approvals import Asker
+    from nini.execution.variables import NotebookVariables
     from nini.history.events import EventBus
     from nini.history.store import HistoryStore
     from nini.notebook import NotebookContext
@@ -30,7 +31,7 @@ class Session:
         runtime: Runtime,
         *,
         kernel_id: str | None = None,
-        variables_kernel_id: str | None = None,
+        variables: NotebookVariables | None = None,
         python_executor: Any = None,
         approver: Asker | None = None,
         notebook: NotebookContext | None = None,
@@ -41,9 +42,9 @@ class Session:
         # an existing kernel of the Jupyter server (a notebook's) that run_code uses instead of
         # the session's own sandboxed kernel; only the user's client sets it, never the model
         self.kernel_id = kernel_id
-        # a notebook's kernel on the server whose variables run_code may copy into the session's
-        # sandboxed kernel (``variables``): sandbox first, with the user's data; the client sets it
-        self.variables_kernel_id = variables_kernel_id
+        # a notebook's kernel on the server whose variables run_code copies into the session's
+        # sandboxed kernel (its ``variables``): sandbox first, with the user's data; the client sets it
+        self.variables = variables
         # what run_code runs Python with instead of the runtime's KernelPool: anything with its
         # ``run`` signature, e.g. %%nini's InProcessExecutor (the notebook's own shell)
         self.python_executor = python_executor

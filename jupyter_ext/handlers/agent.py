@@ -20,6 +20,7 @@ from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
 from nini.execution.approvals import USER_KERNEL_NOTICE
 from nini.execution.namespace import namespace_expression
+from nini.execution.variables import NotebookVariables
 from nini.memory.experience.model import STAGES
 from nini.notebook import NotebookContext
 from nini.session import Session
@@ -57,15 +58,25 @@ class AskHandler(NiniHandler):
         session = await self.session(session_id)
         runtime = self.runtime
         runtime.router.chain("chat")  # fail now, not as an event after a 202
+        variables = None
+        if variables_kernel_id is not None and runtime.kernels.backend == "local":
+            execution = runtime.settings.execution
+            variables = NotebookVariables(runtime.kernels, variables_kernel_id, session_id, session.workspace,
+                                          limit_mb=execution.variable_copy_max_mb,
+                                          prefetch_mb=execution.variable_prefetch_mb)  # fmt: skip
         described = kernel_id or variables_kernel_id
         if described is not None:
             notebook = notebook or NotebookContext()
             notebook.namespace = await self._namespace(described)
         if described is not None or notebook is not None or stage is not None:
-            session = Session(session_id, runtime, kernel_id=kernel_id, variables_kernel_id=variables_kernel_id,
-                              notebook=notebook, stage=stage)  # fmt: skip
+            session = Session(session_id, runtime, kernel_id=kernel_id, variables=variables, notebook=notebook,
+                              stage=stage)  # fmt: skip
+        if variables is not None:
+            variables.prefetch()  # while the model thinks: the copies, and the sandboxed kernel's start
         turn_id, task = runtime.agent.start(session, message)
         task.add_done_callback(_log_failure)
+        if variables is not None:
+            task.add_done_callback(lambda _: variables.close())
         self.reply({"turn_id": turn_id, **({"notice": USER_KERNEL_NOTICE} if kernel_id else {})}, status=202)
 
 

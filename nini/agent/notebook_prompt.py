@@ -42,16 +42,23 @@ def notebook_section(session: Session, _message: str) -> str | None:
 
 def _variables(session: Session, described: str) -> str:
     """The notebook's variables, introduced by where the turn's code runs: in that kernel (use them
-    by name) or in the sandbox (ask for copies with run_code's ``variables``)."""
-    if session.variables_kernel_id is None or session.isolation == "user_kernel":
+    by name) or in the sandbox (ask for copies with run_code's ``variables``; none on a gateway).
+    Only a turn whose client described a notebook kernel has them (``kernel_id`` or
+    ``notebook_kernel_id``)."""
+    if session.isolation == "user_kernel":
         return described
+    if session.variables is None:  # a kernel on a gateway: no copies there
+        return described.replace(HEADER, "## Variables in the user's notebook\n\nThese are in the notebook's kernel, "
+                                 "not in yours, and cannot be copied into it here: use the session's datasets, or "
+                                 "propose a notebook cell (propose_cell) that uses them.", 1)
     limit = session.settings.execution.variable_copy_max_mb
     return described.replace(HEADER, (
         "## Variables in the user's notebook\n\nThese are in the notebook's kernel, not in yours: your code runs in "
-        "nini's sandbox. To use one, name it in run_code's `variables` (e.g. variables=[\"sales\"]): a copy is made "
-        "in your kernel before the code runs and stays there (changing it changes nothing in the notebook). A "
-        f"variable larger than {limit} MiB is not copied: work on a smaller part of it, or propose a notebook cell "
-        "(propose_cell) for the user to run."), 1)
+        "nini's sandbox. To use one, name it in run_code's `variables` (e.g. variables=[\"sales\"]): your kernel "
+        "gets a copy before the code runs (one the turn copied already is not copied again), and it stays there "
+        "(changing it changes nothing in the notebook). A variable larger than "
+        f"{limit} MiB is not copied: work on a smaller part of it, or propose a notebook cell (propose_cell) for "
+        "the user to run."), 1)
 
 
 def _cells_section(notebook: NotebookContext, max_tokens: int) -> str:

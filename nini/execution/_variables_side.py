@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 
 from nini.errors import NiniError
 from nini.execution._kernel_side import _Json, _user_ns
-from nini.execution.namespace import _kind
+from nini.execution.namespace import HIDDEN, _kind
 from nini.execution.workspace_fs import RootedDir
 
 FOLDER = "variables"
@@ -43,13 +43,15 @@ class _Bounded:
         return self._handle.write(data)
 
 
-def export(root: str, names: list[str], limit: int, token: str, deadline: float) -> _Json:
+def export(root: str, names: list[str] | None, limit: int, token: str, deadline: float, budget: int = 0) -> _Json:
     """Pickle each of ``names`` into ``variables/<token>-<name>.pkl``; what was copied and what not.
 
     ``{"copied": {name: {file, bytes, type}}, "refused": {name: {reason, detail, description}}}``,
     reason one of missing, too_large, unpicklable, refused (the workspace refused the file).
-    Nothing is done past ``deadline`` (wall-clock seconds): a request that waited behind the user's
-    own long cell must not write files nobody will read.
+    ``names`` None is a prefetch: the data variables (DataFrames, arrays, scalars, ...) smallest
+    first, while their sizes add up to at most ``budget``; what cannot be copied is left out
+    silently. Nothing is done past ``deadline`` (wall-clock seconds): a request that waited behind
+    the user's own long cell must not write files nobody will read.
     """
     copied: dict[str, Any] = {}
     refused: dict[str, Any] = {}
@@ -57,6 +59,10 @@ def export(root: str, names: list[str], limit: int, token: str, deadline: float)
         return _Json({"copied": {}, "refused": {}, "late": True})
     namespace = _user_ns()
     fs = RootedDir(Path(root))
+    prefetch = names is None
+    if names is None:  # a prefetch: no one variable may take more than the whole budget either
+        limit = min(limit, budget)
+        names = _small_data(namespace, limit)
     for name in names:
         if name not in namespace:
             refused[name] = {"reason": "missing", "detail": f"the notebook has no variable {name!r}"}
@@ -85,7 +91,7 @@ def export(root: str, names: list[str], limit: int, token: str, deadline: float)
                              "description": description}  # fmt: skip
         else:
             copied[name] = {"file": relative, "bytes": bounded[-1].written, "type": type(value).__name__}
-    return _Json({"copied": copied, "refused": refused})
+    return _Json({"copied": copied, "refused": {} if prefetch else refused})
 
 
 def load(root: str, files: dict[str, str]) -> _Json:
@@ -109,6 +115,28 @@ def load(root: str, files: dict[str, str]) -> _Json:
             except NiniError:
                 pass
     return _Json({"loaded": loaded, "failed": failed})
+
+
+def _small_data(namespace: dict[str, Any], budget: int) -> list[str]:
+    """The names of the namespace's data variables, smallest first, whose sizes add up to at most
+    ``budget`` bytes (modules, functions, classes and private names are not data)."""
+    sized = []
+    for name, value in list(namespace.items()):
+        if name.startswith("_") or name in HIDDEN:
+            continue
+        try:
+            found = _kind(value)
+        except Exception:  # a hostile or broken object: not copied
+            continue
+        if found is not None:
+            sized.append((found[0], name))
+    chosen, used = [], 0
+    for size, name in sorted(sized):
+        if used + size > budget:
+            break
+        chosen.append(name)
+        used += size
+    return chosen
 
 
 def _estimate(value: Any) -> int | None:

@@ -2,17 +2,25 @@
 
 The sidebar's default runs the agent's code in nini's sandbox, not in the notebook's kernel; the
 agent still works on the user's data by asking for copies of the notebook's variables by name
-(``run_code``'s ``variables``). ``copy_variables`` has the notebook's kernel pickle them into the
-workspace (``_variables_side.export``, nini's code, bounded by ``execution.variable_copy_max_mb``)
-and the sandboxed kernel load them (``_variables_side.load``). A variable that is too large, not
-picklable or missing is not copied: the step is refused before its code runs, saying what the
-variable is, so the agent can propose a notebook cell for it instead (``propose_cell``).
+(``run_code``'s ``variables``). A copy is made by the notebook's kernel, which pickles the variable
+into the workspace (``_variables_side.export``, nini's code, bounded by
+``execution.variable_copy_max_mb``), and the sandboxed kernel, which loads it
+(``_variables_side.load``). A variable that is too large, not picklable or missing is not copied:
+the step is refused before its code runs, saying what the variable is, so the agent can propose a
+notebook cell for it instead (``propose_cell``).
+
+``NotebookVariables`` is one turn's view: when the turn starts it copies the notebook's small data
+variables (``execution.variable_prefetch_mb`` in all) while the model thinks, which also starts
+the sandboxed kernel, so the step that names them runs at once; a name already copied in the turn
+is not copied again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import keyword
+import logging
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -27,12 +35,14 @@ if TYPE_CHECKING:
     from nini.execution.workspace import Workspace
 
 MAX_NAMES = 32
+PREFETCH_TIMEOUT_S = 30.0  # a notebook kernel busy longer than this with the user's cell: copy when asked
+log = logging.getLogger("nini.execution.variables")
 _SIDE = "__import__('nini.execution._variables_side', fromlist=['export'])"
 
 
 @dataclass
 class VariableCopy:
-    """What ``copy_variables`` did: notes for the step's output, or the refusal that ends it."""
+    """What a copy did: notes for the step's output, or the refusal that ends it."""
 
     notes: list[str] = field(default_factory=list)
     refusal: CodeOutcome | None = None
@@ -50,37 +60,78 @@ def check_names(names: Any) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-async def copy_variables(
-    kernels: KernelPool, source_kernel: str, session_id: str, workspace: Workspace, names: list[str], *,
-    limit_mb: int, timeout_s: float,
-) -> VariableCopy:
-    """Copy ``names`` from the notebook's kernel ``source_kernel`` into the session's own kernel."""
-    limit = limit_mb * 1024 * 1024
-    workspace.fs.makedirs(FOLDER)  # nini's, with the workspace's owner: the sandbox may remove the copies
-    token = secrets.token_hex(6)
-    expression = (f"{_SIDE}.export({str(workspace.root)!r}, {names!r}, {limit}, {token!r}, "
-                  f"{time.time() + timeout_s!r})")  # fmt: skip
-    found = await kernels.evaluate_in(source_kernel, expression, timeout_s)
-    if found is None or found[0] != "ok":
-        return VariableCopy(refusal=_not_exported(found))
-    report = json.loads(found[1])
-    copied, refused = report["copied"], report["refused"]
-    if refused or report.get("late"):
-        _remove(workspace, [entry["file"] for entry in copied.values()])
-        return VariableCopy(refusal=_refused(refused, limit_mb) if refused else _not_exported(("timeout", "")))
-    if not copied:
+class NotebookVariables:
+    """The variables of notebook kernel ``kernel_id`` as copies in session ``session_id``'s sandboxed
+    kernel, for one turn."""
+
+    def __init__(self, kernels: KernelPool, kernel_id: str, session_id: str, workspace: Workspace, *,
+                 limit_mb: int, prefetch_mb: int) -> None:  # fmt: skip
+        self.kernels, self.kernel_id, self.session_id, self.workspace = kernels, kernel_id, session_id, workspace
+        self.limit_mb, self.prefetch_mb = limit_mb, prefetch_mb
+        self.copied: dict[str, dict[str, Any]] = {}  # name -> {type, bytes} of the copies made this turn
+        self._prefetch: asyncio.Task[None] | None = None
+
+    def prefetch(self) -> None:
+        """Start copying the notebook's small data variables (on the running loop); ``ensure`` waits for it."""
+        if self.prefetch_mb > 0 and self.limit_mb > 0 and self._prefetch is None:
+            self._prefetch = asyncio.get_running_loop().create_task(self._run_prefetch(), name="nini-variables-prefetch")
+
+    async def _run_prefetch(self) -> None:
+        try:
+            await self._copy(None, PREFETCH_TIMEOUT_S)
+        except Exception:  # only a head start: ensure copies what the step names anyway
+            log.info("prefetching the notebook's variables failed", exc_info=True)
+
+    async def ensure(self, names: list[str], timeout_s: float) -> VariableCopy:
+        """``names`` copied into the sandboxed kernel: those the turn copied already are kept."""
+        if self._prefetch is not None:
+            await asyncio.shield(self._prefetch)
+        missing = [name for name in names if name not in self.copied]
+        copy = await self._copy(missing, timeout_s) if missing else VariableCopy()
+        if copy.refusal is None:
+            copy.notes = [_note(name, self.copied[name]) for name in names if name in self.copied]
+        return copy
+
+    def close(self) -> None:
+        """The turn is over: stop a prefetch still under way."""
+        if self._prefetch is not None:
+            self._prefetch.cancel()
+
+    async def _copy(self, names: list[str] | None, timeout_s: float) -> VariableCopy:
+        """Copy ``names`` (None: the prefetch's choice) from the notebook's kernel into the session's."""
+        limit = self.limit_mb * 1024 * 1024
+        workspace = self.workspace
+        workspace.fs.makedirs(FOLDER)  # nini's, with the workspace's owner: the sandbox may remove the copies
+        expression = (f"{_SIDE}.export({str(workspace.root)!r}, {names!r}, {limit}, {secrets.token_hex(6)!r}, "
+                      f"{time.time() + timeout_s!r}, {self.prefetch_mb * 1024 * 1024})")  # fmt: skip
+        found = await self.kernels.evaluate_in(self.kernel_id, expression, timeout_s)
+        if found is None or found[0] != "ok":
+            return VariableCopy(refusal=_not_exported(found))
+        report = json.loads(found[1])
+        copied, refused = report["copied"], report["refused"]
+        if refused or report.get("late"):
+            _remove(workspace, [entry["file"] for entry in copied.values()])
+            return VariableCopy(refusal=_refused(refused, self.limit_mb) if refused else _not_exported(("timeout", "")))
+        if not copied:
+            return VariableCopy()
+        files = {name: entry["file"] for name, entry in copied.items()}
+        load = f"{_SIDE}.load({str(workspace.root)!r}, {files!r})"
+        try:
+            state, text = await self.kernels.evaluate_own(self.session_id, workspace, load, timeout_s)
+        finally:
+            _remove(workspace, list(files.values()))
+        loaded = json.loads(text) if state == "ok" else {"loaded": [], "failed": {n: text or state for n in files}}
+        for name in loaded["loaded"]:
+            self.copied[name] = {"type": copied[name]["type"], "bytes": copied[name]["bytes"]}
+        if loaded["failed"]:
+            reasons = "; ".join(f"{name}: {why}" for name, why in loaded["failed"].items())
+            return VariableCopy(refusal=CodeOutcome.failure("INVALID_ARGUMENT", f"could not load the copies in the sandbox: {reasons}"))
         return VariableCopy()
-    files = {name: entry["file"] for name, entry in copied.items()}
-    state, text = await kernels.evaluate_own(session_id, workspace, f"{_SIDE}.load({str(workspace.root)!r}, {files!r})",
-                                             timeout_s)  # fmt: skip
-    _remove(workspace, list(files.values()))
-    loaded = json.loads(text) if state == "ok" else {"loaded": [], "failed": {n: text or state for n in files}}
-    if loaded["failed"]:
-        reasons = "; ".join(f"{name}: {why}" for name, why in loaded["failed"].items())
-        return VariableCopy(refusal=CodeOutcome.failure("INVALID_ARGUMENT", f"could not load the copies in the sandbox: {reasons}"))
-    notes = [f"nini: {name} copied from the notebook ({copied[name]['type']}, {_size(copied[name]['bytes'])}); "
-             "changing it here changes nothing in the notebook\n" for name in loaded["loaded"]]  # fmt: skip
-    return VariableCopy(notes=notes)
+
+
+def _note(name: str, copied: dict[str, Any]) -> str:
+    return (f"nini: {name} is a copy of the notebook's ({copied['type']}, {_size(copied['bytes'])}); changing it here "
+            "changes nothing in the notebook\n")  # fmt: skip
 
 
 def _refused(refused: dict[str, Any], limit_mb: int) -> CodeOutcome:

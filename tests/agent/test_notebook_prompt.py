@@ -10,10 +10,12 @@ from nini.notebook import NotebookCell, NotebookContext
 from nini.tokens import count_tokens
 
 
-def turn(notebook: NotebookContext | None, cells_tokens: int = 4000) -> SimpleNamespace:
-    """What notebook_section reads of a Session: its notebook and its settings."""
+def turn(notebook: NotebookContext | None, cells_tokens: int = 4000, *, isolation: str = "user_kernel",
+         variables: object = None) -> SimpleNamespace:  # fmt: skip
+    """What notebook_section reads of a Session: its notebook, its settings, where its code runs
+    (%%nini's user kernel unless said) and its copies of the notebook's variables."""
     settings = load_settings(home="/nonexistent-nini-home", agent={"notebook_cells_tokens": cells_tokens})
-    return SimpleNamespace(notebook=notebook, settings=settings)
+    return SimpleNamespace(notebook=notebook, settings=settings, isolation=isolation, variables=variables)
 
 
 def cells(count: int, size: int = 1) -> list[NotebookCell]:
@@ -41,3 +43,16 @@ def test_a_zero_budget_leaves_the_cells_out_but_keeps_the_variables() -> None:
     notebook = NotebookContext(cells=cells(3), active=2, namespace="## Variables\n- `x` = 1 (int)")
     text = notebook_section(turn(notebook, cells_tokens=0), "q")
     assert "[cell" not in text and "`x` = 1" in text
+
+
+def test_the_variables_are_introduced_by_where_the_code_runs() -> None:
+    from nini.execution.namespace import describe_namespace
+
+    notebook = NotebookContext(namespace=describe_namespace({"sales": 1.5}, 500))
+    here = notebook_section(turn(notebook), "q")
+    assert "These are in the kernel where your code runs; use them by name." in here
+    sandbox = notebook_section(turn(notebook, isolation="sandbox", variables=object()), "q")
+    assert "These are in the notebook's kernel, not in yours" in sandbox and "variables=[\"sales\"]" in sandbox
+    assert "larger than 512 MiB is not copied" in sandbox and "- `sales` = 1.5" in sandbox
+    gateway = notebook_section(turn(notebook, isolation="gateway"), "q")
+    assert "cannot be copied into it here" in gateway and "use them by name" not in gateway

@@ -96,19 +96,21 @@ async def test_the_agent_works_on_copies_of_the_notebooks_variables_in_the_sandb
     nini_home: Path,
 ) -> None:
     notebook = await open_notebook(jp_fetch, jp_serverapp)
-    assert await notebook.run(SALES) == ""
+    assert await notebook.run(SALES + "\nregions = 2") == ""
     session_id = await new_session(api)
     llm_server.reply(
         tool_call("run_code", code="before = float(sales['amount'].sum())\nsales['amount'] = 0\nresult = before",
                   variables=["sales"]),
         tool_call("run_code", code="result = float(sales['amount'].sum())"),  # the copy stays in the sandbox's kernel
+        tool_call("run_code", code="result = regions + 1"),  # copied when the turn started, while the model thought
         text("The total is 7.5."),
     )
     events = await ask(api, jp_ws_fetch, session_id, notebook, "What is the total amount?")
-    first, second = await results(api, session_id)
+    first, second, prefetched = await results(api, session_id)
     assert first["success"] and first["result"]["result"] == 7.5, first
-    assert "sales copied from the notebook (DataFrame" in first["result"]["stderr"]
+    assert "sales is a copy of the notebook's (DataFrame" in first["result"]["stderr"]
     assert second["result"]["result"] == 0.0
+    assert prefetched["result"]["result"] == 3
     executions = [e["data"] for e in events if e["type"] == "code_execution"]
     assert {e["isolation"] for e in executions} == {"sandbox"}
     assert not any(e["type"] == "approval_required" for e in events)  # nothing ran in the user's kernel

@@ -144,7 +144,7 @@ def test_by_default_the_agents_code_runs_in_the_sandbox_with_copies_of_the_noteb
     assert step.locator(".nini-step-where").inner_text() == "sandbox"
     step.locator("summary").click()
     output = step.locator(".nini-step-output").inner_text()
-    assert "7.5" in output and "sales copied from the notebook" in output  # a copy of the notebook's `sales`
+    assert "7.5" in output and "sales is a copy of the notebook's" in output  # a copy of the notebook's `sales`
     assert page.locator(".nini-approval").count() == 0  # nothing ran in the user's kernel: nothing to approve
     screenshot(page, "05-sandbox-with-variables")
 

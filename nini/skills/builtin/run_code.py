@@ -11,7 +11,7 @@ from nini.errors import ErrorCode, NiniError
 from nini.execution.approvals import USER_KERNEL_NOTICE
 from nini.execution.outcome import CodeOutcome, CodeRequest
 from nini.execution.runtime_dirs import owner_token
-from nini.execution.variables import VariableCopy, check_names, copy_variables
+from nini.execution.variables import VariableCopy, check_names
 from nini.execution.workspace import check_dataset_name
 from nini.redact import redact_paths
 from nini.skills.function import skill
@@ -113,16 +113,13 @@ async def _approval_refusal(session: Session, code: str, isolation: str) -> Code
 
 async def _copy_variables(session: Session, names: list[str], timeout_s: float) -> VariableCopy:
     """Copies of the notebook's ``names`` in the session's sandboxed kernel (``nini.execution.variables``)."""
-    source = session.variables_kernel_id
-    if source is None:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, "variables: there is no notebook to copy variables from in this "
-                        "turn (the user did not ask from a notebook); use the session's datasets")  # fmt: skip
     if session.isolation == "gateway":
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "variables: copying notebook variables into a kernel on a gateway "
                         "is not supported; save them as a dataset from the notebook instead")  # fmt: skip
-    settings = session.settings.execution
-    return await copy_variables(session.runtime.kernels, source, session.id, session.workspace, names,
-                                limit_mb=settings.variable_copy_max_mb, timeout_s=timeout_s)  # fmt: skip
+    if session.variables is None:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, "variables: there is no notebook to copy variables from in this "
+                        "turn (the user did not ask from a notebook); use the session's datasets")  # fmt: skip
+    return await session.variables.ensure(names, timeout_s)
 
 
 def build_request(
