@@ -189,7 +189,24 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?=\s|$)")
 _SETEXT = re.compile(r"^ {0,3}(?:=+|-+)\s*$")
 _CODE_SPAN = re.compile(r"(`+[^`]*`+)")
+# an inline image (alt, url, title), or else any other image's opening (reference style)
+_IMAGE = re.compile(r'!\[(?P<alt>[^\]\n]*)\]\((?P<url>[^)\s]*)(?P<title>\s+"[^"\n]*")?\)|!\[')
 _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def _inert(text: str) -> str:
+    """Markdown outside code with its HTML tags written out as text, and its images (but embedded
+    ``data:image/`` ones, which load nothing) as links to them."""
+    return _IMAGE.sub(_image_as_link, _TAG_START.sub(r"\\<", text))
+
+
+def _image_as_link(found: re.Match[str]) -> str:
+    url = found.group("url")
+    if url is None:  # ![alt][ref] and the like: the "!" as text, the rest a link
+        return "\\!["
+    if url.startswith("data:image/"):
+        return found.group(0)
+    return f"[{found.group('alt') or url}]({url}{found.group('title') or ''})"
 
 
 def md_prose(text: str) -> str:
@@ -197,7 +214,9 @@ def md_prose(text: str) -> str:
 
     Headings are demoted to level 4 (no new sections), an unclosed code fence is closed (it would
     swallow the rest of the report), a setext underline cannot turn a line into a heading, HTML
-    tags outside code are escaped, and absolute paths and tool names are removed (``business_text``).
+    tags outside code are escaped, an image (``![alt](url)``) becomes a link to it (a Markdown
+    viewer would fetch a remote one: JupyterLab's sanitizer lets remote images through), and
+    absolute paths and tool names are removed (``business_text``).
     """
     out: list[str] = []
     fence = ""
@@ -219,7 +238,7 @@ def md_prose(text: str) -> str:
         elif _SETEXT.match(line) and out and out[-1].strip():
             out.append("")
         parts = _CODE_SPAN.split(line)
-        out.append("".join(part if i % 2 else _TAG_START.sub(r"\\<", part) for i, part in enumerate(parts)))
+        out.append("".join(part if i % 2 else _inert(part) for i, part in enumerate(parts)))
     if fence:
         out.append(fence)
     return "\n".join(out)

@@ -296,3 +296,14 @@ def test_md_inline_escapes_markup(text: str, markdown: str) -> None:
 def test_md_prose_keeps_markdown_but_escapes_tags() -> None:
     assert md_prose("**bold** <b>x</b> `<code>`") == "**bold** \\<b>x\\</b> `<code>`"
     assert md_prose("title\n===") == "title\n\n==="
+
+
+def test_md_prose_turns_images_into_links_that_no_viewer_fetches() -> None:
+    """A report's .md is opened in JupyterLab, whose sanitizer lets remote images through: an image a
+    model wrote into the conclusions would be fetched from wherever it names (issue 31)."""
+    prose = md_prose("See ![chart](http://127.0.0.1:9/leak.png?d=secret) and ![x][ref]\n\n[ref]: http://127.0.0.1:9/r.png\n"
+                     "and `![kept](in-code)` and ![](http://127.0.0.1:9/x.png) and ![dot](data:image/png;base64,AA==)")  # fmt: skip
+    html = MarkdownIt("commonmark").render(prose)
+    assert re.findall(r'<img src="([^"]*)"', html) == ["data:image/png;base64,AA=="]  # embedded: loads nothing
+    assert '<a href="http://127.0.0.1:9/leak.png?d=secret">chart</a>' in html and "<code>![kept](in-code)</code>" in html
+    assert '<a href="http://127.0.0.1:9/x.png">http://127.0.0.1:9/x.png</a>' in html  # no alt: the address as its text
