@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from jupyter_ext.serve import ServerProcess
+from tests.conftest import without_approval, write_settings
 from tests.jupyter_ext.conftest import nini_env, r_usable
 
 
@@ -28,6 +29,7 @@ def test_sigterm_stops_every_kernel_and_worker(tmp_path: Path, nini_home: Path) 
     # kernels' runtime folders (sockets, connection files) go to TMPDIR when it is not below
     # /tmp (see sandbox.runtime_base); a short one, as unix socket paths must fit in 108 bytes
     kernel_tmp = Path(tempfile.mkdtemp(prefix="nt-", dir="/var/tmp"))
+    write_settings(nini_home, without_approval({}))  # the notebook kernel's step runs unasked: this is about shutdown
     env = nini_env(nini_home, tmp_path) | {"TMPDIR": str(kernel_tmp)}
     server = ServerProcess.start(root_dir=tmp_path, env=env, output=(tmp_path / "server.log").open("wb"))
     try:
