@@ -89,6 +89,15 @@ def api(jp_fetch: Any) -> Any:
     return call
 
 
+@pytest.fixture
+def notebook_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The working folder of the notebook kernels a test starts (the server starts them in its own)."""
+    folder = tmp_path / "notebook-folder"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    return folder
+
+
 async def new_session(api: Any, title: str = "test") -> str:
     return (await api("POST", "sessions", body={"title": title})).data["id"]
 

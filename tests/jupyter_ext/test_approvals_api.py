@@ -34,15 +34,6 @@ def jp_server_config(nini_home: Path, llm_server: ScriptedLLM, approval_settings
     })  # fmt: skip
 
 
-@pytest.fixture
-def notebook_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The working folder of the notebook kernels a test starts (the server starts them in its own)."""
-    folder = tmp_path / "notebook-folder"
-    folder.mkdir()
-    monkeypatch.chdir(folder)
-    return folder
-
-
 async def notebook_kernel(jp_fetch: Any) -> str:
     response = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "python3"}))
     return json.loads(response.body)["id"]

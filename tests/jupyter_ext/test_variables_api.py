@@ -53,15 +53,6 @@ class Notebook:
         return "".join(printed)
 
 
-@pytest.fixture
-def notebook_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The working folder of the notebook kernels a test starts (the server starts them in its own)."""
-    folder = tmp_path / "notebook-folder"
-    folder.mkdir()
-    monkeypatch.chdir(folder)
-    return folder
-
-
 async def open_notebook(jp_fetch: Any, jp_serverapp: Any) -> Notebook:
     """A notebook's kernel, started through the server's kernel API as JupyterLab starts one."""
     response = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "python3"}))
