@@ -216,6 +216,32 @@ def test_a_module_a_sandboxed_step_planted_is_not_what_a_later_step_imports_here
 
 
 @pytest.mark.slow
+def test_a_link_a_sandboxed_step_planted_is_not_followed_when_a_later_step_draws_here(
+    tmp_path: Path, llm_server: ScriptedLLM
+) -> None:
+    """A sandboxed step replaces the workspace's artifacts/ with a link to a host folder; a later
+    %%nini step (allowed by a person, default settings) draws a chart in the user's kernel: nini's
+    kernel side saves nothing through the link."""
+    home, outside = tmp_path / "home", tmp_path / "outside"
+    outside.mkdir()
+    write_settings(home, {**scripted_model_settings(llm_server), "ui": {"language": "en"}})
+    asker = AskKernel(home, tmp_path)
+    try:
+        assert asker.run("%load_ext nini").errors == []
+        plant = f"import pathlib\npathlib.Path('artifacts').rename('artifacts-was')\npathlib.Path('artifacts').symlink_to({str(outside)!r})"
+        assert asker.run(f"%%nini_run\n{plant}").errors == []  # in the session's sandbox
+        assert next(home.glob("sessions/*/workspace/artifacts")).is_symlink()
+        llm_server.reply(tool_call("run_code", code="import matplotlib.pyplot as plt\nplt.plot([1, 2])", label="chart"),
+                         text("Drawn."))  # fmt: skip
+        out = asker.ask("%%nini\nDraw it.", answers=["o"])
+        assert len(out["prompts"]) == 1 and out["errors"] == []
+        assert any("charts were not saved" in step["text"] for step in out["steps"]), out["steps"]
+        assert list(outside.iterdir()) == []
+    finally:
+        asker.shutdown()
+
+
+@pytest.mark.slow
 def test_a_qualifying_run_becomes_a_skill_that_nini_skills_list_shows(tmp_path: Path, llm_server: ScriptedLLM) -> None:
     """End to end in a notebook kernel: an error recovered and three code runs score 3, the
     conservative threshold; the enhancement saves a skill after the answer, and its note follows."""
