@@ -175,7 +175,7 @@ def ms(values: list[float]) -> float:
     return statistics.median(values) * 1000
 
 
-async def main() -> int:
+async def main() -> None:
     bwrap_ok, why = probe_bwrap()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
@@ -208,8 +208,8 @@ async def main() -> int:
               f"{start_bwrap / start_none:5.2f}x unsandboxed")
         print(f"  KernelPool, legacy sandbox (interleaved)           {legacy_start:8.0f} ms  "
               f"hardened/legacy {start_bwrap / legacy_start:5.2f}x")
-    return store_throughput.main()
 
 
 if __name__ == "__main__":  # run as a script, so store_throughput imports from this folder
-    sys.exit(asyncio.run(main()))
+    asyncio.run(main())
+    sys.exit(store_throughput.main())  # it runs event loops of its own: after this one has closed

@@ -140,6 +140,8 @@ def test_a_proposal_shows_as_a_pending_cell_and_accept_and_run_inserts_it(page: 
     pending.locator(".nini-proposal-run").click()
     page.wait_for_selector(f'{card}[data-status="accepted"]')
     pending.wait_for(state="detached")
+    # the inserted cell's editor is drawn a frame or two after the model changes (a loaded machine: more)
+    page.locator(f"{CELLS} .jp-InputArea-editor .cm-content").nth(len(before)).wait_for()
     assert notebook_cells(page) == [*before, {"type": "code", "source": "sales.amount.mean()"}]
     cell(page, 2).locator(".jp-OutputArea-output:has-text('3.75')").wait_for(timeout=60_000)  # and it ran
     recorded = proposals(lab, page)[proposal]
