@@ -163,14 +163,15 @@ class NiniMagics(Magics):
     def _approvals(self, reset: bool) -> None:
         """Say whether the agent's steps here ask first; ``reset`` makes them ask again."""
         runtime, session = self.runtime, self.session
+        words = QUESTION.get(runtime.settings.ui.language, QUESTION["zh"])
         if reset and self._loop_thread().run(runtime.approvals.revoke(session)):
-            print("nini: steps of this session ask again before they run in this kernel")
+            print(words["reset"])
         if not runtime.settings.execution.approve_in_user_kernel:
-            print("nini: steps run in this kernel without asking (execution.approve_in_user_kernel is off)")
+            print(words["off"])
         elif runtime.approvals.allowed_for_session(session.id):
-            print(QUESTION[runtime.settings.ui.language]["allowed"])
+            print(words["allowed"])
         else:
-            print("nini: each step asks before it runs in this kernel (allow once, for this session, or reject)")
+            print(words["asks"])
 
     def _feedback(self, action: str, run_id: str | None, signals: list[str], comment: str | None) -> None:
         """The user's judgement of an answer, learned from (``nini feedback``); prints what changed."""

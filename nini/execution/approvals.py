@@ -38,11 +38,17 @@ Asker = Callable[[str, str], Awaitable[Decision]]
 QUESTION = {
     "zh": {"intro": "nini 想在你的内核中运行这一步（不在沙盒中）：", "ask": "允许一次 [o] · 本会话内允许 [s] · 拒绝 [N]：",
            "session": "nini：本会话的步骤将在你的内核中直接运行，不再询问（%nini approvals --reset 恢复询问）",
-           "allowed": "nini：本会话已允许（本会话内允许）：步骤在你的内核中运行，不再询问"},
+           "allowed": "nini：本会话已允许（本会话内允许）：步骤在你的内核中运行，不再询问",
+           "reset": "nini：本会话的步骤在你的内核中运行前将再次询问",
+           "off": "nini：步骤在你的内核中运行，不会询问（execution.approve_in_user_kernel 已关闭）",
+           "asks": "nini：每一步在你的内核中运行前都会询问（允许一次、本会话内允许或拒绝）"},
     "en": {"intro": "nini wants to run this step; it runs in your kernel, not sandboxed:",
            "ask": "Allow once [o] · Allow for this session [s] · Reject [N]: ",
            "session": "nini: this session's steps now run in your kernel without asking (%nini approvals --reset asks again)",
-           "allowed": "nini: allowed for this session: steps run in your kernel without asking"},
+           "allowed": "nini: allowed for this session: steps run in your kernel without asking",
+           "reset": "nini: steps of this session ask again before they run in this kernel",
+           "off": "nini: steps run in this kernel without asking (execution.approve_in_user_kernel is off)",
+           "asks": "nini: each step asks before it runs in this kernel (allow once, for this session, or reject)"},
 }  # fmt: skip
 
 
@@ -92,12 +98,14 @@ class Approvals:
         self._pending[pending.id] = pending
         try:
             await _publish(session, "approval_required", {**pending.to_dict(), "timeout_s": timeout_s})
-            if asker is not None:
-                pending.future.set_result(await asker(code, language))
-            try:
-                decision: Decision | Literal["timed_out"] = await asyncio.wait_for(asyncio.shield(pending.future), timeout_s)
-            except TimeoutError:
-                decision = "timed_out"
+            decision: Decision | Literal["timed_out"]
+            if asker is not None:  # the person is where the client asks (no timeout: the cell waits for them)
+                decision = await asker(code, language)
+            else:
+                try:
+                    decision = await asyncio.wait_for(asyncio.shield(pending.future), timeout_s)
+                except TimeoutError:
+                    decision = "timed_out"
         finally:
             self._pending.pop(pending.id, None)
         approved = decision in ("once", "session")

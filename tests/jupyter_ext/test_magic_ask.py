@@ -152,93 +152,87 @@ def test_without_a_model_it_says_so_in_one_line(tmp_path: Path) -> None:
         kernel.shutdown()
 
 
+@pytest.fixture
+def default_kernel(tmp_path: Path, llm_server: ScriptedLLM) -> Iterator[AskKernel]:
+    """A notebook's kernel with nini loaded under the default settings (nothing about approval,
+    which is on), in English; its NINI_HOME is ``tmp_path / "home"``."""
+    write_settings(tmp_path / "home", {**scripted_model_settings(llm_server), "ui": {"language": "en"}})
+    started = AskKernel(tmp_path / "home", tmp_path)
+    assert started.run("%load_ext nini").errors == []
+    yield started
+    started.shutdown()
+
+
 @pytest.mark.slow
 def test_by_default_each_step_shows_its_code_and_runs_only_once_the_user_allows_it(
-    tmp_path: Path, llm_server: ScriptedLLM
+    default_kernel: AskKernel, llm_server: ScriptedLLM
 ) -> None:
     """Approval is on by default: each step shows its whole code (highlighted) and asks; "once" runs
     it, "s" runs it and every later step of the session without asking, anything else rejects."""
-    home = tmp_path / "home"
-    write_settings(home, {**scripted_model_settings(llm_server), "ui": {"language": "en"}})  # nothing about approval
-    asker = AskKernel(home, tmp_path)
-    try:
-        assert asker.run("%load_ext nini").errors == []
-        llm_server.reply(tool_call("run_code", code="approved_step = 1"), tool_call("run_code", code="refused_step = 1"),
-                         text("Done."))  # fmt: skip
-        out = asker.ask("%%nini\nSet two flags.", answers=["o", "n"])
-        assert out["errors"] == [], out
-        assert out["stdout"].count("nini wants to run this step; it runs in your kernel, not sandboxed:") == 2
-        assert out["prompts"] == ["Allow once [o] · Allow for this session [s] · Reject [N]: "] * 2
-        shown = "".join(html for html in out["html"] if "approved_step" in html)
-        assert "approved_step" in shown and "refused_step" in "".join(out["html"])  # the code, highlighted
-        assert any(step["text"].startswith("✗ run_code: CANCELED") for step in out["steps"])
-        assert asker.run("print('approved_step' in dir(), 'refused_step' in dir())").stdout == "True False\n", (out["prompts"], out["steps"], out["markdown"])
-        llm_server.reply(tool_call("run_code", code="first = 1"), tool_call("run_code", code="second = 2"), text("Done."),
-                         tool_call("run_code", code="third = 3"), text("Done."))  # fmt: skip
-        allowed = asker.ask("%%nini\nTwo more.", answers=["s"])
-        assert len(allowed["prompts"]) == 1  # the second step ran without asking
-        assert "this session's steps now run in your kernel without asking" in allowed["stdout"]
-        later = asker.ask("%%nini\nOne more.", answers=[])
-        assert "allowed for this session" in later["stdout"] and later["prompts"] == []
-        assert asker.run("print(first + second + third)").stdout == "6\n"
-        assert "ask again" in asker.run("%nini approvals --reset").stdout
-        llm_server.reply(tool_call("run_code", code="fourth = 4"), text("Done."))
-        asked = asker.ask("%%nini\nAnd again.", answers=[""])
-        assert len(asked["prompts"]) == 1  # asks again; an empty answer rejects
-        assert asker.run("print('fourth' in dir())").stdout == "False\n"
-    finally:
-        asker.shutdown()
+    llm_server.reply(tool_call("run_code", code="approved_step = 1"), tool_call("run_code", code="refused_step = 1"),
+                     text("Done."))  # fmt: skip
+    out = default_kernel.ask("%%nini\nSet two flags.", answers=["o", "n"])
+    assert out["errors"] == [], out
+    assert out["stdout"].count("nini wants to run this step; it runs in your kernel, not sandboxed:") == 2
+    assert out["prompts"] == ["Allow once [o] · Allow for this session [s] · Reject [N]: "] * 2
+    shown = "".join(html for html in out["html"] if "approved_step" in html)
+    assert "approved_step" in shown and "refused_step" in "".join(out["html"])  # the code, highlighted
+    assert any(step["text"].startswith("✗ run_code: CANCELED") for step in out["steps"])
+    flags = default_kernel.run("print('approved_step' in dir(), 'refused_step' in dir())").stdout
+    assert flags == "True False\n", out["steps"]
+    llm_server.reply(tool_call("run_code", code="first = 1"), tool_call("run_code", code="second = 2"), text("Done."),
+                     tool_call("run_code", code="third = 3"), text("Done."))  # fmt: skip
+    allowed = default_kernel.ask("%%nini\nTwo more.", answers=["s"])
+    assert len(allowed["prompts"]) == 1  # the second step ran without asking
+    assert "this session's steps now run in your kernel without asking" in allowed["stdout"]
+    later = default_kernel.ask("%%nini\nOne more.", answers=[])
+    assert "allowed for this session" in later["stdout"] and later["prompts"] == []
+    assert default_kernel.run("print(first + second + third)").stdout == "6\n"
+    assert "ask again" in default_kernel.run("%nini approvals --reset").stdout
+    llm_server.reply(tool_call("run_code", code="fourth = 4"), text("Done."))
+    asked = default_kernel.ask("%%nini\nAnd again.", answers=[""])
+    assert len(asked["prompts"]) == 1  # asks again; an empty answer rejects
+    assert default_kernel.run("print('fourth' in dir())").stdout == "False\n"
 
 
 @pytest.mark.slow
 def test_a_module_a_sandboxed_step_planted_is_not_what_a_later_step_imports_here(
-    tmp_path: Path, llm_server: ScriptedLLM
+    default_kernel: AskKernel, llm_server: ScriptedLLM, tmp_path: Path
 ) -> None:
     """The attack of issue 31: a sandboxed step of the session writes a module named like a library
     into the workspace; a later %%nini step of the same session imports that name in the user's
     kernel. Under the default settings the step asks first, and allowed, it does not find the
     planted file (the kernel's working directory and sys.path are the notebook's)."""
     home, marker = tmp_path / "home", tmp_path / "planted-ran"
-    write_settings(home, {**scripted_model_settings(llm_server), "ui": {"language": "en"}})
-    asker = AskKernel(home, tmp_path)
-    try:
-        assert asker.run("%load_ext nini").errors == []
-        planted = f"open('nini_planted_lib.py', 'w').write(\"open({str(marker)!r}, 'w').write('ran')\")"
-        assert asker.run(f"%%nini_run\n{planted}").errors == []  # in the session's sandbox
-        assert (home / "sessions").is_dir() and next(home.glob("sessions/*/workspace/nini_planted_lib.py"))
-        llm_server.reply(tool_call("run_code", code="import nini_planted_lib"), text("Imported."))
-        out = asker.ask("%%nini\nImport it.", answers=["o"])
-        assert len(out["prompts"]) == 1  # a person was asked
-        assert any("ModuleNotFoundError" in step["text"] for step in out["steps"]), out["steps"]
-        assert not marker.exists()
-    finally:
-        asker.shutdown()
+    planted = f"open('nini_planted_lib.py', 'w').write(\"open({str(marker)!r}, 'w').write('ran')\")"
+    assert default_kernel.run(f"%%nini_run\n{planted}").errors == []  # in the session's sandbox
+    assert (home / "sessions").is_dir() and next(home.glob("sessions/*/workspace/nini_planted_lib.py"))
+    llm_server.reply(tool_call("run_code", code="import nini_planted_lib"), text("Imported."))
+    out = default_kernel.ask("%%nini\nImport it.", answers=["o"])
+    assert len(out["prompts"]) == 1  # a person was asked
+    assert any("ModuleNotFoundError" in step["text"] for step in out["steps"]), out["steps"]
+    assert not marker.exists()
 
 
 @pytest.mark.slow
 def test_a_link_a_sandboxed_step_planted_is_not_followed_when_a_later_step_draws_here(
-    tmp_path: Path, llm_server: ScriptedLLM
+    default_kernel: AskKernel, llm_server: ScriptedLLM, tmp_path: Path
 ) -> None:
     """A sandboxed step replaces the workspace's artifacts/ with a link to a host folder; a later
     %%nini step (allowed by a person, default settings) draws a chart in the user's kernel: nini's
     kernel side saves nothing through the link."""
     home, outside = tmp_path / "home", tmp_path / "outside"
     outside.mkdir()
-    write_settings(home, {**scripted_model_settings(llm_server), "ui": {"language": "en"}})
-    asker = AskKernel(home, tmp_path)
-    try:
-        assert asker.run("%load_ext nini").errors == []
-        plant = f"import pathlib\npathlib.Path('artifacts').rename('artifacts-was')\npathlib.Path('artifacts').symlink_to({str(outside)!r})"
-        assert asker.run(f"%%nini_run\n{plant}").errors == []  # in the session's sandbox
-        assert next(home.glob("sessions/*/workspace/artifacts")).is_symlink()
-        llm_server.reply(tool_call("run_code", code="import matplotlib.pyplot as plt\nplt.plot([1, 2])", label="chart"),
-                         text("Drawn."))  # fmt: skip
-        out = asker.ask("%%nini\nDraw it.", answers=["o"])
-        assert len(out["prompts"]) == 1 and out["errors"] == []
-        assert any("charts were not saved" in step["text"] for step in out["steps"]), out["steps"]
-        assert list(outside.iterdir()) == []
-    finally:
-        asker.shutdown()
+    plant = ("import pathlib\npathlib.Path('artifacts').rename('artifacts-was')\n"
+             f"pathlib.Path('artifacts').symlink_to({str(outside)!r})")
+    assert default_kernel.run(f"%%nini_run\n{plant}").errors == []  # in the session's sandbox
+    assert next(home.glob("sessions/*/workspace/artifacts")).is_symlink()
+    llm_server.reply(tool_call("run_code", code="import matplotlib.pyplot as plt\nplt.plot([1, 2])", label="chart"),
+                     text("Drawn."))  # fmt: skip
+    out = default_kernel.ask("%%nini\nDraw it.", answers=["o"])
+    assert len(out["prompts"]) == 1 and out["errors"] == []
+    assert any("charts were not saved" in step["text"] for step in out["steps"]), out["steps"]
+    assert list(outside.iterdir()) == []
 
 
 @pytest.mark.slow
