@@ -221,6 +221,16 @@ skill_run_feedback = sa.Table(
     sa.Index("ix_skill_run_feedback_run", "run_id"),
 )
 
+# The host uid of each session's sandbox when nini runs as root (``nini.history.uids``): allocated
+# here, so no two sessions of a database share one (a hash of the workspace path did collide), and
+# kept, so a session's workspace files stay its own across restarts.
+session_uids = sa.Table(
+    "session_uids",
+    metadata,
+    sa.Column("session_id", sa.Text, sa.ForeignKey("sessions.id"), primary_key=True),
+    sa.Column("uid", sa.BigInteger, nullable=False, unique=True),
+)
+
 # Kept out of ``metadata``: it must exist before any migration runs, and no migration drops it.
 schema_version = sa.Table("schema_version", sa.MetaData(), sa.Column("version", sa.Integer, nullable=False))
 
@@ -275,7 +285,13 @@ def _v5(conn: Connection) -> None:
             index.create(conn)
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5]
+def _v6(conn: Connection) -> None:
+    """Session sandboxes get uids allocated by the store: ``session_uids`` (created by ``_v1`` on a
+    fresh database). Sessions of before get theirs when their sandbox next starts."""
+    metadata.create_all(conn, tables=[session_uids], checkfirst=True)
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
 """Step N (1-based) brings the schema from version N-1 to N. Append only; never edit a shipped step."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

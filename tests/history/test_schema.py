@@ -19,7 +19,7 @@ from nini.history.store import HistoryStore
 from tests.conftest import REPO_ROOT
 
 TABLES = {"sessions", "messages", "tool_calls", "executions", "artifacts", "datasets", "events", "schema_version",
-          "user_preferences", "skill_run_feedback"}
+          "user_preferences", "skill_run_feedback", "session_uids"}
 
 
 def versions(db_url: str) -> list[int]:
