@@ -97,11 +97,6 @@ class ExecutionSettings(BaseModel):
         default_factory=list, description="Host folders the sandbox shows read-only besides what analysis needs "
         "(interpreter, R, system libraries), e.g. a shared data folder or an editable library."
     )
-    exec_guard: Literal["auto", "landlock", "seccomp"] = Field(
-        "auto", description="How sandboxed code is kept from running programs: auto (Landlock where the kernel "
-        "has it, else seccomp), landlock (fail without it), seccomp (no execve at all: joblib's process pool "
-        "cannot start either)."
-    )
     approve_in_user_kernel: bool = Field(
         True, description="Each step nini runs in your own notebook kernel (%%nini, the sidebar's notebook kernel, "
         "run-code with kernel_id), which is not sandboxed, waits until you see its code and allow it (once, or for "

@@ -112,11 +112,7 @@ def _protections(settings: Settings) -> list[Check]:
                "its own (not a host account); new user namespaces refused by seccomp") if sandbox.running_as_root() else (
                f"user namespace: uid {sandbox.SANDBOX_UID} inside, no capabilities, --disable-userns")  # fmt: skip
         checks.append(Check("sandbox user", True, who, required=False))
-    checks.append(_exec_guard(execution.exec_guard, guard.landlock_abi()))
-    seccomp = guard.seccomp_available()
-    checks.append(Check("seccomp", seccomp, "filters available: sandboxed code cannot make user namespaces"
-                        if seccomp else "not available in this kernel: sandboxed kernels will not start",
-                        required=False))  # fmt: skip
+    checks += _guards(checks[0].ok, guard.seccomp_available(), guard.landlock_abi())
     checks.append(Check("limits", True, f"memory {execution.memory_limit_mb} MiB (R {settings.r.memory_limit_mb} MiB), "
                         f"{execution.max_processes} processes, /tmp and /dev/shm {execution.tmp_size_mb} MiB each, "
                         f"workspace quota {execution.workspace_quota_mb} MiB", required=False))  # fmt: skip
@@ -162,18 +158,22 @@ def _sandboxed_python(settings: Settings) -> Check:
                  required=False)  # fmt: skip
 
 
-def _exec_guard(setting: str, abi: int) -> Check:
-    """How sandboxed code is kept from running programs, given the setting and this kernel."""
-    if setting == "landlock" and abi == 0:
-        return Check("exec guard", False, "exec_guard is 'landlock' but this kernel has no Landlock: sandboxed "
-                     "kernels and R workers will not start (set it to auto)", required=False)  # fmt: skip
-    if setting == "seccomp" or abi == 0:
-        why = "as exec_guard says" if setting == "seccomp" else "this kernel has no Landlock"
-        return Check("exec guard", setting == "seccomp", f"seccomp ({why}): no program runs, and neither do "
-                     "joblib's or multiprocessing's spawned workers", required=False)  # fmt: skip
+def _guards(sandboxed: bool, seccomp: bool, abi: int) -> list[Check]:
+    """What stops programs (seccomp) and what Landlock adds, on this kernel."""
+    if not sandboxed:
+        return [Check("programs", False, "agent code runs unsandboxed: nothing stops it from running programs",
+                      required=False)]  # fmt: skip
+    programs = Check("programs", seccomp, "seccomp refuses execve and execveat to sandboxed code, the interpreter "
+                     "included: no program runs by any route; process pools fork (multiprocessing, joblib); "
+                     "fallocate and new user namespaces refused too" if seccomp else
+                     "seccomp is not available in this kernel: sandboxed kernels and R workers will not start",
+                     required=False)  # fmt: skip
+    if abi == 0:
+        return [programs, Check("landlock", False, "not in this kernel: sandboxed code's changes are kept to its "
+                                "folders by the read-only mounts alone", required=False)]  # fmt: skip
     extra = (["TCP bind/connect refused"] if abi >= 4 else []) + (["signals and abstract sockets scoped"] if abi >= 6 else [])
-    return Check("exec guard", True, f"Landlock ABI {abi}: only the Python interpreter may be executed"
-                 + "".join(f"; {e}" for e in extra), required=False)  # fmt: skip
+    return [programs, Check("landlock", True, f"ABI {abi}: changes only beneath the writable folders, execution "
+                            "granted nowhere" + "".join(f"; {e}" for e in extra), required=False)]  # fmt: skip
 
 
 def _home(home: Path) -> Check:

@@ -367,10 +367,12 @@ def test_doctor_says_which_protections_are_active(run, nini_home: Path, monkeypa
     assert by["sandbox"]["ok"] is probe_bwrap()[0]
     if probe_bwrap()[0]:
         assert "uid" in by["sandbox user"]["detail"]
-    guard = by["exec guard"]["detail"]
-    assert (f"Landlock ABI {landlock_abi()}" in guard) if landlock_abi() else guard.startswith("seccomp")
+    if probe_bwrap()[0]:  # seccomp stops programs, whatever Landlock this kernel has
+        assert by["programs"]["ok"] is seccomp_available() and by["programs"]["detail"].startswith("seccomp refuses execve")
+        assert by["landlock"]["ok"] is (landlock_abi() > 0)
+        assert (f"ABI {landlock_abi()}" in by["landlock"]["detail"]) if landlock_abi() else "not in this kernel" in by["landlock"]["detail"]
     assert "48 processes" in by["limits"]["detail"] and "workspace quota 10240 MiB" in by["limits"]["detail"]
-    assert "link" in by["workspace files"]["detail"] and by["seccomp"]["ok"] is seccomp_available()
+    assert "link" in by["workspace files"]["detail"]
     assert by["user kernel"]["ok"] and "not sandboxed" in by["user kernel"]["detail"]
     assert "waits until you allow it (once or for the session)" in by["user kernel"]["detail"]
     monkeypatch.setenv("NINI_EXECUTION__APPROVE_IN_USER_KERNEL", "false")
@@ -379,6 +381,7 @@ def test_doctor_says_which_protections_are_active(run, nini_home: Path, monkeypa
     monkeypatch.setenv("NINI_EXECUTION__SANDBOX", "none")
     off = {c["name"]: c for c in json.loads(ok(run("doctor", "--json")))}
     assert off["sandbox"]["ok"] is False and "unsandboxed" in off["sandbox"]["detail"]
+    assert off["programs"]["ok"] is False and "nothing stops it" in off["programs"]["detail"] and "landlock" not in off
 
 
 def test_doctor_reports_settings_warnings_without_failing(run, nini_home: Path):

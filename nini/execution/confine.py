@@ -13,9 +13,10 @@ planted ``nini/`` package run before the confinement. Steps:
 2. Limits (``setrlimit``, hard and soft, so the code cannot raise them back): address space,
    processes and threads (RLIMIT_NPROC counts the sandbox user's tasks: with a uid or user
    namespace of its own, only this sandbox's), the size of any one file, no core dumps.
-3. ``guard.restrict``: Landlock leaves execution to the interpreter only and changes to the
-   writable folders; seccomp refuses new user namespaces (and every execve where Landlock is
-   missing).
+3. ``guard.restrict``: seccomp refuses every execve from here on (no program at all, the
+   interpreter included: start-up is done, MODULE runs in this process), ``fallocate`` and new
+   user namespaces; Landlock keeps changes to the writable folders. ``guard.fork_defaults`` then
+   makes process pools fork, the one start method that needs no program.
 
 Unsandboxed (``--unsandboxed``: execution.sandbox "none") only the address-space limit applies:
 the user chose to trust the code, and RLIMIT_NPROC would count all of the user's processes.
@@ -50,7 +51,6 @@ def command(
     max_processes: int = 0,
     file_size_bytes: int = 0,
     uid: int | None = None,
-    no_exec: str = "auto",
     writable: list[str] = (),  # type: ignore[assignment]
     sockets_only: list[str] = (),  # type: ignore[assignment]
 ) -> list[str]:
@@ -63,7 +63,7 @@ def command(
     flags, target = rest[:split], rest[split:]
     options = ["--memory", str(int(memory_bytes))]
     if sandboxed:
-        options += ["--processes", str(max_processes), "--file-size", str(int(file_size_bytes)), "--no-exec", no_exec]
+        options += ["--processes", str(max_processes), "--file-size", str(int(file_size_bytes))]
         if uid is not None:
             options += ["--uid", str(uid)]
         for path in writable:
@@ -114,7 +114,6 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--processes", type=int, default=0, help="RLIMIT_NPROC (tasks of the sandbox user)")
     parser.add_argument("--file-size", type=int, default=0, help="largest file the process may write, bytes")
     parser.add_argument("--uid", type=int, help="drop to this uid (nini running as root)")
-    parser.add_argument("--no-exec", choices=("auto", "landlock", "seccomp", "off"), default="auto")
     parser.add_argument("--writable", action="append", default=[], help="a folder where entries may change")
     parser.add_argument("--sockets", action="append", default=[], help="a folder where only sockets may be made")
     parser.add_argument("--unsandboxed", action="store_true", help="only the memory limit")
@@ -132,10 +131,10 @@ def main(argv: list[str]) -> None:
         apply_limits(memory_bytes=args.memory)
     else:
         apply_limits(memory_bytes=args.memory, max_processes=args.processes, file_size_bytes=args.file_size)
-        from nini.execution.guard import executables_of, restrict
+        from nini.execution.guard import fork_defaults, restrict
 
-        restrict(allow_exec=executables_of(sys.executable), writable=args.writable, sockets_only=args.sockets,
-                 mode=args.no_exec)
+        restrict(writable=args.writable, sockets_only=args.sockets)
+        fork_defaults()
     module, module_args = target[1], target[2:]
     sys.argv = [module, *module_args]
     runpy.run_module(module, run_name="__main__", alter_sys=True)

@@ -1,39 +1,51 @@
-"""Kernel-enforced rules for agent processes: no programs but the interpreter, no changes outside
-the writable folders, no new user namespaces.
+"""Kernel-enforced rules for agent processes: no program at all, no changes outside the writable
+folders, no new user namespaces.
 
 Static policies (``policy.py``, the R policy) refuse ``os.system`` and friends early and clearly,
-but Python and R have too many spellings of "run a program" for a list to be complete. The rule
-that holds whatever the spelling is enforced by the Linux kernel, installed in the sandboxed
-process before agent code runs and inherited by everything it starts:
+but Python and R have too many spellings of "run a program" for a list to be complete, and a list
+of files that may run cannot tell "start Python" from "run the ELF loader as a program" (which
+then runs anything). So the rule holds by construction instead: once ``confine`` has set the
+process up, nothing in the sandbox may execute anything, the interpreter included. Installed
+before agent code runs and inherited by everything it starts:
 
-- Landlock (Linux 5.13+) handles the right to execute files and grants it only on the
-  interpreter and its ELF loader: ``subprocess``, ``os.system``, R's ``system``, ``pipe`` or
-  ``pdf("|cmd")`` get EACCES, while multiprocessing and joblib (which re-run ``sys.executable``)
-  still work. It also handles making, removing and renaming entries (files, folders, links,
-  sockets), granted beneath the writable folders only, and in a kernel's ipc folder only the
-  making of sockets: once the kernel has bound its sockets there, agent code cannot swap one for
-  a link that nini's side would follow when it reconnects. Where the kernel knows them, Landlock
-  also denies TCP bind/connect (ABI 4) and scopes abstract Unix sockets and signals (ABI 6).
-- A seccomp filter refuses to create user namespaces (``unshare``/``clone`` with
-  CLONE_NEWUSER; ``clone3``, whose flags a filter cannot read, answers ENOSYS so libc falls back
-  to ``clone``). Without Landlock it also refuses ``execve``/``execveat`` outright: programs and
-  the interpreter alike (joblib's process pool then cannot start; ``nini doctor`` says so).
+- seccomp (the guard against programs): ``execve`` and ``execveat`` answer EACCES for every file.
+  Every route to a new program ends in one of the two (the loader as a program, a shell, a
+  binary dropped in /tmp or the workspace, a memfd run by descriptor: ``fexecve`` is ``execveat``
+  or ``execve`` of ``/proc/self/fd/N``, R's ``system``, a dropped shared object whose constructor
+  calls ``system``), so none is listed. Process pools must then fork: ``fork_defaults``. A memfd
+  needs no rule of its own: it can become a program only through those two calls, and mapping it
+  executable gives code nothing ``ctypes`` does not (its memory is the cgroup's business).
+  ``ptrace`` and ``process_vm_writev`` are refused too, so no process of the sandbox can make a
+  process outside this filter (bubblewrap's init) run something for it.
+  ``fallocate`` answers EOPNOTSUPP: glibc's ``posix_fallocate`` then writes the blocks, which the
+  per-file size limit and the workspace accounting see, instead of reserving gigabytes in one call.
+  New user namespaces are refused (``unshare``/``clone`` with CLONE_NEWUSER; ``clone3``, whose
+  flags a filter cannot read, answers ENOSYS so libc falls back to ``clone``).
+- Landlock (Linux 5.13+, where the kernel has it) handles making, removing and renaming entries
+  (files, folders, links, sockets), granted beneath the writable folders only, and in a kernel's
+  ipc folder only the making of sockets: once the kernel has bound its sockets there, agent code
+  cannot swap one for a link that nini's side would follow when it reconnects. It also handles
+  the right to execute and grants it nowhere (a second lock on the door seccomp keeps), denies
+  TCP bind/connect (ABI 4) and scopes abstract Unix sockets and signals (ABI 6).
 
 Both need ``no_new_privs``, set here. Hand-written with ctypes rather than the ``landlock`` or
 ``pyseccomp`` packages: the first is an alpha without ABI 4-6, the second needs libseccomp; the
-whole need is three syscalls and a ten-instruction filter.
+whole need is three syscalls and a twenty-instruction filter.
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
+import importlib.abc
 import os
 import platform
-import struct
-from pathlib import Path
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
 
-__all__ = ["landlock_abi", "restrict", "elf_interpreter"]
+__all__ = ["fork_defaults", "landlock_abi", "restrict", "seccomp_available"]
 
 _SYS = {  # name -> (x86_64, aarch64)
     "landlock_create_ruleset": (444, 444),
@@ -41,6 +53,9 @@ _SYS = {  # name -> (x86_64, aarch64)
     "landlock_restrict_self": (446, 446),
     "execve": (59, 221),
     "execveat": (322, 281),
+    "fallocate": (285, 47),
+    "ptrace": (101, 117),
+    "process_vm_writev": (311, 271),
     "unshare": (272, 97),
     "clone": (56, 220),
     "clone3": (435, 435),
@@ -120,70 +135,31 @@ def seccomp_available() -> bool:
         return False
 
 
-def elf_interpreter(executable: str | Path) -> str | None:
-    """The ELF loader named in ``executable``'s PT_INTERP header (``/lib64/ld-linux-x86-64.so.2``),
-    which the kernel opens for execution too; None for a static binary or a non-ELF file."""
-    with open(executable, "rb") as handle:
-        header = handle.read(64)
-        if header[:4] != b"\x7fELF" or header[4] != 2:  # 64-bit ELF only (the machines nini runs on)
-            return None
-        endian = "<" if header[5] == 1 else ">"
-        phoff, = struct.unpack_from(endian + "Q", header, 32)
-        phentsize, phnum = struct.unpack_from(endian + "HH", header, 54)
-        for index in range(phnum):
-            handle.seek(phoff + index * phentsize)
-            kind, _flags, offset, _vaddr, _paddr, size = struct.unpack(endian + "IIQQQQ", handle.read(40))
-            if kind == 3:  # PT_INTERP
-                handle.seek(offset)
-                return handle.read(size).rstrip(b"\x00").decode()
-    return None
-
-
-def executables_of(interpreter: str) -> list[str]:
-    """The files execution must stay allowed on so that ``interpreter`` can run again."""
-    real = os.path.realpath(interpreter)
-    found = [real]
-    loader = elf_interpreter(real)
-    if loader:
-        found.append(os.path.realpath(loader))
-    return found
-
-
-def restrict(
-    *, allow_exec: list[str], writable: list[str] = (), sockets_only: list[str] = (), mode: str = "auto"  # type: ignore[assignment]
-) -> str:
-    """Confine this process (and all it starts from now on); what was applied, e.g. "landlock".
-
-    ``allow_exec``: the only files that may be executed. ``writable``: folders beneath which
-    entries may be made, removed and renamed (everywhere else the tree stays as it is);
-    ``sockets_only``: folders beneath which only sockets may be made. ``mode``: auto (Landlock
-    where the kernel has it, else seccomp), landlock, seccomp, or off (user namespaces are still
-    refused). Raises OSError when the asked mode cannot be applied.
-    """
+def restrict(*, writable: Sequence[str] = (), sockets_only: Sequence[str] = ()) -> str:
+    """Confine this process and all it starts from now on: no program (seccomp), and where the
+    kernel has Landlock, changes only beneath ``writable`` and only sockets beneath
+    ``sockets_only``. Returns what was applied ("seccomp" or "seccomp, Landlock ABI 6").
+    Raises OSError when seccomp cannot be applied: a process that could run programs never runs
+    agent code."""
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
     abi = landlock_abi()
-    use_landlock = mode == "landlock" or (mode == "auto" and abi > 0)
-    if use_landlock:
-        _landlock(abi, allow_exec, list(writable), list(sockets_only))
-    no_exec_by_seccomp = mode == "seccomp" or (mode == "auto" and abi == 0)
-    _seccomp(deny_exec=no_exec_by_seccomp)
-    return "landlock" if use_landlock else ("seccomp" if no_exec_by_seccomp else "off")
+    if abi > 0:
+        _landlock(abi, list(writable), list(sockets_only))
+    _seccomp()
+    return f"seccomp, Landlock ABI {abi}" if abi else "seccomp"
 
 
-def _landlock(abi: int, allow_exec: list[str], writable: list[str], sockets_only: list[str]) -> None:
-    if abi < 1:
-        raise OSError(errno.EOPNOTSUPP, "Landlock is not available in this kernel")
+def _landlock(abi: int, writable: list[str], sockets_only: list[str]) -> None:
     change = _ACCESS_FS_CHANGE_V1 | (_ACCESS_FS_REFER if abi >= 2 else 0)
     attr = _RulesetAttr(
-        handled_access_fs=_ACCESS_FS_EXECUTE | change,
+        handled_access_fs=_ACCESS_FS_EXECUTE | change,  # execution handled and granted nowhere
         handled_access_net=(_ACCESS_NET_BIND_TCP | _ACCESS_NET_CONNECT_TCP) if abi >= 4 else 0,
         scoped=(_SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL) if abi >= 6 else 0,
     )
     size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
     ruleset = _syscall("landlock_create_ruleset", ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
-    rules = ([(path, _ACCESS_FS_EXECUTE) for path in allow_exec] + [(path, change) for path in writable]
-             + [(path, _ACCESS_FS_MAKE_SOCK) for path in sockets_only])  # fmt: skip
+    rules = [(path, change) for path in writable] + [(path, _ACCESS_FS_MAKE_SOCK) for path in sockets_only]
     try:
         for path, access in rules:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -197,36 +173,114 @@ def _landlock(abi: int, allow_exec: list[str], writable: list[str], sockets_only
         os.close(ruleset)
 
 
-def _seccomp(*, deny_exec: bool) -> None:
-    """Install the filter: new user namespaces refused, and with ``deny_exec`` every execve."""
+def _seccomp() -> None:
+    """Install the filter (see the module's docstring for each rule)."""
     arch = _arch()
     if arch is None:
         raise OSError(errno.EOPNOTSUPP, f"no seccomp filter for {platform.machine()}")
     ld_w_abs, jeq_k, jset_k, ret_k = 0x20, 0x15, 0x45, 0x06
-    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x00050000 | errno.ENOSYS
-    eacces = 0x00050000 | errno.EACCES
+    allow = 0x7FFF0000
+
+    def refuse(code: int) -> tuple[int, int, int, int]:
+        return ret_k, 0, 0, 0x00050000 | code  # SECCOMP_RET_ERRNO
 
     program: list[tuple[int, int, int, int]] = [
         (ld_w_abs, 0, 0, 4),  # seccomp_data.arch
         (jeq_k, 1, 0, arch[1]),
-        (ret_k, 0, 0, eperm),  # a foreign syscall ABI (i386 through int 0x80): nothing
+        refuse(errno.EPERM),  # a foreign syscall ABI (i386 through int 0x80): nothing
         (ld_w_abs, 0, 0, 0),  # seccomp_data.nr
     ]
     if platform.machine() == "x86_64":
-        program += [(jset_k, 0, 1, _X32_SYSCALL_BIT), (ret_k, 0, 0, eperm)]  # the x32 ABI: nothing
-    program += [(jeq_k, 0, 1, _nr("clone3")), (ret_k, 0, 0, enosys)]
-    if deny_exec:
-        program += [(jeq_k, 0, 1, _nr("execve")), (ret_k, 0, 0, eacces),
-                    (jeq_k, 0, 1, _nr("execveat")), (ret_k, 0, 0, eacces)]  # fmt: skip
+        program += [(jset_k, 0, 1, _X32_SYSCALL_BIT), refuse(errno.EPERM)]  # the x32 ABI: nothing
+    for name, code in (("execve", errno.EACCES), ("execveat", errno.EACCES), ("fallocate", errno.EOPNOTSUPP),
+                       ("ptrace", errno.EPERM), ("process_vm_writev", errno.EPERM), ("clone3", errno.ENOSYS)):  # fmt: skip
+        program += [(jeq_k, 0, 1, _nr(name)), refuse(code)]
     program += [
         (jeq_k, 1, 0, _nr("unshare")),
         (jeq_k, 0, 3, _nr("clone")),
         (ld_w_abs, 0, 0, 16),  # low half of args[0]: the flags of unshare and clone
         (jset_k, 0, 1, _CLONE_NEWUSER),
-        (ret_k, 0, 0, eperm),
+        refuse(errno.EPERM),
         (ret_k, 0, 0, allow),
     ]
     filters = (_SockFilter * len(program))(*(_SockFilter(*instruction) for instruction in program))
     fprog = _SockFprog(len(program), filters)
     if _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+
+
+def fork_defaults() -> None:
+    """Make process pools start by fork, the one start method that runs no program.
+
+    spawn, forkserver and joblib's default loky executor each start a new interpreter (loky forks
+    and then execs), which ``restrict`` refuses. Python 3.14 makes forkserver multiprocessing's
+    default on Linux, so fork is set explicitly. joblib's default backend becomes its
+    ``multiprocessing`` backend, whose pool is a plain fork ``Pool``: joblib's memmapping pool
+    needs loky's resource tracker, a program of its own (arrays are then pickled to the workers,
+    not memory-mapped). Done when ``joblib.parallel`` is first imported: importing joblib here
+    would cost every kernel start ~0.2 s for code that mostly never uses it."""
+    import multiprocessing
+
+    multiprocessing.set_start_method("fork", force=True)
+    if not any(isinstance(finder, _JoblibForks) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _JoblibForks())
+
+
+def _fork_pool(processes: int | None = None, *, initializer: Any = None, initargs: tuple = (),
+               maxtasksperchild: int | None = None, **_memmapping: Any) -> Any:  # fmt: skip
+    """joblib's ``MemmappingPool(n_jobs, **kwargs)`` as a fork pool whose tasks go to the workers
+    pickled by cloudpickle, as loky's do: lambdas and functions defined in the notebook work."""
+    import multiprocessing.pool
+
+    class ForkPool(multiprocessing.pool.Pool):
+        def apply_async(self, func: Any, args: Any = (), kwds: Any = {}, callback: Any = None,  # noqa: B006
+                        error_callback: Any = None) -> Any:  # fmt: skip
+            return super().apply_async(_Cloudpickled(func), args, kwds, callback, error_callback)
+
+    return ForkPool(processes, initializer, initargs, maxtasksperchild, context=multiprocessing.get_context("fork"))
+
+
+class _Cloudpickled:
+    """A callable that crosses to a pool worker pickled by cloudpickle."""
+
+    def __init__(self, func: Any) -> None:
+        self.func = func
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        import pickle
+
+        import cloudpickle  # joblib's own dependency
+
+        return pickle.loads, (cloudpickle.dumps(self.func),)
+
+
+class _JoblibForks(importlib.abc.MetaPathFinder):
+    """Finds ``joblib.parallel`` through the other finders and, right after it has run, makes
+    fork pools joblib's default (see ``fork_defaults``)."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> Any:
+        if fullname != "joblib.parallel":
+            return None
+        for finder in sys.meta_path:
+            if finder is not self and hasattr(finder, "find_spec"):
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+        else:
+            return None
+        run = getattr(spec.loader, "exec_module", None)
+        if run is None:
+            return spec
+
+        def exec_module(module: ModuleType) -> None:
+            run(module)
+            backends = sys.modules.get("joblib._parallel_backends")
+            if "multiprocessing" in getattr(module, "BACKENDS", {}) and hasattr(backends, "MemmappingPool"):
+                backends.MemmappingPool = _fork_pool  # type: ignore[union-attr]
+                module.DEFAULT_BACKEND = module.DEFAULT_PROCESS_BACKEND = "multiprocessing"
+
+        spec.loader.exec_module = exec_module  # type: ignore[union-attr]
+        return spec

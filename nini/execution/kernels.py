@@ -392,7 +392,6 @@ def sandbox_limits(settings: ExecutionSettings) -> sandbox.Limits:
         file_size_bytes=settings.workspace_quota_mb * 1024 * 1024,
         tmp_bytes=settings.tmp_size_mb * 1024 * 1024,
         read_only_paths=tuple(settings.sandbox_read_only_paths),
-        no_exec=settings.exec_guard,
     )
 
 

@@ -16,7 +16,8 @@ no further user namespaces: ``--disable-userns``). A root nini cannot give the s
 namespace of another host uid, and a process of host uid 0 escapes RLIMIT_NPROC; so bubblewrap
 runs privileged with only CAP_SETUID/CAP_SETGID, and ``confine`` drops for good to the session's
 own unprivileged uid (``session_uid``), which owns the workspace. ``confine`` then sets the
-limits and forbids executing programs (``guard``).
+limits and forbids executing programs (``guard``). bubblewrap 0.8 cannot mount the writable
+places noexec (it has no such option); nothing needs that while execve is refused to all.
 """
 
 from __future__ import annotations
@@ -70,7 +71,6 @@ class Limits:
     file_size_bytes: int = 10 * 1024**3
     tmp_bytes: int = 512 * 1024**2
     read_only_paths: tuple[Path, ...] = field(default=())
-    no_exec: str = "auto"
 
 
 def runtime_base() -> Path:
@@ -163,7 +163,7 @@ def agent_command(
     uid = session_uid(workspace) if running_as_root() else None
     inner = confine.command(
         cmd, memory_bytes=limits.memory_bytes, sandboxed=True, max_processes=limits.max_processes,
-        file_size_bytes=limits.file_size_bytes, uid=uid, no_exec=limits.no_exec,
+        file_size_bytes=limits.file_size_bytes, uid=uid,
         writable=[str(workspace), "/tmp", "/dev/shm"], sockets_only=[str(shared_dir)] if shared_dir else [],
     )  # fmt: skip
     return bwrap_command(inner, workspace, runtime_dir, limits, shared_dir=shared_dir, uid=uid)
