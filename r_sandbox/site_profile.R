@@ -1,8 +1,8 @@
 # R's site profile in a nini R worker (R_PROFILE points here): it runs in the base environment
 # while R starts, before the default packages are attached.
 #
-# The worker may not run programs (the sandbox refuses execve to everything but the Python
-# interpreter). Sys.which() asks `/usr/bin/which` through a shell, and utils' .onLoad calls it
+# The worker may not run programs (the sandbox refuses every execve once the worker has
+# started). Sys.which() asks `/usr/bin/which` through a shell, and utils' .onLoad calls it
 # (for `uname`); without this, the shell's refusal is an error and utils, then stats, fail to
 # load. Here Sys.which() answers "" (not found) for what it cannot ask about, as it does for a
 # program that is not installed.
