@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import importlib.abc
 import os
 import platform
 import sys
@@ -257,7 +256,7 @@ class _Cloudpickled:
         return pickle.loads, (cloudpickle.dumps(self.func),)
 
 
-class _JoblibForks(importlib.abc.MetaPathFinder):
+class _JoblibForks:  # a meta path finder (importlib.abc would cost ~0.1 s to import)
     """Finds ``joblib.parallel`` through the other finders and, right after it has run, makes
     fork pools joblib's default (see ``fork_defaults``)."""
 
