@@ -30,7 +30,7 @@ before agent code runs and inherited by everything it starts:
 
 Both need ``no_new_privs``, set here. Hand-written with ctypes rather than the ``landlock`` or
 ``pyseccomp`` packages: the first is an alpha without ABI 4-6, the second needs libseccomp; the
-whole need is three syscalls and a twenty-instruction filter.
+whole need is three syscalls and a filter of two dozen instructions.
 """
 
 from __future__ import annotations
@@ -214,9 +214,9 @@ def fork_defaults() -> None:
     spawn, forkserver and joblib's default loky executor each start a new interpreter (loky forks
     and then execs), which ``restrict`` refuses. Python 3.14 makes forkserver multiprocessing's
     default on Linux, so fork is set explicitly. joblib's default backend becomes its
-    ``multiprocessing`` backend, whose pool is a plain fork ``Pool``: joblib's memmapping pool
-    needs loky's resource tracker, a program of its own (arrays are then pickled to the workers,
-    not memory-mapped). Done when ``joblib.parallel`` is first imported: importing joblib here
+    ``multiprocessing`` backend, whose memmapping pool (which needs loky's resource tracker, a
+    program of its own) becomes a fork ``Pool`` sending tasks as loky does, by cloudpickle; arrays
+    are then pickled to the workers, not memory-mapped. Done when ``joblib.parallel`` is first imported: importing joblib here
     would cost every kernel start ~0.2 s for code that mostly never uses it."""
     import multiprocessing
 
