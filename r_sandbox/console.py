@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import sys
 
-MAX_STREAM_CHARS = 16 * 1024 * 1024  # per stream and run: the reply must fit in one protocol line
+from r_sandbox import messages
+from r_sandbox.protocol import OUTPUT_MAX_BYTES
 
 
 class Console:
-    """Where R's console writes go: the capture of a run in progress, else the worker's log."""
+    """Where R's console writes go: the capture of a run in progress, else the worker's log.
 
-    def __init__(self) -> None:
+    Each stream keeps at most ``max_chars`` characters of a run (nini's ``execution.output_max_mb``),
+    as they are written: a print flood never piles up in the worker, and the reply fits its line.
+    """
+
+    def __init__(self, max_chars: int = OUTPUT_MAX_BYTES, language: str = "zh") -> None:
+        self.max_chars = max_chars
+        self.language = language
         self._out: list[str] | None = None
         self._err: list[str] = []
         self._sizes = [0, 0]
@@ -47,7 +54,8 @@ class Console:
         for i, parts in enumerate(streams):
             text = "".join(parts)
             if self._dropped[i]:
-                text += f"\n[nini: {self._dropped[i]} more characters of output were dropped]\n"
+                limit = f"{self.max_chars / 2**20:.1f} MiB"
+                text += messages.message("output-cut", limit, language=self.language, more=f"{self._dropped[i]:,}")
             texts.append(text)
         return texts[0], texts[1]
 
@@ -60,7 +68,7 @@ class Console:
         if self._out is None:
             sys.stderr.write(text)
             return
-        room = MAX_STREAM_CHARS - self._sizes[stream]
+        room = self.max_chars - self._sizes[stream]
         if len(text) > room:
             self._dropped[stream] += len(text) - max(room, 0)
             text = text[: max(room, 0)]

@@ -11,7 +11,10 @@ One JSON object per line, UTF-8, in both directions over the worker's stdin/stdo
   ``{"id": n, "ok": false, "error": {"code", "message"}}`` (a request the worker could not take).
 
 The worker answers requests in order, one at a time. A reply can be large (stdout of a chatty run),
-so both sides read lines with ``LINE_LIMIT`` instead of asyncio's 64 KiB default.
+so both sides read lines with ``line_limit(output_max_bytes)`` instead of asyncio's 64 KiB default:
+the worker keeps each stream to ``output_max_bytes`` (nini's ``execution.output_max_mb``) and its
+replies below ``reply_budget``, and the client reads no longer line than that, whatever the worker
+(or code that took it over) writes.
 """
 
 from __future__ import annotations
@@ -19,9 +22,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-LINE_LIMIT = 64 * 1024 * 1024
-# The worker keeps its replies below this, so that a reply always fits in one line buffer.
-REPLY_BUDGET = LINE_LIMIT - 1024 * 1024
+OUTPUT_MAX_BYTES = 4 * 1024 * 1024  # of each stream of a run, by default (nini passes its setting)
+
+
+def reply_budget(output_max_bytes: int) -> int:
+    """The longest reply the worker sends: two streams at the cap, JSON's escapes, a result, a preview."""
+    return 4 * output_max_bytes + 2 * 1024 * 1024
+
+
+def line_limit(output_max_bytes: int) -> int:
+    """The longest line the client reads; a longer one means the worker is broken (or taken over)."""
+    return reply_budget(output_max_bytes) + 1024 * 1024
+
 REQUEST_KEYS = (
     "code", "dataset_name", "save_as", "purpose", "label", "timeout_s", "max_figures",
     "datasets",  # name -> workspace-relative file, as nini's record names them (None: the files by name)

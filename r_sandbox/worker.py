@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from r_sandbox.console import Console
-from r_sandbox.protocol import REPLY_BUDGET, decode, encode, failure
+from r_sandbox.protocol import OUTPUT_MAX_BYTES, decode, encode, failure, reply_budget
 
 SITE_PROFILE = Path(__file__).with_name("site_profile.R")
 
@@ -31,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     requests, replies = _private_pipes()
     _die_with_parent()
     limit_memory(args.memory_mb * 1024 * 1024)
-    console = Console()
+    console = Console(args.output_max_bytes, args.language)
+    budget = reply_budget(args.output_max_bytes)
     started = time.monotonic()
     try:
         packages = [p for p in args.packages.split(",") if p]
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     _send(replies, {"ready": True, "r_version": version, "pid": os.getpid(), "startup_ms": startup_ms})
     for line in requests:
         if line.strip():
-            _send(replies, _handle(session, line, args.memory_mb))
+            _send(replies, _handle(session, line, args.memory_mb), budget)
     return 0
 
 
@@ -65,6 +66,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--memory-mb", type=int, default=1024, help="address-space limit of this process")
     parser.add_argument("--packages", default="", help="packages allowed beyond r_sandbox.rules.DEFAULT_PACKAGES")
     parser.add_argument("--language", default="zh", choices=("zh", "en"), help="the language of policy messages")
+    parser.add_argument("--output-max-bytes", type=int, default=OUTPUT_MAX_BYTES,
+                        help="characters each of stdout and stderr keeps per run (execution.output_max_mb)")
     return parser.parse_args(argv)
 
 
@@ -138,18 +141,18 @@ def _handle(session: Any, line: bytes, memory_mb: int) -> dict[str, Any]:
     return {"id": ident, "ok": True, "result": result}
 
 
-def _shrunk(result: dict[str, Any], size: int) -> dict[str, Any]:
+def _shrunk(result: dict[str, Any], size: int, budget: int) -> dict[str, Any]:
     """``result`` cut down, for a reply of ``size`` bytes that would not fit the client's line buffer."""
     message = f"the run's output is too large to return ({size / 2**20:.0f} MiB); write large results to a file"
-    head = REPLY_BUDGET // 8
+    head = budget // 8
     return failure("CODE_ERROR", message, stdout=result["stdout"][:head], stderr=result["stderr"][:head],
                    artifacts=result["artifacts"], duration_ms=result["duration_ms"])  # fmt: skip
 
 
-def _send(replies: IO[bytes], message: dict[str, Any]) -> None:
+def _send(replies: IO[bytes], message: dict[str, Any], budget: int = reply_budget(OUTPUT_MAX_BYTES)) -> None:
     data = encode(message)
-    if len(data) > REPLY_BUDGET and "result" in message:
-        data = encode({**message, "result": _shrunk(message["result"], len(data))})
+    if len(data) > budget and "result" in message:
+        data = encode({**message, "result": _shrunk(message["result"], len(data), budget)})
     replies.write(data)
     replies.flush()
 
