@@ -9,6 +9,7 @@ the console callbacks must be installed first (``r_sandbox.console``).
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import time
@@ -115,6 +116,8 @@ class RSession:
             try:
                 df = self._load(request["dataset_name"])
             except Exception as exc:  # damaged, truncated, not Parquet: INVALID_ARGUMENT, as from Python
+                if _out_of_memory(exc):  # a small file can decode to gigabytes: TOO_LARGE, as from Python
+                    return failure("TOO_LARGE", _too_large(request["dataset_name"]))
                 return failure("INVALID_ARGUMENT", self._unreadable(request["dataset_name"], exc))
         self.api["prepare_run"](self.env, self._datasets(), df)
         status, message, line = "error", "", None
@@ -215,7 +218,7 @@ class RSession:
         try:
             return self._load(str(name[0]))
         except Exception as exc:  # not Parquet, removed meanwhile, a type pandas cannot read
-            return ro.StrVector([self._unreadable(str(name[0]), exc)])
+            return ro.StrVector([_too_large(str(name[0])) if _out_of_memory(exc) else self._unreadable(str(name[0]), exc)])
 
     def _unreadable(self, name: str, exc: BaseException) -> str:
         """The wording of nini.execution._kernel_side.unreadable_dataset (r_sandbox imports no nini),
@@ -231,6 +234,29 @@ class RSession:
         frame = pd.read_parquet(self._dataset_path(name))
         converted, automatic, utc = frames.to_r(frame)
         return self.api["from_pandas"](converted, automatic, ro.StrVector(utc))
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """nini.execution.workspace.out_of_memory (r_sandbox imports no nini): whether a reader's error
+    is memory running out (MemoryError, ENOMEM, Arrow's "malloc of size" or "Failed to launch
+    worker thread" when no thread stack fits in the address space left)."""
+    if isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM):
+        return True
+    text = str(exc).lower()
+    return any(words in text for words in ("out of memory", "cannot allocate memory", "malloc of size",
+                                           "failed to launch worker thread"))  # fmt: skip
+
+
+def _too_large(name: str) -> str:
+    """The wording of nini.execution.workspace.dataset_too_large (r_sandbox imports no nini) for the
+    worker's own limit."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit == resource.RLIM_INFINITY:
+        return f"dataset {name!r} cannot be read: it needs more memory than this worker has"
+    return (f"dataset {name!r} cannot be read: it needs more memory than the limit of {limit // 2**20:,} MiB "
+            "(r.memory_limit_mb); work on a part of it, or raise the limit")  # fmt: skip
 
 
 def _finished(outcome: dict[str, Any], stdout: str, stderr: str, notes: list[str], started: float) -> dict[str, Any]:

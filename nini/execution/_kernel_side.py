@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from nini.errors import ErrorCode, NiniError
-from nini.execution.workspace import Workspace, unreadable_dataset
+from nini.execution.workspace import Workspace, dataset_too_large, out_of_memory, unreadable_dataset
 
 PREVIEW_ROWS = 20
 
@@ -56,6 +56,8 @@ class DatasetMapping(Mapping):
             with handle:
                 return pd.read_parquet(handle)
         except Exception as exc:  # damaged, truncated or not Parquet at all: the data is at fault
+            if out_of_memory(exc):  # a small file can decode to gigabytes: too large, not damaged
+                raise DatasetTooLarge(dataset_too_large(name, _memory_limit())) from None
             raise DatasetUnreadable(unreadable_dataset(name, exc, relative, str(self._workspace.root / relative))) from None
 
     def __iter__(self) -> Iterator[str]:
@@ -71,6 +73,19 @@ class DatasetMapping(Mapping):
 class DatasetUnreadable(ValueError):
     """A dataset's file that cannot be read as a table. Its name is what the host maps to
     INVALID_ARGUMENT, the code R's worker gives for the same file (r_sandbox/session.py)."""
+
+
+class DatasetTooLarge(MemoryError):
+    """A dataset that needs more memory than the kernel's limit. Its name is what the host maps to
+    TOO_LARGE (``python_runner.prelude_failure``)."""
+
+
+def _memory_limit() -> int | None:
+    """The kernel's address-space limit in bytes (``confine``), None when it has none."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    return None if limit == resource.RLIM_INFINITY else limit
 
 
 class _Json:

@@ -8,6 +8,7 @@ opened through ``fs``, which never follows a link (agent code may have planted o
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import secrets
@@ -183,3 +184,24 @@ def unreadable_dataset(name: str, exc: BaseException, *paths: str) -> str:
         detail = detail.replace(path, name)
     return (f"dataset {name!r} cannot be read: its file is damaged or not Parquet ({type(exc).__name__}: "
             f"{detail[:300]}); save it again from its source")  # fmt: skip
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether a reader's error is really memory running out, whatever its type: pandas' C parser
+    raises OSError ENOMEM or a ParserError saying "out of memory", Arrow an ArrowMemoryError or an
+    error saying "malloc of size" or, when no thread stack fits in the address space left,
+    "Failed to launch worker thread". Such a file is too large for the limit, not damaged."""
+    if isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM):
+        return True
+    text = str(exc).lower()
+    return any(words in text for words in ("out of memory", "cannot allocate memory", "malloc of size",
+                                           "failed to launch worker thread"))  # fmt: skip
+
+
+def dataset_too_large(name: str, limit_bytes: int | None, setting: str = "execution.memory_limit_mb") -> str:
+    """What to tell the user about dataset ``name`` that ran out of memory while being read under
+    an address-space limit of ``limit_bytes`` (None: no limit known): too large, never "damaged"."""
+    if limit_bytes is None:
+        return f"dataset {name!r} cannot be read: it needs more memory than this kernel has"
+    return (f"dataset {name!r} cannot be read: it needs more memory than the limit of {limit_bytes // 2**20:,} MiB "
+            f"({setting}); work on a part of it, or raise the limit")  # fmt: skip
