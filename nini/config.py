@@ -90,8 +90,14 @@ class ExecutionSettings(BaseModel):
         512, ge=16, description="Size of the sandbox's private /tmp and of its /dev/shm in MiB (each is host RAM)."
     )
     workspace_quota_mb: int = Field(
-        10240, ge=16, description="Most a session workspace may hold, in MiB: no file the agent writes can be "
-        "larger (RLIMIT_FSIZE), and runs are refused with TOO_LARGE once the workspace is over it."
+        10240, ge=16, description="Most a session workspace may hold, in MiB (a file counts the larger of its size "
+        "and its blocks): no file the agent writes can be larger (RLIMIT_FSIZE), a run that goes over it is stopped "
+        "(TOO_LARGE), and no run starts while the workspace holds that much."
+    )
+    workspace_max_files: int = Field(
+        20_000, ge=100, le=10_000_000, description="Most files (and folders and links) a session workspace may hold: "
+        "a run that makes more is stopped (TOO_LARGE), and no run starts while it holds that many. Also bounds what "
+        "a count of the workspace costs (it stops there)."
     )
     sandbox_read_only_paths: list[Path] = Field(
         default_factory=list, description="Host folders the sandbox shows read-only besides what analysis needs "

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from pathlib import Path
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from nini.config import Settings
 from nini.errors import ErrorCode, NiniError
 from nini.execution.approvals import Approvals
+from nini.execution.disk_watch import DiskWatch
 from nini.execution.sandbox import SandboxMode, resolve_mode, workspace_owner
 from nini.execution.workspace import Workspace, check_session_id
 from nini.history.events import EventBus
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 log = logging.getLogger("nini.runtime")
-USAGE_TTL_S = 2.0
 
 
 class Runtime:
@@ -65,7 +64,7 @@ class Runtime:
         self._preferences: PreferenceMemory | None = None
         self._mcp: Any = None  # nini.mcp.client.MCPConnections, once an agent run needs them
         self.approvals = Approvals()
-        self._usage: dict[Path, tuple[float, int]] = {}  # workspace root -> (when measured, bytes)
+        self._disk_watches: dict[Path, DiskWatch] = {}  # workspace root -> its budget's last count
         self._owners: dict[str, str | None] = {}  # session id -> its owner (see owner_of)
         self._user_registries: dict[str, SkillRegistry] = {}  # named user -> their skills (see registry_for)
         self._user_registries_lock = threading.Lock()
@@ -169,14 +168,26 @@ class Runtime:
             mode = "none"
         return Workspace(root, workspace_owner(mode, root))
 
-    async def workspace_usage(self, workspace: Workspace) -> int:
-        """Bytes held in ``workspace``, measured at most every ``USAGE_TTL_S`` seconds: the quota is
-        checked before every code run, and a walk of a large workspace is not free."""
-        measured = self._usage.get(workspace.root)
-        if measured is None or time.monotonic() - measured[0] > USAGE_TTL_S:
-            measured = (time.monotonic(), await asyncio.to_thread(workspace.fs.usage_bytes))
-            self._usage[workspace.root] = measured
-        return measured[1]
+    def disk_watch(self, session: Session) -> DiskWatch:
+        """The budget watch of ``session``'s workspace (bytes and files, before, during and between
+        runs), kept for the life of this runtime: its last count spares the next check a walk of the
+        workspace; between runs it may stop the session's kernel and R worker."""
+        root, session_id = session.workspace.root, session.id
+        watch = self._disk_watches.get(root)
+        if watch is None:
+            def alive() -> bool:
+                workers = self._r_workers
+                return (self._kernels is not None and self._kernels.kernel_info(session_id) is not None) or (
+                    workers is not None and workers.worker_info(session_id) is not None)
+
+            async def stop() -> None:
+                if self._kernels is not None:
+                    await self._kernels.shutdown_session(session_id, now=True)
+                if self._r_workers is not None:
+                    await self._r_workers.shutdown_session(session_id)
+
+            watch = self._disk_watches[root] = DiskWatch(root, agents_alive=alive, stop_agents=stop)
+        return watch
 
     def create_session(self, title: str | None = None, session_id: str | None = None, *, owner: str | None = None,
                        viewer: Viewer | None = None) -> Session:  # fmt: skip
@@ -274,6 +285,7 @@ class Runtime:
         for task in list(self._client_calls):
             task.cancel()
         await asyncio.gather(*self._client_calls, return_exceptions=True)
+        await asyncio.gather(*(watch.aclose() for watch in self._disk_watches.values()), return_exceptions=True)
         if self._mcp is not None:
             await self._mcp.aclose()
         try:

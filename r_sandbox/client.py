@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from r_sandbox.errors import RSandboxError
-from r_sandbox.protocol import OUTPUT_MAX_BYTES, REQUEST_KEYS, decode, encode, failure, line_limit
+from r_sandbox.protocol import LINE_LIMIT, REQUEST_KEYS, decode, encode, failure
 
 __all__ = ["MEMORY_ENV", "RWorkerPool"]
 
@@ -53,6 +53,10 @@ _STATE_LOST = (
 
 class _WorkerLost(Exception):
     """The worker's pipes closed (it died) or its reply broke the protocol."""
+
+
+class _Stopped(Exception):
+    """The run's ``stop`` was set before the worker answered."""
 
 
 @dataclass
@@ -80,7 +84,6 @@ class RWorkerPool:
         start_timeout_s: float = 60,
         language: str = "zh",
         make_runtime_dir: Callable[[], Path] | None = None,
-        output_max_bytes: int = OUTPUT_MAX_BYTES,
     ) -> None:
         self.memory_limit_mb = memory_limit_mb
         self.timeout_s = timeout_s
@@ -88,7 +91,6 @@ class RWorkerPool:
         self.wrap_command = wrap_command
         self.start_timeout_s = start_timeout_s
         self.language = language  # of policy messages: zh or en
-        self.output_max_bytes = output_max_bytes  # of each stream of a run; bounds the replies read too
         # a new private folder per worker; nini's stamps it with its owner, to sweep it after a crash
         self.make_runtime_dir = make_runtime_dir or (lambda: Path(tempfile.mkdtemp(prefix="nini-r-", dir="/tmp")))
         self._workers: dict[str, _Worker] = {}
@@ -100,13 +102,16 @@ class RWorkerPool:
         self._live: dict[Path, int] = {}
         weakref.finalize(self, _abandon, self._live)
 
-    async def run(self, session_id: str, workspace_root: Path, request: dict[str, Any]) -> dict[str, Any]:
+    async def run(self, session_id: str, workspace_root: Path, request: dict[str, Any], *, stop: Any = None) -> dict[str, Any]:
         """Run ``request`` (the keys of Python's run_code) in the session's worker; the result dict.
 
-        Raises RSandboxError when a worker cannot be started (R_UNAVAILABLE, WORKER_DIED) or the
-        request is malformed (INVALID_ARGUMENT); everything that happens to a run is in the result.
+        ``stop`` (nini's ``outcome.RunStop``: ``is_set()``, ``await wait()``, ``error(fate)``) may end
+        the run early: the worker is then killed and replaced, as at the timeout, and the run fails with
+        ``stop.error("worker_restarted")``. Raises RSandboxError when a worker cannot be started
+        (R_UNAVAILABLE, WORKER_DIED) or the request is malformed (INVALID_ARGUMENT); everything that
+        happens to a run is in the result.
         """
-        return await self._run(session_id, workspace_root, request, skip_policy=False)
+        return await self._run(session_id, workspace_root, request, skip_policy=False, stop=stop)
 
     async def restart(self, session_id: str) -> None:
         """A fresh worker for the session (its R state is lost); started on the next run."""
@@ -146,7 +151,7 @@ class RWorkerPool:
         }
 
     async def _run(
-        self, session_id: str, workspace_root: Path, request: dict[str, Any], *, skip_policy: bool
+        self, session_id: str, workspace_root: Path, request: dict[str, Any], *, skip_policy: bool, stop: Any = None
     ) -> dict[str, Any]:
         """``run`` itself; ``skip_policy`` exists for the tests of the run-time guard only."""
         payload = self._payload(request)
@@ -157,7 +162,11 @@ class RWorkerPool:
             was_dead = worker.process.returncode is not None
             message = {"op": "run", "request": payload, "skip_policy": skip_policy}
             try:
-                reply = await asyncio.wait_for(_call(worker, message), payload["timeout_s"])
+                reply = await _call_until(worker, message, payload["timeout_s"], stop)
+            except _Stopped:
+                note = await self._replace(session_id, worker)
+                error = stop.error("worker_restarted")
+                return failure(error["code"], error["message"] + note, duration_ms=_ms(started))
             except TimeoutError:
                 note = await self._replace(session_id, worker)
                 stopped = f"the R code was stopped after {payload['timeout_s']:g} s (timeout)"
@@ -247,7 +256,7 @@ class RWorkerPool:
         cmd = [
             sys.executable, "-P", "-m", "r_sandbox.worker", "--workspace", str(workspace),
             "--memory-mb", str(self.memory_limit_mb), "--packages", ",".join(self.allowed_packages),
-            "--language", self.language, "--output-max-bytes", str(self.output_max_bytes),
+            "--language", self.language,
         ]  # fmt: skip # -P: the workspace (cwd) must not shadow modules the worker imports
         if self.wrap_command is not None:
             cmd = self.wrap_command(cmd, workspace, runtime)
@@ -256,8 +265,7 @@ class RWorkerPool:
             with open(log_path, "wb") as log:  # the worker's stderr: R start-up noise, crash messages
                 process = await asyncio.create_subprocess_exec(
                     *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
-                    cwd=workspace, env=_worker_env(runtime), start_new_session=True,
-                    limit=line_limit(self.output_max_bytes),
+                    cwd=workspace, env=_worker_env(runtime), start_new_session=True, limit=LINE_LIMIT,
                 )  # fmt: skip
         except OSError as exc:  # the wrapper or the interpreter is missing
             shutil.rmtree(runtime, ignore_errors=True)
@@ -282,6 +290,26 @@ class RWorkerPool:
         return worker
 
 
+async def _call_until(worker: _Worker, message: dict[str, Any], timeout_s: float, stop: Any) -> dict[str, Any]:
+    """``_call``, ended by TimeoutError after ``timeout_s`` or by _Stopped once ``stop`` is set (a
+    reply that came first wins)."""
+    if stop is None:
+        return await asyncio.wait_for(_call(worker, message), timeout_s)
+    call = asyncio.ensure_future(_call(worker, message))
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait((call, stopped), timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        if not call.done():
+            call.cancel()
+    if call.done() and not call.cancelled():
+        return call.result()
+    if stop.is_set():
+        raise _Stopped()
+    raise TimeoutError()
+
+
 async def _call(worker: _Worker, message: dict[str, Any]) -> dict[str, Any]:
     """Send one request and wait for the reply with its id."""
     worker.last_id += 1
@@ -296,7 +324,7 @@ async def _call(worker: _Worker, message: dict[str, Any]) -> dict[str, Any]:
     while True:
         try:
             line = await stdout.readline()
-        except ValueError as exc:  # longer than line_limit(): the worker keeps below it, so it is broken
+        except ValueError as exc:  # longer than LINE_LIMIT: the worker keeps below it, so it is broken
             raise _WorkerLost("a reply longer than the protocol allows") from exc
         if not line:
             raise _WorkerLost()

@@ -33,7 +33,7 @@ from nini.errors import ErrorCode, NiniError
 from nini.execution import confine, sandbox
 from nini.execution.gateway import GatewayKernel, gateway_url, host_of
 from nini.execution.mirror import Mirror
-from nini.execution.outcome import CodeOutcome, CodeRequest
+from nini.execution.outcome import CodeOutcome, CodeRequest, RunStop
 from nini.execution.python_runner import run_request
 from nini.execution.runtime_dirs import make_runtime_dir, sweep_runtime_dirs
 from nini.execution.sandbox import SandboxMode, resolve_mode
@@ -127,9 +127,11 @@ class KernelPool:
         return self._sandbox_mode
 
     async def run(
-        self, session_id: str, workspace: Workspace, request: CodeRequest, *, kernel_id: str | None = None
+        self, session_id: str, workspace: Workspace, request: CodeRequest, *, kernel_id: str | None = None,
+        stop: RunStop | None = None,
     ) -> CodeOutcome:
-        """Run ``request`` in the session's kernel (started on first use) or in server kernel ``kernel_id``."""
+        """Run ``request`` in the session's kernel (started on first use) or in server kernel ``kernel_id``;
+        ``stop`` (the workspace's budget watch) can end a run in the session's own kernel early."""
         async with self._lock(f"kernel:{kernel_id}" if kernel_id else session_id):
             kernel = await self._borrow(kernel_id) if kernel_id else await self._own(session_id, workspace)
             external = kernel.sandbox is None
@@ -137,7 +139,7 @@ class KernelPool:
                 report = await run_request(
                     kernel.client, kernel.manager, workspace, request,
                     prelude=kernel.needs_prelude or external,  # a server kernel may have been restarted by its user
-                    restartable=not external, mirror=kernel.mirror,
+                    restartable=not external, mirror=kernel.mirror, stop=None if external else stop,
                 )  # fmt: skip
             except asyncio.CancelledError:
                 await _interrupt(kernel)
@@ -193,12 +195,13 @@ class KernelPool:
             if kernel is not None:
                 await self._restart(session_id, kernel)
 
-    async def shutdown_session(self, session_id: str) -> None:
-        """Stop the session's own kernel (if any); a later run starts a new one."""
+    async def shutdown_session(self, session_id: str, *, now: bool = False) -> None:
+        """Stop the session's own kernel (if any); a later run starts a new one. ``now``: kill it at
+        once instead of asking it to shut down (it may be busy writing, ``disk_watch``)."""
         async with self._lock(session_id):
             kernel = self._kernels.pop(session_id, None)
             if kernel is not None:
-                await _stop(kernel, now=False)
+                await _stop(kernel, now=now)
 
     async def aclose(self) -> None:
         """Shut down every kernel this pool started; borrowed server kernels are only disconnected."""

@@ -8,7 +8,7 @@ everything a run produced. ``contract()`` is exactly the shared result shape; th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Purpose = Literal["exploration", "visualization", "export", "transformation"]
 PURPOSES: tuple[str, ...] = ("exploration", "visualization", "export", "transformation")
@@ -42,6 +42,22 @@ class CodeRequest:
     # where the run lists each chart file before putting it in place (``_kernel_side.announce``);
     # removed once the run is recorded, read by the sweep when it never was
     pending_file: str | None = None
+
+
+# What became of a run's kernel or R worker when something other than its code ended the run.
+Fate = Literal["kernel_interrupted", "kernel_restarted", "worker_restarted"]
+
+
+class RunStop(Protocol):
+    """Something that may end a run before its code does (``disk_watch.RunWatch``: the workspace went
+    over its budget). The run's driver (``python_runner.execute``, ``RWorkerPool``) watches it while it
+    waits, stops the code as it would at the deadline, and ends the run with ``error(fate)``."""
+
+    def is_set(self) -> bool: ...
+
+    async def wait(self) -> None: ...
+
+    def error(self, fate: Fate) -> dict[str, Any]: ...
 
 
 @dataclass

@@ -14,6 +14,7 @@ the same functions (``build_outcome``, ``stopped``, ``prelude_failure``).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import queue
 import re
@@ -25,13 +26,14 @@ from jupyter_core.utils import ensure_async
 
 from nini.errors import NiniError
 from nini.execution._kernel_side import StemAllocator, too_many_figures
-from nini.execution.outcome import CodeOutcome, CodeRequest
+from nini.execution.outcome import CodeOutcome, CodeRequest, RunStop
 from nini.execution.workspace import Workspace
 
 KernelState = Literal["ok", "interrupted", "stuck", "dead"]
 
 CODE_ERROR = "CODE_ERROR"  # the submitted program raised: a failure of the code, not of nini
 POLL_S = 0.5  # a kernel silent this long is checked for being alive
+STOP_POLL_S = 0.05  # how soon a silent run notices its RunStop
 INTERRUPT_GRACE_S = 3.0  # after an interrupt, how long the kernel has to answer before it counts as stuck
 _SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 _KERNEL_SIDE = "nini.execution._kernel_side"
@@ -71,13 +73,14 @@ def strip_ansi(text: str) -> str:
 
 async def run_request(
     client: Any, manager: Any, workspace: Workspace, request: CodeRequest, *, prelude: bool, restartable: bool,
-    mirror: Any = None,
+    mirror: Any = None, stop: RunStop | None = None,
 ) -> RunReport:
     """Run ``request`` in the kernel of ``client``/``manager``; never raises for anything the code does.
 
     ``mirror`` (a ``mirror.Mirror``) is the workspace of a kernel that does not share this disk (on
     a gateway): the files the run reads are sent to it first, the charts and dataset it wrote are
-    brought back before the outcome is built.
+    brought back before the outcome is built. ``stop`` (the workspace's budget watch) ends the code
+    early, as its deadline would, and the run with the stop's error.
     """
     started = time.monotonic()
     deadline = started + request.timeout_s
@@ -97,9 +100,9 @@ async def run_request(
         ran_prelude = True
     collect = kernel_call("collect", root, request.label, request.save_as, True, request.max_figures, request.save_file,
                     request.pending_file)
-    main = await execute(client, manager, request.code, deadline, user_expressions={"nini": collect})
+    main = await execute(client, manager, request.code, deadline, user_expressions={"nini": collect}, stop=stop)
     if main.state in ("stuck", "dead"):
-        return RunReport(stopped(main, request, started, restartable), main.state, ran_prelude)
+        return RunReport(_ended_by(stop, main, stopped(main, request, started, restartable)), main.state, ran_prelude)
     collected: dict[str, Any] = {}
     if _status(main) == "ok" and main.state == "ok":
         collected = _parse_collected(main)
@@ -111,12 +114,21 @@ async def run_request(
         )  # fmt: skip
         if cleanup.state in ("stuck", "dead"):  # answered the interrupt, then hung: a restart is due after all
             main.state = cleanup.state
-            return RunReport(stopped(main, request, started, restartable), main.state, ran_prelude)
+            return RunReport(_ended_by(stop, main, stopped(main, request, started, restartable)), main.state, ran_prelude)
         collected = _parse_collected(cleanup) if cleanup.state == "ok" else {}
     if mirror is not None:
         await mirror.pull(client, manager, workspace, request, collected)
     outcome = build_outcome(main, collected, workspace, request, started, restartable)
-    return RunReport(outcome, main.state, ran_prelude)
+    return RunReport(_ended_by(stop, main, outcome), main.state, ran_prelude)
+
+
+def _ended_by(stop: RunStop | None, main: Exchange, outcome: CodeOutcome) -> CodeOutcome:
+    """``outcome`` with the error of ``stop`` when it is what ended the run (a run that finished
+    before its stop was noticed keeps its own outcome: the next run's check refuses instead)."""
+    if stop is None or not stop.is_set() or main.state == "ok":
+        return outcome
+    fate = "kernel_interrupted" if main.state == "interrupted" else "kernel_restarted"
+    return dataclasses.replace(outcome, success=False, result=None, error=stop.error(fate))
 
 
 async def execute(
@@ -127,11 +139,13 @@ async def execute(
     *,
     silent: bool = False,
     user_expressions: dict[str, str] | None = None,
+    stop: RunStop | None = None,
 ) -> Exchange:
     """Send one execute_request and gather its iopub messages and its reply.
 
-    At ``deadline`` the kernel is interrupted (state "interrupted"); if it has not answered
-    ``INTERRUPT_GRACE_S`` later the state is "stuck". A dead kernel process ends the wait ("dead").
+    At ``deadline``, or once ``stop`` is set while the code runs, the kernel is interrupted (state
+    "interrupted"); if it has not answered ``INTERRUPT_GRACE_S`` later the state is "stuck". A dead
+    kernel process ends the wait ("dead").
     """
     msg_id = client.execute(
         code, silent=silent, store_history=not silent, user_expressions=user_expressions or {},
@@ -140,9 +154,11 @@ async def execute(
     exchange = Exchange()
     idle = False
     interrupted_at: float | None = None
+    wake = POLL_S if stop is None else STOP_POLL_S
     while exchange.reply is None:
         now = time.monotonic()
-        if interrupted_at is None and now >= deadline:
+        # once idle the code is done: an interrupt then would hit the kernel between requests
+        if interrupted_at is None and (now >= deadline or (stop is not None and not idle and stop.is_set())):
             await ensure_async(manager.interrupt_kernel())
             interrupted_at, exchange.state = now, "interrupted"
         limit = (deadline if interrupted_at is None else interrupted_at + INTERRUPT_GRACE_S) - now
@@ -151,9 +167,9 @@ async def execute(
             return exchange
         try:
             if not idle:
-                msg = await client.get_iopub_msg(timeout=min(POLL_S, max(limit, 0)))
+                msg = await client.get_iopub_msg(timeout=min(wake, max(limit, 0)))
             else:  # the reply is sent before "idle", so it is (nearly always) already waiting
-                msg = await client.get_shell_msg(timeout=min(POLL_S, max(limit, 0)))
+                msg = await client.get_shell_msg(timeout=min(wake, max(limit, 0)))
         except queue.Empty:
             if not await ensure_async(manager.is_alive()):
                 exchange.state = "dead"
@@ -350,8 +366,6 @@ def prelude_failure(pre: Exchange, request: CodeRequest, started: float, restart
     ename, evalue = reply.get("ename", "Error"), reply.get("evalue", "")
     if ename == "DatasetUnreadable":  # the dataset's file is damaged: the same code as R's worker gives
         return CodeOutcome.failure("INVALID_ARGUMENT", evalue, duration_ms=elapsed_ms(started))
-    if ename == "DatasetTooLarge":  # more memory than the kernel's limit: the message names it
-        return CodeOutcome.failure("TOO_LARGE", evalue, duration_ms=elapsed_ms(started))
     # KeyError: the dataset vanished since the check; ImportError: a server kernel without nini installed
     code = "INVALID_ARGUMENT" if ename in ("KeyError", "ModuleNotFoundError", "ImportError") else "INTERNAL"
     return CodeOutcome.failure(code, f"preparing the kernel failed: {ename}: {evalue}", duration_ms=elapsed_ms(started))

@@ -207,7 +207,12 @@ def prepare(workspace: Path, runtime_dir: Path) -> None:
     from nini.execution.workspace_fs import RootedDir
 
     uid = session_uid(workspace)
-    RootedDir(workspace).chown_tree(uid, uid)
+    # The workspace is walked once per uid: its root becomes (uid, root group) only after a whole walk,
+    # and later files are the uid's already (the sandbox's own, or nini's, made with Workspace.owner).
+    # Walking it at every start made a kernel start on a workspace of 200,000 files take seconds more.
+    found = os.stat(workspace)
+    if (found.st_uid, found.st_gid) != (uid, 0):
+        RootedDir(workspace).chown_tree(uid, uid)
     # bubblewrap enters the workspace as root without capabilities: the root group may pass
     os.chown(workspace, uid, 0)
     os.chmod(workspace, 0o750)

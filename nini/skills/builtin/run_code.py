@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from nini.errors import ErrorCode, NiniError
 from nini.execution.approvals import USER_KERNEL_NOTICE
+from nini.execution.disk_watch import Budget, RunWatch
 from nini.execution.outcome import CodeOutcome, CodeRequest
 from nini.execution.runtime_dirs import owner_token
 from nini.execution.variables import VariableCopy, check_names
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
 # Characters of one stream the record keeps (its head and tail) once the whole text is in the
 # workspace: more than a report scans (report.findings.SCAN_CHARS), far less than a log can be.
 RECORDED_TEXT_CHARS = 100_000
+# Where a run's writes land on this disk, in the session workspace, and can be stopped by nini: its own
+# kernels. The user's kernel is not confined anyway; a gateway's kernel writes to the gateway's disk.
+WATCHED = ("sandbox", "unsandboxed")
 
 @skill("run_code", category="data")
 async def run_code(
@@ -63,7 +67,10 @@ async def run_code(
     if outcome is None and names and isolation != "user_kernel":  # in the user's kernel they are there already
         copy = await _copy_variables(session, names, request.timeout_s)
         outcome = copy.refusal
-    if outcome is None:
+    if outcome is None and isolation in WATCHED:
+        async with watch_run(session) as watch:
+            outcome = await session.runtime.kernels.run(session.id, session.workspace, request, stop=watch)
+    elif outcome is None:
         executor = session.python_executor or session.runtime.kernels
         outcome = await executor.run(session.id, session.workspace, request, kernel_id=session.kernel_id)
     if copy.notes:
@@ -88,17 +95,18 @@ async def prepare_request(session: Session, request: CodeRequest) -> CodeRequest
 
 
 async def check_quota(session: Session) -> None:
-    """TOO_LARGE when the workspace already holds ``execution.workspace_quota_mb``: no more code
-    runs until files are removed (no single file can pass the quota: RLIMIT_FSIZE)."""
-    quota = session.settings.execution.workspace_quota_mb * 1024 * 1024
-    used = await session.runtime.workspace_usage(session.workspace)
-    if used >= quota:
-        raise NiniError(
-            ErrorCode.TOO_LARGE,
-            f"the session workspace holds {used / 1024**2:,.0f} MiB, its quota is {quota / 1024**2:,.0f} MiB "
-            "(execution.workspace_quota_mb): delete files from it, or raise the quota, to run code again",
-            {"used_bytes": used, "quota_bytes": quota},
-        )
+    """TOO_LARGE when the workspace is at its budget (``execution.workspace_quota_mb`` bytes,
+    ``execution.workspace_max_files`` files): no more code runs until files are removed."""
+    settings = session.settings
+    await session.runtime.disk_watch(session).check(Budget.of(settings.execution), settings.ui.language)
+
+
+def watch_run(session: Session) -> RunWatch:
+    """The budget watch of one run in nini's own kernel or R worker (``async with``; the run's
+    ``stop``): a run that goes over the workspace's budget is stopped, and after it the workspace is
+    guarded while the session's kernel or worker lives (``disk_watch``)."""
+    settings = session.settings
+    return session.runtime.disk_watch(session).run(Budget.of(settings.execution), settings.ui.language)
 
 
 async def _approval_refusal(session: Session, code: str, isolation: str) -> CodeOutcome | None:

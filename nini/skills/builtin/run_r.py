@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from nini.errors import ErrorCode, NiniError
 from nini.execution.outcome import CONTRACT_KEYS, CodeOutcome, CodeRequest
 from nini.execution.python_runner import checked_artifacts
-from nini.skills.builtin.run_code import build_request, check_quota, find_retry_of, prepare_request, record_outcome
+from nini.skills.builtin.run_code import (
+    build_request, check_quota, find_retry_of, prepare_request, record_outcome, watch_run,
+)
 from nini.skills.function import skill
 from nini.skills.output import ToolOutput
 
@@ -76,12 +78,13 @@ async def _run_in_worker(session: Session, request: CodeRequest) -> dict[str, An
     if request.dataset_name:
         session.workspace.recorded_dataset(request.datasets or {}, request.dataset_name)
     try:
-        return await session.runtime.r_workers.run(session.id, session.workspace.root, {
-            "code": request.code, "dataset_name": request.dataset_name, "save_as": request.save_as,
-            "purpose": request.purpose, "label": request.label, "timeout_s": request.timeout_s,
-            "max_figures": request.max_figures, "datasets": request.datasets, "save_file": request.save_file,
-            "pending_file": request.pending_file,
-        })  # fmt: skip
+        async with watch_run(session) as watch:
+            return await session.runtime.r_workers.run(session.id, session.workspace.root, {
+                "code": request.code, "dataset_name": request.dataset_name, "save_as": request.save_as,
+                "purpose": request.purpose, "label": request.label, "timeout_s": request.timeout_s,
+                "max_figures": request.max_figures, "datasets": request.datasets, "save_file": request.save_file,
+                "pending_file": request.pending_file,
+            }, stop=watch)  # fmt: skip
     except RSandboxError as exc:
         raise NiniError(ErrorCode(exc.code), exc.message, exc.details) from None
 
