@@ -152,11 +152,12 @@ def test_limits_hold_through_the_cli(tmp_path: Path) -> None:
 def test_a_workspace_over_its_quota_refuses_more_runs(tmp_path: Path) -> None:
     env = {"NINI_EXECUTION__WORKSPACE_QUOTA_MB": "16"}
     code = "for n in range(3):\n    open(f'part-{n}.bin', 'wb').write(b'x' * (7 << 20))\n"
-    assert run_code("quota", code, **env)["success"]
+    first = run_code("quota", code, **env)  # goes over: stopped (disk_watch), or done before the watch saw it
+    assert first["success"] or first["error"]["code"] == "TOO_LARGE", first
     refused = nini("run-code", "-", "--session", "quota", code="print(1)", env=env)
     assert refused.returncode == 1 and "TOO_LARGE" in refused.stderr and "workspace_quota_mb" in refused.stderr
-    big = run_code("quota2", "open('big.bin', 'wb').write(b'x' * (20 << 20))", **env)
-    assert not big["success"] and "File too large" in big["error"]["message"]
+    big = run_code("quota2", "open('big.bin', 'wb').write(b'x' * (20 << 20))", **env)  # RLIMIT_FSIZE: 16 MiB
+    assert not big["success"] and ("File too large" in big["error"]["message"] or big["error"]["code"] == "TOO_LARGE")
 
 
 @pytest.mark.skipif(not r_status(__import__("nini.config", fromlist=["Settings"]).Settings())[0], reason="R unavailable")
