@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from r_sandbox.errors import RSandboxError
-from r_sandbox.protocol import LINE_LIMIT, REQUEST_KEYS, decode, encode, failure
+from r_sandbox.protocol import OUTPUT_MAX_BYTES, REQUEST_KEYS, decode, encode, failure, line_limit
 
 __all__ = ["MEMORY_ENV", "RWorkerPool"]
 
@@ -84,6 +84,7 @@ class RWorkerPool:
         start_timeout_s: float = 60,
         language: str = "zh",
         make_runtime_dir: Callable[[], Path] | None = None,
+        output_max_bytes: int = OUTPUT_MAX_BYTES,
     ) -> None:
         self.memory_limit_mb = memory_limit_mb
         self.timeout_s = timeout_s
@@ -91,6 +92,7 @@ class RWorkerPool:
         self.wrap_command = wrap_command
         self.start_timeout_s = start_timeout_s
         self.language = language  # of policy messages: zh or en
+        self.output_max_bytes = output_max_bytes  # of each stream of a run; bounds the replies read too
         # a new private folder per worker; nini's stamps it with its owner, to sweep it after a crash
         self.make_runtime_dir = make_runtime_dir or (lambda: Path(tempfile.mkdtemp(prefix="nini-r-", dir="/tmp")))
         self._workers: dict[str, _Worker] = {}
@@ -256,7 +258,7 @@ class RWorkerPool:
         cmd = [
             sys.executable, "-P", "-m", "r_sandbox.worker", "--workspace", str(workspace),
             "--memory-mb", str(self.memory_limit_mb), "--packages", ",".join(self.allowed_packages),
-            "--language", self.language,
+            "--language", self.language, "--output-max-bytes", str(self.output_max_bytes),
         ]  # fmt: skip # -P: the workspace (cwd) must not shadow modules the worker imports
         if self.wrap_command is not None:
             cmd = self.wrap_command(cmd, workspace, runtime)
@@ -265,7 +267,8 @@ class RWorkerPool:
             with open(log_path, "wb") as log:  # the worker's stderr: R start-up noise, crash messages
                 process = await asyncio.create_subprocess_exec(
                     *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
-                    cwd=workspace, env=_worker_env(runtime), start_new_session=True, limit=LINE_LIMIT,
+                    cwd=workspace, env=_worker_env(runtime), start_new_session=True,
+                    limit=line_limit(self.output_max_bytes),
                 )  # fmt: skip
         except OSError as exc:  # the wrapper or the interpreter is missing
             shutil.rmtree(runtime, ignore_errors=True)
@@ -324,7 +327,7 @@ async def _call(worker: _Worker, message: dict[str, Any]) -> dict[str, Any]:
     while True:
         try:
             line = await stdout.readline()
-        except ValueError as exc:  # longer than LINE_LIMIT: the worker keeps below it, so it is broken
+        except ValueError as exc:  # longer than line_limit(): the worker keeps below it, so it is broken
             raise _WorkerLost("a reply longer than the protocol allows") from exc
         if not line:
             raise _WorkerLost()

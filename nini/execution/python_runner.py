@@ -366,6 +366,8 @@ def prelude_failure(pre: Exchange, request: CodeRequest, started: float, restart
     ename, evalue = reply.get("ename", "Error"), reply.get("evalue", "")
     if ename == "DatasetUnreadable":  # the dataset's file is damaged: the same code as R's worker gives
         return CodeOutcome.failure("INVALID_ARGUMENT", evalue, duration_ms=elapsed_ms(started))
+    if ename == "DatasetTooLarge":  # more memory than the kernel's limit: the message names it
+        return CodeOutcome.failure("TOO_LARGE", evalue, duration_ms=elapsed_ms(started))
     # KeyError: the dataset vanished since the check; ImportError: a server kernel without nini installed
     code = "INVALID_ARGUMENT" if ename in ("KeyError", "ModuleNotFoundError", "ImportError") else "INTERNAL"
     return CodeOutcome.failure(code, f"preparing the kernel failed: {ename}: {evalue}", duration_ms=elapsed_ms(started))
