@@ -9,7 +9,10 @@
    versus today's. Goal: at most 10% more on a warm call.
 3. Kernel start (start to first result) sandboxed with bubblewrap versus unsandboxed, both through
    nini's KernelPool, with raw ``AsyncKernelManager.start_kernel`` + ``wait_for_ready`` as reference.
-4. History store: 10,000 tool calls (see store_throughput.py). Goal: >= 2,000 per second.
+4. The cost of the cgroups (issue 32): kernel start and warm round trip with each kernel in a
+   cgroup of its own (``execution.cgroups`` auto) versus none (off), interleaved in the same run.
+   Goal: at most 5% more on a start, nothing measurable on a warm call.
+5. History store: 10,000 tool calls (see store_throughput.py). Goal: >= 2,000 per second.
 """
 
 from __future__ import annotations
@@ -27,11 +30,13 @@ import store_throughput
 from jupyter_client.manager import AsyncKernelManager
 
 from nini.config import ExecutionSettings, load_settings
-from nini.execution import sandbox
+from nini.execution import cgroups, sandbox
 from nini.execution.kernels import KernelPool
 from nini.execution.outcome import CodeRequest
 from nini.execution.sandbox import probe_bwrap
 from nini.execution.workspace import Workspace
+from nini.history.store import HistoryStore
+from nini.history.uids import session_uid
 from nini.runtime import Runtime
 from nini.session import Session
 from nini.skills.invoke import invoke
@@ -40,9 +45,11 @@ ROUND_TRIPS = 200
 STARTS = 5
 GOAL_RATIO = 1.5
 HARDENING_GOAL = 1.10
+CGROUP_STARTS = 8
+CGROUP_START_GOAL = 1.05
 
 
-def legacy_agent_command(cmd, mode, limits, *, workspace, runtime_dir, shared_dir=None):  # noqa: ANN001, ANN201
+def legacy_agent_command(cmd, mode, limits, *, workspace, runtime_dir, shared_dir=None, **_ignored):  # noqa: ANN001, ANN201
     """The kernel command as nini built it before the hardening, for the "before" measurement."""
     wrapper = ("import os, resource, sys; limit = int(sys.argv[1]); "
                "resource.setrlimit(resource.RLIMIT_AS, (limit, limit)); os.execvp(sys.argv[3], sys.argv[3:])")
@@ -140,13 +147,55 @@ async def pool_starts(home: Path, sandbox_setting: str, *, with_legacy: bool = F
             runs = [(current, contextlib.nullcontext)] + ([(legacy, legacy_sandbox)] if with_legacy else [])
             for times, context in runs if n % 2 else reversed(runs):
                 session_id = f"start-{sandbox_setting}-{len(current)}-{len(legacy)}"
-                workspace = Workspace.for_session(home / "sessions", session_id).ensure()
+                workspace = owned_workspace(home, session_id, pool.sandbox_mode)
                 with context():
                     times.append(await _timed(pool.run(session_id, workspace, CodeRequest("x = 1"))))
                 await pool.shutdown_session(session_id)
         return current, legacy
     finally:
         await pool.aclose()
+
+
+async def cgroup_costs(home: Path) -> dict[str, tuple[list[float], list[float]]]:
+    """Kernel starts and then warm round trips of sandboxed kernels in a cgroup of their own and in
+    none, interleaved in alternating order: {"cgroup" | "none": (starts, round trips)}."""
+    pools = {"cgroup": KernelPool(ExecutionSettings(sandbox="bwrap")),
+             "none": KernelPool(ExecutionSettings(sandbox="bwrap", cgroups="off"))}  # fmt: skip
+    times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in pools}
+    try:
+        for n in range(CGROUP_STARTS + 1):  # the first pair warms the machine's caches
+            for name in list(pools) if n % 2 else reversed(list(pools)):
+                session_id = f"cg-{name}-{n}"
+                workspace = owned_workspace(home, session_id, pools[name].sandbox_mode)
+                took = await _timed(pools[name].run(session_id, workspace, CodeRequest("x = 1")))
+                if n:
+                    times[name][0].append(took)
+                if n < CGROUP_STARTS:
+                    await pools[name].shutdown_session(session_id)
+        for n in range(ROUND_TRIPS):
+            for name in list(pools) if n % 2 else reversed(list(pools)):
+                session_id = f"cg-{name}-{CGROUP_STARTS}"
+                workspace = owned_workspace(home, session_id, pools[name].sandbox_mode)
+                times[name][1].append(await _timed(pools[name].run(session_id, workspace, CodeRequest("x = 1"))))
+        return times
+    finally:
+        for pool in pools.values():
+            await pool.aclose()
+
+
+def owned_workspace(home: Path, session_id: str, mode: sandbox.SandboxMode) -> Workspace:
+    """The session's workspace, owned as a Runtime would give it: by a uid the store allocates,
+    under a root nini's sandbox."""
+    root = Workspace.for_session(home / "sessions", session_id).root
+    if not sandbox.runs_as_session_uid(mode):
+        return Workspace(root).ensure()
+    store = HistoryStore(f"sqlite:///{home / 'uids.db'}")
+    try:
+        store.ensure_session(session_id)
+        uid = session_uid(store, session_id, sandbox.ROOT_UID_BASE, sandbox.ROOT_UID_BASE + sandbox.ROOT_UID_SPAN)
+    finally:
+        store.close()
+    return Workspace(root, (uid, uid)).ensure()
 
 
 async def raw_starts() -> list[float]:
@@ -185,6 +234,9 @@ async def main() -> None:
         if bwrap_ok:
             starts, legacy_starts = await pool_starts(home, "bwrap", with_legacy=True)
             start_bwrap, legacy_start = ms(starts), ms(legacy_starts)
+        placed = cgroups.placement()
+        if bwrap_ok and placed.mechanism != "none":
+            costs = await cgroup_costs(home / "cg")
         start_raw = ms(await raw_starts())
     nini, legacy = ms(hardened_times), ms(legacy_times)
     ratio = nini / raw
@@ -208,6 +260,16 @@ async def main() -> None:
               f"{start_bwrap / start_none:5.2f}x unsandboxed")
         print(f"  KernelPool, legacy sandbox (interleaved)           {legacy_start:8.0f} ms  "
               f"hardened/legacy {start_bwrap / legacy_start:5.2f}x")
+    print(f"cgroups ({placed.mechanism}): sandboxed kernels in a cgroup of their own vs in none, interleaved")
+    if not bwrap_ok or placed.mechanism == "none":
+        print(f"  skipped: {why if not bwrap_ok else placed.detail}")
+    else:
+        start_ratio = ms(costs["cgroup"][0]) / ms(costs["none"][0])
+        warm_ratio = ms(costs["cgroup"][1]) / ms(costs["none"][1])
+        print(f"  kernel start, median of {CGROUP_STARTS}: {ms(costs['cgroup'][0]):8.0f} ms vs {ms(costs['none'][0]):8.0f} ms  "
+              f"{start_ratio:5.3f}x   goal <= {CGROUP_START_GOAL}x: {'met' if start_ratio <= CGROUP_START_GOAL else 'MISSED'}")
+        print(f"  warm call, median of {ROUND_TRIPS}:   {ms(costs['cgroup'][1]):8.2f} ms vs {ms(costs['none'][1]):8.2f} ms  "
+              f"{warm_ratio:5.3f}x")
 
 
 if __name__ == "__main__":  # run as a script, so store_throughput imports from this folder

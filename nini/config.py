@@ -69,7 +69,10 @@ class ExecutionSettings(BaseModel):
         "or calls eval/exec/open outside the workspace, before it runs; off: no static check."
     )
     memory_limit_mb: int = Field(
-        2048, ge=256, description="Address-space limit of each agent kernel in MiB (setrlimit RLIMIT_AS)."
+        2048, ge=256, description="Memory of each agent kernel in MiB: its cgroup's limit (all its processes, with "
+        "what they hold in memfds, shared memory and files in its /tmp and /dev/shm; past it the kernel is stopped, "
+        "TOO_LARGE) and each process's address space (RLIMIT_AS: an allocation past it is a MemoryError). Without "
+        "cgroups (nini doctor says) only the address space is limited."
     )
     timeout_s: float = Field(
         60, gt=0, le=86400, description="Default run_code timeout in seconds; a call may set its own."
@@ -79,8 +82,20 @@ class ExecutionSettings(BaseModel):
         "(executions/ID/stdout.txt) and the record keeps its head and tail."
     )
     max_processes: int = Field(
-        64, ge=8, le=4096, description="Processes and threads an agent kernel or R worker may have at once "
-        "(RLIMIT_NPROC, counted per session sandbox); a fork bomb stops there, the kernel stays usable."
+        64, ge=8, le=4096, description="Processes and threads each agent kernel or R worker may have at once "
+        "(its cgroup's pids limit, counted for it alone); a fork bomb stops there, the kernel stays usable. Without "
+        "cgroups it is RLIMIT_NPROC, which counts every task of the session's sandbox user, all its kernels."
+    )
+    cgroups: Literal["auto", "off"] = Field(
+        "auto", description="auto: memory and processes of each agent kernel and R worker limited by a control group "
+        "of its own where this machine offers one (execution.cgroup_folders, else nini's own cgroup when nini may "
+        "write there, as root; else systemd-run --scope); off: RLIMITs only (they miss memfds, tmpfs and shared "
+        "memory, and count a uid's threads). nini doctor says which holds."
+    )
+    cgroup_folders: list[Path] = Field(
+        default_factory=list, description="Control-group folders delegated to nini's user, where it makes its groups: "
+        "one per controller on cgroup v1 (e.g. /sys/fs/cgroup/memory/nini and /sys/fs/cgroup/pids/nini), one on v2 "
+        "(holding nini's own cgroup, as delegation requires). Empty: nini's own cgroup, else systemd-run --scope."
     )
     max_artifacts_per_run: int = Field(
         200, ge=1, le=100_000, description="Charts one run may save (matplotlib figures, R plot pages, rich "
@@ -129,7 +144,9 @@ class RSettings(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     memory_limit_mb: int = Field(
-        1024, ge=256, description="Address-space limit of each session's R worker in MiB (setrlimit RLIMIT_AS)."
+        1024, ge=256, description="Memory of each session's R worker in MiB: its cgroup's limit (with what it holds "
+        "in memfds, shared memory and its /tmp and /dev/shm; past it the worker is stopped, TOO_LARGE) and its address "
+        "space (RLIMIT_AS). Without cgroups only the address space is limited."
     )
     timeout_s: float = Field(
         120, gt=0, le=86400, description="Default run_r_code timeout in seconds; past it the worker is restarted."

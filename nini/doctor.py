@@ -116,6 +116,7 @@ def _protections(settings: Settings) -> list[Check]:
     checks.append(Check("limits", True, f"memory {execution.memory_limit_mb} MiB (R {settings.r.memory_limit_mb} MiB), "
                         f"{execution.max_processes} processes, /tmp and /dev/shm {execution.tmp_size_mb} MiB each, "
                         f"workspace quota {execution.workspace_quota_mb} MiB", required=False))  # fmt: skip
+    checks.append(_resource_limits(settings))
     resolver = "openat2 (RESOLVE_BENEATH, no symlinks)" if openat2_available() else "a per-folder O_NOFOLLOW walk"
     checks.append(Check("workspace files", True, f"nini opens workspace files beneath the root with {resolver}; "
                         "a link or special file is refused", required=False))  # fmt: skip
@@ -143,8 +144,9 @@ def _sandboxed_python(settings: Settings) -> Check:
         workspace, runtime_dir = Path(tmp) / "workspace", Path(tmp) / "runtime"
         workspace.mkdir()
         runtime_dir.mkdir()
-        sandbox.prepare(workspace, runtime_dir)
-        command = sandbox.agent_command([sys.executable, "-m", "nini.execution.probe"], "bwrap", sandbox_limits(settings.execution),
+        uid = sandbox.PROBE_UID if sandbox.running_as_root() else None
+        sandbox.prepare(workspace, runtime_dir, uid)
+        command = sandbox.agent_command([sys.executable, "-m", "nini.execution.probe"], "bwrap", sandbox_limits(settings.execution), uid=uid,
                                         workspace=workspace, runtime_dir=runtime_dir)  # fmt: skip
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=120)
@@ -156,6 +158,26 @@ def _sandboxed_python(settings: Settings) -> Check:
     return Check("sandbox python", False, f"{sys.executable} does not start inside the sandbox ({reason}); kernels will fail: "
                  "put the interpreter where the sandbox can see it, or add its folder to execution.sandbox_read_only_paths",
                  required=False)  # fmt: skip
+
+
+def _resource_limits(settings: Settings) -> Check:
+    """What holds the memory and process limits here: control groups (which kind), or the RLIMITs
+    alone, and what those miss."""
+    from nini.execution import cgroups
+
+    execution = settings.execution
+    found = cgroups.placement(execution.cgroups, tuple(str(folder) for folder in execution.cgroup_folders))
+    if found.mechanism == "none":
+        return Check("resource limits", False, f"RLIMITs only ({found.detail}): memory is each process's address "
+                     "space (RLIMIT_AS), which misses memfds, files in /tmp and /dev/shm and shared memory, and gives "
+                     "each forked process the whole limit again; processes are RLIMIT_NPROC, which counts every thread "
+                     "of the sandbox's user (a session's kernels in every nini process share it)", required=False)  # fmt: skip
+    detail = (f"{found.detail}: each kernel and R worker in a cgroup of its own, in one per session; its memory "
+              "(memfds, tmpfs files and shared memory included, no swap) and its processes and threads counted for it alone")  # fmt: skip
+    missing = sorted(set(cgroups.CONTROLLERS) - found.holds)
+    if missing:
+        detail += f"; {' and '.join(missing)} by RLIMITs only (no such controller here)"
+    return Check("resource limits", True, detail, required=False)
 
 
 def _guards(sandboxed: bool, seccomp: bool, abi: int) -> list[Check]:

@@ -18,7 +18,7 @@ from nini.config import Settings
 from nini.errors import ErrorCode, NiniError
 from nini.execution.approvals import Approvals
 from nini.execution.disk_watch import DiskWatch
-from nini.execution.sandbox import SandboxMode, resolve_mode, workspace_owner
+from nini.execution.sandbox import ROOT_UID_BASE, ROOT_UID_SPAN, SandboxMode, resolve_mode, runs_as_session_uid
 from nini.execution.workspace import Workspace, check_session_id
 from nini.history.events import EventBus
 from nini.history.store import HistoryStore
@@ -66,6 +66,7 @@ class Runtime:
         self.approvals = Approvals()
         self._disk_watches: dict[Path, DiskWatch] = {}  # workspace root -> its budget's last count
         self._owners: dict[str, str | None] = {}  # session id -> its owner (see owner_of)
+        self._sandbox_uids: dict[Path, int] = {}  # workspace root -> its session's sandbox uid (see workspace)
         self._user_registries: dict[str, SkillRegistry] = {}  # named user -> their skills (see registry_for)
         self._user_registries_lock = threading.Lock()
 
@@ -81,7 +82,8 @@ class Runtime:
         if self._kernels is None:
             from nini.execution.kernels import KernelPool
 
-            self._kernels = KernelPool(self.settings.execution, multi_kernel_manager=self._multi_kernel_manager)
+            self._kernels = KernelPool(self.settings.execution, multi_kernel_manager=self._multi_kernel_manager,
+                                       language=self.settings.ui.language)  # fmt: skip
         return self._kernels
 
     @property
@@ -90,7 +92,7 @@ class Runtime:
         if self._r_workers is None:
             from nini.skills.builtin.run_r import new_worker_pool
 
-            self._r_workers = new_worker_pool(self.settings)
+            self._r_workers = new_worker_pool(self.settings, self._sandbox_uids.get)
         return self._r_workers
 
     @property
@@ -166,7 +168,14 @@ class Runtime:
             mode = self.sandbox_mode
         except NiniError:  # execution.sandbox "bwrap" without a working bwrap: said when code runs
             mode = "none"
-        return Workspace(root, workspace_owner(mode, root))
+        if not runs_as_session_uid(mode):
+            return Workspace(root)
+        uid = self._sandbox_uids.get(root)
+        if uid is None:  # allocated once by the store, the same after a restart
+            from nini.history.uids import session_uid
+
+            uid = self._sandbox_uids[root] = session_uid(self.store, session_id, ROOT_UID_BASE, ROOT_UID_BASE + ROOT_UID_SPAN)
+        return Workspace(root, (uid, uid))
 
     def disk_watch(self, session: Session) -> DiskWatch:
         """The budget watch of ``session``'s workspace (bytes and files, before, during and between

@@ -1,11 +1,12 @@
 """RWorkerPool: one R worker process per session, started, limited, sandboxed and restarted here.
 
 Each worker is ``python -m r_sandbox.worker`` (rpy2 embedding R), optionally wrapped by
-``wrap_command`` (nini passes ``nini.execution.sandbox.bwrap_command``), in a new process group,
+``wrap_command`` (nini's puts it in bubblewrap and its own cgroup, which ``on_exit`` releases), in a new process group,
 with an allowlisted environment and a private runtime folder ``/tmp/nini-r-XXXXXXXX`` (HOME, TMPDIR,
 the worker's log). Runs of one session are serialised; different sessions run concurrently. A run
 that passes its timeout, or whose worker dies, kills the worker and starts a new one: the caller
-gets TIMEOUT or WORKER_DIED in the usual result shape, and the session goes on without its R state.
+gets TIMEOUT or WORKER_DIED (or what ``on_exit`` says: TOO_LARGE for its memory limit) in the usual
+result shape, and the session goes on without its R state.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from r_sandbox.protocol import OUTPUT_MAX_BYTES, REQUEST_KEYS, decode, encode, f
 __all__ = ["MEMORY_ENV", "RWorkerPool"]
 
 WrapCommand = Callable[[list[str], Path, Path], list[str]]
+# Called once a worker has ended, with its runtime folder: releases what ``wrap_command`` made for
+# it (nini: its cgroup), and says why it died when the wrapper knows ({code, message, ...}) or None.
+OnExit = Callable[[Path], "dict[str, Any] | None"]
 
 # What a worker inherits from this process's environment: nothing else (API keys live there).
 _PASSED_ENV = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "R_HOME"})
@@ -84,9 +88,11 @@ class RWorkerPool:
         start_timeout_s: float = 60,
         language: str = "zh",
         make_runtime_dir: Callable[[], Path] | None = None,
+        on_exit: OnExit | None = None,
         output_max_bytes: int = OUTPUT_MAX_BYTES,
     ) -> None:
         self.memory_limit_mb = memory_limit_mb
+        self.on_exit = on_exit
         self.timeout_s = timeout_s
         self.allowed_packages = tuple(allowed_packages)  # beyond r_sandbox.rules.DEFAULT_PACKAGES
         self.wrap_command = wrap_command
@@ -175,13 +181,17 @@ class RWorkerPool:
                 return failure("TIMEOUT", f"{stopped}: the R worker was restarted, so {_STATE_LOST}{note}",
                                duration_ms=_ms(started))  # fmt: skip
             except _WorkerLost as lost:
-                await self._stop(worker)  # reaped: its exit status says how it ended
+                cause = await self._stop(worker)  # reaped: its exit status says how it ended
                 how = _exit_description(worker.process.returncode, self.memory_limit_mb)
                 how += f"; {lost}" if str(lost) else ""
                 what = "died while running this code"
                 if was_dead:
                     what = "had stopped since the last call; the code did not run"
                 note = await self._replace(session_id, worker)
+                if cause is not None:  # the wrapper knows: its memory limit, say
+                    result = failure(cause["code"], cause["message"] + note, duration_ms=_ms(started))
+                    result["error"] = {**cause, **result["error"]}
+                    return result
                 message = f"the R worker {what} ({how}); {_STATE_LOST}{note}"
                 return failure("WORKER_DIED", message, duration_ms=_ms(started))
             except BaseException:  # cancelled mid-run: the worker is busy with code nobody waits for
@@ -208,9 +218,13 @@ class RWorkerPool:
         payload["timeout_s"] = float(timeout)
         return payload
 
-    async def _stop(self, worker: _Worker, *, keep_log: bool = False) -> None:
-        self._live.pop(worker.runtime_dir, None)
+    async def _stop(self, worker: _Worker, *, keep_log: bool = False) -> dict[str, Any] | None:
+        """Kill and reap ``worker``; why it died, when ``on_exit`` knows (asked once per worker)."""
+        live = self._live.pop(worker.runtime_dir, None)
         await _kill(worker, keep_log=keep_log)
+        if self.on_exit is None or live is None:
+            return None
+        return await asyncio.to_thread(self.on_exit, worker.runtime_dir)
 
     def _lock(self, session_id: str) -> asyncio.Lock:
         return self._locks.setdefault(session_id, asyncio.Lock())
@@ -272,6 +286,8 @@ class RWorkerPool:
                 )  # fmt: skip
         except OSError as exc:  # the wrapper or the interpreter is missing
             shutil.rmtree(runtime, ignore_errors=True)
+            if self.on_exit is not None:
+                self.on_exit(runtime)
             raise RSandboxError("WORKER_DIED", f"the R worker could not be started: {exc}") from exc
         self._live[runtime] = process.pid
         worker = _Worker(process, runtime, workspace, "", 0, datetime.now(UTC).isoformat(timespec="seconds"))

@@ -19,6 +19,18 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_CORPORA = REPO_ROOT.parent / "shared" / "corpora"
 
 
+_TEST_UIDS: dict[Path, int] = {}
+
+
+def sandbox_uid(workspace: Path) -> int:
+    """The sandbox uid of ``workspace`` for kernel and R worker pools used without a Runtime (whose
+    store allocates them, ``nini.history.uids``): one per workspace in this test process, counted down
+    from the top of the range, where no store's sequence reaches."""
+    from nini.execution.sandbox import ROOT_UID_BASE, ROOT_UID_SPAN
+
+    return _TEST_UIDS.setdefault(Path(workspace), ROOT_UID_BASE + ROOT_UID_SPAN - 1 - len(_TEST_UIDS))
+
+
 @pytest.fixture(autouse=True)
 def nini_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh NINI_HOME per test, and no NINI_* variable from the developer's shell."""

@@ -10,9 +10,11 @@ planted ``nini/`` package run before the confinement. Steps:
 1. ``--uid``: when nini runs as root the sandbox is entered as root (bubblewrap needs it to
    mount), with only CAP_SETUID/CAP_SETGID left; this drops to the session's own unprivileged
    uid, for good (a non-root nini gets its uid from a user namespace instead, and no ``--uid``).
-2. Limits (``setrlimit``, hard and soft, so the code cannot raise them back): address space,
-   processes and threads (RLIMIT_NPROC counts the sandbox user's tasks: with a uid or user
-   namespace of its own, only this sandbox's), the size of any one file, no core dumps.
+2. Limits (``setrlimit``, hard and soft, so the code cannot raise them back): address space (a
+   process's own allocations fail with MemoryError before its cgroup's memory limit, which also
+   counts memfds, tmpfs files and shared memory, kills anything), the size of any one file, no core
+   dumps, and processes and threads (RLIMIT_NPROC: only where no pids cgroup holds the process,
+   since it counts every task of the sandbox's uid, all of a session's kernels, not this one's).
 3. ``guard.restrict``: seccomp refuses every execve from here on (no program at all, the
    interpreter included: start-up is done, MODULE runs in this process), ``fallocate`` and new
    user namespaces; Landlock keeps changes to the writable folders. ``guard.fork_defaults`` then
@@ -82,12 +84,12 @@ def thread_env(max_processes: int) -> dict[str, str]:
     return {name: os.environ.get(name, threads) for name in THREAD_ENV}
 
 
-def apply_limits(*, memory_bytes: int, max_processes: int = 0, file_size_bytes: int = 0) -> None:
+def apply_limits(*, memory_bytes: int, max_processes: int = 0, file_size_bytes: int = 0, no_core: bool = False) -> None:
     """Lower this process's limits, soft and hard (0: leave that one alone)."""
     _lower(resource.RLIMIT_AS, memory_bytes)
     _lower(resource.RLIMIT_NPROC, max_processes)
     _lower(resource.RLIMIT_FSIZE, file_size_bytes)
-    if max_processes:
+    if no_core:
         _lower(resource.RLIMIT_CORE, 0, force=True)
 
 
@@ -111,7 +113,8 @@ def drop_to(uid: int) -> None:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python nini/execution/confine.py")
     parser.add_argument("--memory", type=int, required=True, help="address-space limit in bytes")
-    parser.add_argument("--processes", type=int, default=0, help="RLIMIT_NPROC (tasks of the sandbox user)")
+    parser.add_argument("--processes", type=int, default=0, help="RLIMIT_NPROC (tasks of the sandbox user); 0 "
+                        "where a pids cgroup holds the process")
     parser.add_argument("--file-size", type=int, default=0, help="largest file the process may write, bytes")
     parser.add_argument("--uid", type=int, help="drop to this uid (nini running as root)")
     parser.add_argument("--writable", action="append", default=[], help="a folder where entries may change")
@@ -130,7 +133,7 @@ def main(argv: list[str]) -> None:
     if args.unsandboxed:
         apply_limits(memory_bytes=args.memory)
     else:
-        apply_limits(memory_bytes=args.memory, max_processes=args.processes, file_size_bytes=args.file_size)
+        apply_limits(memory_bytes=args.memory, max_processes=args.processes, file_size_bytes=args.file_size, no_core=True)
         from nini.execution.guard import fork_defaults, restrict
 
         restrict(writable=args.writable, sockets_only=args.sockets)

@@ -30,7 +30,7 @@ from jupyter_core.utils import ensure_async
 
 from nini.config import ExecutionSettings
 from nini.errors import ErrorCode, NiniError
-from nini.execution import confine, sandbox
+from nini.execution import cgroups, confine, sandbox
 from nini.execution.gateway import GatewayKernel, gateway_url, host_of
 from nini.execution.mirror import Mirror
 from nini.execution.outcome import CodeOutcome, CodeRequest, RunStop
@@ -77,13 +77,15 @@ class _Kernel:
     restarts: int = 0
     needs_prelude: bool = True
     mirror: Mirror | None = None  # the kernel's own copy of the workspace, when it does not share this disk
+    group: cgroups.AgentGroup | None = None  # its cgroup (memory, processes); None: RLIMITs are all there is
 
 
 class KernelPool:
     """One kernel per session (agent-owned), or an existing kernel of a Jupyter server by id."""
 
-    def __init__(self, settings: ExecutionSettings, *, multi_kernel_manager: Any = None) -> None:
+    def __init__(self, settings: ExecutionSettings, *, multi_kernel_manager: Any = None, language: str = "zh") -> None:
         self.settings = settings
+        self.language = language  # of the messages that name a limit (ui.language)
         self.multi_kernel_manager = multi_kernel_manager  # AsyncMultiKernelManager or the server's MappingKernelManager
         self._kernels: dict[str, _Kernel] = {}
         self._external: dict[str, _Kernel] = {}
@@ -146,6 +148,9 @@ class KernelPool:
                 raise
             if report.prelude_ran:
                 kernel.needs_prelude = False
+            # killed by its memory cgroup: the connection goes ("cut") or the process is found dead
+            if report.state in ("dead", "cut") and kernel.group is not None and kernel.group.oom_kills():
+                report.outcome.error = cgroups.oom_error("kernel", self.settings.memory_limit_mb, self.language)
             if report.state in ("stuck", "dead"):
                 if external:
                     await self._forget_external(kernel_id or "")
@@ -264,7 +269,11 @@ class KernelPool:
         cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
                "--HistoryManager.hist_file=:memory:"]  # fmt: skip # parallel kernels must not share a history file
         limits = sandbox_limits(self.settings)
-        cmd = sandbox.agent_command(cmd, mode, limits, workspace=workspace.root, runtime_dir=runtime_dir, shared_dir=ipc_dir)
+        group = await asyncio.to_thread(cgroups.agent_group, self.settings.cgroups, self.settings.cgroup_folders,
+                                        workspace.root, runtime_dir.name, limits.memory_bytes, limits.max_processes)
+        uid = workspace.owner[0] if workspace.owner and sandbox.runs_as_session_uid(mode) else None
+        cmd = sandbox.agent_command(cmd, mode, limits, workspace=workspace.root, runtime_dir=runtime_dir, shared_dir=ipc_dir,
+                                    uid=uid, group=group)  # fmt: skip
         spec = KernelSpec(
             argv=cmd, display_name="nini", language="python",
             # SIGINT sent to bwrap does not reach the kernel in its own pid namespace and session;
@@ -275,7 +284,7 @@ class KernelPool:
         # would not cross the sandbox's network namespace. Used unsandboxed too: no port races.
         manager = _SpecKernelManager(spec, transport="ipc", connection_file=str(ipc_dir / "kernel.json"))
         manager.shutdown_wait_time = 2.0
-        kernel = _Kernel(manager, None, mode, workspace, runtime_dir)
+        kernel = _Kernel(manager, None, mode, workspace, runtime_dir, group=group)
         log_path = runtime_dir / "kernel.log"
         try:
             if mode == "bwrap":
@@ -283,7 +292,7 @@ class KernelPool:
                 # log made, so that a root nini can hand them and the workspace to the session's uid
                 manager.write_connection_file()
                 log_path.touch()
-                await asyncio.to_thread(sandbox.prepare, workspace.root, runtime_dir)
+                await asyncio.to_thread(sandbox.prepare, workspace.root, runtime_dir, uid)
             # The kernel's own stdout/stderr (banners, bwrap and crash messages) go to a log file
             # rather than nini's terminal; a failed start quotes it.
             with open(log_path, "wb") as log:
@@ -295,6 +304,8 @@ class KernelPool:
             await kernel.client.wait_for_ready(timeout=START_TIMEOUT_S)
         except Exception as exc:
             tail = _tail(log_path)
+            if group is not None and group.oom_kills():  # a limit too small for the kernel itself
+                tail = f"its memory limit ({self.settings.memory_limit_mb} MiB, execution.memory_limit_mb) was reached; {tail}"
             await _stop(kernel, now=True)
             message = f"the Python kernel did not start (sandbox: {mode}): {exc}" + (
                 f"; kernel output: {tail}" if tail else ""
@@ -448,3 +459,5 @@ async def _stop(kernel: _Kernel, *, now: bool) -> None:
     finally:
         if kernel.runtime_dir is not None:
             shutil.rmtree(kernel.runtime_dir, ignore_errors=True)
+        if kernel.group is not None:
+            await asyncio.to_thread(kernel.group.release)

@@ -13,9 +13,14 @@ namespaces, and it dies with nini.
 
 Who runs inside: a non-root nini enters a user namespace as uid ``SANDBOX_UID`` (no capability,
 no further user namespaces: ``--disable-userns``). A root nini cannot give the sandbox a user
-namespace of another host uid, and a process of host uid 0 escapes RLIMIT_NPROC; so bubblewrap
-runs privileged with only CAP_SETUID/CAP_SETGID, and ``confine`` drops for good to the session's
-own unprivileged uid (``session_uid``), which owns the workspace. ``confine`` then sets the
+namespace of another host uid, and a process of host uid 0 escapes every per-user limit; so
+bubblewrap runs privileged with only CAP_SETUID/CAP_SETGID, and ``confine`` drops for good to the
+session's own unprivileged uid, which owns the workspace: allocated by the store
+(``nini.history.uids``, in ``ROOT_UID_BASE`` + ``[0, ROOT_UID_SPAN)``), never shared by two sessions.
+
+Limits: where a control group can be made (``cgroups``), the agent process starts inside its own
+(memory and processes counted for it alone), which the command's first step enters; otherwise
+``confine``'s RLIMITs are all there is. ``confine`` then sets the
 limits and forbids executing programs (``guard``). bubblewrap 0.8 cannot mount the writable
 places noexec (it has no such option); nothing needs that while execve is refused to all.
 """
@@ -28,7 +33,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,11 +40,13 @@ from typing import Literal
 
 from nini.errors import ErrorCode, NiniError
 from nini.execution import confine
+from nini.execution.cgroups import AgentGroup
 
 SandboxMode = Literal["bwrap", "none"]
 
 SANDBOX_UID = 10001  # the agent's uid inside a user namespace
 ROOT_UID_BASE, ROOT_UID_SPAN = 1_500_000_000, 100_000_000  # session uids when nini runs as root
+PROBE_UID = ROOT_UID_BASE - 1  # nini doctor's trial sandbox: a uid no session is given
 SANDBOX_HOME = "/tmp/home"
 # What of /etc analysis needs: the loader, fonts, certificates, time zones, MIME types, name
 # services for numeric lookups, locales, R's configuration and the alternatives links into /usr.
@@ -94,19 +100,11 @@ def running_as_root() -> bool:
     return os.geteuid() == 0
 
 
-def session_uid(workspace: Path) -> int:
-    """The host uid a root nini gives the sandbox of ``workspace``: stable per workspace (its files
-    stay its own across restarts), different between sessions, far above real accounts."""
-    return ROOT_UID_BASE + zlib.crc32(os.fsencode(str(workspace))) % ROOT_UID_SPAN
-
-
-def workspace_owner(mode: SandboxMode, workspace: Path) -> tuple[int, int] | None:
-    """Who the files nini makes in ``workspace`` belong to: the session uid under a root nini's
-    sandbox (so agent code can write beside them), else nobody in particular (None)."""
-    if mode != "bwrap" or not running_as_root():
-        return None
-    uid = session_uid(workspace)
-    return uid, uid
+def runs_as_session_uid(mode: SandboxMode) -> bool:
+    """Whether sandboxes of ``mode`` run as a host uid of the session's own (a root nini's bwrap):
+    the files nini makes in the workspace then belong to that uid (``Workspace.owner``), so agent
+    code can write beside them, and callers pass it to ``agent_command`` and ``prepare``."""
+    return mode == "bwrap" and running_as_root()
 
 
 @functools.cache
@@ -149,24 +147,31 @@ def resolve_mode(setting: str) -> SandboxMode:
 
 
 def agent_command(
-    cmd: list[str], mode: SandboxMode, limits: Limits, *, workspace: Path, runtime_dir: Path, shared_dir: Path | None = None
+    cmd: list[str], mode: SandboxMode, limits: Limits, *, workspace: Path, runtime_dir: Path, shared_dir: Path | None = None,
+    uid: int | None = None, group: AgentGroup | None = None,
 ) -> list[str]:
     """``cmd`` (``python [flags] -m MODULE args``) as the agent process: confined, and in ``bwrap``
     mode inside the sandbox. ``runtime_dir`` is a private host folder of this process (nini
-    writes the sandbox's passwd there); ``shared_dir``, inside it, is bound writable too.
+    writes the sandbox's passwd there); ``shared_dir``, inside it, is bound writable too. ``uid``
+    is the session's (``runs_as_session_uid``); ``group`` the process's cgroup, entered before
+    anything else runs: a pids controller there replaces RLIMIT_NPROC, which would count every
+    task of the uid (all kernels of the session, in every nini process) instead of this one's.
 
     The interpreter is named without ``..`` (``benchmarks/../.venv/bin/python`` when started so):
     the folders such a name passes through are not in the sandbox."""
     cmd = [os.path.abspath(cmd[0]), *cmd[1:]]
+    enter = group.command if group is not None else list
     if mode == "none":
-        return confine.command(cmd, memory_bytes=limits.memory_bytes, sandboxed=False)
-    uid = session_uid(workspace) if running_as_root() else None
+        return enter(confine.command(cmd, memory_bytes=limits.memory_bytes, sandboxed=False))
+    if running_as_root() != (uid is not None):
+        raise ValueError("a root nini's sandbox runs as the session's uid, and only a root nini's: uid " + repr(uid))
+    processes = 0 if group is not None and "pids" in group.holds else limits.max_processes
     inner = confine.command(
-        cmd, memory_bytes=limits.memory_bytes, sandboxed=True, max_processes=limits.max_processes,
+        cmd, memory_bytes=limits.memory_bytes, sandboxed=True, max_processes=processes,
         file_size_bytes=limits.file_size_bytes, uid=uid,
         writable=[str(workspace), "/tmp", "/dev/shm"], sockets_only=[str(shared_dir)] if shared_dir else [],
     )  # fmt: skip
-    return bwrap_command(inner, workspace, runtime_dir, limits, shared_dir=shared_dir, uid=uid)
+    return enter(bwrap_command(inner, workspace, runtime_dir, limits, shared_dir=shared_dir, uid=uid))
 
 
 def bwrap_command(
@@ -198,15 +203,16 @@ def bwrap_command(
     return args
 
 
-def prepare(workspace: Path, runtime_dir: Path) -> None:
+def prepare(workspace: Path, runtime_dir: Path, uid: int | None) -> None:
     """Host-side preparation before a sandbox of ``workspace`` starts, when nini runs as root: the
     workspace and the process's runtime folder (its ipc sockets, the log its stdout goes to)
-    become the session uid's, without following any link."""
+    become the session uid's (``uid``), without following any link."""
     if not running_as_root():
         return
+    if uid is None:
+        raise ValueError("a root nini's sandbox runs as the session's uid: none was given")
     from nini.execution.workspace_fs import RootedDir
 
-    uid = session_uid(workspace)
     # The workspace is walked once per uid: its root becomes (uid, root group) only after a whole walk,
     # and later files are the uid's already (the sandbox's own, or nini's, made with Workspace.owner).
     # Walking it at every start made a kernel start on a workspace of 200,000 files take seconds more.

@@ -19,8 +19,9 @@ import pytest
 from nini.config import ExecutionSettings
 from nini.execution.kernels import KernelPool
 from nini.execution.outcome import CodeOutcome, CodeRequest
-from nini.execution.sandbox import probe_bwrap
+from nini.execution.sandbox import probe_bwrap, runs_as_session_uid
 from nini.execution.workspace import Workspace
+from tests.conftest import sandbox_uid
 
 needs_bwrap = pytest.mark.skipif(not probe_bwrap()[0], reason=f"no working bubblewrap: {probe_bwrap()[1]}")
 
@@ -32,7 +33,11 @@ class Kernels:
         self.loop, self.pool, self.sessions_dir = loop, pool, sessions_dir
 
     def workspace(self, session_id: str) -> Workspace:
-        return Workspace.for_session(self.sessions_dir, session_id).ensure()
+        """The session's workspace; under a root nini's sandbox owned by a uid of the session's own
+        (a Runtime's store allocates it, this pool has none: ``tests.conftest.sandbox_uid``)."""
+        root = Workspace.for_session(self.sessions_dir, session_id).root
+        owned = self.pool.backend == "local" and runs_as_session_uid(self.pool.sandbox_mode)
+        return Workspace(root, (sandbox_uid(root), sandbox_uid(root)) if owned else None).ensure()
 
     def run(self, code: str, session: str = "shared", *, kernel_id: str | None = None, **request: Any) -> CodeOutcome:
         return self.wait(

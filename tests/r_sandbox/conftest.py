@@ -22,6 +22,7 @@ import pytest
 from nini.config import Settings
 from nini.skills.builtin.run_r import worker_wrap
 from r_sandbox.client import RWorkerPool
+from tests.conftest import sandbox_uid
 from tests.execution.conftest import event_loop_for_module  # noqa: F401  (a fixture: one loop per module)
 
 
@@ -68,11 +69,11 @@ def new_session() -> str:
 
 def default_wrap() -> Any:
     """What nini passes: its confinement, inside bwrap where it works."""
-    return worker_wrap(Settings())
+    return worker_wrap(Settings(), sandbox_uid)
 
 
 def sandboxed_wrap() -> Any:
-    return worker_wrap(Settings(execution={"sandbox": "bwrap"}))
+    return worker_wrap(Settings(execution={"sandbox": "bwrap"}), sandbox_uid)
 
 
 @contextlib.contextmanager

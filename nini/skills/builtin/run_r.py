@@ -89,8 +89,9 @@ async def _run_in_worker(session: Session, request: CodeRequest) -> dict[str, An
         raise NiniError(ErrorCode(exc.code), exc.message, exc.details) from None
 
 
-def new_worker_pool(settings: Settings) -> Any:
-    """The session R workers of one Runtime, confined and sandboxed like its kernels."""
+def new_worker_pool(settings: Settings, uid_of: Callable[[Path], int | None] = lambda root: None) -> Any:
+    """The session R workers of one Runtime, confined and sandboxed like its kernels; ``uid_of`` gives
+    the sandbox uid of a session's workspace (a root nini's, see ``Runtime.workspace``)."""
     from nini.execution.runtime_dirs import make_runtime_dir, sweep_runtime_dirs
     from r_sandbox.client import RWorkerPool
 
@@ -99,16 +100,38 @@ def new_worker_pool(settings: Settings) -> Any:
         memory_limit_mb=settings.r.memory_limit_mb,
         timeout_s=settings.r.timeout_s,
         allowed_packages=settings.r.extra_packages,
-        wrap_command=worker_wrap(settings),
+        **worker_launch(settings, uid_of),
         language=settings.ui.language,
         make_runtime_dir=lambda: make_runtime_dir("nini-r-", R_RUNTIME_BASE),
     )
 
 
-def worker_wrap(settings: Settings) -> Callable[[list[str], Path, Path], list[str]]:
+def worker_launch(settings: Settings, uid_of: Callable[[Path], int | None]) -> dict[str, Any]:
+    """``RWorkerPool``'s ``wrap_command`` (see ``worker_wrap``) and ``on_exit``: a worker's cgroup is
+    released when it ends, and a worker the memory cgroup killed fails with TOO_LARGE naming the limit."""
+    from nini.execution.cgroups import oom_error
+
+    groups: dict[Path, Any] = {}
+
+    def on_exit(runtime_dir: Path) -> dict[str, Any] | None:
+        group = groups.pop(runtime_dir, None)
+        if group is None:
+            return None
+        killed = group.oom_kills()
+        group.release()
+        return oom_error("r", settings.r.memory_limit_mb, settings.ui.language) if killed else None
+
+    return {"wrap_command": worker_wrap(settings, uid_of, groups), "on_exit": on_exit}
+
+
+def worker_wrap(
+    settings: Settings, uid_of: Callable[[Path], int | None] = lambda root: None, groups: dict[Path, Any] | None = None
+) -> Callable[[list[str], Path, Path], list[str]]:
     """How an R worker command becomes the agent process of ``settings``: ``confine`` always (the
-    memory limit), inside bubblewrap with the kernels' limits when the sandbox is on."""
-    from nini.execution import sandbox
+    memory limit), inside bubblewrap with the kernels' limits when the sandbox is on, in a cgroup of
+    its own where one can be made, kept in ``groups`` by runtime folder for ``on_exit`` to release
+    (without ``groups`` nothing would release it: no cgroup, the RLIMITs only)."""
+    from nini.execution import cgroups, sandbox
     from nini.execution.kernels import sandbox_limits
     from r_sandbox.client import r_home
 
@@ -121,9 +144,16 @@ def worker_wrap(settings: Settings) -> Callable[[list[str], Path, Path], list[st
     )
 
     def wrap(cmd: list[str], workspace: Path, runtime_dir: Path) -> list[str]:
+        uid = uid_of(workspace) if sandbox.runs_as_session_uid(mode) else None
         if mode == "bwrap":
-            sandbox.prepare(workspace, runtime_dir)
-        return sandbox.agent_command(cmd, mode, limits, workspace=workspace, runtime_dir=runtime_dir)
+            sandbox.prepare(workspace, runtime_dir, uid)
+        group = None
+        if groups is not None:
+            group = groups[runtime_dir] = cgroups.agent_group(
+                settings.execution.cgroups, settings.execution.cgroup_folders, workspace, runtime_dir.name,
+                limits.memory_bytes, limits.max_processes,
+            )  # fmt: skip
+        return sandbox.agent_command(cmd, mode, limits, workspace=workspace, runtime_dir=runtime_dir, uid=uid, group=group)
 
     return wrap
 
