@@ -81,6 +81,20 @@ class ExecutionSettings(BaseModel):
         8000, ge=200, description="Longest tool output sent back to the model; a longer one is written whole to the workspace "
         "(executions/ID/stdout.txt) and the record keeps its head and tail."
     )
+    output_max_mb: int = Field(
+        4, ge=1, le=1024, description="Largest single output of a run in MiB (a display, a result's value, an error, each "
+        "of stdout and stderr), capped as it arrives: a larger one is kept as its size and a preview (a text's head; "
+        "for images and HTML a note with the size and mime type) with a marker, and nini's process refuses any "
+        "message from a sandboxed kernel larger than this plus 1 MiB (TOO_LARGE; the kernel is restarted)."
+    )
+    run_outputs_max_mb: int = Field(
+        16, ge=1, le=65536, description="Most output one run keeps, in MiB, all outputs together; past it later "
+        "outputs are counted, not kept, and the run says how much it left out."
+    )
+    run_outputs_max_count: int = Field(
+        1000, ge=1, le=1_000_000, description="Most outputs one run keeps (displays, results, errors, stream parts); "
+        "past it later outputs are counted, not kept."
+    )
     max_processes: int = Field(
         64, ge=8, le=4096, description="Processes and threads each agent kernel or R worker may have at once "
         "(its cgroup's pids limit, counted for it alone); a fork bomb stops there, the kernel stays usable. Without "

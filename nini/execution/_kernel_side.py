@@ -110,14 +110,16 @@ def prelude(root: str, dataset_name: str | None = None) -> None:
 
 def collect(
     root: str, label: str | None, save_as: str | None, succeeded: bool, max_figures: int = 200,
-    save_file: str | None = None, pending_file: str | None = None,
+    save_file: str | None = None, pending_file: str | None = None, max_bytes: int | None = None,
 ) -> _Json:
     """After a run: save and close figures (at most ``max_figures``), read ``result`` and
     ``output_df`` (saved as ``save_as`` into the new version ``save_file`` the host chose), then
     remove both.
 
     On a failed run only the figures are saved (they were made before the error) and the two names
-    are cleared, so that the next run never sees a stale ``result``.
+    are cleared, so that the next run never sees a stale ``result``. The report fits in
+    ``max_bytes`` (``execution.output_max_mb``; it travels in the reply, whose size nini's process
+    caps): past it the preview's rows, then ``result``, are left out with a warning.
     """
     workspace = Workspace(Path(root))
     namespace = _user_ns()
@@ -128,7 +130,26 @@ def collect(
     if succeeded:
         report.update(result=_result(result, report["warnings"]))
         report.update(_frame(workspace, frame, save_as, report["warnings"], save_file))
-    return _Json(report)
+    from nini.execution._output_side import dropped_notes
+
+    report["warnings"] += dropped_notes()
+    return _bounded(report, max_bytes)
+
+
+def _bounded(report: dict[str, Any], max_bytes: int | None) -> _Json:
+    """``report`` as JSON of at most about ``max_bytes // 2`` bytes (its text is escaped once more
+    in the reply): a large preview's rows, then a large ``result``, are left out with a warning."""
+    shown = _Json(report)
+    limit = None if max_bytes is None else max_bytes // 2
+    for key, words in (("dataframe_preview", "output_df's preview rows"), ("result", "result")):
+        size = len(shown.text)
+        if limit is None or size <= limit or report.get(key) is None:
+            continue
+        report["warnings"].append(f"{words} left out: the run's report took {size / 2**20:.1f} MiB, more than "
+                                  "execution.output_max_mb allows")  # fmt: skip
+        report[key] = {**report[key], "rows": []} if key == "dataframe_preview" else None
+        shown = _Json(report)
+    return shown
 
 
 def json_safe(value: Any) -> Any:

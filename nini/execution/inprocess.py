@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 from nini.execution import _kernel_side
 from nini.execution._shell_capture import captured, ends_quiet, inline_figures_held
 from nini.execution.outcome import CodeOutcome, CodeRequest
+from nini.execution.output_caps import RunOutputs
 from nini.execution.python_runner import (
     INTERRUPT_GRACE_S,
     Exchange,
@@ -73,6 +74,9 @@ class _Job:
     code_ended: threading.Event = field(default_factory=threading.Event)
     started: float = 0.0
     stop: str | None = None  # why nini interrupted the code: "timeout" or "cancel"
+
+    def __post_init__(self) -> None:
+        self.exchange.budget = RunOutputs(self.request.output_limits)  # outputs capped as they arrive
 
 
 class InProcessExecutor:
@@ -326,7 +330,8 @@ def _collect(root: str, request: CodeRequest, succeeded: bool) -> dict[str, Any]
     save_as = request.save_as if succeeded else None
     try:
         return json.loads(_kernel_side.collect(root, request.label, save_as, succeeded, request.max_figures,
-                                               request.save_file, request.pending_file).text)  # fmt: skip
+                                               request.save_file, request.pending_file,
+                                               request.output_limits.max_bytes).text)  # fmt: skip
     except Exception as exc:
         return collect_failure(type(exc).__name__, str(exc))
 

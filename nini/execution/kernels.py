@@ -31,9 +31,11 @@ from jupyter_core.utils import ensure_async
 from nini.config import ExecutionSettings
 from nini.errors import ErrorCode, NiniError
 from nini.execution import cgroups, confine, sandbox
+from nini.execution.channel_guard import ChannelGuard, limit_context
 from nini.execution.gateway import GatewayKernel, gateway_url, host_of
 from nini.execution.mirror import Mirror
 from nini.execution.outcome import CodeOutcome, CodeRequest, RunStop
+from nini.execution.output_caps import MIB, OutputLimits
 from nini.execution.python_runner import run_request
 from nini.execution.runtime_dirs import make_runtime_dir, sweep_runtime_dirs
 from nini.execution.sandbox import SandboxMode, resolve_mode
@@ -78,6 +80,7 @@ class _Kernel:
     needs_prelude: bool = True
     mirror: Mirror | None = None  # the kernel's own copy of the workspace, when it does not share this disk
     group: cgroups.AgentGroup | None = None  # its cgroup (memory, processes); None: RLIMITs are all there is
+    guard: ChannelGuard | None = None  # watches nini's sockets, which refuse messages over the output cap
 
 
 class KernelPool:
@@ -142,6 +145,7 @@ class KernelPool:
                     kernel.client, kernel.manager, workspace, request,
                     prelude=kernel.needs_prelude or external,  # a server kernel may have been restarted by its user
                     restartable=not external, mirror=kernel.mirror, stop=None if external else stop,
+                    guard=kernel.guard,
                 )  # fmt: skip
             except asyncio.CancelledError:
                 await _interrupt(kernel)
@@ -151,7 +155,7 @@ class KernelPool:
             # killed by its memory cgroup: the connection goes ("cut") or the process is found dead
             if report.state in ("dead", "cut") and kernel.group is not None and kernel.group.oom_kills():
                 report.outcome.error = cgroups.oom_error("kernel", self.settings.memory_limit_mb, self.language)
-            if report.state in ("stuck", "dead"):
+            if report.state in ("stuck", "dead", "cut"):
                 if external:
                     await self._forget_external(kernel_id or "")
                 else:
@@ -300,7 +304,13 @@ class KernelPool:
                     cwd=str(workspace.root), env=_kernel_env(runtime_dir, limits.max_processes), stdout=log, stderr=log
                 )
             kernel.client = _new_client(manager)
-            kernel.client.start_channels()
+            # agent code owns this kernel: nini reads no message over the output cap from it
+            # (channel_guard), and opens only the channels it reads, so none fills up unread
+            frame_bytes = OutputLimits(max_bytes=self.settings.output_max_mb * MIB).frame_bytes
+            for context in (manager.context, kernel.client.context):
+                limit_context(context, frame_bytes)
+            kernel.client.start_channels(stdin=False, hb=False, control=False)
+            kernel.guard = ChannelGuard(kernel.client)
             await kernel.client.wait_for_ready(timeout=START_TIMEOUT_S)
         except Exception as exc:
             tail = _tail(log_path)
@@ -450,6 +460,8 @@ async def _interrupt(kernel: _Kernel) -> None:
 async def _stop(kernel: _Kernel, *, now: bool) -> None:
     """Shut an owned kernel down and remove its runtime folder; never raises."""
     try:
+        if kernel.guard is not None:
+            kernel.guard.close()
         if kernel.client is not None:
             kernel.client.stop_channels()
         if kernel.manager.has_kernel:

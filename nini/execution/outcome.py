@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from nini.execution.output_caps import OutputLimits
+
 Purpose = Literal["exploration", "visualization", "export", "transformation"]
 PURPOSES: tuple[str, ...] = ("exploration", "visualization", "export", "transformation")
 
@@ -42,6 +44,8 @@ class CodeRequest:
     # where the run lists each chart file before putting it in place (``_kernel_side.announce``);
     # removed once the run is recorded, read by the sweep when it never was
     pending_file: str | None = None
+    # how large one output may be and how much output the run keeps (execution.output_max_mb, ...)
+    output_limits: OutputLimits = field(default_factory=OutputLimits)
 
 
 # What became of a run's kernel or R worker when something other than its code ended the run.

@@ -27,9 +27,11 @@ from jupyter_core.utils import ensure_async
 from nini.errors import NiniError
 from nini.execution._kernel_side import StemAllocator, too_many_figures
 from nini.execution.outcome import CodeOutcome, CodeRequest, RunStop
+from nini.execution.output_caps import OutputLimits, RunOutputs
 from nini.execution.workspace import Workspace
 
-KernelState = Literal["ok", "interrupted", "stuck", "dead"]
+# "cut": nini's sockets refused a message over the frame cap and closed (``channel_guard``)
+KernelState = Literal["ok", "interrupted", "stuck", "dead", "cut"]
 
 CODE_ERROR = "CODE_ERROR"  # the submitted program raised: a failure of the code, not of nini
 POLL_S = 0.5  # a kernel silent this long is checked for being alive
@@ -37,6 +39,9 @@ STOP_POLL_S = 0.05  # how soon a silent run notices its RunStop
 INTERRUPT_GRACE_S = 3.0  # after an interrupt, how long the kernel has to answer before it counts as stuck
 _SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 _KERNEL_SIDE = "nini.execution._kernel_side"
+_OUTPUT_SIDE = "nini.execution._output_side"
+_LOST = "was restarted: variables and imports were lost, datasets and artifacts saved in the workspace are kept"
+_NOT_OURS = "nini does not restart a kernel it does not own"
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _DEFAULT_REPR = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-fA-F]+)?>")
 # mime type -> (file extension, artifact kind, base64-encoded in the message)
@@ -58,12 +63,13 @@ class Exchange:
     stderr: list[str] = field(default_factory=list)
     outputs: list[dict[str, Any]] = field(default_factory=list)  # nbformat v4
     rich: list[dict[str, Any]] = field(default_factory=list)  # bundles that become artifact files
+    budget: RunOutputs = field(default_factory=RunOutputs)  # what the outputs may still keep (``output_caps``)
 
 
 @dataclass
 class RunReport:
     outcome: CodeOutcome
-    state: KernelState  # "stuck" or "dead": the caller must restart (or give up on) the kernel
+    state: KernelState  # "stuck", "dead" or "cut": the caller must restart (or give up on) the kernel
     prelude_ran: bool
 
 
@@ -73,9 +79,12 @@ def strip_ansi(text: str) -> str:
 
 async def run_request(
     client: Any, manager: Any, workspace: Workspace, request: CodeRequest, *, prelude: bool, restartable: bool,
-    mirror: Any = None, stop: RunStop | None = None,
+    mirror: Any = None, stop: RunStop | None = None, guard: Any = None,
 ) -> RunReport:
     """Run ``request`` in the kernel of ``client``/``manager``; never raises for anything the code does.
+
+    ``guard`` (a ``channel_guard.ChannelGuard``) says when nini's sockets refused a message over
+    the frame cap: the run then ends TOO_LARGE (state "cut").
 
     ``mirror`` (a ``mirror.Mirror``) is the workspace of a kernel that does not share this disk (on
     a gateway): the files the run reads are sent to it first, the charts and dataset it wrote are
@@ -93,15 +102,19 @@ async def run_request(
             return refused
     root = str(workspace.root) if mirror is None else mirror.root
     ran_prelude = False
+    limits = request.output_limits
     if prelude or request.dataset_name is not None:
-        pre = await execute(client, manager, kernel_call("prelude", root, request.dataset_name), deadline, silent=True)
+        setup = kernel_call("prelude", root, request.dataset_name) + "\n" + kernel_call("install", *limits.args(),
+                                                                                      module=_OUTPUT_SIDE)
+        pre = await execute(client, manager, setup, deadline, silent=True, limits=limits, guard=guard)
         if pre.state != "ok" or _status(pre) != "ok":
             return RunReport(prelude_failure(pre, request, started, restartable), pre.state, False)
         ran_prelude = True
     collect = kernel_call("collect", root, request.label, request.save_as, True, request.max_figures, request.save_file,
-                    request.pending_file)
-    main = await execute(client, manager, request.code, deadline, user_expressions={"nini": collect}, stop=stop)
-    if main.state in ("stuck", "dead"):
+                    request.pending_file, limits.max_bytes)
+    main = await execute(client, manager, request.code, deadline, user_expressions={"nini": collect}, stop=stop,
+                         limits=limits, guard=guard)
+    if main.state in ("stuck", "dead", "cut"):
         return RunReport(_ended_by(stop, main, stopped(main, request, started, restartable)), main.state, ran_prelude)
     collected: dict[str, Any] = {}
     if _status(main) == "ok" and main.state == "ok":
@@ -110,9 +123,9 @@ async def run_request(
         cleanup = await execute(
             client, manager, "", time.monotonic() + INTERRUPT_GRACE_S, silent=True,
             user_expressions={"nini": kernel_call("collect", root, request.label, None, False, request.max_figures, None,
-                                            request.pending_file)},
+                                            request.pending_file, limits.max_bytes)}, limits=limits, guard=guard,
         )  # fmt: skip
-        if cleanup.state in ("stuck", "dead"):  # answered the interrupt, then hung: a restart is due after all
+        if cleanup.state in ("stuck", "dead", "cut"):  # answered the interrupt, then hung: a restart is due after all
             main.state = cleanup.state
             return RunReport(_ended_by(stop, main, stopped(main, request, started, restartable)), main.state, ran_prelude)
         collected = _parse_collected(cleanup) if cleanup.state == "ok" else {}
@@ -140,22 +153,28 @@ async def execute(
     silent: bool = False,
     user_expressions: dict[str, str] | None = None,
     stop: RunStop | None = None,
+    limits: OutputLimits | None = None,
+    guard: Any = None,
 ) -> Exchange:
     """Send one execute_request and gather its iopub messages and its reply.
 
     At ``deadline``, or once ``stop`` is set while the code runs, the kernel is interrupted (state
     "interrupted"); if it has not answered ``INTERRUPT_GRACE_S`` later the state is "stuck". A dead
-    kernel process ends the wait ("dead").
+    kernel process ends the wait ("dead"), and so does a connection ``guard`` cut ("cut"). Outputs
+    are kept within ``limits`` as they arrive (``output_caps``).
     """
     msg_id = client.execute(
         code, silent=silent, store_history=not silent, user_expressions=user_expressions or {},
         allow_stdin=False, stop_on_error=False,  # never abort requests queued by others (shared kernels)
     )  # fmt: skip
-    exchange = Exchange()
+    exchange = Exchange(budget=RunOutputs((limits or OutputLimits()).for_host()))
     idle = False
     interrupted_at: float | None = None
     wake = POLL_S if stop is None else STOP_POLL_S
     while exchange.reply is None:
+        if guard is not None and guard.cut():  # nothing more will arrive on the cut connection
+            exchange.state = "cut"
+            return exchange
         now = time.monotonic()
         # once idle the code is done: an interrupt then would hit the kernel between requests
         if interrupted_at is None and (now >= deadline or (stop is not None and not idle and stop.is_set())):
@@ -187,33 +206,46 @@ async def execute(
 
 
 def absorb(exchange: Exchange, msg: dict[str, Any]) -> None:
-    """Add one iopub message (stream, display_data, execute_result, error) to ``exchange``."""
-    kind, content = msg["msg_type"], msg["content"]
+    """Add one iopub message (stream, display_data, execute_result, error) to ``exchange``, within
+    its output budget: what is over it is cut or left out with a marker (``output_caps``)."""
+    kind, content, budget = msg["msg_type"], msg["content"], exchange.budget
     if kind == "stream":
-        text = strip_ansi(content["text"])
-        (exchange.stdout if content["name"] == "stdout" else exchange.stderr).append(text)
+        name = "stderr" if content.get("name") == "stderr" else "stdout"
         last = exchange.outputs[-1] if exchange.outputs else None
-        if last and last["output_type"] == "stream" and last["name"] == content["name"]:
-            last["text"] += text
-        else:
-            exchange.outputs.append({"output_type": "stream", "name": content["name"], "text": text})
+        merged = bool(last and last["output_type"] == "stream" and last["name"] == name)
+        text = budget.stream(name, strip_ansi(str(content.get("text", ""))), new_output=not merged)
+        _add_stream(exchange, name, text)
     elif kind in ("display_data", "execute_result"):
-        data = dict(content.get("data", {}))
-        if "text/plain" in data:
-            data["text/plain"] = strip_ansi(data["text/plain"])
-        output = {"output_type": kind, "data": data, "metadata": content.get("metadata", {})}
-        if kind == "execute_result":
-            output["execution_count"] = content.get("execution_count")
-        exchange.outputs.append(output)
-        if _rich_types(data):
-            exchange.rich.append(data)
-        elif "text/plain" in data:  # what a notebook shows for a value: the model should see it too
-            exchange.stdout.append(data["text/plain"] + "\n")
-    elif kind == "error":
+        kept = budget.bundle(dict(content.get("data") or {}), content.get("metadata"))
+        if kept is not None:
+            data, metadata = kept
+            if isinstance(data.get("text/plain"), str):
+                data["text/plain"] = strip_ansi(data["text/plain"])
+            output = {"output_type": kind, "data": data, "metadata": metadata}
+            if kind == "execute_result":
+                output["execution_count"] = content.get("execution_count")
+            exchange.outputs.append(output)
+            if _rich_types(data):
+                exchange.rich.append(data)
+            elif "text/plain" in data:  # what a notebook shows for a value: the model should see it too
+                exchange.stdout.append(str(data["text/plain"]) + "\n")
+    elif kind == "error" and (error := budget.error(content)) is not None:
         exchange.outputs.append(
-            {"output_type": "error", "ename": content["ename"], "evalue": content["evalue"],
-             "traceback": [strip_ansi(line) for line in content["traceback"]]}
+            {"output_type": "error", "ename": str(error.get("ename", "Error")), "evalue": str(error.get("evalue", "")),
+             "traceback": [strip_ansi(str(line)) for line in error.get("traceback") or []]}
         )  # fmt: skip
+    _add_stream(exchange, "stderr", budget.pop_notice() or "")
+
+
+def _add_stream(exchange: Exchange, name: str, text: str) -> None:
+    if not text:
+        return
+    (exchange.stdout if name == "stdout" else exchange.stderr).append(text)
+    last = exchange.outputs[-1] if exchange.outputs else None
+    if last and last["output_type"] == "stream" and last["name"] == name:
+        last["text"] += text
+    else:
+        exchange.outputs.append({"output_type": "stream", "name": name, "text": text})
 
 
 def _rich_types(data: dict[str, Any]) -> list[str]:
@@ -274,8 +306,9 @@ def build_outcome(
     """The outcome of a finished run: ``main`` is the code's exchange, ``collected`` what
     ``_kernel_side.collect`` reported (or ``collect_failure``)."""
     artifacts = checked_artifacts(workspace, collected.get("artifacts", []))
-    figure_outputs = [out for a in artifacts if a.get("format") == "png" and (out := _figure_output(workspace, a))]
-    notes = list(collected.get("warnings", []))
+    figure_outputs = [out for a in artifacts
+                      if a.get("format") == "png" and (out := _figure_output(workspace, a, main.budget))]  # fmt: skip
+    notes = list(collected.get("warnings", [])) + main.budget.notes()
     charts_left = max(0, request.max_figures - len({a["name"].split(".", 1)[0] for a in artifacts}))
     if len(main.rich) > charts_left:
         notes.append(too_many_figures(len(main.rich), charts_left))
@@ -336,8 +369,7 @@ def user_line(traceback_lines: list[str], execution_count: int | None) -> int | 
 
 def stop_error(state: KernelState, timeout_s: float, restartable: bool) -> dict[str, Any]:
     """TIMEOUT or KERNEL_DIED, saying what became of the kernel's state (the caller acts accordingly)."""
-    lost = "was restarted: variables and imports were lost, datasets and artifacts saved in the workspace are kept"
-    not_ours = "nini does not restart a kernel it does not own"
+    lost, not_ours = _LOST, _NOT_OURS
     if state == "dead":
         tail = f"it {lost}" if restartable else not_ours
         return {
@@ -352,10 +384,16 @@ def stop_error(state: KernelState, timeout_s: float, restartable: bool) -> dict[
 
 
 def stopped(exchange: Exchange, request: CodeRequest, started: float, restartable: bool) -> CodeOutcome:
-    """The outcome of a run that never finished (stuck or dead): what it printed, and why it stopped."""
+    """The outcome of a run that never finished (stuck, dead or cut): what it printed, and why it stopped."""
+    if exchange.state == "cut":  # the kernel is restarted (or, not ours, forgotten) like a stuck one
+        fate = f"the kernel {_LOST}" if restartable else _NOT_OURS
+        error = {"code": "TOO_LARGE", "message": request.output_limits.words("refused", fate=fate)}
+    else:
+        error = stop_error(exchange.state, request.timeout_s, restartable)
     return CodeOutcome(
-        success=False, stdout="".join(exchange.stdout), stderr="".join(exchange.stderr), outputs=exchange.outputs,
-        error=stop_error(exchange.state, request.timeout_s, restartable), duration_ms=elapsed_ms(started),
+        success=False, stdout="".join(exchange.stdout), error=error, duration_ms=elapsed_ms(started),
+        stderr="".join(exchange.stderr) + "".join(f"nini: {n}\n" for n in exchange.budget.notes()),
+        outputs=exchange.outputs,
     )  # fmt: skip
 
 
@@ -416,17 +454,20 @@ def place_artifact(workspace: Workspace, request: CodeRequest, relative: str, co
     fs.write_bytes(relative, content)
 
 
-def _figure_output(workspace: Workspace, artifact: dict[str, Any]) -> dict[str, Any] | None:
-    """A saved figure as a display_data output, so an exported notebook shows the chart."""
+def _figure_output(workspace: Workspace, artifact: dict[str, Any], budget: RunOutputs) -> dict[str, Any] | None:
+    """A saved figure as a display_data output, so an exported notebook shows the chart; within the
+    run's output budget like any display. One over the cap is not read: it stays an artifact file
+    (the export shows such files too)."""
     try:
-        png = workspace.fs.read_bytes(artifact["path"])
+        if 4 * -(-(workspace.fs.file_size(artifact["path"]) or 0) // 3) > budget.limits.max_bytes:
+            return None
+        png = workspace.fs.read_bytes(artifact["path"], limit=budget.limits.max_bytes)
     except NiniError:
         return None
-    return {
-        "output_type": "display_data",
-        "data": {"image/png": base64.b64encode(png).decode(), "text/plain": f"<Figure {artifact['name']}>"},
-        "metadata": {"nini": {"artifact": artifact["path"]}},
-    }
+    kept = budget.bundle({"image/png": base64.b64encode(png).decode(), "text/plain": f"<Figure {artifact['name']}>"})
+    if kept is None:
+        return None
+    return {"output_type": "display_data", "data": kept[0], "metadata": {"nini": {"artifact": artifact["path"]}}}
 
 
 def checked_artifacts(workspace: Workspace, reported: Any) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from nini.errors import ErrorCode, NiniError
 from nini.execution.approvals import USER_KERNEL_NOTICE
 from nini.execution.disk_watch import Budget, RunWatch
 from nini.execution.outcome import CodeOutcome, CodeRequest
+from nini.execution.output_caps import MIB, OutputLimits
 from nini.execution.runtime_dirs import owner_token
 from nini.execution.variables import VariableCopy, check_names
 from nini.execution.workspace import check_dataset_name
@@ -19,6 +20,7 @@ from nini.skills.function import skill
 from nini.skills.output import ToolOutput
 
 if TYPE_CHECKING:
+    from nini.config import Settings
     from nini.session import Session
 
 # Characters of one stream the record keeps (its head and tail) once the whole text is in the
@@ -57,7 +59,8 @@ async def run_code(
             (when the user asked from a notebook and your code runs in the sandbox); copies stay until replaced.
     """
     request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.execution.timeout_s,
-                            max_figures=session.settings.execution.max_artifacts_per_run)
+                            max_figures=session.settings.execution.max_artifacts_per_run,
+                            limits=output_limits(session.settings))
     names = check_names(variables) if variables else []
     await check_quota(session)
     request = await prepare_request(session, request)
@@ -133,6 +136,7 @@ async def _copy_variables(session: Session, names: list[str], timeout_s: float) 
 def build_request(
     code: str, dataset_name: str | None, save_as: str | None, purpose: str, label: str | None,
     timeout_s: float | None, default_timeout_s: float, *, max_figures: int,
+    limits: OutputLimits | None = None,
 ) -> CodeRequest:
     """The checked request of run_code and run_r_code (same parameters, same rules)."""
     for name in (dataset_name, save_as):
@@ -141,7 +145,16 @@ def build_request(
     limit = timeout_s if timeout_s is not None else default_timeout_s
     if not 0 < limit <= 86400:
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "timeout_s must be between 0 and 86400 seconds")
-    return CodeRequest(code, dataset_name, save_as, purpose, label, float(limit), max_figures)
+    return CodeRequest(code, dataset_name, save_as, purpose, label, float(limit), max_figures,
+                       output_limits=limits or OutputLimits())
+
+
+def output_limits(settings: Settings) -> OutputLimits:
+    """The caps of one run's outputs (``execution.output_max_mb`` and the run's budget), with the
+    markers in ``ui.language``."""
+    execution = settings.execution
+    return OutputLimits(max_bytes=execution.output_max_mb * MIB, run_bytes=execution.run_outputs_max_mb * MIB,
+                        run_count=execution.run_outputs_max_count, language=settings.ui.language)  # fmt: skip
 
 
 def _policy_refusal(session: Session, code: str) -> CodeOutcome | None:
@@ -164,16 +177,18 @@ def record_outcome(
     execution_id = "x" + uuid.uuid4().hex[:12]
     outcome = _without_host_paths(session, outcome)
     full_text_at = _keep_long_output(session, execution_id, outcome)
-    if full_text_at is not None:  # the whole text is in the workspace: the record keeps its ends
-        outcome = _bounded(outcome, execution_id)
+    # A long text is kept whole once: in the workspace, or (refused there) as the execution's
+    # stdout/stderr; every other copy keeps its ends.
+    whole = outcome if full_text_at is None else None
+    outcome = _bounded(outcome, execution_id, in_workspace=whole is None)
     contract = outcome.contract()
     execution = {
         "id": execution_id,
         "language": language,
         "tool_name": tool_name,
         "code": request.code,
-        "stdout": outcome.stdout,
-        "stderr": outcome.stderr,
+        "stdout": (whole or outcome).stdout,
+        "stderr": (whole or outcome).stderr,
         "status": "succeeded" if outcome.success else "failed",
         "purpose": request.purpose,
         "label": request.label,
@@ -243,9 +258,10 @@ def find_retry_of(session: Session, request: CodeRequest) -> str | None:
 def _keep_long_output(session: Session, execution_id: str, outcome: CodeOutcome) -> str | None:
     """Write outputs longer than the model's cap to the workspace, so the model can read them.
 
-    The record then keeps the head and tail (``_bounded``); when the workspace refuses the file
-    (agent code put a link where ``executions`` was, or the disk is full) the record keeps the whole
-    text instead, and None says so.
+    The record then keeps the head and tail (``_bounded``). When the workspace refuses the file
+    (agent code put a link where ``executions`` was, or the disk is full) nothing is written through
+    the link, None says so, and the whole text (at most ``execution.output_max_mb``) is kept once,
+    in the execution's record, never three times.
     """
     cap = session.settings.execution.output_cap_chars
     long_streams = {n: t for n, t in (("stdout", outcome.stdout), ("stderr", outcome.stderr)) if len(t) > cap}
@@ -260,18 +276,22 @@ def _keep_long_output(session: Session, execution_id: str, outcome: CodeOutcome)
     return f"{paths} in the session workspace (execution {execution_id})"
 
 
-def _bounded(outcome: CodeOutcome, execution_id: str) -> CodeOutcome:
+def _bounded(outcome: CodeOutcome, execution_id: str, *, in_workspace: bool) -> CodeOutcome:
     """The outcome with each stream cut to its first and last ``RECORDED_TEXT_CHARS / 2``
     characters, saying where the whole text is: stored once (in the workspace file), never three
-    times (stdout, the stream outputs, the call's result), and a 200 MB output costs later reads
-    of the record nothing."""
+    times (stdout, the stream outputs, the call's result), and a long output costs later reads
+    of the record nothing. ``in_workspace`` False: the workspace refused the file, and the
+    marker names the execution's record instead."""
 
     def cut(text: str, stream: str) -> str:
         if len(text) <= RECORDED_TEXT_CHARS:
             return text
         half = RECORDED_TEXT_CHARS // 2
-        return (f"{text[:half]}\n… [{len(text) - 2 * half:,} characters left out of the record; the whole output "
-                f"is executions/{execution_id}/{stream}.txt in the session workspace] …\n{text[-half:]}")
+        where = (f"executions/{execution_id}/{stream}.txt in the session workspace" if in_workspace
+                 else f"the {stream} of execution {execution_id} in the session history")  # fmt: skip
+        gap = "of the record" if in_workspace else "here"
+        return (f"{text[:half]}\n… [{len(text) - 2 * half:,} characters left out {gap}; the whole output "
+                f"is {where}] …\n{text[-half:]}")
 
     outputs = [{**output, "text": cut(output["text"], output.get("name", "stdout"))}
                if output.get("output_type") == "stream" and isinstance(output.get("text"), str) else output

@@ -19,7 +19,7 @@ from nini.errors import ErrorCode, NiniError
 from nini.execution.outcome import CONTRACT_KEYS, CodeOutcome, CodeRequest
 from nini.execution.python_runner import checked_artifacts
 from nini.skills.builtin.run_code import (
-    build_request, check_quota, find_retry_of, prepare_request, record_outcome, watch_run,
+    build_request, check_quota, find_retry_of, output_limits, prepare_request, record_outcome, watch_run,
 )
 from nini.skills.function import skill
 from nini.skills.output import ToolOutput
@@ -60,7 +60,8 @@ async def run_r_code(
         timeout_s: Stop the run after this many seconds (default from settings, 120).
     """
     request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.r.timeout_s,
-                            max_figures=session.settings.execution.max_artifacts_per_run)
+                            max_figures=session.settings.execution.max_artifacts_per_run,
+                            limits=output_limits(session.settings))
     await check_quota(session)
     request = await prepare_request(session, request)
     reply = await _run_in_worker(session, request)
@@ -103,6 +104,7 @@ def new_worker_pool(settings: Settings, uid_of: Callable[[Path], int | None] = l
         **worker_launch(settings, uid_of),
         language=settings.ui.language,
         make_runtime_dir=lambda: make_runtime_dir("nini-r-", R_RUNTIME_BASE),
+        output_max_bytes=settings.execution.output_max_mb * 1024 * 1024,
     )
 
 
