@@ -12,11 +12,14 @@ accounting on the host, at write time:
   free inodes: a few microseconds) every ``POLL_S``, sooner as the drop nears what the workspace has
   left. Only when the file system as a whole lost more than that since the last count, or every
   ``WALK_EVERY_S`` or so (for what free space cannot show: holes, file systems that keep no inode
-  count, other writers freeing space at the same moment) is the workspace counted (``measure``:
-  bounded by the budget, never following a link). Over budget, the run is stopped through its driver
+  count, other writers freeing space at the same moment) is the workspace counted (``measure``: it
+  stops at twice the budget and never follows a link). Over budget, the run is stopped through its driver
   (``outcome.RunStop``): the kernel is interrupted, and restarted if it does not stop; the R worker is
   replaced. What the code wrote between two samples stays (about 0.1-0.3 s of writing) until files
   are removed.
+- Between runs, while the session's kernel or R worker lives, ``DiskWatch`` samples free space
+  every ``GUARD_POLL_S``: a workspace that passes its budget then, or grows past it, means a thread
+  or a child the code left behind is writing, and the session's kernel and R worker are stopped.
 - Before a run, ``DiskWatch.check`` refuses a workspace already at its budget (TOO_LARGE); it counts
   again only when the last count is old or the file system lost more than the workspace had left.
 

@@ -30,6 +30,8 @@ pytestmark = [
     pytest.mark.slow,
 ]
 MiB = 1 << 20
+# 200,000 empty files in the folder {0}
+FLOOD = "import os\nos.makedirs('{0}', exist_ok=True)\nfor n in range(200_000):\n    open(f'{0}/f{{n}}', 'w').close()\n"
 
 
 def nini(*args: str, code: str | None = None, **env: str) -> subprocess.CompletedProcess:
@@ -91,12 +93,7 @@ def test_fallocate_far_past_the_quota_stops_at_the_quota(nini_home: Path) -> Non
 
 def test_a_flood_of_files_stops_at_the_file_limit_and_both_runs_are_recorded(nini_home: Path) -> None:
     env = {"NINI_EXECUTION__WORKSPACE_MAX_FILES": "3000"}
-    flood = (
-        "import os\nos.makedirs('flood', exist_ok=True)\n"
-        "for n in range(200_000):\n    open(f'flood/f{n}', 'w').close()\n"
-        "result = 'all made'\n"
-    )
-    out = run("run-code", "flood", flood, **env)
+    out = run("run-code", "flood", FLOOD.format("flood"), **env)
     assert not out["success"] and out["error"]["code"] == "TOO_LARGE", out
     assert "workspace_max_files" in out["error"]["message"] and "3,000" in out["error"]["message"]
     assert "interrupted and keeps its variables" in out["error"]["message"]
@@ -167,8 +164,7 @@ def test_the_kernel_keeps_its_variables_and_a_writer_left_running_is_stopped(nin
     for key, value in {"PYTHON_POLICY": "off", "SANDBOX": "bwrap", "WORKSPACE_MAX_FILES": "1000"}.items():
         monkeypatch.setenv(f"NINI_EXECUTION__{key}", value)
     monkeypatch.setenv("NINI_UI__LANGUAGE", "en")
-    flood = "import os\nos.makedirs('{0}', exist_ok=True)\nfor n in range(200_000):\n    open(f'{0}/f{{n}}', 'w').close()\n"
-    in_background = "import threading\ndef flood():\n" + "".join(f"    {line}\n" for line in flood.format("bg").splitlines()) + \
+    in_background = "import threading\ndef flood():\n" + "".join(f"    {line}\n" for line in FLOOD.format("bg").splitlines()) + \
         "threading.Thread(target=flood, daemon=True).start()\n"  # fmt: skip
 
     async def scenario() -> None:
@@ -176,7 +172,7 @@ def test_the_kernel_keeps_its_variables_and_a_writer_left_running_is_stopped(nin
             session = runtime.session_or_new("kept")
             workspace = session.workspace.root
             assert (await invoke(session, "run_code", {"code": "kept = 41"})).success
-            stopped = await invoke(session, "run_code", {"code": flood.format("flood")})
+            stopped = await invoke(session, "run_code", {"code": FLOOD.format("flood")})
             assert stopped.error["code"] == "TOO_LARGE" and "keeps its variables" in stopped.error["message"]
             refused = await invoke(session, "run_code", {"code": "result = kept"})
             assert refused.error["code"] == "TOO_LARGE" and "workspace_max_files" in refused.error["message"]
