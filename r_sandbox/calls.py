@@ -119,6 +119,23 @@ def single_token(expr: Node) -> Node | None:
     return None
 
 
+def string_tokens(expr: Node) -> list[Node] | None:
+    """The string tokens of ``"a"`` or ``c("a", "b")``; None for anything else."""
+    token = single_token(expr)
+    if token is not None:
+        return [token] if token.token == "STR_CONST" else None
+    name_token = callee(expr) if is_call(expr) else None
+    if name_token is None or name_token.value != "c":
+        return None
+    found = []
+    for _name, arg in call_args(expr):
+        inner = single_token(arg) if arg is not None else None
+        if inner is None or inner.token != "STR_CONST":
+            return None
+        found.append(inner)
+    return found
+
+
 def enclosing_function(node: Node) -> Node | None:
     """The innermost ``function(...)`` / ``\\(...)`` expression around ``node``."""
     parent = node.parent

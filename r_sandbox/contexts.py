@@ -7,12 +7,14 @@ policy needs beyond "which function is called".
 * Environments: ``baseenv()``, ``asNamespace("stats")``, ``environment(fn)``, ``.GlobalEnv`` and
   names the code binds to one: members of these are the real functions, so ``[[`` with a computed
   name on them is a lookup by computed name. (Flow-insensitive: a name bound to an environment
-  anywhere counts everywhere, which errs on the side of refusing.)
+  anywhere counts everywhere, which errs on the side of refusing.) Foreign ones are R's or a
+  package's (everything but the code's own: ``environment()``, ``parent.frame()``, ``new.env()``):
+  code run in one finds R's own bindings, not the worker's masks.
 """
 
 from __future__ import annotations
 
-from r_sandbox.calls import assignment_target, call_args, callee, is_call, single_token
+from r_sandbox.calls import assignment_target, call_args, callee, is_call, match_args, single_token
 from r_sandbox.parse_data import Node
 
 # Verbs whose arguments are evaluated with the columns of a data frame in scope (dplyr, tidyr,
@@ -32,6 +34,11 @@ ENV_GETTERS = frozenset({
     "attachNamespace", "attach", "new.env", "list2env", "eapply",
 })  # fmt: skip
 ENV_SYMBOLS = frozenset({".GlobalEnv", ".BaseNamespaceEnv", ".AutoloadEnv"})
+# Environment getters that give the code's own environments (or, for emptyenv, one that finds nothing);
+# new.env and list2env too unless their parent is foreign.
+OWN_ENV_GETTERS = frozenset({"parent.frame", "emptyenv"})
+MGET_FORMALS = ("x", "envir", "mode", "ifnotfound", "inherits")
+NEW_ENV_FORMALS = {"new.env": ("hash", "parent", "size"), "list2env": ("x", "envir", "parent", "hash", "size")}
 
 
 class Contexts:
@@ -40,6 +47,7 @@ class Contexts:
     def __init__(self, nodes: list[Node]) -> None:
         self._data: set[int] = set()
         self._aliases: set[str] = set()
+        self._foreign: set[str] = set()
         self._find_aliases(nodes)
         for node in nodes:
             for part in self._data_parts(node):
@@ -54,6 +62,9 @@ class Contexts:
             for target, value in assignments:
                 if target not in self._aliases and self.is_environment(value):
                     self._aliases.add(target)
+                    changed = True
+                if target not in self._foreign and self.is_foreign_environment(value):
+                    self._foreign.add(target)
                     changed = True
 
     def is_data(self, node: Node) -> bool:
@@ -77,6 +88,27 @@ class Contexts:
             return bool(args) and args[0][1] is not None and self.is_environment(args[0][1])
         return False
 
+    def is_foreign_environment(self, expr: Node) -> bool:
+        """Whether ``expr`` evaluates to an environment of R or of a package (as far as the text tells)."""
+        while expr.token == "expr" and len(expr.children) == 3 and expr.children[0].token == "'('":
+            expr = expr.children[1]
+        token = single_token(expr)
+        if token is not None:
+            return token.token == "SYMBOL" and (token.value in ENV_SYMBOLS or token.value in self._foreign)
+        name_token = callee(expr) if is_call(expr) else None
+        name = name_token.value if name_token is not None else None
+        if name in ("as.list", "mget"):  # the members of an environment, as a list
+            args = call_args(expr)
+            members = args[0][1] if name == "as.list" and args else match_args(expr, MGET_FORMALS).get("envir")
+            return members is not None and self.is_foreign_environment(members)
+        if name not in ENV_GETTERS:
+            return False
+        if name == "environment":
+            return bool(call_args(expr))  # environment(): the code's own frame; environment(fn): fn's home
+        if name in NEW_ENV_FORMALS:
+            parent = match_args(expr, NEW_ENV_FORMALS[name]).get("parent")
+            return parent is not None and self.is_foreign_environment(parent)
+        return name not in OWN_ENV_GETTERS
 
     def _data_parts(self, node: Node) -> list[Node]:
         """The sub-expressions of ``node`` that are data or quoted code. ``with(e, ...)`` on an

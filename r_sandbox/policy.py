@@ -8,7 +8,9 @@ replacement form (``environment(f) <- e`` calls ``environment<-``). What is refu
   name from a namespace (``base::``), an environment (``e$system``, ``e[["system"]]``) or a lookup
   function (``get``, ``match.fun``, ``do.call``, ...);
 * a lookup with a name computed at run time: ``get(paste0("sys", "tem"))``, ``e[[name]]`` on an
-  environment, a lookup function passed as a value (``lapply(names, get)``);
+  environment, a lookup function passed as a value (``lapply(names, get)``), and environments
+  handled like lists or given to R's own code (``r_sandbox.environments``: ``.subset2``, ``pluck``,
+  ``eapply``, ``Reduce(f, n, baseenv())``, ``as.formula(text, env = baseenv())``);
 * ``pkg:::name`` always; packages outside the allowed list; a package named at run time;
 * arguments that name a program or a pipe (``utils::tar(tar = ...)``, ``pdf(file = "|cmd")``);
 * assignments into protected environments, and definitions that replace R's own functions or
@@ -42,8 +44,10 @@ from r_sandbox.calls import (
     match_args,
     previous,
     single_token,
+    string_tokens,
 )  # fmt: skip
 from r_sandbox.contexts import Contexts
+from r_sandbox.environments import environment_findings, subset_findings
 from r_sandbox.parse_data import Node, ParseFailure, parse_r
 
 __all__ = ["PolicyReport", "SyntaxProblem", "Violation", "check_r_code", "violations_message"]
@@ -85,8 +89,9 @@ PROGRAM_FORMALS: dict[str, tuple[str, ...]] = {
 @dataclass(frozen=True)
 class Violation:
     """One refused use: ``rule`` is ``denied-<group>``, ``package-not-allowed``, ``internal-access``,
-    ``computed-name``, ``dynamic-package``, ``protected-environment``, ``program-argument`` or
-    ``base-override``; ``name`` the function or package; ``message`` one line for people."""
+    ``computed-name``, ``dynamic-package``, ``protected-environment``, ``foreign-environment``,
+    ``program-argument`` or ``base-override``; ``name`` the function or package; ``message`` one
+    line for people."""
 
     rule: str
     name: str
@@ -268,6 +273,8 @@ class _Checker:
                 self._denied(member, member.value)  # asNamespace("base")[["system"]]
             else:
                 self._add("computed-name", "[[", kids[1])  # loadNamespace("base")[[paste0("sys", "tem")]]
+        for rule, name, where in subset_findings(node, self.contexts):
+            self._add(rule, name, where)
 
     def _replacement(self, target: Node) -> Node | None:
         """Check one level of a complex assignment target and return the next one inwards."""
@@ -293,6 +300,8 @@ class _Checker:
                     self._add("protected-environment", f"{name}(… {env})", name_token)
         elif name in rules.LOOKUPS:
             self._lookup(call, name_token, name)
+        for rule, what, where in environment_findings(call, name_token, name, self.contexts):
+            self._add(rule, what, where)
         if name in rules.PROGRAM_ARGUMENTS:
             self._program_arguments(call, name_token, name)
         elif name in rules.PIPE_DEVICES:
@@ -341,8 +350,8 @@ class _Checker:
                 continue  # a function object (checked as a reference), or a variable bound by the code
             elif name in rules.FUNCTION_VALUE_LOOKUPS and is_function(expr):
                 continue  # do.call(function(x) x, list(1))
-            elif name == "mget" and (literal := _literal_strings(expr)) is not None:
-                names.extend(literal)
+            elif name == "mget" and (literal := string_tokens(expr)) is not None:
+                names.extend(t.value or "" for t in literal)
             else:
                 self._add("computed-name", name, name_token)
                 return
@@ -410,13 +419,6 @@ class _Checker:
         self.found.append(Violation(rule, name, where.line, where.col, text))
 
 
-HIGHER_ORDER = frozenset({
-    "lapply", "sapply", "vapply", "mapply", "Map", "Reduce", "Filter", "Position", "Find", "do.call", "outer",
-    "apply", "tapply", "rapply", "eapply", "Vectorize", "map", "map2", "pmap", "imap", "walk", "walk2",
-    "exec", "invoke", "reduce", "keep", "discard", "compose", "partial", "match.fun",
-})  # fmt: skip
-
-
 def _handed_on(symbol: Node) -> bool:
     """Whether a function named as a value is bound to another name or handed to a function that
     calls what it is given (``f <- get``, ``lapply(x, get)``, ``x |> lapply(get)``)."""
@@ -428,25 +430,8 @@ def _handed_on(symbol: Node) -> bool:
         return True
     if is_call(holder) and holder.children[0] is not expr:
         name_token = callee(holder)
-        return name_token is None or name_token.value in HIGHER_ORDER
+        return name_token is None or name_token.value in rules.HIGHER_ORDER
     return False
-
-
-def _literal_strings(expr: Node) -> list[str] | None:
-    """The strings of ``"a"`` or ``c("a", "b")``; None for anything else."""
-    token = single_token(expr)
-    if token is not None:
-        return [token.value or ""] if token.token == "STR_CONST" else None
-    name_token = callee(expr) if is_call(expr) else None
-    if name_token is None or name_token.value != "c":
-        return None
-    found = []
-    for _name, arg in call_args(expr):
-        inner = single_token(arg) if arg is not None else None
-        if inner is None or inner.token != "STR_CONST":
-            return None
-        found.append(inner.value or "")
-    return found
 
 
 def _protected_environment(expr: Node) -> str | None:

@@ -19,12 +19,12 @@ from typing import Any
 import rpy2.rinterface as ri
 import rpy2.robjects as ro
 
-from r_sandbox import frames, messages, plots, rules
+from r_sandbox import frames, internals, messages, plots, rules
 from r_sandbox.console import Console
 from r_sandbox.protocol import failure
 
 CODE_ERROR = "CODE_ERROR"  # the code failed (R error, syntax, bad output_df): not a failure of nini
-R_SOURCE = Path(__file__).with_name("worker_r.R")
+R_SOURCES = [Path(__file__).with_name("guard.R"), Path(__file__).with_name("worker_r.R")]
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _PARSE_LOCATION = re.compile(r"^<text>:(\d+):\d+: ?")
 
@@ -48,13 +48,9 @@ class RSession:
         self.console = console
         self.language = messages.language_of(language)
         self.api = ro.r["new.env"](parent=ro.baseenv)
-        ro.r["sys.source"](str(R_SOURCE), envir=self.api, **{"keep.source": False})
-        capabilities = sorted(rules.CAPABILITIES)
-        self.api["harden"](
-            ro.StrVector(capabilities), ro.StrVector([guard_message(n, self.language) for n in capabilities]),
-            messages.message("program-argument", "", language=self.language),
-            messages.message("deserialize", "", language=self.language),
-        )  # fmt: skip
+        for source in R_SOURCES:
+            ro.r["sys.source"](str(source), envir=self.api, **{"keep.source": False})
+        self._harden()
         denied = sorted(rules.DENIED_FUNCTIONS)
         messages_of_denied = [guard_message(n, self.language) for n in denied]
         self.env = self.api["setup"](ro.StrVector(denied), ro.StrVector(messages_of_denied))
@@ -62,6 +58,24 @@ class RSession:
         # the datasets of the current run, name -> workspace-relative file, as nini's record names
         # them; None: every datasets/NAME.parquet (a caller that keeps no record)
         self._files: dict[str, str] | None = None
+
+    def _harden(self) -> None:
+        """Take out of R what agent code must never do, whoever calls (guard.R, r_sandbox.internals)."""
+        replaced = sorted(rules.REPLACED)
+        words = {name: guard_message(name, self.language) for name in rules.CHECKED}
+        words["pipe"] = messages.message("program-argument", "", language=self.language)
+        words["restore"] = messages.message("deserialize", "", language=self.language)
+        words["code-text"] = messages.message("code-text", 'formula("{…}")', language=self.language)
+        self._helpers = internals.helpers(self.workspace)  # referenced here: R holds them for the session
+        self.api["harden"](
+            ro.StrVector(replaced), ro.StrVector([guard_message(n, self.language) for n in replaced]),
+            ro.ListVector(words), ro.ListVector(self._helpers),
+        )  # fmt: skip
+        internals.remove_internals(rules.REMOVED_INTERNALS)
+        removed = rules.REMOVED_INTERNALS
+        self.api["record_removed"](
+            ro.StrVector(list(removed)), ro.StrVector([guard_message(n, self.language) for n in removed.values()])
+        )
 
     def run(self, request: dict[str, Any], *, skip_policy: bool = False) -> dict[str, Any]:
         """Run one request; the contract dict. Never raises for what the code does."""

@@ -1,4 +1,5 @@
-# The R half of the worker: guard, expression loop, plot capture, result and output_df.
+# The R half of the worker: expression loop, plot capture, result and output_df (the guard is in
+# guard.R).
 #
 # r_sandbox/session.py sources this once into a private environment whose parent is the base
 # environment, so nothing the user defines or attaches can mask what these functions call
@@ -10,142 +11,18 @@ state$pages <- list()      # recorded pages of this run, in drawing order
 state$devices <- integer() # recording devices opened this run
 state$printed <- list()    # ggplot objects printed this run
 state$before <- list()     # ggplot bindings of the user env before this run, by name
+state$removed <- list()    # R's words for each .Internal taken out of R -> the policy's (guard.R)
 
 PLOT_WIDTH_IN <- 7
 PLOT_HEIGHT_IN <- 5
 PLOT_DPI <- 120
 
-# --- the environments user code sees -------------------------------------------------------------
+# --- what user code sees of the worker (guard.R installs these) -----------------------------------
 
-# `denied[i]` masked by a function that signals the policy error `messages[i]` (class
-# nini_policy_error) without evaluating its arguments. Package code is unaffected: it finds these
-# names in its namespace and imports, never in the guard.
-setup <- function(denied, messages) {
-  guard <- new.env(parent = globalenv())
-  for (i in seq_along(denied)) assign(denied[[i]], policy_stub(messages[[i]]), envir = guard)
-  assign("local", safe_local, envir = guard)
-  # S3 dispatch from user code looks in the calling environment first, so these shadow ggplot2's
-  # own methods for calls made by user code only (ggsave and friends are not counted as printed).
-  assign("print.ggplot", track_ggplot, envir = guard)
-  assign("plot.ggplot", track_ggplot, envir = guard)
-  assign("print.nini_datasets", print_datasets, envir = guard)
-  lockEnvironment(guard, bindings = TRUE)  # `system <<- ...` must not replace a mask
-  setHook("before.plot.new", function() if (is_recording() && graphics::par("page")) snapshot())
-  setHook("before.grid.newpage", function() if (is_recording()) snapshot())
-  options(cli.num_colors = 1L, crayon.enabled = FALSE, warn = 0L)
-  new.env(parent = guard)
-}
-
-# `local()` for user code: base's own evaluates a call to `eval` in the caller's environment,
-# where `eval` is masked; this one calls base's eval itself, on the same environment chain.
-safe_local <- function(expr, envir = new.env(parent = parent.frame())) eval(substitute(expr), envir)
-
-# --- what R may not do in this worker, whoever calls ---------------------------------------------
-
-# Once, before any user code: the functions that run programs or reach the network refuse in R's
-# own namespaces (package code finds them there too); graphics devices refuse a `file` that is a
-# pipe ("|cmd"); readRDS, unserialize and load refuse objects that hold code or environments (a
-# restored namespace or closure would be the real thing, past every mask).
-harden <- function(capabilities, messages, pipe_message, restore_message) {
-  for (i in seq_along(capabilities)) replace_everywhere(capabilities[[i]], policy_stub(messages[[i]]))
-  for (device in c("pdf", "postscript", "xfig", "pictex")) {
-    replace_everywhere(device, guarded(device, "grDevices", pipe_check, paste0(pipe_message, device)))
-  }
-  for (reader in c("readRDS", "unserialize")) replace_everywhere(reader, read_guard(reader, paste0(restore_message, reader)))
-  replace_everywhere("load", load_guard(paste0(restore_message, "load")))
-  invisible()
-}
-
-# `name` set to `value` in every namespace of base R that defines it and in its attached package.
-replace_everywhere <- function(name, value) {
-  for (pkg in c("base", "utils", "grDevices", "graphics", "stats", "tools", "methods")) {
-    ns <- asNamespace(pkg)
-    if (!exists(name, envir = ns, inherits = FALSE)) next
-    homes <- list(ns, if (pkg == "base") baseenv()
-                      else if (paste0("package:", pkg) %in% search()) as.environment(paste0("package:", pkg)))
-    for (env in Filter(Negate(is.null), homes)) {
-      if (!exists(name, envir = env, inherits = FALSE)) next
-      locked <- bindingIsLocked(name, env)
-      if (locked) unlockBinding(name, env)
-      assign(name, value, envir = env)
-      if (locked) lockBinding(name, env)
-    }
-  }
-}
-
-policy_condition <- function(message) {
-  structure(class = c("nini_policy_error", "error", "condition"), list(message = message, call = NULL))
-}
-
-# `name` of `pkg` with a check in front of its body: same formals, same environment for the rest.
-guarded <- function(name, pkg, check, message) {
-  original <- get(name, envir = asNamespace(pkg))
-  home <- new.env(parent = environment(original))
-  home$.nini_condition <- policy_condition(message)
-  wrapped <- original
-  body(wrapped) <- call("{", check, body(original))
-  environment(wrapped) <- home
-  wrapped
-}
-
-pipe_check <- quote(
-  if (!missing(file) && is.character(file) && length(file) && startsWith(trimws(file[[1L]]), "|"))
-    stop(.nini_condition)
-)
-read_guard <- function(name, message) {
-  original <- get(name, envir = baseenv())
-  condition <- policy_condition(message)
-  function(...) {
-    value <- original(...)
-    if (holds_code(value)) stop(condition)
-    value
-  }
-}
-
-load_guard <- function(message) {
-  original <- get("load", envir = baseenv())
-  condition <- policy_condition(message)
-  function(file, envir = parent.frame(), verbose = FALSE) {
-    staging <- new.env(parent = emptyenv())
-    loaded <- original(file, envir = staging, verbose = verbose)
-    for (name in loaded) if (holds_code(get(name, envir = staging))) stop(condition)
-    for (name in loaded) assign(name, get(name, envir = staging), envir = envir)
-    invisible(loaded)
-  }
-}
-
-# Whether `value` holds a function, an environment or a promise anywhere (attributes included);
-# nesting deeper than any data is taken as a yes.
-CODE_TYPES <- c("environment", "closure", "builtin", "special", "promise", "bytecode")
-holds_code <- function(value, depth = 0L) {
-  type <- typeof(value)
-  if (type %in% CODE_TYPES || depth > 200L) return(TRUE)
-  found <- attributes(value)
-  if (!is.null(found) && any_holds_code(found, depth)) return(TRUE)
-  if (type %in% c("list", "expression")) return(any_holds_code(value, depth))
-  if (type %in% c("pairlist", "language")) return(any_holds_code(as.list(value), depth))
-  FALSE
-}
-any_holds_code <- function(items, depth) {
-  for (i in seq_along(items)) {
-    # symbols hold nothing; never bind one: an empty argument of a call (x[, 1]) is the missing one
-    if (typeof(.subset2(items, i)) == "symbol") next
-    if (holds_code(.subset2(items, i), depth + 1L)) return(TRUE)
-  }
-  FALSE
-}
-
-policy_stub <- function(message) {
-  env <- new.env(parent = baseenv())
-  env$condition <- structure(
-    class = c("nini_policy_error", "error", "condition"), list(message = message, call = NULL)
-  )
-  eval(quote(function(...) stop(condition)), env)
-}
-
+# (sealed by setup(): `state` is all they see of the worker)
 track_ggplot <- function(x, ...) {
   state$printed[[length(state$printed) + 1L]] <- x
-  utils::getFromNamespace("print.ggplot", "ggplot2")(x, ...)
+  get("print.ggplot", envir = asNamespace("ggplot2"))(x, ...)
 }
 
 print_datasets <- function(x, ...) {
@@ -214,7 +91,8 @@ run_code <- function(code, env) {
     failure <- run_one(exprs[[i]], env)
     if (!is.null(failure)) {
       line <- if (is.null(srcrefs)) NA_integer_ else srcrefs[[i]][[1L]]
-      if (inherits(failure, "nini_policy_error")) return(list("policy", conditionMessage(failure), line))
+      refused <- policy_message(failure)
+      if (!is.null(refused)) return(list("policy", refused, line))
       if (inherits(failure, "packageNotFoundError")) return(list("missing-package", failure$package, line))
       return(list("error", describe(failure, "Error"), line))
     }
