@@ -51,7 +51,7 @@ MIN_POLL_S = 0.01  # and at most this often, when a fast writer nears the budget
 WALK_EVERY_S = 1.0  # a run is counted at least this often (never before this much of it has passed)
 WALK_SHARE = 0.05  # periodic counts use at most this share of a core (a slow count spaces them out)
 TRIGGER_GAP = 5  # counts caused by free space come at most every TRIGGER_GAP x the last count's duration
-CHECK_AGE_S = 2.0  # before a run, a count older than this is redone
+CHECK_AGE_S = 2.0  # before a run, a count older than this is redone (or WALK_SHARE's spacing, if longer)
 COUNT_CAP = 2  # a count stops past this many times the budget: enough to see a workspace over it grow
 GUARD_POLL_S = 0.5  # free space is sampled this often between runs, while an agent process lives
 GUARD_GAP = 20  # between runs, counts come at most every GUARD_GAP x the last count's duration
@@ -218,6 +218,12 @@ class _Count:
     usage: Usage
     free: _Free
     seconds: float  # the processor time the count took
+    done: float  # when it ended (monotonic)
+
+    def spacing(self) -> float:
+        """How long until a periodic count is due again: ``WALK_EVERY_S``, or longer when counting this
+        workspace costs more than ``WALK_SHARE`` of a processor at that pace."""
+        return max(WALK_EVERY_S, self.seconds / WALK_SHARE)
 
     def left(self, budget: Budget) -> tuple[int, int]:
         return budget.bytes - self.usage.bytes, budget.files - self.usage.files
@@ -255,14 +261,14 @@ class DiskWatch:
         times its budget, and remember it."""
         free = _Free.of(self.root)
         usage, seconds = await asyncio.to_thread(_timed_measure, self.root, budget.times(COUNT_CAP))
-        self._last = _Count(usage, free, seconds)
+        self._last = _Count(usage, free, seconds, time.monotonic())
         return self._last
 
     async def usage(self, budget: Budget) -> _Count:
         """The last count while it still holds (recent, under the budget, and the file system has not
         lost more than the workspace had left since), else a new one."""
         last = self._last
-        if (last is None or last.usage.full(budget) or time.monotonic() - last.free.at > CHECK_AGE_S
+        if (last is None or last.usage.full(budget) or time.monotonic() - last.done > max(CHECK_AGE_S, last.spacing())
                 or last.may_be_over(budget, _Free.of(self.root))):  # fmt: skip
             last = await self.count(budget)
         return last
@@ -369,7 +375,7 @@ class RunWatch:
     # --- the watch -------------------------------------------------------------------------------
     async def _watch(self, last: _Count) -> None:
         started = time.monotonic()
-        next_walk = started + WALK_EVERY_S
+        next_walk = started + last.spacing()
         gap_until = started  # counts caused by free space wait until then
         seen = _Free.of(self.watch.root)
         interval = POLL_S
@@ -388,7 +394,7 @@ class RunWatch:
                 # write on this file system) leave room between counts
                 gap = last.seconds if last.usage.grew_from(before) else TRIGGER_GAP * last.seconds
                 gap_until = done + min(MAX_GAP_S, gap)
-                next_walk = done + max(WALK_EVERY_S, last.seconds / WALK_SHARE)
+                next_walk = done + last.spacing()
                 seen, interval = now, POLL_S
                 continue
             interval = _next_interval(last, self.budget, seen, now)
