@@ -21,6 +21,7 @@ from typing import Any
 from nini.execution.output_caps import OutputLimits, RunOutputs, cap_error, cut_text, head, preview_bundle
 
 _BUNDLES = ("display_data", "execute_result", "update_display_data")
+_CAPPED = frozenset(("stream", "error", "execute_reply", "execute_input", *_BUNDLES))
 _ROUGH_JSON_FACTOR = 6  # a character takes at most this many bytes in JSON ("\u0001")
 
 
@@ -40,8 +41,10 @@ class _OutputCap:
         message = msg_or_type if isinstance(msg_or_type, dict) else None
         kind = message["header"]["msg_type"] if message else msg_or_type
         body = message["content"] if message else content
+        if kind not in _CAPPED or not isinstance(body, dict):  # status, replies that carry no output
+            return self.original(stream, msg_or_type, content, parent, *args, **kwargs)
         parent_header = _header(message["parent_header"] if message else parent)
-        if parent_header.get("session") not in self.owners or not isinstance(body, dict):
+        if parent_header.get("session") not in self.owners:
             return self.original(stream, msg_or_type, content, parent, *args, **kwargs)
         with self.lock:
             capped, notice = self._capped(kind, body, parent_header.get("msg_id"))
@@ -67,12 +70,10 @@ class _OutputCap:
             capped = None if kept is None else {**body, "data": kept[0], "metadata": kept[1]}
         elif kind == "error":
             capped = self.run.error(body)
-        elif kind == "execute_reply" and body.get("status") == "error":
-            capped = cap_error(body, self.limits)
-        elif kind == "execute_input" and isinstance(body.get("code"), str):
-            capped = {**body, "code": cut_text(body["code"], self.limits.max_bytes, self.limits)}
-        else:
-            capped = body
+        elif kind == "execute_reply":
+            capped = cap_error(body, self.limits) if body.get("status") == "error" else body
+        else:  # execute_input: the code, echoed
+            capped = {**body, "code": cut_text(str(body.get("code", "")), self.limits.max_bytes, self.limits)}
         return (capped if capped is None else self._fitted(kind, capped)), self.run.pop_notice()
 
     def _fitted(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -172,9 +172,6 @@ async def execute(
     interrupted_at: float | None = None
     wake = POLL_S if stop is None else STOP_POLL_S
     while exchange.reply is None:
-        if guard is not None and guard.cut():  # nothing more will arrive on the cut connection
-            exchange.state = "cut"
-            return exchange
         now = time.monotonic()
         # once idle the code is done: an interrupt then would hit the kernel between requests
         if interrupted_at is None and (now >= deadline or (stop is not None and not idle and stop.is_set())):
@@ -192,6 +189,9 @@ async def execute(
         except queue.Empty:
             if not await ensure_async(manager.is_alive()):
                 exchange.state = "dead"
+                return exchange
+            if guard is not None and guard.cut():  # nothing more will arrive on the cut connection
+                exchange.state = "cut"
                 return exchange
             continue
         if msg["parent_header"].get("msg_id") != msg_id:
