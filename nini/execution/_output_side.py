@@ -58,6 +58,22 @@ class _OutputCap:
             self.original(stream, "stream", {"name": "stderr", "text": notice}, parent_header, ident=b"stream.stderr")
         return sent
 
+    def publishing(self, publish: Any, publisher: Any) -> Any:
+        """``publish`` of the display publisher, which does nothing once the run is over its budget:
+        ipykernel flushes stdout and stderr before each display, and a flood of displays past the
+        budget would spend the run's time there for messages that are dropped anyway."""
+
+        def publish_within_budget(data: Any, *args: Any, **kwargs: Any) -> Any:
+            header = _header(publisher.parent_header)
+            with self.lock:
+                spent = header.get("msg_id") == self.run_id and self.run.exhausted
+                if spent and header.get("session") in self.owners and isinstance(data, dict):
+                    self.run.bundle(data)  # counted as left out
+                    return None
+            return publish(data, *args, **kwargs)
+
+        return publish_within_budget
+
     def _capped(self, kind: str, body: dict[str, Any], run_id: str | None) -> tuple[dict[str, Any] | None, str | None]:
         """The content to send instead of ``body`` (None: send nothing), and a budget marker."""
         if kind in ("stream", "error", *_BUNDLES) and run_id != self.run_id:
@@ -99,13 +115,14 @@ def install(max_bytes: int, run_bytes: int, run_count: int, language: str) -> No
     kernel = getattr(get_ipython(), "kernel", None)
     if kernel is None:  # not an ipykernel (a plain IPython shell): nothing is sent anywhere
         return
-    session = kernel.session
+    session, publisher = kernel.session, get_ipython().display_pub
     limits = OutputLimits(max_bytes, run_bytes, run_count, language)
     cap = getattr(session, "_nini_output_cap", None)
     if cap is None:
         cap = _OutputCap(session.send, limits)
         session._nini_output_cap = cap
         session.send = cap.send
+        publisher.publish = cap.publishing(publisher.publish, publisher)
     cap.limits = limits
     owner = _header(kernel.get_parent("shell")).get("session")
     if owner:

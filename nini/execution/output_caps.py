@@ -103,6 +103,8 @@ def value_size(value: Any) -> int:
     """About the bytes ``value`` takes in a message: text exactly, anything else as JSON."""
     if isinstance(value, str):
         return text_size(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):  # an image before it is encoded (4/3 of it)
+        return 4 * -(-len(value) // 3)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return sum(map(text_size, value))
     try:
@@ -183,6 +185,11 @@ class RunOutputs:
             return None
         self._keep(None, size, True)
         return content
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether the run's budget is spent: every later output is left out."""
+        return self._over_budget
 
     def pop_notice(self) -> str | None:
         """The budget marker, once, right after the output that met the budget."""

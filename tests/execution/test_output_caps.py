@@ -119,11 +119,8 @@ def test_a_120_mb_display_never_enters_nini_whole(nini_home: Path, baseline: int
 
 def test_20000_html_displays_keep_at_most_the_run_budget(nini_home: Path) -> None:
     before = fresh_store(nini_home)
-    # the display_data messages display(HTML(...)) sends, without IPython's formatters (their time is not the point)
-    code = ("from IPython.display import publish_display_data\n"
-            "for i in range(20_000):\n"
-            "    publish_display_data({'text/html': '<table>' + '<tr><td>%d</td></tr>' % i * 100 + '</table>'})\n"
-            )  # fmt: skip
+    code = ("from IPython.display import HTML, display\n"
+            "for i in range(20_000):\n    display(HTML('<table>' + '<tr><td>%d</td></tr>' % i * 100 + '</table>'))\n")  # fmt: skip
     result, _ = run_code(nini_home, "flood", code)
     assert result["success"], result
     stderr = result["result"]["stderr"]
