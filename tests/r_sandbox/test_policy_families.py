@@ -5,9 +5,10 @@ Each family fetches a denied function out of an environment in a way the masks n
 are found (a formula made with ``env = baseenv()`` turned into a function by purrr). The worker
 cases run past the static check (``run_unchecked``): what stops them is the run-time containment
 (guard.R, r_sandbox.internals), and a probe run afterwards shows the denied function's effect did
-not happen. The static check refuses each of them too (a clear early error). The CLI cases run the
-same families through the real ``nini run-r``, where a link the denied ``file.link`` would make is
-the marker. A promise serialized into an RDS or .RData file is never forced: reading it is refused.
+not happen. The static check refuses each of them too (a clear early error). Through the real CLI,
+``nini r check`` refuses every family aimed at ``file.link`` (whose link would be the marker) and
+``nini run-r`` runs the cases that need running. A promise serialized into an RDS or .RData file is
+never forced: reading it is refused.
 """
 
 from __future__ import annotations
