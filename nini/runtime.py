@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from nini.agent.llm import ModelRouter
     from nini.agent.runner import AgentRunner
     from nini.execution.kernels import KernelPool
+    from nini.execution.parsing import DataReaders
     from nini.memory.experience import ExperienceMemory
     from nini.memory.preferences import PreferenceMemory
 
@@ -56,6 +57,7 @@ class Runtime:
         self._multi_kernel_manager = multi_kernel_manager
         self._kernels: KernelPool | None = None
         self._r_workers: Any = None
+        self._readers: DataReaders | None = None
         self._router: ModelRouter | None = None
         self._retired_routers: set[asyncio.Task[None]] = set()  # closing once their calls end
         self._client_calls: set[asyncio.Task[Any]] = set()  # see client_call
@@ -85,6 +87,15 @@ class Runtime:
             self._kernels = KernelPool(self.settings.execution, multi_kernel_manager=self._multi_kernel_manager,
                                        language=self.settings.ui.language)  # fmt: skip
         return self._kernels
+
+    @property
+    def readers(self) -> DataReaders:
+        """The limited child processes that read data files (``nini.execution.parsing``), created on first use."""
+        if self._readers is None:
+            from nini.execution.parsing import DataReaders
+
+            self._readers = DataReaders(self.settings, self.sandbox_mode)
+        return self._readers
 
     @property
     def r_workers(self) -> Any:
@@ -314,6 +325,8 @@ class Runtime:
                 if self._r_workers is not None:
                     await self._r_workers.aclose()
             finally:
+                if self._readers is not None:
+                    self._readers.close()
                 self.events.close()  # its watcher reads the store
                 self.store.close()
 

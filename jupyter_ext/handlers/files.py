@@ -4,12 +4,17 @@ session workspace's ``uploads/``, so a client without a shared disk can analyse 
 The name is reduced to a plain file name (no folders, no ``..``, no control characters); the write
 goes through the workspace file system (no link followed, atomic), so nothing lands outside the
 workspace. ``server.max_upload_bytes`` bounds the body (413 TOO_LARGE before it is read whole).
-With ``load=1`` the file is also loaded as a dataset (load_dataset, recorded).
+The body goes to a temporary file as it arrives, never whole into the server's memory. With
+``load=1`` the file is also loaded as a dataset (load_dataset, recorded: read by a limited child,
+``nini.execution.parsing``, so the server only ever holds the dataset's description).
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
+import tempfile
+from typing import BinaryIO
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
@@ -31,6 +36,31 @@ def upload_name(name: str) -> str:
 
 
 class FilesHandler(NiniHandler):
+    _spool: BinaryIO | None = None
+    _received = 0
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        await super().prepare()
+        self._spool = tempfile.TemporaryFile(prefix="nini-upload-")
+
+    def data_received(self, chunk: bytes) -> None:
+        if self._too_large or self._spool is None:
+            return
+        self._received += len(chunk)
+        if self._received > self.max_body_bytes:
+            self._too_large = True  # the rest is dropped as it arrives
+            self._spool.truncate(0)
+            return
+        self._spool.write(chunk)
+
+    def on_finish(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
+
+    def on_connection_close(self) -> None:
+        super().on_connection_close()
+        self.on_finish()
+
     @property
     def max_body_bytes(self) -> int:
         return self.runtime.settings.server.max_upload_bytes
@@ -44,13 +74,15 @@ class FilesHandler(NiniHandler):
     @authorized
     async def post(self, session_id: str) -> None:
         """Query ``name`` (required) and ``load=1``: 201 ``{path, size_bytes, dataset?}``."""
-        data = self.body_bytes()
+        if self._too_large or self._spool is None:
+            raise self._body_error()
         name = upload_name(self.get_query_argument("name", ""))
         session = await self.session(session_id)
         path = f"uploads/{name}"
         session.workspace.fs.makedirs("uploads")
-        session.workspace.fs.write_bytes(path, data)
-        reply: dict[str, object] = {"path": path, "size_bytes": len(data)}
+        self._spool.seek(0)
+        await asyncio.to_thread(session.workspace.fs.copy_in, self._spool, path)
+        reply: dict[str, object] = {"path": path, "size_bytes": self._received}
         if self.get_query_argument("load", "0") in ("1", "true"):
             loaded = await invoke(session, "load_dataset", {"path": path})
             if not loaded.success:

@@ -21,7 +21,7 @@ from pathlib import Path
 log = logging.getLogger("nini.execution")
 
 OWNER_FILE = ".nini-owner"
-PREFIXES = ("nini-kernel-", "nini-r-")
+PREFIXES = ("nini-kernel-", "nini-r-", "nini-parse-")
 
 
 def process_start(pid: int) -> str | None:

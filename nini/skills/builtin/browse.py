@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from nini.errors import ErrorCode, NiniError
-from nini.execution.workspace import unreadable_dataset
 from nini.skills.function import skill
 
 if TYPE_CHECKING:
@@ -35,24 +33,10 @@ def describe_dataset(session: Session, name: str, rows: int = 5) -> dict[str, An
         name: The dataset's name (see list_datasets).
         rows: How many leading rows to include (0-50).
     """
-    import pandas as pd
-
     relative = session.dataset_file(name)
-    with session.workspace.fs.reader(relative) as handle:
-        try:
-            frame = pd.read_parquet(handle)
-        except Exception as exc:  # damaged or not Parquet: the same error as a run reading it
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, unreadable_dataset(name, exc, relative)) from None
-    stats = frame.describe(include="all").transpose()
-    head = frame.head(max(0, min(rows, 50)))
-    return {
-        "name": name,
-        "shape": [int(frame.shape[0]), int(frame.shape[1])],
-        "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
-        "missing": {str(c): int(n) for c, n in frame.isna().sum().items() if n},
-        "summary": {str(c): _record(row.to_dict(), drop_missing=True) for c, row in stats.iterrows()},
-        "head": [_record(record) for record in head.to_dict(orient="records")],
-    }
+    readers = session.runtime.readers
+    with session.workspace.fs.reader(relative) as handle:  # read by a limited child: nini.execution.parsing
+        return readers.read("describe", handle, name=name, rows=rows)
 
 
 @skill("read_file", category="data", read_only=True)
@@ -68,23 +52,3 @@ def read_file(session: Session, path: str, max_chars: int = 8000) -> dict[str, A
     limit = max(1, min(max_chars, MAX_READ_CHARS))
     text, truncated = fs.read_text(relative, max_chars=limit)  # refuses links and special files
     return {"path": path, "text": text, "truncated": truncated, "size_bytes": fs.file_size(relative)}
-
-
-def _record(record: dict[Any, Any], *, drop_missing: bool = False) -> dict[str, Any]:
-    plain = {str(k): _plain(v) for k, v in record.items()}
-    return {k: v for k, v in plain.items() if v is not None} if drop_missing else plain
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-friendly scalar: numpy numbers become Python ones, NaN/NaT None, the rest text."""
-    item = getattr(value, "item", None)
-    if callable(item) and not isinstance(value, str):
-        try:
-            value = item()
-        except (TypeError, ValueError):
-            pass
-    if value is None or isinstance(value, str | bool | int):
-        return value
-    if isinstance(value, float):
-        return None if value != value or value in (float("inf"), float("-inf")) else value
-    return None if str(value) in ("NaT", "nan", "<NA>") else str(value)

@@ -1,0 +1,169 @@
+"""Runs in the limited child of ``parsing``: read one data file and answer with a small JSON reply.
+
+A data file is hostile input: a 300 KB Parquet file can decode to gigabytes, an Excel file is a
+zip. So nini's own process never parses one; it starts this module as a confined (and, where
+the machine has it, sandboxed) child under the kernel's memory limit and reads only its reply.
+The child imports its readers, then waits for one job on ``--channel``: a JSON request with the
+descriptors nini opened (the file, the reply, the output), so it opens nothing by name, and inside
+the sandbox it has nothing else to open. It answers that job and exits.
+
+Jobs: ``load`` (a CSV, TSV, JSON, Parquet or Excel file becomes Parquet on the output; the
+reply is its columns, dtypes and shape) and ``describe`` (a dataset's Parquet file; the reply is
+what ``describe_dataset`` returns). The reply is ``{"ok": true, "data": ...}`` or ``{"ok": false,
+"error": {"code", "message"?}}``; ``TOO_LARGE`` (out of memory) carries no message: nini words it,
+naming the limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+from typing import Any, BinaryIO
+
+from nini.execution.workspace import out_of_memory, unreadable_dataset
+
+# file suffix -> pandas reader (load_dataset's formats); TSV is read_csv with a tab
+READERS = {".csv": "read_csv", ".tsv": "read_csv", ".txt": "read_csv", ".parquet": "read_parquet",
+           ".json": "read_json", ".xlsx": "read_excel", ".xls": "read_excel"}  # fmt: skip
+TEXT_LIMIT = 500  # characters of one value in a description: a 100 MB cell must not make the reply 100 MB
+MAX_HEAD_ROWS = 50
+
+
+class Unreadable(Exception):
+    """The file is not what its name says (or a reader it needs is missing): INVALID_ARGUMENT."""
+
+
+def load(source: BinaryIO, output: BinaryIO, name: str, suffix: str) -> dict[str, Any]:
+    """``source`` read by its suffix's reader, written to ``output`` as Parquet; its shape."""
+    import pandas as pd
+
+    options: dict[str, Any] = {"sep": "\t"} if suffix == ".tsv" else {}
+    try:
+        frame = getattr(pd, READERS[suffix])(source, **options)
+    except ImportError as exc:
+        raise Unreadable(f"reading {suffix} needs a package that is missing: {exc}") from None
+    except (ValueError, OSError, pd.errors.ParserError) as exc:
+        if out_of_memory(exc):
+            raise MemoryError(str(exc)) from None
+        raise Unreadable(f"{name} could not be read: {exc}") from None
+    frame.columns = [str(c) for c in frame.columns]  # Parquet needs string column names
+    frame.to_parquet(output, index=False)
+    output.flush()
+    return shape_of(frame)
+
+
+def describe(source: BinaryIO, name: str, rows: int) -> dict[str, Any]:
+    """The description ``describe_dataset`` returns of the Parquet file ``source`` (dataset ``name``)."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_parquet(source)
+    except MemoryError:
+        raise
+    except Exception as exc:  # damaged or not Parquet: the same words as a run reading it
+        if out_of_memory(exc):
+            raise MemoryError(str(exc)) from None
+        raise Unreadable(unreadable_dataset(name, exc)) from None
+    stats = frame.describe(include="all").transpose()
+    head = frame.head(max(0, min(rows, MAX_HEAD_ROWS)))
+    return {
+        "name": name,
+        "shape": [int(frame.shape[0]), int(frame.shape[1])],
+        "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
+        "missing": {str(c): int(n) for c, n in frame.isna().sum().items() if n},
+        "summary": {str(c): _record(row.to_dict(), drop_missing=True) for c, row in stats.iterrows()},
+        "head": [_record(record) for record in head.to_dict(orient="records")],
+    }
+
+
+def shape_of(frame: Any) -> dict[str, Any]:
+    return {"columns": [str(c) for c in frame.columns], "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
+            "shape": [int(frame.shape[0]), int(frame.shape[1])]}  # fmt: skip
+
+
+def _record(record: dict[Any, Any], *, drop_missing: bool = False) -> dict[str, Any]:
+    plain = {_text(str(k)): _plain(v) for k, v in record.items()}
+    return {k: v for k, v in plain.items() if v is not None} if drop_missing else plain
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-friendly scalar: numpy numbers become Python ones, NaN/NaT None, the rest text."""
+    item = getattr(value, "item", None)
+    if callable(item) and not isinstance(value, str):
+        try:
+            value = item()
+        except (TypeError, ValueError):
+            pass
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, float):
+        return None if value != value or value in (float("inf"), float("-inf")) else value
+    return None if str(value) in ("NaT", "nan", "<NA>") else _text(str(value))
+
+
+def _text(value: str) -> str:
+    return value if len(value) <= TEXT_LIMIT else value[:TEXT_LIMIT] + "…"
+
+
+def run(request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+    """The reply of one job on the descriptors ``fds`` (input, reply, output): the data, or the error."""
+    name = str(request.get("name", "the file"))
+    try:
+        with os.fdopen(fds[0], "rb") as source:
+            if request.get("job") == "load":
+                with os.fdopen(fds[2], "wb") as output:
+                    data = load(source, output, name, str(request.get("suffix")))
+            else:
+                data = describe(source, name, int(request.get("rows", 5)))
+        return {"ok": True, "data": data}
+    except MemoryError:
+        return {"ok": False, "error": {"code": "TOO_LARGE"}}
+    except Unreadable as exc:
+        return {"ok": False, "error": {"code": "INVALID_ARGUMENT", "message": str(exc)}}
+    except Exception as exc:  # what a reader raised that no rule above knows: still the file's doing
+        code = "TOO_LARGE" if out_of_memory(exc) else "INVALID_ARGUMENT"
+        return {"ok": False, "error": {"code": code, "message": f"{name} could not be read: {type(exc).__name__}: {exc}"}}
+
+
+def warm_up() -> None:
+    """Import what the jobs use, down to what pandas imports on first use (its Parquet engine,
+    ``describe``): a child started ahead then answers a small file in milliseconds."""
+    import io
+
+    import pandas as pd
+
+    frame = pd.read_csv(io.StringIO("a,b\n1,x\n"))
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    buffer.seek(0)
+    pd.read_parquet(buffer).describe(include="all")
+
+
+def main(argv: list[str]) -> None:
+    """Import the readers, wait for the one job on the channel, answer it, exit."""
+    parser = argparse.ArgumentParser(prog="python -m nini.execution._parse_side")
+    parser.add_argument("--channel", type=int, required=True, help="the socket the job and its descriptors come on")
+    channel = socket.socket(fileno=parser.parse_args(argv).channel)
+    ready: dict[str, Any] | None = None
+    try:  # while nini has no job for this child yet: the next job does not wait for the imports
+        warm_up()
+    except Exception as exc:  # the limit leaves no room for the readers themselves; else the job says what
+        if out_of_memory(exc):
+            ready = {"ok": False, "error": {"code": "TOO_LARGE"}}
+    message, fds, _flags, _address = socket.recv_fds(channel, 65536, 3)
+    if not message:  # nini closed the channel: no job for this one
+        return
+    request = json.loads(message)
+    with os.fdopen(fds[1], "w", encoding="utf-8") as reply:  # opened first: no memory may be left later
+        reply.write(json.dumps(ready or run(request, fds), allow_nan=False))
+    # nini waits for this process to end: a normal exit would first tear pandas down (a quarter second)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

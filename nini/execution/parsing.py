@@ -1,0 +1,237 @@
+"""Parse a data file in a limited child process: nini's own process gets only a bounded JSON reply.
+
+Data files are hostile input (a 300 KB Parquet file decoded to 2.4 GB in nini's process; a 1 GB
+CSV given with ``--data`` took the CLI to 1.8 GB), so reading or describing one
+(``load_dataset``, ``describe_dataset``, ``--data``, uploads with ``load=1``) happens in a
+child started like an agent process (``sandbox.agent_command``): ``confine``'s limits with the
+kernel's memory limit (``execution.memory_limit_mb``), in bubblewrap where the sandbox is on,
+with an empty private folder as its workspace, no network and no program to run. nini opens the
+files itself (through the workspace file system, no link followed) and hands the child their
+descriptors over a socket; the child writes its reply to another descriptor, of which nini
+reads at most ``REPLY_LIMIT`` bytes. The child runs ``_parse_side``; see there for the jobs.
+
+Each child reads one file and exits, so nothing of one file reaches the next. Starting one
+costs its pandas import (about a second), so once a Runtime has read twice, ``DataReaders``
+keeps one child started and waiting: the next job only sends it its descriptors.
+
+Failures: out of memory (MemoryError, or the child killed by the system for memory) is
+TOO_LARGE naming the limit, never "damaged"; past ``execution.timeout_s`` the child is killed
+and the error is TIMEOUT; a file the reader refuses keeps INVALID_ARGUMENT with the reader's words.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
+
+from nini.errors import ErrorCode, NiniError
+from nini.execution import confine, sandbox
+from nini.execution.runtime_dirs import make_runtime_dir
+
+if TYPE_CHECKING:
+    from nini.config import Settings
+
+__all__ = ["PARSE_PREFIX", "REPLY_LIMIT", "DataReaders"]
+
+log = logging.getLogger("nini.execution")
+
+Job = Literal["load", "describe"]
+PARSE_PREFIX = "nini-parse-"  # of a child's runtime folder (``runtime_dirs.PREFIXES``)
+REPLY_LIMIT = 16 * 1024 * 1024  # bytes of a reply nini reads; a description is far smaller
+# The uid a root nini's sandboxed readers run as: no session's (those start at ROOT_UID_BASE, and
+# nini doctor's trial sandbox has ROOT_UID_BASE - 1). A reader owns nothing: its files are descriptors.
+READER_UID = sandbox.ROOT_UID_BASE - 2
+_PASSED_ENV = frozenset({"PATH", "LANG", "LANGUAGE", "TZ"})  # nothing else: API keys live in nini's environment
+# What nini says (``ui.language``); a reader's own words for a malformed file come from the child.
+WORDS = {
+    "zh": {"memory": "读取 {name} 所需的内存超过了上限 {mb:,} MiB（execution.memory_limit_mb）；请换用较小的文件，或提高该上限",
+           "time": "读取 {name} 超过了 {seconds:g} 秒（execution.timeout_s），已停止",
+           "reply": "{name} 的读取结果超过了 {mb:,} MiB"},
+    "en": {"memory": "reading {name} needs more memory than the limit of {mb:,} MiB (execution.memory_limit_mb); "
+                     "use a smaller file, or raise the limit",
+           "time": "reading {name} took longer than {seconds:g} s (execution.timeout_s) and was stopped",
+           "reply": "what reading {name} returned is larger than {mb:,} MiB"},
+}  # fmt: skip
+
+
+@dataclass
+class _Child:
+    """A started reader waiting for its one job on ``channel``."""
+
+    process: subprocess.Popen[bytes]
+    channel: socket.socket
+    runtime_dir: Path
+    errors: BinaryIO  # its stdout and stderr, quoted in the log when it ends without a reply
+
+    def discard(self) -> None:
+        """Kill it (its whole sandbox: it leads its own session) and remove its folder."""
+        self.channel.close()
+        if self.process.poll() is None:  # not reaped yet: its pid (and group) is still its own
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.process.wait()
+        self.errors.close()
+        shutil.rmtree(self.runtime_dir, ignore_errors=True)
+
+
+class DataReaders:
+    """The limited children that read data files for one Runtime; one is kept started for the next job."""
+
+    def __init__(self, settings: Settings, mode: sandbox.SandboxMode) -> None:
+        self.settings, self.mode = settings, mode
+        self._spare: _Child | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self._jobs = 0  # answered so far
+
+    def read(
+        self, job: Job, source: BinaryIO, *, name: str, output: BinaryIO | None = None, suffix: str = ".parquet",
+        rows: int = 5,
+    ) -> dict[str, Any]:  # fmt: skip
+        """Run ``job`` on the open file ``source`` in a limited child; the reply's data. Blocking.
+
+        ``name`` is how messages call the file (a file or dataset name, never a host path); ``output``
+        is where ``load`` writes the Parquet file. Raises NiniError: TOO_LARGE, TIMEOUT,
+        INVALID_ARGUMENT (the file cannot be read), INTERNAL (the child could not run).
+        """
+        execution = self.settings.execution
+        words = WORDS.get(self.settings.ui.language, WORDS["zh"])
+        shown = f"'{name}'"
+        request = json.dumps({"job": job, "name": name, "suffix": suffix, "rows": rows}).encode()
+        child = self._take()
+        try:
+            with tempfile.TemporaryFile(dir=child.runtime_dir) as reply:
+                fds = [source.fileno(), reply.fileno(), *([output.fileno()] if output is not None else [])]
+                try:
+                    socket.send_fds(child.channel, [request], fds)
+                except OSError:  # the waiting child is gone (killed meanwhile): a fresh one
+                    child.discard()
+                    child = self._start()
+                    socket.send_fds(child.channel, [request], fds)
+                try:
+                    status: int | None = child.process.wait(timeout=execution.timeout_s)
+                except subprocess.TimeoutExpired:
+                    status = None
+                if status is None:
+                    raise NiniError(ErrorCode.TIMEOUT, words["time"].format(name=shown, seconds=execution.timeout_s),
+                                    {"timeout_s": execution.timeout_s})  # fmt: skip
+                reply.seek(0)
+                raw = reply.read(REPLY_LIMIT + 1)
+            if len(raw) > REPLY_LIMIT:
+                raise NiniError(ErrorCode.TOO_LARGE, words["reply"].format(name=shown, mb=REPLY_LIMIT >> 20))
+            answer = _answer(raw, status, child.errors)
+        finally:  # off the caller's path: ending this child, starting the next
+            threading.Thread(target=self._replace, args=(child,), name="nini-reader-spare", daemon=True).start()
+        if answer.get("ok") is True and isinstance(answer.get("data"), dict):
+            return answer["data"]
+        error = answer.get("error") if isinstance(answer.get("error"), dict) else {}
+        if error.get("code") == ErrorCode.TOO_LARGE.value:
+            raise NiniError(ErrorCode.TOO_LARGE, words["memory"].format(name=shown, mb=execution.memory_limit_mb),
+                            {"memory_limit_mb": execution.memory_limit_mb})  # fmt: skip
+        if error.get("code") == ErrorCode.INVALID_ARGUMENT.value and isinstance(error.get("message"), str):
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, error["message"][:2000])
+        raise NiniError(ErrorCode.INTERNAL, f"reading {shown} failed: its reader process ended without an answer")
+
+    def close(self) -> None:
+        """Stop the waiting child; a later ``read`` starts a fresh one (and keeps none)."""
+        with self._lock:
+            self._closed = True
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.discard()
+
+    def _take(self) -> _Child:
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is not None and spare.process.poll() is None:
+            return spare
+        if spare is not None:
+            spare.discard()
+        return self._start()
+
+    def _replace(self, used: _Child) -> None:
+        """End the child that answered, and start the one the next job will use, unless one waits
+        already: from the second job on, so that a one-shot command (``nini run-code --data``)
+        does not pay for a child it never uses while its kernel starts."""
+        used.discard()
+        with self._lock:
+            self._jobs += 1
+            if self._spare is not None or self._closed or self._jobs < 2:
+                return
+        try:
+            child = self._start()
+        except (OSError, NiniError):  # said by the next job, which starts its own
+            return
+        with self._lock:
+            if self._spare is None and not self._closed:
+                self._spare, child = child, None
+        if child is not None:
+            child.discard()
+
+    def _start(self) -> _Child:
+        """A new child, confined and sandboxed like an agent process, importing its readers."""
+        from nini.execution.kernels import sandbox_limits
+
+        limits = sandbox_limits(self.settings.execution)
+        runtime_dir = make_runtime_dir(PARSE_PREFIX, sandbox.runtime_base())
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        errors = tempfile.TemporaryFile(dir=runtime_dir)
+        try:
+            work = runtime_dir / "work"  # the child's workspace and cwd: empty, and nini's (read-only to it)
+            work.mkdir(mode=0o755)
+            cmd = [sys.executable, "-m", "nini.execution._parse_side", "--channel", str(theirs.fileno())]
+            uid = READER_UID if sandbox.runs_as_session_uid(self.mode) else None
+            cmd = sandbox.agent_command(cmd, self.mode, limits, workspace=work, runtime_dir=runtime_dir, uid=uid)
+            process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=errors, stderr=errors, cwd=work,
+                                       pass_fds=[theirs.fileno()], env=_child_env(runtime_dir, limits.max_processes),
+                                       start_new_session=True)  # fmt: skip
+        except BaseException:
+            ours.close()
+            errors.close()
+            shutil.rmtree(runtime_dir, ignore_errors=True)
+            raise
+        finally:
+            theirs.close()
+        return _Child(process, ours, runtime_dir, errors)
+
+
+def _answer(raw: bytes, status: int, errors: BinaryIO) -> dict[str, Any]:
+    """The child's reply, or what stands for it: a child killed by the system (SIGKILL; bubblewrap
+    exits 128 + 9 for it) without a reply ran out of memory (a cgroup's limit kills rather than
+    failing an allocation)."""
+    try:
+        answer = json.loads(raw) if raw else None
+    except ValueError:
+        answer = None
+    if isinstance(answer, dict):
+        return answer
+    if status in (-signal.SIGKILL, 128 + signal.SIGKILL):
+        return {"ok": False, "error": {"code": ErrorCode.TOO_LARGE.value}}
+    errors.seek(0, os.SEEK_END)
+    errors.seek(max(0, errors.tell() - 2000))
+    log.warning("a data file reader ended with status %s and no reply: %s", status,
+                errors.read().decode("utf-8", "replace"))  # fmt: skip
+    return {}
+
+
+def _child_env(runtime_dir: Path, max_processes: int) -> dict[str, str]:
+    """The child's environment: locale and PATH, no secret of nini's; allocators that do not
+    reserve address space (RLIMIT_AS must measure memory, ``confine.KERNEL_ENV``)."""
+    env = {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("LC_")}
+    home = runtime_dir / "home"
+    home.mkdir()
+    env.update(HOME=str(home), PYTHONNOUSERSITE="1", **confine.KERNEL_ENV, **confine.thread_env(max_processes))
+    return env
