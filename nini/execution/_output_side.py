@@ -2,9 +2,10 @@
 
 ``install`` (sent by the host with the first run's prelude) wraps the kernel's ``session.send``,
 the one call every stream, display, result, error and reply goes through, so that a 120 MB display
-becomes a preview and its size *before* it is serialised and sent (``output_caps``). Only messages
-answering nini's own client session are touched: in a user's notebook kernel, the notebook's own
-outputs are left alone.
+becomes a preview and its size *before* it is serialised and sent (``output_caps``); and the
+display publisher, so that displays past the run's budget cost nothing. Only messages answering
+nini's own client session are touched: in a user's notebook kernel, the notebook's own outputs
+are left alone.
 
 This is cooperation, not a boundary: agent code can unwrap it or write to the sockets directly.
 nini's process applies the same caps again as messages arrive, and its sockets refuse a message
