@@ -13,6 +13,7 @@ the same functions (``build_outcome``, ``stopped``, ``prelude_failure``).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 import json
@@ -36,7 +37,8 @@ KernelState = Literal["ok", "interrupted", "stuck", "dead", "cut"]
 CODE_ERROR = "CODE_ERROR"  # the submitted program raised: a failure of the code, not of nini
 POLL_S = 0.5  # a kernel silent this long is checked for being alive
 STOP_POLL_S = 0.05  # how soon a silent run notices its RunStop
-INTERRUPT_GRACE_S = 3.0  # after an interrupt, how long the kernel has to answer before it counts as stuck
+INTERRUPT_GRACE_S = 3.0
+CUT_GRACE_S = 1.0  # after a connection was cut, how long a dying kernel has to be seen gone  # after an interrupt, how long the kernel has to answer before it counts as stuck
 _SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 _KERNEL_SIDE = "nini.execution._kernel_side"
 _OUTPUT_SIDE = "nini.execution._output_side"
@@ -191,7 +193,7 @@ async def execute(
                 exchange.state = "dead"
                 return exchange
             if guard is not None and guard.cut():  # nothing more will arrive on the cut connection
-                exchange.state = "cut"
+                exchange.state = "dead" if await _dies_soon(manager) else "cut"
                 return exchange
             continue
         if msg["parent_header"].get("msg_id") != msg_id:
@@ -203,6 +205,18 @@ async def execute(
         else:
             absorb(exchange, msg)
     return exchange
+
+
+async def _dies_soon(manager: Any) -> bool:
+    """Whether the kernel process ends within ``CUT_GRACE_S``: a dying kernel (killed by its memory
+    cgroup, crashed) closes its connections before its process is seen gone, and its death must
+    not be reported as a message over the cap."""
+    until = time.monotonic() + CUT_GRACE_S
+    while time.monotonic() < until:
+        if not await ensure_async(manager.is_alive()):
+            return True
+        await asyncio.sleep(STOP_POLL_S)
+    return not await ensure_async(manager.is_alive())
 
 
 def absorb(exchange: Exchange, msg: dict[str, Any]) -> None:
