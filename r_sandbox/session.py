@@ -27,6 +27,8 @@ CODE_ERROR = "CODE_ERROR"  # the code failed (R error, syntax, bad output_df): n
 R_SOURCES = [Path(__file__).with_name("guard.R"), Path(__file__).with_name("worker_r.R")]
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _PARSE_LOCATION = re.compile(r"^<text>:(\d+):\d+: ?")
+# worker_r.R's functions a run calls, taken once as rinterface closures (see RSession._calls)
+PER_RUN = ("prepare_run", "make_datasets", "run_code", "finish_plots", "take", "result_json", "plain_frame")
 
 
 def strip_ansi(text: str) -> str:
@@ -54,6 +56,11 @@ class RSession:
         denied = sorted(rules.DENIED_FUNCTIONS)
         messages_of_denied = [guard_message(n, self.language) for n in denied]
         self.env = self.api["setup"](ro.StrVector(denied), ro.StrVector(messages_of_denied))
+        # robjects looks a function up and wraps it at each api[name] (reading its formals: ~0.15 ms)
+        # and converts every argument and value; a run calls R ~7 times: the closures are taken
+        # once, now, and called with rinterface objects
+        self._calls = {name: ri.SexpEnvironment.__getitem__(self.api, name) for name in PER_RUN}
+        self._names = {name: ri.StrSexpVector([name]) for name in ("result", "output_df")}
         self._reader = ri.rternalize(self._read_dataset)
         # the datasets of the current run, name -> workspace-relative file, as nini's record names
         # them; None: every datasets/NAME.parquet (a caller that keeps no record)
@@ -133,12 +140,13 @@ class RSession:
                 if _out_of_memory(exc):  # a small file can decode to gigabytes: TOO_LARGE, as from Python
                     return failure("TOO_LARGE", _too_large(request["dataset_name"]))
                 return failure("INVALID_ARGUMENT", self._unreadable(request["dataset_name"], exc))
-        self.api["prepare_run"](self.env, self._datasets(), df)
+        self._calls["prepare_run"](self.env, self._datasets(), df)
         status, message, line = "error", "", None
         try:
-            status, message, line = (v[0] for v in self.api["run_code"](request["code"], self.env))
+            ran = self._calls["run_code"](ri.StrSexpVector([request["code"]]), self.env)
+            status, message, line = (v[0] for v in ran)
         finally:  # close the devices even if R left run_code in a way it should not
-            pages = int(self.api["finish_plots"](self.env, status == "ok")[0])
+            pages = int(self._calls["finish_plots"](self.env, ri.BoolSexpVector([status == "ok"]))[0])
         artifacts, problems = plots.save_pages(self.api, pages, self.workspace, request.get("label"),
                                                int(request.get("max_figures") or 200), request.get("pending_file"))
         notes.extend(problems)
@@ -162,14 +170,14 @@ class RSession:
 
     def _take(self, name: str) -> tuple[bool, Any]:
         """``name`` removed from the user env: (was it there, its value)."""
-        taken = self.api["take"](self.env, name)
+        taken = self._calls["take"](self.env, self._names[name])
         return (bool(taken[0][0]), taken[1] if len(taken) > 1 else None)
 
     def _result(self, notes: list[str]) -> Any:
         present, value = self._take("result")
         if not present:
             return None
-        shown = self.api["result_json"](value)
+        shown = self._calls["result_json"](value)
         if str(shown[0][0]) == "json":
             return json.loads(str(shown[1][0]))
         notes.append(f"result is not JSON-serialisable ({strip_ansi(str(shown[2][0]))}); returned as its str() text")
@@ -177,7 +185,7 @@ class RSession:
 
     def _frame(self, save_as: str | None, save_file: str | None, notes: list[str]) -> dict[str, Any]:
         present, value = self._take("output_df")
-        plain = self.api["plain_frame"](value) if present else None
+        plain = self._calls["plain_frame"](value) if present else None
         if plain is None or plain[0] is ri.NULL:
             if plain is not None:
                 notes.append(f"output_df is a {plain[1][0]}, not a data.frame; ignored")
@@ -222,7 +230,7 @@ class RSession:
 
     def _datasets(self) -> Any:
         """A fresh ``datasets`` environment: the files as they are now, each read on first use."""
-        return self.api["make_datasets"](ro.StrVector(self._dataset_names()), self._reader)
+        return self._calls["make_datasets"](ri.StrSexpVector(self._dataset_names()), self._reader)
 
     def _read_dataset(self, name: Any) -> Any:
         """Called from R (through rternalize) with the dataset name: the data.frame, or why not.
