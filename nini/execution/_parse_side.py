@@ -5,7 +5,7 @@ zip. So nini's own process never parses one; it starts this module as a confined
 the machine has it, sandboxed) child under the kernel's memory limit and reads only its reply.
 The child imports its readers, then waits for one job on ``--channel``: a JSON request with the
 descriptors nini opened (the file, the reply, the output), so it opens nothing by name, and inside
-the sandbox it has nothing else to open. It answers that job and exits.
+the sandbox it has nothing else to open. It answers that job, says "done" on the channel and exits.
 
 Jobs: ``load`` (a CSV, TSV, JSON, Parquet or Excel file becomes Parquet on the output; the
 reply is its columns, dtypes and shape) and ``describe`` (a dataset's Parquet file; the reply is
@@ -131,17 +131,15 @@ def run(request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
 
 
 def warm_up() -> None:
-    """Import what the jobs use, down to what pandas imports on first use (its Parquet engine,
-    ``describe``): a child started ahead then answers a small file in milliseconds."""
+    """Run both jobs on a small sample: what pandas imports and sets up on first use (its CSV and
+    Parquet engines, ``describe``) is done before a job comes, which a waiting child then answers in
+    milliseconds."""
     import io
 
-    import pandas as pd
-
-    frame = pd.read_csv(io.StringIO("a,b\n1,x\n"))
-    buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
-    buffer.seek(0)
-    pd.read_parquet(buffer).describe(include="all")
+    sample, parquet = io.BytesIO(b"n,x,s,d\n1,1.5,a,2024-01-01\n2,,b,2024-01-02\n"), io.BytesIO()
+    load(sample, parquet, "sample", ".csv")
+    parquet.seek(0)
+    describe(parquet, "sample", MAX_HEAD_ROWS)
 
 
 def main(argv: list[str]) -> None:
@@ -161,8 +159,8 @@ def main(argv: list[str]) -> None:
     request = json.loads(message)
     with os.fdopen(fds[1], "w", encoding="utf-8") as reply:  # opened first: no memory may be left later
         reply.write(json.dumps(ready or run(request, fds), allow_nan=False))
-    # nini waits for this process to end: a normal exit would first tear pandas down (a quarter second)
-    os._exit(0)
+    channel.send(b"done")  # nini reads the reply now, without waiting for this process to end
+    os._exit(0)  # a normal exit would first tear pandas down (a quarter second), for nothing
 
 
 if __name__ == "__main__":

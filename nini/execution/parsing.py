@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
@@ -96,6 +97,10 @@ class DataReaders:
         self._lock = threading.Lock()
         self._closed = False
         self._jobs = 0  # answered so far
+        # Every child is started by this one thread, which lives as long as this object: bubblewrap's
+        # --die-with-parent (PR_SET_PDEATHSIG) follows the *thread* that started it, so a child
+        # started by a passing thread (asyncio.to_thread's) would be killed when that thread ends.
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nini-reader")
 
     def read(
         self, job: Job, source: BinaryIO, *, name: str, output: BinaryIO | None = None, suffix: str = ".parquet",
@@ -121,10 +126,7 @@ class DataReaders:
                     child.discard()
                     child = self._start()
                     socket.send_fds(child.channel, [request], fds)
-                try:
-                    status: int | None = child.process.wait(timeout=execution.timeout_s)
-                except subprocess.TimeoutExpired:
-                    status = None
+                status = _finished(child, execution.timeout_s)
                 if status is None:
                     raise NiniError(ErrorCode.TIMEOUT, words["time"].format(name=shown, seconds=execution.timeout_s),
                                     {"timeout_s": execution.timeout_s})  # fmt: skip
@@ -134,7 +136,10 @@ class DataReaders:
                 raise NiniError(ErrorCode.TOO_LARGE, words["reply"].format(name=shown, mb=REPLY_LIMIT >> 20))
             answer = _answer(raw, status, child.errors)
         finally:  # off the caller's path: ending this child, starting the next
-            threading.Thread(target=self._replace, args=(child,), name="nini-reader-spare", daemon=True).start()
+            try:
+                self._spawner.submit(self._replace, child)
+            except RuntimeError:  # closed meanwhile
+                child.discard()
         if answer.get("ok") is True and isinstance(answer.get("data"), dict):
             return answer["data"]
         error = answer.get("error") if isinstance(answer.get("error"), dict) else {}
@@ -152,6 +157,7 @@ class DataReaders:
             spare, self._spare = self._spare, None
         if spare is not None:
             spare.discard()
+        self._spawner.shutdown(wait=True)
 
     def _take(self) -> _Child:
         with self._lock:
@@ -161,6 +167,10 @@ class DataReaders:
         if spare is not None:
             spare.discard()
         return self._start()
+
+    def _start(self) -> _Child:
+        """A new child, started by the spawner thread."""
+        return self._spawner.submit(self._spawn).result()
 
     def _replace(self, used: _Child) -> None:
         """End the child that answered, and start the one the next job will use, unless one waits
@@ -172,7 +182,7 @@ class DataReaders:
             if self._spare is not None or self._closed or self._jobs < 2:
                 return
         try:
-            child = self._start()
+            child = self._spawn()  # on the spawner thread already
         except (OSError, NiniError):  # said by the next job, which starts its own
             return
         with self._lock:
@@ -181,8 +191,9 @@ class DataReaders:
         if child is not None:
             child.discard()
 
-    def _start(self) -> _Child:
-        """A new child, confined and sandboxed like an agent process, importing its readers."""
+    def _spawn(self) -> _Child:
+        """A new child, confined and sandboxed like an agent process, importing its readers (run by
+        the spawner thread only)."""
         from nini.execution.kernels import sandbox_limits
 
         limits = sandbox_limits(self.settings.execution)
@@ -206,6 +217,21 @@ class DataReaders:
         finally:
             theirs.close()
         return _Child(process, ours, runtime_dir, errors)
+
+
+def _finished(child: _Child, timeout_s: float) -> int | None:
+    """Wait for ``child`` to answer: 0 once it says its reply is written (it exits then; nini need
+    not wait for that), its exit status when it ended without saying so, None past ``timeout_s``."""
+    child.channel.settimeout(timeout_s)
+    try:
+        if child.channel.recv(16) == b"done":
+            return 0
+    except TimeoutError:
+        return None
+    try:  # the channel closed: the child is gone, or going
+        return child.process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def _answer(raw: bytes, status: int, errors: BinaryIO) -> dict[str, Any]:
