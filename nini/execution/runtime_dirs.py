@@ -10,6 +10,7 @@ and only folders it owns itself (``/tmp`` is shared: another user's lookalike is
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -37,7 +38,14 @@ def process_start(pid: int) -> str | None:
 def owner_token() -> str:
     """This process as ``PID-START``: written into the names of files it is still to record (dataset
     versions, temp files), so a sweep can tell a dead writer's leftovers from a live one's work."""
-    return f"{os.getpid()}-{process_start(os.getpid())}"
+    return _token_of(os.getpid())
+
+
+@functools.cache
+def _token_of(pid: int) -> str:
+    """``owner_token`` of the process ``pid`` (a process's start time never changes: read once per
+    pid, not at every call; a forked child has a pid of its own)."""
+    return f"{pid}-{process_start(pid)}"
 
 
 def token_alive(token: str) -> bool:

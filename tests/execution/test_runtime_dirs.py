@@ -14,7 +14,9 @@ import pytest
 
 from nini.config import load_settings
 from nini.execution import sandbox
-from nini.execution.runtime_dirs import OWNER_FILE, make_runtime_dir, process_start, sweep_runtime_dirs
+from nini.execution.runtime_dirs import (
+    OWNER_FILE, make_runtime_dir, owner_token, process_start, sweep_runtime_dirs, token_alive,
+)
 from nini.skills.builtin.run_r import R_RUNTIME_BASE, r_status
 
 NINI = str(Path(sys.executable).with_name("nini"))
@@ -55,6 +57,24 @@ def _owned_by(base: Path, prefix: str, pid: int) -> Path | None:
         except (OSError, ValueError, KeyError):
             continue
     return None
+
+
+def test_a_forked_child_names_itself_in_its_owner_token() -> None:
+    """owner_token is read once per process: a child forked after its parent read it (multiprocessing
+    and joblib fork) gets one of its own, never the parent's, or its leftovers would pass for the
+    parent's while the parent lives."""
+    parent = owner_token()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(write, owner_token().encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        child = pipe.read().decode()
+    os.waitpid(pid, 0)
+    assert child == f"{pid}-{child.partition('-')[2]}" and child != parent
+    assert token_alive(parent) and not token_alive(child)
 
 
 @pytest.mark.slow

@@ -78,7 +78,7 @@ async def run_code(
         outcome = await executor.run(session.id, session.workspace, request, kernel_id=session.kernel_id)
     if copy.notes:
         outcome = dataclasses.replace(outcome, stderr="".join(copy.notes) + outcome.stderr)
-    retry_of = await session.store.call(find_retry_of, session, request)
+    retry_of = await step_corrected(session, request)
     output = record_outcome(session, request, outcome, language="python", tool_name="run_code", retry_of=retry_of)
     output.isolation = isolation
     if isolation == "gateway":
@@ -240,6 +240,14 @@ def _redact_output(output: dict[str, Any], redact: Callable[[str], str]) -> dict
         return {**output, "evalue": redact(str(output.get("evalue", ""))),
                 "traceback": [redact(line) for line in output.get("traceback") or [] if isinstance(line, str)]}
     return output
+
+
+async def step_corrected(session: Session, request: CodeRequest) -> str | None:
+    """``find_retry_of`` on a store thread; a step that names no label and no dataset corrects none,
+    and is told so without the trip."""
+    if not request.label and not request.save_as:
+        return None
+    return await session.store.call(find_retry_of, session, request)
 
 
 def find_retry_of(session: Session, request: CodeRequest) -> str | None:
