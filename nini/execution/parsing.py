@@ -1,7 +1,7 @@
 """Parse a data file in a limited child process: nini's own process gets only a bounded JSON reply.
 
-Data files are hostile input (a 300 KB Parquet file decoded to 2.4 GB in nini's process; a 1 GB
-CSV given with ``--data`` took the CLI to 1.8 GB), so reading or describing one
+Data files are hostile input (a 293-byte Parquet file took nini's process to 2.4 GB; a 1 GB CSV
+given with ``--data`` took the CLI to 1.8 GB), so reading or describing one
 (``load_dataset``, ``describe_dataset``, ``--data``, uploads with ``load=1``) happens in a
 child started like an agent process (``sandbox.agent_command``): ``confine``'s limits with the
 kernel's memory limit (``execution.memory_limit_mb``), in bubblewrap where the sandbox is on,
@@ -151,7 +151,7 @@ class DataReaders:
         raise NiniError(ErrorCode.INTERNAL, f"reading {shown} failed: its reader process ended without an answer")
 
     def close(self) -> None:
-        """Stop the waiting child; a later ``read`` starts a fresh one (and keeps none)."""
+        """Stop the waiting child and the spawner thread (the Runtime is closing: no read follows)."""
         with self._lock:
             self._closed = True
             spare, self._spare = self._spare, None
