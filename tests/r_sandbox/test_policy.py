@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -435,7 +434,9 @@ def test_code_run_in_the_same_r_cannot_blind_the_checker() -> None:
 
 
 @needs_r
-def test_a_100_line_script_checks_in_milliseconds() -> None:
+def test_a_100_line_script_is_allowed_and_each_line_checked() -> None:
+    """A long ordinary script passes whole, and a denied call on its last line is still found
+    (its speed is benchmarks/bench_r.py's policy figure: tests assert no timings)."""
     block = [
         "library(dplyr)",
         'df <- read.csv("sales.csv")  # 销售数据',
@@ -444,11 +445,10 @@ def test_a_100_line_script_checks_in_milliseconds() -> None:
         "fit <- lm(revenue ~ price, data = df)",
     ]
     code = "\n".join(block * 20)
-    check_r_code(code)
-    start = time.perf_counter()
-    for _ in range(5):
-        assert check_r_code(code).allowed
-    assert (time.perf_counter() - start) / 5 < 0.1
+    assert check_r_code(code).allowed
+    refused = check_r_code(code + '\nsystem("id")')
+    assert not refused.allowed
+    assert any(v.line == 101 for v in refused.violations)
 
 
 def test_report_json_shape() -> None:
