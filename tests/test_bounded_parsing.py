@@ -70,10 +70,14 @@ def peak_bytes(pid: int) -> int:
 
 
 def nini(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], int]:
-    """Run the real ``nini`` command; its result and the peak memory of its own process, read
-    from /proc while it runs (VmHWM only grows, so the last reading is the peak up to then)."""
-    process = subprocess.Popen([str(NINI), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})  # fmt: skip
+    """Run the real ``nini`` command (its project: a folder of NINI_HOME's, not the checkout); its
+    result and the peak memory of its own process, read from /proc while it runs (VmHWM only
+    grows, so the last reading is the peak up to then)."""
+    project = Path(os.environ["NINI_HOME"]).parent / "project"
+    project.mkdir(exist_ok=True)
+    process = subprocess.Popen([str(NINI), "--project-dir", str(project), *args], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, **(env or {})})  # fmt: skip
     readings = [0]
     done = threading.Event()
 
