@@ -137,6 +137,8 @@ async def _run_code(settings, project_dir: Path, session_id: str | None, data: l
 
     async with Runtime(settings, project_dir=project_dir) as runtime:
         session = runtime.session_or_new(session_id)
+        if data:
+            runtime.readers.keep_spare = False  # one command: no read follows the --data files
         loaded = await load_data_files(session, data)
         if len(loaded) == 1 and not arguments.get("dataset_name"):
             arguments = {**arguments, "dataset_name": loaded[0]}  # one --data file is df, in Python and in R

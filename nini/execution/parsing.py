@@ -96,7 +96,10 @@ class DataReaders:
         self._spare: _Child | None = None
         self._lock = threading.Lock()
         self._closed = False
-        self._jobs = 0  # answered so far
+        # A started child waits for the next job once one was answered (the agent's describe_dataset
+        # after a --data load must not pay a start); a one-shot command (``nini run-code --data``)
+        # turns it off so that no idle child competes with its kernel's start.
+        self.keep_spare = True
         # Every child is started by this one thread, which lives as long as this object: bubblewrap's
         # --die-with-parent (PR_SET_PDEATHSIG) follows the *thread* that started it, so a child
         # started by a passing thread (asyncio.to_thread's) would be killed when that thread ends.
@@ -160,13 +163,18 @@ class DataReaders:
         self._spawner.shutdown(wait=True)
 
     def _take(self) -> _Child:
+        """The waiting child, else the one being started for the next job (the spawner thread runs
+        one start at a time: this waits for it rather than queueing a second), else a new one."""
+        return self._spawner.submit(self._spare_or_new).result()
+
+    def _spare_or_new(self) -> _Child:
         with self._lock:
             spare, self._spare = self._spare, None
         if spare is not None and spare.process.poll() is None:
             return spare
         if spare is not None:
             spare.discard()
-        return self._start()
+        return self._spawn()
 
     def _start(self) -> _Child:
         """A new child, started by the spawner thread."""
@@ -174,12 +182,10 @@ class DataReaders:
 
     def _replace(self, used: _Child) -> None:
         """End the child that answered, and start the one the next job will use, unless one waits
-        already: from the second job on, so that a one-shot command (``nini run-code --data``)
-        does not pay for a child it never uses while its kernel starts."""
+        already or ``keep_spare`` is off."""
         used.discard()
         with self._lock:
-            self._jobs += 1
-            if self._spare is not None or self._closed or self._jobs < 2:
+            if self._spare is not None or self._closed or not self.keep_spare:
                 return
         try:
             child = self._spawn()  # on the spawner thread already
