@@ -28,7 +28,20 @@ def sandbox_uid(workspace: Path) -> int:
     from the top of the range, where no store's sequence reaches."""
     from nini.execution.sandbox import ROOT_UID_BASE, ROOT_UID_SPAN
 
-    return _TEST_UIDS.setdefault(Path(workspace), ROOT_UID_BASE + ROOT_UID_SPAN - 1 - len(_TEST_UIDS))
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    top = ROOT_UID_BASE + ROOT_UID_SPAN - 1 - worker * 1_000_000  # xdist workers never share a uid
+    return _TEST_UIDS.setdefault(Path(workspace), top - len(_TEST_UIDS))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules with slow tests, and the browser's, first: ``--dist loadfile`` hands files out in this
+    order, so a long file started last would leave the other workers idle at the end of the suite."""
+    heavy: dict[str, bool] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        heavy[module] = heavy.get(module, False) or module.startswith("tests/ui/") or item.get_closest_marker("slow") is not None
+    order = {module: index for index, module in enumerate(heavy)}
+    items.sort(key=lambda item: (not heavy[item.nodeid.split("::", 1)[0]], order[item.nodeid.split("::", 1)[0]]))
 
 
 @pytest.fixture(autouse=True)

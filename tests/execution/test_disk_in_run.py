@@ -75,20 +75,20 @@ def alive(pid: int, workspace: Path) -> bool:
 
 
 def test_fallocate_far_past_the_quota_stops_at_the_quota(nini_home: Path) -> None:
-    env = {"NINI_EXECUTION__WORKSPACE_QUOTA_MB": "256"}
+    env = {"NINI_EXECUTION__WORKSPACE_QUOTA_MB": "64"}
     code = (
         "import os\nmade = 0\n"
-        "for n in range(16):  # 16 x 256 MiB: 4 GiB, 16 times the quota\n"
+        "for n in range(16):  # 16 x 64 MiB: 1 GiB, 16 times the quota\n"
         "    fd = os.open(f'alloc-{n}.bin', os.O_CREAT | os.O_WRONLY, 0o644)\n"
-        "    try:\n        os.posix_fallocate(fd, 0, 256 << 20)\n        made += 1\n"
+        "    try:\n        os.posix_fallocate(fd, 0, 64 << 20)\n        made += 1\n"
         "    finally:\n        os.close(fd)\n"
         "result = made\n"
     )
     out = run("run-code", "alloc", code, **env)
     assert not out["success"] and out["error"]["code"] == "TOO_LARGE", out
-    assert "workspace_quota_mb" in out["error"]["message"] and "256 MiB" in out["error"]["message"]
+    assert "workspace_quota_mb" in out["error"]["message"] and "64 MiB" in out["error"]["message"]
     allocated, _ = held(nini_home / "sessions" / "alloc" / "workspace")
-    assert 256 * MiB <= allocated < 1024 * MiB  # stopped near the quota, far from the 4 GiB asked for
+    assert 64 * MiB <= allocated < 256 * MiB  # stopped near the quota, far from the 1 GiB asked for
 
 
 def test_a_flood_of_files_stops_at_the_file_limit_and_both_runs_are_recorded(nini_home: Path) -> None:

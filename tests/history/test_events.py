@@ -262,7 +262,10 @@ def test_a_queued_write_survives_the_cancellation_of_its_caller(store: HistorySt
             await finishing
         assert store.get_tool_call(call["id"])["status"] == "running"  # still queued
         await busy
-        await asyncio.gather(*(store.call(time.sleep, 0.05) for _ in range(CALL_THREADS)))  # the queue has run
+        # the queued end runs once a thread is free: wait for its effect (a write may take long on a loaded machine)
+        deadline = time.monotonic() + 30
+        while store.get_tool_call(call["id"])["status"] == "running" and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
 
     asyncio.run(main())
     assert (store.get_tool_call(call["id"])["status"], store.get_tool_call(call["id"])["error_code"]) == ("failed", "CANCELED")
