@@ -128,14 +128,20 @@ def test_no_python_spelling_runs_a_program(tmp_path: Path) -> None:
     assert "uid=" not in out["result"]["stdout"]
 
 
+# Agent code forking children that live 2 s until fork fails: ``children`` (forked) and ``stopped``
+# (the errno that stopped it: EAGAIN at a process limit).
+FORK_FLOOD = (
+    "import os, time\nchildren, stopped = [], None\n"
+    "for _ in range(1000):\n"
+    "    try:\n        pid = os.fork()\n    except OSError as exc:\n        stopped = exc.errno\n        break\n"
+    "    if pid == 0:\n        time.sleep(2)\n        os._exit(0)\n"
+    "    children.append(pid)\n"
+    "for pid in children:\n    os.waitpid(pid, 0)\n"
+)
+
+
 def test_limits_hold_through_the_cli(tmp_path: Path) -> None:
-    code = (
-        "import os, time\nchildren, stopped = [], None\n"
-        "for _ in range(1000):\n"
-        "    try:\n        pid = os.fork()\n    except OSError as exc:\n        stopped = exc.errno\n        break\n"
-        "    if pid == 0:\n        time.sleep(2)\n        os._exit(0)\n"
-        "    children.append(pid)\n"
-        "for pid in children:\n    os.waitpid(pid, 0)\n"
+    code = FORK_FLOOD + (
         "filled, full = 0, None\n"
         "try:\n    with open('/tmp/fill', 'wb') as f:\n        for _ in range(100):\n"
         "            f.write(b'x' * (1 << 20))\n            f.flush()\n            filled += 1\n"

@@ -23,7 +23,7 @@ import pytest
 
 from nini.execution import cgroups
 from nini.execution.sandbox import ROOT_UID_BASE, ROOT_UID_SPAN, probe_bwrap
-from tests.test_containment_cli import NINI, nini, run_code
+from tests.test_containment_cli import FORK_FLOOD, NINI, nini, run_code
 
 PLACED = cgroups.placement()
 needs_cgroups = pytest.mark.skipif(PLACED.mechanism == "none", reason=f"no cgroup can be made here: {PLACED.detail}")
@@ -120,14 +120,7 @@ def test_without_cgroups_the_rlimits_still_limit() -> None:
     code = (
         "import os, resource\nlimits = [resource.getrlimit(resource.RLIMIT_NPROC)[0], resource.getrlimit(resource.RLIMIT_AS)[0]]\n"
         "try:\n    block = bytearray(3 << 30)\n    big = 'allocated'\nexcept MemoryError:\n    big = 'MemoryError'\n"
-        "children, stopped = [], None\n"
-        "for _ in range(1000):\n"
-        "    try:\n        pid = os.fork()\n    except OSError as exc:\n        stopped = exc.errno\n        break\n"
-        "    if pid == 0:\n        import time\n        time.sleep(2)\n        os._exit(0)\n"
-        "    children.append(pid)\n"
-        "for pid in children:\n    os.waitpid(pid, 0)\n"
-        "result = [*limits, big, len(children), stopped]\n"
-    )
+    ) + FORK_FLOOD + "result = [*limits, big, len(children), stopped]\n"
     out = run_code("rlimits", code, NINI_EXECUTION__CGROUPS="off", NINI_EXECUTION__MAX_PROCESSES="32")
     assert out["success"], out
     nproc, address_space, big, forked, stopped = out["result"]["result"]
