@@ -419,20 +419,25 @@ def sandbox_limits(settings: ExecutionSettings) -> sandbox.Limits:
     )
 
 
-def _kernel_env(runtime_dir: Path, max_processes: int) -> dict[str, str]:
-    # jupyter_client's launcher adds JPY_PARENT_PID (nini's pid), so that an unsandboxed kernel exits
-    # when nini does; the sandbox unsets it and relies on --die-with-parent (see sandbox.py).
+def agent_env(runtime_dir: Path, max_processes: int) -> dict[str, str]:
+    """The environment of a Python agent process (a kernel, a data reader): locale, PATH and
+    PYTHONPATH, no secret of nini's; allocators that do not reserve address space (RLIMIT_AS must
+    measure memory, ``confine.KERNEL_ENV``) and thread pools sized to the process limit."""
     env = {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("LC_")}
     # Unsandboxed, HOME is the runtime folder's; the sandbox sets its own (in its private /tmp).
     home = runtime_dir / "home"
     home.mkdir()
+    env.update(HOME=str(home), PYTHONNOUSERSITE="1", **confine.KERNEL_ENV, **confine.thread_env(max_processes))
+    return env
+
+
+def _kernel_env(runtime_dir: Path, max_processes: int) -> dict[str, str]:
+    # jupyter_client's launcher adds JPY_PARENT_PID (nini's pid), so that an unsandboxed kernel exits
+    # when nini does; the sandbox unsets it and relies on --die-with-parent (see sandbox.py).
+    env = agent_env(runtime_dir, max_processes)
     env.update(
-        HOME=str(home),
         MPLBACKEND="Agg",  # figures are saved by nini after the run, not shown inline
-        PYTHONNOUSERSITE="1",
         PYDEVD_DISABLE_FILE_VALIDATION="1",  # the debugger's frozen-modules warning on every start
-        **confine.KERNEL_ENV,
-        **confine.thread_env(max_processes),
     )
     return env
 

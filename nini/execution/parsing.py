@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from nini.errors import ErrorCode, NiniError
-from nini.execution import confine, sandbox
+from nini.execution import sandbox
 from nini.execution.runtime_dirs import make_runtime_dir
 
 if TYPE_CHECKING:
@@ -53,7 +53,6 @@ REPLY_LIMIT = 16 * 1024 * 1024  # bytes of a reply nini reads; a description is 
 # The uid a root nini's sandboxed readers run as: no session's (those start at ROOT_UID_BASE, and
 # nini doctor's trial sandbox has ROOT_UID_BASE - 1). A reader owns nothing: its files are descriptors.
 READER_UID = sandbox.ROOT_UID_BASE - 2
-_PASSED_ENV = frozenset({"PATH", "LANG", "LANGUAGE", "TZ"})  # nothing else: API keys live in nini's environment
 # What nini says (``ui.language``); a reader's own words for a malformed file come from the child.
 WORDS = {
     "zh": {"memory": "读取 {name} 所需的内存超过了上限 {mb:,} MiB（execution.memory_limit_mb）；请换用较小的文件，或提高该上限",
@@ -200,7 +199,7 @@ class DataReaders:
     def _spawn(self) -> _Child:
         """A new child, confined and sandboxed like an agent process, importing its readers (run by
         the spawner thread only)."""
-        from nini.execution.kernels import sandbox_limits
+        from nini.execution.kernels import agent_env, sandbox_limits
 
         limits = sandbox_limits(self.settings.execution)
         runtime_dir = make_runtime_dir(PARSE_PREFIX, sandbox.runtime_base())
@@ -213,7 +212,7 @@ class DataReaders:
             uid = READER_UID if sandbox.runs_as_session_uid(self.mode) else None
             cmd = sandbox.agent_command(cmd, self.mode, limits, workspace=work, runtime_dir=runtime_dir, uid=uid)
             process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=errors, stderr=errors, cwd=work,
-                                       pass_fds=[theirs.fileno()], env=_child_env(runtime_dir, limits.max_processes),
+                                       pass_fds=[theirs.fileno()], env=agent_env(runtime_dir, limits.max_processes),
                                        start_new_session=True)  # fmt: skip
         except BaseException:
             ours.close()
@@ -257,13 +256,3 @@ def _answer(raw: bytes, status: int, errors: BinaryIO) -> dict[str, Any]:
     log.warning("a data file reader ended with status %s and no reply: %s", status,
                 errors.read().decode("utf-8", "replace"))  # fmt: skip
     return {}
-
-
-def _child_env(runtime_dir: Path, max_processes: int) -> dict[str, str]:
-    """The child's environment: locale and PATH, no secret of nini's; allocators that do not
-    reserve address space (RLIMIT_AS must measure memory, ``confine.KERNEL_ENV``)."""
-    env = {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("LC_")}
-    home = runtime_dir / "home"
-    home.mkdir()
-    env.update(HOME=str(home), PYTHONNOUSERSITE="1", **confine.KERNEL_ENV, **confine.thread_env(max_processes))
-    return env
