@@ -35,7 +35,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import stat
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from nini.errors import ErrorCode, NiniError
+from nini.execution.workspace_fs import RootedDir
 
 __all__ = ["Budget", "DiskWatch", "RunWatch", "Usage", "measure"]
 
@@ -57,7 +57,6 @@ GUARD_POLL_S = 0.5  # free space is sampled this often between runs, while an ag
 GUARD_GAP = 20  # between runs, counts come at most every GUARD_GAP x the last count's duration
 MAX_GAP_S = 5.0  # and never less often than this, whatever a count cost
 log = logging.getLogger("nini.execution.disk_watch")
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 # What the budget's messages say, by ``ui.language``.
 WORDS = {
@@ -150,38 +149,11 @@ class Usage:
 
 
 def measure(root: Path, cap: Budget | None = None) -> Usage:
-    """What ``root`` holds: every entry beneath it, no link followed.
-
-    With ``cap`` the count stops as soon as it is past it (``Usage.complete`` False): a workspace
-    flooded with files costs a count of the cap, not of the flood. A folder that cannot be opened
-    (agent code took its permissions away) is ``Usage.unreadable``: what it holds is unknown.
-    """
-    total = files = 0
-    unreadable: list[str] = []
-
-    def refused(error: OSError) -> None:  # a folder os.fwalk could not open or list: named by its own name
-        if not isinstance(error, FileNotFoundError):  # removed while counted: nothing to count
-            unreadable.append(str(error.filename or "?"))
-
-    root_fd = os.open(root, _DIR_FLAGS)
-    try:
-        for _folder, dirs, names, folder_fd in os.fwalk(".", dir_fd=root_fd, follow_symlinks=False, onerror=refused):
-            if unreadable:
-                break
-            for name in dirs + names:  # a link to a folder is listed in dirs, and not entered
-                try:
-                    found = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
-                except FileNotFoundError:
-                    continue
-                files += 1
-                total += max(found.st_size, found.st_blocks * 512) if stat.S_ISREG(found.st_mode) else found.st_blocks * 512
-                if cap is not None and (files > cap.files or total > cap.bytes):
-                    return Usage(total, files, complete=False)
-    finally:
-        os.close(root_fd)
-    if unreadable:
-        return Usage(total, files, complete=False, unreadable=unreadable[0])
-    return Usage(total, files)
+    """What ``root`` holds (``RootedDir.usage``: every entry, no link followed), counted up to ``cap``
+    when one is given (``Usage.complete`` False past it)."""
+    total, files, complete, unreadable = RootedDir(root).usage(
+        max_files=cap.files if cap else None, max_bytes=cap.bytes if cap else None)
+    return Usage(total, files, complete=complete, unreadable=unreadable)
 
 
 def _timed_measure(root: Path, cap: Budget) -> tuple[Usage, float]:

@@ -253,19 +253,38 @@ class RootedDir:
         finally:
             os.close(fd)
 
-    def usage_bytes(self) -> int:
-        """Bytes held by every regular file beneath the root (links and mounts not followed)."""
-        total = 0
+    def usage(self, *, max_files: int | None = None, max_bytes: int | None = None) -> tuple[int, int, bool, str | None]:
+        """What the root holds: (bytes, entries, complete, unreadable), every entry beneath it counted
+        (files, folders, links), no link followed. A regular file counts the larger of its size and
+        its blocks (a sparse file counts what it claims), anything else its blocks.
+
+        Past ``max_files`` or ``max_bytes`` the count stops (``complete`` False): a workspace flooded
+        with files costs a count of the cap, not of the flood. A folder that cannot be opened (agent
+        code took its permissions away) ends the count too; ``unreadable`` names it."""
+        total = entries = 0
+        unreadable: list[str] = []
+
+        def refused(error: OSError) -> None:  # a folder os.fwalk could not open or list: named by its own name
+            if not isinstance(error, FileNotFoundError):  # removed while counted: nothing to count
+                unreadable.append(str(error.filename or "?"))
+
         with self._root_fd() as root:
-            for _folder, _dirs, files, folder_fd in os.fwalk(".", dir_fd=root, follow_symlinks=False):
-                for name in files:
+            for _folder, dirs, names, folder_fd in os.fwalk(".", dir_fd=root, follow_symlinks=False, onerror=refused):
+                if unreadable:
+                    break
+                for name in dirs + names:  # a link to a folder is listed in dirs, and not entered
                     try:
                         found = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
-                    except OSError:
+                    except FileNotFoundError:
                         continue
-                    if stat.S_ISREG(found.st_mode):
-                        total += found.st_blocks * 512
-        return total
+                    entries += 1
+                    blocks = found.st_blocks * 512
+                    total += max(found.st_size, blocks) if stat.S_ISREG(found.st_mode) else blocks
+                    if (max_files is not None and entries > max_files) or (max_bytes is not None and total > max_bytes):
+                        return total, entries, False, None
+        if unreadable:
+            return total, entries, False, unreadable[0]
+        return total, entries, True, None
 
     # --- writing -------------------------------------------------------------------------------
     def makedirs(self, relative: str | PurePosixPath) -> None:

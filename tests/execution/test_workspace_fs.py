@@ -145,7 +145,7 @@ def test_usage_counts_files_once_and_follows_no_link(layout: tuple[Workspace, Pa
     (host / "big.bin").write_bytes(b"x" * 1_000_000)
     (workspace.root / "artifacts" / "big").symlink_to(host)
     (workspace.root / "datasets" / "d.bin").write_bytes(b"y" * 100_000)
-    assert 100_000 <= workspace.fs.usage_bytes() < 200_000
+    assert 100_000 <= workspace.fs.usage()[0] < 200_000
 
 
 @pytest.fixture
