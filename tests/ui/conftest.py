@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -113,6 +114,18 @@ class Lab:
     def get(self, path: str) -> Any:
         return self.request("GET", path)
 
+    def kernels(self) -> list[dict]:
+        """GET /api/kernels, asked again while jupyter_server answers 500 for a kernel it lists before it has
+        given it ``last_activity`` (a race in its start_kernel: the kernel joins the list one await early)."""
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                return self.get("/api/kernels")
+            except urllib.error.HTTPError as error:
+                if error.code != 500 or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.1)  # a poll: the list is whole once start_kernel's next step has run
+
     def nini(self, method: str, path: str, body: Any = None) -> Any:
         """A nini endpoint's data (the envelope's ``data``)."""
         reply = self.request(method, f"/nini/api/{path}", body)
@@ -204,10 +217,10 @@ def wait_for_connected_kernel(lab: Lab, timeout_s: float = 60) -> None:
     """Until the notebook's kernel is idle with the page connected to it: a cell run before is dropped."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if any(k["execution_state"] == "idle" and k["connections"] > 0 for k in lab.get("/api/kernels")):
+        if any(k["execution_state"] == "idle" and k["connections"] > 0 for k in lab.kernels()):
             return
         time.sleep(0.2)
-    raise TimeoutError(f"no connected idle kernel in {timeout_s:g} s: {lab.get('/api/kernels')}")
+    raise TimeoutError(f"no connected idle kernel in {timeout_s:g} s: {lab.kernels()}")
 
 
 def show_files(page: Any) -> None:

@@ -26,7 +26,7 @@ def page(browser: Any, lab: Lab) -> Iterator[Any]:
 
 def notebook_names(lab: Lab) -> set[str]:
     """The names defined in the notebook's kernel, asked through the kernel's own connection (not nini)."""
-    (kernel,) = lab.get("/api/kernels")
+    (kernel,) = lab.kernels()
     client = BlockingKernelClient(connection_file=str(lab.root / "runtime" / f"kernel-{kernel['id']}.json"))
     client.load_connection_file()
     client.start_channels()

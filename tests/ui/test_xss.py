@@ -152,7 +152,7 @@ def page(browser: Any, lab: Lab) -> Iterator[Any]:
 
 
 def kernels(lab: Lab) -> set[str]:
-    return {kernel["id"] for kernel in lab.get("/api/kernels")}
+    return {kernel["id"] for kernel in lab.kernels()}
 
 
 def assert_nothing_ran(page: Any, capture: Capture, lab: Lab, before: set[str], shown: Any) -> None:
