@@ -32,9 +32,12 @@ NAMESPACE_TIMEOUT_S = 3.0  # a kernel busy with the user's code answers later: t
 class AskHandler(NiniHandler):
     @web.authenticated
     @authorized
-    async def post(self, session_id: str) -> None:
+    async def post(self, session_id: str | None = None) -> None:
         """Body ``{"message": str, "kernel_id"?: str, "notebook_kernel_id"?: str, "notebook"?: {...},
         "stage"?: str}``: start a turn; 202 ``{"turn_id"}``.
+        ``POST /nini/api/ask`` (no session in the URL) starts the turn in a new session, made only
+        once every check has passed (body ``"title"?``, else the question's start): 202 ``{"turn_id",
+        "session_id"}``, and a refused ask (no model, a bad body) leaves no empty session behind.
         ``stage`` (init, analysis, report, review) is the project stage experience matching and capture use.
         ``notebook`` is the notebook asked from (``NotebookContext.from_json``).
         NO_MODEL_AVAILABLE (503) up front when no model is usable, CONFLICT (409) while the session
@@ -55,9 +58,18 @@ class AskHandler(NiniHandler):
         stage = body.get("stage")
         if stage is not None and stage not in STAGES:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, f"stage must be one of {', '.join(STAGES)}")
-        session = await self.session(session_id)
+        title = body.get("title")
+        if title is not None and not isinstance(title, str):
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, "title must be a string")
         runtime = self.runtime
-        runtime.router.chain("chat")  # fail now, not as an event after a 202
+        made = session_id is None
+        session = None if made else await self.session(session_id)
+        runtime.router.chain("chat")  # fail now, not as an event after a 202 (nor after making a session)
+        if session is None:
+            viewer = self.viewer
+            session = await self.read(runtime.create_session, title=title or message.strip()[:80], owner=viewer.name,
+                                      viewer=viewer)  # fmt: skip
+            session_id = session.id
         variables = None
         if variables_kernel_id is not None and runtime.kernels.backend == "local":
             execution = runtime.settings.execution
@@ -77,7 +89,8 @@ class AskHandler(NiniHandler):
         task.add_done_callback(_log_failure)
         if variables is not None:
             task.add_done_callback(lambda _: variables.close())
-        self.reply({"turn_id": turn_id, **({"notice": USER_KERNEL_NOTICE} if kernel_id else {})}, status=202)
+        self.reply({"turn_id": turn_id, **({"session_id": session_id} if made else {}),
+                    **({"notice": USER_KERNEL_NOTICE} if kernel_id else {})}, status=202)
 
 
     async def _namespace(self, kernel_id: str) -> str | None:
@@ -109,6 +122,7 @@ def _log_failure(task: asyncio.Task) -> None:
 
 SESSION = r"/nini/api/sessions/([^/]+)"
 handlers = [
+    (r"/nini/api/ask", AskHandler),
     (SESSION + r"/ask", AskHandler),
     (SESSION + r"/cancel", CancelHandler),
 ]

@@ -19,8 +19,8 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
-from nini.agent.model_admin import (delete_provider, describe_models, provider_from_body, save_provider, test_provider,
-                                     test_routes)
+from nini.agent.model_admin import (delete_provider, describe_models, key_env_status, provider_from_body, save_provider,
+                                     test_provider, test_routes)
 from nini.errors import ErrorCode, NiniError
 from nini.owners import check_configure
 
@@ -39,11 +39,13 @@ class ModelsHandler(NiniHandler):
 class ProviderHandler(NiniHandler):
     @web.authenticated
     @authorized
-    async def put(self, name: str) -> None:
+    async def put(self, name: str | None = None) -> None:
         """Body: the provider's fields. Saved into settings.json (replacing the one of that name, else
-        appended) and used from the next model call on; replies the provider as GET shows it."""
+        appended) and used from the next model call on; replies the provider as GET shows it.
+        INVALID_ARGUMENT without a name (``.../providers/``: the empty form)."""
         runtime = self.runtime
-        check_configure(self.viewer, "providers", runtime.settings.ui.language)
+        check_configure(self.viewer, "providers", runtime.settings.ui.current_language)
+        name = _named(name)
         provider = provider_from_body(name, self.body_object(), runtime.settings.server)
         # on the loop, not a thread: two saves never interleave their read-modify-write of the file
         save_provider(runtime.settings.home, provider)
@@ -52,10 +54,11 @@ class ProviderHandler(NiniHandler):
 
     @web.authenticated
     @authorized
-    async def delete(self, name: str) -> None:
+    async def delete(self, name: str | None = None) -> None:
         """Remove the provider from settings.json (NOT_FOUND when it is not there): ``{"deleted": name}``."""
         runtime = self.runtime
-        check_configure(self.viewer, "providers", runtime.settings.ui.language)
+        check_configure(self.viewer, "providers", runtime.settings.ui.current_language)
+        name = _named(name)
         delete_provider(runtime.settings.home, name)
         await runtime.reload_models()
         self.reply({"deleted": name})
@@ -64,6 +67,21 @@ class ProviderHandler(NiniHandler):
         """The provider as GET lists it; None when the environment overrides settings.json's list."""
         described = describe_models(self.runtime.router, self.runtime.settings.home)["providers"]
         return next((p for p in described if p["name"] == name), None)
+
+
+class KeyVariableHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        """Body ``{"name": "DEEPSEEK_API_KEY"}``: ``{name, set}``, whether that variable is set in this
+        server's environment (where the models' keys are read), never its value. A POST, so a key
+        pasted in place of a name stays out of URLs and the access log. Administrators may ask of any
+        name (they fill the form); anyone of the key variables configured providers name."""
+        name = self.body_object().get("name")
+        runtime = self.runtime
+        if not any(p.api_key_env == name for p in runtime.settings.llm.providers):
+            check_configure(self.viewer, "providers", runtime.settings.ui.current_language)
+        self.reply(key_env_status(name, os.environ, runtime.settings.server))
 
 
 class ModelTestHandler(NiniHandler):
@@ -91,13 +109,22 @@ class ModelTestHandler(NiniHandler):
         elif not body:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"name": "<provider>"} or a whole provider')
         else:
-            check_configure(self.viewer, "providers", runtime.settings.ui.language)
+            check_configure(self.viewer, "providers", runtime.settings.ui.current_language)
             provider = provider_from_body(None, body, runtime.settings.server)
         self.reply(await test_provider(provider, os.environ, runtime.settings))
+
+
+def _named(name: str | None) -> str:
+    """The provider name of the URL; INVALID_ARGUMENT for none (``PUT .../providers/``: a form saved empty)."""
+    if not name:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, "a provider needs a name: PUT /nini/api/models/providers/<name>",
+                        {"field": "name"})  # fmt: skip
+    return name
 
 
 handlers = [
     (r"/nini/api/models", ModelsHandler),
     (r"/nini/api/models/test", ModelTestHandler),
-    (r"/nini/api/models/providers/([^/]+)", ProviderHandler),
+    (r"/nini/api/models/key-variable", KeyVariableHandler),
+    (r"/nini/api/models/providers/?([^/]*)", ProviderHandler),
 ]

@@ -89,7 +89,7 @@ class SwitchesHandler(NiniHandler):
     async def put(self) -> None:
         """Body ``{"learning"?: bool, "injection"?: bool}``: saved in settings.json and in force at once
         (an administrator's change: they are nini's settings, for every user)."""
-        check_configure(self.viewer, "settings", self.runtime.settings.ui.language)
+        check_configure(self.viewer, "settings", self.runtime.settings.ui.current_language)
         body = self.body_object()
         options = self.runtime.settings.preferences
         for name in ("learning", "injection"):
@@ -137,6 +137,16 @@ class SessionPreferencesHandler(NiniHandler):
         self.reply([{"turn_id": e["turn_id"], "seq": e["seq"], "ts": e["ts"], **(e["data"] or {})} for e in found])
 
 
+class SessionFeedbackHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, session_id: str) -> None:
+        """``{run_id: "accept"|"reject"|"partial"}``: the latest feedback on each of the session's
+        outputs (turns, reports, proposals), so its thumbs show pressed when the session is reopened."""
+        await self.session(session_id)
+        self.reply(await self.read(self.runtime.preferences.table.feedback_of_session, session_id))
+
+
 def _project(value: Any, current: str) -> str | None:
     if value is None:
         return None
@@ -153,4 +163,5 @@ handlers = [
     (BASE + r"/(\d+)", PreferenceHandler),
     (r"/nini/api/feedback", FeedbackHandler),
     (r"/nini/api/sessions/([^/]+)/preferences", SessionPreferencesHandler),
+    (r"/nini/api/sessions/([^/]+)/feedback", SessionFeedbackHandler),
 ]

@@ -109,6 +109,20 @@ def _is_variable_name(text: str) -> bool:
     return not (random or _SECRET_VALUE.match(text))
 
 
+def key_env_status(name: Any, environ: Mapping[str, str], server: ServerSettings) -> dict[str, Any]:
+    """Whether the key variable ``name`` is set (non-empty) in ``environ``: ``{name, set}``, never its
+    value, so the Models form can say whether a provider's key is in place before it is saved.
+
+    A name that does not read as a variable's (a key pasted in its place) is INVALID_ARGUMENT without
+    repeating it; one of the server's own secrets is POLICY_VIOLATION (``check_key_env``), as saving
+    a provider naming it would be.
+    """
+    if not isinstance(name, str) or not _is_variable_name(name):
+        raise _key_refused("name", "name is the name of an environment variable (like DEEPSEEK_API_KEY)")
+    check_key_env(ProviderSettings(name=UNSAVED_NAME, model=UNSAVED_NAME, api_key_env=name), server)
+    return {"name": name, "set": bool(environ.get(name))}
+
+
 def _key_refused(field: str, why: str = "an API key must not be sent to nini") -> NiniError:
     return NiniError(ErrorCode.INVALID_ARGUMENT, f"{why} (field {field!r}): {KEY_ADVICE}", {"field": field})
 

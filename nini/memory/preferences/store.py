@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from nini.errors import ErrorCode, NiniError
+from nini.history.schema import artifacts, events, tool_calls
 from nini.history.schema import skill_run_feedback as feedback_table
 from nini.history.schema import user_preferences as table
 
@@ -105,6 +106,21 @@ class PreferenceStore:
             where = (feedback_table.c.run_id == run_id) & owner_filter(owner, feedback_table.c.owner)
             query = sa.select(feedback_table).where(where).order_by(feedback_table.c.id)
             return [dict(row._mapping) for row in conn.execute(query)]
+
+    def feedback_of_session(self, session_id: str) -> dict[str, str]:
+        """The latest action on each judged output of a session, by run id (its turns, its tool calls,
+        its reports as ``report:<artifact id>``): what the session's feedback controls show pressed
+        when it is opened again. Its feedback is its owner's, so no owner filter: the caller checks
+        that the viewer may see the session."""
+        runs = sa.union(
+            sa.select(events.c.turn_id).where((events.c.session_id == session_id) & events.c.turn_id.is_not(None)),
+            sa.select(tool_calls.c.id).where(tool_calls.c.session_id == session_id),
+            sa.select(sa.literal("report:") + sa.cast(artifacts.c.id, sa.Text))
+            .where((artifacts.c.session_id == session_id) & (artifacts.c.kind == "report")),
+        )  # fmt: skip
+        query = sa.select(feedback_table.c.run_id, feedback_table.c.action).where(feedback_table.c.run_id.in_(runs))
+        with self.store.reading() as conn:
+            return {row.run_id: row.action for row in conn.execute(query.order_by(feedback_table.c.id))}
 
 
 def find(conn: Connection, project_id: str | None, key: str, owner: str | None) -> dict[str, Any] | None:
