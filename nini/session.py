@@ -71,6 +71,16 @@ class Session:
             return "gateway"
         return "sandbox" if self.runtime.sandbox_mode == "bwrap" else "unsandboxed"
 
+    def code_isolation(self, skill: str) -> str | None:
+        """Where the code of skill ``skill`` runs, known before it runs (its step shows it from the
+        start): run_code's is ``isolation``, run_r_code's the R worker's ("sandbox" or "unsandboxed");
+        None for a skill that runs no code of the agent."""
+        if skill == "run_code":
+            return self.isolation
+        if skill == "run_r_code":
+            return "sandbox" if self.runtime.sandbox_mode == "bwrap" else "unsandboxed"
+        return None
+
     @property
     def owner(self) -> str | None:
         """Whose session this is: its turns use that user's preferences, skills and pending experience."""

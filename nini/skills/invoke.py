@@ -19,13 +19,12 @@ from nini.redact import redact_paths
 from nini.skills.function import FunctionSkill
 from nini.execution.approvals import USER_KERNEL_NOTICE
 from nini.skills.output import ToolOutput, ToolResult
+from nini.skills.step_outputs import event_outputs, preview
 
 if TYPE_CHECKING:
     from nini.session import Session
 
 log = logging.getLogger("nini.skills.invoke")
-
-EVENT_OUTPUT_CHARS = 4000  # of stdout and of stderr, in each code_execution event
 
 
 async def invoke(session: Session, name: str, arguments: dict[str, Any] | None, *, turn_id: str | None = None) -> ToolResult:
@@ -93,7 +92,9 @@ def _markdown_definition(session: Session, name: str) -> ToolOutput:
 def _start(session: Session, name: str, arguments: dict[str, Any], turn_id: str | None) -> str:
     """Record the tool call and publish ``tool_call`` (on a store thread); the call's id."""
     call_id = session.store.start_tool_call(session.id, name, arguments, turn_id=turn_id)["id"]
-    session.events.publish(session.id, "tool_call", {"name": name, "arguments": arguments},
+    where = _where(session, name)  # a code step's badge says where it runs from its start
+    session.events.publish(session.id, "tool_call", {"name": name, "arguments": arguments,
+                                                     **({"isolation": where} if where else {})},
                            turn_id=turn_id, tool_call_id=call_id)  # fmt: skip
     return call_id
 
@@ -139,6 +140,15 @@ def _end(session: Session, call_id: str, name: str, turn_id: str | None, output:
     for type_, data in published:
         events.publish(session.id, type_, data, turn_id=turn_id, tool_call_id=call_id)
     return execution_id
+
+
+def _where(session: Session, name: str) -> str | None:
+    """Where skill ``name``'s code is to run; None when unknown yet (a misconfigured gateway is the
+    run's error to report, not the tool call's)."""
+    try:
+        return session.code_isolation(name)
+    except NiniError:
+        return None
 
 
 def _remove_superseded(session: Session, files: list[str]) -> None:
@@ -192,20 +202,14 @@ def _execution_event(execution: dict[str, Any], execution_id: str | None, output
         **({"notice": USER_KERNEL_NOTICE} if output.isolation == "user_kernel" else {}),
         **({"gateway": output.gateway} if output.gateway else {}),  # where the kernel ran: its sandbox is the gateway's
         # enough of the output for a viewer to show the step (the store keeps all of it)
-        "stdout": _preview(execution.get("stdout")),
-        "stderr": _preview(execution.get("stderr")),
+        "stdout": preview(execution.get("stdout")),
+        "stderr": preview(execution.get("stderr")),
+        # the outputs in their order (tables, Markdown, the error's traceback), for a viewer to show
+        # them as a notebook does (nini.skills.step_outputs)
+        "outputs": event_outputs(execution.get("outputs"), execution.get("stderr")),
         # output_df's first rows ({columns, dtypes, rows, shape}), for a viewer to show as a table
         "table": (output.result or {}).get("dataframe_preview") if isinstance(output.result, dict) else None,
     }
-
-
-def _preview(text: Any, limit: int = EVENT_OUTPUT_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, its start and its end kept."""
-    text = text if isinstance(text, str) else ""
-    if len(text) <= limit:
-        return text
-    head = limit * 3 // 4
-    return f"{text[:head]}\n[... {len(text) - limit} characters left out ...]\n{text[-(limit - head):]}"
 
 
 def _failure(code: ErrorCode, message: str) -> ToolOutput:

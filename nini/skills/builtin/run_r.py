@@ -69,7 +69,7 @@ async def run_r_code(
     outcome.artifacts = checked_artifacts(session.workspace, outcome.artifacts)
     retry_of = await step_corrected(session, request)
     output = record_outcome(session, request, outcome, language="r", tool_name="run_r_code", retry_of=retry_of)
-    output.isolation = "sandbox" if session.runtime.sandbox_mode == "bwrap" else "unsandboxed"
+    output.isolation = session.code_isolation("run_r_code")
     return output
 
 
