@@ -20,6 +20,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
+from nini.language import Language, words_language
+
 SETTINGS_FILE = "settings.json"
 # the server's own secrets, whatever server.secret_env_deny adds: a provider's key variable is never one
 SERVER_SECRET_ENV = ("JUPYTER_TOKEN", "JPY_*", "JUPYTERHUB_*", "NINI_DATABASE_URL")
@@ -203,9 +205,17 @@ class UISettings(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    language: Literal["zh", "en"] = Field(
-        "zh", description="Language of the messages the specs word (the R policy's, for one): zh or en."
+    language: Literal["auto", "zh", "en"] = Field(
+        "auto", description="Language of the messages the specs word (the R policy's, for one), of previews, "
+        "templates and reports: zh or en forces one; auto follows the client (the JupyterLab sidebar's language, "
+        "which is JupyterLab's), and is Chinese where no client says a language (the CLI, MCP, the magics)."
     )
+
+    @property
+    def current_language(self) -> Language:
+        """The language of nini's words now: ``language``, or the language of the client this work
+        is for when ``language`` is auto (``nini.language``)."""
+        return words_language(self.language)
 
 
 class ReportSettings(BaseModel):
@@ -333,6 +343,12 @@ class ProviderSettings(BaseModel):
     vision_models: list[str] = Field(default_factory=list, description="Models of this provider that accept images.")
     script: Path | None = Field(None, description="replay only: the recorded JSON script (relative to NINI_HOME).")
     enabled: bool = True
+    # The price of this provider's tokens, for the cost a turn's footer shows: unset (the default),
+    # no cost is shown for a turn that called it; a local model is free (0).
+    input_per_mtok: float | None = Field(None, ge=0, description="Price of a million prompt tokens; with "
+                                         "output_per_mtok, the sidebar shows each turn's cost.")  # fmt: skip
+    output_per_mtok: float | None = Field(None, ge=0, description="Price of a million completion tokens.")
+    currency: str = Field("USD", min_length=1, max_length=8, description="The currency of the prices (USD, CNY, ...).")
 
     @model_validator(mode="before")
     @classmethod

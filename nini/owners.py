@@ -73,6 +73,28 @@ def admin_only(thing: str, language: str = "zh") -> NiniError:
     return NiniError(ErrorCode.POLICY_VIOLATION, words.format(what=en if language == "en" else zh), {"needs": "admin"})
 
 
+OWNER_ONLY = {
+    "zh": "会话 {session_id} 不是你的：只有它的所有者可以{action}它",
+    "en": "session {session_id} is not yours: only its owner may {action} it",
+}
+OWNER_ACTIONS = {"rename": ("重命名", "rename"), "delete": ("删除", "delete")}
+
+
+def check_owner(viewer: Viewer | None, owner: str | None, session_id: str, action: str, language: str = "zh") -> None:
+    """Refuse ``action`` (a key of ``OWNER_ACTIONS``) on a session unless ``viewer`` owns it (None:
+    the CLI, which may): NOT_FOUND for one they may not see, as for a missing session; an admin, who
+    sees every session, is refused another user's with POLICY_VIOLATION (they read, they do not
+    rename or delete what is someone else's)."""
+    if viewer is None or viewer.name == owner:
+        return
+    if not viewer.sees(owner):
+        raise not_found(session_id)
+    zh, en = OWNER_ACTIONS[action]
+    words = OWNER_ONLY.get(language, OWNER_ONLY["zh"])
+    raise NiniError(ErrorCode.POLICY_VIOLATION, words.format(session_id=session_id, action=en if language == "en" else zh),
+                    {"session_id": session_id, "needs": "owner"})  # fmt: skip
+
+
 def check_configure(viewer: Viewer | None, thing: str, language: str = "zh") -> None:
     """Refuse a change of what belongs to the server unless ``viewer`` may make it (None: the CLI,
     which runs as the server's own user and may)."""

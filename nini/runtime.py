@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import threading
 from pathlib import Path
 from collections.abc import Awaitable
@@ -22,7 +23,7 @@ from nini.execution.sandbox import ROOT_UID_BASE, ROOT_UID_SPAN, SandboxMode, re
 from nini.execution.workspace import Workspace, check_session_id
 from nini.history.events import EventBus
 from nini.history.store import HistoryStore
-from nini.owners import Viewer, is_server_user, not_found, owner_dir
+from nini.owners import Viewer, check_owner, is_server_user, not_found, owner_dir
 from nini.session import Session
 from nini.skills.registry import SkillRegistry
 
@@ -36,6 +37,16 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 log = logging.getLogger("nini.runtime")
+RUNNING = {
+    "zh": "会话 {session_id} 正在运行；请先停止它，再删除",
+    "en": "session {session_id} is running; stop it first, then delete it",
+}
+
+
+def session_running(session_id: str, language: str = "zh") -> NiniError:
+    """CONFLICT (409) for deleting a session while its turn or a step of it runs."""
+    words = RUNNING.get(language, RUNNING["zh"])
+    return NiniError(ErrorCode.CONFLICT, words.format(session_id=session_id), {"session_id": session_id, "reason": "running"})
 
 
 class Runtime:
@@ -283,13 +294,51 @@ class Runtime:
             raise not_found(session_id)
         return Session(session_id, self)
 
-    def list_sessions(self, limit: int = 100, viewer: Viewer | None = None) -> list[dict[str, Any]]:
-        """The newest ``limit`` sessions ``viewer`` may see (None: every session)."""
+    def list_sessions(self, limit: int = 100, viewer: Viewer | None = None, text: str | None = None) -> list[dict[str, Any]]:
+        """The newest ``limit`` sessions ``viewer`` may see (None: every session); with ``text``,
+        those whose title or conversation contains it."""
         if viewer is None or viewer.admin:
-            return self.store.list_sessions(limit)
+            return self.store.list_sessions(limit, text=text)
         if viewer.name is None:
-            return self.store.list_sessions(limit, unowned=True)
-        return self.store.list_sessions(limit, owner=viewer.name)
+            return self.store.list_sessions(limit, unowned=True, text=text)
+        return self.store.list_sessions(limit, owner=viewer.name, text=text)
+
+    def rename_session(self, session_id: str, title: str, viewer: Viewer | None = None) -> dict[str, Any]:
+        """Give the session a new title (its owner only: ``owners.check_owner``); its row. Blocking."""
+        from nini.history.session_edit import rename_session
+
+        check_session_id(session_id)
+        check_owner(viewer, self.owner_of(session_id), session_id, "rename", self.settings.ui.language)
+        return rename_session(self.store, session_id, title)
+
+    async def delete_session(self, session_id: str, viewer: Viewer | None = None) -> None:
+        """Delete the session for good (its owner only): its kernel and R worker stopped, its rows
+        and its workspace folder gone. CONFLICT while a turn or a step of it runs: stop it first."""
+        from nini.history.session_edit import delete_session, running_steps
+
+        check_session_id(session_id)
+        language = self.settings.ui.language
+        check_owner(viewer, await self.store.call(self.owner_of, session_id), session_id, "delete", language)
+        busy = self._agent is not None and self._agent.is_running(session_id)
+        if busy or await self.store.call(running_steps, self.store, session_id):
+            raise session_running(session_id, language)
+        if self._kernels is not None:
+            await self._kernels.shutdown_session(session_id, now=True)
+        if self._r_workers is not None:
+            await self._r_workers.shutdown_session(session_id)
+        try:
+            await self.store.call(delete_session, self.store, session_id)
+        except NiniError as exc:
+            raise session_running(session_id, language) if exc.code is ErrorCode.CONFLICT else exc from None
+        root = Workspace.for_session(self.settings.sessions_dir, session_id).root
+        watch = self._disk_watches.pop(root, None)
+        if watch is not None:
+            await watch.aclose()
+        self._sandbox_uids.pop(root, None)
+        self._owners.pop(session_id, None)
+        # shutil.rmtree works on descriptors here (rmtree.avoids_symlink_attacks): no link in the
+        # workspace, which agent code wrote, is followed out of it
+        await asyncio.to_thread(shutil.rmtree, root.parent, ignore_errors=True)
 
     async def client_call(self, call: Awaitable[T]) -> T:
         """Await a call a client made (a REST run-code): the runtime closing cancels it first, so it

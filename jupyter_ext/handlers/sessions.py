@@ -1,4 +1,5 @@
-"""Tornado handlers for recorded sessions: create, list, show, tool calls, executions, export."""
+"""Tornado handlers for recorded sessions: create, list (and search), show, rename, delete, tool
+calls, executions, export."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from nini.owners import Viewer
 EXPORT_TYPES = {"ipynb": "application/x-ipynb+json", "md": "text/markdown; charset=utf-8",
                 "json": "application/json; charset=utf-8"}  # fmt: skip
 MAX_LIST = 1000
+MAX_QUERY = 200  # characters of a search (?q=)
 
 
 class SessionsHandler(NiniHandler):
@@ -22,8 +24,9 @@ class SessionsHandler(NiniHandler):
     @authorized
     async def get(self) -> None:
         """The caller's sessions (an admin's: everyone's), newest first, each with its tool call and
-        execution counts (``?limit=``, 100)."""
-        self.reply(await self.read(self.runtime.list_sessions, self._limit(), self.viewer))
+        execution counts (``?limit=``, 100); ``?q=`` keeps those whose title or conversation holds it."""
+        text = self.get_query_argument("q", "").strip()[:MAX_QUERY] or None
+        self.reply(await self.read(self.runtime.list_sessions, self._limit(), self.viewer, text))
 
     @web.authenticated
     @authorized
@@ -55,6 +58,25 @@ class SessionHandler(NiniHandler):
         """The session row with its artifacts and datasets (what a client fetches files by)."""
         self.reply(await self.read(_session_view, self.runtime, session_id, self.viewer))
 
+    @web.authenticated
+    @authorized
+    async def patch(self, session_id: str) -> None:
+        """Body ``{"title": str}``: rename the session (its owner only; an admin is refused another
+        user's with POLICY_VIOLATION); the session row."""
+        await self.session(session_id)  # NOT_FOUND first: a body check must not tell a session exists
+        title = self.body_object().get("title")
+        if not isinstance(title, str):
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"title": "<the new title>"}')
+        self.reply(await self.read(self.runtime.rename_session, session_id, title, self.viewer))
+
+    @web.authenticated
+    @authorized
+    async def delete(self, session_id: str) -> None:
+        """Delete the session, its record and its workspace for good (its owner only): ``{"deleted":
+        id}``; CONFLICT (409) while a turn or a step of it runs."""
+        await self.runtime.delete_session(session_id, self.viewer)
+        self.reply({"deleted": session_id})
+
 
 class ToolCallsHandler(NiniHandler):
     @web.authenticated
@@ -85,7 +107,7 @@ class ExportHandler(NiniHandler):
         sandboxed = self.choice("sandboxed", ("0", "1", "false", "true"), "0") in ("1", "true")
         session = await self.session(session_id)
         text = await self.read(export_session, self.runtime.store, session_id, session.workspace.root, fmt,
-                               sandboxed=sandboxed, language=self.runtime.settings.ui.language)  # fmt: skip
+                               sandboxed=sandboxed, language=self.runtime.settings.ui.current_language)  # fmt: skip
         self.set_header("Content-Disposition", f'attachment; filename="nini-session-{session_id}.{fmt}"')
         self.finish(text, set_content_type=EXPORT_TYPES[fmt])
 

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from nini.agent.usage import record_call
 from nini.config import LLMSettings, ProviderSettings
 from nini.errors import ErrorCode, NiniError
 
@@ -277,6 +278,7 @@ class ModelRouter:
                     break
                 continue
             self._log(purpose, choice, started, "ok", completion.usage, logging.INFO)
+            record_call(completion.usage, next((p for p in self.settings.providers if p.name == choice.provider), None))
             return completion
         assert last is not None  # chain() never returns an empty list
         raise NiniError(last.code, last.message, {**(last.details or {}), "purpose": purpose, "attempts": attempts})

@@ -15,6 +15,7 @@ import asyncio
 import inspect
 import json
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -28,6 +29,7 @@ from nini.agent.notebook_prompt import notebook_section
 from nini.agent.preferences import preference_section
 from nini.agent.prompts import PromptContributor, build_system_prompt
 from nini.agent.tools import ToolSet, build_toolset
+from nini.agent.usage import CURRENT_METER, RunMeter, record_step
 from nini.errors import ErrorCode, NiniError
 from nini.skills.invoke import invoke
 
@@ -53,9 +55,21 @@ class RunResult:
     iterations: int
     error: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)  # what stop hooks had to say, after the answer
+    # what the turn took (``nini.agent.usage``): wall time, tool calls, the models' tokens and their
+    # cost ({currency: amount}; None where a provider's price is not configured)
+    duration_ms: int | None = None
+    steps: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+    cost: dict[str, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def measured(self, meter: RunMeter, started: float) -> RunResult:
+        """This result with what ``meter`` counted since ``started`` (``time.monotonic()``)."""
+        self.duration_ms = round((time.monotonic() - started) * 1000)
+        self.steps, self.usage, self.cost = meter.steps, meter.usage(), meter.priced()
+        return self
 
 
 @dataclass
@@ -180,17 +194,20 @@ class AgentRunner:
             self._running[session.id] = current  # type: ignore[assignment]
         turn_id = turn_id or new_turn_id()
         token = CURRENT_TURN.set(Turn(turn_id))
+        started, meter = time.monotonic(), RunMeter()
+        meter_token = CURRENT_METER.set(meter)  # the turn's model calls and steps count here
         try:
-            result = await self._run(session, message, turn_id)
+            result = (await self._run(session, message, turn_id)).measured(meter, started)
         except asyncio.CancelledError:
             result = RunResult(turn_id, "", False, "canceled", 0, {"code": "CANCELED", "message": "the run was cancelled"})
-            await self._publish(session, "done", result.to_dict(), turn_id)
+            await self._publish(session, "done", result.measured(meter, started).to_dict(), turn_id)
             if session.id not in self._cancel_requested:
                 raise  # cancelled from outside (Ctrl-C, shutdown): keep the cancellation going
             current.uncancel()  # type: ignore[union-attr]
             return result
         finally:
             CURRENT_TURN.reset(token)
+            CURRENT_METER.reset(meter_token)
             self._cancel_requested.discard(session.id)
             if self._running.get(session.id) is current:
                 del self._running[session.id]
@@ -275,6 +292,7 @@ class AgentRunner:
             error = {"code": "NOT_FOUND", "message": f"no tool {call.name!r} in this run; tools: {offered}"}
             await self._add_tool_message(conversation, call, None, json.dumps({"success": False, "error": error}))
             return error
+        record_step()
         result = await invoke(conversation.session, skill_name, _arguments(call.arguments), turn_id=conversation.turn_id)
         await self._add_tool_message(conversation, call, result, _full_text(result))
         return None if result.success else (result.error or {"code": "INTERNAL", "message": "the tool failed"})

@@ -9,6 +9,7 @@ JSON-ready dicts; every database failure is a ``NiniError``.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import os
@@ -145,7 +146,10 @@ class HistoryStore:
         call completes or fails as a whole.
         """
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._writer_thread(), functools.partial(fn, *args, **kwargs))
+        # the caller's context goes with the call, as with asyncio.to_thread (e.g. the language of
+        # the client a turn is for, which the words of a preferences block follow)
+        call = functools.partial(fn, *args, **kwargs)
+        future = loop.run_in_executor(self._writer_thread(), call)
         future.add_done_callback(retrieve)  # an outcome nobody awaits any more is not an error to report
         return await asyncio.shield(future)
 
@@ -190,9 +194,11 @@ class HistoryStore:
             raise no_session(session_id)
         return dict(row._mapping)
 
-    def list_sessions(self, limit: int = 100, *, owner: str | None = None, unowned: bool = False) -> list[dict[str, Any]]:
+    def list_sessions(self, limit: int = 100, *, owner: str | None = None, unowned: bool = False,
+                      text: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
         """Newest first, each with ``tool_call_count`` and ``execution_count``; only those of
-        ``owner`` when given, only those without an owner with ``unowned``."""
+        ``owner`` when given, only those without an owner with ``unowned``; with ``text``, only
+        those whose title or a message (the user's or the model's) contains it, in any case."""
         counts = [
             sa.select(sa.func.count()).where(table.c.session_id == sessions.c.id).scalar_subquery().label(label)
             for table, label in ((tool_calls, "tool_call_count"), (executions, "execution_count"))
@@ -202,6 +208,12 @@ class HistoryStore:
             query = query.where(sessions.c.owner == owner)
         if unowned:
             query = query.where(sessions.c.owner.is_(None))
+        if text:
+            pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            said = sa.select(messages.c.id).where(messages.c.session_id == sessions.c.id,
+                                                  messages.c.role.in_(("user", "assistant")),
+                                                  messages.c.content.ilike(pattern, escape="\\"))  # fmt: skip
+            query = query.where(sa.or_(sessions.c.title.ilike(pattern, escape="\\"), sa.exists(said)))
         with self._read() as conn:
             return all_rows(conn.execute(query))
 

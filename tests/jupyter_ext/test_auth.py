@@ -32,6 +32,8 @@ REQUESTS = [
     ("GET", "sessions"),
     ("POST", "sessions"),
     ("GET", "sessions/s1"),
+    ("PATCH", "sessions/s1"),
+    ("DELETE", "sessions/s1"),
     ("GET", "sessions/s1/tool-calls"),
     ("GET", "sessions/s1/executions"),
     ("POST", "sessions/s1/run-code"),
