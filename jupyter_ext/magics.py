@@ -163,7 +163,7 @@ class NiniMagics(Magics):
     def _approvals(self, reset: bool) -> None:
         """Say whether the agent's steps here ask first; ``reset`` makes them ask again."""
         runtime, session = self.runtime, self.session
-        words = QUESTION.get(runtime.settings.ui.language, QUESTION["zh"])
+        words = QUESTION.get(runtime.settings.ui.current_language, QUESTION["zh"])
         if reset and self._loop_thread().run(runtime.approvals.revoke(session)):
             print(words["reset"])
         if not runtime.settings.execution.approve_in_user_kernel:
@@ -274,7 +274,7 @@ class NiniMagics(Magics):
             print(f"nini: {exc.code.value}: {exc.message}", file=sys.stderr)
             return
         executor = InProcessExecutor(self.shell)
-        language = self.runtime.settings.ui.language
+        language = self.runtime.settings.ui.current_language
 
         async def approver(code: str, _language: str) -> Decision:
             return await executor.ask(functools.partial(_confirm_step, code, language), refused="reject")
@@ -432,7 +432,7 @@ class NiniMagics(Magics):
         session = self.session
         path = Path(out) if out else Path.cwd() / f"nini-session-{session.id}.{fmt}"
         write_session_export(session.store, session.id, session.workspace.root, fmt, path,  # + <stem>_files/
-                             sandboxed=sandboxed, language=self.runtime.settings.ui.language)  # fmt: skip
+                             sandboxed=sandboxed, language=self.runtime.settings.ui.current_language)  # fmt: skip
         return path.resolve()
 
     def _load(self, file: str, name: str | None) -> None:

@@ -20,6 +20,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
+from nini.language import Language, words_language
+
 SETTINGS_FILE = "settings.json"
 # the server's own secrets, whatever server.secret_env_deny adds: a provider's key variable is never one
 SERVER_SECRET_ENV = ("JUPYTER_TOKEN", "JPY_*", "JUPYTERHUB_*", "NINI_DATABASE_URL")
@@ -203,9 +205,17 @@ class UISettings(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    language: Literal["zh", "en"] = Field(
-        "zh", description="Language of the messages the specs word (the R policy's, for one): zh or en."
+    language: Literal["auto", "zh", "en"] = Field(
+        "auto", description="Language of the messages the specs word (the R policy's, for one), of previews, "
+        "templates and reports: zh or en forces one; auto follows the client (the JupyterLab sidebar's language, "
+        "which is JupyterLab's), and is Chinese where no client says a language (the CLI, MCP, the magics)."
     )
+
+    @property
+    def current_language(self) -> Language:
+        """The language of nini's words now: ``language``, or the language of the client this work
+        is for when ``language`` is auto (``nini.language``)."""
+        return words_language(self.language)
 
 
 class ReportSettings(BaseModel):

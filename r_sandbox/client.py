@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from r_sandbox.errors import RSandboxError
+from r_sandbox.messages import LANGUAGES
 from r_sandbox.protocol import OUTPUT_MAX_BYTES, REQUEST_KEYS, decode, encode, failure, line_limit
 
 __all__ = ["MEMORY_ENV", "RWorkerPool"]
@@ -165,7 +166,7 @@ class RWorkerPool:
         payload = self._payload(request)
         workspace = Path(workspace_root).resolve()  # the sandbox binds it; a worker serves one folder
         async with self._lock(session_id):
-            worker = await self._worker(session_id, workspace)
+            worker = await self._worker(session_id, workspace, payload["language"])
             started = time.monotonic()
             was_dead = worker.process.returncode is not None
             message = {"op": "run", "request": payload, "skip_policy": skip_policy}
@@ -216,6 +217,8 @@ class RWorkerPool:
         if not isinstance(timeout, (int, float)) or not timeout > 0:
             raise RSandboxError("INVALID_ARGUMENT", f"timeout_s must be a positive number of seconds, not {timeout!r}")
         payload["timeout_s"] = float(timeout)
+        if payload["language"] not in (None, *LANGUAGES):
+            raise RSandboxError("INVALID_ARGUMENT", f"language must be one of {', '.join(LANGUAGES)}, not {payload['language']!r}")
         return payload
 
     async def _stop(self, worker: _Worker, *, keep_log: bool = False) -> dict[str, Any] | None:
@@ -229,7 +232,8 @@ class RWorkerPool:
     def _lock(self, session_id: str) -> asyncio.Lock:
         return self._locks.setdefault(session_id, asyncio.Lock())
 
-    async def _worker(self, session_id: str, workspace: Path) -> _Worker:
+    async def _worker(self, session_id: str, workspace: Path, language: str | None = None) -> _Worker:
+        """The session's worker; a new one starts in ``language`` (its run-time guard's words), else the pool's."""
         if self._closed:
             raise RSandboxError("WORKER_DIED", "the R worker pool is closed")
         worker = self._workers.get(session_id)
@@ -238,7 +242,7 @@ class RWorkerPool:
             await self._stop(worker)
             worker = None
         if worker is None:
-            worker = await self._start(workspace)
+            worker = await self._start(workspace, language or self.language)
             if self._closed:  # aclose() ran while this one was starting
                 await self._stop(worker)
                 raise RSandboxError("WORKER_DIED", "the R worker pool is closed")
@@ -259,7 +263,7 @@ class RWorkerPool:
             return f"; starting a new R worker failed: {exc.message}"
         return ""
 
-    async def _start(self, workspace: Path) -> _Worker:
+    async def _start(self, workspace: Path, language: str) -> _Worker:
         if importlib.util.find_spec("rpy2") is None:
             raise RSandboxError("R_UNAVAILABLE", "rpy2 is not installed: pip install 'nini[r]'")
         workspace.mkdir(parents=True, exist_ok=True)
@@ -272,7 +276,7 @@ class RWorkerPool:
         cmd = [
             sys.executable, "-P", "-m", "r_sandbox.worker", "--workspace", str(workspace),
             "--memory-mb", str(self.memory_limit_mb), "--packages", ",".join(self.allowed_packages),
-            "--language", self.language, "--output-max-bytes", str(self.output_max_bytes),
+            "--language", language, "--output-max-bytes", str(self.output_max_bytes),
         ]  # fmt: skip # -P: the workspace (cwd) must not shadow modules the worker imports
         if self.wrap_command is not None:
             cmd = self.wrap_command(cmd, workspace, runtime)

@@ -39,6 +39,7 @@ REQUEST_KEYS = (
     "datasets",  # name -> workspace-relative file, as nini's record names them (None: the files by name)
     "save_file",  # the new version file save_as is written to
     "pending_file",  # where chart files are listed before they are put in place
+    "language",  # of this run's refusals and notes: zh or en (None: the worker's, from its start)
 )  # fmt: skip
 CONTRACT_KEYS = (
     "success", "stdout", "stderr", "result", "has_dataframe", "dataframe_preview", "artifacts",

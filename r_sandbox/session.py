@@ -49,6 +49,8 @@ class RSession:
         self.allowed_packages = allowed_packages
         self.console = console
         self.language = messages.language_of(language)
+        # the run-time guard's words are set once, in the language the worker started with
+        self.start_language = self.language
         self.api = ro.r["new.env"](parent=ro.baseenv)
         for source in R_SOURCES:
             ro.r["sys.source"](str(source), envir=self.api, **{"keep.source": False})
@@ -88,6 +90,8 @@ class RSession:
         """Run one request; the contract dict. Never raises for what the code does."""
         started = time.monotonic()
         notes: list[str] = []
+        # each run's refusals and notes in the language its caller asks for (the client of this run)
+        self.language = self.console.language = messages.language_of(request.get("language") or self.start_language)
         files = request.get("datasets")
         self._files = {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else None
         refused = self._refusal(request, skip_policy)

@@ -8,7 +8,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ext.handlers import (agent, approvals, artifacts, events, experience, files, mcp, models, preferences, proposals,
-                                  report, run, sessions, skills)
+                                  report, run, sessions, skills, ui)
 from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
 
@@ -43,5 +43,6 @@ def routes() -> list[tuple[Any, ...]]:
         *artifacts.handlers,
         *events.handlers,
         *mcp.handlers,
+        *ui.handlers,
         (r"/nini/api(/.*)?", UnknownRouteHandler),
     ]

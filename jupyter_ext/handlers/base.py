@@ -18,6 +18,7 @@ from tornado import httputil, web
 
 from jupyter_ext.identity import request_viewer
 from nini.errors import ErrorCode, NiniError, error_envelope, ok_envelope
+from nini.language import set_client_language
 from nini.redact import redact_paths
 
 if TYPE_CHECKING:
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
 
 AUTH_RESOURCE = "nini"
 RUNTIME_SETTING = "nini_runtime"
+# How a client says its language (the sidebar: on every request, and on its download links), which
+# nini's words follow where ui.language is auto: zh or en (zh-CN, en-US... count as those).
+LANGUAGE_HEADER = "X-Nini-Language"
+LANGUAGE_QUERY = "nini_language"
 log = logging.getLogger("nini.jupyter")
 
 # tornado answers some requests itself (authentication, XSRF, unknown verbs) by status; these are
@@ -106,6 +111,8 @@ class NiniHandler(APIHandler):
 
     async def prepare(self) -> None:  # type: ignore[override]
         await super().prepare()
+        # the client's language, for what this request and all it starts word (``nini.language``)
+        set_client_language(self.request.headers.get(LANGUAGE_HEADER) or self.get_query_argument(LANGUAGE_QUERY, None))
         self._body = bytearray()
         declared = self.request.headers.get("Content-Length")
         if declared and declared.isdigit() and int(declared) > self.max_body_bytes:

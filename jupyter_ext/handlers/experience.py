@@ -142,7 +142,7 @@ class DeprecateHandler(NiniHandler):
     async def post(self, level: str, entry_id: str) -> None:
         """Body ``{"confirm": true, "replaced_by"?: "EXP-0004"}``: mark the entry deprecated (its file
         stays); an administrator's change where the server names its users (it hides the entry from everyone)."""
-        check_configure(self.viewer, "experience", self.runtime.settings.ui.language)
+        check_configure(self.viewer, "experience", self.runtime.settings.ui.current_language)
         body = self.body_object()
         if body.get("confirm") is not True:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, "deprecating needs the user's confirmation (confirm: true)")

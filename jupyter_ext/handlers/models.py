@@ -44,7 +44,7 @@ class ProviderHandler(NiniHandler):
         appended) and used from the next model call on; replies the provider as GET shows it.
         INVALID_ARGUMENT without a name (``.../providers/``: the empty form)."""
         runtime = self.runtime
-        check_configure(self.viewer, "providers", runtime.settings.ui.language)
+        check_configure(self.viewer, "providers", runtime.settings.ui.current_language)
         name = _named(name)
         provider = provider_from_body(name, self.body_object(), runtime.settings.server)
         # on the loop, not a thread: two saves never interleave their read-modify-write of the file
@@ -57,7 +57,7 @@ class ProviderHandler(NiniHandler):
     async def delete(self, name: str | None = None) -> None:
         """Remove the provider from settings.json (NOT_FOUND when it is not there): ``{"deleted": name}``."""
         runtime = self.runtime
-        check_configure(self.viewer, "providers", runtime.settings.ui.language)
+        check_configure(self.viewer, "providers", runtime.settings.ui.current_language)
         name = _named(name)
         delete_provider(runtime.settings.home, name)
         await runtime.reload_models()
@@ -80,7 +80,7 @@ class KeyVariableHandler(NiniHandler):
         name = self.body_object().get("name")
         runtime = self.runtime
         if not any(p.api_key_env == name for p in runtime.settings.llm.providers):
-            check_configure(self.viewer, "providers", runtime.settings.ui.language)
+            check_configure(self.viewer, "providers", runtime.settings.ui.current_language)
         self.reply(key_env_status(name, os.environ, runtime.settings.server))
 
 
@@ -109,7 +109,7 @@ class ModelTestHandler(NiniHandler):
         elif not body:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"name": "<provider>"} or a whole provider')
         else:
-            check_configure(self.viewer, "providers", runtime.settings.ui.language)
+            check_configure(self.viewer, "providers", runtime.settings.ui.current_language)
             provider = provider_from_body(None, body, runtime.settings.server)
         self.reply(await test_provider(provider, os.environ, runtime.settings))
 

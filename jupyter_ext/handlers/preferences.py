@@ -89,7 +89,7 @@ class SwitchesHandler(NiniHandler):
     async def put(self) -> None:
         """Body ``{"learning"?: bool, "injection"?: bool}``: saved in settings.json and in force at once
         (an administrator's change: they are nini's settings, for every user)."""
-        check_configure(self.viewer, "settings", self.runtime.settings.ui.language)
+        check_configure(self.viewer, "settings", self.runtime.settings.ui.current_language)
         body = self.body_object()
         options = self.runtime.settings.preferences
         for name in ("learning", "injection"):

@@ -107,7 +107,7 @@ class ExportHandler(NiniHandler):
         sandboxed = self.choice("sandboxed", ("0", "1", "false", "true"), "0") in ("1", "true")
         session = await self.session(session_id)
         text = await self.read(export_session, self.runtime.store, session_id, session.workspace.root, fmt,
-                               sandboxed=sandboxed, language=self.runtime.settings.ui.language)  # fmt: skip
+                               sandboxed=sandboxed, language=self.runtime.settings.ui.current_language)  # fmt: skip
         self.set_header("Content-Disposition", f'attachment; filename="nini-session-{session_id}.{fmt}"')
         self.finish(text, set_content_type=EXPORT_TYPES[fmt])
 

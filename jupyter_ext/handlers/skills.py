@@ -55,7 +55,8 @@ class SkillsHandler(NiniHandler):
         if kind not in SKILL_TYPES:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, f"type must be one of {', '.join(SKILL_TYPES)}, not {kind!r}")
         record = await asyncio.to_thread(create_user_skill, self.registry, fields["name"], fields["description"],
-                                         category=fields["category"] or "other", type=kind)  # fmt: skip
+                                         category=fields["category"] or "other", type=kind,
+                                         language=self.runtime.settings.ui.current_language)  # fmt: skip
         self.reply(record.to_dict(), status=201)
 
 
@@ -86,7 +87,7 @@ class SkillEnabledHandler(NiniHandler):
     async def put(self, name: str) -> None:
         """Body ``{"enabled": bool}``; persisted in NINI_HOME/skills_state.json (an administrator's
         change: it holds for every user). The updated record."""
-        check_configure(self.viewer, "skills_state", self.runtime.settings.ui.language)
+        check_configure(self.viewer, "skills_state", self.runtime.settings.ui.current_language)
         enabled = self.body_object().get("enabled")
         if not isinstance(enabled, bool):
             raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"enabled": true} or {"enabled": false}')

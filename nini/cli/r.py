@@ -39,7 +39,7 @@ def check(
     settings = state(ctx).settings
     packages = [*settings.r.extra_packages, *(allow_package or [])]
     try:
-        report = check_r_code(code, packages, settings.ui.language)
+        report = check_r_code(code, packages, settings.ui.current_language)
     except RSandboxError as exc:
         hint = ". Install R and rpy2 (pip install 'nini[r]'); `nini doctor` shows what is missing"
         hint = hint if exc.code == ErrorCode.R_UNAVAILABLE else ""
@@ -48,7 +48,7 @@ def check(
     if report.allowed:
         return
     code_of_error = ErrorCode.INVALID_ARGUMENT if report.syntax_error else ErrorCode.POLICY_VIOLATION
-    raise NiniError(code_of_error, violations_message(report, settings.ui.language) or "refused")
+    raise NiniError(code_of_error, violations_message(report, settings.ui.current_language) or "refused")
 
 
 def _read(file: str) -> str:

@@ -84,7 +84,7 @@ def export(
     from nini.execution.workspace import Workspace
 
     workspace = Workspace.for_session(settings.sessions_dir, session_id).root
-    options = {"sandboxed": sandboxed, "language": settings.ui.language}
+    options = {"sandboxed": sandboxed, "language": settings.ui.current_language}
     with _store(ctx) as store:
         if out is not None:  # a notebook gets <stem>_files/ beside it: the datasets it reads
             write_session_export(store, session_id, workspace, format, out, **options)

@@ -133,7 +133,8 @@ def create(
     """Create a new skill that already follows every rule."""
     cli = state(ctx)
     target = directory if directory is not None else cli.settings.user_skills_dir
-    created = create_skill(name, type=type, description=description, category=category, directory=target)
+    created = create_skill(name, type=type, description=description, category=category, directory=target,
+                           language=cli.settings.ui.current_language)
     for path in created:
         typer.echo(f"created {path}")
     registry = _registry(ctx)  # brings the snapshot up to date when the new skill is in a skills root

@@ -43,6 +43,7 @@ from nini.execution.workspace import Workspace
 
 __all__ = ["KernelBackend", "KernelPool"]
 
+from nini.language import words_language
 KernelBackend = Literal["local", "gateway"]
 
 START_TIMEOUT_S = 60.0
@@ -88,7 +89,7 @@ class KernelPool:
 
     def __init__(self, settings: ExecutionSettings, *, multi_kernel_manager: Any = None, language: str = "zh") -> None:
         self.settings = settings
-        self.language = language  # of the messages that name a limit (ui.language)
+        self.language = language  # ui.language: the messages that name a limit are worded in it, per run
         self.multi_kernel_manager = multi_kernel_manager  # AsyncMultiKernelManager or the server's MappingKernelManager
         self._kernels: dict[str, _Kernel] = {}
         self._external: dict[str, _Kernel] = {}
@@ -154,7 +155,7 @@ class KernelPool:
                 kernel.needs_prelude = False
             # killed by its memory cgroup: the connection goes ("cut") or the process is found dead
             if report.state in ("dead", "cut") and kernel.group is not None and kernel.group.oom_kills():
-                report.outcome.error = cgroups.oom_error("kernel", self.settings.memory_limit_mb, self.language)
+                report.outcome.error = cgroups.oom_error("kernel", self.settings.memory_limit_mb, words_language(self.language))
             if report.state in ("stuck", "dead", "cut"):
                 if external:
                     await self._forget_external(kernel_id or "")

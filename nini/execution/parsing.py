@@ -115,7 +115,7 @@ class DataReaders:
         INVALID_ARGUMENT (the file cannot be read), INTERNAL (the child could not run).
         """
         execution = self.settings.execution
-        words = WORDS.get(self.settings.ui.language, WORDS["zh"])
+        words = WORDS.get(self.settings.ui.current_language, WORDS["zh"])
         shown = f"'{name}'"
         request = json.dumps({"job": job, "name": name, "suffix": suffix, "rows": rows}).encode()
         child = self._take()

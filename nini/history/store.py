@@ -9,6 +9,7 @@ JSON-ready dicts; every database failure is a ``NiniError``.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import os
@@ -145,7 +146,10 @@ class HistoryStore:
         call completes or fails as a whole.
         """
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._writer_thread(), functools.partial(fn, *args, **kwargs))
+        # the caller's context goes with the call, as with asyncio.to_thread (e.g. the language of
+        # the client a turn is for, which the words of a preferences block follow)
+        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+        future = loop.run_in_executor(self._writer_thread(), call)
         future.add_done_callback(retrieve)  # an outcome nobody awaits any more is not an error to report
         return await asyncio.shield(future)
 

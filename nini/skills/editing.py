@@ -101,9 +101,10 @@ def save_markdown_skill(registry: SkillRegistry, name: str, content: str, *, fol
 
 def create_user_skill(
     registry: SkillRegistry, name: str, description: str, *,
-    category: str = "other", type: Literal["markdown", "function"] = "markdown",
+    category: str = "other", type: Literal["markdown", "function"] = "markdown", language: str = "zh",
 ) -> SkillRecord:  # fmt: skip
-    """A new skill from the scaffold (as ``nini skills create``) in the user skills folder, registered.
+    """A new skill from the scaffold (as ``nini skills create``) in the user skills folder, registered;
+    its sections worded in ``language``.
 
     CONFLICT when any skill, of any root or type, already has the name: a new one would hide it or
     be hidden by it. The error names paths relative to the skills folder only.
@@ -118,7 +119,8 @@ def create_user_skill(
         raise NiniError(ErrorCode.CONFLICT, f"'{name}' already exists in {USER_FOLDER_LABEL}; nothing was written",
                         {"name": name})  # fmt: skip
     try:
-        create_skill(name, type=type, description=description, category=category, directory=registry.user_skills_dir)
+        create_skill(name, type=type, description=description, category=category, directory=registry.user_skills_dir,
+                     language=language)
     except NiniError as exc:
         if exc.code is ErrorCode.CONFLICT:  # its message and details hold the host path
             raise NiniError(ErrorCode.CONFLICT, f"'{name}' already holds a skill file in {USER_FOLDER_LABEL}; "

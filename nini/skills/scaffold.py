@@ -15,7 +15,8 @@ from nini.skills.discovery import PYTHON_SKILL_FILE
 from nini.skills.markdown import SKILL_FILENAMES, parse_skill_text
 from nini.skills.rules import CATEGORIES, CATEGORY_ALIASES, description_problems, name_problems, normalise_category
 
-MARKDOWN_BODY = """\
+# The body of a new Markdown skill, by ``ui.language``: its sections to fill in, each with examples.
+MARKDOWN_BODY_ZH = """\
 # {title}
 
 ## 适用场景
@@ -39,6 +40,32 @@ MARKDOWN_BODY = """\
 - 结论只基于实际计算的结果；样本量不足或前提假设不满足时要明确说明。
 - 记录关键参数（时间范围、过滤条件、分组方式），让分析可以复现。
 """
+
+MARKDOWN_BODY_EN = """\
+# {title}
+
+## When to use
+
+- Say when a user needs this skill, for example: "sum sales by month and compare the growth of each region".
+- Say what the data must hold: which columns (such as `date`, `region`, `amount`), their types, roughly how many rows.
+- Say when it does not apply, for example data without a date column, too small a sample (under 30 rows) or a target with too many missing values.
+
+## Steps
+
+1. Load the dataset and check its structure: column names, types, row count, share of missing values; note the problems you find.
+2. Clean the data: make dates and numbers consistent, handle missing values and duplicate rows, and say how many rows each step removed or changed.
+3. Run the core analysis: name the method and its parameters, for example the grouping columns, the aggregation, the statistical test and its significance level.
+4. Draw the charts: say the chart type, the axes and the grouping, and give each chart a one-line takeaway.
+5. Sum up: answer the user's question in three to five points, each quoting a number computed above.
+
+## Notes
+
+- Check the code on a subset of the data before running it on all of it.
+- Never change the original data file; save the cleaned result as a new dataset.
+- Base conclusions only on what was computed; say so plainly when the sample is too small or an assumption does not hold.
+- Record the key parameters (time range, filters, grouping) so the analysis can be repeated.
+"""
+MARKDOWN_BODY = {"zh": MARKDOWN_BODY_ZH, "en": MARKDOWN_BODY_EN}
 
 FUNCTION_MODULE = '''\
 """Function skill {name!r}, created by `nini skills create`."""
@@ -102,8 +129,10 @@ def create_skill(
     description: str,
     category: str = "other",
     directory: Path,
+    language: str = "zh",
 ) -> list[Path]:
-    """Write a new skill folder ``directory/name``; returns the files written.
+    """Write a new skill folder ``directory/name``; returns the files written. A Markdown skill's
+    sections are worded in ``language`` (``ui.language``: zh or en).
 
     Refuses an invalid name, description or category (INVALID_ARGUMENT) and an existing skill
     (CONFLICT, naming the path): nothing is ever overwritten.
@@ -120,8 +149,10 @@ def create_skill(
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "; ".join(problems), {"problems": problems})
 
     folder = Path(directory).expanduser() / name
-    render = _render_markdown if type == "markdown" else _render_function
-    files = render(name, description, category)
+    if type == "markdown":
+        files = _render_markdown(name, description, category, MARKDOWN_BODY.get(language, MARKDOWN_BODY_ZH))
+    else:
+        files = _render_function(name, description, category)
     # any skill file, not only the ones written: a SKILL.md beside a new skill.py makes two skills
     for filename in (*SKILL_FILENAMES, PYTHON_SKILL_FILE, *files):
         existing = folder / filename
@@ -134,7 +165,7 @@ def create_skill(
     return written
 
 
-def _render_markdown(name: str, description: str, category: str) -> dict[str, str]:
+def _render_markdown(name: str, description: str, category: str, body: str) -> dict[str, str]:
     title = " ".join(part.capitalize() for part in name.split("-"))
     # PyYAML's plain and single-quoted styles fold some line breaks (U+0085) into spaces, so a
     # description that does not read back is written again double-quoted, where every
@@ -147,7 +178,7 @@ def _render_markdown(name: str, description: str, category: str) -> dict[str, st
             width=1 << 20,
             default_style=style,
         )
-        text = f"---\n{frontmatter}---\n\n{MARKDOWN_BODY.format(title=title)}"
+        text = f"---\n{frontmatter}---\n\n{body.format(title=title)}"
         parsed = parse_skill_text(text, name)
         if (parsed.name, parsed.description) == (name, description):
             return {"SKILL.md": text}

@@ -71,6 +71,7 @@ REQUESTS = [
     ("GET", "sessions/s1/reports"),
     ("GET", "sessions/s1/artifacts/artifacts/a.png"),
     ("GET", "sessions/s1/export"),
+    ("GET", "ui"),
     ("GET", "nothing/here"),
     ("POST", "nothing/here"),
     ("PUT", "nothing/here"),

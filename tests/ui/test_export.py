@@ -55,4 +55,4 @@ def test_the_export_button_gives_a_sandboxed_notebook_by_default(page: Any, sess
     page.uncheck(".nini-export-sandboxed")
     plain = download(page, ".nini-export-notebook", tmp_path / "plain")
     (step,) = [c for c in plain.cells if "nini-agent-code" in c.metadata.get("tags", [])]
-    assert step.source == "print(6 * 7)" and "没有沙箱" in plain.cells[0].source
+    assert step.source == "print(6 * 7)" and "without a sandbox" in plain.cells[0].source  # the sidebar's language

@@ -18,7 +18,7 @@ from tests.ui.conftest import Lab, ask, open_sidebar, screenshot, wait_idle, wat
 
 pytestmark = pytest.mark.slow
 
-RULE = "- 规则: 不使用感叹号（confidence=0.70, source=implicit）"
+RULE = "- Rule: no exclamation marks (confidence=0.70, source=implicit)"  # in the sidebar's language: English here
 FEEDBACK = ".nini-end .nini-feedback"
 
 
@@ -77,12 +77,12 @@ def test_a_rule_added_in_the_form_and_the_injection_switch(page: Any, lab: Lab) 
     page.fill(".nini-prefs-add-value", "formal")
     page.click(".nini-prefs-add-button")
     page.wait_for_selector('.nini-pref[data-key="tone"]')
-    page.wait_for_function("() => document.querySelector('.nini-prefs-preview').textContent.includes('语气正式')")
+    page.wait_for_function("() => document.querySelector('.nini-prefs-preview').textContent.includes('a formal tone')")
     page.uncheck(".nini-prefs-injection")
     page.wait_for_function("() => document.querySelector('.nini-prefs-preview').textContent.endsWith('(none)')")
     assert lab.nini("GET", "preferences/switches") == {"learning": True, "injection": False}
     page.check(".nini-prefs-injection")
-    page.wait_for_function("() => document.querySelector('.nini-prefs-preview').textContent.includes('语气正式')")
+    page.wait_for_function("() => document.querySelector('.nini-prefs-preview').textContent.includes('a formal tone')")
     [row] = lab.nini("GET", "preferences")["preferences"]
     assert (row["key"], row["value"], row["source"], row["project_id"]) == ("tone", "formal", "explicit", None)
 

@@ -57,7 +57,7 @@ class ExperienceMemory:
 
     @property
     def language(self) -> str:
-        return self.settings.ui.language
+        return self.settings.ui.current_language
 
     @property
     def libraries(self) -> dict[str, Library]:

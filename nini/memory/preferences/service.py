@@ -67,7 +67,7 @@ class PreferenceMemory:
         options = self.options
         return select_memory_for_injection(self.store, project_id or self.project_id, skill_type, options.max_items,
                                            options.token_budget, floor=options.confidence_floor,
-                                           language=self.settings.ui.language, enabled=options.injection,
+                                           language=self.settings.ui.current_language, enabled=options.injection,
                                            owner=owner)  # fmt: skip
 
     def select_for(self, session: Session, skill_type: str = "answer") -> Selection:

@@ -26,7 +26,7 @@ async def generate_report(
     include_charts: bool = True,
     include_key_findings: bool = True,
     include_session_stats: bool = False,
-    lang: Literal["zh", "en"] = "zh",
+    lang: Literal["zh", "en"] | None = None,
     formats: tuple[ReportFormat, ...] = ("md", "html"),
 ) -> ToolOutput:
     """Write the analysis report of this session (Markdown and a self-contained HTML file) into reports/.
@@ -43,7 +43,7 @@ async def generate_report(
         include_charts: Show the session's charts with previews and a download list.
         include_key_findings: List key findings taken from the successful executions.
         include_session_stats: Add an appendix with tool calls, executions and durations.
-        lang: Language of the headings: zh or en.
+        lang: Language of the report: zh or en (default: the user's).
         formats: Files to write: md, html, ipynb, pdf (pdf only where a converter is installed).
     """
     from nini.report.builder import ReportOptions, build_report
@@ -51,6 +51,7 @@ async def generate_report(
     from nini.report.output import check_formats, write_report
     from nini.report.sources import from_session
 
+    lang = lang or session.settings.ui.current_language  # the user's: ui.language, or their client's
     # the user's preferences for reports: their decimals, and their style for the model's sections
     preferred = await session.store.call(session.runtime.preferences.select_for, session, "report")
     decimals = next((row["value"] for row in preferred.rows if row["key"] == "report.decimals" and isinstance(row["value"], int)

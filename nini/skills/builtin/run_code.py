@@ -101,7 +101,7 @@ async def check_quota(session: Session) -> None:
     """TOO_LARGE when the workspace is at its budget (``execution.workspace_quota_mb`` bytes,
     ``execution.workspace_max_files`` files): no more code runs until files are removed."""
     settings = session.settings
-    await session.runtime.disk_watch(session).check(Budget.of(settings.execution), settings.ui.language)
+    await session.runtime.disk_watch(session).check(Budget.of(settings.execution), settings.ui.current_language)
 
 
 def watch_run(session: Session) -> RunWatch:
@@ -109,7 +109,7 @@ def watch_run(session: Session) -> RunWatch:
     ``stop``): a run that goes over the workspace's budget is stopped, and after it the workspace is
     guarded while the session's kernel or worker lives (``disk_watch``)."""
     settings = session.settings
-    return session.runtime.disk_watch(session).run(Budget.of(settings.execution), settings.ui.language)
+    return session.runtime.disk_watch(session).run(Budget.of(settings.execution), settings.ui.current_language)
 
 
 async def _approval_refusal(session: Session, code: str, isolation: str) -> CodeOutcome | None:
@@ -154,7 +154,7 @@ def output_limits(settings: Settings) -> OutputLimits:
     markers in ``ui.language``."""
     execution = settings.execution
     return OutputLimits(max_bytes=execution.output_max_mb * MIB, run_bytes=execution.run_outputs_max_mb * MIB,
-                        run_count=execution.run_outputs_max_count, language=settings.ui.language)  # fmt: skip
+                        run_count=execution.run_outputs_max_count, language=settings.ui.current_language)  # fmt: skip
 
 
 def _policy_refusal(session: Session, code: str) -> CodeOutcome | None:

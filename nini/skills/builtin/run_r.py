@@ -84,7 +84,7 @@ async def _run_in_worker(session: Session, request: CodeRequest) -> dict[str, An
                 "code": request.code, "dataset_name": request.dataset_name, "save_as": request.save_as,
                 "purpose": request.purpose, "label": request.label, "timeout_s": request.timeout_s,
                 "max_figures": request.max_figures, "datasets": request.datasets, "save_file": request.save_file,
-                "pending_file": request.pending_file,
+                "pending_file": request.pending_file, "language": session.settings.ui.current_language,
             }, stop=watch)  # fmt: skip
     except RSandboxError as exc:
         raise NiniError(ErrorCode(exc.code), exc.message, exc.details) from None
@@ -102,7 +102,7 @@ def new_worker_pool(settings: Settings, uid_of: Callable[[Path], int | None] = l
         timeout_s=settings.r.timeout_s,
         allowed_packages=settings.r.extra_packages,
         **worker_launch(settings, uid_of),
-        language=settings.ui.language,
+        language=settings.ui.current_language,
         make_runtime_dir=lambda: make_runtime_dir("nini-r-", R_RUNTIME_BASE),
         output_max_bytes=settings.execution.output_max_mb * 1024 * 1024,
     )
@@ -121,7 +121,7 @@ def worker_launch(settings: Settings, uid_of: Callable[[Path], int | None]) -> d
             return None
         killed = group.oom_kills()
         group.release()
-        return oom_error("r", settings.r.memory_limit_mb, settings.ui.language) if killed else None
+        return oom_error("r", settings.r.memory_limit_mb, settings.ui.current_language) if killed else None
 
     return {"wrap_command": worker_wrap(settings, uid_of, groups), "on_exit": on_exit}
 
