@@ -9,6 +9,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import type { NotebookJson } from './context';
+import { Language, language } from './i18n';
 import type {
   CaptureResult,
   ExperienceCandidate,
@@ -104,9 +105,12 @@ export class NiniApi {
   /** `fetch` one endpoint under `/nini/api/` and unwrap its envelope. */
   async request<T>(path: string, init: RequestInit = {}): Promise<T> {
     const url = URLExt.join(this.settings.baseUrl, 'nini/api', path);
+    // the sidebar's language: the server words its refusals, previews and templates in it (ui.language auto)
+    const headers = new Headers(init.headers);
+    headers.set('X-Nini-Language', language());
     let response: Response;
     try {
-      response = await ServerConnection.makeRequest(url, init, this.settings);
+      response = await ServerConnection.makeRequest(url, { ...init, headers }, this.settings);
     } catch (error) {
       throw new NiniApiError('NETWORK', `the server cannot be reached (${String(error)})`, 0);
     }
@@ -216,8 +220,13 @@ export class NiniApi {
     return this.send('PUT', `skills/${encodeURIComponent(name)}/source`, { content });
   }
 
-  generateReport(sessionId: string): Promise<{ title: string; paths: Record<string, string> }> {
-    return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/report`, {});
+  /** `ui.language` (`auto`, `zh` or `en`), read once when the sidebar starts. */
+  uiSettings(): Promise<{ language: string }> {
+    return this.request('ui');
+  }
+
+  generateReport(sessionId: string, lang: Language): Promise<{ title: string; paths: Record<string, string> }> {
+    return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/report`, { lang });
   }
 
   listReports(sessionId: string): Promise<ReportInfo[]> {
@@ -332,7 +341,7 @@ export class NiniApi {
   /** A download of the session (`GET .../export`); `sandboxed`: a notebook whose steps re-run in nini's sandbox. */
   exportUrl(sessionId: string, format: 'ipynb' | 'md', sandboxed: boolean): string {
     const url = URLExt.join(this.settings.baseUrl, 'nini/api/sessions', encodeURIComponent(sessionId), 'export');
-    return `${url}?format=${format}${sandboxed ? '&sandboxed=1' : ''}`;
+    return `${url}?format=${format}${sandboxed ? '&sandboxed=1' : ''}&nini_language=${language()}`;
   }
 
   /** The event socket of a session, from just after `since` (0: all of it). */

@@ -21,9 +21,11 @@ import {
   problemLines,
   SCORES,
   scoreText,
+  term,
   visibleEntries
 } from './memory';
 import { tell } from './dom';
+import { __ } from './i18n';
 import { el, renderMarkdown } from './render';
 
 export interface ExperienceOptions {
@@ -51,44 +53,44 @@ export class ExperienceView extends Widget {
   private readonly pendingProblems = el('div', 'nini-exp-problems');
   private readonly candidates = el('ul', 'nini-exp-candidates');
   private readonly form = el('form', 'nini-exp-add');
-  private readonly review = el('button', 'jp-Button jp-mod-styled nini-exp-review', 'Review plan');
+  private readonly review = el('button', 'jp-Button jp-mod-styled nini-exp-review', __('Review plan'));
   private readonly plan = el('div', 'nini-exp-plan');
   private readonly planLines = el('ol', 'nini-exp-plan-lines');
-  private readonly confirm = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-exp-confirm', 'Confirm');
+  private readonly confirm = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-exp-confirm', __('Confirm'));
   private readonly showDeprecated = el('input', 'nini-exp-show-deprecated');
   private readonly problems = el('div', 'nini-exp-problems');
   private readonly list = el('ul', 'nini-exp-entries');
   private readonly reading = el('div', 'nini-exp-document');
   private readonly documentTitle = el('span', 'nini-exp-document-title');
   private readonly documentBody = el('div', 'nini-exp-document-body');
-  private readonly deprecate = el('button', 'jp-Button jp-mod-styled jp-mod-warn nini-exp-deprecate', 'Deprecate');
+  private readonly deprecate = el('button', 'jp-Button jp-mod-styled jp-mod-warn nini-exp-deprecate', __('Deprecate'));
   private readonly runMessage = el('div', 'nini-exp-run-message');
   private readonly records = el('ul', 'nini-exp-records');
 
   constructor(private readonly options: ExperienceOptions) {
     super();
     this.addClass('nini-experience');
-    this.title.label = 'Experience';
+    this.title.label = __('Experience');
     this.node.append(this.buildPending(), this.buildLibrary(), this.buildRun());
     this.showSession(null);
   }
 
   private buildPending(): HTMLElement {
     const section = el('section', 'nini-exp-section nini-exp-pending');
-    section.setAttribute('aria-label', 'Candidates to confirm');
-    this.candidates.setAttribute('aria-label', 'Pending candidates');
+    section.setAttribute('aria-label', __('Candidates to confirm'));
+    this.candidates.setAttribute('aria-label', __('Pending candidates'));
     this.review.type = 'button';
-    this.review.setAttribute('aria-label', "Review the curator's plan for the chosen candidates");
+    this.review.setAttribute('aria-label', __("Review the curator's plan for the chosen candidates"));
     this.review.onclick = () => void this.reviewPlan();
-    const reload = el('button', 'jp-Button jp-mod-styled nini-exp-refresh', 'Refresh');
+    const reload = el('button', 'jp-Button jp-mod-styled nini-exp-refresh', __('Refresh'));
     reload.type = 'button';
-    reload.setAttribute('aria-label', 'Reload the candidates and the libraries');
+    reload.setAttribute('aria-label', __('Reload the candidates and the libraries'));
     reload.onclick = () => void this.refresh();
     const toolbar = el('div', 'nini-toolbar');
     toolbar.append(this.review, reload);
     this.buildForm();
     this.buildPlan();
-    section.append(el('h3', undefined, 'To confirm'), this.pendingProblems, this.candidates, toolbar, this.plan, this.message, this.form);
+    section.append(el('h3', undefined, __('To confirm')), this.pendingProblems, this.candidates, toolbar, this.plan, this.message, this.form);
     return section;
   }
 
@@ -97,18 +99,18 @@ export class ExperienceView extends Widget {
       name: 'text',
       required: true,
       rows: 2,
-      placeholder: 'What to remember: the choice, what it rejects and why (e.g. use the median, the revenue column has outliers)'
+      placeholder: __('What to remember: the choice, what it rejects and why (e.g. use the median, the revenue column has outliers)')
     });
-    text.setAttribute('aria-label', 'Experience to remember');
-    const level = levelSelect('Library of the new candidate', true);
+    text.setAttribute('aria-label', __('Experience to remember'));
+    const level = levelSelect(__('Library of the new candidate'), true);
     level.name = 'level';
-    const add = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-exp-add-button', 'Add');
+    const add = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-exp-add-button', __('Add'));
     add.type = 'submit';
-    add.setAttribute('aria-label', 'Add it as a pending candidate');
+    add.setAttribute('aria-label', __('Add it as a pending candidate'));
     const row = el('div', 'nini-toolbar');
     row.append(level, add);
-    this.form.setAttribute('aria-label', 'Add an experience');
-    this.form.append(el('label', 'nini-exp-label', 'Add an experience'), text, row);
+    this.form.setAttribute('aria-label', __('Add an experience'));
+    this.form.append(el('label', 'nini-exp-label', __('Add an experience')), text, row);
     this.form.onsubmit = event => {
       event.preventDefault();
       void this.add(text.value.trim(), level.value as Level | '');
@@ -118,52 +120,52 @@ export class ExperienceView extends Widget {
   private buildPlan(): void {
     this.plan.hidden = true;
     this.plan.setAttribute('role', 'region');
-    this.plan.setAttribute('aria-label', 'Plan to confirm');
+    this.plan.setAttribute('aria-label', __('Plan to confirm'));
     this.confirm.type = 'button';
-    this.confirm.setAttribute('aria-label', 'Confirm: write this plan to the libraries');
+    this.confirm.setAttribute('aria-label', __('Confirm: write this plan to the libraries'));
     this.confirm.onclick = () => void this.deposit();
-    const cancel = el('button', 'jp-Button jp-mod-styled nini-exp-cancel', 'Cancel');
+    const cancel = el('button', 'jp-Button jp-mod-styled nini-exp-cancel', __('Cancel'));
     cancel.type = 'button';
-    cancel.setAttribute('aria-label', 'Cancel: write nothing, keep the candidates pending');
+    cancel.setAttribute('aria-label', __('Cancel: write nothing, keep the candidates pending'));
     cancel.onclick = () => {
       this.hidePlan();
-      this.tell('Nothing was written; the candidates stay pending.');
+      this.tell(__('Nothing was written; the candidates stay pending.'));
     };
     const buttons = el('div', 'nini-buttons');
     buttons.append(this.confirm, cancel);
-    this.plan.append(el('div', 'nini-exp-label', 'The plan (nothing is written until you confirm):'), this.planLines, buttons);
+    this.plan.append(el('div', 'nini-exp-label', __('The plan (nothing is written until you confirm):')), this.planLines, buttons);
   }
 
   private buildLibrary(): HTMLElement {
     const section = el('section', 'nini-exp-section nini-exp-library');
-    section.setAttribute('aria-label', 'Library');
+    section.setAttribute('aria-label', __('Library'));
     const toggle = el('label', 'nini-toggle');
     this.showDeprecated.type = 'checkbox';
     this.showDeprecated.onchange = () => this.drawEntries();
-    toggle.append(this.showDeprecated, document.createTextNode(' Show deprecated'));
-    this.list.setAttribute('aria-label', 'Experience entries');
+    toggle.append(this.showDeprecated, document.createTextNode(` ${__('Show deprecated')}`));
+    this.list.setAttribute('aria-label', __('Experience entries'));
     this.reading.hidden = true;
     this.reading.setAttribute('role', 'region');
-    this.reading.setAttribute('aria-label', 'Experience document');
+    this.reading.setAttribute('aria-label', __('Experience document'));
     this.deprecate.type = 'button';
     this.deprecate.onclick = () => void this.askDeprecate();
-    const close = el('button', 'jp-Button jp-mod-minimal nini-exp-close', 'Close');
+    const close = el('button', 'jp-Button jp-mod-minimal nini-exp-close', __('Close'));
     close.type = 'button';
-    close.setAttribute('aria-label', 'Close the document');
+    close.setAttribute('aria-label', __('Close the document'));
     close.onclick = () => this.closeDocument();
     const head = el('div', 'nini-exp-document-head');
     head.append(this.documentTitle, this.deprecate, close);
     this.reading.append(head, this.documentBody);
-    section.append(el('h3', undefined, 'Library'), toggle, this.problems, this.list, this.reading);
+    section.append(el('h3', undefined, __('Library')), toggle, this.problems, this.list, this.reading);
     return section;
   }
 
   private buildRun(): HTMLElement {
     const section = el('section', 'nini-exp-section nini-exp-run');
-    section.setAttribute('aria-label', 'What this run was given');
+    section.setAttribute('aria-label', __('What this run was given'));
     this.runMessage.setAttribute('role', 'status');
-    this.records.setAttribute('aria-label', "The chat session's experience records");
-    section.append(el('h3', undefined, 'What this run was given'), this.runMessage, this.records);
+    this.records.setAttribute('aria-label', __("The chat session's experience records"));
+    section.append(el('h3', undefined, __('What this run was given')), this.runMessage, this.records);
     return section;
   }
 
@@ -171,7 +173,7 @@ export class ExperienceView extends Widget {
   showSession(id: string | null): void {
     this.sessionId = id;
     this.records.replaceChildren();
-    this.runMessage.textContent = id === null ? 'Open or start a chat session to see the experience its runs were given.' : '';
+    this.runMessage.textContent = id === null ? __('Open or start a chat session to see the experience its runs were given.') : '';
     if (id !== null && this.isVisible) {
       void this.refreshRun();
     }
@@ -225,7 +227,7 @@ export class ExperienceView extends Widget {
     this.pendingProblems.replaceChildren(...problems.map(line => problem(line)));
     this.candidates.replaceChildren(...this.items.map(item => this.candidate(item)));
     if (!this.items.length) {
-      this.candidates.append(el('li', 'nini-empty', 'No candidate waits for you.'));
+      this.candidates.append(el('li', 'nini-empty', __('No candidate waits for you.')));
     }
     this.candidates.dataset.count = String(this.items.length);
     this.review.disabled = !this.items.length;
@@ -239,7 +241,7 @@ export class ExperienceView extends Widget {
     const choose = el('input', 'nini-exp-choose');
     choose.type = 'checkbox';
     choose.checked = this.chosen.has(candidate.id);
-    choose.setAttribute('aria-label', `Choose ${title}`);
+    choose.setAttribute('aria-label', __('Choose %1', title));
     choose.onchange = () => {
       if (choose.checked) {
         this.chosen.add(candidate.id);
@@ -249,41 +251,41 @@ export class ExperienceView extends Widget {
       this.hidePlan();
     };
     const head = el('div', 'nini-exp-head');
-    head.append(choose, el('span', 'nini-exp-title', title), el('span', 'nini-badge', candidate.type || 'experience'));
+    head.append(choose, el('span', 'nini-exp-title', title), el('span', 'nini-badge', term(candidate.type || 'experience')));
     const fields = el('dl', 'nini-exp-fields');
     const field = (name: string, value: string) => {
       if (value) {
         fields.append(el('dt', undefined, name), el('dd', undefined, value));
       }
     };
-    field('Decision', candidate.decision);
-    field('Rejected', (candidate.alternatives ?? []).join('; '));
-    field('Signal', candidate.signal);
-    field('When', candidate.trigger);
+    field(__('Decision'), candidate.decision);
+    field(__('Rejected'), (candidate.alternatives ?? []).join('; '));
+    field(__('Signal'), candidate.signal);
+    field(__('When'), candidate.trigger);
     const scores = el('div', 'nini-exp-scores');
     scores.setAttribute('role', 'group');
-    scores.setAttribute('aria-label', `Scores of ${title}`);
+    scores.setAttribute('aria-label', __('Scores of %1', title));
     for (const [key, label] of SCORES) {
-      scores.append(score(key, label, item.evaluation?.[key]));
+      scores.append(score(key, __(label), item.evaluation?.[key]));
     }
-    scores.append(score('overall', 'Overall', item.evaluation?.overall));
+    scores.append(score('overall', __('Overall'), item.evaluation?.overall));
     const notes = [...(candidate.notes ?? []), ...(item.evaluation?.notes ?? [])];
     const noteList = el('ul', 'nini-exp-notes');
     noteList.append(...notes.map(note => el('li', undefined, note)));
     noteList.hidden = !notes.length;
-    const target = levelSelect(`Library for ${title}`, false);
+    const target = levelSelect(__('Library for %1', title), false);
     target.classList.add('nini-exp-target');
     target.value = this.targets.get(candidate.id) ?? (LEVELS.includes(candidate.level) ? candidate.level : 'team');
     target.onchange = () => {
       this.targets.set(candidate.id, target.value as Level);
       this.hidePlan();
     };
-    const discard = el('button', 'jp-Button jp-mod-minimal nini-exp-discard', 'Discard');
+    const discard = el('button', 'jp-Button jp-mod-minimal nini-exp-discard', __('Discard'));
     discard.type = 'button';
-    discard.setAttribute('aria-label', `Discard ${title}`);
+    discard.setAttribute('aria-label', __('Discard %1', title));
     discard.onclick = () => void this.discard(candidate.id, title);
     const actions = el('div', 'nini-exp-actions');
-    const to = el('label', 'nini-exp-label', 'To ');
+    const to = el('label', 'nini-exp-label', `${__('To')} `);
     to.append(target);
     actions.append(to, discard);
     node.append(head, fields, scores, noteList, actions);
@@ -298,10 +300,10 @@ export class ExperienceView extends Widget {
       const result = await this.options.api.addExperience(level ? { text, level } : { text });
       if (result.kept.length) {
         this.form.reset();
-        this.tell(`Added: ${result.kept.map(candidate => candidate.title || candidate.decision).join('; ')}. Review it, then choose it to deposit.`);
+        this.tell(__('Added: %1. Review it, then choose it to deposit.', result.kept.map(candidate => candidate.title || candidate.decision).join('; ')));
       } else {
         const why = result.dropped.map(item => `${item.title}: ${item.why || item.reason}`).join('; ');
-        this.tell(new Error(`Not kept as a candidate (${why || 'already pending'}).`));
+        this.tell(new Error(__('Not kept as a candidate (%1).', why || __('already pending'))));
       }
       await this.refreshPending();
     } catch (error) {
@@ -312,7 +314,7 @@ export class ExperienceView extends Widget {
   private async discard(id: string, title: string): Promise<void> {
     try {
       await this.options.api.discardCandidate(id);
-      this.tell(`Discarded: ${title}.`);
+      this.tell(__('Discarded: %1.', title));
     } catch (error) {
       this.tell(error);
     }
@@ -330,14 +332,14 @@ export class ExperienceView extends Widget {
   private async reviewPlan(): Promise<void> {
     const { ids, targets } = this.choice();
     if (!ids.length) {
-      this.tell(new Error('Choose at least one candidate to review its plan.'));
+      this.tell(new Error(__('Choose at least one candidate to review its plan.')));
       return;
     }
     this.review.disabled = true;
     try {
       const plan = await this.options.api.experiencePlan(ids, targets);
       this.showPlan({ ids, targets, lines: plan.plan });
-      this.tell('Check the plan, then Confirm to write it or Cancel to keep the candidates pending.');
+      this.tell(__('Check the plan, then Confirm to write it or Cancel to keep the candidates pending.'));
     } catch (error) {
       this.tell(error);
     } finally {
@@ -379,7 +381,7 @@ export class ExperienceView extends Widget {
       const lines = error instanceof NiniApiError && error.code === 'CONFLICT' ? error.details?.plan : null;
       if (Array.isArray(lines)) {
         this.showPlan({ ...shown, lines: lines.map(String) });
-        this.tell(new Error('The library changed since the plan was shown. This is the new plan: confirm it again, or cancel.'));
+        this.tell(new Error(__('The library changed since the plan was shown. This is the new plan: confirm it again, or cancel.')));
       } else {
         this.confirm.disabled = false;
         this.tell(error);
@@ -417,7 +419,7 @@ export class ExperienceView extends Widget {
     const shown = visibleEntries(this.entries, this.showDeprecated.checked);
     this.list.replaceChildren(...shown.map(entry => this.entry(entry)));
     if (!shown.length) {
-      this.list.append(el('li', 'nini-empty', this.entries.length ? 'Only deprecated entries.' : 'No experience deposited yet.'));
+      this.list.append(el('li', 'nini-empty', this.entries.length ? __('Only deprecated entries.') : __('No experience deposited yet.')));
     }
     this.list.dataset.count = String(shown.length);
   }
@@ -429,17 +431,17 @@ export class ExperienceView extends Widget {
     node.dataset.status = entry.status;
     const open = el('button', 'nini-exp-entry-open');
     open.type = 'button';
-    open.setAttribute('aria-label', `Open ${entry.level} ${entry.id}: ${entry.title}`);
+    open.setAttribute('aria-label', __('Open %1 %2: %3', term(entry.level), entry.id, entry.title));
     open.onclick = () => void this.openDocument(entry);
     open.append(
-      el('span', 'nini-badge nini-exp-level', entry.level),
+      el('span', 'nini-badge nini-exp-level', term(entry.level)),
       el('span', 'nini-exp-id', entry.id),
-      el('span', 'nini-badge', entry.type),
-      el('span', 'nini-badge', entry.strength),
+      el('span', 'nini-badge', term(entry.type)),
+      el('span', 'nini-badge', term(entry.strength)),
       el('span', 'nini-exp-entry-title', entry.title)
     );
     if (entry.status !== 'active') {
-      open.append(el('span', 'nini-badge nini-exp-status', entry.status));
+      open.append(el('span', 'nini-badge nini-exp-status', term(entry.status)));
     }
     node.append(open);
     return node;
@@ -451,7 +453,7 @@ export class ExperienceView extends Widget {
       this.opened = entry;
       this.documentTitle.textContent = found.reference;
       this.deprecate.hidden = entry.status !== 'active';
-      this.deprecate.setAttribute('aria-label', `Deprecate ${entry.id}`);
+      this.deprecate.setAttribute('aria-label', __('Deprecate %1', entry.id));
       this.reading.dataset.reference = found.reference;
       this.reading.hidden = false;
       await renderMarkdown(this.options.rendermime, this.documentBody, found.text);
@@ -473,9 +475,9 @@ export class ExperienceView extends Widget {
       return;
     }
     const answer = await showDialog({
-      title: `Deprecate ${entry.id}?`,
-      body: `"${entry.title}" will no longer be given to runs. Its file stays in the ${entry.level} library.`,
-      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Deprecate' })]
+      title: __('Deprecate %1?', entry.id),
+      body: __('"%1" will no longer be given to runs. Its file stays in the %2 library.', entry.title, term(entry.level)),
+      buttons: [Dialog.cancelButton({ label: __('Cancel') }), Dialog.warnButton({ label: __('Deprecate') })]
     });
     if (!answer.button.accept) {
       return;
@@ -516,7 +518,7 @@ export class ExperienceView extends Widget {
           return node;
         })
       );
-      this.runMessage.textContent = records.length ? '' : 'No experience was given to or captured from this session yet.';
+      this.runMessage.textContent = records.length ? '' : __('No experience was given to or captured from this session yet.');
     } catch (error) {
       if (asked === this.latest.run && id === this.sessionId) {
         this.runMessage.textContent = error instanceof NiniApiError ? `${error.code}: ${error.message}` : String(error);
@@ -537,10 +539,10 @@ function levelSelect(label: string, automatic: boolean): HTMLSelectElement {
   const select = el('select', 'nini-exp-level-select');
   select.setAttribute('aria-label', label);
   if (automatic) {
-    select.append(Object.assign(el('option', undefined, 'Library: nini decides'), { value: '' }));
+    select.append(Object.assign(el('option', undefined, __('Library: nini decides')), { value: '' }));
   }
   for (const level of LEVELS) {
-    select.append(Object.assign(el('option', undefined, automatic ? `Library: ${level}` : level), { value: level }));
+    select.append(Object.assign(el('option', undefined, automatic ? __('Library: %1', term(level)) : term(level)), { value: level }));
   }
   return select;
 }

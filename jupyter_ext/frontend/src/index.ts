@@ -9,10 +9,12 @@ import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { ITranslator } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
 import { NiniApi, NiniApiError } from './api';
 import { openSkillEditor } from './editor';
+import { setLanguage } from './i18n';
 import { NiniPanel, niniIcon } from './panel';
 
 const COMMANDS = {
@@ -34,8 +36,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'The nini sidebar: chat with the agent, watch each step live, manage skills, reports and models.',
   autoStart: true,
   requires: [ILabShell, IRenderMimeRegistry],
-  optional: [ICommandPalette, ILauncher, INotebookTracker, IEditorServices, IDefaultFileBrowser],
-  activate: (
+  optional: [ICommandPalette, ILauncher, INotebookTracker, IEditorServices, IDefaultFileBrowser, ITranslator],
+  activate: async (
     app: JupyterFrontEnd,
     shell: ILabShell,
     rendermime: IRenderMimeRegistry,
@@ -43,9 +45,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
     launcher: ILauncher | null,
     notebooks: INotebookTracker | null,
     editors: IEditorServices | null,
-    files: IDefaultFileBrowser | null
+    files: IDefaultFileBrowser | null,
+    translator: ITranslator | null
   ) => {
     const api = new NiniApi();
+    // one language for every string, chosen before the first is made: ui.language, else JupyterLab's
+    const ui = await api.uiSettings().catch(() => ({ language: 'auto' }));
+    setLanguage(ui.language, translator?.languageCode);
     const openSkill = async (name: string) => {
       if (editors === null) {
         return;
@@ -64,7 +70,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
         console.warn(`nini: cannot open ${name}: ${message}`);
       }
     };
-    const panel = new NiniPanel({ api, rendermime, notebooks, openSkill: name => void openSkill(name) });
+    const showInMain = (widget: Widget) => {
+      if (!widget.isAttached) {
+        shell.add(widget, 'main');
+      }
+      shell.activateById(widget.id);
+    };
+    const panel = new NiniPanel({ api, rendermime, notebooks, openSkill: name => void openSkill(name), showInMain });
     shell.add(panel, 'left', { rank: 600 });
 
     const chat = () => panel.chat;

@@ -5,9 +5,28 @@
  * Pure (no DOM, no JupyterLab), so it is tested without a browser.
  */
 import type { NiniEvent } from './api';
+import { __, N_ } from './i18n';
 
 export type Level = 'team' | 'project';
 export const LEVELS: Level[] = ['team', 'project'];
+/** The fixed values of experience memory a user reads: libraries, types, strengths, statuses. */
+const TERMS: Record<string, string> = {
+  team: N_('team'),
+  project: N_('project'),
+  standard: N_('standard'),
+  knowledge: N_('knowledge'),
+  experience: N_('experience'),
+  hypothesis: N_('hypothesis'),
+  validated: N_('validated'),
+  enforced: N_('enforced'),
+  active: N_('active'),
+  deprecated: N_('deprecated')
+};
+
+/** One of those values in the sidebar's language (any other as it is). */
+export function term(value: string): string {
+  return value in TERMS ? __(TERMS[value]) : value;
+}
 
 export interface ExperienceCandidate {
   id: string;
@@ -105,12 +124,12 @@ export interface ExperienceRecord {
   data: any;
 }
 
-/** The four scores of stage 2, in the order they are shown. */
+/** The four scores of stage 2, in the order they are shown (labels shown through `__(label)`). */
 export const SCORES: [keyof Evaluation, string][] = [
-  ['structure', 'Structure'],
-  ['judgement', 'Judgement'],
-  ['reusability', 'Reusability'],
-  ['fit', 'Fit']
+  ['structure', N_('Structure')],
+  ['judgement', N_('Judgement')],
+  ['reusability', N_('Reusability')],
+  ['fit', N_('Fit')]
 ];
 
 /** A score in [0, 1] as two decimals ("—" when missing). */
@@ -128,7 +147,7 @@ export function visibleEntries(entries: ExperienceEntry[], showDeprecated: boole
 
 /** The INDEX.md problems of both libraries, one line each, prefixed by the library. */
 export function problemLines(problems: ExperienceEntries['problems'] | null | undefined): string[] {
-  return Object.entries(problems ?? {}).flatMap(([level, lines]) => (lines ?? []).map(line => `${level}: ${line}`));
+  return Object.entries(problems ?? {}).flatMap(([level, lines]) => (lines ?? []).map(line => `${term(level)}: ${line}`));
 }
 
 /** The records of a session, newest first. */
@@ -139,19 +158,19 @@ export function newestFirst(records: ExperienceRecord[]): ExperienceRecord[] {
 /** What a record says, as a heading and its lines. */
 export function describeRecord(record: ExperienceRecord): { heading: string; lines: string[] } {
   const data = record.data ?? {};
-  const stage = data.stage ? ` (stage: ${data.stage})` : '';
+  const stage = data.stage ? __(' (stage: %1)', data.stage) : '';
   if (record.type === 'experience_matched') {
     const matches: ExperienceMatch[] = Array.isArray(data.matches) ? data.matches : [];
     return {
-      heading: `Warned at the start of the run${stage}`,
-      lines: matches.map(match => `${match.title} · ${match.level} ${match.id} · score ${scoreText(match.score)}`)
+      heading: __('Warned at the start of the run%1', stage),
+      lines: matches.map(match => __('%1 · %2 %3 · score %4', match.title, term(match.level), match.id, scoreText(match.score)))
     };
   }
   const kept: string[] = Array.isArray(data.kept) ? data.kept.map(String) : [];
   const dropped: Dropped[] = Array.isArray(data.dropped) ? data.dropped : [];
   return {
-    heading: `Captured after the run${stage}: ${kept.length} kept, ${dropped.length} dropped`,
-    lines: [...kept.map(title => `Kept: ${title}`), ...dropped.map(item => `Dropped: ${item.title} (${item.why || item.reason})`)]
+    heading: __('Captured after the run%1: %2 kept, %3 dropped', stage, kept.length, dropped.length),
+    lines: [...kept.map(title => __('Kept: %1', title)), ...dropped.map(item => __('Dropped: %1 (%2)', item.title, item.why || item.reason))]
   };
 }
 

@@ -3,7 +3,7 @@ import { IEditorServices } from '@jupyterlab/codeeditor';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { LabIcon } from '@jupyterlab/ui-components';
-import { TabPanel } from '@lumino/widgets';
+import { TabPanel, Widget } from '@lumino/widgets';
 
 import { NiniApi } from './api';
 import { ChatView } from './chat';
@@ -26,6 +26,8 @@ export interface PanelOptions {
   rendermime: IRenderMimeRegistry;
   notebooks: INotebookTracker | null;
   openSkill: (name: string) => void;
+  /** Put a widget (a report) into JupyterLab's main area, or bring it to the front. */
+  showInMain: (widget: Widget) => void;
 }
 
 export class NiniPanel extends TabPanel {
@@ -44,15 +46,23 @@ export class NiniPanel extends TabPanel {
     this.title.caption = 'nini';
     this.chat = new ChatView({ api: options.api, rendermime: options.rendermime, notebooks: options.notebooks });
     this.skills = new SkillsView({ api: options.api, openSource: options.openSkill });
-    this.reports = new ReportsView(options.api);
+    this.reports = new ReportsView(options.api, options.showInMain);
     this.experience = new ExperienceView({ api: options.api, rendermime: options.rendermime });
     this.preferences = new PreferencesView(options.api);
     this.models = new ProvidersView(options.api);
     this.chat.sessionChanged.connect((_, id) => this.reports.showSession(id));
     this.chat.sessionChanged.connect((_, id) => this.experience.showSession(id));
     this.chat.eventsArrived.connect((_, events) => this.experience.follow(events));
-    for (const view of [this.chat, this.skills, this.reports, this.experience, this.preferences, this.models]) {
-      view.id = `nini-tab-${view.title.label.toLowerCase()}`;
+    const tabs: [Widget, string][] = [
+      [this.chat, 'chat'],
+      [this.skills, 'skills'],
+      [this.reports, 'reports'],
+      [this.experience, 'experience'],
+      [this.preferences, 'preferences'],
+      [this.models, 'models']
+    ];
+    for (const [view, name] of tabs) {
+      view.id = `nini-tab-${name}`; // not from the label, which is in the sidebar's language
       this.addWidget(view);
     }
     this.tabBar.node.setAttribute('aria-label', 'nini');

@@ -8,6 +8,7 @@ import { Widget } from '@lumino/widgets';
 
 import { NiniApi } from './api';
 import { el, tell } from './dom';
+import { __ } from './i18n';
 import { parseValue, Preference, showValue } from './prefs';
 
 export class PreferencesView extends Widget {
@@ -21,9 +22,9 @@ export class PreferencesView extends Widget {
   constructor(private readonly api: NiniApi) {
     super();
     this.addClass('nini-preferences');
-    this.title.label = 'Preferences';
+    this.title.label = __('Preferences');
     const switches = el('div', 'nini-prefs-switches');
-    for (const [input, label] of [[this.learning, 'Learn from my feedback'], [this.injection, 'Put them into prompts']] as const) {
+    for (const [input, label] of [[this.learning, __('Learn from my feedback')], [this.injection, __('Put them into prompts')]] as const) {
       input.type = 'checkbox';
       input.setAttribute('aria-label', label);
       input.onchange = () => void this.switch();
@@ -31,18 +32,18 @@ export class PreferencesView extends Widget {
       wrap.append(input, ` ${label}`);
       switches.append(wrap);
     }
-    for (const type of ['answer', 'report', 'chart']) {
-      const option = el('option', undefined, type);
+    for (const [type, label] of [['answer', __('answer')], ['report', __('report')], ['chart', __('chart')]]) {
+      const option = el('option', undefined, label);
       option.value = type;
       this.skillType.append(option);
     }
-    this.skillType.setAttribute('aria-label', 'Skill type of the preview');
+    this.skillType.setAttribute('aria-label', __('Skill type of the preview'));
     this.skillType.onchange = () => void this.refreshPreview();
-    this.list.setAttribute('aria-label', 'Preferences');
-    this.preview.setAttribute('aria-label', 'The block the next prompt carries');
+    this.list.setAttribute('aria-label', __('Preferences'));
+    this.preview.setAttribute('aria-label', __('The block the next prompt carries'));
     const previewHead = el('div', 'nini-prefs-preview-head');
-    previewHead.append(el('h3', undefined, 'Next prompt'), this.skillType);
-    this.node.append(switches, this.message, this.addForm(), el('h3', undefined, 'Rules'), this.list, previewHead, this.preview);
+    previewHead.append(el('h3', undefined, __('Next prompt')), this.skillType);
+    this.node.append(switches, this.message, this.addForm(), el('h3', undefined, __('Rules')), this.list, previewHead, this.preview);
   }
 
   async refresh(): Promise<void> {
@@ -52,7 +53,7 @@ export class PreferencesView extends Widget {
       this.injection.checked = switches.injection;
       this.list.replaceChildren(...listed.preferences.map(row => this.row(row, listed.project_id)));
       if (!listed.preferences.length) {
-        this.list.append(el('li', 'nini-prefs-empty', 'No preferences yet: add one, or give feedback on answers.'));
+        this.list.append(el('li', 'nini-prefs-empty', __('No preferences yet: add one, or give feedback on answers.')));
       }
       await this.refreshPreview();
     } catch (error) {
@@ -72,17 +73,18 @@ export class PreferencesView extends Widget {
     const item = el('li', 'nini-pref');
     item.dataset.id = String(row.id);
     item.dataset.key = row.key;
-    const scope = row.project_id === null ? 'global' : row.project_id === projectId ? 'this project' : row.project_id;
+    const scope = row.project_id === null ? __('global') : row.project_id === projectId ? __('this project') : row.project_id;
+    const source = row.source === 'explicit' ? __('explicit') : __('implicit');
     item.append(
       el('span', 'nini-pref-key', row.key),
       el('span', 'nini-pref-value', showValue(row.value)),
-      el('span', 'nini-pref-meta', `${row.source} · ${row.confidence.toFixed(2)} · ${row.evidence_count} evidence · ${scope}`)
+      el('span', 'nini-pref-meta', __('%1 · %2 · %3 evidence · %4', source, row.confidence.toFixed(2), row.evidence_count, scope))
     );
-    const edit = el('button', 'jp-Button jp-mod-styled nini-pref-edit', 'Edit');
-    edit.setAttribute('aria-label', `Edit the value of ${row.key}`);
+    const edit = el('button', 'jp-Button jp-mod-styled nini-pref-edit', __('Edit'));
+    edit.setAttribute('aria-label', __('Edit the value of %1', row.key));
     edit.onclick = () => void this.edit(row);
-    const remove = el('button', 'jp-Button jp-mod-styled jp-mod-warn nini-pref-delete', 'Delete');
-    remove.setAttribute('aria-label', `Delete ${row.key}`);
+    const remove = el('button', 'jp-Button jp-mod-styled jp-mod-warn nini-pref-delete', __('Delete'));
+    remove.setAttribute('aria-label', __('Delete %1', row.key));
     remove.onclick = () => void this.remove(row);
     item.append(edit, remove);
     return item;
@@ -93,22 +95,22 @@ export class PreferencesView extends Widget {
     const key = el('input', 'nini-prefs-add-key');
     const value = el('input', 'nini-prefs-add-value');
     const here = el('input', 'nini-prefs-add-project');
-    key.placeholder = 'key, e.g. tone';
-    value.placeholder = 'value, e.g. formal';
-    key.setAttribute('aria-label', 'Key of the new rule');
-    value.setAttribute('aria-label', 'Value of the new rule');
+    key.placeholder = __('key, e.g. tone');
+    value.placeholder = __('value, e.g. formal');
+    key.setAttribute('aria-label', __('Key of the new rule'));
+    value.setAttribute('aria-label', __('Value of the new rule'));
     here.type = 'checkbox';
-    here.setAttribute('aria-label', 'This project only');
+    here.setAttribute('aria-label', __('This project only'));
     const label = el('label');
-    label.append(here, ' this project only');
-    const add = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-prefs-add-button', 'Add rule');
+    label.append(here, ` ${__('this project only')}`);
+    const add = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-prefs-add-button', __('Add rule'));
     add.type = 'submit';
     form.append(key, value, label, add);
     form.onsubmit = async event => {
       event.preventDefault();
       try {
         const made = await this.api.addPreference(key.value.trim(), parseValue(value.value.trim()), here.checked ? '.' : null);
-        tell(this.message, `Added ${made.key}.`);
+        tell(this.message, __('Added %1.', made.key));
         key.value = value.value = '';
         await this.refresh();
       } catch (error) {
@@ -122,13 +124,17 @@ export class PreferencesView extends Widget {
     const input = el('input', 'nini-pref-edit-value');
     input.value = showValue(row.value);
     const body = new Widget({ node: input });
-    const answer = await showDialog({ title: `Edit ${row.key}`, body, buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Save' })] });
+    const answer = await showDialog({
+      title: __('Edit %1', row.key),
+      body,
+      buttons: [Dialog.cancelButton({ label: __('Cancel') }), Dialog.okButton({ label: __('Save') })]
+    });
     if (!answer.button.accept) {
       return;
     }
     try {
       await this.api.editPreference(row.id, parseValue(input.value.trim()));
-      tell(this.message, `Saved ${row.key} (now yours: confidence 1.00).`);
+      tell(this.message, __('Saved %1 (now yours: confidence 1.00).', row.key));
       await this.refresh();
     } catch (error) {
       tell(this.message, error);
@@ -137,16 +143,16 @@ export class PreferencesView extends Widget {
 
   private async remove(row: Preference): Promise<void> {
     const answer = await showDialog({
-      title: `Delete ${row.key}?`,
-      body: 'The next run is given the other preferences only.',
-      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Delete' })]
+      title: __('Delete %1?', row.key),
+      body: __('The next run is given the other preferences only.'),
+      buttons: [Dialog.cancelButton({ label: __('Cancel') }), Dialog.warnButton({ label: __('Delete') })]
     });
     if (!answer.button.accept) {
       return;
     }
     try {
       await this.api.deletePreference(row.id);
-      tell(this.message, `Deleted ${row.key}.`);
+      tell(this.message, __('Deleted %1.', row.key));
       await this.refresh();
     } catch (error) {
       tell(this.message, error);
@@ -156,7 +162,7 @@ export class PreferencesView extends Widget {
   private async switch(): Promise<void> {
     try {
       const now = await this.api.setSwitches({ learning: this.learning.checked, injection: this.injection.checked });
-      tell(this.message, `Learning ${now.learning ? 'on' : 'off'}, injection ${now.injection ? 'on' : 'off'}.`);
+      tell(this.message, __('Learning %1, injection %2.', now.learning ? __('on') : __('off'), now.injection ? __('on') : __('off')));
       await this.refreshPreview();
     } catch (error) {
       tell(this.message, error);

@@ -1,35 +1,51 @@
 /**
- * The Reports tab: generate the open session's layered report, list its reports, open one's HTML
- * in a sandboxed iframe (no scripts, no same-origin), download its files and each chart format;
- * export the session (`ExportControls`).
+ * The Reports tab: generate the open session's layered report in a chosen language, list its reports,
+ * download their files and each chart format, export the session (`ExportControls`).
+ *
+ * A report opens in a tab of JupyterLab's main area, as a document does: its HTML (written by nini's
+ * report builder through its sanitizer, nini/safe_html.py, and served with a script-free
+ * Content-Security-Policy) in a sandboxed iframe, with no exception to the sandbox: no scripts, no
+ * forms, an opaque origin.
  */
+import { MainAreaWidget } from '@jupyterlab/apputils';
+import { html5Icon, IFrame } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { NiniApi, NiniApiError, ReportInfo } from './api';
 import { ExportControls } from './exporting';
 import { feedbackControl } from './feedback';
+import { __, Language, language } from './i18n';
 import { el } from './render';
 
 export class ReportsView extends Widget {
   sessionId: string | null = null;
-  private readonly generate = el('button', 'jp-Button jp-mod-accept nini-generate-report', 'Generate report');
+  private readonly generate = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-generate-report', __('Generate report'));
+  private readonly lang = el('select', 'jp-mod-styled nini-report-lang');
   private readonly list = el('ul', 'nini-report-list');
   private readonly message = el('div', 'nini-report-message');
-  private readonly frame = el('iframe', 'nini-report-frame');
   private readonly exports: ExportControls;
+  private readonly opened = new Map<string, MainAreaWidget<IFrame>>();
 
-  constructor(private readonly api: NiniApi) {
+  /** `showInMain` puts a report's tab into JupyterLab's main area, or brings it to the front. */
+  constructor(
+    private readonly api: NiniApi,
+    private readonly showInMain: (widget: Widget) => void
+  ) {
     super();
     this.addClass('nini-reports');
-    this.title.label = 'Reports';
-    this.generate.setAttribute('aria-label', "Generate the session's report");
+    this.title.label = __('Reports');
+    this.generate.setAttribute('aria-label', __("Generate the session's report"));
     this.generate.onclick = () => void this.create();
-    this.frame.setAttribute('sandbox', ''); // no scripts, no forms, an opaque origin
-    this.frame.title = 'Report';
-    this.frame.hidden = true;
-    this.list.setAttribute('aria-label', 'Reports');
+    for (const [value, label] of [['en', __('English')], ['zh', __('Chinese')]]) {
+      this.lang.append(Object.assign(el('option', undefined, label), { value }));
+    }
+    this.lang.value = language(); // the sidebar's language unless the user picks the other
+    this.lang.setAttribute('aria-label', __('Language of the report'));
+    const toolbar = el('div', 'nini-toolbar');
+    toolbar.append(this.generate, this.lang);
+    this.list.setAttribute('aria-label', __('Reports'));
     this.exports = new ExportControls(api);
-    this.node.append(this.generate, this.exports.node, this.message, this.list, this.frame);
+    this.node.append(toolbar, this.exports.node, this.message, this.list);
     this.showSession(null);
   }
 
@@ -37,28 +53,27 @@ export class ReportsView extends Widget {
     this.sessionId = id;
     this.generate.disabled = id === null;
     this.exports.showSession(id);
-    this.frame.hidden = true;
-    this.frame.removeAttribute('src');
     this.list.replaceChildren();
-    this.message.textContent = id === null ? 'Open or start a chat session to see its reports.' : '';
+    this.message.textContent = id === null ? __('Open or start a chat session to see its reports.') : '';
     if (id !== null && this.isVisible) {
       void this.refresh();
     }
   }
 
   async create(): Promise<void> {
-    if (this.sessionId === null) {
+    const id = this.sessionId;
+    if (id === null) {
       return;
     }
     this.generate.disabled = true;
-    this.message.textContent = 'Writing the report…';
+    this.message.removeAttribute('role');
+    this.message.textContent = __('Writing the report…');
     try {
-      const made = await this.api.generateReport(this.sessionId);
-      this.message.textContent = `Report written: ${made.title}`;
+      const made = await this.api.generateReport(id, this.lang.value as Language);
+      this.message.textContent = __('Report written: %1', made.title);
       await this.refresh();
-      const html = made.paths.html;
-      if (html) {
-        this.openReport(html);
+      if (made.paths.html) {
+        this.openReport(id, made.paths.html, made.title);
       }
     } catch (error) {
       this.fail(error);
@@ -75,7 +90,7 @@ export class ReportsView extends Widget {
       const reports = await this.api.listReports(this.sessionId);
       this.list.replaceChildren(...reports.map(report => this.row(report)));
       if (!reports.length && !this.message.textContent) {
-        this.message.textContent = 'No report yet.';
+        this.message.textContent = __('No report yet.');
       }
     } catch (error) {
       this.fail(error);
@@ -86,10 +101,11 @@ export class ReportsView extends Widget {
     const item = el('li', 'nini-report');
     const head = el('div', 'nini-report-head');
     head.append(el('span', 'nini-report-title', report.title), el('span', 'nini-report-date', report.created_at.slice(0, 16).replace('T', ' ')));
+    const sessionId = this.sessionId!;
     if (report.files.html) {
-      const open = el('button', 'jp-Button jp-mod-styled nini-report-open', 'Open');
-      open.setAttribute('aria-label', `Open the report ${report.title}`);
-      open.onclick = () => this.openReport(report.files.html);
+      const open = el('button', 'jp-Button jp-mod-styled nini-report-open', __('Open'));
+      open.setAttribute('aria-label', __('Open the report %1', report.title));
+      open.onclick = () => this.openReport(sessionId, report.files.html, report.title);
       head.append(open);
     }
     const files = el('div', 'nini-report-files');
@@ -112,13 +128,20 @@ export class ReportsView extends Widget {
     const link = el('a', 'nini-download', format.toUpperCase());
     link.href = this.api.artifactUrl(this.sessionId!, path);
     link.download = path.split('/').pop() ?? path;
-    link.setAttribute('aria-label', `Download ${link.download}`);
+    link.setAttribute('aria-label', __('Download %1', link.download));
     return link;
   }
 
-  private openReport(path: string): void {
-    this.frame.src = this.api.artifactUrl(this.sessionId!, path);
-    this.frame.hidden = false;
+  /** The report's tab in the main area: opened once per report, brought to the front after. */
+  private openReport(sessionId: string, path: string, title: string): void {
+    const key = `${sessionId}/${path}`;
+    let tab = this.opened.get(key);
+    if (tab === undefined || tab.isDisposed) {
+      tab = reportTab(this.api.artifactUrl(sessionId, path), title);
+      this.opened.set(key, tab);
+      tab.disposed.connect(() => this.opened.delete(key));
+    }
+    this.showInMain(tab);
   }
 
   private fail(error: unknown): void {
@@ -129,4 +152,23 @@ export class ReportsView extends Widget {
   protected onAfterShow(): void {
     void this.refresh();
   }
+}
+
+let tabs = 0;
+
+/** A main-area tab showing the report at `url` in an iframe sandboxed without exceptions. */
+function reportTab(url: string, title: string): MainAreaWidget<IFrame> {
+  const content = new IFrame({ sandbox: [], referrerPolicy: 'no-referrer' }); // sandbox="": no scripts, an opaque origin
+  content.url = url;
+  const frame = content.node.querySelector('iframe')!;
+  frame.classList.add('nini-report-frame');
+  frame.title = __('Report: %1', title);
+  const tab = new MainAreaWidget({ content });
+  tab.id = `nini-report-${++tabs}`;
+  tab.addClass('nini-report-tab');
+  tab.title.label = title;
+  tab.title.caption = __('Report: %1', title);
+  tab.title.icon = html5Icon;
+  tab.title.closable = true;
+  return tab;
 }

@@ -7,9 +7,22 @@ import { Widget } from '@lumino/widgets';
 
 import { NiniApi, SkillRecord } from './api';
 import { tell } from './dom';
+import { __, N_ } from './i18n';
 import { el } from './render';
 
-export const CATEGORIES = ['data', 'statistics', 'visualization', 'export', 'report', 'workflow', 'utility', 'experiment_design', 'other'];
+/** The skill categories, each with how it reads in the form (shown through `__(name)`). */
+const CATEGORY_NAMES: Record<string, string> = {
+  data: N_('data'),
+  statistics: N_('statistics'),
+  visualization: N_('visualization'),
+  export: N_('export'),
+  report: N_('report'),
+  workflow: N_('workflow'),
+  utility: N_('utility'),
+  experiment_design: N_('experiment design'),
+  other: N_('other')
+};
+export const CATEGORIES = Object.keys(CATEGORY_NAMES);
 
 export interface SkillsOptions {
   api: NiniApi;
@@ -28,52 +41,52 @@ export class SkillsView extends Widget {
   constructor(private readonly options: SkillsOptions) {
     super();
     this.addClass('nini-skills');
-    this.title.label = 'Skills';
+    this.title.label = __('Skills');
     this.build();
   }
 
   private build(): void {
     const toolbar = el('div', 'nini-toolbar');
     this.search.type = 'search';
-    this.search.placeholder = 'Search skills';
-    this.search.setAttribute('aria-label', 'Search skills');
+    this.search.placeholder = __('Search skills');
+    this.search.setAttribute('aria-label', __('Search skills'));
     this.search.oninput = () => this.draw();
-    for (const [value, label] of [['', 'All types'], ['function', 'Function'], ['markdown', 'Markdown']]) {
+    for (const [value, label] of [['', __('All types')], ['function', __('Function')], ['markdown', __('Markdown')]]) {
       const option = el('option', undefined, label);
       option.value = value;
       this.type.append(option);
     }
-    this.type.setAttribute('aria-label', 'Skill type');
+    this.type.setAttribute('aria-label', __('Skill type'));
     this.type.onchange = () => this.draw();
-    const create = el('button', 'jp-Button jp-mod-styled nini-new-skill', 'New skill');
+    const create = el('button', 'jp-Button jp-mod-styled nini-new-skill', __('New skill'));
     create.type = 'button';
-    create.setAttribute('aria-label', 'Create a new Markdown skill');
+    create.setAttribute('aria-label', __('Create a new Markdown skill'));
     create.onclick = () => {
       this.form.hidden = !this.form.hidden;
       (this.form.querySelector('input') as HTMLInputElement | null)?.focus();
     };
-    const reload = el('button', 'jp-Button jp-mod-styled', 'Refresh');
+    const reload = el('button', 'jp-Button jp-mod-styled', __('Refresh'));
     reload.type = 'button';
-    reload.setAttribute('aria-label', 'Reload the skills');
+    reload.setAttribute('aria-label', __('Reload the skills'));
     reload.onclick = () => void this.refresh();
     toolbar.append(this.search, this.type, create, reload);
     this.buildForm();
-    this.list.setAttribute('aria-label', 'Skills');
+    this.list.setAttribute('aria-label', __('Skills'));
     this.node.append(toolbar, this.form, this.message, this.list);
   }
 
   private buildForm(): void {
     this.form.hidden = true;
-    const name = Object.assign(el('input'), { name: 'name', required: true, placeholder: 'name-in-kebab-case' });
-    name.setAttribute('aria-label', 'Skill name');
-    const description = Object.assign(el('textarea'), { name: 'description', required: true, rows: 2, placeholder: 'What it does and when to use it' });
-    description.setAttribute('aria-label', 'Skill description');
+    const name = Object.assign(el('input'), { name: 'name', required: true, placeholder: __('name-in-kebab-case') });
+    name.setAttribute('aria-label', __('Skill name'));
+    const description = Object.assign(el('textarea'), { name: 'description', required: true, rows: 2, placeholder: __('What it does and when to use it') });
+    description.setAttribute('aria-label', __('Skill description'));
     const category = Object.assign(el('select'), { name: 'category' });
-    category.setAttribute('aria-label', 'Skill category');
+    category.setAttribute('aria-label', __('Skill category'));
     for (const value of CATEGORIES) {
-      category.append(Object.assign(el('option', undefined, value), { value }));
+      category.append(Object.assign(el('option', undefined, __(CATEGORY_NAMES[value])), { value }));
     }
-    const submit = el('button', 'jp-Button jp-mod-accept', 'Create');
+    const submit = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-skill-create', __('Create'));
     submit.type = 'submit';
     this.form.append(name, description, category, submit);
     this.form.onsubmit = event => {
@@ -87,7 +100,7 @@ export class SkillsView extends Widget {
       const record = await this.options.api.createSkill({ name, description, category });
       this.form.reset();
       this.form.hidden = true;
-      this.tell(`Created ${record.name}.`);
+      this.tell(__('Created %1.', record.name));
       await this.refresh();
     } catch (error) {
       this.tell(error);
@@ -122,13 +135,13 @@ export class SkillsView extends Widget {
     const toggle = el('input');
     toggle.type = 'checkbox';
     toggle.checked = record.enabled;
-    toggle.setAttribute('aria-label', `Enable ${record.name}`);
+    toggle.setAttribute('aria-label', __('Enable %1', record.name));
     toggle.onchange = () => void this.setEnabled(record, toggle);
     const head = el('div', 'nini-skill-head');
-    head.append(toggle, el('span', 'nini-skill-name', record.name), el('span', `nini-badge nini-badge-${record.type}`, record.type));
+    head.append(toggle, el('span', 'nini-skill-name', record.name), el('span', `nini-badge nini-badge-${record.type}`, record.type === 'markdown' ? __('Markdown') : __('Function')));
     if (record.type === 'markdown') {
-      const open = el('button', 'jp-Button jp-mod-minimal nini-skill-open', 'Open');
-      open.setAttribute('aria-label', `Open the SKILL.md of ${record.name}`);
+      const open = el('button', 'jp-Button jp-mod-minimal nini-skill-open', __('Open'));
+      open.setAttribute('aria-label', __('Open the SKILL.md of %1', record.name));
       open.onclick = () => this.options.openSource(record.name);
       head.append(open);
     }
@@ -144,7 +157,7 @@ export class SkillsView extends Widget {
     try {
       const updated = await this.options.api.setSkillEnabled(record.name, toggle.checked, record.type);
       record.enabled = updated.enabled;
-      this.tell(`${record.name} ${updated.enabled ? 'enabled' : 'disabled'}.`);
+      this.tell(updated.enabled ? __('%1 enabled.', record.name) : __('%1 disabled.', record.name));
     } catch (error) {
       toggle.checked = record.enabled;
       this.tell(error);
