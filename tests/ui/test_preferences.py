@@ -54,7 +54,9 @@ def test_thumbs_down_three_times_makes_a_rule_the_next_prompt_carries(page: Any,
         page.wait_for_function(f"() => document.querySelectorAll('{FEEDBACK}')[{n}].dataset.sent === 'reject'")
     status = page.locator(FEEDBACK).nth(2).locator(".nini-feedback-status").inner_text()
     assert status == "Recorded: reject · punctuation.no_exclamation 0.50 → 0.70"
-    assert page.locator(FEEDBACK).nth(2).locator(".nini-feedback-up").is_disabled()
+    judged = page.locator(FEEDBACK).nth(2)  # the choice shows pressed; another can still be sent
+    assert judged.locator(".nini-feedback-down").get_attribute("aria-pressed") == "true"
+    assert judged.locator(".nini-feedback-up").get_attribute("aria-pressed") == "false"
     screenshot(page, "30-feedback")
 
     assert preview(page).splitlines()[-1] == RULE

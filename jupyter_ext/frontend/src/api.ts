@@ -99,6 +99,22 @@ export interface NiniEvent {
   data: any;
 }
 
+/** The body of an ask: the question, where its code runs (see `NiniApi.ask`) and the notebook's context. */
+function turnBody(
+  message: string,
+  where?: { kernelId: string; mode: RunWhere } | null,
+  notebook?: NotebookJson | null
+): Record<string, unknown> {
+  const body: Record<string, unknown> = { message };
+  if (where) {
+    body[where.mode === 'kernel' ? 'kernel_id' : 'notebook_kernel_id'] = where.kernelId;
+  }
+  if (notebook) {
+    body.notebook = notebook;
+  }
+  return body;
+}
+
 export class NiniApi {
   constructor(readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()) {}
 
@@ -150,14 +166,18 @@ export class NiniApi {
     where?: { kernelId: string; mode: RunWhere } | null,
     notebook?: NotebookJson | null
   ): Promise<{ turn_id: string; notice?: string }> {
-    const body: Record<string, unknown> = { message };
-    if (where) {
-      body[where.mode === 'kernel' ? 'kernel_id' : 'notebook_kernel_id'] = where.kernelId;
-    }
-    if (notebook) {
-      body.notebook = notebook;
-    }
-    return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/ask`, body);
+    return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/ask`, turnBody(message, where, notebook));
+  }
+
+  /** Start a turn in a new session, which the server makes only once the ask is accepted (a refused
+   * ask, say for want of a model, leaves no empty session behind); `title` defaults to the question's start. */
+  askNew(
+    message: string,
+    where?: { kernelId: string; mode: RunWhere } | null,
+    notebook?: NotebookJson | null,
+    title?: string
+  ): Promise<{ turn_id: string; session_id: string; notice?: string }> {
+    return this.send('POST', 'ask', { ...turnBody(message, where, notebook), ...(title ? { title } : {}) });
   }
 
   listProposals(sessionId: string): Promise<Proposal[]> {
@@ -239,6 +259,12 @@ export class NiniApi {
 
   saveProvider(provider: ProviderInfo): Promise<unknown> {
     return this.send('PUT', `models/providers/${encodeURIComponent(provider.name)}`, provider);
+  }
+
+  /** Whether the key variable `name` is set on the server (never its value). A POST: a key pasted in
+   * place of the name stays out of URLs and logs. */
+  keyVariable(name: string): Promise<{ name: string; set: boolean }> {
+    return this.send('POST', 'models/key-variable', { name });
   }
 
   testProvider(provider: ProviderInfo): Promise<{ ok: boolean; reason?: string; model?: string; latency_ms?: number }> {
@@ -330,6 +356,11 @@ export class NiniApi {
   /** The user's judgement of an output (a turn id, a report's tool call id, a proposal id). */
   feedback(body: { run_id: string; action: FeedbackAction; signals?: string[]; comment?: string }): Promise<Learned> {
     return this.send('POST', 'feedback', body);
+  }
+
+  /** The latest feedback on each of a session's outputs, by run id (its thumbs show it pressed). */
+  sessionFeedback(sessionId: string): Promise<Record<string, FeedbackAction>> {
+    return this.request(`sessions/${encodeURIComponent(sessionId)}/feedback`);
   }
 
   /** The address of a workspace file of a session (charts, reports), for `<img>` and iframes. */

@@ -11,11 +11,13 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
-import { ApprovalDecision, NiniApi, NiniApiError, NiniEvent, RunWhere, SessionInfo } from './api';
+import { ApprovalDecision, NiniApi, NiniEvent, RunWhere, SessionInfo } from './api';
 import { Attachments } from './attachments';
 import { fileName, NotebookJson, notebookContext } from './context';
-import { feedbackControl } from './feedback';
+import { errorParts, showError } from './errors';
+import { feedbackControl, FeedbackMemory } from './feedback';
 import { ChatModel, Proposal, PROPOSE_CELL } from './model';
+import { NoModelCard } from './nomodel';
 import { Decision, PendingCells } from './proposals';
 import { el, RenderContext, renderItem } from './render';
 import { EventStream, StreamState } from './stream';
@@ -24,6 +26,8 @@ export interface ChatOptions {
   api: NiniApi;
   rendermime: IRenderMimeRegistry;
   notebooks: INotebookTracker | null;
+  /** Brings the Models tab to the front (the no-model card's button). */
+  openModels?: () => void;
 }
 
 export class ChatView extends Widget {
@@ -52,6 +56,9 @@ export class ChatView extends Widget {
   private followed: NotebookPanel | null = null;
   private readonly attachments = new Attachments();
   private readonly pending: PendingCells;
+  /** Shown when no model could answer (checked when the chat opens), with a way to the Models tab. */
+  readonly noModel: NoModelCard;
+  private readonly feedbackMemory: FeedbackMemory;
 
   constructor(private readonly options: ChatOptions) {
     super();
@@ -65,11 +72,14 @@ export class ChatView extends Widget {
       feedback: turnId => feedbackControl(this.options.api, turnId, 'answer')
     };
     this.pending = new PendingCells(options.notebooks, this.context.onProposal!);
+    this.noModel = new NoModelCard(options.api, options.openModels ?? (() => undefined));
+    this.feedbackMemory = FeedbackMemory.of(options.api); // shared with the Reports tab's controls
     this.build();
     // the label follows the active notebook and its kernel (started, restarted or changed later)
     options.notebooks?.currentChanged.connect((_, panel) => this.followNotebook(panel));
     this.followNotebook(options.notebooks?.currentWidget ?? null);
     void this.refreshSessions();
+    void this.noModel.check(); // said when the chat opens, not only once a question is refused
     void options.api.approvalPolicy().then(
       policy => {
         this.approvalRequired = policy.required;
@@ -129,7 +139,7 @@ export class ChatView extends Widget {
     const buttons = el('div', 'nini-buttons');
     buttons.append(this.send, this.stop);
     footer.append(this.attachments.node, this.input, buttons, this.status);
-    this.node.append(header, this.log, footer);
+    this.node.append(header, this.noModel.node, this.log, footer);
     this.showWhere();
     this.updateButtons();
   }
@@ -232,6 +242,7 @@ export class ChatView extends Widget {
     }
     this.updateButtons();
     void this.showAllowance();
+    void this.feedbackMemory.load(id); // its thumbs pressed as they were left
     this.sessionChanged.emit(id);
   }
 
@@ -409,11 +420,13 @@ export class ChatView extends Widget {
     this.updateButtons();
     try {
       if (this.sessionId === null) {
-        const session = await api.createSession(message.slice(0, 80));
-        this.open(session.id);
+        // the server makes the session only once it takes the question: a refused one leaves none behind
+        const started = await api.askNew(message, this.notebookKernel(), this.notebookJson());
+        this.open(started.session_id);
         void this.refreshSessions();
+      } else {
+        await api.ask(this.sessionId, message, this.notebookKernel(), this.notebookJson());
       }
-      await api.ask(this.sessionId!, message, this.notebookKernel(), this.notebookJson());
       this.input.value = '';
       this.attachments.clear();
     } catch (error) {
@@ -464,12 +477,15 @@ export class ChatView extends Widget {
     }
   }
 
-  /** A failed request, as the envelope says it (never a stack trace). */
+  /** A failed request: its plain sentence (errors.ts), then the envelope's code and words (never a stack trace). */
   private say(error: unknown): void {
-    const message = error instanceof NiniApiError ? `${error.code}: ${error.message}` : String((error as Error)?.message ?? error);
-    const node = el('div', 'nini-error nini-request-error', message);
+    const node = el('div', 'nini-error nini-request-error');
+    showError(node, error);
     node.setAttribute('role', 'alert');
     this.log.append(node);
+    if (errorParts(error).code === 'NO_MODEL_AVAILABLE') {
+      void this.noModel.check(); // the card says what to do, and leads to the Models tab
+    }
   }
 
   private updateButtons(): void {

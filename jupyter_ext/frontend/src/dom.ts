@@ -1,3 +1,5 @@
+import { showError } from './errors';
+
 /** The one DOM helper every view uses: an element with a class and text, in one call. */
 export function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,
@@ -14,12 +16,15 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   return node;
 }
 
-/** Show what happened in a view's status line: an error (its code and message for an API error)
- * as an alert, anything else as a status. */
+/** Show what happened in a view's status line: an error (for an API error, its code's plain sentence,
+ * then the code and message: errors.ts) as an alert, anything else as a status. */
 export function tell(line: HTMLElement, what: unknown): void {
-  const api = what as { code?: unknown; message?: unknown };
-  const isApiError = what instanceof Error && typeof api.code === 'string';
-  line.textContent = isApiError ? `${api.code}: ${api.message}` : String(what instanceof Error ? what.message : what);
+  if (what instanceof Error) {
+    showError(line, what);
+  } else {
+    line.textContent = String(what);
+    delete line.dataset.code;
+  }
   line.dataset.kind = what instanceof Error ? 'error' : 'info';
   line.setAttribute('role', what instanceof Error ? 'alert' : 'status');
 }

@@ -44,12 +44,14 @@ export class NiniPanel extends TabPanel {
     this.addClass('nini-panel');
     this.title.icon = niniIcon;
     this.title.caption = 'nini';
-    this.chat = new ChatView({ api: options.api, rendermime: options.rendermime, notebooks: options.notebooks });
+    this.chat = new ChatView({ api: options.api, rendermime: options.rendermime, notebooks: options.notebooks,
+                               openModels: () => (this.currentWidget = this.models) }); // prettier-ignore
     this.skills = new SkillsView({ api: options.api, openSource: options.openSkill });
     this.reports = new ReportsView(options.api, options.showInMain);
     this.experience = new ExperienceView({ api: options.api, rendermime: options.rendermime });
     this.preferences = new PreferencesView(options.api);
     this.models = new ProvidersView(options.api);
+    this.models.changed.connect((_, info) => this.chat.noModel.show(info)); // a saved provider hides the card
     this.chat.sessionChanged.connect((_, id) => this.reports.showSession(id));
     this.chat.sessionChanged.connect((_, id) => this.experience.showSession(id));
     this.chat.eventsArrived.connect((_, events) => this.experience.follow(events));

@@ -8,6 +8,7 @@
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 
 import { el } from './dom';
+import { showError } from './errors';
 import { strictRendermime } from './sanitize';
 import type { ApprovalDecision } from './api';
 import type { ApprovalItem, ApprovalState, AssistantItem, ChatItem, StepItem } from './model';
@@ -74,7 +75,7 @@ export function renderItem(item: ChatItem, existing: HTMLElement | undefined, co
     case 'error': {
       const node = existing ?? el('div', 'nini-error');
       node.setAttribute('role', 'alert');
-      node.textContent = `${item.code}: ${item.message}`;
+      showError(node, item); // its plain sentence first (errors.ts), then the code and the server's words
       return node;
     }
     case 'end': {

@@ -2,3 +2,4 @@ import './base.css';
 import './proposals.css';
 import './experience.css';
 import './preferences.css';
+import './models.css';
