@@ -72,6 +72,7 @@ class _Worker:
     r_version: str
     startup_ms: int
     started_at: str
+    language: str  # of its run-time guard's words, set when it started
     restarts: int = 0
     last_id: int = 0
 
@@ -258,7 +259,7 @@ class RWorkerPool:
         if self._closed:
             return ""
         try:
-            await self._worker(session_id, worker.workspace)
+            await self._worker(session_id, worker.workspace, worker.language)  # its successor speaks as it did
         except RSandboxError as exc:  # the next run tries again, and raises if it fails again
             return f"; starting a new R worker failed: {exc.message}"
         return ""
@@ -294,7 +295,7 @@ class RWorkerPool:
                 self.on_exit(runtime)
             raise RSandboxError("WORKER_DIED", f"the R worker could not be started: {exc}") from exc
         self._live[runtime] = process.pid
-        worker = _Worker(process, runtime, workspace, "", 0, datetime.now(UTC).isoformat(timespec="seconds"))
+        worker = _Worker(process, runtime, workspace, "", 0, datetime.now(UTC).isoformat(timespec="seconds"), language)
         assert process.stdout is not None
         try:
             line: bytes | None = await asyncio.wait_for(process.stdout.readline(), self.start_timeout_s)
