@@ -130,7 +130,7 @@ def test_by_default_the_agents_code_runs_in_the_sandbox_with_copies_of_the_noteb
     open_notebook(page, lab, "analysis.ipynb", "import pandas as pd\nsales = pd.DataFrame({'amount': [3.0, 4.5]})")
     open_sidebar(page)
     page.click(".nini-new-chat")
-    assert page.input_value(".nini-run-where") == "sandbox"  # sandbox first
+    assert page.get_attribute(".nini-run-where", "data-value") == "sandbox"  # sandbox first
     where = page.inner_text(".nini-where")
     assert "nini's sandbox" in where and "analysis.ipynb's variables" in where
     llm.reply(tool_call("run_code", code="print(sales.amount.sum())\nsales['amount'] = 0", label="your data",
@@ -141,7 +141,7 @@ def test_by_default_the_agents_code_runs_in_the_sandbox_with_copies_of_the_noteb
     wait_idle(page)
     assert steps(page) == [{"name": "run_code", "status": "succeeded"}]
     step = page.locator(".nini-log > .nini-step").last
-    assert step.locator(".nini-step-where").inner_text() == "sandbox"
+    assert step.locator(".nini-step-where").inner_text() == "sandboxed"
     step.locator("summary").click()
     output = step.locator(".nini-step-output").inner_text()
     assert "7.5" in output and "sales is a copy of the notebook's" in output  # a copy of the notebook's `sales`

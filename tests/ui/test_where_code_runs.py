@@ -55,7 +55,7 @@ def test_in_the_notebooks_kernel_each_step_shows_its_code_and_waits_for_a_person
     open_sidebar(page)
     widen_sidebar(page)
     page.click(".nini-new-chat")
-    page.select_option(".nini-run-where", "kernel")
+    page.click('.nini-run-where-segment[data-value="kernel"]')
     assert "mine.ipynb's kernel, not sandboxed: each step shows its code and waits for your OK" in page.inner_text(".nini-where")
     llm.reply(tool_call("run_code", code="allowed_once = float(sales.amount.sum())"),
               tool_call("run_code", code="rejected_step = 1"), text("Done."))  # fmt: skip
@@ -74,7 +74,7 @@ def test_in_the_notebooks_kernel_each_step_shows_its_code_and_waits_for_a_person
     second.locator(".nini-approval-reject").click()
     card(page, "reject")
     wait_idle(page)
-    assert step_states(page) == [("succeeded", "your kernel"), ("failed", "your kernel")]
+    assert step_states(page) == [("succeeded", "in your kernel"), ("failed", "in your kernel")]
     names = notebook_names(lab)
     assert "allowed_once" in names and "rejected_step" not in names
     assert page.locator(".nini-allowed-badge").is_hidden()
@@ -102,12 +102,12 @@ def test_allowed_for_the_session_runs_without_asking_until_the_badge_is_clicked(
 
 
 def test_switching_back_puts_the_code_in_the_sandbox(page: Any, lab: Lab, llm: ScriptedLLM) -> None:
-    page.select_option(".nini-run-where", "sandbox")
+    page.click('.nini-run-where-segment[data-value="sandbox"]')
     llm.reply(tool_call("run_code", code="in_the_sandbox = 1"), text("Done."))
     before = page.locator(".nini-approval").count()
     ask(page, "Once more")
     wait_idle(page)
-    assert step_states(page)[-1] == ("succeeded", "sandbox")
+    assert step_states(page)[-1] == ("succeeded", "sandboxed")
     assert page.locator(".nini-approval").count() == before  # no question: it ran in nini's sandbox
     assert "in_the_sandbox" not in notebook_names(lab)
 
@@ -123,7 +123,7 @@ def test_with_approval_turned_off_the_sidebar_says_so_plainly(browser: Any, unas
     with watched_page(browser, unasked_lab) as other:
         open_notebook(other, unasked_lab, "mine.ipynb", "x = 1")
         open_sidebar(other)
-        other.select_option(".nini-run-where", "kernel")
+        other.click('.nini-run-where-segment[data-value="kernel"]')
         other.wait_for_selector('.nini-where[data-unasked="true"]')
         assert "WITHOUT asking: approval is off on this server" in other.inner_text(".nini-where")
         screenshot(other, "23-approval-off")

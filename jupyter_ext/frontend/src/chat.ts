@@ -21,6 +21,8 @@ import { NoModelCard } from './nomodel';
 import { Decision, PendingCells } from './proposals';
 import { el, RenderContext, renderItem } from './render';
 import { EventStream, StreamState } from './stream';
+import { WhereChoice } from './where';
+import { __ } from './i18n';
 
 export interface ChatOptions {
   api: NiniApi;
@@ -48,7 +50,7 @@ export class ChatView extends Widget {
   private readonly input = el('textarea', 'nini-input');
   private readonly send = el('button', 'jp-Button jp-mod-accept nini-send', 'Ask');
   private readonly stop = el('button', 'jp-Button jp-mod-warn nini-stop', 'Stop');
-  private readonly runWhere = el('select', 'nini-run-where');
+  private readonly runWhere = new WhereChoice(() => this.showWhere());
   private readonly where = el('span', 'nini-where');
   private readonly allowed = el('button', 'jp-Button jp-mod-styled nini-allowed-badge');
   private approvalRequired = true; // the server's execution.approve_in_user_kernel, asked at start
@@ -69,7 +71,8 @@ export class ChatView extends Widget {
       artifactUrl: path => options.api.artifactUrl(this.sessionId ?? '', path),
       onApproval: (id, decision) => void this.decide(id, decision),
       onProposal: (proposal, decision, run) => void this.decideProposal(proposal, decision, run),
-      feedback: turnId => feedbackControl(this.options.api, turnId, 'answer')
+      feedback: turnId => feedbackControl(this.options.api, turnId, 'answer'),
+      notebooks: options.notebooks
     };
     this.pending = new PendingCells(options.notebooks, this.context.onProposal!);
     this.noModel = new NoModelCard(options.api, options.openModels ?? (() => undefined));
@@ -100,25 +103,11 @@ export class ChatView extends Widget {
     const fresh = el('button', 'jp-Button jp-mod-styled nini-new-chat', 'New chat');
     fresh.setAttribute('aria-label', 'Start a new chat');
     fresh.onclick = () => this.newChat();
-    const choice = el('label', 'nini-run-where-label', 'Code runs');
-    const options: [RunWhere, string, string][] = [
-      ['sandbox', "in nini's sandbox", "The agent's Python runs in the session's sandboxed kernel; it gets copies of the notebook variables it asks for (your kernel and files stay out of its reach)."],
-      ['kernel', "in the notebook's kernel", "The agent's Python runs in the active notebook's kernel, with your variables and your rights (not sandboxed); each step shows its code and waits for your OK."]
-    ];
-    for (const [value, label, title] of options) {
-      const option = el('option', undefined, label);
-      option.value = value;
-      option.title = title;
-      this.runWhere.append(option);
-    }
-    this.runWhere.value = 'sandbox'; // sandbox first: the notebook's kernel is a deliberate choice
-    this.runWhere.onchange = () => this.showWhere();
-    choice.append(this.runWhere);
     this.allowed.hidden = true;
     this.allowed.textContent = 'Allowed for this session ✕';
     this.allowed.title = "This session's steps run in your kernel without asking. Click to be asked again.";
     this.allowed.onclick = () => void this.revokeAllowance();
-    header.append(this.sessions, fresh, choice, this.where, this.allowed);
+    header.append(this.sessions, fresh, this.runWhere.node, this.where, this.allowed);
     this.log.setAttribute('role', 'log');
     this.log.setAttribute('aria-live', 'polite');
     this.log.setAttribute('aria-label', 'Conversation');
@@ -164,13 +153,13 @@ export class ChatView extends Widget {
 
   private showWhere(): void {
     const kernel = this.notebookKernel();
-    let text = "in nini's sandbox, without a notebook's variables (no notebook with a kernel is open)";
+    let text = __("in nini's sandbox, without a notebook's variables (no notebook with a kernel is open)");
     if (kernel?.mode === 'sandbox') {
-      text = `in nini's sandbox, with copies of ${kernel.name}'s variables the agent asks for`;
+      text = __("in nini's sandbox, with copies of %1's variables the agent asks for", kernel.name);
     } else if (kernel?.mode === 'kernel') {
       text = this.approvalRequired
-        ? `in ${kernel.name}'s kernel, not sandboxed: each step shows its code and waits for your OK`
-        : `in ${kernel.name}'s kernel, not sandboxed, WITHOUT asking: approval is off on this server (execution.approve_in_user_kernel)`;
+        ? __("in %1's kernel, not sandboxed: each step shows its code and waits for your OK", kernel.name)
+        : __("in %1's kernel, not sandboxed, WITHOUT asking: approval is off on this server (execution.approve_in_user_kernel)", kernel.name);
     }
     this.where.textContent = text;
     this.where.dataset.target = kernel?.mode === 'kernel' ? 'notebook' : 'sandbox';
@@ -381,9 +370,15 @@ export class ChatView extends Widget {
     });
   }
 
-  /** Where a new item's element goes: inside its task, in its turn's background group, or last. */
+  /** Where a new item's element goes: a proposal right after the step that made it; a step inside
+   * its task, or in its turn's background group; anything else last. */
   private place(id: string, node: HTMLElement): void {
     const item = this.model.get(id)!;
+    const maker = item.kind === 'proposal' ? this.nodes.get(item.proposal.proposal_id) : undefined;
+    if (maker?.isConnected) {
+      maker.after(node);
+      return;
+    }
     if (item.kind === 'step' && item.parentId !== null) {
       const parent = this.nodes.get(item.parentId);
       parent?.querySelector(':scope > .nini-step-children')?.append(node);

@@ -42,15 +42,37 @@ export interface StepItem {
   code: string | null;
   status: StepStatus;
   durationMs: number | null;
-  error: { code: string; message: string; violations?: Violation[] } | null;
+  error: { code: string; message: string; line?: number; violations?: Violation[] } | null;
   stdout: string;
   stderr: string;
   artifacts: string[];
   datasetsSaved: string[];
   isolation: string | null;
+  outputs: StepOutput[]; // the run's outputs in order (empty: show stdout and stderr)
+  table: TablePreview | null; // output_df's first rows
   summary: string | null; // a task's one sentence
   parentId: string | null; // the task:* step this one ran inside
   background: boolean; // after the answer (a stop hook's work), not part of the answer
+}
+
+/** One output of a step's run as its `code_execution` event carries it: nbformat v4, bounded
+ * (nini.skills.step_outputs). */
+export interface StepOutput {
+  output_type: 'stream' | 'display_data' | 'execute_result' | 'error';
+  name?: string;
+  text?: string;
+  data?: Record<string, string>;
+  ename?: string;
+  evalue?: string;
+  traceback?: string[];
+}
+
+/** output_df's first rows (a `code_execution` event's `table`). */
+export interface TablePreview {
+  columns: string[];
+  dtypes: string[];
+  rows: unknown[][];
+  shape: [number, number];
 }
 
 export interface NoteItem {
@@ -363,7 +385,9 @@ export class ChatModel {
       stderr: '',
       artifacts: [],
       datasetsSaved: [],
-      isolation: null,
+      isolation: typeof data.isolation === 'string' ? data.isolation : null, // known from the start
+      outputs: [],
+      table: null,
       summary: null,
       parentId: parent !== null && parent.turnId === event.turn_id ? parent.id : null,
       background
@@ -386,7 +410,9 @@ export class ChatModel {
     step.stderr = String(data.stderr ?? '');
     step.artifacts = Array.isArray(data.artifacts) ? data.artifacts.map(String) : [];
     step.datasetsSaved = Array.isArray(data.datasets_saved) ? data.datasets_saved.map(String) : [];
-    step.isolation = data.isolation ? String(data.isolation) : null;
+    step.isolation = data.isolation ? String(data.isolation) : step.isolation;
+    step.outputs = Array.isArray(data.outputs) ? data.outputs.filter((o: any) => o && typeof o === 'object') : [];
+    step.table = data.table && Array.isArray(data.table.columns) && Array.isArray(data.table.rows) ? data.table : null;
     if (!step.label && data.label) {
       step.label = String(data.label);
     }
@@ -405,6 +431,7 @@ export class ChatModel {
       step.error = {
         code: String(data.error.code ?? 'ERROR'),
         message: String(data.error.message ?? ''),
+        line: typeof data.error.line === 'number' ? data.error.line : undefined,
         violations: Array.isArray(data.error.violations) ? data.error.violations : undefined
       };
     }

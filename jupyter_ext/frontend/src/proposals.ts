@@ -9,9 +9,10 @@
  * layout, which inserts its children by index, is not disturbed; a proposal for the top of the
  * notebook goes just before the list of cells.
  */
-import type { ICellModel, MarkdownCell } from '@jupyterlab/cells';
+import type { ICellModel } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 
+import { putCell } from './cells';
 import { diffLines } from './diff';
 import type { Proposal, ProposalItem } from './model';
 import { el } from './dom';
@@ -153,30 +154,10 @@ export class PendingCells {
     if (!panel || !notebook || !model) {
       throw new Error('open the notebook to accept this proposal');
     }
-    const index = this.targetIndex(proposal, panel);
-    const cell = { cell_type: proposal.cell_type, source: proposal.source, metadata: {} };
-    const shared = model.sharedModel;
-    const replaced = proposal.replaces !== null && index < model.cells.length ? model.cells.get(index) : null;
-    if (replaced !== null && replaced.type === proposal.cell_type) {
-      replaced.sharedModel.setSource(proposal.source);
-    } else if (replaced !== null) {
-      shared.transact(() => {
-        shared.deleteCell(index);
-        shared.insertCell(index, cell);
-      });
-    } else {
-      shared.insertCell(index, cell);
-    }
+    const index = putCell(panel, this.targetIndex(proposal, panel), proposal, proposal.replaces !== null);
     this.remove(proposal.proposal_id);
-    notebook.activeCellIndex = index;
-    notebook.deselectAll();
     if (run) {
       await NotebookActions.run(notebook, panel.sessionContext);
-    } else if (proposal.cell_type === 'markdown') {
-      const widget = notebook.widgets[index];
-      if (widget?.model.type === 'markdown') {
-        (widget as MarkdownCell).rendered = true; // shown as text, as an accepted answer should be
-      }
     }
     return index;
   }

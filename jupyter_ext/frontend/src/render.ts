@@ -5,11 +5,17 @@
  * and Markdown go through JupyterLab's rendermime (sanitized, highlighted); code only when its
  * step is opened, so a long history stays cheap to show.
  */
+import type { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 
+import { chartFigure } from './charts';
+import { addCodeActions, codeActions } from './codeblocks';
 import { el } from './dom';
 import { showError } from './errors';
+import { __, N_ } from './i18n';
+import { renderError, renderOutputs } from './outputs';
 import { strictRendermime } from './sanitize';
+import { whereBadge } from './where';
 import type { ApprovalDecision } from './api';
 import type { ApprovalItem, ApprovalState, AssistantItem, ChatItem, StepItem } from './model';
 import { DecideProposal, renderProposalCard } from './proposals';
@@ -22,16 +28,10 @@ export interface RenderContext {
   onApproval?: (approvalId: string, decision: ApprovalDecision) => void;
   onProposal?: DecideProposal;
   feedback?: (turnId: string) => HTMLElement; // thumbs under a finished answer
+  notebooks?: INotebookTracker | null; // where Insert below, Replace cell and Insert chart act
 }
 
-const STATUS_TEXT: Record<string, string> = { running: 'running', succeeded: 'done', failed: 'failed' };
-/** Where a step's code runs, as its badge says it (`code_execution`'s `isolation`). */
-const WHERE_TEXT: Record<string, [string, string]> = {
-  sandbox: ['sandbox', "in nini's sandbox"],
-  gateway: ['gateway', "on the Jupyter server's kernel gateway, in its sandbox"],
-  unsandboxed: ['no sandbox', 'in a nini kernel without a sandbox (execution.sandbox is none, or bubblewrap is missing)'],
-  user_kernel: ['your kernel', "in your notebook's kernel, not sandboxed"]
-};
+const STATUS_TEXT: Record<string, string> = { running: N_('running'), succeeded: N_('done'), failed: N_('failed') };
 const APPROVAL_TEXT: Record<ApprovalState, string> = {
   waiting: 'Waiting for you: this step would run in your kernel, not sandboxed',
   once: 'Allowed once',
@@ -113,7 +113,7 @@ function renderAssistant(item: AssistantItem, existing: HTMLElement | undefined,
     node.textContent = item.text; // plain while it streams; Markdown once whole
   } else if (node.dataset.rendered !== item.text) {
     node.dataset.rendered = item.text;
-    void renderMarkdown(context.rendermime, node, item.text);
+    void renderMarkdown(context.rendermime, node, item.text).then(() => addCodeActions(node, context.notebooks));
   }
   return node;
 }
@@ -122,8 +122,9 @@ function renderStep(step: StepItem, existing: HTMLElement | undefined, context: 
   const node = existing ?? buildStep(step, context);
   node.dataset.status = step.status;
   const parts = stepParts(node);
-  parts.status.textContent = STATUS_TEXT[step.status];
-  parts.status.setAttribute('aria-label', `status: ${STATUS_TEXT[step.status]}`);
+  const status = __(STATUS_TEXT[step.status] ?? step.status);
+  parts.status.textContent = status;
+  parts.status.setAttribute('aria-label', __('status: %1', status));
   parts.label.textContent = step.label;
   parts.duration.textContent = step.durationMs === null ? '' : `${(step.durationMs / 1000).toFixed(step.durationMs < 10_000 ? 2 : 1)} s`;
   if (step.language) {
@@ -131,45 +132,26 @@ function renderStep(step: StepItem, existing: HTMLElement | undefined, context: 
     parts.language.dataset.language = step.language;
     parts.language.hidden = false;
   }
-  const where = step.isolation === null ? undefined : WHERE_TEXT[step.isolation];
-  parts.where.hidden = where === undefined;
-  if (where !== undefined) {
-    parts.where.textContent = where[0];
-    parts.where.title = where[1];
-    parts.where.dataset.where = step.isolation!;
+  const where = whereBadge(step.language, step.isolation);
+  parts.where.hidden = where === null;
+  if (where !== null) {
+    parts.where.textContent = where.text;
+    parts.where.title = where.title;
+    parts.where.dataset.where = where.where;
   }
-  parts.output.hidden = !(step.stdout || step.stderr);
-  parts.output.textContent = [step.stdout, step.stderr].filter(Boolean).join('\n');
+  renderOutputs(step, parts.output, context.rendermime);
   renderError(step, parts.error);
   parts.summary.hidden = step.summary === null;
   parts.summary.textContent = step.summary === null ? '' : `↳ ${step.summary}`;
   const charts = step.artifacts.filter(path => IMAGE.test(path));
   const shown = charts.filter(path => path.endsWith('.png')).length ? charts.filter(path => path.endsWith('.png')) : charts;
   if (parts.charts.childElementCount !== shown.length) {
+    const svg = (path: string) => charts.find(other => other === path.replace(/\.png$/i, '.svg')) ?? path;
     parts.charts.replaceChildren(
-      ...shown.map(path => {
-        const image = el('img', 'nini-chart');
-        image.src = context.artifactUrl(path);
-        image.alt = `chart ${path.split('/').pop()}`;
-        image.loading = 'lazy';
-        return image;
-      })
+      ...shown.map(path => chartFigure(context.artifactUrl(path), path, context.notebooks, context.artifactUrl(svg(path))))
     );
   }
   return node;
-}
-
-function renderError(step: StepItem, host: HTMLElement): void {
-  host.hidden = step.error === null;
-  if (step.error === null) {
-    return;
-  }
-  const violations = step.error.violations ?? [];
-  if (violations.length) {
-    host.replaceChildren(el('div', 'nini-error-title', `${step.error.code}`), ...violations.map(v => el('div', 'nini-violation', v.message)));
-  } else {
-    host.textContent = `${step.error.code}: ${step.error.message}`;
-  }
 }
 
 interface StepParts {
@@ -202,7 +184,7 @@ function buildStep(step: StepItem, context: RenderContext): HTMLElement {
     where: Object.assign(el('span', 'nini-step-where'), { hidden: true }),
     label: el('span', 'nini-step-label'),
     duration: el('span', 'nini-step-duration'),
-    output: el('pre', 'nini-step-output'),
+    output: Object.assign(el('div', 'nini-step-output'), { hidden: true }),
     error: el('div', 'nini-step-error'),
     summary: el('div', 'nini-step-summary'),
     charts: el('div', 'nini-step-charts')
@@ -211,7 +193,10 @@ function buildStep(step: StepItem, context: RenderContext): HTMLElement {
   summary.append(parts.status, el('span', 'nini-step-name', step.name), parts.language, parts.where, parts.label, parts.duration);
   const body = el('div', 'nini-step-body');
   const code = el('div', 'nini-step-code');
-  body.append(code, parts.output);
+  if (step.code !== null) {
+    body.append(codeActions(step.code, context.notebooks));
+  }
+  body.append(code);
   details.append(summary, body);
   details.addEventListener('toggle', () => {
     if (details.open && step.code !== null && !code.dataset.rendered) {
@@ -220,7 +205,8 @@ function buildStep(step: StepItem, context: RenderContext): HTMLElement {
     }
   });
   const children = el('div', 'nini-step-children');
-  node.append(details, parts.error, parts.summary, parts.charts, children);
+  // what a user reads first: the error's line, then the results (the code stays folded)
+  node.append(details, parts.error, parts.output, parts.summary, parts.charts, children);
   return node;
 }
 

@@ -3,3 +3,4 @@ import './proposals.css';
 import './experience.css';
 import './preferences.css';
 import './models.css';
+import './results.css';
