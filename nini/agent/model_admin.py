@@ -30,7 +30,8 @@ from nini.redact import redact_paths
 
 KEY_ADVICE = "put the key in an environment variable and name it in api_key_env"
 # what a client may set; ``script`` is the replay kind's recorded script (relative to NINI_HOME)
-EDITABLE_FIELDS = ("kind", "base_url", "model", "api_key_env", "vision_models", "enabled", "script")
+EDITABLE_FIELDS = ("kind", "base_url", "model", "api_key_env", "vision_models", "enabled", "script", "input_per_mtok",
+                   "output_per_mtok", "currency")  # fmt: skip
 # what GET /models shows of a provider beyond those: a client may send a provider back as it got it
 ECHOED_FIELDS = ("name", "usable", "reason")
 TEST_PROMPT = [{"role": "user", "content": "Reply with OK"}]
@@ -175,6 +176,8 @@ def describe_models(router: ModelRouter, home: Path) -> dict[str, Any]:
             "name": provider.name, "kind": provider.kind, "base_url": provider.base_url, "model": provider.model,
             "api_key_env": provider.api_key_env, "vision_models": list(provider.vision_models),
             "enabled": provider.enabled, "usable": reason is None, "reason": _shown(reason, home),
+            "input_per_mtok": provider.input_per_mtok, "output_per_mtok": provider.output_per_mtok,
+            "currency": provider.currency,
         })  # fmt: skip
     purposes = {}
     for purpose in PURPOSES:

@@ -213,6 +213,23 @@ def wait_idle(page: Any, timeout_ms: int = 60_000) -> None:
     page.wait_for_selector('.nini-chat[data-running="false"]', state="attached", timeout=timeout_ms)
 
 
+def current_session(page: Any) -> str:
+    """The id of the session the chat shows ('' for a new chat)."""
+    return page.get_attribute(".nini-sessions", "data-session") or ""
+
+
+def open_session(page: Any, session_id: str | None = None) -> str:
+    """Open a past session from the chat's session list, as a user does: ``session_id``, or the newest;
+    its id."""
+    if page.get_attribute(".nini-sessions", "aria-expanded") != "true":
+        page.click(".nini-sessions")
+    item = f'.nini-session-item[data-id="{session_id}"]' if session_id else ".nini-session-item"
+    page.locator(f"{item} .nini-session-open").first.click()
+    page.wait_for_function("id => document.querySelector('.nini-sessions').dataset.session === id || (!id && "
+                           "document.querySelector('.nini-sessions').dataset.session)", arg=session_id or "")  # fmt: skip
+    return current_session(page)
+
+
 def wait_for_connected_kernel(lab: Lab, timeout_s: float = 60) -> None:
     """Until the notebook's kernel is idle with the page connected to it: a cell run before is dropped."""
     deadline = time.monotonic() + timeout_s

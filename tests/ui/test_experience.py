@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.llm_server import ScriptedLLM, text
-from tests.ui.conftest import Lab, ask, open_sidebar, screenshot, wait_idle, watched_page, widen_sidebar
+from tests.ui.conftest import Lab, ask, current_session, open_sidebar, screenshot, wait_idle, watched_page, widen_sidebar
 
 pytestmark = pytest.mark.slow
 
@@ -120,7 +120,7 @@ def test_what_the_run_was_given_shows_the_match(page: Any, lab: Lab, llm: Script
     assert title in record.first.inner_text()
     screenshot(page, "22-experience-run")
     # with the tab shown, the next run's warning comes in through the chat's socket
-    session = page.eval_on_selector(".nini-sessions", "select => select.value")
+    session = current_session(page)
     llm.reply(text("Still 12."))
     ask_when_free(lab, session, QUESTION)
     page.wait_for_function("() => document.querySelectorAll('.nini-exp-record[data-type=\"experience_matched\"]').length === 2",

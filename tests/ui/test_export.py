@@ -10,7 +10,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from tests.ui.conftest import Lab, open_sidebar, screenshot, watched_page
+from tests.ui.conftest import Lab, open_session, open_sidebar, screenshot, watched_page
 
 pytestmark = pytest.mark.slow
 
@@ -39,8 +39,7 @@ def download(page: Any, selector: str, folder: Path) -> nbformat.NotebookNode:
 
 def test_the_export_button_gives_a_sandboxed_notebook_by_default(page: Any, session: str, tmp_path: Path) -> None:
     open_sidebar(page)
-    page.wait_for_selector(f'.nini-sessions option[value="{session}"]', state="attached")
-    page.select_option(".nini-sessions", session)
+    open_session(page, session)
     page.click('#nini-panel .lm-TabBar-tab:has-text("Reports")')
     button = page.locator(".nini-export-notebook")
     button.wait_for(state="visible")

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
-from tests.ui.conftest import (Lab, ask, new_page, open_sidebar, screenshot, show_files, wait_for_connected_kernel, wait_idle,
-                               watched_page)  # fmt: skip
+from tests.ui.conftest import (Lab, ask, current_session, new_page, open_session, open_sidebar, screenshot, show_files,
+                               wait_for_connected_kernel, wait_idle, watched_page)  # fmt: skip
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +52,7 @@ def asked_body(page: Any, question: str) -> dict[str, Any]:
 
 
 def session_id(page: Any) -> str:
-    return page.eval_on_selector(".nini-sessions", "select => select.value")
+    return current_session(page)
 
 
 def proposals(lab: Lab, page: Any) -> dict[str, dict[str, Any]]:
@@ -115,15 +115,16 @@ def test_a_cell_and_a_file_attached_go_with_the_next_question(page: Any, llm: Sc
     page.click('.jp-DirListing-item[title*="notes.txt"]', button="right")
     page.click('.lm-Menu-item:has-text("nini: Attach file to question")')
     page.wait_for_selector('.nini-chip[data-kind="file"]')
-    chips = page.eval_on_selector_all(".nini-chip", "chips => chips.map(c => c.dataset.kind + ':' + c.innerText)")
-    assert chips == ["cell:sales.ipynb · cell 0\n×", "file:notes.txt\n×"], chips
+    chips = page.eval_on_selector_all(".nini-chip", "chips => chips.map(c => c.dataset.kind + ':' + c.innerText.trim())")
+    assert chips == ["notebook:sales.ipynb", "variables:variables of sales.ipynb", "cell:sales.ipynb · cell 0",
+                     "file:notes.txt"], chips  # fmt: skip
     screenshot(page, "10-attachments")
     llm.reply(text("Noted."))
     body = asked_body(page, "Keep these in mind")
     assert body["notebook"]["attached_cells"] == [0]
     assert body["notebook"]["attached_files"] == {"notes.txt": NOTES}
     wait_idle(page)
-    assert page.locator(".nini-chip").count() == 0  # they went with that question
+    assert page.locator('.nini-chip[data-kind="cell"], .nini-chip[data-kind="file"]').count() == 0  # they went with it
 
 
 def test_a_proposal_shows_as_a_pending_cell_and_accept_and_run_inserts_it(page: Any, lab: Lab, llm: ScriptedLLM) -> None:
@@ -171,7 +172,7 @@ def test_decided_proposals_show_their_status_after_a_reload(browser: Any, page: 
     reloaded = new_page(browser, lab)
     try:
         open_sidebar(reloaded)
-        reloaded.select_option(".nini-sessions", session)
+        open_session(reloaded, session)
         reloaded.wait_for_selector(f'.nini-proposal[data-id="{half}"][data-status="rejected"]', timeout=30_000)
         assert reloaded.get_attribute(f'.nini-proposal[data-id="{mean}"]', "data-status") == "accepted"
         assert reloaded.inner_text(f'.nini-proposal[data-id="{mean}"] .nini-proposal-status') == "Accepted and run"

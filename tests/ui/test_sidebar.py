@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
-from tests.ui.conftest import (Lab, ask, free_port, new_page, open_notebook, open_sidebar, screenshot, wait_idle, watched_page,
-                               widen_sidebar)  # fmt: skip
+from tests.ui.conftest import (Lab, ask, free_port, new_page, open_notebook, open_session, open_sidebar, screenshot, wait_idle,
+                               watched_page, widen_sidebar)  # fmt: skip
 
 pytestmark = pytest.mark.slow
 
@@ -117,8 +117,7 @@ def test_a_past_session_reopens_with_its_history(page: Any) -> None:
     before = steps(page)
     page.click(".nini-new-chat")
     assert page.locator(".nini-log > *").count() == 0
-    session = page.eval_on_selector(".nini-sessions option:nth-child(2)", "o => o.value")
-    page.select_option(".nini-sessions", session)
+    open_session(page)  # the newest
     page.wait_for_selector('.nini-end[data-ended-by="canceled"]')
     assert steps(page) == before
     screenshot(page, "04-reopened")
@@ -182,8 +181,7 @@ def test_a_new_skill_from_the_form_appears_in_the_list(page: Any, lab: Lab) -> N
 
 def test_a_report_opens_in_a_sandboxed_frame(page: Any) -> None:
     page.click('#nini-panel .lm-TabBar-tab:has-text("Chat")')
-    session = page.eval_on_selector(".nini-sessions option:nth-child(2)", "o => o.value")
-    page.select_option(".nini-sessions", session)
+    open_session(page)  # the newest
     page.click('#nini-panel .lm-TabBar-tab:has-text("Reports")')
     page.click(".nini-generate-report")
     frame = page.locator("iframe.nini-report-frame")

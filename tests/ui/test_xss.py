@@ -27,7 +27,7 @@ import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
 from tests.test_safe_html import PAYLOADS
-from tests.ui.conftest import Lab, ask, open_sidebar, screenshot, wait_for_connected_kernel, wait_idle, watched_page
+from tests.ui.conftest import Lab, ask, current_session, open_sidebar, screenshot, wait_for_connected_kernel, wait_idle, watched_page
 
 pytestmark = pytest.mark.slow
 
@@ -207,7 +207,7 @@ def test_a_report_with_a_payload_in_its_conclusions_runs_nothing(page: Any, lab:
     assert "March revenue" in body.locator("h1").inner_text()
     assert HARMLESS in body.inner_text()
     assert_nothing_ran(page, capture, lab, before, body)
-    session = page.eval_on_selector(".nini-sessions", "select => select.value")
+    session = current_session(page)
     [report] = [r for r in lab.nini("GET", f"sessions/{session}/reports") if r["title"] == "March revenue"]
     html = lab_file(lab, session, report["files"]["html"])
     # the file itself, not only the frame (whose CSP would stop what it holds), parsed inert

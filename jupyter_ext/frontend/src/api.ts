@@ -147,8 +147,19 @@ export class NiniApi {
     return this.request<T>(path, { method, body: body === undefined ? undefined : JSON.stringify(body) });
   }
 
-  listSessions(): Promise<SessionInfo[]> {
-    return this.request('sessions');
+  /** The caller's sessions, newest first; `query`: those whose title or conversation holds it. */
+  listSessions(query = ''): Promise<SessionInfo[]> {
+    return this.request(query ? `sessions?q=${encodeURIComponent(query)}` : 'sessions');
+  }
+
+  /** Give a session of yours a new title: the session as stored now. */
+  renameSession(sessionId: string, title: string): Promise<SessionInfo> {
+    return this.send('PATCH', `sessions/${encodeURIComponent(sessionId)}`, { title });
+  }
+
+  /** Delete a session of yours for good (CONFLICT while it runs). */
+  deleteSession(sessionId: string): Promise<{ deleted: string }> {
+    return this.send('DELETE', `sessions/${encodeURIComponent(sessionId)}`);
   }
 
   createSession(title: string): Promise<SessionInfo> {

@@ -1,15 +1,56 @@
 /**
- * What the user attached to the next question: notebook cells and files, shown as removable chips
- * above the chat's input and sent with the ask (then cleared: they belong to one question).
+ * What goes with the next question, as chips above the chat's input: the active notebook (its
+ * active cell and those above it), its variables (copies the agent may ask for, in the sandbox),
+ * attached cells and attached files. Each chip has a ✕ that leaves it out of the next question; an
+ * attach button opens a menu (the selected cells, the files selected in the file browser: the
+ * commands nini:attach-cell and nini:attach-file), and `@` in the question offers cells and files.
+ * After a question is sent, attachments go and the notebook and its variables come back.
  *
  * A cell is kept as its model, not its index, so it stays the same cell when the user inserts or
  * moves cells before asking; its index is read when the question is sent.
  */
 import type { ICellModel } from '@jupyterlab/cells';
+import type { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import type { NotebookPanel } from '@jupyterlab/notebook';
+import type { Contents } from '@jupyterlab/services';
+import { closeIcon, codeIcon, fileIcon, kernelIcon, LabIcon, MenuSvg, notebookIcon } from '@jupyterlab/ui-components';
+import type { CommandRegistry } from '@lumino/commands';
 
-import { fileName } from './context';
+import type { RunWhere } from './api';
+import { iconButton } from './codeblocks';
+import { fileName, MentionCandidate, NotebookJson, notebookContext } from './context';
 import { el } from './dom';
+import { __ } from './i18n';
+import { MentionList } from './mention';
+
+/** A paperclip: what attaching looks like wherever chat tools attach things. */
+export const attachIcon = new LabIcon({
+  name: 'nini:attach',
+  svgstr:
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><path class="jp-icon3" fill="#616161" d="M16.5 6v11.5a4 4 0 0 1-8 0V5a2.5 2.5 0 0 1 5 0v10.5a1 1 0 0 1-2 0V6H10v9.5a2.5 2.5 0 0 0 5 0V5a4 4 0 0 0-8 0v12.5a5.5 5.5 0 0 0 11 0V6z"/></svg>'
+});
+
+/** A file larger than this is not read to be attached (only its first characters would be sent). */
+export const ATTACH_MAX_BYTES = 2_000_000;
+
+/** The notebook a question is asked from, and where its code would run (the chat's choice). */
+export interface AskedFrom {
+  panel: NotebookPanel | null;
+  kernel: { kernelId: string; name: string; mode: RunWhere } | null;
+}
+
+/** What the chips need of JupyterLab beyond the notebook: commands, the files and where to say a failure. */
+export interface LabHooks {
+  commands: CommandRegistry;
+  contents: Contents.IManager;
+  files: IDefaultFileBrowser | null;
+  attachCell: string; // the command ids of the attach menu
+  attachFile: string;
+  onError: (message: string) => void;
+}
+
+type ChipKind = 'notebook' | 'variables' | 'cell' | 'file';
+const ICONS: Record<ChipKind, LabIcon> = { notebook: notebookIcon, variables: kernelIcon, cell: codeIcon, file: fileIcon };
 
 interface AttachedCell {
   panel: NotebookPanel;
@@ -17,13 +58,37 @@ interface AttachedCell {
 }
 
 export class Attachments {
-  readonly node = el('div', 'nini-attachments');
+  readonly node = el('div', 'nini-context');
+  private readonly chips = el('div', 'nini-attachments');
   private cells: AttachedCell[] = [];
   private files = new Map<string, string>(); // the file's path under the server's root -> its text
+  private withoutNotebook = false; // the user took the notebook's chip off (for the next question)
+  private withoutVariables = false;
+  private lab: LabHooks | null = null;
+  private menu: MenuSvg | null = null;
 
-  constructor() {
-    this.node.setAttribute('aria-label', 'Attached to the next question');
+  constructor(private readonly askedFrom: () => AskedFrom) {
+    this.chips.setAttribute('role', 'group');
+    this.chips.setAttribute('aria-label', __('Sent with the next question'));
+    const attach = iconButton(attachIcon, 'nini-attach', __('Attach cells or files (or type @)'), button => this.openMenu(button));
+    attach.setAttribute('aria-haspopup', 'menu');
+    this.node.append(this.chips, attach);
     this.render();
+  }
+
+  /** Connect the attach menu and `@`'s files to JupyterLab (the plugin does, once its commands exist). */
+  useLab(hooks: LabHooks): void {
+    this.lab = hooks;
+    this.menu = new MenuSvg({ commands: hooks.commands });
+    this.menu.addClass('nini-attach-menu');
+    this.menu.addItem({ command: hooks.attachCell, args: { short: true } });
+    this.menu.addItem({ command: hooks.attachFile, args: { short: true } });
+  }
+
+  /** Offer cells and files when `@` is typed in `input`. */
+  watch(input: HTMLTextAreaElement): void {
+    const list = new MentionList(input, () => this.mentionCandidates(), candidate => void this.attachMention(candidate));
+    this.node.append(list.node);
   }
 
   get count(): number {
@@ -44,14 +109,71 @@ export class Attachments {
     this.render();
   }
 
+  /** Read and attach files of the server (the file browser's selection, an `@` choice): a folder is
+   * skipped, one over ATTACH_MAX_BYTES or not text is refused, saying why. */
+  async addPaths(items: Iterable<Contents.IModel>): Promise<void> {
+    for (const item of Array.from(items)) {
+      if (item.type === 'directory' || this.lab === null) {
+        continue;
+      }
+      if ((item.size ?? 0) > ATTACH_MAX_BYTES) {
+        this.lab.onError(__('%1 is too large to attach (over 2 MB); ask nini to load it as a dataset instead', item.name));
+        continue;
+      }
+      try {
+        const model = await this.lab.contents.get(item.path, { type: 'file', format: 'text', content: true });
+        this.addFile(item.path, String(model.content ?? ''));
+      } catch (error) {
+        this.lab.onError(__('%1 cannot be attached as text (%2)', item.name, String((error as Error)?.message ?? error)));
+      }
+    }
+  }
+
+  /** After a question: its attachments went with it; the notebook and its variables come back. */
   clear(): void {
     this.cells = [];
     this.files.clear();
+    this.withoutNotebook = this.withoutVariables = false;
     this.render();
   }
 
+  /** Draw the chips again (the active notebook, its kernel or where code runs changed). */
+  refresh(): void {
+    this.render();
+  }
+
+  /** Where the question's code runs, as the chat chose it, unless the variables' chip was taken off
+   * (then the sandbox gets no copies: no notebook kernel is named). */
+  kernelFor<T extends { mode: RunWhere }>(kernel: T | null): T | null {
+    return kernel?.mode === 'sandbox' && this.withoutVariables ? null : kernel;
+  }
+
+  /** The `notebook` of the ask: the active notebook's cells up to the active one (unless its chip was
+   * taken off), the attached cells and files. */
+  notebookJson(): NotebookJson | null {
+    const panel = this.askedFrom().panel;
+    const files = Object.fromEntries(this.files);
+    if (panel === null || panel.content.model === null) {
+      return Object.keys(files).length ? { name: null, cells: [], active: null, attached_cells: [], attached_files: files } : null;
+    }
+    const notebook = panel.content;
+    const attached = this.cellIndices(panel);
+    if (this.withoutNotebook && !attached.length && !Object.keys(files).length) {
+      return null;
+    }
+    const active = !this.withoutNotebook && notebook.widgets.length ? notebook.activeCellIndex : -1;
+    const last = Math.max(active, ...attached);
+    return notebookContext({
+      name: fileName(panel.context.path),
+      cells: notebook.widgets.slice(0, last + 1).map(cell => cell.model.toJSON()),
+      active: active >= 0 ? active : null,
+      attachedCells: attached,
+      attachedFiles: files
+    });
+  }
+
   /** The indices, now, of the cells attached from `panel` (cells deleted since are dropped). */
-  cellIndices(panel: NotebookPanel): number[] {
+  private cellIndices(panel: NotebookPanel): number[] {
     const models = panel.content.widgets.map(widget => widget.model);
     return this.cells
       .filter(attached => attached.panel === panel)
@@ -59,41 +181,94 @@ export class Attachments {
       .filter(index => index >= 0);
   }
 
-  fileTexts(): Record<string, string> {
-    return Object.fromEntries(this.files);
+  private openMenu(button: HTMLElement): void {
+    if (this.menu === null) {
+      return;
+    }
+    const box = button.getBoundingClientRect();
+    this.menu.open(box.left, box.bottom);
+  }
+
+  /** What `@` offers: the active notebook's cells, then the files of the file browser's folder. */
+  private async mentionCandidates(): Promise<MentionCandidate[]> {
+    const panel = this.askedFrom().panel;
+    const cells: MentionCandidate[] = (panel?.content.widgets ?? []).map((cell, index) => ({
+      kind: 'cell',
+      key: String(index),
+      label: __('cell %1', index),
+      detail: firstLine(cell.model.sharedModel.getSource())
+    }));
+    const lab = this.lab;
+    if (lab === null || lab.files === null) {
+      return cells;
+    }
+    const folder = await lab.contents.get(lab.files.model.path, { content: true });
+    const files = (folder.content as Contents.IModel[]).filter(item => item.type !== 'directory');
+    return cells.concat(files.map(item => ({ kind: 'file', key: item.path, label: item.name, detail: item.path })));
+  }
+
+  private async attachMention(candidate: MentionCandidate): Promise<void> {
+    const panel = this.askedFrom().panel;
+    if (candidate.kind === 'cell') {
+      const cell = panel?.content.widgets[Number(candidate.key)];
+      if (panel && cell) {
+        this.addCells(panel, [cell.model]);
+      }
+    } else if (this.lab !== null) {
+      await this.addPaths([await this.lab.contents.get(candidate.key, { content: false })]);
+    }
   }
 
   private render(): void {
     const chips: HTMLElement[] = [];
+    const { panel, kernel } = this.askedFrom();
+    if (panel !== null && !this.withoutNotebook) {
+      const name = fileName(panel.context.path);
+      chips.push(this.chip('notebook', name, __('%1: the active cell and the cells above it go with the question', name), () => {
+        this.withoutNotebook = true;
+      }));
+    }
+    if (kernel?.mode === 'sandbox' && !this.withoutVariables) {
+      chips.push(this.chip('variables', __('variables of %1', kernel.name),
+        __("The agent may ask for copies of %1's variables, made in nini's sandbox", kernel.name), () => {
+          this.withoutVariables = true;
+        }));  // prettier-ignore
+    }
     this.cells = this.cells.filter(attached => !attached.panel.isDisposed);
     for (const attached of this.cells) {
       const index = attached.panel.content.widgets.findIndex(widget => widget.model === attached.cell);
-      if (index < 0) {
-        continue;
+      if (index >= 0) {
+        const label = __('%1 · cell %2', fileName(attached.panel.context.path), index);
+        chips.push(this.chip('cell', label, firstLine(attached.cell.sharedModel.getSource()), () => {
+          this.cells = this.cells.filter(other => other !== attached);
+        }));
       }
-      const label = `${fileName(attached.panel.context.path)} · cell ${index}`;
-      chips.push(this.chip('cell', label, firstLine(attached.cell.sharedModel.getSource()), () => {
-        this.cells = this.cells.filter(other => other !== attached);
-      }));
     }
     for (const path of this.files.keys()) {
       chips.push(this.chip('file', fileName(path), path, () => this.files.delete(path)));
     }
-    this.node.replaceChildren(...chips);
-    this.node.hidden = chips.length === 0;
+    this.chips.replaceChildren(...chips);
+    this.node.dataset.count = String(chips.length);
   }
 
-  private chip(kind: 'cell' | 'file', label: string, tooltip: string, remove: () => void): HTMLElement {
+  private chip(kind: ChipKind, label: string, tooltip: string, remove: () => void): HTMLElement {
     const chip = el('span', 'nini-chip');
     chip.dataset.kind = kind;
     chip.title = tooltip;
-    const close = el('button', 'nini-chip-remove', '×');
-    close.setAttribute('aria-label', `Remove ${label}`);
+    const close = el('button', 'nini-chip-remove');
+    close.type = 'button';
+    close.append(closeIcon.element({ tag: 'span', className: 'nini-chip-remove-icon' }));
+    close.setAttribute('aria-label', __('Remove %1', label));
+    close.title = __('Leave %1 out of the next question', label);
     close.onclick = () => {
+      const place = [...this.chips.children].indexOf(chip);
       remove();
       this.render();
+      // the focus goes to the next chip's ✕ (or the attach button), not to the page
+      const buttons = [...this.node.querySelectorAll<HTMLButtonElement>('.nini-chip-remove, .nini-attach')];
+      buttons[Math.min(place, buttons.length - 1)]?.focus();
     };
-    chip.append(el('span', 'nini-chip-label', label), close);
+    chip.append(ICONS[kind].element({ tag: 'span', className: 'nini-chip-icon' }), el('span', 'nini-chip-label', label), close);
     return chip;
   }
 }

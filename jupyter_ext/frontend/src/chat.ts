@@ -13,7 +13,8 @@ import { Widget } from '@lumino/widgets';
 
 import { ApprovalDecision, NiniApi, NiniEvent, RunWhere, SessionInfo } from './api';
 import { Attachments } from './attachments';
-import { fileName, NotebookJson, notebookContext } from './context';
+import { SessionList } from './sessions';
+import type { NotebookJson } from './context';
 import { errorParts, showError } from './errors';
 import { feedbackControl, FeedbackMemory } from './feedback';
 import { ChatModel, Proposal, PROPOSE_CELL } from './model';
@@ -45,7 +46,7 @@ export class ChatView extends Widget {
   private frame = 0;
   private asking = false;
   private readonly context: RenderContext;
-  private readonly sessions = el('select', 'nini-sessions');
+  private readonly sessions = new SessionList(this.options.api, id => this.open(id), error => this.say(error));
   private readonly log = el('div', 'nini-log');
   private readonly input = el('textarea', 'nini-input');
   private readonly send = el('button', 'jp-Button jp-mod-accept nini-send', 'Ask');
@@ -56,7 +57,8 @@ export class ChatView extends Widget {
   private approvalRequired = true; // the server's execution.approve_in_user_kernel, asked at start
   private readonly status = el('div', 'nini-status');
   private followed: NotebookPanel | null = null;
-  private readonly attachments = new Attachments();
+  /** The chips of what goes with the next question (notebook, variables, cells, files), `@` and the attach menu. */
+  readonly attachments = new Attachments(() => ({ panel: this.options.notebooks?.currentWidget ?? null, kernel: this.notebookKernel() }));
   private readonly pending: PendingCells;
   /** Shown when no model could answer (checked when the chat opens), with a way to the Models tab. */
   readonly noModel: NoModelCard;
@@ -98,8 +100,6 @@ export class ChatView extends Widget {
 
   private build(): void {
     const header = el('div', 'nini-chat-header');
-    this.sessions.setAttribute('aria-label', 'Session');
-    this.sessions.onchange = () => void this.open(this.sessions.value || null);
     const fresh = el('button', 'jp-Button jp-mod-styled nini-new-chat', 'New chat');
     fresh.setAttribute('aria-label', 'Start a new chat');
     fresh.onclick = () => this.newChat();
@@ -107,7 +107,7 @@ export class ChatView extends Widget {
     this.allowed.textContent = 'Allowed for this session ✕';
     this.allowed.title = "This session's steps run in your kernel without asking. Click to be asked again.";
     this.allowed.onclick = () => void this.revokeAllowance();
-    header.append(this.sessions, fresh, this.runWhere.node, this.where, this.allowed);
+    header.append(this.sessions.node, fresh, this.runWhere.node, this.where, this.allowed);
     this.log.setAttribute('role', 'log');
     this.log.setAttribute('aria-live', 'polite');
     this.log.setAttribute('aria-label', 'Conversation');
@@ -115,6 +115,7 @@ export class ChatView extends Widget {
     this.input.placeholder = 'Ask nini about your data (Enter sends, Shift+Enter adds a line)';
     this.input.setAttribute('aria-label', 'Question');
     this.input.rows = 3;
+    this.attachments.watch(this.input);
     this.input.onkeydown = event => {
       if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
         event.preventDefault();
@@ -164,6 +165,7 @@ export class ChatView extends Widget {
     this.where.textContent = text;
     this.where.dataset.target = kernel?.mode === 'kernel' ? 'notebook' : 'sandbox';
     this.where.dataset.unasked = String(kernel?.mode === 'kernel' && !this.approvalRequired);
+    this.attachments.refresh();
   }
 
   /** The "allowed for this session" badge, as the server has it now (an allowance lasts until it is
@@ -183,23 +185,8 @@ export class ChatView extends Widget {
     }
   }
 
-  async refreshSessions(): Promise<SessionInfo[]> {
-    let sessions: SessionInfo[] = [];
-    try {
-      sessions = await this.options.api.listSessions();
-    } catch (error) {
-      this.say(error);
-    }
-    const options = sessions.map(session => {
-      const option = el('option', undefined, `${session.title || session.id} · ${session.updated_at.slice(0, 16).replace('T', ' ')}`);
-      option.value = session.id;
-      return option;
-    });
-    const placeholder = el('option', undefined, sessions.length ? 'Open a past session…' : 'No sessions yet');
-    placeholder.value = '';
-    this.sessions.replaceChildren(placeholder, ...options);
-    this.sessions.value = this.sessionId ?? '';
-    return sessions;
+  refreshSessions(): Promise<SessionInfo[]> {
+    return this.sessions.refresh();
   }
 
   newChat(): void {
@@ -220,7 +207,7 @@ export class ChatView extends Widget {
     this.log.replaceChildren();
     this.log.dataset.lastSeq = '0';
     this.sessionId = id;
-    this.sessions.value = id ?? '';
+    this.sessions.select(id);
     this.status.textContent = '';
     if (id !== null) {
       this.stream = new EventStream({
@@ -348,26 +335,9 @@ export class ChatView extends Widget {
     this.say(message);
   }
 
-  /** The `notebook` of the ask: the active notebook's cells up to the active one, and attachments. */
+  /** The `notebook` of the ask, as its chips say (./attachments). */
   private notebookJson(): NotebookJson | null {
-    const panel = this.options.notebooks?.currentWidget ?? null;
-    const files = this.attachments.fileTexts();
-    if (panel === null || panel.content.model === null) {
-      return Object.keys(files).length
-        ? { name: null, cells: [], active: null, attached_cells: [], attached_files: files }
-        : null;
-    }
-    const notebook = panel.content;
-    const attached = this.attachments.cellIndices(panel);
-    const active = notebook.widgets.length ? notebook.activeCellIndex : -1;
-    const last = Math.max(active, ...attached);
-    return notebookContext({
-      name: fileName(panel.context.path),
-      cells: notebook.widgets.slice(0, last + 1).map(cell => cell.model.toJSON()),
-      active: active >= 0 ? active : null,
-      attachedCells: attached,
-      attachedFiles: files
-    });
+    return this.attachments.notebookJson();
   }
 
   /** Where a new item's element goes: a proposal right after the step that made it; a step inside
@@ -416,11 +386,11 @@ export class ChatView extends Widget {
     try {
       if (this.sessionId === null) {
         // the server makes the session only once it takes the question: a refused one leaves none behind
-        const started = await api.askNew(message, this.notebookKernel(), this.notebookJson());
+        const started = await api.askNew(message, this.attachments.kernelFor(this.notebookKernel()), this.notebookJson());
         this.open(started.session_id);
         void this.refreshSessions();
       } else {
-        await api.ask(this.sessionId, message, this.notebookKernel(), this.notebookJson());
+        await api.ask(this.sessionId, message, this.attachments.kernelFor(this.notebookKernel()), this.notebookJson());
       }
       this.input.value = '';
       this.attachments.clear();

@@ -148,3 +148,38 @@ export function fileName(path: string): string {
   const parts = path.split(/[\\/]/);
   return parts[parts.length - 1];
 }
+
+/** An `@` being typed in the question: where it starts and what follows it up to the caret; null
+ * when the caret is not in one (an `@` must start the text or follow a space: `a@b.com` is not one). */
+export function mentionAt(text: string, caret: number): { start: number; query: string } | null {
+  const before = text.slice(0, caret);
+  const at = before.lastIndexOf('@');
+  if (at < 0 || (at > 0 && !/\s/.test(before[at - 1]))) {
+    return null;
+  }
+  const query = before.slice(at + 1);
+  return /\s/.test(query) ? null : { start: at, query };
+}
+
+/** A thing `@` can attach: a cell of the active notebook, or a file of the file browser's folder. */
+export interface MentionCandidate {
+  kind: 'cell' | 'file';
+  key: string; // the cell's index, or the file's path
+  label: string;
+  detail: string;
+}
+
+/** The candidates whose label or detail holds `query` (any case), those whose label starts with it
+ * first, at most `limit`. */
+export function matchMentions(query: string, candidates: MentionCandidate[], limit = 8): MentionCandidate[] {
+  const wanted = query.toLowerCase();
+  const scored = candidates
+    .map((candidate, order) => {
+      const label = candidate.label.toLowerCase();
+      const rank = label.startsWith(wanted) ? 0 : label.includes(wanted) ? 1 : candidate.detail.toLowerCase().includes(wanted) ? 2 : -1;
+      return { candidate, rank, order };
+    })
+    .filter(entry => entry.rank >= 0);
+  scored.sort((a, b) => a.rank - b.rank || a.order - b.order);
+  return scored.slice(0, limit).map(entry => entry.candidate);
+}

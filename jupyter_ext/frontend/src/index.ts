@@ -14,7 +14,7 @@ import { Widget } from '@lumino/widgets';
 
 import { NiniApi, NiniApiError } from './api';
 import { openSkillEditor } from './editor';
-import { setLanguage } from './i18n';
+import { __, setLanguage } from './i18n';
 import { NiniPanel, niniIcon } from './panel';
 
 const COMMANDS = {
@@ -27,9 +27,6 @@ const COMMANDS = {
   experience: 'nini:open-experience',
   preferences: 'nini:open-preferences'
 };
-
-/** A file larger than this is not read to be attached (only its first characters would be sent). */
-const ATTACH_MAX_BYTES = 2_000_000;
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'nini:sidebar',
@@ -126,7 +123,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       execute: openTab(panel.preferences)
     });
     app.commands.addCommand(COMMANDS.attachCell, {
-      label: 'nini: Attach cell to question',
+      label: args => (args.short ? __('Selected cells of the notebook') : 'nini: Attach cell to question'),
       caption: 'Send the selected cells with your next question to nini',
       isEnabled: () => notebooks?.currentWidget?.content.activeCell != null,
       execute: () => {
@@ -141,27 +138,21 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     app.commands.addCommand(COMMANDS.attachFile, {
-      label: 'nini: Attach file to question',
+      label: args => (args.short ? __('Files selected in the file browser') : 'nini: Attach file to question'),
       caption: "Send the selected files' text with your next question to nini",
       isEnabled: () => files !== null && Array.from(files.selectedItems()).some(item => item.type !== 'directory'),
       execute: async () => {
-        for (const item of Array.from(files?.selectedItems() ?? [])) {
-          if (item.type === 'directory') {
-            continue;
-          }
-          if ((item.size ?? 0) > ATTACH_MAX_BYTES) {
-            chat().attachError(`${item.name} is too large to attach (over 2 MB); ask nini to load it as a dataset instead`);
-            continue;
-          }
-          try {
-            const model = await app.serviceManager.contents.get(item.path, { type: 'file', format: 'text', content: true });
-            chat().attachFile(item.path, String(model.content ?? ''));
-          } catch (error) {
-            chat().attachError(`${item.name} cannot be attached as text (${String((error as Error)?.message ?? error)})`);
-          }
-        }
+        await chat().attachments.addPaths(files?.selectedItems() ?? []);
         reveal();
       }
+    });
+    chat().attachments.useLab({
+      commands: app.commands,
+      contents: app.serviceManager.contents,
+      files,
+      attachCell: COMMANDS.attachCell,
+      attachFile: COMMANDS.attachFile,
+      onError: message => chat().attachError(message)
     });
     app.contextMenu.addItem({ command: COMMANDS.attachCell, selector: '.jp-Notebook .jp-Cell', rank: 20 });
     app.contextMenu.addItem({ command: COMMANDS.attachFile, selector: '.jp-DirListing-item[data-isdir="false"]', rank: 20 });

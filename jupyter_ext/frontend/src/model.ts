@@ -6,6 +6,7 @@
  * the view touches only those: 2,000 events must render in well under two seconds.
  */
 import type { NiniEvent } from './api';
+import { RunTook, tookOf } from './footer';
 
 export type StepStatus = 'running' | 'succeeded' | 'failed';
 
@@ -22,6 +23,7 @@ export interface UserItem {
   id: string;
   turnId: string | null;
   text: string;
+  ts: string | null; // when it was asked (its event's time)
 }
 
 export interface AssistantItem {
@@ -30,6 +32,7 @@ export interface AssistantItem {
   turnId: string | null;
   text: string;
   streaming: boolean;
+  ts: string | null; // when it was answered
 }
 
 export interface StepItem {
@@ -98,6 +101,7 @@ export interface EndItem {
   endedBy: string;
   completedNormally: boolean;
   iterations: number;
+  took: RunTook | null; // duration, steps, tokens and cost (./footer)
 }
 
 /** How a step waiting for a person ended: allowed once, allowed for the session, rejected, or
@@ -264,11 +268,11 @@ export class ChatModel {
         if (turnId) {
           this.userTurns.add(turnId);
         }
-        return this.add({ kind: 'user', id: `u${event.seq}`, turnId, text: String(data.text ?? '') }).id;
+        return this.add({ kind: 'user', id: `u${event.seq}`, turnId, text: String(data.text ?? ''), ts: event.ts ?? null }).id;
       case 'assistant_delta': {
         let item = this.streamingAssistant;
         if (item === null) {
-          item = this.add({ kind: 'assistant', id: `a${event.seq}`, turnId, text: '', streaming: true });
+          item = this.add({ kind: 'assistant', id: `a${event.seq}`, turnId, text: '', streaming: true, ts: event.ts ?? null });
           this.streamingAssistant = item;
         }
         item.text += String(data.text ?? '');
@@ -281,9 +285,10 @@ export class ChatModel {
         if (item !== null) {
           item.text = text || item.text;
           item.streaming = false;
+          item.ts = event.ts ?? item.ts;
           return item.id;
         }
-        return text ? this.add({ kind: 'assistant', id: `a${event.seq}`, turnId, text, streaming: false }).id : null;
+        return text ? this.add({ kind: 'assistant', id: `a${event.seq}`, turnId, text, streaming: false, ts: event.ts ?? null }).id : null;
       }
       case 'tool_call':
         return this.startStep(event);
@@ -319,7 +324,8 @@ export class ChatModel {
           turnId,
           endedBy: String(data.ended_by ?? ''),
           completedNormally: Boolean(data.completed_normally),
-          iterations: Number(data.iterations ?? 0)
+          iterations: Number(data.iterations ?? 0),
+          took: tookOf(data)
         }).id;
       case 'stop_hook_note':
         return this.add({ kind: 'note', id: `n${event.seq}`, turnId, hook: String(data.hook ?? ''), text: String(data.text ?? '') }).id;

@@ -11,6 +11,7 @@ import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { chartFigure } from './charts';
 import { addCodeActions, codeActions } from './codeblocks';
 import { el } from './dom';
+import { renderRunFooter, stampTime } from './footer';
 import { showError } from './errors';
 import { __, N_ } from './i18n';
 import { renderError, renderOutputs } from './outputs';
@@ -60,6 +61,7 @@ export function renderItem(item: ChatItem, existing: HTMLElement | undefined, co
     case 'user': {
       const node = existing ?? el('div', 'nini-user');
       node.textContent = item.text;
+      stampTime(node, item.ts);
       return node;
     }
     case 'assistant':
@@ -91,7 +93,8 @@ export function renderItem(item: ChatItem, existing: HTMLElement | undefined, co
       if (judged && !node.querySelector('.nini-feedback')) {
         node.append(context.feedback!(item.turnId!));
       }
-      node.hidden = item.completedNormally && !judged;
+      renderRunFooter(node, item.took); // its duration, steps, tokens and cost
+      node.hidden = item.completedNormally && !judged && item.took === null;
       return node;
     }
     case 'proposal':
@@ -108,6 +111,7 @@ export function renderItem(item: ChatItem, existing: HTMLElement | undefined, co
 
 function renderAssistant(item: AssistantItem, existing: HTMLElement | undefined, context: RenderContext): HTMLElement {
   const node = existing ?? el('div', 'nini-assistant');
+  stampTime(node, item.ts);
   node.classList.toggle('nini-mod-streaming', item.streaming);
   if (item.streaming) {
     node.textContent = item.text; // plain while it streams; Markdown once whole

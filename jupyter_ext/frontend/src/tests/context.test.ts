@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { bounded, fileName, NbCell, notebookContext, outputsText } from '../context';
+import { bounded, fileName, matchMentions, MentionCandidate, mentionAt, NbCell, notebookContext, outputsText } from '../context';
 
 const code = (source: string, outputs: NbCell['outputs'] = []): NbCell => ({ cell_type: 'code', source, outputs });
 
@@ -61,4 +61,27 @@ test('a notebook without cells has no active cell; a path gives only its file na
   const context = notebookContext({ name: 'empty.ipynb', cells: [], active: 0 });
   assert.deepEqual(context, { name: 'empty.ipynb', cells: [], active: null, attached_cells: [], attached_files: {} });
   assert.equal(fileName('projects/q3/analysis.ipynb'), 'analysis.ipynb');
+});
+
+test('@ is a mention at the start or after a space, up to the caret, with no space in it', () => {
+  assert.deepEqual(mentionAt('@', 1), { start: 0, query: '' });
+  assert.deepEqual(mentionAt('look at @sal', 12), { start: 8, query: 'sal' });
+  assert.deepEqual(mentionAt('look at @sal and more', 12), { start: 8, query: 'sal' }); // the caret decides
+  assert.equal(mentionAt('mail me@example.com', 19), null); // inside a word: not a mention
+  assert.equal(mentionAt('@cell 3', 7), null); // a space ended it
+  assert.equal(mentionAt('no at sign', 10), null);
+  assert.deepEqual(mentionAt('two\n@lines', 10), { start: 4, query: 'lines' });
+});
+
+test('mentions match label or detail in any case, label starts first, at most the limit', () => {
+  const candidates: MentionCandidate[] = [
+    { kind: 'cell', key: '0', label: 'cell 0', detail: 'import pandas as pd' },
+    { kind: 'cell', key: '1', label: 'cell 1', detail: 'sales = pd.read_csv("sales.csv")' },
+    { kind: 'file', key: 'data/sales.csv', label: 'sales.csv', detail: 'data/sales.csv' },
+    { kind: 'file', key: 'notes.txt', label: 'notes.txt', detail: 'notes.txt' }
+  ];
+  assert.deepEqual(matchMentions('SAL', candidates).map(c => c.key), ['data/sales.csv', '1']);
+  assert.deepEqual(matchMentions('', candidates).map(c => c.key), ['0', '1', 'data/sales.csv', 'notes.txt']);
+  assert.deepEqual(matchMentions('cell', candidates, 1).map(c => c.key), ['0']);
+  assert.deepEqual(matchMentions('zzz', candidates), []);
 });
