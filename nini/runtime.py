@@ -308,7 +308,7 @@ class Runtime:
         from nini.history.session_edit import rename_session
 
         check_session_id(session_id)
-        check_owner(viewer, self.owner_of(session_id), session_id, "rename", self.settings.ui.language)
+        check_owner(viewer, self.owner_of(session_id), session_id, "rename", self.settings.ui.current_language)
         return rename_session(self.store, session_id, title)
 
     async def delete_session(self, session_id: str, viewer: Viewer | None = None) -> None:
@@ -317,7 +317,7 @@ class Runtime:
         from nini.history.session_edit import delete_session, running_steps
 
         check_session_id(session_id)
-        language = self.settings.ui.language
+        language = self.settings.ui.current_language
         check_owner(viewer, await self.store.call(self.owner_of, session_id), session_id, "delete", language)
         busy = self._agent is not None and self._agent.is_running(session_id)
         if busy or await self.store.call(running_steps, self.store, session_id):

@@ -18,7 +18,7 @@ from tests.llm_server import ScriptedLLM, text
 
 @pytest.fixture
 def jp_server_config(nini_home: Path, llm_server: ScriptedLLM) -> Config:
-    write_settings(nini_home, scripted_model_settings(llm_server) | {"ui": {"language": "en"}})
+    write_settings(nini_home, scripted_model_settings(llm_server))  # ui.language auto: the client's language
     return Config({
         "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
         "MultiKernelManager": {"default_kernel_name": "python3"},
@@ -99,10 +99,12 @@ async def test_a_running_session_is_not_deleted(api: Any, jp_ws_fetch: Any, llm_
     assert (await api("POST", "sessions", session_id, "ask", body={"message": "take your time"})).status == 202
     assert json.loads(await asyncio.wait_for(ws.read_message(), 60))["type"] == "user_message"
 
-    refused = await api("DELETE", "sessions", session_id)
+    refused = await api("DELETE", "sessions", session_id, headers={"X-Nini-Language": "en"})
     assert (refused.status, refused.error["code"]) == (409, "CONFLICT")
     assert refused.error["message"] == f"session {session_id} is running; stop it first, then delete it"
     assert refused.error["details"] == {"session_id": session_id, "reason": "running"}
+    in_chinese = await api("DELETE", "sessions", session_id)  # no client language: Chinese
+    assert in_chinese.error["message"] == f"会话 {session_id} 正在运行；请先停止它，再删除"
     assert (await api("GET", "sessions", session_id)).status == 200  # nothing of it went
 
     assert (await api("POST", "sessions", session_id, "cancel")).data == {"canceled": True}
