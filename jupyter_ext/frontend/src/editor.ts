@@ -10,6 +10,7 @@ import { saveIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { NiniApi, NiniApiError } from './api';
+import { __ } from './i18n';
 import { el } from './render';
 
 export async function openSkillEditor(api: NiniApi, services: IEditorServices, name: string): Promise<MainAreaWidget> {
@@ -29,17 +30,17 @@ export async function openSkillEditor(api: NiniApi, services: IEditorServices, n
     try {
       const reply = await api.saveSkillSource(name, model.sharedModel.getSource());
       const warnings: string[] = reply?.warnings ?? [];
-      status.textContent = `Saved${warnings.length ? ` with warnings: ${warnings.join('; ')}` : ''}.`;
+      status.textContent = warnings.length ? __('Saved with warnings: %1.', warnings.join('; ')) : __('Saved.');
       status.dataset.ok = 'true';
     } catch (error) {
       status.dataset.ok = 'false';
       status.textContent = error instanceof NiniApiError ? `${error.code}: ${error.message}` : String(error);
     }
   };
-  layoutHost.toolbar.addItem('save', new ToolbarButton({ icon: saveIcon, onClick: () => void save(), tooltip: 'Save the SKILL.md (validated)' }));
+  layoutHost.toolbar.addItem('save', new ToolbarButton({ icon: saveIcon, onClick: () => void save(), tooltip: __('Save the SKILL.md (validated)') }));
   layoutHost.toolbar.addItem('status', body);
   if (!source.editable) {
-    status.textContent = `A ${source.source} skill: saving makes your own copy, which takes its place.`;
+    status.textContent = __('A %1 skill: saving makes your own copy, which takes its place.', source.source);
   }
   editor.node.addEventListener('keydown', event => {
     if ((event.ctrlKey || event.metaKey) && event.key === 's') {

@@ -259,7 +259,7 @@ export class ExperienceView extends Widget {
       }
     };
     field(__('Decision'), candidate.decision);
-    field(__('Rejected'), (candidate.alternatives ?? []).join('; '));
+    field(__('Rejected alternatives'), (candidate.alternatives ?? []).join('; '));
     field(__('Signal'), candidate.signal);
     field(__('When'), candidate.trigger);
     const scores = el('div', 'nini-exp-scores');

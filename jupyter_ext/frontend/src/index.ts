@@ -82,25 +82,25 @@ const plugin: JupyterFrontEndPlugin<void> = {
       panel.currentWidget = panel.chat;
     };
     app.commands.addCommand(COMMANDS.open, {
-      label: 'Open nini',
-      caption: 'Chat with the nini agent about your data',
+      label: __('Open nini'),
+      caption: __('Chat with the nini agent about your data'),
       icon: niniIcon,
       execute: reveal
     });
     app.commands.addCommand(COMMANDS.newChat, {
-      label: 'nini: New Chat',
+      label: __('nini: New Chat'),
       execute: () => {
         reveal();
         panel.chat.newChat();
       }
     });
     app.commands.addCommand(COMMANDS.stop, {
-      label: 'nini: Stop the Run',
+      label: __('nini: Stop the Run'),
       isEnabled: () => panel.chat.running,
       execute: () => panel.chat.cancel()
     });
     app.commands.addCommand(COMMANDS.report, {
-      label: 'nini: Generate Report',
+      label: __('nini: Generate Report'),
       isEnabled: () => panel.chat.sessionId !== null,
       execute: async () => {
         shell.activateById(panel.id);
@@ -113,18 +113,18 @@ const plugin: JupyterFrontEndPlugin<void> = {
       panel.currentWidget = tab;
     };
     app.commands.addCommand(COMMANDS.experience, {
-      label: 'nini: Open Experience',
-      caption: 'Confirm experience candidates, read the libraries, see what the run was given',
+      label: __('nini: Open Experience'),
+      caption: __('Confirm experience candidates, read the libraries, see what the run was given'),
       execute: openTab(panel.experience)
     });
     app.commands.addCommand(COMMANDS.preferences, {
-      label: 'nini: Open Preferences',
-      caption: 'See, change and switch the preferences nini learned or you wrote',
+      label: __('nini: Open Preferences'),
+      caption: __('See, change and switch the preferences nini learned or you wrote'),
       execute: openTab(panel.preferences)
     });
     app.commands.addCommand(COMMANDS.attachCell, {
-      label: args => (args.short ? __('Selected cells of the notebook') : 'nini: Attach cell to question'),
-      caption: 'Send the selected cells with your next question to nini',
+      label: args => (args.short ? __('Selected cells of the notebook') : __('nini: Attach cell to question')),
+      caption: __('Send the selected cells with your next question to nini'),
       isEnabled: () => notebooks?.currentWidget?.content.activeCell != null,
       execute: () => {
         const current = notebooks?.currentWidget;
@@ -138,8 +138,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     app.commands.addCommand(COMMANDS.attachFile, {
-      label: args => (args.short ? __('Files selected in the file browser') : 'nini: Attach file to question'),
-      caption: "Send the selected files' text with your next question to nini",
+      label: args => (args.short ? __('Files selected in the file browser') : __('nini: Attach file to question')),
+      caption: __("Send the selected files' text with your next question to nini"),
       isEnabled: () => files !== null && Array.from(files.selectedItems()).some(item => item.type !== 'directory'),
       execute: async () => {
         await chat().attachments.addPaths(files?.selectedItems() ?? []);
@@ -159,7 +159,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     for (const command of Object.values(COMMANDS)) {
       palette?.addItem({ command, category: 'nini' });
     }
-    launcher?.add({ command: COMMANDS.open, category: 'Other', rank: 0 });
+    // JupyterLab's own "Other" group, in JupyterLab's language (a category of our own words would be a second group)
+    const other = translator?.load('jupyterlab').__('Other') ?? 'Other';
+    launcher?.add({ command: COMMANDS.open, category: other, rank: 0 });
   }
 };
 

@@ -16,18 +16,20 @@ import { putCell } from './cells';
 import { diffLines } from './diff';
 import type { Proposal, ProposalItem } from './model';
 import { el } from './dom';
+import { __, N_ } from './i18n';
 
 export type Decision = 'accept' | 'reject';
 export type DecideProposal = (proposal: Proposal, decision: Decision, run: boolean) => void;
 
 const LANGUAGE: Record<string, string> = { python: 'Python', r: 'R', markdown: 'Markdown' };
-const STATUS: Record<Proposal['status'], string> = { pending: 'Pending: your choice', accepted: 'Accepted', rejected: 'Rejected' };
+/** Shown through `__(status)`. */
+const STATUS: Record<Proposal['status'], string> = { pending: N_('Pending: your choice'), accepted: N_('Accepted'), rejected: N_('Rejected') };
 
 function title(proposal: Proposal): string {
-  const kind = LANGUAGE[proposal.language] ?? (proposal.cell_type === 'markdown' ? 'Markdown' : 'code');
+  const kind = LANGUAGE[proposal.language] ?? (proposal.cell_type === 'markdown' ? 'Markdown' : __('code'));
   return proposal.replaces === null
-    ? `Proposed ${kind} cell at position ${proposal.position}`
-    : `Proposed change to cell ${proposal.replaces} (${kind})`;
+    ? __('Proposed %1 cell at position %2', kind, proposal.position)
+    : __('Proposed change to cell %1 (%2)', proposal.replaces, kind);
 }
 
 /** The proposal's content: its diff against the replaced cell when there is one, else its source. */
@@ -49,12 +51,12 @@ export function proposalBody(proposal: Proposal): HTMLElement {
 
 function buttons(proposal: Proposal, decide: DecideProposal): HTMLElement {
   const box = el('div', 'nini-proposal-buttons');
-  const accept = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-proposal-accept', 'Accept');
-  const run = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-proposal-run', 'Accept and run');
-  const reject = el('button', 'jp-Button jp-mod-styled jp-mod-reject nini-proposal-reject', 'Reject');
-  accept.setAttribute('aria-label', 'Accept: insert this cell into the notebook');
-  run.setAttribute('aria-label', 'Accept and run this cell');
-  reject.setAttribute('aria-label', 'Reject this proposal');
+  const accept = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-proposal-accept', __('Accept'));
+  const run = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-proposal-run', __('Accept and run'));
+  const reject = el('button', 'jp-Button jp-mod-styled jp-mod-reject nini-proposal-reject', __('Reject'));
+  accept.setAttribute('aria-label', __('Accept: insert this cell into the notebook'));
+  run.setAttribute('aria-label', __('Accept and run this cell'));
+  reject.setAttribute('aria-label', __('Reject this proposal'));
   const click = (decision: Decision, andRun: boolean) => () => {
     box.querySelectorAll('button').forEach(button => ((button as HTMLButtonElement).disabled = true));
     decide(proposal, decision, andRun);
@@ -67,7 +69,7 @@ function buttons(proposal: Proposal, decide: DecideProposal): HTMLElement {
 }
 
 function statusText(proposal: Proposal): string {
-  return proposal.status === 'accepted' && proposal.ran ? 'Accepted and run' : STATUS[proposal.status];
+  return proposal.status === 'accepted' && proposal.ran ? __('Accepted and run') : __(STATUS[proposal.status]);
 }
 
 /** The chat's card of a proposal: what it is, its content and its status (buttons while pending). */
@@ -152,7 +154,7 @@ export class PendingCells {
     const notebook = panel?.content;
     const model = notebook?.model;
     if (!panel || !notebook || !model) {
-      throw new Error('open the notebook to accept this proposal');
+      throw new Error(__('open the notebook to accept this proposal'));
     }
     const index = putCell(panel, this.targetIndex(proposal, panel), proposal, proposal.replaces !== null);
     this.remove(proposal.proposal_id);

@@ -14,7 +14,8 @@ import { ZH } from '../zh';
 const SRC = resolve(__dirname, '..', '..', 'src'); // from test-build/tests/
 // A string literal (kept) or a comment (dropped), so that marks in comments do not count.
 const TOKENS = /('(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|`(?:\\.|[^`\\])*`)|\/\/[^\n]*|\/\*[\s\S]*?\*\//g;
-const MARKED = /\b(?:__|N_)\(\s*('(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|`(?:\\.|[^`\\])*`)/g;
+// __( and N_( as this sidebar's functions: not JupyterLab's trans.__( (a method, after a dot)
+const MARKED = /(?<![\w.$])(?:__|N_)\(\s*('(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|`(?:\\.|[^`\\])*`)/g;
 
 /** The strings marked in one source file, with the marks that are not plain literals. */
 function marked(source: string): { strings: string[]; templates: string[] } {
@@ -52,8 +53,10 @@ test('every string marked in src/ has its Chinese form in zh.ts', () => {
   assert.deepEqual(templates, [], "a template literal cannot be looked up: write __('... %1', value)");
 });
 
-test('the scan sees marks in code, not in comments, and reads escaped quotes', () => {
-  const found = marked(`// __('in a comment')\n/* N_("in a block") */\nconst a = __('It\\'s %1', x) + N_("say \\"hi\\"") + __(\`t \${x}\`);`);
+test("the scan sees this sidebar's marks in code, not in comments nor JupyterLab's trans.__(), and reads escaped quotes", () => {
+  const found = marked(
+    `// __('in a comment')\n/* N_("in a block") */\nconst a = __('It\\'s %1', x) + N_("say \\"hi\\"") + __(\`t \${x}\`) + trans.__('Other');`
+  );
   assert.deepEqual(found.strings, ["It's %1", 'say "hi"']);
   assert.equal(found.templates.length, 1);
 });
