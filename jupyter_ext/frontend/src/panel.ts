@@ -1,9 +1,16 @@
-/** The nini sidebar: one panel, six tabs (Chat, Skills, Reports, Experience, Preferences, Models). */
+/**
+ * The nini sidebar: one panel, six tabs (Chat, Skills, Reports, Experience, Preferences, Models).
+ *
+ * Each tab is an icon with its name beside it while every name fits, and the icon alone (the name as its
+ * tooltip and accessible name) when they do not: JupyterLab's sidebar opens 250 px wide, where six names
+ * would be cut to a letter or two. Whether they fit is measured, not guessed from a width, so it holds for
+ * either language and any font.
+ */
 import { IEditorServices } from '@jupyterlab/codeeditor';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
-import { LabIcon } from '@jupyterlab/ui-components';
-import { TabPanel, Widget } from '@lumino/widgets';
+import { buildIcon, fileIcon, historyIcon, LabIcon, settingsIcon, TabPanelSvg, userIcon } from '@jupyterlab/ui-components';
+import { Widget } from '@lumino/widgets';
 
 import { NiniApi } from './api';
 import { ChatView } from './chat';
@@ -30,13 +37,14 @@ export interface PanelOptions {
   showInMain: (widget: Widget) => void;
 }
 
-export class NiniPanel extends TabPanel {
+export class NiniPanel extends TabPanelSvg {
   readonly chat: ChatView;
   readonly skills: SkillsView;
   readonly reports: ReportsView;
   readonly experience: ExperienceView;
   readonly preferences: PreferencesView;
   readonly models: ProvidersView;
+  private readonly tabsWatch = new ResizeObserver(() => this.fitTabs());
 
   constructor(options: PanelOptions) {
     super({ tabPlacement: 'top', tabsMovable: false });
@@ -55,19 +63,38 @@ export class NiniPanel extends TabPanel {
     this.chat.sessionChanged.connect((_, id) => this.reports.showSession(id));
     this.chat.sessionChanged.connect((_, id) => this.experience.showSession(id));
     this.chat.eventsArrived.connect((_, events) => this.experience.follow(events));
-    const tabs: [Widget, string][] = [
-      [this.chat, 'chat'],
-      [this.skills, 'skills'],
-      [this.reports, 'reports'],
-      [this.experience, 'experience'],
-      [this.preferences, 'preferences'],
-      [this.models, 'models']
+    const tabs: [Widget, string, LabIcon][] = [
+      [this.chat, 'chat', niniIcon],
+      [this.skills, 'skills', buildIcon],
+      [this.reports, 'reports', fileIcon],
+      [this.experience, 'experience', historyIcon],
+      [this.preferences, 'preferences', userIcon],
+      [this.models, 'models', settingsIcon]
     ];
-    for (const [view, name] of tabs) {
+    for (const [view, name, icon] of tabs) {
       view.id = `nini-tab-${name}`; // not from the label, which is in the sidebar's language
+      view.title.icon = icon;
+      view.title.caption = view.title.label; // the tooltip, and the tab's name when only its icon shows
       this.addWidget(view);
     }
-    this.tabBar.node.setAttribute('aria-label', 'nini');
+    this.tabBar.name = 'nini'; // the tab list's accessible name
+    // measured after each layout that changes the bar's size: the sidebar dragged, shown, first drawn
+    this.tabsWatch.observe(this.tabBar.node);
+  }
+
+  /** Names beside the icons while every name fits; icons alone (names as tooltips) when one would be cut. */
+  private fitTabs(): void {
+    if (this.tabBar.node.clientWidth === 0) {
+      return; // hidden: measured again when shown
+    }
+    this.removeClass('nini-mod-compact');
+    const labels = Array.from(this.tabBar.contentNode.querySelectorAll<HTMLElement>('.lm-TabBar-tabLabel'));
+    this.toggleClass('nini-mod-compact', labels.some(label => label.scrollWidth > label.clientWidth));
+  }
+
+  dispose(): void {
+    this.tabsWatch.disconnect();
+    super.dispose();
   }
 }
 

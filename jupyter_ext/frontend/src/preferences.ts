@@ -40,6 +40,7 @@ export class PreferencesView extends Widget {
     this.skillType.setAttribute('aria-label', __('Skill type of the preview'));
     this.skillType.onchange = () => void this.refreshPreview();
     this.list.setAttribute('aria-label', __('Preferences'));
+    this.preview.setAttribute('role', 'region'); // a pre may carry a name only with a role
     this.preview.setAttribute('aria-label', __('The block the next prompt carries'));
     const previewHead = el('div', 'nini-prefs-preview-head');
     previewHead.append(el('h3', undefined, __('Next prompt')), this.skillType);
