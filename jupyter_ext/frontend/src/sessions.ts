@@ -94,7 +94,7 @@ export class SessionList {
     this.toggle.setAttribute('aria-label', __('Sessions: %1', name));
     this.toggle.dataset.session = id ?? '';
     for (const item of this.list.querySelectorAll<HTMLElement>('.nini-session-item')) {
-      item.querySelector('.nini-session-open')?.toggleAttribute('aria-current', item.dataset.id === id);
+      current(item.querySelector<HTMLElement>('.nini-session-open'), item.dataset.id === id);
     }
   }
 
@@ -137,7 +137,7 @@ export class SessionList {
     item.dataset.id = session.id;
     const openButton = el('button', 'nini-session-open');
     openButton.type = 'button';
-    openButton.toggleAttribute('aria-current', session.id === this.current);
+    current(openButton, session.id === this.current);
     const when = timeTexts(session.updated_at);
     const time = el('span', 'nini-session-time', when?.short ?? '');
     time.title = when?.full ?? '';
@@ -249,5 +249,14 @@ export class SessionList {
       return;
     }
     event.preventDefault();
+  }
+}
+
+/** Mark the open session's entry for assistive technology (`aria-current="true"`) and the eye. */
+function current(node: HTMLElement | null, yes: boolean): void {
+  if (yes) {
+    node?.setAttribute('aria-current', 'true');
+  } else {
+    node?.removeAttribute('aria-current');
   }
 }
