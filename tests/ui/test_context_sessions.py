@@ -61,15 +61,23 @@ def test_chips_say_what_goes_with_the_question_and_go_when_removed(page: Any, la
     open_sidebar(page)
     page.wait_for_selector(f'{CHIPS}[data-kind="variables"]')
     assert chips(page) == ["notebook:sales.ipynb", "variables:variables of sales.ipynb"]
-    page.click(".nini-attach")
-    page.click('.nini-attach-menu .lm-Menu-item:has-text("Selected cells of the notebook")')
+    page.focus(".nini-attach")  # by keyboard: the paperclip, its menu, the first entry
+    page.keyboard.press("Enter")
+    menu = page.locator(".nini-attach-menu")
+    menu.wait_for()
+    assert menu.locator(".lm-Menu-itemLabel").all_inner_texts() == ["Selected cells of the notebook",
+                                                                    "Files selected in the file browser"]  # fmt: skip
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
     page.wait_for_selector(f'{CHIPS}[data-kind="cell"]')
     assert chips(page)[2:] == ["cell:sales.ipynb · cell 0"]
     screenshot(page, "33f-chips")
     remove = page.locator(f'{CHIPS}[data-kind="cell"] .nini-chip-remove')
     assert remove.get_attribute("aria-label") == "Remove sales.ipynb · cell 0"
-    remove.click()
+    remove.focus()
+    page.keyboard.press("Enter")
     page.wait_for_selector(f'{CHIPS}[data-kind="cell"]', state="detached")
+    assert page.evaluate("() => document.activeElement.classList.contains('nini-attach')")  # the focus stays in the bar
     assert [c.split(":")[0] for c in chips(page)] == ["notebook", "variables"]
 
 
