@@ -65,17 +65,46 @@ function outputNode(output: StepOutput, rendermime: IRenderMimeRegistry): HTMLEl
   if (output.output_type === 'error' || !output.data) {
     return null;
   }
+  const data = output.data;
   const strict = strictRendermime(rendermime);
-  const mime = strict.preferredMimeType(output.data, 'ensure');
+  const mime = strict.preferredMimeType(data, 'ensure');
   if (mime === undefined) {
     return null;
   }
-  const renderer = strict.createRenderer(mime);
+  // its text until it is on screen: a reopened session draws hundreds of steps at once, and a
+  // rendermime renderer (sanitizing, typesetting) costs milliseconds each
   const node = el('div', 'nini-output-display');
-  node.dataset.mime = mime;
-  node.append(renderer.node);
-  void renderer.renderModel(new MimeModel({ data: output.data, trusted: false }));
+  node.append(el('pre', 'nini-output-stream', data['text/plain'] ?? ''));
+  whenShown(node, () => {
+    const renderer = strict.createRenderer(mime);
+    node.dataset.mime = mime;
+    node.replaceChildren(renderer.node);
+    void renderer.renderModel(new MimeModel({ data, trusted: false }));
+  });
   return node;
+}
+
+const WAITING = new WeakMap<Element, () => void>();
+let observer: IntersectionObserver | null = null;
+
+/** Run `render` once `node` comes near the screen (at once where the browser cannot tell). */
+function whenShown(node: HTMLElement, render: () => void): void {
+  if (typeof IntersectionObserver === 'undefined') {
+    render();
+    return;
+  }
+  observer ??= new IntersectionObserver(
+    entries => {
+      for (const entry of entries.filter(e => e.isIntersecting)) {
+        observer!.unobserve(entry.target);
+        WAITING.get(entry.target)?.();
+        WAITING.delete(entry.target);
+      }
+    },
+    { rootMargin: '600px 0px' }
+  );
+  WAITING.set(node, render);
+  observer.observe(node);
 }
 
 /** output_df's first rows as a table, under a line saying how large the whole frame is. */
