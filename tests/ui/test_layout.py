@@ -29,7 +29,8 @@ CHART = ("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [10.0, 12.5, 15.0
 # cut (its content wider than its box), and a tab page that scrolls sideways. Code and tables may
 # scroll sideways inside their own box: what is in them is not measured.
 MEASURE = """panel => {
-  const box = panel.getBoundingClientRect();
+  const own = panel.getBoundingClientRect(), room = panel.parentElement.getBoundingClientRect(); // what the sidebar shows
+  const box = {left: Math.max(own.left, room.left), right: Math.min(own.right, room.right)};
   const shown = el => el.checkVisibility({visibilityProperty: true}); // not in a closed <details> either
   const name = el => `${el.tagName.toLowerCase()}.${String(el.className).split(' ').filter(Boolean).join('.')}` +
     ` "${(el.innerText || el.value || el.getAttribute('aria-label') || el.title || '').trim().slice(0, 40)}"`;
