@@ -49,8 +49,8 @@ export class ChatView extends Widget {
   private readonly sessions = new SessionList(this.options.api, id => this.open(id), error => this.say(error));
   private readonly log = el('div', 'nini-log');
   private readonly input = el('textarea', 'nini-input');
-  private readonly send = el('button', 'jp-Button jp-mod-accept nini-send', 'Ask');
-  private readonly stop = el('button', 'jp-Button jp-mod-warn nini-stop', 'Stop');
+  private readonly send = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-send', 'Ask');
+  private readonly stop = el('button', 'jp-Button jp-mod-styled jp-mod-warn nini-stop', 'Stop');
   private readonly runWhere = new WhereChoice(() => this.showWhere());
   private readonly where = el('span', 'nini-where');
   private readonly allowed = el('button', 'jp-Button jp-mod-styled nini-allowed-badge');
