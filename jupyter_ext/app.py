@@ -24,6 +24,7 @@ class NiniExtensionApp(ExtensionApp):
     """
 
     name = "nini"
+    _warm_up: asyncio.Task[Any] | None = None  # jupyter_ext.warmup, started once the server runs
     description = "nini, a data-analysis agent: skills, sessions, run code, events"
     load_other_extensions = True
 
@@ -92,6 +93,17 @@ class NiniExtensionApp(ExtensionApp):
     def initialize_handlers(self) -> None:
         self.handlers.extend(routes())
 
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        """Once the server's loop runs: warm what a first turn would wait for (``jupyter_ext.warmup``),
+        in the background, so neither the server's start nor its first requests wait for it."""
+        from jupyter_ext.warmup import describe, warm_up
+
+        runtime = self.settings.get(RUNTIME_SETTING)
+        if runtime is not None:
+            self._warm_up = asyncio.get_running_loop().create_task(warm_up(runtime), name="nini-warm-up")
+            self._warm_up.add_done_callback(
+                lambda task: task.cancelled() or task.exception() or self.log.info(describe(task.result())))
+
     async def stop_extension(self) -> None:
         """Close event sockets and MCP sessions, then shut down nini's kernels and R workers and close
         the store.
@@ -99,6 +111,9 @@ class NiniExtensionApp(ExtensionApp):
         Runs before the server shuts its own kernels down; notebook kernels nini only borrowed are
         left to the server.
         """
+        if self._warm_up is not None and not self._warm_up.done():
+            self._warm_up.cancel()  # a step already in a thread ends on its own; none of them uses the store
+            await asyncio.gather(self._warm_up, return_exceptions=True)
         sockets = list(self.settings.get(SOCKETS_SETTING, ()))
         await asyncio.gather(*(socket.shutdown() for socket in sockets), return_exceptions=True)
         mcp_endpoint = self.serverapp.web_app.settings.get(MCP_SETTING)  # made by the first MCP request

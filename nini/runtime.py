@@ -97,7 +97,15 @@ class Runtime:
 
             self._kernels = KernelPool(self.settings.execution, multi_kernel_manager=self._multi_kernel_manager,
                                        language=self.settings.ui.language)  # fmt: skip
+            self._kernels.on_start = self._announce_kernel_start
         return self._kernels
+
+    async def _announce_kernel_start(self, session_id: str, data: dict[str, Any]) -> None:
+        """A ``kernel_start`` event of the session (``KernelStartListener``) while an agent turn runs
+        in it: its kernel starting, then ready or failed, so the sidebar's status line says why the
+        turn waits. Other runs (REST or CLI run-code) have no one waiting on such a line."""
+        if self._agent is not None and self._agent.is_running(session_id):
+            await self.store.call(self.events.publish, session_id, "kernel_start", data)
 
     @property
     def readers(self) -> DataReaders:

@@ -39,13 +39,16 @@ class Reply:
     the API's error shape with ``error_message`` and ``headers`` (e.g. ``retry-after-ms``). With
     ``status == 200`` and ``error_message`` set, a streamed answer sends its content and then an
     error event instead of finishing (a failure after text was streamed). ``delay_s`` waits before
-    answering (timeouts, cancellation); ``chunks`` is how many pieces streamed text is split into.
+    answering (timeouts, cancellation); ``hold`` waits until the test sets it (a model that thinks
+    exactly as long as a test needs, with no timing); ``chunks`` is how many pieces streamed text
+    is split into.
     """
 
     content: str | None = None
     tool_calls: list[dict] | None = None
     status: int = 200
     delay_s: float = 0.0
+    hold: threading.Event | None = None
     headers: dict | None = None
     error_message: str | None = None
     finish_reason: str | None = None
@@ -199,8 +202,8 @@ class _Handler(BaseHTTPRequestHandler):
         reply = self.llm._next_reply(body.get("model"))
         if reply is None:
             reply = Reply(status=500, error_message="script exhausted", headers={"x-should-retry": "false"})
-        if reply.delay_s:
-            if self.llm._stopping.wait(reply.delay_s):
+        if reply.delay_s or reply.hold is not None:
+            if not self._wait(reply):
                 return  # the server is stopping: drop the connection
             if self._client_gone():
                 with self.llm._lock:
@@ -217,6 +220,15 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client went away (timeout or cancellation)
 
     # -- shared ------------------------------------------------------------------------------
+
+    def _wait(self, reply: Reply) -> bool:
+        """Wait out ``delay_s``, then until ``hold`` is set; False when the server stops meanwhile."""
+        if reply.delay_s and self.llm._stopping.wait(reply.delay_s):
+            return False
+        while reply.hold is not None and not reply.hold.wait(0.05):
+            if self.llm._stopping.is_set():
+                return False
+        return True
 
     def _client_gone(self) -> bool:
         """Whether the client closed the connection (readable with nothing to read is EOF)."""

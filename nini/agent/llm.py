@@ -283,20 +283,37 @@ class ModelRouter:
         assert last is not None  # chain() never returns an empty list
         raise NiniError(last.code, last.message, {**(last.details or {}), "purpose": purpose, "attempts": attempts})
 
+    async def prepare(self, purpose: str) -> None:
+        """Make the SDK clients of ``purpose``'s usable chain now, off the event loop (the SDK's import
+        and its HTTP client's setup take seconds on a fresh process), so the first call does not
+        wait for them. A server warms ``chat`` after it starts; nothing is sent to any model."""
+        from nini.agent.providers import make_provider
+
+        for choice in self.chain(purpose):
+            settings, key, slot = self._slot(choice.provider)
+            if slot not in self._providers:
+                made = await asyncio.to_thread(make_provider, settings, key, self.settings.max_retries)
+                if self._providers.setdefault(slot, made) is not made:  # a call made one meanwhile
+                    await made.aclose()
+
     def _provider(self, name: str) -> Provider:
         from nini.agent.providers import make_provider
 
-        settings = next(p for p in self.settings.providers if p.name == name)
-        key = self._environ_map().get(settings.api_key_env) if settings.api_key_env else None
-        # the key's fingerprint, not the key: a changed key gets a new client
-        loop = None if settings.kind == "replay" else asyncio.get_running_loop()
-        slot = (name, hashlib.sha256((key or "").encode()).hexdigest(), loop)
+        settings, key, slot = self._slot(name)
         provider = self._providers.get(slot)
         if provider is None:
             for stale in [s for s in self._providers if s[2] is not None and s[2].is_closed()]:
                 del self._providers[stale]  # its connections died with their loop
             provider = self._providers[slot] = make_provider(settings, key, self.settings.max_retries)
         return provider
+
+    def _slot(self, name: str) -> tuple[ProviderSettings, str | None, tuple[str, str, asyncio.AbstractEventLoop | None]]:
+        """Provider ``name``'s settings, key and place in the client cache."""
+        settings = next(p for p in self.settings.providers if p.name == name)
+        key = self._environ_map().get(settings.api_key_env) if settings.api_key_env else None
+        # the key's fingerprint, not the key: a changed key gets a new client
+        loop = None if settings.kind == "replay" else asyncio.get_running_loop()
+        return settings, key, (name, hashlib.sha256((key or "").encode()).hexdigest(), loop)
 
     def _log(
         self, purpose: str, choice: ModelChoice, started: float, outcome: str, usage: dict, level: int,

@@ -14,11 +14,14 @@ different sessions run concurrently. Policy checks happen before this (in the ru
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import queue
 import shutil
 import sys
+import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,10 +44,15 @@ from nini.execution.runtime_dirs import make_runtime_dir, sweep_runtime_dirs
 from nini.execution.sandbox import SandboxMode, resolve_mode
 from nini.execution.workspace import Workspace
 
-__all__ = ["KernelBackend", "KernelPool"]
+__all__ = ["KernelBackend", "KernelPool", "KernelStartListener"]
 
 from nini.language import words_language
+
 KernelBackend = Literal["local", "gateway"]
+# Told (session id, {"state": "starting"|"ready"|"failed", "sandbox", "duration_ms"?}) as a session's own
+# kernel starts: the runtime publishes ``kernel_start`` events, so a client says "Starting sandbox…".
+KernelStartListener = Callable[[str, dict[str, Any]], Awaitable[None]]
+log = logging.getLogger("nini.execution.kernels")
 
 START_TIMEOUT_S = 60.0
 KERNEL_PREFIX = "nini-kernel-"  # of a kernel's runtime folder (``runtime_dirs.PREFIXES``)
@@ -96,6 +104,7 @@ class KernelPool:
         self._locks: dict[str, asyncio.Lock] = {}
         self._sandbox_mode: SandboxMode | None = None
         self.gateway_url = gateway_url(multi_kernel_manager)  # the server's --gateway-url, if any
+        self.on_start: KernelStartListener | None = None  # set by the runtime
         sweep_runtime_dirs([sandbox.runtime_base()])  # the folders of kernels whose nini was killed
 
     @property
@@ -248,8 +257,29 @@ class KernelPool:
     async def _own(self, session_id: str, workspace: Workspace) -> _Kernel:
         kernel = self._kernels.get(session_id)
         if kernel is None:
-            kernel = self._kernels[session_id] = await self._start(workspace)
+            where = self._where()
+            await self._tell(session_id, {"state": "starting", "sandbox": where})
+            started, state = time.monotonic(), "failed"
+            try:
+                kernel = self._kernels[session_id] = await self._start(workspace)
+                state = "ready"
+            finally:
+                duration_ms = round((time.monotonic() - started) * 1000)
+                await asyncio.shield(self._tell(session_id, {"state": state, "sandbox": where, "duration_ms": duration_ms}))
         return kernel
+
+    def _where(self) -> str:  # "gateway", "bwrap" or "none"
+        try:
+            return "gateway" if self.backend == "gateway" else self.sandbox_mode
+        except NiniError:  # a gateway or bwrap demanded and missing: _start says so
+            return "none"
+
+    async def _tell(self, session_id: str, data: dict[str, Any]) -> None:
+        try:  # a failed announcement never stops a kernel from starting
+            if self.on_start is not None:
+                await self.on_start(session_id, data)
+        except Exception:
+            log.warning("the kernel start of session %s could not be announced", session_id, exc_info=True)
 
     async def _restart(self, session_id: str, kernel: _Kernel) -> None:
         """A fresh kernel in place of ``kernel``: cheaper to reason about than restarting a dead one."""

@@ -103,3 +103,18 @@ def test_a_client_that_hangs_up_is_recorded(llm_server: ScriptedLLM):
     while not llm_server.disconnected and time.monotonic() < deadline:
         time.sleep(0.02)
     assert llm_server.disconnected == [0]
+
+
+def test_a_held_reply_answers_once_the_test_lets_it(llm_server: ScriptedLLM):
+    hold = threading.Event()
+    llm_server.reply(text("thought long", hold=hold))
+    answers: list[dict] = []
+    thread = threading.Thread(target=lambda: answers.append(post(llm_server, {"model": "m"})[2]), daemon=True)
+    thread.start()
+    while not llm_server.requests:
+        time.sleep(0.01)
+    thread.join(timeout=0.3)
+    assert thread.is_alive() and answers == []  # the model is still "thinking"
+    hold.set()
+    thread.join(timeout=5)
+    assert answers[0]["choices"][0]["message"]["content"] == "thought long"

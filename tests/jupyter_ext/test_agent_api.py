@@ -50,9 +50,14 @@ async def test_ask_runs_code_and_streams_every_step_ending_with_done(api: Any, j
     assert reply.status == 202 and set(reply.data) == {"turn_id"}
     events = await events_until_done(ws)
     assert collapsed([e["type"] for e in events]) == [
-        "user_message", "assistant_message", "tool_call", "code_execution", "tool_result",
-        "assistant_delta", "assistant_message", "done",
+        "user_message", "assistant_message", "tool_call", "kernel_start", "kernel_start", "code_execution",
+        "tool_result", "assistant_delta", "assistant_message", "done",
     ]  # fmt: skip
+    # the session's first step starts its kernel: said before and after, for the sidebar's status line
+    starting, ready = [e["data"] for e in events if e["type"] == "kernel_start"]
+    assert starting["state"] == "starting" and ready["state"] == "ready" and ready["duration_ms"] > 0
+    assert starting["sandbox"] == ready["sandbox"] in ("bwrap", "none")
+    events = [e for e in events if e["type"] != "kernel_start"]  # they name no turn (a kernel is the session's)
     assert {e["turn_id"] for e in events} == {reply.data["turn_id"]}
     assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
     assert events[0]["data"]["text"] == "What is six times seven?"
