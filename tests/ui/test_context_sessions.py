@@ -139,6 +139,12 @@ def test_search_filters_the_session_list(page: Any, lab: Lab) -> None:
     page.fill(".nini-session-search", "churn")
     page.wait_for_function("() => document.querySelector('.nini-session-list').dataset.query === 'churn'")
     assert sorted(listed(page)) == ["Churn features", "Churn model"]
+    page.keyboard.press("ArrowDown")  # from the search box into the list, and Esc out of the panel
+    assert page.evaluate("() => document.activeElement.classList.contains('nini-session-open')")
+    page.keyboard.press("Escape")
+    page.wait_for_selector(".nini-session-panel", state="hidden")
+    assert page.evaluate("() => document.activeElement.classList.contains('nini-sessions')")
+    open_list(page)
     page.fill(".nini-session-search", "widgets")  # in no title: in the first session's question
     page.wait_for_function("() => document.querySelector('.nini-session-list').dataset.query === 'widgets'"
                            " && document.querySelectorAll('.nini-session-item').length === 1")  # fmt: skip
