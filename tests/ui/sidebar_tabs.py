@@ -3,6 +3,7 @@ labels (whatever the sidebar's language and whether its name shows), a width by 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 TABS = ("chat", "skills", "reports", "experience", "preferences", "models")
@@ -13,6 +14,16 @@ def show_tab(page: Any, name: str) -> None:
     tab = page.eval_on_selector(f"#nini-tab-{name}", "w => w.getAttribute('aria-labelledby')")
     page.click(f"#nini-panel [id='{tab}']")
     page.wait_for_selector(f"#nini-tab-{name}", state="visible")
+
+
+def each_tab(page: Any) -> Iterator[str]:
+    """Show every tab in turn, its content drawn (the skills listed), and yield its name; Chat again after."""
+    for name in TABS:
+        show_tab(page, name)
+        if name == "skills":
+            page.wait_for_selector(".nini-skill")
+        yield name
+    show_tab(page, "chat")
 
 
 def panel_width(page: Any) -> float:

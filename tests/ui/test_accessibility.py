@@ -17,7 +17,7 @@ import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
 from tests.ui.conftest import Lab, ask, open_notebook, open_sidebar, screenshot, wait_idle, watched_page
-from tests.ui.sidebar_tabs import TABS, show_tab
+from tests.ui.sidebar_tabs import each_tab, show_tab
 
 pytestmark = pytest.mark.slow
 
@@ -80,15 +80,7 @@ def test_a_turn_an_error_and_an_approval_on_screen(page: Any, lab: Lab, llm: Scr
 @pytest.mark.parametrize("theme", THEMES)
 def test_axe_finds_nothing_serious_on_any_tab(page: Any, theme: str) -> None:
     use_theme(page, theme)
-    found = {}
-    for name in TABS:
-        show_tab(page, name)
-        if name == "skills":
-            page.wait_for_selector(".nini-skill")
-        violations = serious_violations(page)
-        if violations:
-            found[name] = violations
-    show_tab(page, "chat")
+    found = {name: violations for name in each_tab(page) if (violations := serious_violations(page))}
     screenshot(page, f"33b-axe-{theme.split()[-1].lower()}")
     assert found == {}
 

@@ -17,7 +17,7 @@ import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
 from tests.ui.conftest import Lab, ask, open_sidebar, screenshot, wait_idle, watched_page
-from tests.ui.sidebar_tabs import TABS, set_panel_width, show_tab
+from tests.ui.sidebar_tabs import each_tab, set_panel_width, show_tab
 
 pytestmark = pytest.mark.slow
 
@@ -90,12 +90,8 @@ def test_a_turn_on_screen_to_measure(page: Any, llm: ScriptedLLM) -> None:
 def test_no_tab_name_and_no_control_is_cut_off(page: Any, width: int) -> None:
     set_panel_width(page, width)
     problems = {}
-    for name in TABS:
-        show_tab(page, name)
-        if name == "skills":
-            page.wait_for_selector(".nini-skill")
-        found = page.eval_on_selector("#nini-panel", MEASURE)
-        if found:
+    for name in each_tab(page):
+        if found := page.eval_on_selector("#nini-panel", MEASURE):
             problems[name] = found
         screenshot(page, f"33b-{width}px-{name}")
     assert problems == {}
@@ -103,7 +99,6 @@ def test_no_tab_name_and_no_control_is_cut_off(page: Any, width: int) -> None:
     assert len(shown) == 6 and all(tab["title"] and tab["icon"] >= 14 for tab in shown), shown
     if width == 250:  # six names do not fit beside their icons: icons alone, the names as tooltips
         assert not any(tab["named"] for tab in shown), shown
-    show_tab(page, "chat")
 
 
 def test_the_tabs_show_their_names_when_they_fit(page: Any) -> None:
