@@ -85,6 +85,7 @@ export function addCodeActions(host: HTMLElement, notebooks: INotebookTracker | 
     }
     const block = el('div', 'nini-codeblock');
     pre.replaceWith(block);
+    pre.tabIndex = 0; // it scrolls sideways: the keyboard reaches it
     block.append(codeActions(pre.textContent ?? '', notebooks), pre);
   });
 }

@@ -49,6 +49,14 @@ export function renderOutputs(step: StepItem, host: HTMLElement, rendermime: IRe
   }
   host.replaceChildren(...nodes);
   host.hidden = nodes.length === 0;
+  scrollable(host, __('Output'));
+}
+
+/** A box that scrolls is reached by Tab, so the keyboard scrolls it too (and a screen reader names it). */
+function scrollable(node: HTMLElement, label: string): void {
+  node.tabIndex = 0;
+  node.setAttribute('role', 'group');
+  node.setAttribute('aria-label', label);
 }
 
 function streamNode(name: string, text: string): HTMLElement {
@@ -152,7 +160,9 @@ export function renderError(step: StepItem, host: HTMLElement): void {
   const traceback = step.outputs.find(output => output.output_type === 'error')?.traceback ?? [];
   if (traceback.length) {
     const fold = el('details', 'nini-traceback');
-    fold.append(el('summary', undefined, __('Traceback')), el('pre', 'nini-traceback-text', traceback.join('\n')));
+    const text = el('pre', 'nini-traceback-text', traceback.join('\n'));
+    scrollable(text, __('Traceback'));
+    fold.append(el('summary', undefined, __('Traceback')), text);
     nodes.push(fold);
   }
   host.replaceChildren(...nodes);
