@@ -355,6 +355,7 @@ export const ZH: Record<string, string> = {
   done: '完成',
   failed: '失败',
   'status: %1': '状态：%1',
+  Output: '输出',
   // -- end of part C
   // -- part F: context chips, run footer, timestamps, session list
   '%1 + %2 tokens': '%1 + %2 个 token',
