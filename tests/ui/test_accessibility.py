@@ -22,6 +22,7 @@ from tests.ui.sidebar_tabs import each_tab, show_tab
 pytestmark = pytest.mark.slow
 
 THEMES = ("JupyterLab Light", "JupyterLab Dark")
+CHART = "import matplotlib.pyplot as plt\nplt.bar(['March', 'April'], [3.0, 4.5])\nprint(sum([3.0, 4.5]))"
 
 
 @pytest.fixture(scope="module")
@@ -65,12 +66,13 @@ def serious_violations(page: Any) -> list[str]:
 def test_a_turn_an_error_and_an_approval_on_screen(page: Any, lab: Lab, llm: ScriptedLLM) -> None:
     open_notebook(page, lab, "mine.ipynb", "sales = [3.0, 4.5]")
     open_sidebar(page)
-    llm.reply(tool_call("run_code", code="print(sum([3.0, 4.5]))", label="add up"),
+    llm.reply(tool_call("run_code", code=CHART, label="add up and chart"),
               tool_call("run_code", code="1 / 0", label="a slip"),
               text("Your sales add up to **7.5**."))  # fmt: skip
     ask(page, "What do my sales add up to?")
     wait_idle(page)
     page.wait_for_selector(".nini-step[data-status='failed'] .nini-step-error")
+    page.wait_for_selector("img.nini-chart")
     page.click('.nini-run-where-segment[data-value="kernel"]')
     llm.reply(tool_call("run_code", code="in_your_kernel = sum(sales)"), text("Done: in_your_kernel is 7.5."))
     ask(page, "Put the total in my notebook")
@@ -82,6 +84,8 @@ def test_axe_finds_nothing_serious_on_any_tab(page: Any, theme: str) -> None:
     use_theme(page, theme)
     found = {name: violations for name in each_tab(page) if (violations := serious_violations(page))}
     screenshot(page, f"33b-axe-{theme.split()[-1].lower()}")
+    page.locator("img.nini-chart").first.scroll_into_view_if_needed()
+    screenshot(page, f"33b-chart-{theme.split()[-1].lower()}")
     assert found == {}
 
 
