@@ -22,6 +22,8 @@ import { NoModelCard } from './nomodel';
 import { Decision, PendingCells } from './proposals';
 import { el, RenderContext, renderItem } from './render';
 import { EventStream, StreamState } from './stream';
+import { attendTo, enableAnswers } from './approval';
+import { StatusLine } from './statusline';
 import { WhereChoice } from './where';
 import { __ } from './i18n';
 
@@ -38,6 +40,8 @@ export class ChatView extends Widget {
   readonly sessionChanged = new Signal<this, string | null>(this);
   /** Emitted with each batch of the open session's events, once drawn (the Experience tab follows them). */
   readonly eventsArrived = new Signal<this, NiniEvent[]>(this);
+  /** Emitted when a notification's "Show" asks for the chat to be brought to the front. */
+  readonly revealRequested = new Signal<this, void>(this);
   sessionId: string | null = null;
   private model = new ChatModel();
   private stream: EventStream | null = null;
@@ -56,6 +60,10 @@ export class ChatView extends Widget {
   private readonly allowed = el('button', 'jp-Button jp-mod-styled nini-allowed-badge');
   private approvalRequired = true; // the server's execution.approve_in_user_kernel, asked at start
   private readonly status = el('div', 'nini-status');
+  /** What the chat waits for and since when, with Stop beside it (./statusline). */
+  private readonly statusLine = new StatusLine(this.stop);
+  /** The question just sent, shown at once until its `user_message` event takes its place. */
+  private echo: HTMLElement | null = null;
   private followed: NotebookPanel | null = null;
   /** The chips of what goes with the next question (notebook, variables, cells, files), `@` and the attach menu. */
   readonly attachments = new Attachments(() => ({ panel: this.options.notebooks?.currentWidget ?? null, kernel: this.notebookKernel() }));
@@ -95,7 +103,7 @@ export class ChatView extends Widget {
   }
 
   get running(): boolean {
-    return this.asking || this.model.running;
+    return this.asking || this.model.running || this.statusLine.waiting;
   }
 
   private build(): void {
@@ -104,8 +112,8 @@ export class ChatView extends Widget {
     fresh.setAttribute('aria-label', 'Start a new chat');
     fresh.onclick = () => this.newChat();
     this.allowed.hidden = true;
-    this.allowed.textContent = 'Allowed for this session ✕';
-    this.allowed.title = "This session's steps run in your kernel without asking. Click to be asked again.";
+    this.allowed.textContent = __('Allowed for this session ✕');
+    this.allowed.title = __("This session's steps run in your kernel without asking. Click to be asked again.");
     this.allowed.onclick = () => void this.revokeAllowance();
     header.append(this.sessions.node, fresh, this.runWhere.node, this.where, this.allowed);
     this.log.setAttribute('role', 'log');
@@ -124,11 +132,12 @@ export class ChatView extends Widget {
     };
     this.send.setAttribute('aria-label', 'Ask nini');
     this.send.onclick = () => void this.ask();
-    this.stop.setAttribute('aria-label', 'Stop the run');
+    this.stop.textContent = __('Stop');
+    this.stop.setAttribute('aria-label', __('Stop the run'));
     this.stop.onclick = () => void this.cancel();
     const buttons = el('div', 'nini-buttons');
-    buttons.append(this.send, this.stop);
-    footer.append(this.attachments.node, this.input, buttons, this.status);
+    buttons.append(this.send);
+    footer.append(this.statusLine.node, this.attachments.node, this.input, buttons, this.status);
     this.node.append(header, this.noModel.node, this.log, footer);
     this.showWhere();
     this.updateButtons();
@@ -209,6 +218,8 @@ export class ChatView extends Widget {
     this.sessionId = id;
     this.sessions.select(id);
     this.status.textContent = '';
+    this.statusLine.reset();
+    this.echo = null;
     if (id !== null) {
       this.stream = new EventStream({
         url: since => this.options.api.eventsUrl(id, since),
@@ -235,14 +246,16 @@ export class ChatView extends Widget {
     this.queue = [];
     const nearBottom = this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 80;
     this.draw(this.model.apply(events));
+    this.statusLine.events(events);
+    if (this.echo !== null && events.some(event => event.type === 'user_message')) {
+      this.echo.remove(); // the question as the server recorded it is in the log now
+      this.echo = null;
+    }
     if (events.some(event => event.type === 'tool_result' && event.data?.name === PROPOSE_CELL)) {
       void this.syncProposals();
     }
     if (events.some(event => event.type === 'done')) {
       this.asking = false;
-      if (this.status.textContent === 'Stopping…') {
-        this.status.textContent = '';
-      }
     }
     this.log.dataset.lastSeq = String(this.model.lastSeq);
     if (events.some(event => event.type === 'approval_scope')) {
@@ -264,6 +277,9 @@ export class ChatView extends Widget {
       if (existing === undefined) {
         this.nodes.set(id, node);
         this.place(id, node);
+      }
+      if (item.kind === 'approval') {
+        attendTo(item, node, this.node, this.isVisible, () => this.revealRequested.emit(undefined));
       }
       if (item.kind === 'proposal') {
         this.pending.sync(item.proposal);
@@ -381,21 +397,34 @@ export class ChatView extends Widget {
       return;
     }
     const api = this.options.api;
+    const kernel = this.attachments.kernelFor(this.notebookKernel());
+    const notebook = this.notebookJson();
     this.asking = true;
+    this.input.value = ''; // the question moves to the log at once, before the server answers
+    const echo = (this.echo = el('div', 'nini-user nini-mod-pending', message));
+    this.log.append(echo);
+    this.log.scrollTop = this.log.scrollHeight;
+    this.statusLine.apply({ kind: 'ask' });
     this.updateButtons();
     try {
       if (this.sessionId === null) {
         // the server makes the session only once it takes the question: a refused one leaves none behind
-        const started = await api.askNew(message, this.attachments.kernelFor(this.notebookKernel()), this.notebookJson());
+        const started = await api.askNew(message, kernel, notebook);
         this.open(started.session_id);
+        this.echo = echo;
+        this.log.append(echo); // open() emptied the log; the session's events replace the echo
+        this.statusLine.apply({ kind: 'ask' });
         void this.refreshSessions();
       } else {
-        await api.ask(this.sessionId, message, this.attachments.kernelFor(this.notebookKernel()), this.notebookJson());
+        await api.ask(this.sessionId, message, kernel, notebook);
       }
-      this.input.value = '';
       this.attachments.clear();
     } catch (error) {
       this.asking = false;
+      echo.remove();
+      this.echo = this.echo === echo ? null : this.echo;
+      this.input.value ||= message; // given back to edit, unless a new one is being typed
+      this.statusLine.apply({ kind: 'ask_failed' });
       this.say(error);
     }
     this.updateButtons();
@@ -405,12 +434,16 @@ export class ChatView extends Widget {
     if (this.sessionId === null) {
       return;
     }
+    this.statusLine.apply({ kind: 'stop' }); // "Stopping…" until the run's `done` is in
     try {
-      await this.options.api.cancel(this.sessionId);
-      this.status.textContent = 'Stopping…';
+      const { canceled } = await this.options.api.cancel(this.sessionId);
+      if (!canceled) {
+        this.statusLine.apply({ kind: 'stop_missed' }); // it had ended already
+      }
     } catch (error) {
       this.say(error);
     }
+    this.updateButtons();
   }
 
   private async decide(approvalId: string, decision: ApprovalDecision): Promise<void> {
@@ -418,10 +451,7 @@ export class ChatView extends Widget {
       await this.options.api.decideApproval(this.sessionId!, approvalId, decision);
     } catch (error) {
       this.say(error);
-      this.nodes
-        .get(`approval:${approvalId}`)
-        ?.querySelectorAll('.nini-approval-actions button')
-        .forEach(button => ((button as HTMLButtonElement).disabled = false)); // the answer did not arrive: ask again
+      enableAnswers(this.nodes.get(`approval:${approvalId}`)); // the answer did not arrive: ask again
     }
   }
 

@@ -81,6 +81,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       shell.activateById(panel.id);
       panel.currentWidget = panel.chat;
     };
+    panel.chat.revealRequested.connect(reveal); // a notification's "Show" (a step waits for an OK)
     app.commands.addCommand(COMMANDS.open, {
       label: __('Open nini'),
       caption: __('Chat with the nini agent about your data'),

@@ -8,7 +8,8 @@
 import type { NiniEvent } from './api';
 import { RunTook, tookOf } from './footer';
 
-export type StepStatus = 'running' | 'succeeded' | 'failed';
+/** `stopped`: ended CANCELED by the user's Stop (or the server's shutdown), not by a failure of its own. */
+export type StepStatus = 'running' | 'succeeded' | 'failed' | 'stopped';
 
 export interface Violation {
   rule?: string;
@@ -104,9 +105,9 @@ export interface EndItem {
   took: RunTook | null; // duration, steps, tokens and cost (./footer)
 }
 
-/** How a step waiting for a person ended: allowed once, allowed for the session, rejected, or
- * refused after nobody answered. */
-export type ApprovalState = 'waiting' | 'once' | 'session' | 'reject' | 'timed_out';
+/** How a step waiting for a person ended: allowed once, allowed for the session, rejected,
+ * refused after nobody answered, or its run stopped while it waited. */
+export type ApprovalState = 'waiting' | 'once' | 'session' | 'reject' | 'timed_out' | 'stopped';
 
 export interface ApprovalItem {
   kind: 'approval';
@@ -183,6 +184,7 @@ export class ChatModel {
   private openTask: StepItem | null = null;
   private answeredTurns = new Set<string>(); // turns whose done came: later steps are background
   private userTurns = new Set<string>();
+  private refused = false; // a person refused the step now ending: its CANCELED is theirs, not a Stop
 
   get(id: string): ChatItem | undefined {
     return this.byId.get(id);
@@ -215,6 +217,9 @@ export class ChatModel {
         if (proposal !== null) {
           touched.add(proposal);
         }
+      }
+      if (event.type === 'done' && event.data?.ended_by === 'canceled') {
+        this.stopLeftovers(event.turn_id).forEach(left => touched.add(left));
       }
     }
     return [...touched];
@@ -362,6 +367,7 @@ export class ChatModel {
         }
         const how = String(data.how ?? '');
         item.state = how === 'once' || how === 'session' || how === 'timed_out' ? how : data.approved ? 'once' : 'reject';
+        this.refused = item.state === 'reject' || item.state === 'timed_out';
         return item.id;
       }
       default:
@@ -431,7 +437,9 @@ export class ChatModel {
       return null;
     }
     const data = event.data ?? {};
-    step.status = data.success ? 'succeeded' : 'failed';
+    const canceled = !data.success && data.error?.code === 'CANCELED' && !this.refused;
+    step.status = data.success ? 'succeeded' : canceled ? 'stopped' : 'failed';
+    this.refused = false;
     step.durationMs = typeof data.duration_ms === 'number' ? data.duration_ms : null;
     if (!data.success && data.error) {
       step.error = {
@@ -445,6 +453,22 @@ export class ChatModel {
       this.openTask = null;
     }
     return step.id;
+  }
+
+  /** A stopped run's steps still running and steps still waiting for a person (a wait cut by Stop
+   * says nothing more): stopped; their ids. */
+  private stopLeftovers(turnId: string | null): string[] {
+    const left: string[] = [];
+    for (const item of this.items) {
+      if (item.kind === 'step' && item.status === 'running' && item.turnId === turnId) {
+        item.status = 'stopped';
+        left.push(item.id);
+      } else if (item.kind === 'approval' && item.state === 'waiting') {
+        item.state = 'stopped'; // one run per session: the wait was this run's
+        left.push(item.id);
+      }
+    }
+    return left;
   }
 
   private findTask(command: string, turnId: string | null): StepItem | null {

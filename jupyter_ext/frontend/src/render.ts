@@ -8,6 +8,7 @@
 import type { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 
+import { renderApproval } from './approval';
 import { chartFigure } from './charts';
 import { addCodeActions, codeActions } from './codeblocks';
 import { el } from './dom';
@@ -18,7 +19,7 @@ import { renderError, renderOutputs } from './outputs';
 import { strictRendermime } from './sanitize';
 import { whereBadge } from './where';
 import type { ApprovalDecision } from './api';
-import type { ApprovalItem, ApprovalState, AssistantItem, ChatItem, StepItem } from './model';
+import type { AssistantItem, ChatItem, StepItem } from './model';
 import { DecideProposal, renderProposalCard } from './proposals';
 
 export { el };
@@ -32,14 +33,7 @@ export interface RenderContext {
   notebooks?: INotebookTracker | null; // where Insert below, Replace cell and Insert chart act
 }
 
-const STATUS_TEXT: Record<string, string> = { running: N_('running'), succeeded: N_('done'), failed: N_('failed') };
-const APPROVAL_TEXT: Record<ApprovalState, string> = {
-  waiting: 'Waiting for you: this step would run in your kernel, not sandboxed',
-  once: 'Allowed once',
-  session: 'Allowed for this session',
-  reject: 'Rejected: it did not run',
-  timed_out: 'Nobody answered in time: it did not run'
-};
+const STATUS_TEXT: Record<string, string> = { running: N_('running'), succeeded: N_('done'), failed: N_('failed'), stopped: N_('stopped') };
 const IMAGE = /\.(png|svg|jpe?g|gif)$/i;
 
 /** Markdown through JupyterLab's renderer, untrusted and with the strict sanitizer (./sanitize):
@@ -99,13 +93,10 @@ export function renderItem(item: ChatItem, existing: HTMLElement | undefined, co
     }
     case 'proposal':
       return renderProposalCard(item, existing, (proposal, decision, run) => context.onProposal?.(proposal, decision, run));
-    case 'approval': {
-      const node = existing ?? buildApproval(item, context);
-      node.dataset.state = item.state;
-      node.querySelector('.nini-approval-actions')?.toggleAttribute('hidden', item.state !== 'waiting');
-      node.querySelector('.nini-approval-state')!.textContent = APPROVAL_TEXT[item.state];
-      return node;
-    }
+    case 'approval':
+      return renderApproval(item, existing, (id, decision) => context.onApproval?.(id, decision), (host, code, language) =>
+        void renderMarkdown(context.rendermime, host, fenced(code, language))
+      );
   }
 }
 
@@ -211,33 +202,5 @@ function buildStep(step: StepItem, context: RenderContext): HTMLElement {
   const children = el('div', 'nini-step-children');
   // what a user reads first: the error's line, then the results (the code stays folded)
   node.append(details, parts.error, parts.output, parts.summary, parts.charts, children);
-  return node;
-}
-
-/** The card of a step waiting to run in the user's kernel: its whole code, highlighted, and the
- * three answers (once, for the session, reject). */
-function buildApproval(item: ApprovalItem, context: RenderContext): HTMLElement {
-  const node = el('div', 'nini-approval');
-  node.setAttribute('role', 'group');
-  node.setAttribute('aria-label', 'A step waits for your approval');
-  const code = el('div', 'nini-approval-code');
-  code.textContent = item.code; // until highlighted
-  void renderMarkdown(context.rendermime, code, fenced(item.code, item.language));
-  const actions = el('div', 'nini-approval-actions');
-  const answers: [ApprovalDecision, string, string, string][] = [
-    ['once', 'Allow once', 'jp-mod-accept', 'Run this step in your kernel'],
-    ['session', 'Allow for this session', 'jp-mod-styled', "Run this step and the session's next steps in your kernel without asking"],
-    ['reject', 'Reject', 'jp-mod-reject', 'Do not run this step']
-  ];
-  for (const [decision, label, style, description] of answers) {
-    const button = el('button', `jp-Button ${style} nini-approval-${decision}`, label);
-    button.title = description;
-    button.onclick = () => {
-      actions.querySelectorAll('button').forEach(other => ((other as HTMLButtonElement).disabled = true));
-      context.onApproval?.(item.approvalId, decision);
-    };
-    actions.append(button);
-  }
-  node.append(el('div', 'nini-approval-state'), code, actions);
   return node;
 }

@@ -5,3 +5,4 @@ import './preferences.css';
 import './context.css';
 import './models.css';
 import './results.css';
+import './status.css';

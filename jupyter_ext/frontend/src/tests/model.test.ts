@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import type { NiniEvent } from '../api';
-import { ChatModel, StepItem } from '../model';
+import { ApprovalItem, ChatModel, StepItem } from '../model';
 
 const EVENTS: NiniEvent[] = JSON.parse(readFileSync(join(__dirname, '../../src/tests/fixtures/session-events.json'), 'utf-8'));
 
@@ -93,13 +93,15 @@ test('the answer is streamed then final, and the note after it is apart from it'
   assert.ok(steps(model).filter(step => !step.background).every(step => step.turnId !== null));
 });
 
-test('a cancelled turn ends canceled with its step failed CANCELED', () => {
+test('a cancelled turn ends canceled with its step stopped (grey), not failed', () => {
   const model = new ChatModel();
   model.apply(EVENTS);
   const last = model.items[model.items.length - 1];
   assert.equal(last.kind === 'end' && last.endedBy, 'canceled');
   const slow = steps(model).find(step => step.label === 'slow')!;
   assert.equal(slow.error?.code, 'CANCELED');
+  assert.equal(slow.status, 'stopped');
+  assert.ok(steps(model).filter(step => step !== slow).every(step => step.status !== 'stopped'));
 });
 
 test('events replayed twice (a reconnect) change nothing; apply returns only what changed', () => {
@@ -121,3 +123,93 @@ test('events split anywhere give the same items', () => {
     assert.deepEqual(JSON.stringify(parts.items), JSON.stringify(whole.items), `cut at ${cut}`);
   }
 });
+
+// -- approvals: a step in the user's kernel waits for a person (events as nini.execution.approvals sends them)
+
+let approvalSeq = 1000;
+function approvalEvent(type: string, data: any, turn: string | null = 'tk', call: string | null = null): NiniEvent {
+  approvalSeq += 1;
+  return { seq: approvalSeq, type, turn_id: turn, tool_call_id: call, data };
+}
+
+/** A turn whose step asks, then the answer `how` and the step's result as the server sends them. */
+function askedStep(id: string, how: string): NiniEvent[] {
+  const refused = how === 'reject' || how === 'timed_out';
+  return [
+    approvalEvent('tool_call', { name: 'run_code', arguments: { code: `${id} = 1` } }, 'tk', `c-${id}`),
+    approvalEvent('approval_required', { approval_id: id, code: `${id} = 1`, language: 'python', notice: 'runs in your kernel, not sandboxed' }, null),
+    approvalEvent('approval_resolved', { approval_id: id, approved: !refused, how }, null),
+    ...(how === 'session' ? [approvalEvent('approval_scope', { allowed_for_session: true }, null)] : []),
+    approvalEvent(
+      'tool_result',
+      refused
+        ? { name: 'run_code', success: false, error: { code: 'CANCELED', message: 'the step was not approved' } }
+        : { name: 'run_code', success: true, error: null },
+      'tk',
+      `c-${id}`
+    )
+  ];
+}
+
+function approval(model: ChatModel, id: string): ApprovalItem {
+  const item = model.get(`approval:${id}`);
+  assert.equal(item?.kind, 'approval');
+  return item as ApprovalItem;
+}
+
+test('an approval waits with its code, then shows how it was answered: once, for the session, rejected, timed out', () => {
+  const model = new ChatModel();
+  model.apply([approvalEvent('user_message', { text: 'q' })]);
+  for (const how of ['once', 'session', 'reject', 'timed_out']) {
+    const [call, required, resolved, ...rest] = askedStep(`a-${how}`, how);
+    model.apply([call, required]);
+    const waiting = approval(model, `a-${how}`);
+    assert.equal(waiting.state, 'waiting');
+    assert.equal(waiting.code, `a-${how} = 1`);
+    assert.deepEqual(model.apply([resolved, ...rest]).sort(), [`approval:a-${how}`, `c-a-${how}`].sort());
+    assert.equal(approval(model, `a-${how}`).state, how);
+  }
+  const status = Object.fromEntries(steps(model).map(step => [step.id, step.status]));
+  // a refused step did not run because a person said no: failed (CANCELED), not "stopped"
+  assert.deepEqual(status, { 'c-a-once': 'succeeded', 'c-a-session': 'succeeded', 'c-a-reject': 'failed', 'c-a-timed_out': 'failed' });
+});
+
+test('an answer from another client (another page, REST) updates the card: only the approval id counts', () => {
+  const model = new ChatModel();
+  model.apply([approvalEvent('user_message', { text: 'q' })]);
+  const [call, required] = askedStep('a1', 'once');
+  model.apply([call, required]);
+  assert.deepEqual(model.apply([approvalEvent('approval_resolved', { approval_id: 'other', approved: true, how: 'once' }, null)]), []);
+  assert.equal(approval(model, 'a1').state, 'waiting');
+  model.apply([approvalEvent('approval_resolved', { approval_id: 'a1', approved: true }, null)]); // an older server: no `how`
+  assert.equal(approval(model, 'a1').state, 'once');
+});
+
+test('Stop while a step waits for approval: the card says it did not run, the step is stopped', () => {
+  const model = new ChatModel();
+  model.apply([approvalEvent('user_message', { text: 'q' })]);
+  const [call, required] = askedStep('a2', 'once');
+  model.apply([call, required]);
+  const changed = model.apply([
+    approvalEvent('tool_result', { name: 'run_code', success: false, error: { code: 'CANCELED', message: 'the call was cancelled' } }, 'tk', 'c-a2'),
+    approvalEvent('done', { ended_by: 'canceled', completed_normally: false })
+  ]);
+  assert.ok(changed.includes('approval:a2'));
+  assert.equal(approval(model, 'a2').state, 'stopped');
+  assert.equal(steps(model)[0].status, 'stopped');
+});
+
+test('a run that ends canceled stops the steps it left running; a finished run touches nothing', () => {
+  const model = new ChatModel();
+  model.apply([
+    approvalEvent('user_message', { text: 'q' }),
+    approvalEvent('tool_call', { name: 'task:explore', arguments: {} }, 'tk', 'task'),
+    approvalEvent('tool_call', { name: 'run_code', arguments: { code: 'x' } }, 'tk', 'inner')
+  ]);
+  model.apply([approvalEvent('done', { ended_by: 'canceled', completed_normally: false })]);
+  assert.deepEqual(steps(model).map(step => step.status), ['stopped', 'stopped']);
+  const finished = new ChatModel();
+  finished.apply(EVENTS.slice(0, EVENTS.findIndex(event => event.type === 'done') + 1));
+  assert.ok(steps(finished).every(step => step.status !== 'stopped'));
+});
+
