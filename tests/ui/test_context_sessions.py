@@ -5,7 +5,7 @@ In the order a user goes: with a notebook open, the chips above the question say
 (the notebook, its variables); a cell attached from the attach menu shows as a chip and goes when its
 ✕ is clicked; `@` attaches a cell by keyboard; the ask carries what the chips say; a finished turn
 shows its duration, steps and tokens (the scripted server reports usage), and its cost once the
-provider's price is configured; messages carry their time. Then the session list: search filters it
+provider's price is set in the Models tab; messages carry their time. Then the session list: search filters it
 (by title, and by what was said), a rename lasts across a reload, and delete removes a session after
 the dialog is confirmed.
 """
@@ -19,6 +19,7 @@ import pytest
 
 from tests.llm_server import Reply, ScriptedLLM, text
 from tests.ui.conftest import Lab, ask, new_page, open_notebook, open_sidebar, screenshot, wait_idle, watched_page
+from tests.ui.sidebar_tabs import show_tab
 
 pytestmark = pytest.mark.slow
 
@@ -119,9 +120,16 @@ def test_a_finished_turn_shows_duration_steps_tokens_and_times(page: Any) -> Non
     screenshot(page, "33f-run-footer")
 
 
-def test_a_configured_price_shows_the_cost(page: Any, lab: Lab, llm: ScriptedLLM) -> None:
+def test_a_price_set_in_the_models_tab_shows_the_cost(page: Any, lab: Lab, llm: ScriptedLLM) -> None:
+    show_tab(page, "models")
+    page.click('.nini-provider[data-name="local"] button:has-text("Edit")')
+    page.fill('.nini-provider-form input[name="input_per_mtok"]', "2.5")
+    page.fill('.nini-provider-form input[name="output_per_mtok"]', "10")
+    page.click(".nini-provider-save")
+    page.wait_for_selector('.nini-provider-result[data-ok="true"]')
     provider = next(p for p in lab.nini("GET", "models")["providers"] if p["name"] == "local")
-    lab.nini("PUT", "models/providers/local", {**provider, "input_per_mtok": 2.5, "output_per_mtok": 10.0})
+    assert (provider["input_per_mtok"], provider["output_per_mtok"], provider["currency"]) == (2.5, 10.0, "USD")
+    show_tab(page, "chat")
     llm.reply(text("Still no dataset.", usage=USAGE))
     ask(page, "And now?")
     page.locator(".nini-end .nini-run-footer").nth(1).wait_for()

@@ -71,6 +71,9 @@ export interface ProviderInfo {
   api_key_env?: string | null;
   vision_models?: string[];
   enabled?: boolean;
+  input_per_mtok?: number | null; // the price of a million prompt tokens (a turn's cost; optional)
+  output_per_mtok?: number | null;
+  currency?: string;
   usable?: boolean;
   reason?: string | null;
 }

@@ -44,7 +44,7 @@ export const PRESETS: Preset[] = [
 ]; // prettier-ignore
 
 /** A field's problem, as the form shows it next to that field. */
-export type Problems = Partial<Record<'name' | 'kind' | 'base_url' | 'model' | 'api_key_env', string>>;
+export type Problems = Partial<Record<'name' | 'kind' | 'base_url' | 'model' | 'api_key_env' | 'input_per_mtok' | 'output_per_mtok' | 'currency', string>>;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const VARIABLE = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
@@ -109,6 +109,15 @@ export function validateProvider(provider: ProviderInfo, forSaving: boolean): Pr
   }
   if (provider.api_key_env && !isVariableName(provider.api_key_env)) {
     problems.api_key_env = __('Enter the name of an environment variable (like DEEPSEEK_API_KEY), not the key itself');
+  }
+  for (const field of ['input_per_mtok', 'output_per_mtok'] as const) {
+    const price = provider[field];
+    if (price !== undefined && price !== null && !(Number.isFinite(price) && price >= 0)) {
+      problems[field] = __('A price is a number of 0 or more, like %1', '0.27');
+    }
+  }
+  if (provider.currency !== undefined && !/^[A-Za-z]{1,8}$/.test(provider.currency)) {
+    problems.currency = __('A currency code, like USD or CNY');
   }
   return problems;
 }

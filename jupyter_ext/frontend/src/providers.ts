@@ -20,12 +20,17 @@ import { reasonParts, showError } from './errors';
 import { __, N_ } from './i18n';
 import { KINDS, PRESETS, Preset, Problems, validateProvider } from './presets';
 
-type Field = 'name' | 'kind' | 'base_url' | 'model' | 'api_key_env';
+type Field = 'name' | 'kind' | 'base_url' | 'model' | 'api_key_env' | PriceField;
+type PriceField = 'input_per_mtok' | 'output_per_mtok' | 'currency';
 const FIELDS: [Exclude<Field, 'kind'>, string, string][] = [
   ['name', N_('Name'), 'ollama'],
   ['base_url', N_('Base URL'), 'http://localhost:11434/v1'],
   ['model', N_('Model'), 'qwen2.5:7b'],
-  ['api_key_env', N_('API key environment variable'), 'DEEPSEEK_API_KEY']
+  ['api_key_env', N_('API key environment variable'), 'DEEPSEEK_API_KEY'],
+  // optional: with both prices, each turn's footer shows its cost (./footer)
+  ['input_per_mtok', N_('Price per million prompt tokens (optional)'), '0.27'],
+  ['output_per_mtok', N_('Price per million completion tokens (optional)'), '1.10'],
+  ['currency', N_('Currency of the prices'), 'USD']
 ];
 
 export class ProvidersView extends Widget {
@@ -197,9 +202,14 @@ export class ProvidersView extends Widget {
   private provider(): ProviderInfo {
     const value = (name: Field) => this.inputs.get(name)!.value.trim();
     const provider: ProviderInfo = { name: value('name'), kind: value('kind') };
-    for (const field of ['base_url', 'model', 'api_key_env'] as const) {
+    for (const field of ['base_url', 'model', 'api_key_env', 'currency'] as const) {
       if (value(field)) {
         provider[field] = value(field);
+      }
+    }
+    for (const field of ['input_per_mtok', 'output_per_mtok'] as const) {
+      if (value(field)) {
+        provider[field] = Number(value(field)); // NaN is the form's problem to say (validateProvider)
       }
     }
     return provider;

@@ -396,6 +396,11 @@ export const ZH: Record<string, string> = {
   "The agent may ask for copies of %1's variables, made in nini's sandbox": '智能体可以要 %1 变量的副本，副本在 nini 的沙箱中生成',
   'Selected cells of the notebook': '笔记本中选中的单元格',
   'Files selected in the file browser': '文件浏览器中选中的文件',
+  'Price per million prompt tokens (optional)': '每百万输入 token 的价格（可选）',
+  'Price per million completion tokens (optional)': '每百万输出 token 的价格（可选）',
+  'Currency of the prices': '价格的货币',
+  'A price is a number of 0 or more, like %1': '价格是不小于 0 的数，例如 %1',
+  'A currency code, like USD or CNY': '货币代码，例如 USD 或 CNY',
   // -- end of part F
   // -- part A: approvals in the step card, the live status line, Stop
   'Thinking · %1 s': '思考中 · %1 秒',

@@ -50,3 +50,11 @@ test('names, kinds, addresses and key variables are checked as the server checks
   assert.equal(isVariableName('sk_live_abc'), false);
   assert.equal(isVariableName('1ABC'), false);
 });
+
+test('prices are optional numbers of 0 or more, with a currency code (a turn then shows its cost)', () => {
+  const base = { name: 'deepseek', kind: 'openai', model: 'deepseek-chat' };
+  assert.deepEqual(validateProvider({ ...base, input_per_mtok: 0.27, output_per_mtok: 1.1, currency: 'CNY' }, true), {});
+  assert.deepEqual(validateProvider({ ...base, input_per_mtok: 0, output_per_mtok: null }, true), {});
+  const problems = validateProvider({ ...base, input_per_mtok: -1, output_per_mtok: Number('cheap'), currency: '美元' }, true);
+  assert.deepEqual(Object.keys(problems).sort(), ['currency', 'input_per_mtok', 'output_per_mtok']);
+});
