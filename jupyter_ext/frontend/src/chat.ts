@@ -53,8 +53,8 @@ export class ChatView extends Widget {
   private readonly sessions = new SessionList(this.options.api, id => this.open(id), error => this.say(error));
   private readonly log = el('div', 'nini-log');
   private readonly input = el('textarea', 'nini-input');
-  private readonly send = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-send', 'Ask');
-  private readonly stop = el('button', 'jp-Button jp-mod-styled jp-mod-warn nini-stop', 'Stop');
+  private readonly send = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-send', __('Ask'));
+  private readonly stop = el('button', 'jp-Button jp-mod-styled jp-mod-warn nini-stop', __('Stop'));
   private readonly runWhere = new WhereChoice(() => this.showWhere());
   private readonly where = el('span', 'nini-where');
   private readonly allowed = el('button', 'jp-Button jp-mod-styled nini-allowed-badge');
@@ -75,7 +75,7 @@ export class ChatView extends Widget {
   constructor(private readonly options: ChatOptions) {
     super();
     this.addClass('nini-chat');
-    this.title.label = 'Chat';
+    this.title.label = __('Chat');
     this.context = {
       rendermime: options.rendermime,
       artifactUrl: path => options.api.artifactUrl(this.sessionId ?? '', path),
@@ -108,8 +108,8 @@ export class ChatView extends Widget {
 
   private build(): void {
     const header = el('div', 'nini-chat-header');
-    const fresh = el('button', 'jp-Button jp-mod-styled nini-new-chat', 'New chat');
-    fresh.setAttribute('aria-label', 'Start a new chat');
+    const fresh = el('button', 'jp-Button jp-mod-styled nini-new-chat', __('New chat'));
+    fresh.setAttribute('aria-label', __('Start a new chat'));
     fresh.onclick = () => this.newChat();
     this.allowed.hidden = true;
     this.allowed.textContent = __('Allowed for this session ✕');
@@ -118,10 +118,10 @@ export class ChatView extends Widget {
     header.append(this.sessions.node, fresh, this.runWhere.node, this.where, this.allowed);
     this.log.setAttribute('role', 'log');
     this.log.setAttribute('aria-live', 'polite');
-    this.log.setAttribute('aria-label', 'Conversation');
+    this.log.setAttribute('aria-label', __('Conversation'));
     const footer = el('div', 'nini-chat-footer');
-    this.input.placeholder = 'Ask nini about your data (Enter sends, Shift+Enter adds a line)';
-    this.input.setAttribute('aria-label', 'Question');
+    this.input.placeholder = __('Ask nini about your data (Enter sends, Shift+Enter adds a line)');
+    this.input.setAttribute('aria-label', __('Question'));
     this.input.rows = 3;
     this.attachments.watch(this.input);
     this.input.onkeydown = event => {
@@ -130,7 +130,7 @@ export class ChatView extends Widget {
         void this.ask();
       }
     };
-    this.send.setAttribute('aria-label', 'Ask nini');
+    this.send.setAttribute('aria-label', __('Ask nini'));
     this.send.onclick = () => void this.ask();
     this.stop.textContent = __('Stop');
     this.stop.setAttribute('aria-label', __('Stop the run'));
@@ -384,7 +384,7 @@ export class ChatView extends Widget {
     let group = this.nodes.get(key);
     if (group === undefined) {
       group = el('details', 'nini-background');
-      group.append(el('summary', undefined, 'After the answer'));
+      group.append(el('summary', undefined, __('After the answer')));
       this.nodes.set(key, group);
       this.log.append(group);
     }
@@ -466,8 +466,8 @@ export class ChatView extends Widget {
   private showState(state: StreamState, retryInMs?: number): void {
     this.log.dataset.stream = state;
     if (state === 'waiting') {
-      this.status.textContent = `Connection lost; reconnecting in ${Math.round((retryInMs ?? 0) / 100) / 10} s…`;
-    } else if (state === 'open' && this.status.textContent?.startsWith('Connection lost')) {
+      this.status.textContent = this.status.dataset.lost = __('Connection lost; reconnecting in %1 s…', Math.round((retryInMs ?? 0) / 100) / 10);
+    } else if (state === 'open' && this.status.textContent === this.status.dataset.lost) { // still that line, not a later one
       this.status.textContent = '';
     }
   }

@@ -81,8 +81,8 @@ export function renderItem(item: ChatItem, existing: HTMLElement | undefined, co
       text.textContent = item.completedNormally
         ? ''
         : item.endedBy === 'canceled'
-          ? 'Stopped: the run was cancelled.'
-          : `The run ended unfinished (${item.endedBy}).`;
+          ? __('Stopped: the run was cancelled.')
+          : __('The run ended unfinished (%1).', item.endedBy);
       const judged = item.completedNormally && item.turnId !== null && context.feedback !== undefined;
       if (judged && !node.querySelector('.nini-feedback')) {
         node.append(context.feedback!(item.turnId!));

@@ -218,6 +218,17 @@ export const ZH: Record<string, string> = {
   'Saved.': '已保存。',
   'Save the SKILL.md (validated)': '保存 SKILL.md（会先校验）',
   'A %1 skill: saving makes your own copy, which takes its place.': '这是 %1 技能：保存会生成你自己的副本，并取代它。',
+  Ask: '提问',
+  'New chat': '新对话',
+  'Start a new chat': '开始新对话',
+  Conversation: '对话记录',
+  'Ask nini about your data (Enter sends, Shift+Enter adds a line)': '向 nini 询问你的数据（Enter 发送，Shift+Enter 换行）',
+  Question: '问题',
+  'Ask nini': '向 nini 提问',
+  'After the answer': '回答之后',
+  'Connection lost; reconnecting in %1 s…': '连接已断开；%1 秒后重新连接…',
+  'Stopped: the run was cancelled.': '已停止：这次运行被取消了。',
+  'The run ended unfinished (%1).': '这次运行没有完成就结束了（%1）。',
   // -- end of part E (next part: append your block below, each entry ending with a comma)
   // -- part D (feedback thumbs, Models guided, the error codes' sentences) ----------------------------
   'Something in the request is not right: check what you entered and try again.': '请求中有内容不对：检查你输入的内容后再试一次。',
