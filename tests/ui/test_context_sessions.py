@@ -20,6 +20,7 @@ import pytest
 from tests.llm_server import Reply, ScriptedLLM, text
 from tests.ui.conftest import Lab, ask, new_page, open_notebook, open_sidebar, screenshot, wait_idle, watched_page
 from tests.ui.sidebar_tabs import show_tab
+from tests.ui.test_accessibility import serious_violations, use_theme
 
 pytestmark = pytest.mark.slow
 
@@ -73,6 +74,7 @@ def test_chips_say_what_goes_with_the_question_and_go_when_removed(page: Any, la
     page.wait_for_selector(f'{CHIPS}[data-kind="cell"]')
     assert chips(page)[2:] == ["cell:sales.ipynb · cell 0"]
     screenshot(page, "33f-chips")
+    assert serious_violations(page) == []  # axe-core: the chips, their ✕ and the paperclip
     remove = page.locator(f'{CHIPS}[data-kind="cell"] .nini-chip-remove')
     assert remove.get_attribute("aria-label") == "Remove sales.ipynb · cell 0"
     remove.focus()
@@ -89,6 +91,7 @@ def test_at_attaches_a_cell_by_keyboard_and_the_ask_carries_the_chips(page: Any,
     assert page.get_attribute(".nini-input", "aria-activedescendant") == page.get_attribute(
         ".nini-mention-option[aria-selected='true']", "id")  # fmt: skip
     screenshot(page, "33f-at-mention")
+    assert serious_violations(page) == []  # the list open: a listbox the question box controls
     page.keyboard.press("Enter")  # attaches: it does not send the question
     page.wait_for_selector(f'{CHIPS}[data-kind="cell"]')
     assert page.input_value(".nini-input") == "Explain "
@@ -158,6 +161,7 @@ def test_search_filters_the_session_list(page: Any, lab: Lab) -> None:
                            " && document.querySelectorAll('.nini-session-item').length === 1")  # fmt: skip
     assert listed(page) == [QUESTION]
     screenshot(page, "33f-session-search")
+    assert serious_violations(page) == []  # the panel open, with its search, entries, rename and delete
     page.fill(".nini-session-search", "nothing like it")
     page.wait_for_selector('.nini-session-status:has-text("No session matches")')
     page.fill(".nini-session-search", "")
@@ -198,3 +202,21 @@ def test_delete_removes_a_session_after_confirming(page: Any, lab: Lab) -> None:
     item.wait_for(state="detached")
     assert victim["id"] not in [s["id"] for s in lab.nini("GET", "sessions")]
     assert "Revenue by region" not in listed(page)
+
+
+def test_in_the_dark_theme_the_list_the_chips_and_the_footer_pass_axe(page: Any) -> None:
+    use_theme(page, "JupyterLab Dark")
+    page.wait_for_selector("#jupyterlab-splash", state="detached")  # the theme's change drawn
+    try:
+        open_list(page)
+        page.wait_for_selector(".nini-session-item")
+        screenshot(page, "33f-dark-sessions")
+        assert serious_violations(page) == []
+        page.click(".nini-input")  # closes the list
+        page.keyboard.type("@")
+        page.wait_for_selector(".nini-mention-option[aria-selected='true']")
+        screenshot(page, "33f-dark-mention")
+        assert serious_violations(page) == []
+        page.keyboard.press("Escape")
+    finally:
+        use_theme(page, "JupyterLab Light")

@@ -204,7 +204,7 @@ export class Attachments {
     }
     const folder = await lab.contents.get(lab.files.model.path, { content: true });
     const files = (folder.content as Contents.IModel[]).filter(item => item.type !== 'directory');
-    return cells.concat(files.map(item => ({ kind: 'file', key: item.path, label: item.name, detail: item.path })));
+    return cells.concat(files.map(item => ({ kind: 'file', key: item.path, label: item.name, detail: item.path === item.name ? '' : item.path })));
   }
 
   private async attachMention(candidate: MentionCandidate): Promise<void> {
