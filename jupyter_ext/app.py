@@ -112,7 +112,7 @@ class NiniExtensionApp(ExtensionApp):
         left to the server.
         """
         if self._warm_up is not None and not self._warm_up.done():
-            self._warm_up.cancel()  # a step already in a thread ends on its own; none of them uses the store
+            self._warm_up.cancel()  # before anything closes; a step already in a thread ends on its own
             await asyncio.gather(self._warm_up, return_exceptions=True)
         sockets = list(self.settings.get(SOCKETS_SETTING, ()))
         await asyncio.gather(*(socket.shutdown() for socket in sockets), return_exceptions=True)

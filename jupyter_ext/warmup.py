@@ -4,14 +4,15 @@ A server's first agent turn used to take seconds more than the next ones before 
 showed (the issue measured 9-11 s against 0.15-0.35 s). Almost all of it is paid once per
 process: importing the model SDK (``openai`` alone takes 2-4 s on a loaded 2-core machine) and
 setting up its HTTP client, loading the tokenizer's 100k-token table, importing the agent and the
-kernel machinery, probing the sandbox, loading the experience matcher. ``warm_up`` does those
-right after the server starts, one at a time and off the event loop, so the first question finds
-them done. What cannot be warmed is the session's kernel: it is started inside the session's own
+kernel machinery, probing the sandbox, loading the experience matcher, the store's threads and
+connections. ``warm_up`` does those right after the server starts, one at a time and off the event
+loop, so the first question finds them done. What cannot be warmed is the session's kernel: it is started inside the session's own
 sandbox and workspace, which exist only once the session does.
 
 Nothing here is needed for correctness: each step that fails is logged and skipped, and the
 work it would have done happens at first use as before. ``stop_extension`` cancels a warm-up
-still going (a step already in a thread finishes on its own; none of them touches the store).
+still going before anything is closed (a step already in a thread finishes on its own; the store's
+is a read).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ async def warm_up(runtime: Runtime) -> dict[str, float]:
     they could be made twice); the slow part of each (an import, a file, a probe) runs in a thread.
     """
     steps: list[tuple[str, Callable[[], Any]]] = [
+        ("store", lambda: runtime.store.call(runtime.store.list_sessions, 1)),  # its threads and connections
         ("modules", lambda: asyncio.to_thread(_import, MODULES)),
         ("model SDK", lambda: asyncio.to_thread(_import, _sdks(runtime))),
         ("model clients", lambda: runtime.router.prepare("chat")),

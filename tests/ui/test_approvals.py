@@ -5,16 +5,15 @@ says so with a JupyterLab notification. Whether a step ran is asked of the noteb
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from jupyter_client import BlockingKernelClient
 
 from tests.llm_server import ScriptedLLM, text, tool_call
 from tests.ui.conftest import (Lab, ask, open_notebook, open_sidebar, screenshot, show_files, wait_idle, watched_page,
                                widen_sidebar)  # fmt: skip
+from tests.ui.user_kernel import card, notebook_names
 
 pytestmark = pytest.mark.slow
 
@@ -32,25 +31,6 @@ def page(browser: Any, lab: Lab) -> Iterator[Any]:
         opened.click('.nini-run-where-segment[data-value="kernel"]')
         opened.wait_for_selector('.nini-where[data-target="notebook"]')
         yield opened
-
-
-def notebook_names(lab: Lab) -> set[str]:
-    """The names defined in the notebook's kernel, asked through the kernel's own connection (not nini)."""
-    (kernel,) = lab.kernels()
-    client = BlockingKernelClient(connection_file=str(lab.root / "runtime" / f"kernel-{kernel['id']}.json"))
-    client.load_connection_file()
-    client.start_channels()
-    try:
-        reply = client.execute_interactive("", user_expressions={"names": "sorted(globals())"}, timeout=30)
-        return set(json.loads(reply["content"]["user_expressions"]["names"]["data"]["text/plain"].replace("'", '"')))
-    finally:
-        client.stop_channels()
-
-
-def card(page: Any, state: str = "waiting") -> Any:
-    found = page.locator(f'.nini-approval[data-state="{state}"]').last
-    found.wait_for(timeout=60_000)
-    return found
 
 
 def focused_card(page: Any) -> None:

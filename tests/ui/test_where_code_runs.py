@@ -4,16 +4,15 @@ notebook's kernel is one choice away, and there every step shows its code and wa
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from jupyter_client import BlockingKernelClient
 
 from tests.llm_server import ScriptedLLM, text, tool_call
 from tests.ui.conftest import Lab, ask, open_notebook, open_sidebar, screenshot, wait_idle, watched_page, widen_sidebar
+from tests.ui.user_kernel import card, notebook_names
 
 pytestmark = pytest.mark.slow
 
@@ -22,25 +21,6 @@ pytestmark = pytest.mark.slow
 def page(browser: Any, lab: Lab) -> Iterator[Any]:
     with watched_page(browser, lab) as opened:
         yield opened
-
-
-def notebook_names(lab: Lab) -> set[str]:
-    """The names defined in the notebook's kernel, asked through the kernel's own connection (not nini)."""
-    (kernel,) = lab.kernels()
-    client = BlockingKernelClient(connection_file=str(lab.root / "runtime" / f"kernel-{kernel['id']}.json"))
-    client.load_connection_file()
-    client.start_channels()
-    try:
-        reply = client.execute_interactive("", user_expressions={"names": "sorted(globals())"}, timeout=30)
-        return set(json.loads(reply["content"]["user_expressions"]["names"]["data"]["text/plain"].replace("'", '"')))
-    finally:
-        client.stop_channels()
-
-
-def card(page: Any, state: str = "waiting") -> Any:
-    found = page.locator(f'.nini-approval[data-state="{state}"]').last
-    found.wait_for(timeout=60_000)
-    return found
 
 
 def step_states(page: Any) -> list[tuple[str, str]]:

@@ -20,7 +20,7 @@ import { feedbackControl, FeedbackMemory } from './feedback';
 import { ChatModel, Proposal, PROPOSE_CELL } from './model';
 import { NoModelCard } from './nomodel';
 import { Decision, PendingCells } from './proposals';
-import { el, RenderContext, renderItem } from './render';
+import { el, RenderContext, renderItem, renderMarkdown } from './render';
 import { EventStream, StreamState } from './stream';
 import { attendTo, enableAnswers } from './approval';
 import { StatusLine } from './statusline';
@@ -93,6 +93,9 @@ export class ChatView extends Widget {
     this.followNotebook(options.notebooks?.currentWidget ?? null);
     void this.refreshSessions();
     void this.noModel.check(); // said when the chat opens, not only once a question is refused
+    // JupyterLab loads its Markdown parser and a language's highlighting on first use: done now, while
+    // nothing is asked, so the first answer and the first step's code show without that wait
+    setTimeout(() => void renderMarkdown(options.rendermime, el('div'), '**nini**\n\n```python\nx = 1\n```'), 0);
     void options.api.approvalPolicy().then(
       policy => {
         this.approvalRequired = policy.required;

@@ -24,6 +24,15 @@ function run(steps: [StatusInput, number][], from: Status = IDLE): Status {
   return steps.reduce((status, [input, at]) => nextStatus(status, input, at), from);
 }
 
+/** Asked at 0, recorded at 10, its first step started at `at`. */
+function stepStartedAt(at: number): Status {
+  return run([
+    [{ kind: 'ask' }, 0],
+    [ev('user_message'), 10],
+    [ev('tool_call', { name: 'run_code', arguments: {} }), at]
+  ]);
+}
+
 test('Enter starts the wait at once, before the server has said anything', () => {
   const asked = run([[{ kind: 'ask' }, 1000]]);
   assert.equal(asked.phase, 'thinking');
@@ -57,11 +66,7 @@ test("the turn's first event keeps counting from Enter; a step has its number an
 });
 
 test("a kernel starting says so, then the step's own seconds come back", () => {
-  const running = run([
-    [{ kind: 'ask' }, 0],
-    [ev('user_message'), 10],
-    [ev('tool_call', { name: 'run_code', arguments: {} }), 100]
-  ]);
+  const running = stepStartedAt(100);
   const starting = run([[ev('kernel_start', { state: 'starting', sandbox: 'bwrap' }, null), 150]], running);
   assert.equal(statusText(starting, 2150), 'Starting sandbox… · 2 s');
   const unsandboxed = run([[ev('kernel_start', { state: 'starting', sandbox: 'none' }, null), 150]], running);
@@ -82,11 +87,7 @@ test('a sandbox started while the model thinks (variables prefetched) is said, t
 });
 
 test('a step waiting for approval says so; an answer from anywhere gives the step back its seconds', () => {
-  const running = run([
-    [{ kind: 'ask' }, 0],
-    [ev('user_message'), 10],
-    [ev('tool_call', { name: 'run_code', arguments: {} }), 1000]
-  ]);
+  const running = stepStartedAt(1000);
   const asking = run([[ev('approval_required', { approval_id: 'a1', code: 'x = 1' }, null), 1100]], running);
   assert.equal(asking.phase, 'approval');
   assert.equal(statusText(asking, 6100), 'Waiting for your OK · 5 s');
@@ -126,11 +127,7 @@ test('the answer being written has its own words', () => {
 });
 
 test('Stop says "Stopping…" until the run has ended, whatever comes before its end', () => {
-  const running = run([
-    [{ kind: 'ask' }, 0],
-    [ev('user_message'), 10],
-    [ev('tool_call', { name: 'run_code', arguments: {} }), 100]
-  ]);
+  const running = stepStartedAt(100);
   const stopping = run(
     [
       [{ kind: 'stop' }, 2000],
