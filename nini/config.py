@@ -348,7 +348,8 @@ class ProviderSettings(BaseModel):
     input_per_mtok: float | None = Field(None, ge=0, description="Price of a million prompt tokens; with "
                                          "output_per_mtok, the sidebar shows each turn's cost.")  # fmt: skip
     output_per_mtok: float | None = Field(None, ge=0, description="Price of a million completion tokens.")
-    currency: str = Field("USD", min_length=1, max_length=8, description="The currency of the prices (USD, CNY, ...).")
+    currency: str | None = Field(None, min_length=1, max_length=8, description="The currency of the prices (USD, CNY, ...); "
+                                 "unset: USD.")  # fmt: skip
 
     @model_validator(mode="before")
     @classmethod

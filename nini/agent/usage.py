@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from nini.config import ProviderSettings
 
 PER = 1_000_000  # prices are per million tokens
+DEFAULT_CURRENCY = "USD"  # of a provider whose prices name none
 
 
 @dataclass
@@ -44,7 +45,8 @@ class RunMeter:
             self.cost = None
             return
         amount = (prompt * provider.input_per_mtok + completion * provider.output_per_mtok) / PER  # type: ignore[union-attr,operator]
-        self.cost[provider.currency] = self.cost.get(provider.currency, 0.0) + amount  # type: ignore[union-attr]
+        currency = provider.currency or DEFAULT_CURRENCY  # type: ignore[union-attr]
+        self.cost[currency] = self.cost.get(currency, 0.0) + amount
 
     def usage(self) -> dict[str, int]:
         """``{prompt_tokens, completion_tokens, calls, unreported}``."""

@@ -26,7 +26,7 @@ def priced(harness: Any) -> Iterator[ProviderSettings]:
     provider = harness.runtime.settings.llm.providers[0]
     provider.input_per_mtok, provider.output_per_mtok, provider.currency = 2.0, 8.0, "CNY"
     yield provider
-    provider.input_per_mtok, provider.output_per_mtok, provider.currency = None, None, "USD"
+    provider.input_per_mtok, provider.output_per_mtok, provider.currency = None, None, None
 
 
 def test_done_carries_steps_tokens_and_duration_without_a_cost(harness: Any, llm: ScriptedLLM) -> None:

@@ -55,6 +55,7 @@ async def test_models_show_every_provider_and_each_purpose_chain_without_a_key(a
     assert list(providers) == ["local", "keyed", "nokey", "off"]
     assert providers["local"] == {"name": "local", "kind": "openai", "base_url": providers["local"]["base_url"],
                                   "model": "m", "api_key_env": None, "vision_models": ["m-vl"], "enabled": True,
+                                  "input_per_mtok": None, "output_per_mtok": None, "currency": None,
                                   "usable": True, "reason": None}  # fmt: skip
     assert providers["keyed"]["usable"] is True and providers["keyed"]["api_key_env"] == "NINI_TEST_KEY"
     assert providers["nokey"]["usable"] is False and "NINI_TEST_UNSET_KEY" in providers["nokey"]["reason"]

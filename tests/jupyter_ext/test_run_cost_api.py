@@ -43,7 +43,7 @@ async def test_a_price_saved_over_rest_gives_the_turns_cost(api: Any, jp_ws_fetc
     assert unpriced["usage"]["prompt_tokens"] == 2000 and unpriced["cost"] is None
 
     provider = next(p for p in (await api("GET", "models")).data["providers"] if p["name"] == "local")
-    assert (provider["input_per_mtok"], provider["output_per_mtok"], provider["currency"]) == (None, None, "USD")
+    assert (provider["input_per_mtok"], provider["output_per_mtok"], provider["currency"]) == (None, None, None)
     priced = {**provider, "input_per_mtok": 1.0, "output_per_mtok": 2.0, "currency": "CNY"}
     saved = await api("PUT", "models", "providers", "local", body=priced)
     assert saved.data["provider"]["input_per_mtok"] == 1.0 and saved.data["provider"]["currency"] == "CNY"

@@ -73,7 +73,7 @@ export interface ProviderInfo {
   enabled?: boolean;
   input_per_mtok?: number | null; // the price of a million prompt tokens (a turn's cost; optional)
   output_per_mtok?: number | null;
-  currency?: string;
+  currency?: string | null; // of the prices; unset: USD
   usable?: boolean;
   reason?: string | null;
 }

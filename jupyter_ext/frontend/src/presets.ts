@@ -116,7 +116,7 @@ export function validateProvider(provider: ProviderInfo, forSaving: boolean): Pr
       problems[field] = __('A price is a number of 0 or more, like %1', '0.27');
     }
   }
-  if (provider.currency !== undefined && !/^[A-Za-z]{1,8}$/.test(provider.currency)) {
+  if (provider.currency !== undefined && provider.currency !== null && !/^[A-Za-z]{1,8}$/.test(provider.currency)) {
     problems.currency = __('A currency code, like USD or CNY');
   }
   return problems;
