@@ -359,13 +359,19 @@ export class ChatView extends Widget {
     return this.attachments.notebookJson();
   }
 
-  /** Where a new item's element goes: a proposal right after the step that made it; a step inside
-   * its task, or in its turn's background group; anything else last. */
+  /** Where a new item's element goes: a proposal right after the step that made it; an approval
+   * inside the card of the step that asks; a step inside its task, or in its turn's background
+   * group; anything else last. */
   private place(id: string, node: HTMLElement): void {
     const item = this.model.get(id)!;
     const maker = item.kind === 'proposal' ? this.nodes.get(item.proposal.proposal_id) : undefined;
     if (maker?.isConnected) {
       maker.after(node);
+      return;
+    }
+    const asking = item.kind === 'approval' && item.stepId !== null ? this.nodes.get(item.stepId) : undefined;
+    if (asking?.isConnected) {
+      asking.append(node); // the approval is part of the step that asks
       return;
     }
     if (item.kind === 'step' && item.parentId !== null) {

@@ -114,6 +114,7 @@ export interface ApprovalItem {
   id: string; // `approval:<approval id>`
   approvalId: string;
   turnId: string | null;
+  stepId: string | null; // the step that asks (the one running when it asked): the card goes in its card
   code: string;
   language: string;
   state: ApprovalState;
@@ -341,6 +342,7 @@ export class ChatModel {
           id: `approval:${approvalId}`,
           approvalId,
           turnId,
+          stepId: this.runningStep()?.id ?? null,
           code: String(data.code ?? ''),
           language: String(data.language ?? 'python'),
           state: 'waiting'
@@ -453,6 +455,17 @@ export class ChatModel {
       this.openTask = null;
     }
     return step.id;
+  }
+
+  /** The step started last that is still running (a step asks for approval before its code runs). */
+  private runningStep(): StepItem | null {
+    for (let i = this.items.length - 1; i >= 0; i--) {
+      const item = this.items[i];
+      if (item.kind === 'step' && item.status === 'running') {
+        return item;
+      }
+    }
+    return null;
   }
 
   /** A stopped run's steps still running and steps still waiting for a person (a wait cut by Stop

@@ -166,6 +166,7 @@ test('an approval waits with its code, then shows how it was answered: once, for
     const waiting = approval(model, `a-${how}`);
     assert.equal(waiting.state, 'waiting');
     assert.equal(waiting.code, `a-${how} = 1`);
+    assert.equal(waiting.stepId, `c-a-${how}`); // its card goes inside the card of the step that asks
     assert.deepEqual(model.apply([resolved, ...rest]).sort(), [`approval:a-${how}`, `c-a-${how}`].sort());
     assert.equal(approval(model, `a-${how}`).state, how);
   }
