@@ -135,7 +135,6 @@ export class ChatView extends Widget {
     };
     this.send.setAttribute('aria-label', __('Ask nini'));
     this.send.onclick = () => void this.ask();
-    this.stop.textContent = __('Stop');
     this.stop.setAttribute('aria-label', __('Stop the run'));
     this.stop.onclick = () => void this.cancel();
     const buttons = el('div', 'nini-buttons');
