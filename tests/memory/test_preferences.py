@@ -169,5 +169,5 @@ def test_the_sidebar_offers_exactly_the_signals_nini_knows() -> None:
     from tests.conftest import REPO_ROOT
 
     source = (REPO_ROOT / "jupyter_ext" / "frontend" / "src" / "prefs.ts").read_text(encoding="utf-8")
-    offered = re.findall(r"\['(\w+)', '[^']+'\]", source.split("export const SIGNALS", 1)[1].split("];", 1)[0])
+    offered = re.findall(r"\['(\w+)', (?:N_\()?'[^']+'\)?\]", source.split("export const SIGNALS", 1)[1].split("];", 1)[0])
     assert offered == list(SIGNALS)

@@ -55,6 +55,9 @@ def test_thumbs_up_stays_pressed_after_a_reload(page: Any, lab: Lab, llm: Script
 
     page.reload()
     page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
+    # JupyterLab's restored layout ends by focusing the main area's widget (the launcher): on a loaded
+    # machine that comes after the clicks below unless waited for, and takes the focus from the form
+    page.wait_for_function("() => document.activeElement?.closest('.jp-Launcher') != null", timeout=60_000)
     open_sidebar(page)
     open_session(page, session["id"])
     page.wait_for_selector(f'{CONTROL} .nini-feedback-up[aria-pressed="true"]', timeout=30_000)
@@ -68,7 +71,8 @@ def test_the_signals_form_opens_only_for_thumbs_down_or_partly(page: Any, lab: L
     page.wait_for_selector(FORM, state="visible")
     assert page.locator(f"{FORM} .nini-feedback-signal input[type=checkbox]").count() == 10
     assert page.get_attribute(f"{CONTROL} .nini-feedback-down", "aria-expanded") == "true"
-    assert page.evaluate("() => document.activeElement.matches('.nini-feedback-signal input')")
+    focused = "() => document.activeElement.matches('.nini-feedback-signal input')"
+    assert page.evaluate(focused), page.evaluate("() => document.activeElement.outerHTML.slice(0, 200)")
     screenshot(page, "33d-feedback-form")
     page.keyboard.press("Escape")  # folds it away, back to the button
     page.wait_for_selector(FORM, state="hidden")

@@ -499,7 +499,10 @@ export class ChatView extends Widget {
   }
 
   protected onActivateRequest(): void {
-    this.input.focus();
+    // the composer, unless the person is already in the chat (a click on thumbs down focused its form first)
+    if (!this.node.contains(document.activeElement)) {
+      this.input.focus();
+    }
   }
 
   dispose(): void {
