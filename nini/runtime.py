@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 import threading
 from pathlib import Path
 from collections.abc import Awaitable
@@ -21,6 +20,7 @@ from nini.execution.approvals import Approvals
 from nini.execution.disk_watch import DiskWatch
 from nini.execution.sandbox import ROOT_UID_BASE, ROOT_UID_SPAN, SandboxMode, resolve_mode, runs_as_session_uid
 from nini.execution.workspace import Workspace, check_session_id
+from nini.execution.workspace_fs import remove_tree
 from nini.history.events import EventBus
 from nini.history.store import HistoryStore
 from nini.owners import Viewer, check_owner, is_server_user, not_found, owner_dir
@@ -344,9 +344,7 @@ class Runtime:
             await watch.aclose()
         self._sandbox_uids.pop(root, None)
         self._owners.pop(session_id, None)
-        # shutil.rmtree works on descriptors here (rmtree.avoids_symlink_attacks): no link in the
-        # workspace, which agent code wrote, is followed out of it
-        await asyncio.to_thread(shutil.rmtree, root.parent, ignore_errors=True)
+        await asyncio.to_thread(remove_tree, root.parent)  # no link agent code planted is followed out
 
     async def client_call(self, call: Awaitable[T]) -> T:
         """Await a call a client made (a REST run-code): the runtime closing cancels it first, so it

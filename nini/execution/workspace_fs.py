@@ -26,6 +26,7 @@ import errno
 import io
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -78,6 +79,15 @@ def _openat2(dir_fd: int, name: str, flags: int, mode: int, *, close_dir: bool =
     finally:
         if close_dir:
             os.close(dir_fd)
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove ``folder`` and everything beneath it without following any link in it (agent code wrote
+    there): shutil.rmtree walks by descriptors where the platform allows it
+    (``rmtree.avoids_symlink_attacks``, true on Linux); where it cannot, nothing is removed."""
+    if not shutil.rmtree.avoids_symlink_attacks:
+        raise NiniError(ErrorCode.POLICY_VIOLATION, "this platform cannot remove a folder without following its links")
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 class RootedDir:
