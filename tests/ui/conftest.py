@@ -186,6 +186,13 @@ def watched_page(browser: Any, lab: Lab) -> Iterator[Any]:
     assert not [e for e in errors if "nini" in e.lower()], errors
 
 
+@pytest.fixture(scope="module")
+def page(browser: Any, lab: Lab) -> Iterator[Any]:
+    """One watched page of the module's lab, shared by its tests (a module needing more overrides it)."""
+    with watched_page(browser, lab) as opened:
+        yield opened
+
+
 def open_sidebar(page: Any, timeout_ms: int = 30_000) -> None:
     """Click nini's tab in the left bar and wait for the chat: what a user does first."""
     page.click('.jp-SideBar.jp-mod-left [data-id="nini-panel"]', timeout=timeout_ms)

@@ -10,25 +10,18 @@ feedback thumbs and their form, New chat. One lab and one page for the module.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
-from tests.ui.conftest import Lab, ask, open_notebook, open_sidebar, screenshot, wait_idle, watched_page
+from tests.ui.conftest import Lab, ask, open_notebook, open_sidebar, screenshot, wait_idle
 from tests.ui.sidebar_tabs import each_tab, show_tab
 
 pytestmark = pytest.mark.slow
 
 THEMES = ("JupyterLab Light", "JupyterLab Dark")
 CHART = "import matplotlib.pyplot as plt\nplt.bar(['March', 'April'], [3.0, 4.5])\nprint(sum([3.0, 4.5]))"
-
-
-@pytest.fixture(scope="module")
-def page(browser: Any, lab: Lab) -> Iterator[Any]:
-    with watched_page(browser, lab) as opened:
-        yield opened
 
 
 def use_theme(page: Any, theme: str) -> None:

@@ -12,13 +12,12 @@ the dialog is confirmed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.llm_server import Reply, ScriptedLLM, text
-from tests.ui.conftest import Lab, ask, new_page, open_notebook, open_sidebar, screenshot, wait_idle, watched_page
+from tests.ui.conftest import Lab, ask, new_page, open_notebook, open_sidebar, screenshot, wait_idle
 from tests.ui.sidebar_tabs import show_tab
 from tests.ui.test_accessibility import serious_violations, use_theme
 
@@ -28,12 +27,6 @@ SOURCE = "import pandas as pd\nsales = pd.DataFrame({'amount': [3.0, 4.5]})"
 QUESTION = "Which WIDGETS sold best?"  # a word only the conversation of its session holds
 USAGE = {"prompt_tokens": 1200, "completion_tokens": 80}
 CHIPS = ".nini-context .nini-chip"
-
-
-@pytest.fixture(scope="module")
-def page(browser: Any, lab: Lab) -> Iterator[Any]:
-    with watched_page(browser, lab) as opened:
-        yield opened
 
 
 def chips(page: Any) -> list[str]:

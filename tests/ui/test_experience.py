@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import time
 import urllib.error
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.llm_server import ScriptedLLM, text
-from tests.ui.conftest import Lab, ask, current_session, open_sidebar, screenshot, wait_idle, watched_page, widen_sidebar
+from tests.ui.conftest import Lab, ask, current_session, open_sidebar, screenshot, wait_idle, widen_sidebar
 
 pytestmark = pytest.mark.slow
 
@@ -25,12 +24,6 @@ STATEMENT = "use the median, the revenue column has outliers"
 QUESTION = "What is the typical revenue by region?"
 CANDIDATES = ".nini-exp-candidate"
 PLAN = ".nini-exp-plan"
-
-
-@pytest.fixture(scope="module")
-def page(browser: Any, lab: Lab) -> Iterator[Any]:
-    with watched_page(browser, lab) as opened:
-        yield opened
 
 
 def team_index(lab: Lab) -> Any:

@@ -5,24 +5,17 @@ shows pressed (aria-pressed), also after the page is reloaded and the session op
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.llm_server import ScriptedLLM, text
-from tests.ui.conftest import Lab, ask, open_session, open_sidebar, screenshot, wait_idle, watched_page, widen_sidebar
+from tests.ui.conftest import Lab, ask, open_session, open_sidebar, screenshot, wait_idle, widen_sidebar
 
 pytestmark = pytest.mark.slow
 
 CONTROL = ".nini-end .nini-feedback"
 FORM = f"{CONTROL} .nini-feedback-form"
-
-
-@pytest.fixture(scope="module")
-def page(browser: Any, lab: Lab) -> Iterator[Any]:
-    with watched_page(browser, lab) as opened:
-        yield opened
 
 
 def pressed(page: Any) -> dict[str, str]:

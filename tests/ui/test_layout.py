@@ -10,13 +10,12 @@ The widths are set as a user sets them, by dragging the sidebar's edge; every st
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
-from tests.ui.conftest import Lab, ask, open_sidebar, screenshot, wait_idle, watched_page
+from tests.ui.conftest import ask, open_sidebar, screenshot, wait_idle
 from tests.ui.sidebar_tabs import each_tab, set_panel_width, show_tab
 
 pytestmark = pytest.mark.slow
@@ -55,12 +54,6 @@ MEASURE = """panel => {
   }
   return problems;
 }"""
-
-
-@pytest.fixture(scope="module")
-def page(browser: Any, lab: Lab) -> Iterator[Any]:
-    with watched_page(browser, lab) as opened:
-        yield opened
 
 
 def tabs(page: Any) -> list[dict[str, Any]]:

@@ -8,24 +8,17 @@ switching injection off makes the preview say (none). A report gets a thumbs up.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.llm_server import ScriptedLLM, text
-from tests.ui.conftest import Lab, ask, open_sidebar, screenshot, wait_idle, watched_page, widen_sidebar
+from tests.ui.conftest import Lab, ask, open_sidebar, screenshot, wait_idle, widen_sidebar
 
 pytestmark = pytest.mark.slow
 
 RULE = "- Rule: no exclamation marks (confidence=0.70, source=implicit)"  # in the sidebar's language: English here
 FEEDBACK = ".nini-end .nini-feedback"
-
-
-@pytest.fixture(scope="module")
-def page(browser: Any, lab: Lab) -> Iterator[Any]:
-    with watched_page(browser, lab) as opened:
-        yield opened
 
 
 def show(page: Any, tab: str) -> None:

@@ -10,14 +10,13 @@ shows them as decided. The notebook is read from the page, as the user sees it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
 from tests.ui.conftest import (Lab, ask, current_session, new_page, open_session, open_sidebar, screenshot, show_files,
-                               wait_for_connected_kernel, wait_idle, watched_page)  # fmt: skip
+                               wait_for_connected_kernel, wait_idle)  # fmt: skip
 
 pytestmark = pytest.mark.slow
 
@@ -25,12 +24,6 @@ SETUP = "import pandas as pd\nsales = pd.DataFrame({'amount': [3.0, 4.5]})"
 TOTAL = "sales.amount.sum()"
 NOTES = "Q3 sales exclude the returns of week 12."
 CELLS = ".jp-NotebookPanel .jp-Notebook .jp-Cell"
-
-
-@pytest.fixture(scope="module")
-def page(browser: Any, lab: Lab) -> Iterator[Any]:
-    with watched_page(browser, lab) as opened:
-        yield opened
 
 
 def notebook_cells(page: Any) -> list[dict[str, str]]:

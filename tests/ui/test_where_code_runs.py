@@ -17,12 +17,6 @@ from tests.ui.user_kernel import card, notebook_names
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def page(browser: Any, lab: Lab) -> Iterator[Any]:
-    with watched_page(browser, lab) as opened:
-        yield opened
-
-
 def step_states(page: Any) -> list[tuple[str, str]]:
     """Each step's status and where it ran, as its badge says."""
     found = page.eval_on_selector_all(".nini-log > .nini-step", "nodes => nodes.map(n => [n.dataset.status, "

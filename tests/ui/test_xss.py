@@ -27,7 +27,7 @@ import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
 from tests.test_safe_html import PAYLOADS
-from tests.ui.conftest import Lab, ask, current_session, open_sidebar, screenshot, wait_for_connected_kernel, wait_idle, watched_page
+from tests.ui.conftest import Lab, ask, current_session, open_sidebar, screenshot, wait_for_connected_kernel, wait_idle
 
 pytestmark = pytest.mark.slow
 
@@ -143,12 +143,6 @@ def capture() -> Iterator[Capture]:
     server = Capture()
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def page(browser: Any, lab: Lab) -> Iterator[Any]:
-    with watched_page(browser, lab) as opened:
-        yield opened
 
 
 def kernels(lab: Lab) -> set[str]:
