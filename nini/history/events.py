@@ -170,8 +170,7 @@ class Subscription:
         return self
 
     async def __anext__(self) -> dict[str, Any]:
-        if not self._started:
-            await self._start()
+        await self.start()
         while True:
             event = self.next_ready()
             if event is not None:
@@ -229,10 +228,16 @@ class Subscription:
     async def __aexit__(self, *exc_info: object) -> None:
         self.close()
 
-    async def _start(self) -> None:
-        """Read only after registering (in subscribe): what is stored before this read comes from
+    async def start(self) -> None:
+        """Fix where the stream starts; the first ``__anext__`` does it otherwise. A caller that
+        must know "from now on" is behind it before it makes events (and not at the first read,
+        which may come after other processes stored some) awaits this first. Idempotent.
+
+        Read only after registering (in subscribe): what is stored before this read comes from
         the table, what is stored after it is queued (published here) or announced (by the
         watcher); seq filtering drops the overlap."""
+        if self._started:
+            return
         self._started = True
         if self._head is None:
             await self._read_table()

@@ -79,6 +79,7 @@ def test_events_another_process_stores_arrive_live(store: HistoryStore, session_
     async def main() -> list[dict]:
         received = []
         async with bus.subscribe(session_id) as subscription:
+            await subscription.start()  # "from now on" is behind it before the child stores anything
             for _ in range(5):
                 # each event arrives before the next is stored: live, with no resubscribing
                 await other.async_append(elsewhere)
@@ -105,6 +106,9 @@ def test_local_and_remote_events_interleave_in_exact_order(
 
     async def main() -> tuple[list[dict], list[dict]]:
         async with bus.subscribe(session_id, since=0) as resumed, bus.subscribe(session_id) as fresh:
+            # "from now on" is read before either side stores anything: read later (under load, the
+            # child can commit first), it would rightly leave out the remote events before it
+            await fresh.start()
             publisher = threading.Thread(target=publish_here)
             publisher.start()
             try:
@@ -129,6 +133,7 @@ def test_an_event_published_here_waits_for_the_remote_ones_before_it(
 
     async def main() -> list[str]:
         async with bus.subscribe(session_id) as subscription:
+            await subscription.start()  # as above
             for _ in range(10):
                 await other.async_append(session_id, 2)
                 await store.call(bus.publish, session_id, "local", {})
