@@ -194,8 +194,10 @@ def page(browser: Any, lab: Lab) -> Iterator[Any]:
 
 
 def open_sidebar(page: Any, timeout_ms: int = 30_000) -> None:
-    """Click nini's tab in the left bar and wait for the chat: what a user does first."""
-    page.click('.jp-SideBar.jp-mod-left [data-id="nini-panel"]', timeout=timeout_ms)
+    """Click nini's tab in the left bar and wait for the chat: what a user does first. Not when the chat
+    is up already: clicking the current tab folds the sidebar away."""
+    if not page.is_visible("#nini-panel .nini-chat .nini-input"):
+        page.click('.jp-SideBar.jp-mod-left [data-id="nini-panel"]', timeout=timeout_ms)
     page.wait_for_selector("#nini-panel .nini-chat .nini-input", state="visible", timeout=timeout_ms)
 
 

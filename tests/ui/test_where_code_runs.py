@@ -56,6 +56,7 @@ def test_in_the_notebooks_kernel_each_step_shows_its_code_and_waits_for_a_person
 
 
 def test_allowed_for_the_session_runs_without_asking_until_the_badge_is_clicked(page: Any, lab: Lab, llm: ScriptedLLM) -> None:
+    open_sidebar(page)  # the chat the test before left open (or the reason it could not, if it failed)
     llm.reply(tool_call("run_code", code="third = 3"), tool_call("run_code", code="fourth = 4"), text("Done."))
     ask(page, "Two steps")
     card(page).locator(".nini-approval-session").click()
@@ -76,6 +77,7 @@ def test_allowed_for_the_session_runs_without_asking_until_the_badge_is_clicked(
 
 
 def test_switching_back_puts_the_code_in_the_sandbox(page: Any, lab: Lab, llm: ScriptedLLM) -> None:
+    open_sidebar(page)  # the chat the test before left open (or the reason it could not, if it failed)
     page.click('.nini-run-where-segment[data-value="sandbox"]')
     llm.reply(tool_call("run_code", code="in_the_sandbox = 1"), text("Done."))
     before = page.locator(".nini-approval").count()
