@@ -8,7 +8,6 @@ written out as files so that the report can preview and link them like any chart
 from __future__ import annotations
 
 import ast
-import base64
 import json
 import re
 import subprocess
@@ -20,29 +19,14 @@ from typing import Any
 from nini.errors import ErrorCode, NiniError
 from nini.execution.workspace import Workspace
 from nini.fsutil import atomic_write_bytes
-from nini.report.images import cell_images, note_text
+from nini.report.images import note_text
+from nini.report.notebook_charts import NameAllocator, cell_charts, markdown_charts, slug
 from nini.report.model import ChartFile, DatasetInfo, ExecutionSummary, ReportInput, Step, ToolCallInfo
 from nini.report.values import Table, html_table, split_text_tables, summarise_reprs
 
 # Artifact formats a report shows as charts (the rest, e.g. csv or parquet, are data files).
 CHART_FORMATS = frozenset({"png", "jpg", "jpeg", "webp", "svg", "html", "json", "pdf"})
 CHART_KINDS = frozenset({"chart", "file"})
-# Output mime types of a notebook that become chart files: extension, and how nbformat holds the
-# content (base64 text, plain text, or JSON already parsed into dicts and lists).
-NOTEBOOK_IMAGES = {
-    "image/png": ("png", "base64"),
-    "image/jpeg": ("jpg", "base64"),
-    "image/gif": ("gif", "base64"),
-    "image/webp": ("webp", "base64"),
-    "image/svg+xml": ("svg", "text"),
-    "application/pdf": ("pdf", "base64"),
-    "application/vnd.plotly.v1+json": ("plotly.json", "json"),
-    **{f"application/vnd.vegalite.v{n}+json": ("vegalite.json", "json") for n in range(1, 7)},
-}
-# An HTML output is a chart when it runs scripts (Plotly, Bokeh, Altair, widgets): saved as its own
-# page, linked from the report. Without scripts it is a table or text (a DataFrame), not a chart.
-HTML_CHART = ("text/html", ("html", "text"))
-_SCRIPT = re.compile(r"<script\b", re.IGNORECASE)
 # A last expression's text worth a finding: short, and not an object's default repr.
 RESULT_MAX_CHARS = 200
 LONG_OUTPUT_CHARS = 1_000_000  # of one text output read from a notebook (see _cut_long_outputs)
@@ -141,13 +125,13 @@ def from_notebook(
     data = ReportInput(source=path.name)
     if execute:
         data.execution = data_execution
-    names, labels = _NameAllocator(), _NameAllocator(" ({n})")
+    names, labels = NameAllocator(), NameAllocator(" ({n})")
     section: str | None = None  # the heading of the Markdown cell just above, naming the next code cell
     for number, cell in enumerate(notebook.cells, start=1):
         source = _text(cell.get("source"))
         if cell.cell_type == "markdown" and source.strip():
             data.notes.append(note_text(source).strip())
-            data.charts += _markdown_charts(source, cell, path.parent, f"cell-{number}", names, files, len(data.charts))
+            data.charts += markdown_charts(source, cell, path.parent, f"cell-{number}", names, files, len(data.charts))
             if data.title is None and (heading := _H1.search(source)):
                 data.title = heading.group(1).strip()
             headings = _SUBHEADING.findall(source)
@@ -162,8 +146,8 @@ def from_notebook(
             data.steps.append(step)
             if step.status == "failed":  # what a failed cell drew is not a result; the appendix counts the cell
                 continue
-            stem = _slug(label or "") or f"cell-{number}"
-            data.charts += _cell_charts(cell, step.id, stem, names, files, len(data.charts))
+            stem = slug(label or "") or f"cell-{number}"
+            data.charts += cell_charts(cell, step.id, stem, names, files, len(data.charts))
     data.title = data.title or (notebook.metadata.get("title") or None)
     return data, files
 
@@ -373,84 +357,8 @@ _PROSE_NODES = (ast.Module, ast.Expr, ast.Name, ast.Load, ast.Constant, ast.Bool
                 ast.Not, ast.Compare, ast.In, ast.NotIn, ast.Is, ast.IsNot)  # fmt: skip
 
 
-def _slug(text: str) -> str:
-    words = re.findall(r"[^\W_]+", text.lower())  # letters and digits of any script
-    return "-".join(words)[:60].strip("-")
-
-
-def _cell_charts(
-    cell: Any, step_id: str, stem: str, names: _NameAllocator, folder: Path, first_order: int
-) -> list[ChartFile]:
-    """The cell's images as files, one base name per output (its png and svg are one chart)."""
-    charts: list[ChartFile] = []
-    bundles = [o.get("data") or {} for o in cell.get("outputs") or []
-               if o.get("output_type") in ("display_data", "execute_result")]  # fmt: skip
-    bundles = [kinds for bundle in bundles if (kinds := _chart_formats(bundle))]
-    for index, kinds in enumerate(bundles, start=1):
-        name = names.next(stem if len(bundles) == 1 else f"{stem}-{index}")
-        for extension, (value, held_as) in kinds.items():
-            target = folder / f"{name}.{extension}"
-            atomic_write_bytes(target, _decode(value, held_as))
-            charts.append(ChartFile(name=target.name, path=target.resolve(), order=first_order + len(charts),
-                                    step_id=step_id))  # fmt: skip
-    return charts
-
-
-def _markdown_charts(
-    source: str, cell: Any, notebook_dir: Path, stem: str, names: _NameAllocator, folder: Path, first_order: int
-) -> list[ChartFile]:
-    """The images a Markdown cell shows (``images.cell_images``) as chart files, named by their alt text."""
-    charts: list[ChartFile] = []
-    for image in cell_images(source, cell.get("attachments"), notebook_dir):
-        target = folder / f"{names.next(_slug(image.alt) or stem + '-image')}.{image.extension}"
-        atomic_write_bytes(target, image.data)
-        charts.append(ChartFile(name=target.name, path=target.resolve(), order=first_order + len(charts)))
-    return charts
-
-
-def _chart_formats(bundle: dict[str, Any]) -> dict[str, tuple[Any, str]]:
-    """The chart files one output gives, by extension: ``{extension: (value, how it is held)}``;
-    one per extension (a bundle's PNG and SVG are the same chart in two formats)."""
-    formats: dict[str, tuple[Any, str]] = {}
-    for mime, (extension, held_as) in NOTEBOOK_IMAGES.items():
-        if mime in bundle:
-            formats.setdefault(extension, (bundle[mime], held_as))
-    mime, (extension, held_as) = HTML_CHART
-    if mime in bundle and _SCRIPT.search(_text(bundle[mime])):
-        formats.setdefault(extension, (bundle[mime], held_as))
-    return formats
-
-
-def _decode(value: Any, held_as: str) -> bytes:
-    if held_as == "base64":
-        return base64.b64decode(_text(value))
-    if held_as == "json" and not isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False).encode("utf-8")
-    return _text(value).encode("utf-8")
-
-
 def _text(value: Any) -> str:
     """nbformat keeps multi-line text either as one string or as a list of lines."""
     if value is None:
         return ""
     return "".join(value) if isinstance(value, list) else str(value)
-
-
-class _NameAllocator:
-    """Unique names within one notebook: the second chart named "trend" is "trend-2"."""
-
-    def __init__(self, suffix: str = "-{n}") -> None:
-        self._suffix = suffix
-        self._used: set[str] = set()
-
-    def next(self, name: str) -> str:
-        candidate, n = name, 1
-        while candidate.casefold() in self._used:
-            n += 1
-            candidate = name + self._suffix.format(n=n)
-        return self.take(candidate)
-
-    def take(self, name: str) -> str:
-        """``name`` as it is, marked as used."""
-        self._used.add(name.casefold())
-        return name
