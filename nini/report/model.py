@@ -12,6 +12,21 @@ from pathlib import Path
 from typing import Any
 
 
+Table = tuple[tuple[str, ...], ...]  # a bounded table of display strings, header row first
+
+
+@dataclass(frozen=True)
+class Value:
+    """One value a step showed, structured: a DataFrame from its HTML or JSON, an R value from
+    IRkernel's ``display_data``, a model summary R printed, or a short text value. Findings rank
+    these; they never re-parse flattened text when a structured form was there."""
+
+    text: str | None = None  # a short value as text (markdown, LaTeX and plain text reduced to words)
+    table: Table | None = None  # header row first
+    name: str | None = None  # what the value is called, when known (the last expression, a Series' name, an R call)
+    origin: str = "display"  # "result" (the cell's last expression), "display" (display_data), "printed" (stdout)
+
+
 @dataclass(frozen=True)
 class Step:
     """One execution (a run_code / run_r_code call, or a notebook code cell)."""
@@ -27,7 +42,7 @@ class Step:
     stderr: str = ""
     result: Any = None  # the JSON value the code set as `result`
     # a DataFrame the step displayed (a notebook's text/html output), header row first, bounded
-    table: tuple[tuple[str, ...], ...] | None = None
+    table: Table | None = None
     error: dict[str, Any] | None = None
     dataset_name: str | None = None
     save_as: str | None = None
@@ -36,6 +51,9 @@ class Step:
     tool_name: str | None = None
     duration_ms: int | None = None
     created_at: str | None = None
+    cell: int | None = None  # a notebook step's cell: its 1-based position among all the notebook's cells
+    section: str | None = None  # the nearest heading above the step (a notebook's Markdown)
+    values: tuple[Value, ...] = ()  # what it showed, structured, in output order
 
 
 @dataclass(frozen=True)

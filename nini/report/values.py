@@ -14,13 +14,13 @@ import math
 import re
 from html.parser import HTMLParser
 
+from nini.report.model import Table  # header row first
+
 DEFAULT_DIGITS = 4  # significant digits, the default of the ``report.decimals`` setting
 MAX_TABLE_ROWS = 10
 MAX_TABLE_COLUMNS = 8
 MAX_CELL_CHARS = 40
 MAX_EXPRESSION_CHARS = 60
-
-Table = tuple[tuple[str, ...], ...]  # header row first
 
 
 def format_number(value: float, digits: int = DEFAULT_DIGITS) -> str:
