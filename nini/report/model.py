@@ -95,19 +95,42 @@ class ToolCallInfo:
     duration_ms: int | None = None
 
 
+# Why a cell of a notebook run (``--execute``) failed, besides the exception's name it raised.
+TIMED_OUT = "timeout"
+NOT_RUN = "not run"  # the kernel died before it (or the run stopped): it never ran
+KERNEL_DIED = "kernel died"  # the kernel died while it ran
+
+
 @dataclass
 class ExecutionSummary:
-    """How a notebook run for its report went (``nini report --execute``): never a silent failure."""
+    """How a notebook run for its report went (``nini report --execute``): never a silent failure.
 
-    cells: int  # code cells run
-    failed: list[tuple[int, str]] = field(default_factory=list)  # (code cell number, exception name or "timeout")
+    Cell numbers are the cells' 1-based positions among all the notebook's cells (``Step.cell``),
+    so "cell 51 failed" and "Figure 21 (cell 51)" name the same cell. When no kernel could run
+    the notebook (``kernel`` None), the report is from its saved outputs and ``missing_kernel``
+    says why; ``kernel`` differing from the notebook's own is ``--kernel auto``'s substitute.
+    """
+
+    cells: int  # the code cells that were to run
+    failed: list[tuple[int, str]] = field(default_factory=list)  # (cell number, exception name | TIMED_OUT | NOT_RUN | KERNEL_DIED)
+    kernel: str | None = None  # the kernelspec that ran it; None: nothing ran, the saved outputs are reported
+    missing_kernel: str | None = None  # the kernel the notebook (or --kernel auto) asked for that is not installed
+
+    def note(self) -> str | None:
+        """Why the report is not from a run of the notebook's own kernel, or None."""
+        if self.missing_kernel is None:
+            return None
+        if self.kernel is None:
+            return f"ran from saved outputs: kernel {self.missing_kernel} is not installed"
+        return f"ran with kernel {self.kernel}: kernel {self.missing_kernel} is not installed"
 
     def message(self) -> str | None:
-        """``3 of 15 cells failed: cell 4 (NameError), ...``; None when every cell ran."""
-        if not self.failed:
-            return None
-        cells = ", ".join(f"cell {number} ({why})" for number, why in self.failed)
-        return f"{len(self.failed)} of {self.cells} cells failed: {cells}"
+        """``3 of 15 cells failed: cell 4 (NameError), ...`` and the note; None when every cell ran."""
+        parts = [self.note()] if self.note() else []
+        if self.failed:
+            cells = ", ".join(f"cell {number} ({why})" for number, why in self.failed)
+            parts.append(f"{len(self.failed)} of {self.cells} cells failed: {cells}")
+        return "\n".join(parts) or None
 
 
 @dataclass
@@ -120,5 +143,7 @@ class ReportInput:
     datasets: list[DatasetInfo] = field(default_factory=list)
     tool_calls: list[ToolCallInfo] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # markdown text written by people (notebook cells)
-    title: str | None = None  # a title the source suggests (the session's title)
-    execution: ExecutionSummary | None = None  # a notebook run first (--execute): what failed
+    title: str | None = None  # the source's title: the session's; a notebook's metadata title, first heading before code, or file name
+    execution: ExecutionSummary | None = None  # a notebook run first (--execute): what failed, which kernel
+    # the text of the notebook's own concluding section (Conclusion, Summary, 结论, ...), bounded; None: it has none
+    conclusion: str | None = None
