@@ -1,0 +1,402 @@
+"""``nini report NOTEBOOK --lang en`` on real public notebooks (tests/report/fixtures/, see its README).
+
+Every expectation here was written by hand from reading the notebook: its title, the results an
+analyst would sign (with their cell, N being the cell's 1-based position among all cells), the
+noise that must not be a finding, its charts and captions, the cells that failed or never ran,
+and its conclusions. None was copied from what nini printed. Each notebook's report is written
+once per module through the CLI's entry point (typer's runner, in process) and read back as
+Markdown and HTML.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nini.cli import app
+
+FIXTURES = Path(__file__).parent / "fixtures"
+HOML2 = "handson-ml3/02_end_to_end_machine_learning_project.ipynb"
+HOML8 = "handson-ml3/08_dimensionality_reduction.ipynb"
+RASBT2 = "machine-learning-book/ch02.ipynb"
+TIPS = "pandas_exercises/Solutions.ipynb"
+IR_DEMO = "IRkernel/Demo.ipynb"
+IR_SUM = "jupytext/ir_notebook.ipynb"
+PLOTLY = "jupytext/plotly_graphs.ipynb"
+R_MAGIC = "jupytext/Notebook_with_R_magic.ipynb"
+ALTAIR = "visualization-curriculum/altair_debugging.ipynb"
+ALL = [HOML2, HOML8, RASBT2, TIPS, IR_DEMO, IR_SUM, PLOTLY, R_MAGIC, ALTAIR]
+
+NO_CONCLUSION = "The notebook states no conclusion."
+PARTIAL = re.compile(r"(\d+) of (\d+) cells failed; results are partial")
+NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?%?")
+REMOTE = re.compile(r"cdn\.plot\.ly|cdn\.jsdelivr\.net|unpkg\.com|<script[^>]+src=[\"']?https?:", re.I)
+PREVIEW = re.compile(r"<img[^>]+src=[\"']data:image/(?:png|svg\+xml|jpeg|webp)|<svg\b", re.I)
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+NEEDS_PLOTLY_RENDERER = pytest.mark.skipif(
+    CHROMIUM is None or find_spec("kaleido") is None,
+    reason="Plotly previews need kaleido and a Chromium (make test installs both)")
+NEEDS_VL_CONVERT = pytest.mark.skipif(find_spec("vl_convert") is None,
+                                      reason="Vega-Lite previews need vl-convert-python (the charts extra)")
+
+
+@dataclass
+class Report:
+    """One notebook's written report: its Markdown split at ``## `` headings, and its HTML."""
+
+    notebook: Path
+    md_path: Path
+    html_path: Path
+    md: str
+    html: str
+
+    @property
+    def title(self) -> str:
+        first = self.md.splitlines()[0]
+        assert first.startswith("# "), first
+        return first[2:].strip()
+
+    def section(self, heading: str) -> str:
+        parts = re.split(r"^## ", self.md, flags=re.M)
+        found = [p.split("\n", 1)[1] for p in parts[1:] if p.split("\n", 1)[0].strip() == heading]
+        assert len(found) == 1, f"no single '## {heading}' in the report:\n{self.md[:2000]}"
+        return found[0]
+
+    def html_section(self, heading: str) -> str:
+        parts = re.split(r"<h2[^>]*>", self.html)
+        found = [p for p in parts[1:] if re.sub(r"<[^>]+>", "", p.split("</h2>", 1)[0]).strip() == heading]
+        assert len(found) == 1, f"no single <h2>{heading}</h2> in the HTML"
+        return found[0]
+
+    @property
+    def findings(self) -> list[str]:
+        """The items of Key findings: a top-level ``- `` line with its continuation (a table, more lines)."""
+        return [item for item in re.split(r"\n(?=- )", "\n" + self.section("Key findings")) if item.startswith("- ")]
+
+    def findings_of(self, cell: int) -> list[str]:
+        return [item for item in self.findings if re.search(rf"\bcell {cell}\b", item, re.I)]
+
+    @property
+    def figures(self) -> list[tuple[str, str]]:
+        """(caption, linked file) of each ``### Figure N: caption`` in Charts, in order."""
+        charts = self.section("Charts")
+        out = []
+        for block in re.split(r"^### ", charts, flags=re.M)[1:]:
+            head = block.split("\n", 1)[0]
+            if match := re.match(r"Figure \d+[:.]\s*(.*)", head):
+                link = re.search(r"!\[[^\]]*\]\(([^)]+)\)", block)
+                out.append((match.group(1).strip(), link.group(1) if link else ""))
+        return out
+
+
+def has_number(text: str, value: float, rel: float = 1e-3) -> bool:
+    """``value`` is written in ``text``, however rounded to 4 significant digits, with thousands
+    separators, or as a percentage (0.9705 as 97.05%)."""
+    for match in NUMBER.findall(text):
+        raw = match.rstrip("%").replace(",", "")
+        try:
+            number = float(raw)
+        except ValueError:
+            continue
+        for candidate in (number, number / 100) if match.endswith("%") else (number,):
+            if abs(candidate - value) <= rel * abs(value):
+                return True
+    return False
+
+
+def cells_of(notebook: Path) -> list[dict]:
+    return json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Report]]:
+    """``report(name)``: the fixture notebook's report, written once per module by ``nini report``."""
+    written: dict[str, Report] = {}
+    logger = logging.getLogger("nini")
+    handlers, level = list(logger.handlers), logger.level
+
+    def make(name: str) -> Report:
+        if name in written:
+            return written[name]
+        notebook = FIXTURES / name
+        root = tmp_path_factory.mktemp(notebook.stem)
+        (root / "project").mkdir()
+        with pytest.MonkeyPatch.context() as patch:
+            for key in [k for k in os.environ if k.startswith("NINI_")]:
+                patch.delenv(key)
+            patch.setenv("NINI_HOME", str(root / "home"))
+            result = CliRunner().invoke(app, ["--project-dir", str(root / "project"), "report", str(notebook),
+                                              "--lang", "en", "--out", str(root / "out")])  # fmt: skip
+        assert result.exit_code == 0, (name, result.output, result.exception)
+        assert "Traceback" not in result.output
+        paths = [Path(line) for line in result.stdout.splitlines() if line.strip()]
+        md, html = (next(p for p in paths if p.suffix == suffix) for suffix in (".md", ".html"))
+        written[name] = Report(notebook, md, html, md.read_text(encoding="utf-8"), html.read_text(encoding="utf-8"))
+        return written[name]
+
+    yield make
+    for handler in [h for h in logger.handlers if h not in handlers]:
+        logger.removeHandler(handler)
+        handler.close()
+    logger.setLevel(level)
+
+
+# -- every notebook --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_each_finding_names_a_cell_that_ran_and_links_to_it(report, name: str) -> None:
+    """A finding is traceable: it names its cell (``cell 12``), a code cell that ran without an
+    error, and the HTML links that name."""
+    r = report(name)
+    cells = cells_of(r.notebook)
+    for item in r.findings:
+        named = [int(n) for n in re.findall(r"\bcell (\d+)\b", item, re.I)]
+        assert named, f"a finding that names no cell: {item!r}"
+        for number in named:
+            cell = cells[number - 1]
+            assert cell["cell_type"] == "code" and cell.get("execution_count") is not None, (number, item)
+            assert not any(o["output_type"] == "error" for o in cell["outputs"]), f"cell {number} failed: {item!r}"
+        found = r.html_section("Key findings")
+        for number in named:
+            assert re.search(rf"<a\b[^>]*>[^<]*\bcell {number}\b", found, re.I), f"no link to cell {number}"
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_charts_are_previews_readable_like_the_report_and_nothing_loads_from_a_cdn(report, name: str) -> None:
+    r = report(name)
+    mode = r.md_path.stat().st_mode & 0o444
+    for caption, link in r.figures:
+        assert not re.fullmatch(r"cell-\d+", caption), f"a slug for a caption: {caption}"
+        assert link and not Path(link).is_absolute(), (caption, link)
+        file = r.md_path.parent / link
+        assert file.is_file() and file.stat().st_mode & 0o444 == mode, (caption, link, oct(file.stat().st_mode))
+    assert len(PREVIEW.findall(r.html_section("Charts"))) >= len(r.figures)
+    assert not REMOTE.search(r.html)
+    for folder in {(r.md_path.parent / link).parent for _, link in r.figures}:
+        for file in folder.iterdir():
+            if file.suffix in {".html", ".htm", ".js"}:
+                assert not REMOTE.search(file.read_text(encoding="utf-8", errors="replace")), file.name
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_no_host_path_and_no_html_in_methods(report, name: str) -> None:
+    r = report(name)
+    assert str(FIXTURES) not in r.md and str(r.md_path.parent) not in r.md
+    assert not re.search(r"<(?:table|td|a|img|br|div|span)\b", r.section("Methods"), re.I), r.section("Methods")
+
+
+@pytest.mark.parametrize("name", [HOML2, HOML8, RASBT2, TIPS, IR_SUM, PLOTLY, R_MAGIC])
+def test_a_notebook_where_nothing_failed_is_not_called_partial(report, name: str) -> None:
+    """No saved error and no non-empty cell left unrun (an empty cell that never ran is no failure)."""
+    summary = report(name).section("Summary")
+    assert not PARTIAL.search(summary) and "failed" not in summary.lower(), summary
+
+
+# -- handson-ml3, chapter 2: the headline is the test RMSE ------------------------------------------
+
+
+def test_homl2_title_is_the_file_name_when_no_heading_comes_before_code(report) -> None:
+    # cell 1 is bold text, not a heading; the first heading, "Get the Data" (cell 9), follows code cells 4, 6, 8
+    title = report(HOML2).title
+    assert title.replace("_", " ").lower() == "02 end to end machine learning project", title
+
+
+def test_homl2_the_test_rmse_its_interval_and_the_model_comparison_are_findings(report) -> None:
+    r = report(HOML2)
+    assert any(has_number(item, 41424.40026462184) for item in r.findings_of(59)), r.findings
+    interval = r.findings_of(62)  # `rmse_lower, rmse_upper` of the bootstrap in cell 61
+    assert any(has_number(i, 39574.03054635233) and has_number(i, 43779.833703193224) for i in interval), r.findings
+    # the cross-validated RMSEs of the tree, the linear model and the forest (cells 25, 26, 29),
+    # and the grid and randomized searches' tables (cells 43, 49)
+    compared = {25: 66868.027288, 26: 69858.018195, 29: 47019.561281, 43: 44042, 49: 42021}
+    assert any(has_number(item, value) for cell, value in compared.items() for item in r.findings_of(cell)), r.findings
+
+
+def test_homl2_summary_leads_with_the_test_rmse_not_an_exercise(report) -> None:
+    summary = report(HOML2).section("Summary")
+    assert has_number(summary, 41424.40026462184), summary
+    headline = next(m.start() for m in NUMBER.finditer(summary) if has_number(m.group(), 41424.40026462184))
+    for exercise in (69814.13889867254, 55853.88100300133, 106775.63787128967):  # cells 75, 84, 115
+        later = [m.start() for m in NUMBER.finditer(summary) if has_number(m.group(), exercise)]
+        assert all(at > headline for at in later), (exercise, summary)
+
+
+def test_homl2_noise_is_not_a_finding(report) -> None:
+    r = report(HOML2)
+    findings = "\n".join(r.findings)
+    for noise in ("my_california_housing_model.pkl", "array(", "Pipeline(", "GridSearchCV(", "RandomizedSearchCV(",
+                  "Welcome to Machine Learning"):
+        assert noise not in findings, noise
+    for cell in (15, 17, 56, 65, 68):  # numpy arrays (15, 17, 56, 68) and joblib.dump's file list (65)
+        assert not r.findings_of(cell), (cell, r.findings_of(cell))
+
+
+def test_homl2_charts_badges_and_conclusion(report) -> None:
+    r = report(HOML2)
+    captions = [caption for caption, _ in r.figures]
+    assert len(captions) == 2 and all(c.startswith("Randomized Search") for c in captions), captions  # cells 52, 54
+    assert NO_CONCLUSION in r.section("Conclusions and recommendations")
+
+
+# -- handson-ml3, chapter 8: accuracies, not %time ---------------------------------------------------
+
+
+def test_homl8_accuracies_are_findings_and_timings_are_not(report) -> None:
+    r = report(HOML8)
+    for cell, accuracy in {23: 0.9705, 30: 0.9481, 34: 0.874, 38: 0.8959}.items():
+        assert any(has_number(item, accuracy, rel=1e-4) for item in r.findings_of(cell)), (cell, r.findings)
+    for cell in (22, 27, 33, 36):  # `%time model.fit(...)`: CPU and wall times, then the estimator's repr
+        assert not r.findings_of(cell), (cell, r.findings_of(cell))
+    assert "CPU times" not in r.md and "Wall time" not in r.md
+    assert "RandomForestClassifier(random_state=42)" not in "\n".join(r.findings)
+
+
+# -- rasbt's machine-learning-book, chapter 2 --------------------------------------------------------
+
+
+def test_rasbt_title_versions_and_nbconvert_are_not_findings(report) -> None:
+    r = report(RASBT2)
+    assert r.title.startswith("Machine Learning with PyTorch and Scikit-Learn"), r.title
+    body = r.section("Summary") + r.section("Key findings")
+    for noise in ("[OK]", "Your Python version", "NbConvertApp", "AdalineSGD at 0x", "From URL"):
+        assert noise not in body, noise
+    for cell in (6, 52, 57):  # check_packages, an object's repr, the nbconvert command
+        assert not r.findings_of(cell), (cell, r.findings_of(cell))
+
+
+def test_rasbt_captions_come_from_the_chart_titles_and_headings(report) -> None:
+    captions = [caption for caption, _ in report(RASBT2).figures]
+    assert len(captions) == 8, captions  # cells 27, 30, 34, 42, 47 (two), 51 (two)
+    assert captions[0].startswith("Plotting the Iris data"), captions  # cell 27: no title, its heading
+    assert any("Adaline - Learning rate" in c for c in captions), captions  # cell 42: ax[0].set_title
+    assert any("Adaline - Gradient descent" in c for c in captions), captions  # cell 47: plt.title
+    assert any("Adaline - Stochastic gradient descent" in c for c in captions), captions  # cell 51
+
+
+def test_rasbt_conclusion_is_not_the_package_check(report) -> None:
+    # "# Summary" (cell 54) holds only "..." and "Readers may ignore the following cell"
+    conclusions = report(RASBT2).section("Conclusions and recommendations")
+    assert "Check recommended package versions" not in conclusions and "Readers may ignore" not in conclusions
+    assert NO_CONCLUSION in conclusions, conclusions
+
+
+# -- pandas_exercises: every solution cell has empty source -----------------------------------------
+
+
+def test_tips_charts_of_empty_source_cells_are_kept(report) -> None:
+    r = report(TIPS)
+    assert r.title == "Tips"
+    captions = [caption for caption, _ in r.figures]
+    assert len(captions) == 8, captions  # cells 10, 12, ..., 24: each under its "### Step N." heading
+    assert "Plot the total_bill column histogram" in captions[0], captions
+    assert "relationship between days and total_bill" in captions[3], captions
+    assert len(PREVIEW.findall(r.html_section("Charts"))) >= 8
+
+
+def test_tips_tables_of_empty_source_cells_are_kept_and_reprs_are_not(report) -> None:
+    r = report(TIPS)
+    tables = r.findings_of(6) + r.findings_of(8)  # the tips data before and after dropping "Unnamed: 0"
+    header = re.compile(r"^\s*\|.*\btotal_bill\b.*\|.*\bsmoker\b", re.M)  # a table that kept its header row
+    assert any(header.search(item) for item in tables), r.findings
+    for noise in ("JointGrid", "PairGrid", "matplotlib.figure.Figure", " at 0x"):
+        assert noise not in r.md, noise
+    assert NO_CONCLUSION in r.section("Conclusions and recommendations")
+
+
+# -- R: IRkernel's display_data, and R magics ------------------------------------------------------
+
+
+def test_an_r_value_is_a_finding(report) -> None:
+    r = report(IR_SUM)  # cell 2: sum(1:10), shown by IRkernel as display_data "[1] 55"
+    assert r.title.replace("_", " ") == "ir notebook", r.title
+    assert any(has_number(item, 55) for item in r.findings_of(2)), r.findings
+    assert has_number(r.section("Summary"), 55)
+    assert [caption.lower() for caption, _ in r.figures] == ["cell 3"]  # plot(cars): no title, no heading above
+    assert "Python" not in r.section("Methods") and re.search(r"\bR\b", r.section("Methods"))
+
+
+def test_irkernel_demo_names_its_failed_cell(report) -> None:
+    r = report(IR_DEMO)  # seven code cells; cell 10 calls throw(), which stop()s with 'deep error'
+    summary = r.section("Summary")
+    assert "1 of 7 cells failed; results are partial" in summary, summary
+    assert re.search(r"\bcell 10\b", summary, re.I), summary
+    assert "this line is run / displayed" not in "\n".join(r.findings)  # the failed cell's value
+    assert any(has_number(item, 12) and has_number(item, 59) for item in r.findings_of(5)), r.findings  # a + b
+    assert len(r.figures) == 1  # cell 12: plot(x, sin(x))
+    assert "Python" not in r.section("Methods")
+
+
+def test_r_magic_is_described_as_r(report) -> None:
+    r = report(R_MAGIC)
+    assert r.title == "A notebook with R cells"
+    assert len(r.figures) == 2  # cells 4 and 6: ggplot through %%R
+    own = "".join("".join(c["source"]) for c in cells_of(r.notebook) if c["cell_type"] == "markdown")
+    said = [line for line in r.section("Methods").splitlines() if line.strip() and line.strip() not in own]
+    assert any(re.search(r"\bR\b", line) for line in said), said
+    assert all(re.search(r"\bR\b", line) for line in said if "Python" in line), said
+
+
+# -- Plotly and Altair -----------------------------------------------------------------------------
+
+
+def test_plotly_loader_is_not_a_chart_and_captions_are_the_layout_title(report) -> None:
+    r = report(PLOTLY)
+    assert r.title == "Interactive plots"
+    captions = [caption for caption, _ in r.figures]
+    assert len(captions) == 2 and all(c.startswith("bar plot") for c in captions), captions  # cell 5, twice
+
+
+@NEEDS_PLOTLY_RENDERER
+def test_plotly_preview_is_an_image(report) -> None:
+    r = report(PLOTLY)
+    for caption, link in r.figures:
+        assert link and is_image(r.md_path.parent / link), (caption, link)
+    assert len(PREVIEW.findall(r.html_section("Charts"))) >= 2
+
+
+def test_altair_failures_are_named_in_the_summary(report) -> None:
+    r = report(ALTAIR)  # ten code cells: 25 and 27 raised, 29 never ran
+    assert r.title == "Altair Debugging Guide"
+    summary = r.section("Summary")
+    match = PARTIAL.search(summary)
+    assert match and int(match.group(1)) in (2, 3) and int(match.group(2)) == 10, summary
+    for cell in (25, 27, 29):
+        assert re.search(rf"\bcell {cell}\b", summary, re.I), (cell, summary)
+
+
+def test_altair_noise_is_not_a_finding(report) -> None:
+    r = report(ALTAIR)
+    findings = "\n".join(r.findings)
+    assert "alt.Chart(...)" not in r.md
+    for noise in ("6.0.0", "6.1.0", "command not found", "SchemaValidationError"):
+        assert noise not in findings, noise
+    for cell in (4, 8, 10):  # pip, alt.__version__, PyPI's latest version
+        assert not r.findings_of(cell), (cell, r.findings_of(cell))
+    assert NO_CONCLUSION in r.section("Conclusions and recommendations")
+
+
+@NEEDS_VL_CONVERT
+def test_altair_charts_have_image_previews_and_their_headings(report) -> None:
+    r = report(ALTAIR)
+    captions = [caption for caption, _ in r.figures]
+    assert len(captions) == 2, captions  # cells 14 and 19; cell 25's chart failed, 29 never ran
+    assert captions[0].startswith("Try Making a Chart") and captions[1].startswith("Non Existent Fields"), captions
+    for caption, link in r.figures:
+        assert link and is_image(r.md_path.parent / link), (caption, link)
+
+
+def is_image(path: Path) -> bool:
+    """A PNG or an SVG file: a static preview, not a page that needs scripts."""
+    head = path.read_bytes()[:4096]
+    return head.startswith(b"\x89PNG\r\n\x1a\n") or (path.suffix == ".svg" and b"<svg" in head)
