@@ -13,13 +13,24 @@ reprs are summarised and DataFrames stay tables (``Finding.table``).
 
 from __future__ import annotations
 
+import ast
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nini.report.model import Step
+from nini.report.noise import (
+    ENVIRONMENT_CODE,
+    VERSION_CODE,
+    VERSION_LINE,
+    clean_output,
+    noise_table,
+    noise_value,
+    strip_reprs,
+)
+from nini.report.ranking import Prose, is_metric, score
 from nini.report.values import (
     DEFAULT_DIGITS,
     Table,
@@ -44,6 +55,9 @@ class Finding:
     step_id: str
     label: str | None
     table: Table | None = None  # a DataFrame the step showed, header row first; cells are plain text
+    cell: int | None = None  # the notebook cell it came from (1-based among all cells): "cell 12"
+    order: int = 0  # the step's 0-based order: a session's "step N" is order + 1
+    rank: int = 1  # 1 = the one that matters most; the list itself is in the order of the analysis
 
 
 def relevant_steps(steps: Iterable[Step]) -> list[Step]:
@@ -73,73 +87,197 @@ def relevant_steps(steps: Iterable[Step]) -> list[Step]:
     return kept[::-1]
 
 
-def key_findings(steps: list[Step], *, limit: int = MAX_FINDINGS, digits: int = DEFAULT_DIGITS) -> list[Finding]:
-    """Findings of the relevant steps in the order of the analysis, deduplicated by normalised
-    text, at most ``limit`` (the newest ones: a later step is closer to the conclusion)."""
-    findings: list[Finding] = []
+def key_findings(
+    steps: list[Step], *, limit: int = MAX_FINDINGS, digits: int = DEFAULT_DIGITS, notes: Sequence[str] = ()
+) -> list[Finding]:
+    """The ``limit`` findings that matter most, in the order of the analysis, deduplicated by
+    normalised text.
+
+    Candidates are ranked (``ranking.score``: named metrics and estimates, a section's final
+    result and values the ``notes``, the notebook's Markdown, quote come first; set-up and exercise
+    sections last; a tie goes to the later step, nearer the conclusion); the rank only decides
+    which are kept.
+    """
+    standing = relevant_steps(steps)
+    prose = Prose.of(notes)
+    paths = prose.section_paths(standing)
+    candidates = [(step, found) for step in standing if (found := candidate(step, digits=digits))]
+    scored = []
+    for index, (step, found) in enumerate(candidates):
+        following = candidates[index + 1][0] if index + 1 < len(candidates) else None
+        last_in_section = bool(step.section) and (following is None or following.section != step.section)
+        value = score(step, found.names, found.text, path=paths.get(step.id, ()), last_in_section=last_in_section,
+                      quoted=prose.quotes(found.variables, found.values), has_table=found.table is not None)  # fmt: skip
+        scored.append((value, step.order, step, found))
+    kept: list[tuple[int, Step, Candidate]] = []
     seen: set[str] = set()
-    for step in reversed(relevant_steps(steps)):
-        if len(findings) >= limit:
+    for _, _, step, found in sorted(scored, key=lambda item: (item[0], item[1]), reverse=True):
+        if len(kept) >= limit:
             break
-        text, table = step_finding(step, digits=digits)
-        key = _normalise(text) + (repr(table) if table else "")
-        if not (text or table) or key in seen:
-            continue
-        seen.add(key)
-        label = (step.label or "").strip() or None
-        # a printed line that already names its value ("total: 3" in a step labelled total) keeps its own
-        labelled = label and text and not re.match(rf"{re.escape(label)}\s*[:=：]", text, re.IGNORECASE)
-        prefixed = f"{label}: {text}" if labelled else (text or label)
-        findings.append(Finding(text=prefixed, step_id=step.id, label=label, table=table))
-    return findings[::-1]
+        key = _normalise(found.text) + (repr(found.table) if found.table else "")
+        if key not in seen:
+            seen.add(key)
+            kept.append((len(kept) + 1, step, found))
+    return [_finding(step, found, rank) for rank, step, found in sorted(kept, key=lambda item: item[1].order)]
+
+
+def _finding(step: Step, found: Candidate, rank: int) -> Finding:
+    label = (step.label or "").strip() or None
+    text = found.text
+    # a printed line that already names its value ("total: 3" in a step labelled total) keeps its own
+    labelled = label and text and not re.match(rf"{re.escape(label)}\s*[:=：]", text, re.IGNORECASE)
+    prefixed = f"{label}: {text}" if labelled else (text or label or "")
+    return Finding(text=prefixed, step_id=step.id, label=label, table=found.table, cell=step.cell, order=step.order,
+                   rank=rank)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What one step could say as a finding, with what ranking looks at."""
+
+    text: str  # its labelled values, rounded, one per line
+    table: Table | None
+    names: tuple[str, ...]  # what its values are called: expressions, printed labels, keys, table headers
+    values: str  # its values as shown, before rounding (numbers the prose may quote)
+
+    variables: tuple[str, ...] = ()  # the variables it shows (``final_rmse``, ``grid.best_params_``): what prose may name
 
 
 def step_text(step: Step, *, digits: int = DEFAULT_DIGITS) -> str:
     """A step's labelled values as text (its table left out); "" when it said nothing labelled."""
-    return step_finding(step, digits=digits)[0]
+    found = candidate(step, digits=digits)
+    return found.text if found else ""
 
 
 def step_finding(step: Step, *, digits: int = DEFAULT_DIGITS) -> tuple[str, Table | None]:
-    """A step's result rendered readably, then its meaningful stdout lines, and a table it showed.
+    """A step's finding as (text, table); ("", None) when it has none."""
+    found = candidate(step, digits=digits)
+    return (found.text, found.table) if found else ("", None)
+
+
+def candidate(step: Step, *, digits: int = DEFAULT_DIGITS) -> Candidate | None:
+    """A step's result rendered readably, then its meaningful printed lines, and a table it showed;
+    None when all it showed is noise (``noise.py``) or values nothing names.
 
     Without a step label, a value needs its own: a scalar result is labelled by the code's last
-    expression, and printed lines that are only values (``7``, ``(1035, 6)``) are dropped.
+    expression, a printed value by the ``print(name)`` that printed it, and printed lines that are
+    only values (``7``, ``(1035, 6)``) are dropped.
     """
+    if ENVIRONMENT_CODE.search(step.code):
+        return None  # sessionInfo(), %watermark, pip list: the machine, not the analysis
     labelled = bool((step.label or "").strip())
+    versions = bool(VERSION_CODE.search(step.code))
+    expression = last_expression(step.code, step.language)
     lines: list[str] = []
-    tables: list[Table] = [step.table] if step.table else []
+    names: list[str] = [expression] if expression else []
+    variables: list[str] = [expression] if expression else []
+    raw: list[str] = []
+    tables: list[Table] = [value.table for value in step.values if value.table is not None and not noise_table(value.table)]
+    if step.table and not any(value.table is not None for value in step.values) and not noise_table(step.table):
+        tables.append(step.table)
     result = step.result
-    if isinstance(result, str):
-        result, found = split_text_tables(summarise_reprs(result))
-        tables += found
+    if isinstance(result, str):  # a notebook's last expression as text; its structured value, when there, speaks
+        result = strip_reprs(result)
+        if any(value.origin == "result" for value in step.values) or noise_value(result):
+            result = None
+        else:
+            result, found = split_text_tables(summarise_reprs(result))
+            tables += [table for table in found if not noise_table(table)]
+            result = None if noise_value(result) or (versions and is_bare_value(result)) else result
     if result is not None and result != "":
+        raw.append(str(result))
+        if isinstance(result, dict):
+            names += [str(key) for key in list(result)[:MAX_ITEMS]]
+            variables += names[-len(result):] if result else []
         rendered = [line.strip() for line in render_value(result, digits=digits).splitlines() if line.strip()]
         rendered = [round_numbers(line, digits) for line in rendered]
-        expression = None if isinstance(step.result, dict) else last_expression(step.code, step.language)
-        if expression and not labelled and rendered:
+        if expression and not labelled and rendered and not isinstance(step.result, dict):
             rendered[0] = f"{expression}: {rendered[0]}"
         elif not labelled and not isinstance(step.result, dict):
             rendered = []  # a value with nothing saying what it is
         lines += rendered
-    known = {_normalise(part) for line in lines for part in (line, *line.split("; "))}
-    printed, found = split_text_tables(summarise_reprs(clean_output(scan_window(step.stdout))))
-    tables += found
-    for line in printed.splitlines():
-        line = round_numbers(line.strip(), digits)
-        if not line or (not labelled and is_bare_value(line)) or _normalise(line) in known:
+    for value in step.values:
+        text = summarise_reprs(strip_reprs(value.text or "")).strip()
+        if value.table is not None or noise_value(text) or (versions and is_bare_value(text)):
             continue
+        name = value.name or (expression if value.origin == "result" else None)
+        if not name and not labelled:
+            continue  # a value with nothing saying what it is
+        names += [name] if name else []
+        variables += [name] if name else []
+        raw.append(text)
+        shown = round_numbers(" ".join(text.split()), digits)
+        lines.append(f"{name}: {shown}" if name and not shown.startswith(name) else shown)
+    known = {_normalise(part) for line in lines for part in (line, *line.split("; "))}
+    printed, found = split_text_tables(summarise_reprs(strip_reprs(clean_output(scan_window(step.stdout)))))
+    tables += [table for table in found if not noise_table(table)]
+    printed_lines = [line.strip() for line in printed.splitlines() if line.strip()]
+    printers = print_names(step.code, step.language, len(printed_lines))
+    for index, line in enumerate(printed_lines):
+        if noise_value(line) or (versions and (is_bare_value(line) or VERSION_LINE.search(line))):
+            continue
+        bare = is_bare_value(line)
+        if bare and printers:
+            names.append(printers[index])
+            variables.append(printers[index])
+            line = f"{printers[index]}: {line}"
+        elif bare and not labelled:
+            continue
+        raw.append(line)
+        line = round_numbers(line, digits)
+        if _normalise(line) in known:
+            continue
+        names += [prefix.group(1)] if (prefix := _LINE_LABEL.match(line)) else []
         lines.append(line)
         known.add(_normalise(line))
     table = tables[0] if tables else None
+    if table:
+        names += [cell for cell in table[0] if cell] + [row[0] for row in table[1:] if row and row[0]]
+        raw += [cell for row in table[1:] for cell in row]
     if table and not lines and not labelled:
-        expression = last_expression(step.code, step.language)
         if expression is None:
-            return "", None  # a table nothing names
+            return None  # a table nothing names
         lines = [expression]
     lines = [business_text(line) for line in lines[:MAX_LINES]]
     text = "\n".join(line for line in lines if line.strip())
     text = text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1].rstrip() + "…"
-    return text, table
+    if not (text or table):
+        return None
+    return Candidate(text=text, table=table, names=tuple(dict.fromkeys(names)), values="\n".join(raw),
+                     variables=tuple(name for name in dict.fromkeys(variables) if _SIMPLE_NAME.match(name)))
+
+
+_SIMPLE_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\[\]\n]{1,30}\])*$")
+
+
+def print_names(code: str, language: str, lines: int) -> list[str]:
+    """What each of ``lines`` printed lines is, when the code printed them one ``print(name)`` each
+    (``print(final_rmse)``): the printed expressions in order; [] when that is not sure (another
+    print, a loop, a print of several values, a language other than Python)."""
+    if language != "python" or not lines or "print" not in code:
+        return []
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return []
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+             and node.func.id == "print"]  # fmt: skip
+    top = [statement.value for statement in tree.body if isinstance(statement, ast.Expr)
+           and isinstance(statement.value, ast.Call) and statement.value in calls]  # fmt: skip
+    if len(top) != len(calls) or len(top) != lines:
+        return []
+    names = []
+    for call in top:
+        if len(call.args) != 1 or call.keywords or isinstance(call.args[0], (ast.Constant, ast.JoinedStr)):
+            return []
+        name = ast.get_source_segment(code, call.args[0]) or ""
+        if not _SIMPLE_NAME.match(name) or (len(name) < 3 and not is_metric(name)):
+            return []  # print(a + b), print(x): an expression or a letter names nothing a reader knows
+        names.append(name)
+    return names
+
+
+_LINE_LABEL = re.compile(r"^([^:=：\d][^:=：]{0,60}?)\s*[:=：]")  # "Test RMSE: 41424" names its value "Test RMSE"
 
 
 def scan_window(text: str, limit: int = SCAN_CHARS) -> str:
@@ -176,88 +314,6 @@ def render_value(value: Any, *, nested: bool = False, digits: int = DEFAULT_DIGI
 def _normalise(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).casefold()
     return " ".join(text.split()).strip(" .。;；:：,，")
-
-
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
-_PREFIX = re.compile(r"^\s*(?:\[(?:stdout|stderr|out|err)\]|(?:stdout|stderr)\s*:|(?:stdout|stderr)\s*>)\s?", re.I)
-_TRACEBACK_START = re.compile(r"^\s*(?:\S+\s+)?Traceback \(most recent call last\)")
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b\s*(?::|$)")
-# Ends a traceback: the exception line, ``Name: message`` or a bare ``Name`` at the start of a line.
-_TRACEBACK_END = re.compile(r"^[A-Za-z_][\w.]*(?::\s.*|:?)$")
-_R_ERROR = re.compile(r"^\s*(?:Error(?: in .*?)?\s*:|Error in )")
-_R_WARNING_BLOCK = re.compile(r"^\s*Warning messages?:\s*$")
-_CONTINUATION = re.compile(r"^(?:\s+\S|\d+: |In |Calls: )")
-_WARNING_WITH_SOURCE = re.compile(r"^\S.*:\d+: \w*Warning\b")  # warnings.warn format; source line follows
-_NOISE = re.compile(
-    "|".join(
-        [
-            # warnings and deprecation notices (Python and R)
-            r"(?-i:\b\w*Warning\b)", r"warnings\.warn", r"\bdeprecat",
-            r"^\s*There (?:were|was) \d+ (?:or more )?warnings?",
-            # errors and what R prints around them
-            r"^\s*(?:Calls|In addition|Execution halted)\b", r"^\s*During handling of the above exception",
-            r"^\s*The above exception was the direct cause",
-            # progress bars
-            r"\d{1,3}%\|", r"\|[█▉▊▋▌▍▎▏#▓▒░ ]*[█▉▊▋▌▍▎▏#▓▒░]{2,}[█▉▊▋▌▍▎▏#▓▒░ ]*\|",
-            r"\[[=#>.\- ]*[=#]{2,}[=#>.\- ]*\]", r"\b\d+(?:\.\d+)?\s*(?:it/s|s/it)\b", r"\bETA:? ?\d",
-            # package installation (pip, conda, R)
-            r"^\s*(?:Collecting|Downloading|Installing collected packages|Successfully (?:installed|built|uninstalled)"
-            r"|Requirement already satisfied|Using cached|Building wheels?|Created wheel|Stored in directory"
-            r"|Preparing metadata|Attempting uninstall|Found existing installation|Uninstalling|Looking in indexes"
-            r"|Installing build dependencies|Getting requirements|\[notice\])",
-            r"installing \*(?:source|binary)\* package", r"^\s*trying URL", r"^\s*Content type '",
-            r"^\s*downloaded \d", r"^\s*\*\* (?:libs|R|inst|byte-compile|help|building|testing)", r"^\s*\* DONE \(",
-            r"The downloaded (?:source|binary) packages are in", r"Installing packages? into", r"also installing the dependenc",
-            # headless browsers (kaleido, Chromium)
-            r"kaleido", r"chromium", r"\bchrome\b", r"DevTools listening", r"^\s*\[\d+/\d+\.\d+:[A-Z]+:", r"Fontconfig",
-            r"\bchoreographer\b", r"\bheadless\b",
-            # timeouts
-            r"TimeoutError", r"\btimed out\b", r"\btimeout\b",
-            # log records
-            r"(?-i:^\s*(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?::|\s+[-:\[]))",
-            r"^\s*\d{4}-\d{2}-\d{2}[ T][\d:.,]+\s*(?:[-|]\s*)?\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b",
-        ]
-    ),
-    re.I,
-)
-_MEANINGLESS = re.compile(r"^[\W_]*$")  # blank, or only separators such as ----- or ====
-
-
-def clean_output(text: str) -> str:
-    """The meaningful lines of captured output, noise removed, one per line.
-
-    Removed: stdout/stderr prefixes (the rest of the line stays), ANSI escapes, lines rewritten
-    in place with carriage returns, warnings and deprecation notices (with the source line Python
-    prints under them), Python tracebacks (plain and IPython style) and R errors, progress bars,
-    pip/conda/R package installation logs, headless-browser and kaleido chatter, timeouts, log
-    records, and lines with nothing but separators.
-    """
-    if not text:
-        return ""
-    text = _ANSI.sub("", text).replace("\r\n", "\n")
-    kept: list[str] = []
-    skipping = None  # "traceback" | "block" while inside a multi-line noise block
-    for raw in text.split("\n"):
-        if "\r" in raw.rstrip("\r"):
-            continue  # a progress display that redraws itself
-        line = _PREFIX.sub("", raw.rstrip("\r")).rstrip()
-        if skipping == "traceback":
-            if _TRACEBACK_END.match(line):
-                skipping = None
-            continue
-        if skipping == "block":
-            if line and _CONTINUATION.match(line):
-                continue
-            skipping = None
-        if _TRACEBACK_START.match(line):
-            skipping = "traceback"
-        elif _R_ERROR.match(line) or _R_WARNING_BLOCK.match(line) or _WARNING_WITH_SOURCE.match(line):
-            skipping = "block"
-        elif _EXCEPTION_LINE.match(line) or _NOISE.search(line) or _MEANINGLESS.match(line):
-            continue
-        else:
-            kept.append(line)
-    return "\n".join(kept)
 
 
 # Absolute paths (POSIX and Windows) and ~ paths: the report names files, never where they live.

@@ -1,0 +1,211 @@
+"""Noise: what a step's output says that is never a finding.
+
+Output is full of lines about the machine rather than the analysis: warnings, tracebacks,
+progress bars, installation logs, ``%time`` lines, applications' logs, downloads, version
+printouts. Values can be noise too: an object's repr (``<Figure size 640x480 with 1 Axes>``,
+``alt.Chart(...)``, ``RandomForestRegressor(random_state=42)``), an empty list from
+``ax.plot()``, the file names ``joblib.dump`` returns, a path, a numpy array printed as a table.
+This module says which; findings.py never ranks them, it drops them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from nini.report.model import Table
+
+# Code about the machine, not the analysis: all its output is noise.
+ENVIRONMENT_CODE = re.compile(r"\bsession_?[Ii]nfo\s*\(|%(?:load_ext\s+)?watermark\b|!\s*(?:pip|conda|mamba)\s+(?:list|freeze)"
+                              r"|\bpip\s+freeze\b|\binstalled\.packages\s*\(")  # fmt: skip
+# Code printing versions: its bare numbers ("1.24.3") are versions, not results.
+VERSION_CODE = re.compile(r"__version__|\bsys\.version\b|\bpython_version\s*\(|\bpackageVersion\s*\(|\bR\.version"
+                          r"|\bversion\s*\(|!\s*\w+\s+--version")  # fmt: skip
+_PACKAGES = (r"python|numpy|np|pandas|pd|scipy|sklearn|scikit-learn|matplotlib|mpl|seaborn|sns|tensorflow|tf"
+             r"|keras|torch|pytorch|torchvision|xgboost|lightgbm|catboost|statsmodels|altair|plotly|bokeh|pymc\d?"
+             r"|arviz|theano|jax|jupyter|jupyterlab|ipython|notebook|nltk|spacy|cv2|opencv|pillow|pil|polars|pyarrow")  # fmt: skip
+VERSION_LINE = re.compile(
+    r"^\W*(?:\[\w+\]\s*)?(?:(?:[A-Za-z][\w.\-]*\s+){0,3}(?:version|ver\.?)\s*(?:is\s*)?[:=]?\s*v?\d+\.\d+"
+    rf"|(?:{_PACKAGES})\s*(?:version)?\s*[:=]?\s*v?\d+\.\d+[\w.+\-]*(?:\s*\(.*)?\s*$"
+    r"|[A-Za-z][\w.\-]*\s*[:=]?\s*v?\d+\.\d+\.\d+[\w.+\-]*(?:\s*\(.*)?\s*$)",
+    re.I,
+)
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_PREFIX = re.compile(r"^\s*(?:\[(?:stdout|stderr|out|err)\]|(?:stdout|stderr)\s*:|(?:stdout|stderr)\s*>)\s?", re.I)
+_TRACEBACK_START = re.compile(r"^\s*(?:\S+\s+)?Traceback \(most recent call last\)")
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b\s*(?::|$)")
+# Ends a traceback: the exception line, ``Name: message`` or a bare ``Name`` at the start of a line.
+_TRACEBACK_END = re.compile(r"^[A-Za-z_][\w.]*(?::\s.*|:?)$")
+_R_ERROR = re.compile(r"^\s*(?:Error(?: in .*?)?\s*:|Error in )")
+_R_WARNING_BLOCK = re.compile(r"^\s*Warning messages?:\s*$")
+_CONTINUATION = re.compile(r"^(?:\s+\S|\d+: |In |Calls: )")
+_WARNING_WITH_SOURCE = re.compile(r"^\S.*:\d+: \w*Warning\b")  # warnings.warn format; source line follows
+_NOISE = re.compile(
+    "|".join(
+        [
+            # warnings and deprecation notices (Python and R)
+            r"(?-i:\b\w*Warning\b)", r"warnings\.warn", r"\bdeprecat",
+            r"^\s*There (?:were|was) \d+ (?:or more )?warnings?",
+            # errors and what R prints around them
+            r"^\s*(?:Calls|In addition|Execution halted)\b", r"^\s*During handling of the above exception",
+            r"^\s*The above exception was the direct cause",
+            # progress bars
+            r"\d{1,3}%\|", r"\|[█▉▊▋▌▍▎▏#▓▒░ ]*[█▉▊▋▌▍▎▏#▓▒░]{2,}[█▉▊▋▌▍▎▏#▓▒░ ]*\|",
+            r"\[[=#>.\- ]*[=#]{2,}[=#>.\- ]*\]", r"\b\d+(?:\.\d+)?\s*(?:it/s|s/it)\b", r"\bETA:? ?\d",
+            # package installation (pip, conda, R)
+            r"^\s*(?:Collecting|Downloading|Installing collected packages|Successfully (?:installed|built|uninstalled)"
+            r"|Requirement already satisfied|Using cached|Building wheels?|Created wheel|Stored in directory"
+            r"|Preparing metadata|Attempting uninstall|Found existing installation|Uninstalling|Looking in indexes"
+            r"|Installing build dependencies|Getting requirements|\[notice\])",
+            r"installing \*(?:source|binary)\* package", r"^\s*trying URL", r"^\s*Content type '",
+            r"^\s*downloaded \d", r"^\s*\*\* (?:libs|R|inst|byte-compile|help|building|testing)", r"^\s*\* DONE \(",
+            r"The downloaded (?:source|binary) packages are in", r"Installing packages? into", r"also installing the dependenc",
+            # headless browsers (kaleido, Chromium)
+            r"kaleido", r"chromium", r"\bchrome\b", r"DevTools listening", r"^\s*\[\d+/\d+\.\d+:[A-Z]+:", r"Fontconfig",
+            r"\bchoreographer\b", r"\bheadless\b",
+            # timeouts
+            r"TimeoutError", r"\btimed out\b", r"\btimeout\b",
+            # %time, %%time and %timeit, and what they print
+            r"^\s*(?:CPU times|Wall time|Compiler time|Parser\s*)\s*:", r"\bper loop\b", r"\bloops?,? best of \d",
+            r"^\s*The slowest run took\b",
+            # an application's log ("[NbConvertApp] WARNING | ...", "[NbConvertApp] Converting notebook ...")
+            r"^\s*\[[A-Z]\w*App\]", r"(?-i:^\s*\[[A-Z]\w*\]\s+(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b)",
+            # downloads (urllib, wget, Keras, figures saved by a book's helper)
+            r"^\s*(?:Downloading|Downloaded|Extracting|Unzipping|Saving figure|Resolving|Connecting to"
+            r"|HTTP request sent|Saving to:)\b", r"^--\d{4}-\d{2}-\d{2} [\d:]+--\s", r"\b\d+K(?: \.{5,}){2}",
+            # version printouts: "sklearn 1.2.0", "Python 3.10.4", "numpy version: 1.24", "R version 4.3.1 (...)"
+            VERSION_LINE.pattern,
+            # log records
+            r"(?-i:^\s*(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?::|\s+[-:\[]))",
+            r"^\s*\d{4}-\d{2}-\d{2}[ T][\d:.,]+\s*(?:[-|]\s*)?\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b",
+        ]
+    ),
+    re.I,
+)
+_MEANINGLESS = re.compile(r"^[\W_]*$")  # blank, or only separators such as ----- or ====
+
+
+def clean_output(text: str) -> str:
+    """The meaningful lines of captured output, noise removed, one per line.
+
+    Removed: stdout/stderr prefixes (the rest of the line stays), ANSI escapes, lines rewritten
+    in place with carriage returns, warnings and deprecation notices (with the source line Python
+    prints under them), Python tracebacks (plain and IPython style) and R errors, progress bars,
+    pip/conda/R package installation logs, headless-browser and kaleido chatter, timeouts, log
+    records, ``%time``/``%timeit`` lines, applications' logs (``[NbConvertApp] WARNING``),
+    downloads, version printouts, and lines with nothing but separators.
+    """
+    if not text:
+        return ""
+    text = _ANSI.sub("", text).replace("\r\n", "\n")
+    kept: list[str] = []
+    skipping = None  # "traceback" | "block" while inside a multi-line noise block
+    for raw in text.split("\n"):
+        if "\r" in raw.rstrip("\r"):
+            continue  # a progress display that redraws itself
+        line = _PREFIX.sub("", raw.rstrip("\r")).rstrip()
+        if skipping == "traceback":
+            if _TRACEBACK_END.match(line):
+                skipping = None
+            continue
+        if skipping == "block":
+            if line and _CONTINUATION.match(line):
+                continue
+            skipping = None
+        if _TRACEBACK_START.match(line):
+            skipping = "traceback"
+        elif _R_ERROR.match(line) or _R_WARNING_BLOCK.match(line) or _WARNING_WITH_SOURCE.match(line):
+            skipping = "block"
+        elif _EXCEPTION_LINE.match(line) or _NOISE.search(line) or _MEANINGLESS.match(line):
+            continue
+        else:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+# An object's repr: a constructor call (``RandomForestRegressor(random_state=42)``, ``alt.Chart(...)``,
+# ``Text(0.5, 1.0, 'Title')``), possibly over many lines (``Pipeline(steps=[...])``). Results that
+# print as calls keep their values: scipy's ``TtestResult(statistic=..., pvalue=...)``, a Counter.
+_CALL_START = re.compile(r"(?m)^[ \t]*(?:[A-Za-z_]\w*\.)*([A-Z]\w*)\(")
+_CALL_INSIDE = re.compile(r"(?<![\w.'\"])(?:[A-Za-z_]\w*\.)*([A-Z]\w*)\(")
+_DATA_CALLS = re.compile(r"(?:Result|Interval|Statistic|Summary|Counter|OrderedDict|defaultdict|Decimal|Fraction)$")
+_DEFAULT_REPR = re.compile(r"^\[?\s*<[^<>]*(?:<[^<>]*>[^<>]*)*>\s*(?:,\s*<.*>\s*)*\]?$|\bat 0x[0-9a-fA-F]+", re.S)
+_EMPTY = re.compile(r"^(?:\[\s*\]|\(\s*\)|\{\s*\}|set\(\)|None|NULL|Empty DataFrame\b.*)$", re.S)
+_ARRAY_SUMMARY = re.compile(r"^[\[(]?(?:(?:array|matrix)(?: of shape [\d×]+)?,?\s*)+[\])]?$")
+_VIEW_REPR = re.compile(r"^(?:dict_keys|dict_values|dict_items|odict_keys|odict_values|odict_items|functools\.partial)\(")
+_PATH_VALUE = re.compile(r"^(?:(?:Posix|Windows)?Path\(['\"][^'\"]*['\"]\)|['\"]?(?:~|\.{0,2}/|[A-Za-z]:\\\\)?[\w.\-]+(?:[/\\\\][\w.\-]+)+['\"]?)$")
+_FILE_NAME = re.compile(r"^[\w.\-/\\\\ ]+\.(?:pkl|pickle|joblib|h5|hdf5|keras|pt|pth|onnx|json|csv|tsv|txt|parquet|feather"
+                        r"|xlsx?|png|jpe?g|svg|pdf|html|npy|npz|zip|gz|tar|model|bin|rds|rdata)$", re.I)  # fmt: skip
+
+
+def _closing(text: str, opening: int) -> int | None:
+    """The index of the bracket closing the one at ``opening``, skipping quoted text."""
+    depth, quote = 0, ""
+    for index in range(opening, len(text)):
+        char = text[index]
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                return index
+    return None
+
+
+def strip_reprs(text: str) -> str:
+    """``text`` without the object reprs that stand on lines of their own (an estimator printed by
+    ``print(model)`` or shown as a cell's value, ``alt.Chart(...)``, ``Text(0.5, 1.0, 'x')``)."""
+    if "(" not in text:
+        return text
+    out, position = [], 0
+    for match in _CALL_START.finditer(text):
+        if match.start() < position or _DATA_CALLS.search(match.group(1)):
+            continue
+        end = _closing(text, match.end() - 1)
+        if end is None:
+            continue
+        line_end = text.find("\n", end)
+        line_end = len(text) if line_end < 0 else line_end
+        if text[end + 1 : line_end].strip():
+            continue  # words after the call: "Fit(x) took 3 s" is a sentence
+        out.append(text[position : match.start()])
+        position = line_end
+    out.append(text[position:])
+    return "".join(out)
+
+
+def noise_value(text: str) -> bool:
+    """Whether a value (a cell's result, a printed line) says nothing about the analysis: an
+    object's default repr, an empty container, a numpy array reduced to its shape, a path or the
+    file names ``joblib.dump`` returns."""
+    text = text.strip()
+    if not text:
+        return True
+    if _DEFAULT_REPR.search(text) or _EMPTY.match(text) or _ARRAY_SUMMARY.match(text) or _PATH_VALUE.match(text):
+        return True
+    if (call := _CALL_START.match(text)) and not _DATA_CALLS.search(call.group(1)) or _VIEW_REPR.match(text):
+        return True  # a repr too long to close: sklearn cuts its own with "..."
+    if text[0] in "[(" and any(not _DATA_CALLS.search(name) for name in _CALL_INSIDE.findall(text)):
+        return True  # a list of estimators or matplotlib objects: [('scaler', StandardScaler()), ...]
+    if text[0] in "[(" and text[-1] in "])" and "\n" not in text.strip():
+        try:
+            items = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return False
+        items = items if isinstance(items, (list, tuple)) else [items]
+        return bool(items) and all(isinstance(item, str) and _FILE_NAME.match(item) for item in items)
+    return bool(_FILE_NAME.match(text.strip("'\"")) and " " not in text)
+
+
+def noise_table(table: Table) -> bool:
+    """Whether a table is not a DataFrame: a numpy array printed as rows of brackets, or what
+    R's ``system.time`` prints."""
+    cells = [cell for row in table[:4] for cell in row]
+    if any(cell.startswith(("[", "array(")) or cell.endswith("]") for cell in cells if cell):
+        return True
+    return [cell.casefold() for cell in table[0] if cell][:3] == ["user", "system", "elapsed"]
