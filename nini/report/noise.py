@@ -20,14 +20,14 @@ ENVIRONMENT_CODE = re.compile(r"\bsession_?[Ii]nfo\s*\(|%(?:load_ext\s+)?waterma
                               r"|\bpip\s+freeze\b|\binstalled\.packages\s*\(")  # fmt: skip
 # Code printing versions: its bare numbers ("1.24.3") are versions, not results.
 VERSION_CODE = re.compile(r"__version__|\bsys\.version\b|\bpython_version\s*\(|\bpackageVersion\s*\(|\bR\.version"
-                          r"|\bversion\s*\(|!\s*\w+\s+--version")  # fmt: skip
+                          r"|\bversion\s*\(|!\s*\w+\s+--version|\[['\"]version['\"]\]")  # fmt: skip
 _PACKAGES = (r"python|numpy|np|pandas|pd|scipy|sklearn|scikit-learn|matplotlib|mpl|seaborn|sns|tensorflow|tf"
              r"|keras|torch|pytorch|torchvision|xgboost|lightgbm|catboost|statsmodels|altair|plotly|bokeh|pymc\d?"
              r"|arviz|theano|jax|jupyter|jupyterlab|ipython|notebook|nltk|spacy|cv2|opencv|pillow|pil|polars|pyarrow")  # fmt: skip
 VERSION_LINE = re.compile(
     r"^\W*(?:\[\w+\]\s*)?(?:(?:[A-Za-z][\w.\-]*\s+){0,3}(?:version|ver\.?)\s*(?:is\s*)?[:=]?\s*v?\d+\.\d+"
-    rf"|(?:{_PACKAGES})\s*(?:version)?\s*[:=]?\s*v?\d+\.\d+[\w.+\-]*(?:\s*\(.*)?\s*$"
-    r"|[A-Za-z][\w.\-]*\s*[:=]?\s*v?\d+\.\d+\.\d+[\w.+\-]*(?:\s*\(.*)?\s*$)",
+    rf"|(?:{_PACKAGES})\s*(?:version)?\s*[:=]?\s*v?\d+\.\d+[\w.+\-]*(?:\s*\(.*)?[\s\])]*$"
+    r"|[A-Za-z][\w.\-]*\s*[:=]?\s*v?\d+\.\d+\.\d+[\w.+\-]*(?:\s*\(.*)?[\s\])]*$)",
     re.I,
 )
 
@@ -69,6 +69,8 @@ _NOISE = re.compile(
             # %time, %%time and %timeit, and what they print
             r"^\s*(?:CPU times|Wall time|Compiler time|Parser\s*)\s*:", r"\bper loop\b", r"\bloops?,? best of \d",
             r"^\s*The slowest run took\b",
+            # a shell command that is not there ("zsh:1: command not found: pip")
+            r"\bcommand not found\b", r"^\s*/bin/\w*sh: ",
             # an application's log ("[NbConvertApp] WARNING | ...", "[NbConvertApp] Converting notebook ...")
             r"^\s*\[[A-Z]\w*App\]", r"(?-i:^\s*\[[A-Z]\w*\]\s+(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b)",
             # downloads (urllib, wget, Keras, figures saved by a book's helper)
@@ -100,7 +102,7 @@ def clean_output(text: str) -> str:
         return ""
     text = _ANSI.sub("", text).replace("\r\n", "\n")
     kept: list[str] = []
-    skipping = None  # "traceback" | "block" while inside a multi-line noise block
+    skipping = None  # "traceback" | "message" | "block" while inside a multi-line noise block
     for raw in text.split("\n"):
         if "\r" in raw.rstrip("\r"):
             continue  # a progress display that redraws itself
@@ -109,13 +111,18 @@ def clean_output(text: str) -> str:
             if _TRACEBACK_END.match(line):
                 skipping = None
             continue
+        if skipping == "message":  # R's one warning, on the line under "Warning message:"
+            skipping = "block"
+            continue
         if skipping == "block":
             if line and _CONTINUATION.match(line):
                 continue
             skipping = None
         if _TRACEBACK_START.match(line):
             skipping = "traceback"
-        elif _R_ERROR.match(line) or _R_WARNING_BLOCK.match(line) or _WARNING_WITH_SOURCE.match(line):
+        elif _R_WARNING_BLOCK.match(line):
+            skipping = "message"
+        elif _R_ERROR.match(line) or _WARNING_WITH_SOURCE.match(line):
             skipping = "block"
         elif _EXCEPTION_LINE.match(line) or _NOISE.search(line) or _MEANINGLESS.match(line):
             continue
@@ -128,11 +135,14 @@ def clean_output(text: str) -> str:
 # ``Text(0.5, 1.0, 'Title')``), possibly over many lines (``Pipeline(steps=[...])``). Results that
 # print as calls keep their values: scipy's ``TtestResult(statistic=..., pvalue=...)``, a Counter.
 _CALL_START = re.compile(r"(?m)^[ \t]*(?:[A-Za-z_]\w*\.)*([A-Z]\w*)\(")
+# ``<16512x5 sparse matrix of type '<class 'numpy.float64'>'\n\twith ... format>``: a default repr over lines
+_LONG_DEFAULT_REPR = re.compile(r"(?m)^[ \t]*<(?:[A-Za-z_][\w.]*|\d+x\d+)[ >][^\n]*(?:\n[^\n]*){0,3}?>[ \t]*$\n?")
 _CALL_INSIDE = re.compile(r"(?<![\w.'\"])(?:[A-Za-z_]\w*\.)*([A-Z]\w*)\(")
 _DATA_CALLS = re.compile(r"(?:Result|Interval|Statistic|Summary|Counter|OrderedDict|defaultdict|Decimal|Fraction)$")
 _DEFAULT_REPR = re.compile(r"^\[?\s*<[^<>]*(?:<[^<>]*>[^<>]*)*>\s*(?:,\s*<.*>\s*)*\]?$|\bat 0x[0-9a-fA-F]+", re.S)
 _EMPTY = re.compile(r"^(?:\[\s*\]|\(\s*\)|\{\s*\}|set\(\)|None|NULL|Empty DataFrame\b.*)$", re.S)
 _ARRAY_SUMMARY = re.compile(r"^[\[(]?(?:(?:array|matrix)(?: of shape [\d×]+)?,?\s*)+[\])]?$")
+_VERSION_VALUE = re.compile(r"^['\"]?v?\d+\.\d+\.\d+[\w.+\-]*['\"]?$")  # "6.1.0": a version, never a result
 _VIEW_REPR = re.compile(r"^(?:dict_keys|dict_values|dict_items|odict_keys|odict_values|odict_items|functools\.partial)\(")
 _PATH_VALUE = re.compile(r"^(?:(?:Posix|Windows)?Path\(['\"][^'\"]*['\"]\)|['\"]?(?:~|\.{0,2}/|[A-Za-z]:\\\\)?[\w.\-]+(?:[/\\\\][\w.\-]+)+['\"]?)$")
 _FILE_NAME = re.compile(r"^[\w.\-/\\\\ ]+\.(?:pkl|pickle|joblib|h5|hdf5|keras|pt|pth|onnx|json|csv|tsv|txt|parquet|feather"
@@ -160,6 +170,7 @@ def _closing(text: str, opening: int) -> int | None:
 def strip_reprs(text: str) -> str:
     """``text`` without the object reprs that stand on lines of their own (an estimator printed by
     ``print(model)`` or shown as a cell's value, ``alt.Chart(...)``, ``Text(0.5, 1.0, 'x')``)."""
+    text = _LONG_DEFAULT_REPR.sub("", text)
     if "(" not in text:
         return text
     out, position = [], 0
@@ -187,6 +198,8 @@ def noise_value(text: str) -> bool:
     if not text:
         return True
     if _DEFAULT_REPR.search(text) or _EMPTY.match(text) or _ARRAY_SUMMARY.match(text) or _PATH_VALUE.match(text):
+        return True
+    if _VERSION_VALUE.match(text):
         return True
     if (call := _CALL_START.match(text)) and not _DATA_CALLS.search(call.group(1)) or _VIEW_REPR.match(text):
         return True  # a repr too long to close: sklearn cuts its own with "..."

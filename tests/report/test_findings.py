@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from nini.report.findings import business_text, clean_output, key_findings, relevant_steps, render_value
+from nini.report.findings import business_text, key_findings, relevant_steps, render_value
 from nini.report.model import Step
+from nini.report.noise import clean_output
 
 MEANINGFUL = "mean revenue: 42"
 
