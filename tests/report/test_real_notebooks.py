@@ -190,7 +190,10 @@ def test_each_finding_names_a_cell_that_ran_and_links_to_it(report, name: str) -
             assert not any(o["output_type"] == "error" for o in cell["outputs"]), f"cell {number} failed: {item!r}"
         found = r.html_section("Key findings")
         for number in named:
-            assert re.search(rf"<a\b[^>]*>[^<]*\bcell {number}\b", found, re.I), f"no link to cell {number}"
+            link = re.search(rf"<a\b[^>]*href=\"([^\"]*)\"[^>]*>[^<]*\bcell {number}\b", found, re.I)
+            assert link, f"no link to cell {number}"
+            if link.group(1).startswith("#"):  # a link within the page: to the cell's code, which is there
+                assert f'id="{link.group(1)[1:]}"' in r.html, link.group(0)
 
 
 # The cells whose outputs are the notebook's charts, one entry per chart, read from each notebook.
