@@ -10,19 +10,21 @@ from __future__ import annotations
 import ast
 import json
 import re
-import subprocess
-import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nini.errors import ErrorCode, NiniError
 from nini.execution.workspace import Workspace
 from nini.fsutil import atomic_write_bytes
+from nini.report import values as report_values
+from nini.report.headings import conclusion, headings, notebook_title
 from nini.report.images import note_text
+from nini.report.model import ChartFile, DatasetInfo, ExecutionSummary, ReportInput, Step, ToolCallInfo, Value
 from nini.report.notebook_charts import NameAllocator, cell_charts, markdown_charts, slug
-from nini.report.model import ChartFile, DatasetInfo, ExecutionSummary, ReportInput, Step, ToolCallInfo
-from nini.report.values import Table, html_table, split_text_tables, summarise_reprs
+from nini.report.notebook_run import choose_kernel, run_notebook
+from nini.report.values import Table, html_table, last_expression, split_text_tables, summarise_reprs
 
 # Artifact formats a report shows as charts (the rest, e.g. csv or parquet, are data files).
 CHART_FORMATS = frozenset({"png", "jpg", "jpeg", "webp", "svg", "html", "json", "pdf"})
@@ -36,8 +38,7 @@ _COMMENT_LINE = re.compile(r"^#(?![!%])\s*(.*?)\s*$")
 # Comments that are directives to a tool, not a title of the cell.
 _DIRECTIVE = re.compile(r"^(-\*-|noqa|type:|fmt:|pylint|pragma|isort|ruff)", re.IGNORECASE)
 MAX_LABEL_CHARS = 80
-_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
-_SUBHEADING = re.compile(r"^ {0,3}#{2,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)  # a level-1 heading is the title
+_R_MAGIC = re.compile(r"^%%R(?:[ \t]|$)", re.MULTILINE)  # rpy2's R cell magic, on the cell's first line
 
 
 def from_session(store: Any, session_id: str, workspace: Workspace | Path) -> ReportInput:
@@ -74,6 +75,11 @@ def from_session(store: Any, session_id: str, workspace: Workspace | Path) -> Re
 
 
 def _step(order: int, row: dict[str, Any]) -> Step:
+    """A recorded execution as a step; its values from its recorded outputs (nbformat outputs, as
+    a notebook's), so a session's DataFrame is a table the same way a notebook's is."""
+    outputs, succeeded = row.get("outputs") or [], row["status"] == "succeeded"
+    # the row's stdout ends with the last expression's text too; its printed part is the stream outputs'
+    printed = "".join(_text(o.get("text")) for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stdout")
     return Step(
         id=row["id"], order=order, language=row["language"], status=row["status"], code=row["code"],
         label=row.get("label"), purpose=row.get("purpose"), stdout=row.get("stdout") or "",
@@ -81,7 +87,8 @@ def _step(order: int, row: dict[str, Any]) -> Step:
         dataset_name=row.get("dataset_name"), save_as=row.get("save_as"), retry_of=row.get("retry_of"),
         rolled_back=bool(row.get("rolled_back_at")), tool_name=row.get("tool_name"),
         duration_ms=row.get("duration_ms"), created_at=row.get("created_at"),
-        table=_frame_table(row.get("outputs") or []) if row["status"] == "succeeded" else None,
+        table=_frame_table(outputs) if succeeded else None,
+        values=_step_values(outputs, printed if outputs else row.get("stdout") or "", row["code"] or "", row["language"]),
     )  # fmt: skip
 
 
@@ -105,50 +112,69 @@ def from_notebook(
 ) -> tuple[ReportInput, Path]:
     """A notebook as report input, and the folder its chart files were written to.
 
-    Code cells are the steps, labelled by a ``# label:`` line or else their first comment line;
-    markdown cells are the notes; images in outputs are the charts (written to ``files_dir``,
-    default ``<notebook-stem>_report_files/`` next to the notebook, named after the cell's label,
-    else ``cell-N``). A cell with an error output
-    failed; a cell that never ran is a failed step too (error code NOT_EXECUTED), so it gives
-    no findings. With ``execute`` the notebook runs first (nbclient, ``timeout_s`` per cell) and
-    the executed copy, saved in ``files_dir``, is reported on; the user's file is never written.
-    ``progress`` then gets a line per code cell (``cell 4/15 ...``), and ``data.execution`` says
-    which cells failed or timed out (``ExecutionSummary``). A failed cell's charts are left out.
+    Every code cell that has source or outputs is a step (an empty-source cell keeps the charts
+    it shows), numbered by its position among all the notebook's cells (``Step.cell``, the number
+    every part of the report names), under the nearest heading above it (``Step.section``), in
+    its own language (a ``%%R`` cell is R), labelled by a ``# label:`` line or else its first
+    comment line; Markdown cells are the notes; images in outputs are the charts (written to
+    ``files_dir``, default ``<notebook-stem>_report_files/`` next to the notebook, named after
+    the cell's label, else ``cell-N``). A cell with an error output failed (CODE_ERROR); in a
+    notebook that ran, a cell that never did failed too (NOT_EXECUTED); a failed cell gives no
+    charts. The title is the notebook's own (``headings.notebook_title``), ``conclusion`` its
+    concluding section.
+
+    With ``execute`` the notebook runs first (``notebook_run``: ``timeout_s`` per cell, on
+    ``kernel_name``: a kernelspec, "auto", or None for the notebook's own) and the executed copy,
+    saved in ``files_dir``, is reported on; the user's file is never written. ``data.execution``
+    says what failed, and when the kernel is not installed, that the report is from the saved
+    outputs. ``progress`` gets a line per code cell (``cell 4/15 ...``).
     """
     path = Path(path)
     notebook = _read_notebook(path)
     files = Path(files_dir) if files_dir is not None else path.with_name(f"{path.stem}_report_files")
-    if execute:
-        data_execution = _execute(notebook, path.parent, timeout_s, kernel_name, progress)
-        _write_notebook(notebook, files / f"{path.stem}.executed.ipynb")
     language = _language(notebook)
     data = ReportInput(source=path.name)
+    states: dict[int, str] = {}
     if execute:
-        data.execution = data_execution
+        kernel, missing = choose_kernel(notebook, kernel_name, language)
+        if kernel is None:
+            runnable = sum(c.cell_type == "code" and bool(_text(c.get("source")).strip()) for c in notebook.cells)
+            data.execution = ExecutionSummary(cells=runnable, missing_kernel=missing)
+        else:
+            run = run_notebook(notebook, path.parent, timeout_s, kernel, progress)
+            data.execution, states = run.summary, run.states
+            run.summary.missing_kernel = missing
+            _write_notebook(notebook, files / f"{path.stem}.executed.ipynb")
+    ran = any(c.cell_type == "code" and (c.get("execution_count") is not None or c.get("outputs")) for c in notebook.cells)
     names, labels = NameAllocator(), NameAllocator(" ({n})")
-    section: str | None = None  # the heading of the Markdown cell just above, naming the next code cell
-    for number, cell in enumerate(notebook.cells, start=1):
-        source = _text(cell.get("source"))
+    section: str | None = None  # the nearest heading above
+    label_heading: str | None = None  # the sub-heading of the Markdown cell just above, naming the next code cell
+    first_code: int | None = None
+    for index, cell in enumerate(notebook.cells):
+        number, source = index + 1, _text(cell.get("source"))
         if cell.cell_type == "markdown" and source.strip():
             data.notes.append(note_text(source).strip())
             data.charts += markdown_charts(source, cell, path.parent, f"cell-{number}", names, files, len(data.charts))
-            if data.title is None and (heading := _H1.search(source)):
-                data.title = heading.group(1).strip()
-            headings = _SUBHEADING.findall(source)
-            section = headings[-1].strip()[:MAX_LABEL_CHARS] if headings else None
-        elif cell.cell_type == "code" and source.strip():
+            found = headings(source)
+            section = found[-1].text if found else section
+            subheadings = [h.text for h in found if h.level > 1]
+            label_heading = subheadings[-1][:MAX_LABEL_CHARS] if subheadings else None
+        elif cell.cell_type == "code" and (source.strip() or cell.get("outputs")):
+            first_code = index if first_code is None else first_code
             explicit, title = _cell_label(source)
-            title, section = title or section, None
+            title, label_heading = title or label_heading, None
             # a `# label:` is the author saying "same step"; titles from comments are made unique
             # so that two cells both headed "# plot" do not hide each other's findings
             label = labels.take(explicit) if explicit else (labels.next(title) if title else None)
-            step = _cell_step(cell, number, len(data.steps), language, source, label)
+            step = _cell_step(cell, number, len(data.steps), _cell_language(source, language), label, section,
+                              states.get(index), ran)  # fmt: skip
             data.steps.append(step)
-            if step.status == "failed":  # what a failed cell drew is not a result; the appendix counts the cell
+            if step.status == "failed":  # what a failed cell drew is not a result; the report lists the cell
                 continue
             stem = slug(label or "") or f"cell-{number}"
             data.charts += cell_charts(cell, step.id, stem, names, files, len(data.charts))
-    data.title = data.title or (notebook.metadata.get("title") or None)
+    data.title = notebook_title(notebook, path, len(notebook.cells) if first_code is None else first_code)
+    data.conclusion = conclusion(notebook.cells)
     return data, files
 
 
@@ -219,49 +245,6 @@ def _cut(value: Any) -> Any:
     return f"{text[:half]}\n…\n{text[-half:]}"
 
 
-def _execute(
-    notebook: Any, folder: Path, timeout_s: float, kernel_name: str | None, progress: Callable[[str], None] | None
-) -> ExecutionSummary:
-    """Run every cell in place, going on past errors (unlike "Run all"), so one broken cell still
-    leaves the later results in the report; what failed is counted, never hidden. The kernel's
-    stderr (its "running over TCP without encryption" warning, ...) is not the user's business."""
-    from jupyter_client.kernelspec import NoSuchKernel
-    from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
-
-    code_cells = {index: number for number, index in
-                  enumerate((i for i, c in enumerate(notebook.cells) if c.cell_type == "code"), start=1)}  # fmt: skip
-    summary = ExecutionSummary(cells=len(code_cells))
-    started: dict[int, float] = {}
-
-    def on_start(cell: Any, cell_index: int) -> None:
-        started[cell_index] = time.monotonic()
-        if progress is not None and cell_index in code_cells:
-            first = next((line.strip() for line in _text(cell.get("source")).splitlines() if line.strip()), "")
-            progress(f"cell {code_cells[cell_index]}/{summary.cells} {first[:60]}")
-
-    def on_executed(cell: Any, cell_index: int, execute_reply: Any) -> None:
-        errors = [o for o in cell.get("outputs") or [] if o.get("output_type") == "error"]
-        if cell_index in code_cells and errors:
-            late = time.monotonic() - started.get(cell_index, time.monotonic()) >= timeout_s
-            summary.failed.append((code_cells[cell_index], "timeout" if late else str(errors[-1].get("ename") or "Error")))
-
-    options: dict[str, Any] = {"kernel_name": kernel_name} if kernel_name else {}
-    client = NotebookClient(
-        notebook, timeout=timeout_s, allow_errors=True, resources={"metadata": {"path": str(folder)}},
-        # a cell past its time limit is interrupted and becomes a failed cell; the rest still run
-        interrupt_on_timeout=True, record_timing=False, on_cell_start=on_start, on_cell_executed=on_executed, **options,
-    )  # fmt: skip
-    try:
-        client.execute(stderr=subprocess.DEVNULL)
-    except NoSuchKernel as exc:
-        raise NiniError(ErrorCode.NOT_FOUND, f"no Jupyter kernel named {exc.name!r} is installed "
-                        "(`jupyter kernelspec list` shows the installed ones)") from None  # fmt: skip
-    except DeadKernelError as exc:
-        raise NiniError(ErrorCode.KERNEL_DIED, f"the kernel died while running the notebook: {exc}") from None
-    return summary
-
-
 def _write_notebook(notebook: Any, target: Path) -> None:
     import nbformat
 
@@ -274,7 +257,24 @@ def _language(notebook: Any) -> str:
     return str(name or "python").lower()
 
 
-def _cell_step(cell: Any, number: int, order: int, language: str, source: str, label: str | None) -> Step:
+def _cell_language(source: str, notebook_language: str) -> str:
+    """A cell's language: R for an rpy2 ``%%R`` cell (``%%R -i df -o fit``), else the notebook's."""
+    return "r" if _R_MAGIC.match(source.lstrip()) else notebook_language
+
+
+# Why a cell failed when its outputs do not say it (``notebook_run`` states, and a cell never run).
+_FAILURES = {
+    "TIMEOUT": "the cell ran past its time limit and was interrupted",
+    "KERNEL_DIED": "the kernel died while the cell ran",
+    "NOT_EXECUTED": "the cell was never run",
+}
+
+
+def _cell_step(cell: Any, number: int, order: int, language: str, label: str | None, section: str | None,
+               state: str | None, ran: bool) -> Step:  # fmt: skip
+    """One code cell as a step. ``state`` is a failure its run recorded (TIMEOUT, ...); ``ran``
+    whether the notebook ran at all (in one that never did, an unrun cell is not a failure)."""
+    source = _text(cell.get("source"))
     outputs = cell.get("outputs") or []
     streams = {"stdout": "", "stderr": ""}
     error = None
@@ -284,15 +284,55 @@ def _cell_step(cell: Any, number: int, order: int, language: str, source: str, l
         elif output.get("output_type") == "error":
             error = {"code": "CODE_ERROR", "message": f"{output.get('ename', 'Error')}: {output.get('evalue', '')}".rstrip(": "),
                      "ename": output.get("ename")}  # fmt: skip
-    if error is None and cell.get("execution_count") is None and not outputs:
-        error = {"code": "NOT_EXECUTED", "message": "the cell was never run"}
+    if state is None and ran and error is None and cell.get("execution_count") is None and not outputs:
+        state = "NOT_EXECUTED"
+    if state is not None:
+        error = {"code": state, "message": _FAILURES[state], "ename": (error or {}).get("ename")}
     table = None if error else _frame_table(outputs)
     return Step(
         id=str(cell.get("id") or f"cell-{number}"), order=order, language=language,
         status="failed" if error else "succeeded", code=source, label=label, stdout=streams["stdout"],
         stderr=streams["stderr"], result=None if error or table else _short_result(outputs), error=error,
-        tool_name="notebook", table=table,
+        tool_name="notebook", table=table, cell=number, section=section,
+        values=_step_values(outputs, streams["stdout"], source, language),
     )  # fmt: skip
+
+
+def _step_values(outputs: list[Any], stdout: str, code: str, language: str) -> tuple[Value, ...]:
+    """What a step showed, structured, in output order: each execute_result / display_data
+    output's values (``values.output_values``: a DataFrame from its HTML or JSON, an R value from
+    IRkernel's bundle), then the tables printed to stdout (``values.printed_values``). The value
+    of the cell's last expression is named by that expression when the parser gave no name.
+
+    Until those parsers exist this falls back to what the report read before: the displayed
+    DataFrames' HTML tables, the last expression's short text, and the printed text tables.
+    """
+    output_values = getattr(report_values, "output_values", _legacy_output_values)
+    printed_values = getattr(report_values, "printed_values", _legacy_printed_values)
+    shown: list[Value] = []
+    for output in outputs:
+        if output.get("output_type") in ("execute_result", "display_data"):
+            shown += output_values(output, language)
+    shown += printed_values(stdout, language)[1] if stdout.strip() else []
+    expression = last_expression(code, language) if code.strip() else None
+    last = next((i for i in reversed(range(len(shown))) if shown[i].origin in ("result", "display")), None)
+    if expression and last is not None and shown[last].name is None and (shown[last].origin == "result" or language == "r"):
+        # IRkernel sends a value as display_data; Python's last expression is its execute_result
+        shown[last] = replace(shown[last], name=expression)
+    return tuple(shown)
+
+
+def _legacy_output_values(output: dict[str, Any], language: str) -> list[Value]:
+    origin = "result" if output.get("output_type") == "execute_result" else "display"
+    if (table := _frame_table([output])) is not None:
+        return [Value(table=table, origin=origin)]
+    text = _short_result([output]) if origin == "result" else None
+    return [Value(text=text, origin=origin)] if text else []
+
+
+def _legacy_printed_values(text: str, language: str) -> tuple[str, list[Value]]:
+    rest, tables = split_text_tables(text)
+    return rest, [Value(table=table, origin="printed") for table in tables]
 
 
 def _frame_table(outputs: list[Any]) -> Table | None:
@@ -324,6 +364,8 @@ def _short_result(outputs: list[Any]) -> str | None:
 def _cell_label(source: str) -> tuple[str | None, str | None]:
     """(the cell's ``# label:`` value, the first comment line above its code), either may be None."""
     lines = [line.strip() for line in source.splitlines()]
+    if lines and lines[0].startswith("%%"):
+        lines = lines[1:]  # a cell magic (%%R, %%time) runs the cell; the comments after it name it
     explicit = next((m.group(1) for line in lines if (m := _LABEL_LINE.match(line))), None)
     for line in lines:
         if line and not line.startswith("#"):

@@ -17,10 +17,11 @@ from nini.errors import ErrorCode, NiniError
 from nini.report.sources import from_notebook
 
 NINI = Path(sys.executable).with_name("nini")
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 CELLS = [
     "x = 21\nprint('x doubled:', x * 2)",
-    "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nfrom IPython.display import display\n"
-    "fig = plt.figure()\nplt.plot([1, 2, 3])\ndisplay(fig)\nundefined_name",  # draws, then fails
+    "import base64\nfrom IPython.display import Image, display\n"
+    f"display(Image(base64.b64decode({PNG!r})))\nundefined_name",  # draws, then fails
     "import time\ntime.sleep(60)",  # past --timeout
     "print('after:', x + 1)",
 ]
@@ -43,7 +44,7 @@ def failing(tmp_path: Path) -> Path:
 @pytest.mark.slow
 def test_failed_and_timed_out_cells_are_reported_and_strict_exits_3(failing: Path, tmp_path: Path) -> None:
     run = report(failing, "--execute", "--timeout", "4", "--strict", "--with-observability", "--format", "md",
-                 home=tmp_path / "home")  # fmt: skip
+                 "--lang", "en", home=tmp_path / "home")  # fmt: skip
     assert run.returncode == 3, run.stderr
     lines = run.stderr.splitlines()
     assert [line.split(" ", 2)[:2] for line in lines[:4]] == [["cell", f"{n}/4"] for n in range(1, 5)]
@@ -52,7 +53,8 @@ def test_failed_and_timed_out_cells_are_reported_and_strict_exits_3(failing: Pat
     (md,) = [Path(line) for line in run.stdout.splitlines() if line.endswith(".md")]
     text = md.read_text(encoding="utf-8")
     assert "x doubled: 42" in text and "after: 22" in text  # the cells after the failures still ran
-    assert "运行时失败的单元格：2 / 4（cell 2 (NameError)、cell 3 (超时)）" in text
+    summary = text.split("## Summary", 1)[1].split("\n## ", 1)[0]  # the body says it, in the issue's words
+    assert "2 of 4 cells failed; results are partial" in summary and "cell 2 (NameError), cell 3 (timeout)" in summary
     files = failing / "failing_report_files"
     assert not list(files.glob("*.png"))  # the failed cell's chart is not a result
     assert (files / "failing.executed.ipynb").is_file()
@@ -90,3 +92,96 @@ def test_a_long_log_is_read_at_its_ends_and_ordinary_comments_still_name_steps(t
 
     assert len(scan_window(step.stdout)) < 70_000 and scan_window(step.stdout).endswith("final accuracy: 0.98765\n")
     assert any("final accuracy: 0.9877" in finding.text for finding in key_findings([step]))
+
+
+# which kernel runs the notebook (issue 34, item 7), and cells named by their place among all cells
+
+
+def saved_notebook(tmp_path: Path, kernelspec: dict[str, str], name: str = "saved.ipynb") -> Path:
+    """A notebook as its author saved it: run, with outputs, a Markdown cell first."""
+    cells = [nbformat.v4.new_markdown_cell("# Saved"),
+             new_code_cell("print('total:', 55)", execution_count=1,
+                           outputs=[nbformat.v4.new_output("stream", name="stdout", text="total: 55\n")]),
+             new_code_cell("1 / 0", execution_count=2,
+                           outputs=[nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="division by zero",
+                                                           traceback=[])])]  # fmt: skip
+    nbformat.write(new_notebook(cells=cells, metadata={"kernelspec": kernelspec}), tmp_path / name)
+    return tmp_path / name
+
+
+@pytest.mark.parametrize(
+    ("kernelspec", "kernel_name"),
+    [({"name": "python2", "display_name": "Python 2", "language": "python"}, None),
+     ({"name": "ir", "display_name": "R", "language": "R"}, None),
+     ({"name": "ir", "display_name": "R", "language": "R"}, "auto")],  # no IRkernel here: auto has none to use
+)  # fmt: skip
+def test_a_missing_kernel_falls_back_to_the_saved_outputs_and_says_so(
+    tmp_path: Path, kernelspec: dict[str, str], kernel_name: str | None
+) -> None:
+    path = saved_notebook(tmp_path, kernelspec)
+    data, files = from_notebook(path, execute=True, kernel_name=kernel_name, files_dir=tmp_path / "out")
+    run = data.execution
+    assert run is not None and run.kernel is None and run.missing_kernel == kernelspec["name"] and run.failed == []
+    assert run.message() == f"ran from saved outputs: kernel {kernelspec['name']} is not installed"
+    assert [(s.cell, s.status, s.stdout) for s in data.steps] == [(2, "succeeded", "total: 55\n"), (3, "failed", "")]
+    assert not (files / "saved.executed.ipynb").exists()  # nothing ran
+
+
+@pytest.mark.slow
+def test_kernel_auto_runs_a_python_notebook_on_python3(tmp_path: Path) -> None:
+    path = saved_notebook(tmp_path, {"name": "pymc_env", "display_name": "PyMC", "language": "python"})
+    progress: list[str] = []
+    data, files = from_notebook(path, execute=True, kernel_name="auto", timeout_s=120, files_dir=tmp_path / "out",
+                                progress=progress.append)  # fmt: skip
+    run = data.execution
+    assert run.kernel == "python3" and run.missing_kernel == "pymc_env" and run.cells == 2
+    assert run.failed == [(3, "ZeroDivisionError")]  # the cell's place among all cells, as Step.cell
+    assert run.message() == ("ran with kernel python3: kernel pymc_env is not installed\n"
+                             "1 of 2 cells failed: cell 3 (ZeroDivisionError)")  # fmt: skip
+    assert [line.split(" ", 2)[:2] for line in progress] == [["cell", "2/3"], ["cell", "3/3"]]
+    assert [(s.cell, s.status) for s in data.steps] == [(2, "succeeded"), (3, "failed")]
+    assert (files / "saved.executed.ipynb").is_file()
+
+
+def test_an_unknown_kernel_named_on_purpose_is_not_found_with_the_installed_ones(tmp_path: Path) -> None:
+    path = saved_notebook(tmp_path, {"name": "python3", "display_name": "Python 3", "language": "python"})
+    with pytest.raises(NiniError) as refused:
+        from_notebook(path, execute=True, kernel_name="pyhton3", files_dir=tmp_path / "out")
+    assert refused.value.code is ErrorCode.NOT_FOUND and "'pyhton3'" in refused.value.message
+    assert "python3" in refused.value.details["installed"] and str(tmp_path) not in refused.value.message
+
+
+@pytest.mark.slow
+def test_a_kernel_that_dies_leaves_the_later_cells_not_run_and_the_report_is_written(tmp_path: Path) -> None:
+    cells = [
+        new_code_cell("print('before')"),
+        nbformat.v4.new_markdown_cell("## The end"),
+        new_code_cell("import os\nos._exit(1)"),
+        # saved outputs of an earlier run must not pass for this run's
+        new_code_cell("print('after')", execution_count=9,
+                      outputs=[nbformat.v4.new_output("stream", name="stdout", text="stale: 42\n")]),  # fmt: skip
+        new_code_cell("", execution_count=10, outputs=[nbformat.v4.new_output("stream", name="stdout", text="kept\n")]),
+    ]
+    notebook = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                                  "language": "python"}})  # fmt: skip
+    nbformat.write(notebook, tmp_path / "dies.ipynb")
+    data, files = from_notebook(tmp_path / "dies.ipynb", execute=True, timeout_s=120, files_dir=tmp_path / "out")
+    before, died, after, empty = data.steps
+    assert before.stdout == "before\n" and before.status == "succeeded"
+    assert (died.cell, died.status, died.error["code"]) == (3, "failed", "KERNEL_DIED")
+    assert (after.cell, after.status, after.error["code"], after.stdout) == (4, "failed", "NOT_EXECUTED", "")
+    assert empty.stdout == "kept\n"  # an empty-source cell never runs: its saved output is what it shows
+    assert data.execution.failed == [(3, "kernel died"), (4, "not run")]
+    assert nbformat.read(files / "dies.executed.ipynb", as_version=4).cells[3].outputs == []
+
+
+@pytest.mark.slow
+def test_a_cell_past_its_time_is_a_timeout(tmp_path: Path) -> None:
+    cells = [nbformat.v4.new_markdown_cell("# Slow"), new_code_cell("x = 1"), new_code_cell("import time\ntime.sleep(60)"),
+             new_code_cell("x + 1")]  # fmt: skip
+    nbformat.write(new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                                      "language": "python"}}), tmp_path / "slow.ipynb")  # fmt: skip
+    data, _ = from_notebook(tmp_path / "slow.ipynb", execute=True, timeout_s=3, files_dir=tmp_path / "out")
+    first, slow, last = data.steps
+    assert (slow.cell, slow.status, slow.error["code"]) == (3, "failed", "TIMEOUT")
+    assert first.status == last.status == "succeeded" and data.execution.failed == [(3, "timeout")]

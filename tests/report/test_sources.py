@@ -281,7 +281,7 @@ def test_cells_that_never_ran_charts_names_and_language(tmp_path: Path) -> None:
     nbformat.write(small_notebook(cells, language="R"), path)
     data, files = from_notebook(path)
 
-    assert files == tmp_path / "analysis_report_files" and data.title is None
+    assert files == tmp_path / "analysis_report_files" and data.title == "Analysis"  # no heading: the file's name
     assert data.notes == ["Intro without a heading"]
     assert [s.status for s in data.steps] == ["succeeded", "succeeded", "succeeded", "failed", "succeeded"]
     assert data.steps[3].error["code"] == "NOT_EXECUTED" and {s.language for s in data.steps} == {"r"}
@@ -377,3 +377,155 @@ def test_a_huge_text_output_is_read_as_its_head_and_tail(tmp_path: Path) -> None
     stdout = data.steps[0].stdout
     assert LONG_OUTPUT_CHARS <= len(stdout) <= LONG_OUTPUT_CHARS + 10
     assert stdout.startswith("first line\n") and stdout.endswith("grand total: 42\n")
+
+
+# the notebook source (issue 34): cell numbers, sections, empty-source cells, languages, failures,
+# the title and the notebook's own conclusion
+
+
+def write(tmp_path: Path, cells: list[Any], name: str = "nb.ipynb", **metadata: Any) -> Path:
+    notebook = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                                  "language": "python"}, **metadata})  # fmt: skip
+    nbformat.validate(notebook)
+    path = tmp_path / name
+    nbformat.write(notebook, path)
+    return path
+
+
+def error_output(ename: str = "NameError", evalue: str = "name 'x' is not defined") -> Any:
+    return new_output("error", ename=ename, evalue=evalue, traceback=[f"\x1b[31m{ename}\x1b[0m: {evalue}"])
+
+
+def test_cells_are_numbered_among_all_cells_under_their_nearest_heading(tmp_path: Path) -> None:
+    cells = [
+        new_markdown_cell("# Housing study"),  # 1
+        new_code_cell("import pandas as pd", execution_count=1),  # 2
+        new_markdown_cell("## Get the <b>Data</b>\n\nWe load it."),  # 3
+        new_code_cell("", execution_count=2, outputs=[image_output("image/png")]),  # 4: empty source, a chart
+        new_code_cell("", execution_count=None),  # 5: empty, nothing shown: no step
+        new_markdown_cell("Prose without a heading keeps the section."),  # 6
+        new_code_cell("x + 1", execution_count=3, outputs=[error_output()]),  # 7
+        new_markdown_cell("### Fit [the model](https://example.org)"),  # 8
+        new_code_cell("# fit\nfit()", execution_count=4, outputs=[image_output("image/png")]),  # 9
+    ]
+    data, files = from_notebook(write(tmp_path, cells), files_dir=tmp_path / "files")
+    assert [s.cell for s in data.steps] == [2, 4, 7, 9]
+    assert [s.section for s in data.steps] == ["Housing study", "Get the Data", "Get the Data", "Fit the model"]
+    empty = data.steps[1]
+    assert empty.code == "" and empty.status == "succeeded" and empty.label == "Get the Data"  # the sub-heading above
+    assert [c.name for c in data.charts] == ["get-the-data.png", "fit.png"]  # the empty-source cell's chart is kept
+    assert data.charts[0].step_id == empty.id and (files / "get-the-data.png").read_bytes() == PNG
+    failed = data.steps[2]
+    assert failed.status == "failed" and failed.error["code"] == "CODE_ERROR" and failed.error["ename"] == "NameError"
+    assert data.execution is None  # nothing ran for the report
+
+
+def test_a_cell_never_run_fails_only_in_a_notebook_that_ran(tmp_path: Path) -> None:
+    ran = [new_code_cell("x = 1", execution_count=1), new_code_cell("print(x)"),
+           new_code_cell("y = 2", execution_count=3)]  # fmt: skip
+    data, _ = from_notebook(write(tmp_path, ran, "ran.ipynb"), files_dir=tmp_path / "f1")
+    assert [s.status for s in data.steps] == ["succeeded", "failed", "succeeded"]
+    assert data.steps[1].error["code"] == "NOT_EXECUTED" and data.steps[1].cell == 2
+    never = [new_code_cell("x = 1"), new_code_cell("print(x)")]  # saved without outputs (e.g. from jupytext)
+    data, _ = from_notebook(write(tmp_path, never, "never.ipynb"), files_dir=tmp_path / "f2")
+    assert [s.status for s in data.steps] == ["succeeded", "succeeded"] and not any(s.error for s in data.steps)
+
+
+def test_r_magic_cells_and_r_kernel_notebooks_are_r_steps(tmp_path: Path) -> None:
+    cells = [
+        new_code_cell("%load_ext rpy2.ipython", execution_count=1),
+        new_code_cell("%%R -i df -o fit\n# Fit a linear model\nfit <- lm(y ~ x, data = df)\nsummary(fit)", execution_count=2,
+                      outputs=[new_output("stream", name="stdout", text="Call:\nlm(formula = y ~ x, data = df)\n")]),
+        new_code_cell("print(fit)", execution_count=3),
+    ]  # fmt: skip
+    data, _ = from_notebook(write(tmp_path, cells, "magic.ipynb"), files_dir=tmp_path / "f1")
+    assert [s.language for s in data.steps] == ["python", "r", "python"]
+    assert data.steps[1].label == "Fit a linear model"  # the comment under the cell magic names it
+    ir = {"kernelspec": {"name": "ir", "display_name": "R", "language": "R"}, "language_info": {"name": "R"}}
+    value = new_output("display_data", data={"text/plain": "[1] 55", "text/html": "55", "text/markdown": "55",
+                                             "text/latex": "55"})  # fmt: skip
+    path = tmp_path / "irkernel.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell("sum(1:10)", execution_count=1, outputs=[value])], metadata=ir), path)
+    (step,) = from_notebook(path, files_dir=tmp_path / "f2")[0].steps
+    assert step.language == "r" and step.values and step.values[-1].name == "sum(1:10)"
+    assert any("55" in (v.text or "") for v in step.values)  # IRkernel's display_data is a value
+
+
+def test_values_are_the_outputs_in_order_with_the_last_expression_named(tmp_path: Path) -> None:
+    frame = "<table><thead><tr><th></th><th>revenue</th></tr></thead><tbody><tr><th>East</th><td>948035.0</td></tr></tbody></table>"
+    cells = [new_code_cell("print('rows:', 3)\nshow(frame)\nscore", execution_count=1, outputs=[
+        new_output("stream", name="stdout", text="rows: 3\n"),
+        new_output("display_data", data={"text/html": frame, "text/plain": "      revenue\nEast  948035.0"}),
+        new_output("execute_result", data={"text/plain": "0.9421"}, execution_count=1),
+    ])]  # fmt: skip
+    (step,) = from_notebook(write(tmp_path, cells), files_dir=tmp_path / "f")[0].steps
+    shown, result = step.values
+    assert shown.table is not None and shown.table[1][0] == "East" and shown.origin == "display" and shown.name is None
+    assert result.text == "0.9421" and result.origin == "result" and result.name == "score"
+
+
+@pytest.mark.parametrize(
+    ("cells", "metadata", "name", "title"),
+    [
+        ([new_markdown_cell("# Heading")], {"title": "Housing <i>prices</i>"}, "nb", "Housing prices"),
+        ([nbformat.v4.new_raw_cell('---\ntitle: "Quarto report"\nformat: html\n---'), new_markdown_cell("# Other")],
+         {}, "nb", "Quarto report"),
+        ([new_markdown_cell('# [![Binder](https://mybinder.org/badge.svg)](https://x) Sales <a href="https://x">study</a>')],
+         {}, "nb", "Sales study"),
+        # level-1 headings after the first code are chapters, not the title
+        ([new_markdown_cell("Intro"), new_code_cell("import sys", execution_count=1), new_markdown_cell("# Get the Data"),
+          new_markdown_cell("# Setup")], {}, "02_end_to_end_machine_learning_project", "02 end to end machine learning project"),
+        ([new_markdown_cell("**Chapter 2 – End-to-end Machine Learning project**"),
+          new_markdown_cell("<table><td><a href='x'><img src='badge.svg'/></a></td></table>"),
+          new_code_cell("print(1)", execution_count=1), new_markdown_cell("# Get the Data")],
+         {}, "02_end_to_end", "Chapter 2 – End-to-end Machine Learning project"),
+        ([new_markdown_cell("## Only a level-2 heading"), new_code_cell("1", execution_count=1)], {}, "sales-q3", "Sales q3"),
+    ],
+)  # fmt: skip
+def test_the_title(tmp_path: Path, cells: list[Any], metadata: dict, name: str, title: str) -> None:
+    data, _ = from_notebook(write(tmp_path, cells, f"{name}.ipynb", **metadata), files_dir=tmp_path / "f")
+    assert data.title == title
+
+
+LONG = " ".join(f"Sentence {n} of the closing remarks." for n in range(120))
+
+
+@pytest.mark.parametrize(
+    ("cells", "expected"),
+    [
+        # the section's Markdown cells up to the next heading of its level, code cells skipped, HTML stripped
+        ([new_markdown_cell("# Study"), new_markdown_cell("## Results\nThe RMSE is 0.5."),
+          new_markdown_cell("## Conclusion\n\nThe model <b>works</b>. ![chart](a.png)"), new_code_cell("x = 1"),
+          new_markdown_cell("- lower prices\n- more data\n\n### Caveats\nSmall sample."),
+          new_markdown_cell("## Exercises\nTry it yourself.")],
+         "The model works.\n\n- lower prices\n- more data\n\nCaveats\nSmall sample."),
+        ([new_markdown_cell("# 分析"), new_markdown_cell("## 五、结论与建议\n华东收入最高。\n\n## 附录\n无")], "华东收入最高。"),
+        ([new_markdown_cell("## Results\nThe RMSE is 0.5 on the test set."), new_code_cell("rmse")], "The RMSE is 0.5 on the test set."),
+        # rasbt's chapter 2: a line of prose is not a concluding section
+        ([new_markdown_cell("Check recommended package versions:"), new_code_cell("check_packages(d)"),
+          new_markdown_cell("# Summary of the data types")], None),
+        ([new_markdown_cell("## Conclusion"), new_markdown_cell("## Appendix\nmore")], None),  # an empty section
+    ],
+)  # fmt: skip
+def test_the_notebooks_own_conclusion(tmp_path: Path, cells: list[Any], expected: str | None) -> None:
+    data, _ = from_notebook(write(tmp_path, cells), files_dir=tmp_path / "f")
+    assert data.conclusion == expected
+
+
+def test_a_long_conclusion_is_bounded_at_a_sentence(tmp_path: Path) -> None:
+    data, _ = from_notebook(write(tmp_path, [new_markdown_cell(f"### Takeaways\n{LONG}")]), files_dir=tmp_path / "f")
+    assert data.conclusion is not None and 1_000 < len(data.conclusion) <= 1_500
+    assert data.conclusion.startswith("Sentence 0 of") and data.conclusion.endswith("remarks.…")
+
+
+def test_a_session_steps_values_come_from_its_recorded_outputs(harness: Harness) -> None:
+    """A session's DataFrame is a table value the same way a notebook's is; the printed line
+    before it is no table, and the table is not counted twice (the row's stdout repeats it)."""
+    session = harness.runtime.create_session()
+    harness.call(session, "load_dataset", path=session.upload(SALES), name="sales")
+    harness.call(session, "run_code", dataset_name="sales",
+                 code="print('regions:', df['region'].nunique())\ndf.groupby('region')[['revenue']].sum()")  # fmt: skip
+    (step,) = from_session(harness.runtime.store, session.id, session.workspace.root).steps
+    (value,) = [v for v in step.values if v.table is not None]
+    assert value.origin == "result" and value.table[0] == ("region", "revenue") and len(value.table) == 5
+    assert step.cell is None and step.section is None
