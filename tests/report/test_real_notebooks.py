@@ -136,16 +136,19 @@ def cells_of(notebook: Path) -> list[dict]:
     return json.loads(notebook.read_text(encoding="utf-8"))["cells"]
 
 
-def write_report(root: Path, notebook: Path, *options: str) -> tuple[Report, str]:
-    """``nini report NOTEBOOK --lang en --out ROOT/out [options]`` with NINI_HOME and the project in
-    ``root``; the report and what the command said (stdout and stderr)."""
-    (root / "project").mkdir(exist_ok=True)
+def write_report(root: Path, notebook: Path, *options: str, lang: str | None = "en",
+                 env: dict[str, str] | None = None) -> tuple[Report, str]:
+    """``nini report NOTEBOOK --lang LANG --out ROOT/out [options]`` with NINI_HOME and the project in
+    ``root`` (and ``env``, ``NINI_*`` settings); the report and what the command said (stdout and stderr)."""
+    (root / "project").mkdir(parents=True, exist_ok=True)
     with pytest.MonkeyPatch.context() as patch:
         for key in [k for k in os.environ if k.startswith("NINI_")]:
             patch.delenv(key)
-        patch.setenv("NINI_HOME", str(root / "home"))
+        for key, value in {"NINI_HOME": str(root / "home"), **(env or {})}.items():
+            patch.setenv(key, value)
+        language = ["--lang", lang] if lang else []
         result = CliRunner().invoke(app, ["--project-dir", str(root / "project"), "report", str(notebook),
-                                          "--lang", "en", "--out", str(root / "out"), *options])  # fmt: skip
+                                          *language, "--out", str(root / "out"), *options])  # fmt: skip
     assert result.exit_code == 0, (notebook.name, result.output, result.exception)
     assert "Traceback" not in result.output
     paths = [Path(line) for line in result.stdout.splitlines() if line.strip()]
@@ -377,6 +380,7 @@ def test_irkernel_demo_names_its_failed_cell(report) -> None:
     assert "1 of 7 cells failed; results are partial" in summary, summary
     assert re.search(r"\bcell 10\b", summary, re.I), summary
     assert "this line is run / displayed" not in "\n".join(r.findings)  # the failed cell's value
+    assert not r.findings_of(7)  # print('Hello world! Love, R in Jupyter.'): a greeting, no result
     assert any(has_number(item, 12) for item in r.findings_of(5)), r.findings  # a + b: 12, 13, ..., 59
     assert len(r.figures) == 1  # cell 12: plot(x, sin(x))
     assert "Python" not in r.section("Methods")
@@ -439,6 +443,16 @@ def test_altair_charts_have_image_previews_and_their_headings(report) -> None:
     assert captions[0].startswith("Try Making a Chart") and captions[1].startswith("Non Existent Fields"), captions
     for figure in r.figures:
         assert figure.link and is_image(r.md_path.parent / figure.link), figure
+
+
+def test_the_report_speaks_ui_language_unless_lang_says_otherwise(tmp_path: Path, nini_logger: logging.Logger) -> None:
+    english, _ = write_report(tmp_path / "en", FIXTURES / IR_DEMO, lang=None, env={"NINI_UI__LANGUAGE": "en"})
+    assert "1 of 7 cells failed; results are partial" in english.section("Summary")
+    chinese, _ = write_report(tmp_path / "zh", FIXTURES / IR_DEMO, lang="zh", env={"NINI_UI__LANGUAGE": "en"})
+    assert "## 分析摘要" in chinese.md and "## Summary" not in chinese.md
+    summary = chinese.md.split("## 分析摘要\n", 1)[1].split("\n## ", 1)[0]
+    assert "results are partial" not in summary and "failed" not in summary, summary
+    assert re.search(r"[\u4e00-\u9fff]", summary) and has_number(summary, 7) and has_number(summary, 10), summary
 
 
 # -- --execute: a missing kernel falls back to the saved outputs, a run names what failed --------------
