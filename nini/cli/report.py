@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -25,11 +27,16 @@ def report_command(
                                              "workspace reports/, or the notebook's folder).")] = None,  # fmt: skip
     with_observability: Annotated[bool, typer.Option("--with-observability", help="Add the appendix of tool "
                                                      "calls, executions and durations.")] = False,  # fmt: skip
-    lang: Annotated[Literal["zh", "en"], typer.Option("--lang", help="Language of the headings.")] = "zh",
+    lang: Annotated[Literal["zh", "en"] | None, typer.Option("--lang", help="Language of the report "
+                                                             "(default: ui.language).")] = None,  # fmt: skip
     formats: Annotated[str, typer.Option("--format", help="Comma-separated: md, html, ipynb, pdf.")] = "md,html",
     title: Annotated[str | None, typer.Option("--title", help="Report title.")] = None,
     execute: Annotated[bool, typer.Option("--execute", help="Run the notebook first (nbclient); "
                                           "the notebook file itself is not changed.")] = False,  # fmt: skip
+    kernel: Annotated[str | None, typer.Option("--kernel", help="With --execute: the kernel to run it with "
+                                               "(default: the notebook's own; auto: python3 or ir when that one is "
+                                               "not installed). Without one, the report is from the saved outputs "
+                                               "and says so.")] = None,  # fmt: skip
     timeout: Annotated[float, typer.Option("--timeout", min=1, help="With --execute: seconds per cell.")] = 600,
     strict: Annotated[bool, typer.Option("--strict", help="With --execute: exit with status 3 when a cell "
                                          "failed or timed out (the report is still written).")] = False,  # fmt: skip
@@ -38,86 +45,100 @@ def report_command(
                           "the report.model_text setting; only when a model is configured).")] = None,  # fmt: skip
 ) -> None:
     """Write the layered report of a session (--session ID) or a notebook (--execute runs it first); print its paths."""
-    from nini.report.builder import ReportOptions, build_report
-    from nini.report.output import check_formats, new_folder, write_report
+    from nini.report.output import check_formats
+    from nini.report.service import ReportRequest
 
     if (notebook is None) == (session_id is None):
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "give either a notebook path or --session ID (exactly one)")
     if execute and notebook is None:
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "--execute runs a notebook; a session's steps have already run")
+    if kernel is not None and not execute:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, "--kernel names the kernel --execute runs the notebook with")
     chosen = check_formats(formats.split(","))
-    options = ReportOptions(title=title, include_session_stats=with_observability, lang=lang,
-                            decimals=state(ctx).settings.report.decimals)
+    request = ReportRequest(title=title, include_session_stats=with_observability, lang=lang, model_text=model_text)
+    settings, project_dir = state(ctx).settings, state(ctx).project_dir
     if notebook is not None:
-        from nini.report.sources import from_notebook
-
-        folder = (out or notebook.parent).resolve()
-        files_dir = new_folder(folder, f"{notebook.stem}_report_files")
-        with cell_progress(execute) as progress:
-            data, _ = from_notebook(notebook, execute=execute, timeout_s=timeout, files_dir=files_dir, progress=progress)
-        prefix = f"{notebook.stem}-report"
-        within = None
+        report = _run(settings, project_dir, request, execute, lambda memory, complete: _notebook_report(
+            notebook, request, settings, memory, complete, out, chosen, execute, kernel, timeout))  # fmt: skip
     else:
-        data, folder, within = _session_input(ctx, session_id, out)
-        prefix = "report"
-    settings = state(ctx).settings
-    wanted = settings.report.model_text if model_text is None else model_text
-    narrative = _narrative(settings, data, options) if wanted else None
-    rendered = build_report(data, options, link_base=folder, narrative=narrative)
-    for path in write_report(rendered, folder, formats=chosen, stem=prefix, within=within).values():
+        report = _run(settings, project_dir, request, False, lambda memory, complete: _session_report(
+            session_id, request, settings, memory, complete, out, chosen))  # fmt: skip
+    for path in report.paths.values():
         typer.echo(str(path))
-    for section, why in rendered.model_refused.items():
+    for section, why in report.rendered.model_refused.items():
         detail = f": {why.detail}" if why.detail else ""
         typer.echo(f"the model's {section} was not used ({why.kind}{detail}); the generated text stands", err=True)
-    failures = data.execution.message() if data.execution is not None else None
+    run = report.data.execution
+    failures = run.message() if run is not None else None
     if failures:
         typer.echo(failures, err=True)
-        if strict:
+        if strict and run is not None and run.failed:
             raise typer.Exit(STRICT_FAILED_EXIT)
 
 
-def _narrative(settings: Any, data: Any, options: Any) -> Any:
-    """The model's summary and conclusions (``report.narrative``), or None when no model is configured."""
-    from nini.agent.llm import ModelRouter
-    from nini.report.narrative import narrate, router_completer
-
-    router = ModelRouter(settings.llm)
-    complete = router_completer(router)
-    if complete is None:
-        return None
-
-    async def ask() -> Any:
-        try:
-            return await narrate(data, lang=options.lang, digits=options.decimals, complete=complete)
-        finally:
-            await router.aclose()
-
-    with working("the model writes the summary and conclusions"):
-        return asyncio.run(ask())
-
-
-def _session_input(ctx: typer.Context, session_id: str, out: Path | None):  # noqa: ANN202 - (ReportInput, Path, RootedDir | None)
-    """Read-only on the session: a report reads the record and adds nothing to it. The third
-    value is the workspace's file system when the report goes inside the workspace."""
-    from nini.execution.workspace import Workspace
+def _run(settings: Any, project_dir: Path, request: Any, executing: bool,
+         make: Callable[[Any, Any], Awaitable[Any]]) -> Any:  # fmt: skip
+    """Run ``make(preferences, complete)`` (one of the service's pipelines) with the unnamed user's
+    preference memory over the history store and, when the model is to write, its router; both
+    closed after."""
     from nini.history.store import HistoryStore
-    from nini.report.output import copy_charts
-    from nini.report.sources import from_session
+    from nini.memory.preferences import PreferenceMemory
+    from nini.report.service import wants_model_text
 
-    settings = state(ctx).settings
+    async def go() -> Any:
+        store = HistoryStore.from_settings(settings)
+        router = None
+        try:
+            complete = None
+            if wants_model_text(settings, request):
+                from nini.agent.llm import ModelRouter
+                from nini.report.narrative import router_completer
+
+                router = ModelRouter(settings.llm)
+                complete = router_completer(router)
+            with working("the model writes the summary and conclusions") if complete and not executing else nullcontext():
+                return await make(PreferenceMemory(settings, store, Path(project_dir)), complete)
+        finally:
+            if router is not None:
+                await router.aclose()
+            store.close()
+
+    return asyncio.run(go())
+
+
+async def _notebook_report(notebook: Path, request: Any, settings: Any, memory: Any, complete: Any, out: Path | None,
+                           formats: list[str], execute: bool, kernel: str | None, timeout: float) -> Any:  # fmt: skip
+    from nini.report.output import new_folder
+    from nini.report.service import notebook_report
+
+    folder = (out or notebook.parent).resolve()
+    files_dir = new_folder(folder, f"{notebook.stem}_report_files")
+    with cell_progress(execute) as progress:
+        return await notebook_report(notebook, request, settings=settings, memory=memory, folder=folder,
+                                     files_dir=files_dir, formats=formats, execute=execute, timeout_s=timeout,
+                                     kernel=kernel, progress=progress, complete=complete, stem=f"{notebook.stem}-report")  # fmt: skip
+
+
+async def _session_report(session_id: str, request: Any, settings: Any, memory: Any, complete: Any, out: Path | None,
+                          formats: list[str]) -> Any:  # fmt: skip
+    """Read-only on the session: a report reads the record and adds nothing to it. Written inside
+    the workspace, through its file system; written elsewhere, with its own copy of the charts."""
+    from nini.execution.workspace import Workspace
+    from nini.report.service import session_report
+
     workspace = Workspace.for_session(settings.sessions_dir, session_id)
-    store = HistoryStore.from_settings(settings)
-    try:
-        data = from_session(store, session_id, workspace)
-    finally:
-        store.close()
+    owner = (await memory.store.call(memory.store.get_session, session_id)).get("owner")  # NOT_FOUND first
+    charts_to = None
     if out is None:
-        return data, workspace.root / "reports", workspace.fs
-    folder = Path(os.path.abspath(out))  # lexically: a link inside the workspace is not followed
-    if folder.is_relative_to(workspace.root):
-        return data, folder, workspace.fs
-    folder = out.resolve()
-    if folder.is_relative_to(workspace.root):
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, "--out leads into the session workspace through a link; "
-                        "name the folder inside it directly")  # fmt: skip
-    return copy_charts(data, folder / f"{session_id}-charts"), folder, None
+        folder, within = workspace.root / "reports", workspace.fs
+    elif (folder := Path(os.path.abspath(out))).is_relative_to(workspace.root):  # lexically: a link is not followed
+        within = workspace.fs
+    else:
+        folder, within = out.resolve(), None
+        if folder.is_relative_to(workspace.root):
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, "--out leads into the session workspace through a link; "
+                            "name the folder inside it directly")  # fmt: skip
+        charts_to = folder / f"{session_id}-charts"
+    return await session_report(memory.store, session_id, workspace, request, settings=settings, memory=memory,
+                                owner=owner, folder=folder, formats=formats, complete=complete, within=within,
+                                charts_to=charts_to, stem="report")  # fmt: skip

@@ -1,15 +1,17 @@
-"""The 分析方法 (methods) section's raw material: a short digest of the notebook's prose and the
-libraries the code imported.
+"""The 分析方法 (methods) section's raw material: a short digest of the notebook's prose, the
+languages the code was written in and the libraries it imported.
 
 A notebook's Markdown can run to tens of kilobytes; pasted whole it buries the report. The
 methods section keeps each section's heading and its first sentence or two (a list: its first
 items), bounded in total, and names the main libraries, which say more about the method than
-the prose often does.
+the prose often does. The prose is Markdown without its HTML: a badge's ``<a><img></a>`` is
+markup, not a method, and would show as text.
 """
 
 from __future__ import annotations
 
 import ast
+import html
 import re
 import sys
 from collections.abc import Iterable
@@ -24,8 +26,13 @@ MAX_LIBRARIES = 6
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"^ {0,3}(?:[-+*]|\d+[.)])\s")
-_SKIPPED_BLOCK = re.compile(r"^ {0,3}(?:\||!\[|<|\$\$|>)")  # tables, images, HTML, display maths, quotes
+# tables, images and linked images (badges), HTML, display maths, quotes
+_SKIPPED_BLOCK = re.compile(r"^ {0,3}(?:\||!\[|\[!\[|<|\$\$|>)")
 _SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])(?=\s)")
+_HTML_DROPPED = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>|<!--.*?(?:-->|$)", re.S | re.I)
+_HTML_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>")
+_CODE_SPAN = re.compile(r"(`+[^`]*`+)")
+LANGUAGES = {"python": "Python", "r": "R"}
 
 
 def condense_notes(notes: Iterable[str], limit: int = MAX_METHOD_CHARS) -> list[str]:
@@ -34,7 +41,7 @@ def condense_notes(notes: Iterable[str], limit: int = MAX_METHOD_CHARS) -> list[
     sections: list[str] = []
     used = 0
     for note in notes:
-        for heading, block in _sections(note):
+        for heading, block in _sections(strip_html(note)):
             text = "\n".join(part for part in (heading, _shorten(block)) if part)
             if not text:
                 continue
@@ -44,6 +51,32 @@ def condense_notes(notes: Iterable[str], limit: int = MAX_METHOD_CHARS) -> list[
             sections.append(text)
             used += len(text) + 2
     return sections
+
+
+def strip_html(note: str) -> str:
+    """``note`` without its HTML (tags go, their text stays; scripts, styles and comments go
+    whole), entities read as the characters they stand for; code fences and spans untouched."""
+    out, chunk, fence = [], [], ""
+
+    def flush() -> None:
+        text = _HTML_DROPPED.sub("", "\n".join(chunk))
+        parts = _CODE_SPAN.split(text)
+        out.append("".join(part if i % 2 else html.unescape(_HTML_TAG.sub("", part)) for i, part in enumerate(parts)))
+        chunk.clear()
+
+    for line in note.replace("\r\n", "\n").split("\n"):
+        opening = _FENCE.match(line)
+        if fence or opening:
+            if not fence:
+                flush()
+                fence = opening.group(1)
+            elif line.strip().startswith(fence):
+                fence = ""
+            out.append(line)
+        else:
+            chunk.append(line)
+    flush()
+    return "\n".join(part for part in out)
 
 
 def _sections(note: str) -> list[tuple[str, str]]:
@@ -101,13 +134,32 @@ def libraries(steps: Iterable[Step], limit: int = MAX_LIBRARIES) -> dict[str, li
     """
     counts: dict[str, dict[str, int]] = {}
     for step in steps:
-        found = _imports(step.code) if step.language == "python" else set(_R_LIBRARY.findall(step.code))
-        if step.language == "r":
+        language = step_language(step)
+        found = _imports(step.code) if language == "python" else set(_R_LIBRARY.findall(step.code))
+        if language == "r":
             found |= set(_R_NAMESPACE.findall(step.code)) - {"base", "stats", "utils"}
-        per_language = counts.setdefault(step.language, {})
+        per_language = counts.setdefault(language, {})
         for name in sorted(found, key=lambda name: step.code.find(name)):
             per_language[name] = per_language.get(name, 0) + 1
     return {language: sorted(names, key=lambda name: -names[name])[:limit] for language, names in counts.items()}
+
+
+def step_language(step: Step) -> str:
+    """The language a step's code is in: a Python cell that is all R (``%%R``, rpy2's cell magic)
+    is R, so a notebook with R-magic cells reads as "Python and R"."""
+    first = next((line.strip() for line in step.code.splitlines() if line.strip()), "")
+    return "r" if step.language == "python" and re.match(r"%%R(?:\s|$)", first) else step.language
+
+
+def languages_text(steps: Iterable[Step], t: dict[str, str]) -> str:
+    """The languages used, each with the main libraries its code imported: "Python（pandas、scipy）
+    和 R（MASS）", in the order the code first used them."""
+    steps = list(steps)
+    used = libraries(steps)
+    names = [t["libs"].format(lang=name, names=t["sep"].join(used[language])) if used.get(language) else name
+             for language, name in {language: LANGUAGES.get(language, language.capitalize())
+                                    for language in map(step_language, steps)}.items()]  # fmt: skip
+    return t["sep"].join(names[:-1]) + t["and"] + names[-1] if len(names) > 1 else names[0] if names else ""
 
 
 def _imports(code: str) -> set[str]:

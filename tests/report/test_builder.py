@@ -98,7 +98,10 @@ def test_sections_can_be_left_out(workspace: Path, option: str, heading: str) ->
     assert heading in build(data, workspace).markdown.splitlines()
     left_out = build(data, workspace, **{option: False})
     assert heading not in left_out.markdown.splitlines()
-    assert [h for h in ZH_SECTIONS if h != heading] == [line for line in left_out.markdown.splitlines() if line.startswith("## ")]
+    # the steps the findings come from are listed with their code, after the conclusions
+    referred = ["## 引用的步骤"] if option != "include_key_findings" else []
+    assert [h for h in ZH_SECTIONS if h != heading] + referred == [
+        line for line in left_out.markdown.splitlines() if line.startswith("## ")]
 
 
 OBSERVABILITY = ["run_code", "run_r_code", " ms", "1234", "877", "token", "Token", "令牌", "/tmp", "workspace",
@@ -132,7 +135,8 @@ def test_defaults_derive_methods_summary_and_conclusions(workspace: Path) -> Non
     assert "1. load：read sales.csv with Python" in body and "2. model：fit a regression\n" in body
     assert "分析基于数据集 sales。" in body and "本次分析得到 2 项主要结果" in body
     assert "- model: r2: 0.91" in body
-    assert "以上结果来自本次记录的分析步骤" in body
+    assert "- model: r2: 0.91（步骤 3）" in body  # the step it comes from
+    assert body.split("\n## 结论与建议\n")[1].startswith("\n本次会话未给出结论。\n")  # never a made-up conclusion
 
 
 def test_empty_input_gives_sensible_text() -> None:
@@ -145,10 +149,12 @@ def test_given_texts_are_used_and_notes_feed_methods_and_conclusions(workspace: 
     data = session(workspace)
     data.title = "Sales study"
     data.notes = ["# Sales study\nWe compare regions.", "## Data\n42 stores.", "## 结论\nNorth leads."]
+    data.conclusion = "North leads."  # the notebook's own concluding section (sources.from_notebook)
     report = build(data, workspace)
     methods = report.markdown.split("\n## 分析方法\n")[1].split("\n## 分析摘要\n")[0]
-    assert methods.startswith("\nWe compare regions.\n\n#### Data\n42 stores.\n\n本次分析使用")  # no second title
-    assert report.markdown.split("\n## 结论与建议\n")[1] == "\nNorth leads.\n"
+    # no second title, and the concluding section is the conclusions' only
+    assert methods.startswith("\nWe compare regions.\n\n#### Data\n42 stores.\n\n本次分析使用")
+    assert report.markdown.split("\n## 结论与建议\n")[1].split("\n## 引用的步骤\n")[0] == "\nNorth leads.\n"
     given = build(data, workspace, methods="Two-sample t-test.", summary_text="Revenue grew.", conclusions="Invest north.",
                   dataset_names=["sales", "targets"])
     assert "Two-sample t-test." in given.markdown and "We compare regions." not in given.markdown

@@ -152,8 +152,11 @@ def test_the_example_notebook(nini, tmp_path: Path) -> None:
     positions = [text.index(heading + "\n") for heading in ZH_SECTIONS]
     assert positions == sorted(positions)
     assert "](sales_analysis_report_files/monthly-revenue-trend.png)" in text
-    assert "KeyError" not in text and "Traceback" not in text  # the failed cell gives no finding
+    assert "Traceback" not in text
     findings = text.split("\n## 关键发现\n")[1].split("\n## 结论与建议\n")[0]
+    summary = text.split("\n## 分析摘要\n")[1].split("\n## 图表\n")[0]
+    # the failed cell is named in the summary, never a finding
+    assert "7 个单元格中有 1 个失败，结果不完整。失败的单元格：单元格 6（KeyError）。" in summary and "KeyError" not in findings
     assert "Revenue by region" in findings and "South: +58.3%" in findings and "pipette" in findings
     assert "East 地区收入最高" in text.split("\n## 结论与建议\n")[1]  # the notebook's conclusions cell
     assert html.read_text(encoding="utf-8").count("data:image/png;base64,") == 2

@@ -117,7 +117,7 @@ def test_a_dataframe_output_is_a_bounded_markdown_table(tmp_path: Path) -> None:
     assert frame.text == "df" and frame.table == (("", "data1", "data2"), ("0", "7", "17"), ("1", "4", "3"),
                                                    ("2", "1", "2.123"))  # fmt: skip
     assert "| data1 | data2 |" in report.markdown and "data1 data2\\" not in report.markdown
-    assert "- df\n\n  |   | data1 | data2 |\n  | --- | --- | --- |\n  | 0 | 7 | 17 |" in report.markdown
+    assert "- df (cell 1)\n\n  |   | data1 | data2 |\n  | --- | --- | --- |\n  | 0 | 7 | 17 |" in report.markdown
     assert len(wide_finding.table) == 12 and all(len(row) == 9 for row in wide_finding.table)  # 10 rows, 8 columns, and …
     assert wide_finding.table[-1][0] == "…" and wide_finding.table[0][-1] == "…"
     assert "<table>" in report.html and "<td>2.123</td>" in report.html
@@ -300,3 +300,179 @@ def test_summary_highlights_are_statements_not_table_names(tmp_path: Path) -> No
     summary = report.markdown.split("## 分析摘要\n")[1].split("\n## 图表")[0]
     assert "- Rows kept: 95" in summary and "- df" not in summary
     assert "本次分析得到 2 项主要结果" in summary
+
+
+# --- Structured values of one output (issue 34, item 2). Outputs are made by running pandas,
+# matplotlib and plotly here; the statsmodels summary is a public notebook's saved output.
+
+SALES = pd.DataFrame({"region": ["East", "East", "West", "West"], "month": [5, 9, 5, 9], "year": [2023, 2023, 2024, 2024],
+                      "revenue": [31.45, 12.0, 7.25, 9.5]})  # fmt: skip
+PIVOT = SALES.pivot_table(index="region", columns=["year", "month"], values="revenue", aggfunc="sum")
+PIVOT_TABLE = (("region", "2023 5", "2023 9", "2024 5", "2024 9"), ("East", "31.45", "12.0", "NaN", "NaN"),
+               ("West", "NaN", "NaN", "7.25", "9.5"))  # fmt: skip
+MONTHLY = SALES.pivot_table(index="month", columns="region", values="revenue")
+GROUPED = SALES.groupby(["region", "month"])[["revenue"]].sum()
+GROUPED_TABLE = (("region", "month", "revenue"), ("East", "5", "31.45"), ("East", "9", "12"), ("West", "5", "7.25"),
+                 ("West", "9", "9.50"))  # fmt: skip
+
+# ``sm.OLS(y, x).fit().summary()`` in a public notebook (Boston housing, statsmodels); its text/html, verbatim.
+OLS_SUMMARY = (
+    '<table class="simpletable">\n<caption>OLS Regression Results</caption>\n'
+    '<tr>\n  <th>Dep. Variable:</th>          <td>MEDV</td>       <th>  R-squared:         </th> <td>   0.062</td>\n</tr>\n'
+    '<tr>\n  <th>Model:</th>                   <td>OLS</td>       <th>  Adj. R-squared:    </th> <td>   0.061</td>\n</tr>\n'
+    '<tr>\n  <th>Method:</th>             <td>Least Squares</td>  <th>  F-statistic:       </th> <td>   33.58</td>\n</tr>\n'
+    '<tr>\n  <th>Date:</th>             <td>Sun, 14 May 2023</td> <th>  Prob (F-statistic):</th> <td>1.21e-08</td>\n</tr>\n'
+    '<tr>\n  <th>Time:</th>                 <td>03:26:20</td>     <th>  Log-Likelihood:    </th> <td> -1823.9</td>\n</tr>\n'
+    '<tr>\n  <th>No. Observations:</th>      <td>   506</td>      <th>  AIC:               </th> <td>   3652.</td>\n</tr>\n'
+    '<tr>\n  <th>Df Residuals:</th>          <td>   504</td>      <th>  BIC:               </th> <td>   3660.</td>\n</tr>\n'
+    '<tr>\n  <th>Df Model:</th>              <td>     1</td>      <th>                     </th>     <td> </td>   \n</tr>\n'
+    '<tr>\n  <th>Covariance Type:</th>      <td>nonrobust</td>    <th>                     </th>     <td> </td>   \n</tr>\n'
+    '</table>\n<table class="simpletable">\n'
+    '<tr>\n    <td></td>       <th>coef</th>     <th>std err</th>      <th>t</th>      <th>P>|t|</th>  <th>[0.025</th>    '
+    '<th>0.975]</th>  \n</tr>\n'
+    '<tr>\n  <th>const</th> <td>   18.3901</td> <td>    0.817</td> <td>   22.499</td> <td> 0.000</td> <td>   16.784</td> '
+    '<td>   19.996</td>\n</tr>\n'
+    '<tr>\n  <th>DIS</th>   <td>    1.0916</td> <td>    0.188</td> <td>    5.795</td> <td> 0.000</td> <td>    0.722</td> '
+    '<td>    1.462</td>\n</tr>\n'
+    '</table>\n<table class="simpletable">\n'
+    '<tr>\n  <th>Omnibus:</th>       <td>139.779</td> <th>  Durbin-Watson:     </th> <td>   0.570</td>\n</tr>\n'
+    '<tr>\n  <th>Prob(Omnibus):</th> <td> 0.000</td>  <th>  Jarque-Bera (JB):  </th> <td> 305.104</td>\n</tr>\n'
+    '<tr>\n  <th>Skew:</th>          <td> 1.466</td>  <th>  Prob(JB):          </th> <td>5.59e-67</td>\n</tr>\n'
+    '<tr>\n  <th>Kurtosis:</th>      <td> 5.424</td>  <th>  Cond. No.          </th> <td>    9.32</td>\n</tr>\n'
+    '</table><br/><br/>Notes:<br/>[1] Standard Errors assume that the covariance matrix of the errors is correctly specified.'
+)
+
+
+def shown(data: dict[str, Any], kind: str = "execute_result") -> list[Any]:
+    from nini.report.values import output_values
+
+    return output_values({"output_type": kind, "data": data, "metadata": {}}, "python")
+
+
+@pytest.mark.parametrize(("frame", "table"), [
+    (PIVOT, PIVOT_TABLE),  # MultiIndex columns: their levels joined; the index name's own row folded in
+    (GROUPED, GROUPED_TABLE),  # a MultiIndex of rows: its rowspan filled down
+    (MONTHLY, (("month", "East", "West"), ("5", "31.45", "7.25"), ("9", "12", "9.50"))),
+])  # fmt: skip
+def test_a_dataframe_is_a_table_from_its_html_and_its_printed_text(frame: pd.DataFrame, table: Any) -> None:
+    from nini.report.values import printed_values
+
+    (value,) = shown({"text/html": frame._repr_html_(), "text/plain": repr(frame)})
+    assert value.table == table and value.origin == "result" and value.text is None
+    rest, (printed,) = printed_values(f"Revenue by month:\n{frame}\ndone")
+    assert rest == "Revenue by month:\ndone"  # the header row is the table's, never a text line
+    assert printed.table[0] == table[0] and printed.table[1][0] == table[1][0] and len(printed.table) == len(table)
+    assert printed.origin == "printed"
+
+
+def test_the_monthly_table_keeps_its_header_not_a_line_of_run_together_cells() -> None:
+    """Regression: a printed pivot became ``| | 5 | 9 31.45 |``."""
+    from nini.report.values import split_text_tables
+
+    rest, (table,) = split_text_tables(repr(PIVOT))
+    assert table == PIVOT_TABLE and rest == ""
+
+
+def test_a_grouped_series_printed_is_a_table_with_its_index_names() -> None:
+    from nini.report.values import printed_values
+
+    series = SALES.groupby(["region", "month"]).revenue.sum()
+    rest, (value,) = printed_values(repr(series))
+    assert value.table == GROUPED_TABLE and rest == ""
+
+
+def test_the_table_schema_json_is_a_table_like_the_html() -> None:
+    import json
+
+    (value,) = shown({"application/vnd.dataresource+json": json.loads(MONTHLY.to_json(orient="table")),
+                      "text/html": MONTHLY._repr_html_(), "text/plain": repr(MONTHLY)})  # fmt: skip
+    assert value.table == (("month", "East", "West"), ("5", "31.45", "7.25"), ("9", "12.0", "9.5"))
+    (unnamed,) = shown({"application/vnd.dataresource+json": FRAME.to_json(orient="table")})
+    assert unnamed.table == (("", "data1", "data2"), ("0", "7", "17.0"), ("1", "4", "3.0"), ("2", "1", "2.123"))
+
+
+def test_html_cells_keep_their_words_entities_and_nested_tags() -> None:
+    frame = pd.DataFrame({"note": ["A & B <ok>", "x"], "link": ["<b>bold</b>", "y"]})
+    (value,) = shown({"text/html": frame.to_html(escape=True)})
+    assert value.table[1] == ("0", "A & B <ok>", "<b>bold</b>")
+    (nested,) = shown({"text/html": frame.to_html(escape=False)})
+    assert nested.table[1] == ("0", "A & B", "bold")  # the tags are markup: their words stay
+
+
+def test_a_long_or_wide_frame_is_bounded_with_an_elision_marker() -> None:
+    wide = pd.DataFrame(np.arange(40 * 30).reshape(40, 30))
+    (value,) = shown({"text/html": wide.to_html()})
+    assert len(value.table) == 12 and all(len(row) == 9 for row in value.table)
+    assert value.table[-1] == ("…",) * 9 and value.table[0][-1] == "…" and value.table[0][:3] == ("", "0", "1")
+    pd.set_option("display.max_rows", 6)
+    try:
+        truncated = wide._repr_html_()
+    finally:
+        pd.reset_option("display.max_rows")
+    (cut,) = shown({"text/html": truncated})
+    assert ("…",) * 9 in cut.table  # pandas' own "..." row
+
+
+def test_hostile_outputs_cost_little_and_stay_bounded() -> None:
+    """A 25 MB table and a 10,000-column one are cut before they are parsed."""
+    from nini.report.values import printed_values
+
+    rows = "".join(f"<tr><th>{n}</th><td>{n * 0.5}</td><td>x</td></tr>" for n in range(600_000))
+    (long,) = shown({"text/html": f"<table><thead><tr><th></th><th>a</th><th>b</th></tr></thead><tbody>{rows}</tbody></table>"})
+    assert len(long.table) == 12 and long.table[-1] == ("…", "…", "…")
+    header = "".join(f"<th>c{n}</th>" for n in range(10_000))
+    cells = "".join(f"<td>{n}</td>" for n in range(10_000))
+    (wide,) = shown({"text/html": f"<table><thead><tr><th></th>{header}</tr></thead><tbody><tr><th>0</th>{cells}</tr></tbody></table>"})
+    assert wide.table[0][:3] == ("", "c0", "c1") and len(wide.table[0]) == 9 and wide.table[0][-1] == "…"
+    log = "epoch 1 loss 0.5\n" * 1_500_000 + "Test RMSE: 0.42\n"  # 25 MB of stdout
+    rest, values = printed_values(log)
+    assert rest.endswith("Test RMSE: 0.42") and len(rest) < 250_000 and values == []
+
+
+def test_a_statsmodels_summary_gives_named_statistics_and_its_coefficient_table() -> None:
+    values = shown({"text/html": OLS_SUMMARY, "text/plain": "<class 'statsmodels.iolib.summary.Summary'>\n\"\"\""})
+    named = {value.name: value.text for value in values if value.name}
+    assert named["R-squared"] == "0.062" and named["Prob (F-statistic)"] == "1.21e-08" and named["No. Observations"] == "506"
+    assert "" not in named and named["Df Model"] == "1"
+    (coefficients,) = [value.table for value in values if value.table]
+    assert coefficients == (("", "coef", "std err", "t", "P>|t|", "[0.025", "0.975]"),
+                            ("const", "18.39", "0.817", "22.5", "0", "16.78", "20"),
+                            ("DIS", "1.092", "0.188", "5.795", "0", "0.722", "1.462"))  # fmt: skip
+
+
+def test_object_reprs_and_charts_give_no_value() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    figure, axes = plt.subplots()
+    reprs = [repr(figure), repr(axes.plot([1, 2], label="revenue")), repr(axes.plot([])[:0]), repr(axes.set_title("Revenue")),
+             repr(axes), repr(axes.legend()), "alt.Chart(...)", "LinearRegression()"]  # fmt: skip
+    plt.close(figure)
+    assert [shown({"text/plain": text}) for text in reprs] == [[]] * len(reprs)
+    chart = go.Figure(go.Bar(x=[1, 2], y=[3, 4]), layout_title_text="Revenue")
+    pio.renderers.default = "plotly_mimetype+notebook_connected"
+    try:
+        bundle = chart._repr_mimebundle_()
+    finally:
+        pio.renderers.default = "plotly_mimetype+notebook"
+    assert "application/vnd.plotly.v1+json" in bundle and shown(bundle, "display_data") == []
+    assert shown({"text/html": bundle["text/html"]}, "display_data") == []  # a script, no words
+    styling = {"text/html": "<style>.rendered_html td {font-size: 14px}</style>", "text/plain": "<IPython.core.display.HTML object>"}
+    assert shown(styling, "display_data") == []
+
+
+def test_a_numpy_array_is_never_a_table() -> None:
+    assert [v.text for v in shown({"text/plain": repr(np.array([0.81, 0.85, 0.9]))})] == ["0.81, 0.85, 0.9"]
+    assert [(v.text, v.table) for v in shown({"text/plain": repr(np.arange(12.0).reshape(3, 4))})] == [("array of shape 3×4", None)]
+
+
+def test_short_markdown_and_html_displays_are_text_values() -> None:
+    markdown = {"text/markdown": "**Test RMSE**: 0.52 ([details](#fit))", "text/plain": "<IPython.core.display.Markdown object>"}
+    assert [(v.text, v.origin) for v in shown(markdown, "display_data")] == [("Test RMSE: 0.52 (details)", "display")]
+    assert [v.text for v in shown({"text/html": "<h3>Accuracy: <b>0.93</b></h3>"}, "display_data")] == ["Accuracy: 0.93"]
+    assert [v.text for v in shown({"text/plain": "0.94213377"})] == ["0.94213377"]
+    assert shown({"text/plain": "x" * 400}) == []  # a dump, not a value

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any, Literal
 
 from nini.skills.function import skill
@@ -31,8 +30,9 @@ async def generate_report(
 ) -> ToolOutput:
     """Write the analysis report of this session (Markdown and a self-contained HTML file) into reports/.
 
-    Key findings and charts come from the recorded executions (failed and superseded steps are
-    left out); the text you give fills the methods, summary and conclusions sections.
+    Key findings and charts come from the recorded executions (superseded steps are left out; a
+    failed step that was not corrected is named in the summary); the text you give fills the
+    methods, summary and conclusions sections.
 
     Args:
         title: The report title (default: 科研数据分析报告 / Data analysis report).
@@ -46,42 +46,33 @@ async def generate_report(
         lang: Language of the report: zh or en (default: the user's).
         formats: Files to write: md, html, ipynb, pdf (pdf only where a converter is installed).
     """
-    from nini.report.builder import ReportOptions, build_report
-    from nini.report.narrative import narrate, router_completer
-    from nini.report.output import check_formats, write_report
-    from nini.report.sources import from_session
+    from nini.report.narrative import router_completer
+    from nini.report.output import check_formats
+    from nini.report.service import ReportRequest, session_report, wants_model_text
 
-    lang = lang or session.settings.ui.current_language  # the user's: ui.language, or their client's
-    # the user's preferences for reports: their decimals, and their style for the model's sections
-    preferred = await session.store.call(session.runtime.preferences.select_for, session, "report")
-    decimals = next((row["value"] for row in preferred.rows if row["key"] == "report.decimals" and isinstance(row["value"], int)
-                     and 1 <= row["value"] <= 15), session.settings.report.decimals)  # fmt: skip
-    options = ReportOptions(
+    request = ReportRequest(
         title=title, methods=methods, summary_text=summary_text, conclusions=conclusions,
         dataset_names=dataset_names, include_charts=include_charts, include_key_findings=include_key_findings,
-        include_session_stats=include_session_stats, lang=lang, decimals=decimals,
+        include_session_stats=include_session_stats, lang=lang,
     )  # fmt: skip
     chosen = check_formats(formats)  # a bad format fails before the record is read
-    # reading the record, embedding the charts and writing files all block: off the event loop
-    data = await asyncio.to_thread(from_session, session.store, session.id, session.workspace)
-    narrative = None
-    if session.settings.report.model_text and not (summary_text and conclusions):
-        complete = router_completer(session.runtime.router)
-        if complete is not None:
-            narrative = await narrate(data, lang=lang, digits=options.decimals, complete=complete,
-                                      style=preferred.block if preferred.rows else None)  # fmt: skip
-    folder = session.workspace.root / REPORTS_DIR
-    rendered = await asyncio.to_thread(build_report, data, options, link_base=folder, narrative=narrative)
-    written = await asyncio.to_thread(write_report, rendered, folder, formats=chosen, within=session.workspace.fs)
-    paths = {fmt: session.workspace.relative(path) for fmt, path in written.items()}
+    complete = router_completer(session.runtime.router) if wants_model_text(session.settings, request) else None
+    # the one pipeline `nini report --session` uses too: the same session gives the same report
+    report = await session_report(
+        session.store, session.id, session.workspace, request, settings=session.settings,
+        memory=session.runtime.preferences, owner=session.owner, folder=session.workspace.root / REPORTS_DIR,
+        formats=chosen, complete=complete, within=session.workspace.fs,
+    )  # fmt: skip
+    rendered, preferred = report.rendered, report.style.preferences
+    paths = {fmt: session.workspace.relative(path) for fmt, path in report.paths.items()}
     artifacts = [{"name": path.name, "path": paths[fmt], "format": fmt, "kind": "report",
-                  "size_bytes": session.workspace.fs.file_size(paths[fmt])} for fmt, path in written.items()]  # fmt: skip
+                  "size_bytes": session.workspace.fs.file_size(paths[fmt])} for fmt, path in report.paths.items()]  # fmt: skip
     result: dict[str, Any] = {"title": rendered.title, "paths": paths}
     if rendered.model_written or rendered.model_refused:
         result["model_sections"] = {"written": list(rendered.model_written),
                                     "refused": {s: why.kind for s, why in rendered.model_refused.items()}}
+    injected = [("preferences_injected", {"ids": preferred.ids, "keys": [r["key"] for r in preferred.rows],
+                                          "lines": preferred.lines, "skill": "generate_report"})] if preferred and preferred.rows else []  # fmt: skip
     return ToolOutput(result=result, artifacts=artifacts,
                       summary=f"report {rendered.title!r}: {', '.join(paths.values())}",
-                      events=[("report_ready", {"paths": paths, "title": rendered.title}),
-                              *([("preferences_injected", {"ids": preferred.ids, "keys": [r["key"] for r in preferred.rows],
-                                                            "lines": preferred.lines, "skill": "generate_report"})] if preferred.rows else [])])  # fmt: skip
+                      events=[("report_ready", {"paths": paths, "title": rendered.title}), *injected])
