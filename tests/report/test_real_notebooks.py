@@ -35,7 +35,8 @@ IR_SUM = "jupytext/ir_notebook.ipynb"
 PLOTLY = "jupytext/plotly_graphs.ipynb"
 R_MAGIC = "jupytext/Notebook_with_R_magic.ipynb"
 ALTAIR = "visualization-curriculum/altair_debugging.ipynb"
-ALL = [HOML2, HOML8, RASBT2, TIPS, IR_DEMO, IR_SUM, PLOTLY, R_MAGIC, ALTAIR]
+BAYES = "Bayesian-Methods-for-Hackers/Ch1_Introduction_PyMC_current.ipynb"
+ALL = [HOML2, HOML8, RASBT2, TIPS, IR_DEMO, IR_SUM, PLOTLY, R_MAGIC, ALTAIR, BAYES]
 
 NO_CONCLUSION = "The notebook states no conclusion."
 PARTIAL = re.compile(r"(\d+) of (\d+) cells failed; results are partial")
@@ -214,6 +215,7 @@ def test_each_finding_names_a_cell_that_ran_and_links_to_it(report, name: str) -
 CHART_CELLS = {
     HOML2: [52, 54], HOML8: [], RASBT2: [27, 30, 34, 42, 47, 47, 51, 51], TIPS: [10, 12, 14, 16, 18, 20, 22, 24],
     IR_DEMO: [12], IR_SUM: [3], PLOTLY: [5, 5], R_MAGIC: [4, 6], ALTAIR: [14, 19],
+    BAYES: [10, 12, 15, 17, 20, 30, 33],  # not 42, the book's CSS; not 28, PyMC's progress bars
 }
 
 
@@ -252,7 +254,7 @@ def test_no_host_path_and_no_html_in_methods(report, name: str) -> None:
     assert not re.search(r"<(?:table|td|a|img|br|div|span)\b", r.section("Methods"), re.I), r.section("Methods")
 
 
-@pytest.mark.parametrize("name", [HOML2, HOML8, RASBT2, TIPS, IR_SUM, PLOTLY, R_MAGIC])
+@pytest.mark.parametrize("name", [HOML2, HOML8, RASBT2, TIPS, IR_SUM, PLOTLY, R_MAGIC, BAYES])
 def test_a_notebook_where_nothing_failed_is_not_called_partial(report, name: str) -> None:
     """No saved error and no non-empty cell left unrun (an empty cell that never ran is no failure)."""
     summary = report(name).section("Summary")
@@ -440,6 +442,25 @@ def test_altair_charts_have_image_previews_and_their_headings(report) -> None:
     assert_image_previews(r)
 
 
+# -- Bayesian Methods for Hackers: setext headings, plt.title captions, PyMC's log, the book's CSS ----
+
+
+def test_bayes_captions_are_the_plt_titles_and_styling_and_progress_are_not_charts(report) -> None:
+    r = report(BAYES)
+    assert r.title.startswith("Probabilistic Programming"), r.title  # a setext heading, "=====" under it
+    assert r.captions[:2] == ["Are there bugs in my code?", "Prior and Posterior probability of bugs present"]
+    starts = ["Probability mass function of a Poisson random variable",  # cell 15: a title continued by "\\"
+              "Probability density function of an Exponential random variable",
+              "Did the user's texting habits change over time?",
+              "Posterior distributions of the variables",  # cell 30: a triple-quoted title over three lines
+              "Expected number of text-messages received"]
+    assert len(r.captions) == 7 and all(c.startswith(s) for c, s in zip(r.captions[2:], starts)), r.captions
+    for noise in ("Multiprocess sampling", "Sampling 4 chains", "Metropolis", "<progress", "font-face", "Computer Modern"):
+        assert noise not in r.md, noise
+    assert_no_finding_from(r, 28, 42)
+    assert NO_CONCLUSION in r.section("Conclusions and recommendations")
+
+
 def test_the_report_speaks_ui_language_unless_lang_says_otherwise(tmp_path: Path, nini_logger: logging.Logger) -> None:
     english, _ = write_report(tmp_path / "en", FIXTURES / IR_DEMO, lang=None, env={"NINI_UI__LANGUAGE": "en"})
     assert "1 of 7 cells failed; results are partial" in english.section("Summary")
@@ -482,12 +503,13 @@ def test_execute_without_the_notebooks_kernel_reports_the_saved_outputs(copied, 
     assert len(r.figures) == 1
 
 
-def test_execute_of_a_python2_notebook_reports_its_saved_charts(copied, tmp_path: Path) -> None:
-    if "python2" in installed_kernels():
-        pytest.skip("a python2 kernel is installed here")
-    r, said = write_report(tmp_path, copied(R_MAGIC), "--execute")
-    assert "python2" in said, said
-    assert r.title == "A notebook with R cells" and len(r.figures) == 2
+@pytest.mark.parametrize(("name", "kernel"), [(R_MAGIC, "python2"), (BAYES, "pymc_env")])
+def test_execute_without_the_kernel_reports_the_saved_charts(copied, tmp_path: Path, name: str, kernel: str) -> None:
+    if kernel in installed_kernels():
+        pytest.skip(f"a {kernel} kernel is installed here")
+    r, said = write_report(tmp_path, copied(name), "--execute")
+    assert kernel in said, said
+    assert [figure.cell for figure in r.figures] == CHART_CELLS[name]
 
 
 @pytest.mark.slow
