@@ -29,7 +29,11 @@ _TAG = re.compile(r"<!--.*?-->|<[^>]*>", re.DOTALL)
 _EMPHASIS = re.compile(r"(\*{1,3}|_{1,3}|~~|`+)(\S(?:.*?\S)?)\1")
 _BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?。，、；：！？)])")
 _ANCHOR = re.compile(r"\s*\{#[^}]*\}\s*$")  # ``## Results {#results}``
+_RULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _BOLD_LINE = re.compile(r"^\s*(\*\*|__)(?!\s)(.+?)(?<!\s)\1\s*$")
+# Level-1 headings that open a notebook's chores, not its subject: never its title.
+_SET_UP = re.compile(r"^(?:setup|set[ -]up|imports?|installation|install|requirements|prerequisites|dependencies"
+                     r"|environment|configuration|table of contents|contents|环境|准备|安装|目录)\W*$", re.IGNORECASE)  # fmt: skip
 _FRONT_MATTER_TITLE = re.compile(r"^title\s*:\s*(.+?)\s*$", re.MULTILINE)
 # Headings a notebook closes with. The conclusion kind ranks above a summary, which ranks above
 # a discussion or results section; within one kind the last such heading wins.
@@ -94,8 +98,9 @@ def _bounded(text: str) -> str:
 def notebook_title(notebook: Any, path: Path, first_code: int) -> str:
     """The notebook's title: its metadata title (nbconvert's ``metadata.title``, or the
     ``title:`` of a Quarto/jupytext YAML front matter cell), else its first level-1 heading before
-    any code (``first_code``: the index of the first code cell), else a line of bold text
-    opening it (``**Chapter 2 – ...**``, as handson-ml3 does), else its file name made readable."""
+    any code (``first_code``: the index of the first code cell; "Setup" and such are chores, not
+    titles) or a line of bold text opening it (``**Chapter 2 – ...**``, as handson-ml3 does),
+    whichever comes first, else its file name made readable."""
     given = notebook.metadata.get("title")
     if isinstance(given, str) and plain(given):
         return plain(given)
@@ -107,13 +112,13 @@ def notebook_title(notebook: Any, path: Path, first_code: int) -> str:
             if (title := _FRONT_MATTER_TITLE.search(front)) and (words := plain(title.group(1).strip("'\""))):
                 return words
     texts = [_text(cell.get("source")) for cell in opening if cell.cell_type == "markdown"]
-    for source in texts:
-        if level_1 := [heading.text for heading in headings(source) if heading.level == 1]:
-            return level_1[0]
-    for source in texts[:1]:
+    for position, source in enumerate(texts):
         first = next((line for line in source.splitlines() if line.strip()), "")
-        if (bold := _BOLD_LINE.match(first)) and (words := plain(bold.group(2))):
-            return _bounded(words)
+        if position == 0 and (bold := _BOLD_LINE.match(first)) and (words := plain(bold.group(2))):
+            return _bounded(words)  # a bold line opening the notebook stands where a title stands
+        level_1 = [heading.text for heading in headings(source) if heading.level == 1]
+        if level_1 and not _SET_UP.match(level_1[0]):
+            return level_1[0]
     return readable_name(path.stem)
 
 
@@ -151,8 +156,13 @@ def _section_text(cells: list[Any], sections: list[tuple[int, Heading]], cell_in
         lines = _text(cell.get("source")).splitlines()
         start = heading.line + 1 if index == cell_index else 0
         stop = end[1].first if end and index == end[0] else len(lines)
-        parts.append(_paragraphs(lines[start:stop]))
-    return _cut("\n\n".join(part for part in parts if part))
+        # a rule (``---``) closes the section too: what follows it is an aside ("Readers may ignore ...")
+        ruled = next((at for at in range(start, stop) if _RULE.match(lines[at])), None)
+        parts.append(_paragraphs(lines[start : stop if ruled is None else ruled]))
+        if ruled is not None:
+            break
+    text = "\n\n".join(part for part in parts if part)
+    return _cut(text) if re.search(r"[^\W_]{2,}", text) else ""  # a placeholder ("...") is no conclusion
 
 
 def _paragraphs(lines: list[str]) -> str:

@@ -480,6 +480,10 @@ def test_values_are_the_outputs_in_order_with_the_last_expression_named(tmp_path
           new_code_cell("print(1)", execution_count=1), new_markdown_cell("# Get the Data")],
          {}, "02_end_to_end", "Chapter 2 – End-to-end Machine Learning project"),
         ([new_markdown_cell("## Only a level-2 heading"), new_code_cell("1", execution_count=1)], {}, "sales-q3", "Sales q3"),
+        # handson-ml3's chapter 8: the bold line opens it, "# Setup" comes before the first code
+        ([new_markdown_cell("**Chapter 8 – Dimensionality Reduction**"), new_markdown_cell("# Setup"),
+          new_code_cell("import sys", execution_count=1)], {}, "08_dimensionality_reduction", "Chapter 8 – Dimensionality Reduction"),
+        ([new_markdown_cell("# Setup"), new_code_cell("import sys", execution_count=1)], {}, "churn_model", "Churn model"),
     ],
 )  # fmt: skip
 def test_the_title(tmp_path: Path, cells: list[Any], metadata: dict, name: str, title: str) -> None:
@@ -505,6 +509,11 @@ LONG = " ".join(f"Sentence {n} of the closing remarks." for n in range(120))
         ([new_markdown_cell("Check recommended package versions:"), new_code_cell("check_packages(d)"),
           new_markdown_cell("# Summary of the data types")], None),
         ([new_markdown_cell("## Conclusion"), new_markdown_cell("## Appendix\nmore")], None),  # an empty section
+        # rasbt's chapter 2 closes with "# Summary", "..." and, past a rule, a note on the next cell
+        ([new_markdown_cell("# Summary"), new_markdown_cell("..."),
+          new_markdown_cell("--- \n\nReaders may ignore the following cell"), new_code_cell("! python convert.py")], None),
+        ([new_markdown_cell("## Takeaways\nPrices rise with income.\n\n***\n\nFootnote: data from 1990.")],
+         "Prices rise with income."),
     ],
 )  # fmt: skip
 def test_the_notebooks_own_conclusion(tmp_path: Path, cells: list[Any], expected: str | None) -> None:
