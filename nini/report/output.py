@@ -27,7 +27,6 @@ from typing import Any
 
 from nini.errors import ErrorCode, NiniError
 from nini.execution.workspace_fs import RootedDir
-from nini.fsutil import atomic_write_bytes
 from nini.report.model import ChartFile, ReportInput
 
 FORMATS = ("md", "html", "ipynb", "pdf")
@@ -129,7 +128,8 @@ def copy_charts(data: ReportInput, folder: Path) -> ReportInput:
             continue
         try:
             if not target.is_file() or target.stat().st_size != len(content):
-                atomic_write_bytes(target, content)
+                # written like the report's files (0644 less the umask), not as a private temp file's 0600
+                RootedDir(folder, label="the report folder").write_bytes(chart.name, content)
         except OSError as exc:
             raise _write_error(target, exc) from None
         copies.append(dataclasses.replace(chart, path=target, fs=None, relative=None))

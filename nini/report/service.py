@@ -23,6 +23,7 @@ from nini.report.builder import RenderedReport, ReportOptions, build_report
 from nini.report.model import ReportInput
 from nini.report.narrative import Complete, narrate
 from nini.report.output import copy_charts, write_report
+from nini.report.previews import add_previews, preview_cache
 from nini.report.wording import TEXT
 
 if TYPE_CHECKING:
@@ -152,6 +153,8 @@ async def write(
     narrative = None
     if complete is not None and wants_model_text(settings, request):
         narrative = await narrate(data, lang=style.lang, digits=style.decimals, complete=complete, style=style.model_style)
+    if request.include_charts:  # Plotly and Vega charts get a static preview (previews.py), cached under NINI_HOME
+        data, _ = await asyncio.to_thread(add_previews, data, preview_cache(settings.home))
     rendered = await asyncio.to_thread(build_report, data, options, link_base=folder, narrative=narrative)
     paths = await asyncio.to_thread(write_report, rendered, folder, formats=formats, stem=stem, within=within)
     return WrittenReport(rendered=rendered, paths=paths, style=style, data=data)
