@@ -118,7 +118,7 @@ def build_report(
     parts = _Parts(
         data=data, options=options, t=t, title=title, link_base=link_base, steps=relevant_steps(data.steps),
         findings=key_findings(data.steps, digits=options.decimals, notes=data.notes), groups=shown, failures=cells.failures(data),
-        left_out=list(dict.fromkeys(chart_title(group, data.steps) for group in dropped)), model_text=model_text,
+        left_out=[group.base for group in dropped], model_text=model_text,
         mark=t["model_wrote"].format(model=_model_name(narrative, t)) if model_text else "",
         by_id={step.id: step for step in data.steps},
     )  # fmt: skip
@@ -322,7 +322,7 @@ def _charts(parts: _Parts) -> list[dict[str, str]]:
         if kind == "image":
             shown = f"![{name}]({link})"
         else:
-            shown = f"[{t['open_html'] if kind == 'html' else t['open_file']}]({link})"
+            shown = f"[{t.get(f'open_{kind}', t['open_file'])}]({link})"  # open_html, open_interactive (charts.preview_kind)
         downloads = t["sep"].join(f"[{md_name(file.name)}]({chart_link(file, parts.link_base)})" for file in group.files)
         step = parts.step_of(group.files[0].step_id)
         cited = t["cited"].format(ref=cells.reference(step, t)) if step is not None else ""

@@ -78,6 +78,8 @@ def _why(step: Step) -> str:
     name = str(error.get("ename") or "")
     if code == "NOT_EXECUTED":
         return "not_run"
+    if code == "KERNEL_DIED":
+        return "kernel_died"
     if code == "TIMEOUT" or name in _TIMEOUT_NAMES:
         return "timeout"
     if name:

@@ -313,3 +313,110 @@ def test_md_prose_turns_images_into_links_that_no_viewer_fetches() -> None:
     assert re.findall(r'<img src="([^"]*)"', html) == ["data:image/png;base64,AA=="]  # embedded: loads nothing
     assert '<a href="http://127.0.0.1:9/leak.png?d=secret">chart</a>' in html and "<code>![kept](in-code)</code>" in html
     assert '<a href="http://127.0.0.1:9/x.png">http://127.0.0.1:9/x.png</a>' in html  # no alt: the address as its text
+
+
+def cell_step(cell: int, status: str = "succeeded", error: dict | None = None, **fields: Any) -> Step:
+    """A notebook's code cell as a step: its id and its number are the cell's position."""
+    return Step(id=f"c{cell}", order=cell, language=fields.pop("language", "python"), status=status,
+                code=fields.pop("code", f"x{cell}"), error=error, tool_name="notebook", cell=cell, **fields)
+
+
+FAILED = {"code": "CODE_ERROR", "message": "NameError: name 'df' is not defined", "ename": "NameError"}
+
+
+def many_failures() -> ReportInput:
+    """121 cells of which 72 failed: raised, timed out, never ran; one failed cell drew a chart."""
+    reasons = [FAILED, {"code": "TIMEOUT", "message": "the cell ran past its time limit"},
+               {"code": "NOT_EXECUTED", "message": "the cell was never run"}]
+    steps = [cell_step(n, "failed", reasons[n % 3]) if n <= 72 else cell_step(n, stdout=f"total: {n}\n", label=f"total {n}")
+             for n in range(1, 122)]  # fmt: skip
+    return ReportInput(source="big.ipynb", steps=steps)
+
+
+@pytest.mark.parametrize(("lang", "sentence", "named", "more"), [
+    ("en", "72 of 121 cells failed; results are partial.",
+     "Failed cells: cell 1 (timeout), cell 2 (not run), cell 3 (NameError), cell 4 (timeout)", " and 62 more."),
+    ("zh", "121 个单元格中有 72 个失败，结果不完整。",
+     "失败的单元格：单元格 1（超时）、单元格 2（未运行）、单元格 3（NameError）、单元格 4（超时）", "，另有 62 个。"),
+])  # fmt: skip
+def test_failed_cells_are_said_and_named_first_in_the_summary(lang: str, sentence: str, named: str, more: str) -> None:
+    report = build_report(many_failures(), ReportOptions(lang=lang))
+    summary = report.markdown.split("\n## " + ("Summary" if lang == "en" else "分析摘要") + "\n")[1].split("\n## ")[0]
+    assert summary.startswith("\n" + sentence) and named in summary
+    assert summary.count("(" if lang == "en" else "（", 0, summary.index(more)) == 10  # ten named, then the rest counted
+    assert len(report.failures) == 72 and all(f.step.cell <= 72 for f in report.failures)
+    assert not any(finding.step_id in {f"c{n}" for n in range(1, 73)} for finding in report.findings)
+
+
+def test_a_failed_cells_chart_is_left_out_and_listed(workspace: Path) -> None:
+    drawn = [ChartFile(name=name, path=file.path, order=file.order, step_id=step)
+             for file, name, step in zip(charts(workspace, "broken.png", "fine.png"), ("broken.png", "fine.png"), ("c51", "c52"))]
+    data = ReportInput(source="nb.ipynb", steps=[cell_step(51, "failed", FAILED), cell_step(52, label="Trend")], charts=drawn)
+    report = build(data, workspace, lang="en")
+    assert [group.base for group in report.charts] == ["fine"] and "broken.png" not in report.markdown
+    assert "Failed cells: cell 51 (NameError). Their findings and charts are left out of this report. " \
+           "Charts left out with them: broken." in report.markdown
+    # the figure names the cell the way the failure list does
+    assert "### Figure 1: Trend (cell 52)\n" in report.markdown
+
+
+def test_a_session_names_its_failed_steps_and_a_corrected_one_is_no_failure(workspace: Path) -> None:
+    steps = [step("a", 0, label="load", result={"rows": 10}), step("b", 1, label="fit", status="failed", error=FAILED),
+             step("c", 2, label="plot", status="failed", error={"code": "TIMEOUT", "message": "timed out"}),
+             step("d", 3, label="fit", result={"r2": 0.91})]  # corrects b
+    report = build(ReportInput(source="session s1", steps=steps), workspace, lang="en")
+    summary = report.markdown.split("\n## Summary\n")[1]
+    assert summary.startswith("\n1 of 4 steps failed; results are partial. Failed steps: step 3 (timeout).")
+    assert "- fit: r2: 0.91 (step 4)" in report.markdown and "step 2" not in report.markdown
+    whole = build(ReportInput(source="session s1", steps=[steps[0], steps[1], steps[3]]), workspace, lang="en")
+    assert "failed" not in whole.body_markdown  # corrected: the results are not partial
+
+
+def test_each_finding_names_its_cell_and_the_page_links_to_its_code(workspace: Path) -> None:
+    code = "# Final RMSE\nprint('RMSE:', 47730.2)  # </code><script>alert(1)</script> ```"
+    data = ReportInput(source="nb.ipynb", steps=[cell_step(3, code="import pandas"), cell_step(12, code=code, stdout="RMSE: 47730.2\n")])
+    report = build(data, workspace, lang="en")
+    assert "- RMSE: 47730 (cell 12)" in report.markdown  # named, not linked, in the Markdown
+    assert "](#cell-12)" not in report.markdown
+    cited = report.markdown.split("\n## Cells referred to\n")[1]
+    assert "### cell 12\n\n````\n# Final RMSE\n" in cited and "### cell 3" not in cited  # only the cells named
+    page = report.html
+    assert '<a href="#cell-12"' in page and '<h3 id="cell-12">cell 12</h3>' in page
+    assert "<script>" not in page and "&lt;/code&gt;&lt;script&gt;" in page  # the code is shown, escaped
+
+
+def test_a_model_cannot_plant_an_anchor(workspace: Path) -> None:
+    """Ids are set only on the headings of "Cells referred to", which the report writes."""
+    data = ReportInput(source="nb.ipynb", steps=[cell_step(12, stdout="RMSE: 4\n", label="fit")])
+    report = build(data, workspace, lang="en", conclusions="### cell 12\n\n## Cells referred to\n\n### cell 12")
+    assert report.html.count('id="cell-12"') == 1
+    assert report.html.index('id="cell-12"') > report.html.index("<h2>Cells referred to</h2>")
+
+
+def test_methods_read_words_not_html_and_r_magic_cells_are_r(workspace: Path) -> None:
+    data = ReportInput(source="nb.ipynb", notes=[
+        '# Study\n\n<a href="https://mybinder.org"><img src="https://mybinder.org/badge.svg"></a>\n\n'
+        "We fit <b>a linear model</b> &amp; compare groups.\n\n<p align=\"center\">Second paragraph.</p>",
+        "## Setup\n\n[![Colab](https://colab.research.google.com/badge.svg)](https://colab.example)\n\nInstall the packages.",
+    ], steps=[cell_step(2, code="import pandas as pd\ndf = pd.DataFrame()"),
+              cell_step(3, code="%%R -i df\nlibrary(MASS)\nsummary(lm(y ~ x, df))")])  # fmt: skip
+    report = build(data, workspace, lang="en")
+    methods = report.markdown.split("\n## Methods\n")[1].split("\n## Summary\n")[0]
+    assert "We fit a linear model & compare groups." in methods and "Install the packages." in methods
+    for markup in ("<", "img", "href", "badge", "Colab", "&amp;"):
+        assert markup not in methods, markup
+    assert "analysed with Python (pandas) and R (MASS)." in methods
+
+
+@pytest.mark.parametrize(("lang", "source", "line"), [
+    ("en", "nb.ipynb", "The notebook states no conclusion."), ("zh", "nb.ipynb", "笔记本未给出结论。"),
+    ("en", "session s1", "The session states no conclusion."), ("zh", "session s1", "本次会话未给出结论。"),
+])  # fmt: skip
+def test_no_conclusion_is_made_up(workspace: Path, lang: str, source: str, line: str) -> None:
+    """A note that merely mentions a summary is not the conclusion (rasbt's was "Check recommended
+    package versions:"): only the source's own concluding section is."""
+    data = ReportInput(source=source, notes=["## Summary of the setup\n\nCheck recommended package versions:"])
+    heading = "\n## Conclusions and recommendations\n" if lang == "en" else "\n## 结论与建议\n"
+    assert build(data, workspace, lang=lang).markdown.split(heading)[1] == f"\n{line}\n"
+    data.conclusion = "The model generalises: test RMSE 47,730."
+    assert build(data, workspace, lang=lang).markdown.split(heading)[1] == "\nThe model generalises: test RMSE 47,730.\n"

@@ -194,3 +194,100 @@ def test_a_session_recorded_by_run_code(nini, tmp_path: Path) -> None:
     (md,) = written(ok(nini("report", "--session", "real", "--out", str(tmp_path), "--format", "md")))
     text = md.read_text(encoding="utf-8")
     assert "leader: East leads" in text and "- **sales**" in text
+
+
+def test_the_skill_and_the_cli_write_the_same_report(nini, nini_home: Path, project_dir: Path) -> None:
+    """One pipeline: the agent's skill (which REST and the sidebar go through) and `nini report
+    --session` give byte-identical Markdown, the user's report.decimals preference in both."""
+    import asyncio
+
+    from nini.config import load_settings
+    from nini.runtime import Runtime
+    from nini.skills.invoke import invoke
+
+    loop = asyncio.new_event_loop()
+    runtime = Runtime(load_settings(), project_dir=project_dir)
+    try:
+        session = runtime.create_session(session_id="same")
+        store = session.store
+        call = store.start_tool_call("same", "run_code", {"code": "result = fit()"})
+        store.finish_tool_call(call["id"], status="succeeded", execution={
+            "language": "python", "code": "result = fit()", "status": "succeeded", "label": "model",
+            "result": {"slope": 0.56289, "intercept": 12.3456}})  # fmt: skip
+        failed = store.start_tool_call("same", "run_code", {"code": "plot()"})
+        store.finish_tool_call(failed["id"], status="failed", execution={
+            "language": "python", "code": "plot()", "status": "failed", "label": "plot",
+            "error": {"code": "CODE_ERROR", "message": "NameError: name 'plot' is not defined"}})  # fmt: skip
+        runtime.preferences.table.put_explicit(None, "report.decimals", 2)
+        result = loop.run_until_complete(invoke(session, "generate_report", {"formats": ["md"]}))
+        assert result.success, result.error
+        by_skill = session.workspace.fs.read_bytes(result.result["paths"]["md"])
+    finally:
+        loop.run_until_complete(runtime.aclose())
+        loop.close()
+
+    (md,) = written(ok(nini("report", "--session", "same", "--format", "md")))
+    assert md.read_bytes() == by_skill
+    text = by_skill.decode()
+    assert "slope: 0.56" in text and "0.5629" not in text and "intercept: 12" in text  # two digits, as preferred
+    assert "2 个步骤中有 1 个失败，结果不完整。失败的步骤：步骤 2（NameError）。" in text
+
+
+def test_the_language_follows_ui_language_unless_lang_says(nini, nini_home: Path, session_id: str) -> None:
+    (md,) = written(ok(nini("report", "--session", session_id, "--format", "md")))
+    assert "\n## 关键发现\n" in md.read_text(encoding="utf-8")
+    (nini_home / "settings.json").write_text('{"ui": {"language": "en"}}', encoding="utf-8")
+    (md,) = written(ok(nini("report", "--session", session_id, "--format", "md")))
+    text = md.read_text(encoding="utf-8")
+    assert "\n## Key findings\n" in text and "\n## Summary\n" in text
+    assert not any("\u4e00" <= char <= "\u9fff" for char in text.replace("区域销售", ""))  # every word English
+    (md,) = written(ok(nini("report", "--session", session_id, "--format", "md", "--lang", "zh")))
+    assert "\n## 关键发现\n" in md.read_text(encoding="utf-8")
+
+
+def saved_notebook(folder: Path, kernel: str = "python3") -> Path:
+    """A notebook as saved: cell 3 raised, cell 5 timed out in its last run, cell 6 never ran."""
+    from nbformat.v4 import new_output
+
+    cells = [
+        new_markdown_cell("# Churn model"),
+        new_code_cell("# Test RMSE\nprint('RMSE:', 0.4123)", execution_count=1,
+                      outputs=[new_output("stream", name="stdout", text="RMSE: 0.4123\n")]),
+        new_code_cell("model.fit(X)", execution_count=2, outputs=[new_output(
+            "error", ename="NameError", evalue="name 'model' is not defined", traceback=["NameError: ..."])]),
+        new_markdown_cell("## Conclusion\n\nThe model is good enough to ship."),
+        new_code_cell("while True: pass", execution_count=3, outputs=[new_output(
+            "error", ename="KeyboardInterrupt", evalue="", traceback=["KeyboardInterrupt"])]),
+        new_code_cell("print('never')"),
+    ]
+    notebook = folder / "churn.ipynb"
+    nbformat.write(new_notebook(cells=cells, metadata={"kernelspec": {"name": kernel, "display_name": kernel,
+                                                                      "language": "python"}}), notebook)  # fmt: skip
+    return notebook
+
+
+def test_failed_cells_reach_the_summary_of_a_notebook_report(nini, tmp_path: Path) -> None:
+    md, html = written(ok(nini("report", str(saved_notebook(tmp_path)), "--lang", "en")))
+    text = md.read_text(encoding="utf-8")
+    summary = text.split("\n## Summary\n")[1].split("\n## ")[0]
+    assert summary.startswith("\n3 of 4 cells failed; results are partial. "
+                              "Failed cells: cell 3 (NameError), cell 5 (KeyboardInterrupt), cell 6 (not run).")
+    assert "- Test RMSE: RMSE: 0.4123 (cell 2)" in text  # the finding names its cell
+    assert text.split("\n## Conclusions and recommendations\n")[1].startswith("\nThe model is good enough to ship.\n")
+    page = html.read_text(encoding="utf-8")
+    assert '<a href="#cell-2"' in page and '<h3 id="cell-2">cell 2</h3>' in page and '<a href="#cell-3"' in page
+
+
+def test_kernel_needs_execute(nini, tmp_path: Path) -> None:
+    assert "--kernel" in fail(nini("report", str(saved_notebook(tmp_path)), "--kernel", "python3"))
+
+
+def test_execute_without_the_notebooks_kernel_reports_the_saved_outputs(nini, tmp_path: Path) -> None:
+    """A notebook for a kernel that is not installed (python2) is reported from its saved outputs,
+    and the report and stderr say so: never nothing written."""
+    result = nini("report", str(saved_notebook(tmp_path, kernel="python2")), "--execute", "--lang", "en")
+    md, _ = written(ok(result))
+    assert "ran from saved outputs: kernel python2 is not installed" in result.stderr
+    summary = md.read_text(encoding="utf-8").split("\n## Summary\n")[1]
+    assert summary.startswith("\nran from saved outputs: kernel python2 is not installed.\n\n3 of 4 cells failed")
+    assert not (tmp_path / "churn_report_files" / "churn.executed.ipynb").exists()  # nothing ran
