@@ -18,13 +18,13 @@ from typing import Any
 from nini.errors import ErrorCode, NiniError
 from nini.execution.workspace import Workspace
 from nini.fsutil import atomic_write_bytes
-from nini.report import values as report_values
 from nini.report.headings import conclusion, headings, notebook_title
 from nini.report.images import note_text
 from nini.report.model import ChartFile, DatasetInfo, ExecutionSummary, ReportInput, Step, ToolCallInfo, Value
 from nini.report.notebook_charts import NameAllocator, cell_charts, markdown_charts, slug
 from nini.report.notebook_run import choose_kernel, run_notebook
-from nini.report.values import Table, html_table, last_expression, split_text_tables, summarise_reprs
+from nini.report.values import (Table, html_table, last_expression, output_values, printed_values, split_text_tables,
+                                summarise_reprs)  # fmt: skip
 
 # Artifact formats a report shows as charts (the rest, e.g. csv or parquet, are data files).
 CHART_FORMATS = frozenset({"png", "jpg", "jpeg", "webp", "svg", "html", "json", "pdf"})
@@ -303,12 +303,7 @@ def _step_values(outputs: list[Any], stdout: str, code: str, language: str) -> t
     output's values (``values.output_values``: a DataFrame from its HTML or JSON, an R value from
     IRkernel's bundle), then the tables printed to stdout (``values.printed_values``). The value
     of the cell's last expression is named by that expression when the parser gave no name.
-
-    Until those parsers exist this falls back to what the report read before: the displayed
-    DataFrames' HTML tables, the last expression's short text, and the printed text tables.
     """
-    output_values = getattr(report_values, "output_values", _legacy_output_values)
-    printed_values = getattr(report_values, "printed_values", _legacy_printed_values)
     shown: list[Value] = []
     for output in outputs:
         if output.get("output_type") in ("execute_result", "display_data"):
@@ -320,19 +315,6 @@ def _step_values(outputs: list[Any], stdout: str, code: str, language: str) -> t
         # IRkernel sends a value as display_data; Python's last expression is its execute_result
         shown[last] = replace(shown[last], name=expression)
     return tuple(shown)
-
-
-def _legacy_output_values(output: dict[str, Any], language: str) -> list[Value]:
-    origin = "result" if output.get("output_type") == "execute_result" else "display"
-    if (table := _frame_table([output])) is not None:
-        return [Value(table=table, origin=origin)]
-    text = _short_result([output]) if origin == "result" else None
-    return [Value(text=text, origin=origin)] if text else []
-
-
-def _legacy_printed_values(text: str, language: str) -> tuple[str, list[Value]]:
-    rest, tables = split_text_tables(text)
-    return rest, [Value(table=table, origin="printed") for table in tables]
 
 
 def _frame_table(outputs: list[Any]) -> Table | None:
