@@ -19,6 +19,8 @@ from typing import Any
 MAX_ROWS = 10  # body rows kept (values.MAX_TABLE_ROWS): one more marks a cut
 MAX_CELLS = 12  # cells kept per row: the index columns and values.MAX_TABLE_COLUMNS
 MAX_CELL_CHARS = 200
+ROW_CHARS = 8_000  # of one row's markup: far more than MAX_CELLS cells take
+FEED_CHARS = 4_096  # markup is parsed in pieces so that parsing stops once a table has all the rows it shows
 MAX_TABLES = 4  # top-level tables of one output (statsmodels' summary has three)
 MAX_TEXT_CHARS = 300  # a text value longer than this is prose or a dump, not a value
 _SKIPPED = {"style", "script", "caption", "template", "noscript"}
@@ -147,13 +149,28 @@ def html_tables(markup: str) -> list[RawTable]:
     if "<table" not in markup:
         return []
     parser = _Tables()
+    markup = _cut_rows(markup)
     try:
-        parser.feed(markup)
+        for start in range(0, len(markup), FEED_CHARS):
+            parser.feed(markup[start : start + FEED_CHARS])
+            if parser.current is not None and parser.current.more_rows:
+                break  # the rest of a long table is never shown: a 60-row frame costs what 11 rows do
         parser.close()
     except Exception:  # noqa: BLE001 - malformed markup is simply not a table
         pass
     parser._end_row()
     return [table for table in parser.tables if table.body]
+
+
+def _cut_rows(markup: str) -> str:
+    """``markup`` with each row's markup past ROW_CHARS left out (a "…" cell in its place): a row
+    of 10,000 cells shows MAX_CELLS of them, so the parser need not read the others."""
+    pieces = markup.split("<tr")
+    for index, piece in enumerate(pieces[1:], 1):
+        if len(piece) > ROW_CHARS:
+            end = piece.rfind("</tr")
+            pieces[index] = piece[: max(0, piece.rfind("<t", 0, ROW_CHARS))] + "<td>…</td>" + (piece[end:] if end > ROW_CHARS else "")
+    return "<tr".join(pieces)
 
 
 def markdown_table(text: str) -> RawTable | None:
@@ -241,4 +258,5 @@ def words(text: str) -> str | None:
     return text if text and len(text) <= MAX_TEXT_CHARS else None
 
 
-_ACTIVE_HTML = re.compile(r"<(?:script|iframe|svg|canvas|object|embed|video|audio)\b", re.I)
+# a widget, a chart or a progress bar: its words ("100.00% [60000/60000 ...]") are no value
+_ACTIVE_HTML = re.compile(r"<(?:script|iframe|svg|canvas|object|embed|video|audio|progress|input|button|form|select)\b", re.I)

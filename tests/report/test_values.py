@@ -98,10 +98,9 @@ def test_notebook_findings_say_what_they_measure(tmp_path: Path) -> None:
         "Model slope: 0.5624",
         "kmeans.score(X): 0.9421",
         "dates: DatetimeIndex of 5 dates, 2015-07-01 to 2015-07-07",
-        "np.array([[2, 4, 8], [1, 3, 9]]) * 1.0: array of shape 2×3",
         "df.shape: (1035, 6)",
         "Stores: 42",
-    ]  # the bare 7, the unnamed 0.56… and the printed (1035, 6) say nothing of what they measure
+    ]  # the bare 7, the unnamed 0.56…, the printed (1035, 6) and a numpy array's shape say nothing of what they measure
     assert "DatetimeIndex([" not in report.markdown and "0.5623850983416314" not in report.markdown
     assert "- Model slope: 0.5624" in report.markdown
 
@@ -217,11 +216,10 @@ def test_an_executed_notebook_reads_like_an_analyst_wrote_it(tmp_path: Path) -> 
                                                                       "language": "python"}}), notebook)  # fmt: skip
     data, _ = from_notebook(notebook, execute=True, timeout_s=120, files_dir=tmp_path / "out")
     report = build_report(data, ReportOptions(lang="en"))
-    frame, slope, dates, array, shape = report.findings
+    frame, slope, dates, shape = report.findings  # a numpy array is no finding (issue 34)
     assert frame.text == "frame" and frame.table[0] == ("", "data1", "data2") and len(frame.table) == 4
     assert slope.text == "Model slope: 0.5629" and data.steps[1].label is None
     assert dates.text == "pd.date_range('2015-07-01', periods=5, freq='B'): DatetimeIndex of 5 dates, 2015-07-01 to 2015-07-07"
-    assert array.text == "np.array([[2, 4, 8], [1, 3, 9]]) / 1.0: array of shape 2×3"
     assert shape.text == "frame.shape: (3, 2)"
 
 
@@ -463,6 +461,12 @@ def test_object_reprs_and_charts_give_no_value() -> None:
     assert shown({"text/html": bundle["text/html"]}, "display_data") == []  # a script, no words
     styling = {"text/html": "<style>.rendered_html td {font-size: 14px}</style>", "text/plain": "<IPython.core.display.HTML object>"}
     assert shown(styling, "display_data") == []
+    # PyMC's progress bar (fastprogress), verbatim from Bayesian Methods for Hackers chapter 1
+    progress = {"text/html": ["\n", "    <div>\n", "      <progress value='60000' class='' max='60000' style='width:300px; "
+                              "height:20px; vertical-align: middle;'></progress>\n",
+                              "      100.00% [60000/60000 00:05&lt;00:00 Sampling 4 chains, 0 divergences]\n", "    </div>\n",
+                              "    "], "text/plain": ["<IPython.core.display.HTML object>"]}  # fmt: skip
+    assert shown(progress, "display_data") == []
 
 
 def test_a_numpy_array_is_never_a_table() -> None:
