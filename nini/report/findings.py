@@ -1,14 +1,16 @@
-"""Key findings: what the relevant steps produced, with the noise of their output removed.
+"""Key findings: what the relevant steps produced, the few that matter, with noise removed.
 
-A finding comes from a step's structured ``result`` and its cleaned stdout, never from chat text.
-Failed, rolled-back and superseded steps give none: when a later successful step corrects an
-earlier one (same label, same ``save_as`` dataset re-run, or ``retry_of`` pointing at it) only
-the correction speaks.
+A finding comes from a step's structured ``result``, the values it showed (``Step.values``) and
+its cleaned stdout, never from chat text. Failed, rolled-back and superseded steps give none: when
+a later successful step corrects an earlier one (same label, same ``save_as`` dataset re-run, or
+``retry_of`` pointing at it) only the correction speaks.
 
 Every finding says what it measures: a value is kept only with a label (the step's label, a
-dict key, a cell's last expression, the words printed with it); bare numbers are dropped.
-Findings follow the analysis order, numbers are rounded (``values.format_number``), object
-reprs are summarised and DataFrames stay tables (``Finding.table``).
+value's name, a dict key, a cell's last expression, the ``print(name)`` that printed it, the
+words printed with it); bare numbers are dropped, and noise (``noise.py``) never counts. When
+there are more than ``limit``, ranking (``ranking.py``) decides which are kept; they are listed in
+the order of the analysis, each naming its step and cell. Numbers are rounded
+(``values.format_number``), object reprs summarised and DataFrames stay tables (``Finding.table``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nini.report.model import Step
+from nini.report.model import Step, Value
 from nini.report.noise import (
     ENVIRONMENT_CODE,
     VERSION_CODE,
@@ -28,6 +30,8 @@ from nini.report.noise import (
     clean_output,
     noise_table,
     noise_value,
+    numpy_vector,
+    plain_output,
     strip_reprs,
 )
 from nini.report.ranking import Prose, is_metric, score
@@ -37,6 +41,7 @@ from nini.report.values import (
     format_number,
     is_bare_value,
     last_expression,
+    printed_values,
     round_numbers,
     split_text_tables,
     summarise_reprs,
@@ -156,8 +161,9 @@ def step_finding(step: Step, *, digits: int = DEFAULT_DIGITS) -> tuple[str, Tabl
 
 
 def candidate(step: Step, *, digits: int = DEFAULT_DIGITS) -> Candidate | None:
-    """A step's result rendered readably, then its meaningful printed lines, and a table it showed;
-    None when all it showed is noise (``noise.py``) or values nothing names.
+    """A step's result rendered readably, then the values it showed (``Step.values``), then its
+    meaningful printed lines, and a table it showed; None when all it showed is noise
+    (``noise.py``) or values nothing names.
 
     Without a step label, a value needs its own: a scalar result is labelled by the code's last
     expression, a printed value by the ``print(name)`` that printed it, and printed lines that are
@@ -165,86 +171,130 @@ def candidate(step: Step, *, digits: int = DEFAULT_DIGITS) -> Candidate | None:
     """
     if ENVIRONMENT_CODE.search(step.code):
         return None  # sessionInfo(), %watermark, pip list: the machine, not the analysis
-    labelled = bool((step.label or "").strip())
-    versions = bool(VERSION_CODE.search(step.code))
     expression = last_expression(step.code, step.language)
-    lines: list[str] = []
-    names: list[str] = [expression] if expression else []
-    variables: list[str] = [expression] if expression else []
-    raw: list[str] = []
-    tables: list[Table] = [value.table for value in step.values if value.table is not None and not noise_table(value.table)]
-    if step.table and not any(value.table is not None for value in step.values) and not noise_table(step.table):
-        tables.append(step.table)
-    result = step.result
-    if isinstance(result, str):  # a notebook's last expression as text; its structured value, when there, speaks
-        result = strip_reprs(result)
-        if any(value.origin == "result" for value in step.values) or noise_value(result):
-            result = None
-        else:
+    got = _Gathered(step, expression, digits)
+    # what stdout printed as tables and named statistics (R's summaries); the rest is read as lines
+    rest, printed = printed_values(plain_output(scan_window(step.stdout)), step.language) if step.stdout.strip() else ("", [])
+    shown = [*step.values, *(value for value in printed if value not in step.values)]
+    for value in shown:
+        if value.table is not None:
+            got.table(value.table)
+    if step.table is not None and not any(value.table is not None for value in shown):
+        got.table(step.table)
+    got.result(None if any(value.origin == "result" for value in shown) else step.result)
+    for value in shown:
+        if value.table is None:
+            got.value(value)
+    got.printed(rest)
+    return got.candidate()
+
+
+class _Gathered:
+    """What one step showed, gathered into its finding's lines, its table and what ranking reads."""
+
+    def __init__(self, step: Step, expression: str | None, digits: int) -> None:
+        self.step, self.expression, self.digits = step, expression, digits
+        self.labelled = bool((step.label or "").strip())
+        self.versions = bool(VERSION_CODE.search(step.code))  # its bare numbers are versions
+        self.lines: list[str] = []
+        self.known: set[str] = set()
+        self.names: list[str] = [expression] if expression else []
+        self.variables: list[str] = list(self.names)
+        self.raw: list[str] = []
+        self.tables: list[Table] = []
+
+    def table(self, table: Table) -> None:
+        if table not in self.tables and not noise_table(table):
+            self.tables.append(table)
+
+    def line(self, text: str, raw: str, name: str | None = None) -> None:
+        """One line of the finding, unless it repeats one (``n: 10`` of a result and of stdout)."""
+        if name:
+            self.names.append(name)
+            self.variables.append(name)
+        self.raw.append(raw)
+        if _normalise(text) not in self.known:
+            self.lines.append(text)
+            self.known.update(_normalise(part) for part in (text, *text.split("; ")))
+            self.names += [label.group(1)] if (label := _LINE_LABEL.match(text)) else []
+
+    def result(self, result: Any) -> None:
+        """A session's JSON ``result``, or a notebook's last expression as text (when its
+        structured value was not there)."""
+        if isinstance(result, str):
+            result = strip_reprs(result)
+            if noise_value(result):
+                return
             result, found = split_text_tables(summarise_reprs(result))
-            tables += [table for table in found if not noise_table(table)]
-            result = None if noise_value(result) or (versions and is_bare_value(result)) else result
-    if result is not None and result != "":
-        raw.append(str(result))
-        if isinstance(result, dict):
-            names += [str(key) for key in list(result)[:MAX_ITEMS]]
-            variables += names[-len(result):] if result else []
-        rendered = [line.strip() for line in render_value(result, digits=digits).splitlines() if line.strip()]
-        rendered = [round_numbers(line, digits) for line in rendered]
-        if expression and not labelled and rendered and not isinstance(step.result, dict):
-            rendered[0] = f"{expression}: {rendered[0]}"
-        elif not labelled and not isinstance(step.result, dict):
-            rendered = []  # a value with nothing saying what it is
-        lines += rendered
-    for value in step.values:
+            for table in found:
+                self.table(table)
+            if noise_value(result) or (self.versions and is_bare_value(result)):
+                return
+        if result is None or result == "":
+            return
+        keyed = isinstance(result, dict)
+        rendered = [line.strip() for line in render_value(result, digits=self.digits).splitlines() if line.strip()]
+        if not keyed and not self.labelled and not self.expression:
+            return  # a value with nothing saying what it is
+        for index, line in enumerate(rendered):
+            named = not keyed and not self.labelled and index == 0
+            self.line(f"{self.expression}: {round_numbers(line, self.digits)}" if named else round_numbers(line, self.digits),
+                      str(result), self.expression if named else None)  # fmt: skip
+        if keyed:
+            self.names += [str(key) for key in list(result)[:MAX_ITEMS]]
+            self.variables += [str(key) for key in list(result)[:MAX_ITEMS]]
+
+    def value(self, value: Value) -> None:
+        """A text value the step showed, named by its own name, else by the last expression."""
         text = summarise_reprs(strip_reprs(value.text or "")).strip()
-        if value.table is not None or noise_value(text) or (versions and is_bare_value(text)):
-            continue
-        name = value.name or (expression if value.origin == "result" else None)
-        if not name and not labelled:
-            continue  # a value with nothing saying what it is
-        names += [name] if name else []
-        variables += [name] if name else []
-        raw.append(text)
-        shown = round_numbers(" ".join(text.split()), digits)
-        lines.append(f"{name}: {shown}" if name and not shown.startswith(name) else shown)
-    known = {_normalise(part) for line in lines for part in (line, *line.split("; "))}
-    printed, found = split_text_tables(summarise_reprs(strip_reprs(clean_output(scan_window(step.stdout)))))
-    tables += [table for table in found if not noise_table(table)]
-    printed_lines = [line.strip() for line in printed.splitlines() if line.strip()]
-    printers = print_names(step.code, step.language, len(printed_lines))
-    for index, line in enumerate(printed_lines):
-        if noise_value(line) or (versions and (is_bare_value(line) or VERSION_LINE.search(line))):
-            continue
-        bare = is_bare_value(line)
-        if bare and printers:
-            names.append(printers[index])
-            variables.append(printers[index])
-            line = f"{printers[index]}: {line}"
-        elif bare and not labelled:
-            continue
-        raw.append(line)
-        line = round_numbers(line, digits)
-        if _normalise(line) in known:
-            continue
-        names += [prefix.group(1)] if (prefix := _LINE_LABEL.match(line)) else []
-        lines.append(line)
-        known.add(_normalise(line))
-    table = tables[0] if tables else None
-    if table:
-        names += [cell for cell in table[0] if cell] + [row[0] for row in table[1:] if row and row[0]]
-        raw += [cell for row in table[1:] for cell in row]
-    if table and not lines and not labelled:
-        if expression is None:
-            return None  # a table nothing names
-        lines = [expression]
-    lines = [business_text(line) for line in lines[:MAX_LINES]]
-    text = "\n".join(line for line in lines if line.strip())
-    text = text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1].rstrip() + "…"
-    if not (text or table):
-        return None
-    return Candidate(text=text, table=table, names=tuple(dict.fromkeys(names)), values="\n".join(raw),
-                     variables=tuple(name for name in dict.fromkeys(variables) if _SIMPLE_NAME.match(name)))
+        if noise_value(text) or numpy_vector(text, self.step.language) or (self.versions and is_bare_value(text)):
+            return
+        name = value.name or (self.expression if value.origin == "result" else None)
+        if self.labelled and name == self.expression:
+            name = None  # the step's label says what its last expression's value is ("Stores: 42")
+        if not name and not self.labelled:
+            return  # a value with nothing saying what it is
+        shown = round_numbers(" ".join(text.split()), self.digits)
+        self.line(f"{name}: {shown}" if name and not shown.startswith(name) else shown, text, name)
+
+    def printed(self, text: str) -> None:
+        """Printed lines, noise removed; a bare value only with a name (a step label, ``print(name)``)."""
+        lines = [line.strip() for line in split_text_tables(summarise_reprs(strip_reprs(clean_output(text))))[0].splitlines()
+                 if line.strip()]  # fmt: skip
+        printers = print_names(self.step.code, self.step.language, len(lines))
+        literals = {match.group(2) for match in _STRING_LITERAL.finditer(self.step.code)} if "print" in self.step.code else set()
+        for index, line in enumerate(lines):
+            if _R_INDEX.sub("", line).strip("'\"") in literals:
+                continue  # print("Welcome to Machine Learning!"): a message the code wrote, not a result
+            if noise_value(line) or numpy_vector(line, self.step.language) or (
+                    self.versions and (is_bare_value(line) or VERSION_LINE.search(line))):
+                continue
+            name = printers[index] if printers and is_bare_value(line) else None
+            if is_bare_value(line) and not name and not self.labelled:
+                continue
+            self.line(round_numbers(f"{name}: {line}" if name else line, self.digits), line, name)
+
+    def candidate(self) -> Candidate | None:
+        table = self.tables[0] if self.tables else None
+        lines = self.lines
+        if table:
+            self.names += [cell for cell in table[0] if cell] + [row[0] for row in table[1:] if row and row[0]]
+            self.raw += [cell for row in table[1:] for cell in row]
+            if not lines and not self.labelled:
+                if self.expression is None:
+                    return None  # a table nothing names
+                lines = [self.expression]
+        text = "\n".join(line for line in (business_text(line) for line in lines[:MAX_LINES]) if line.strip())
+        text = text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1].rstrip() + "…"
+        if not (text or table):
+            return None
+        variables = tuple(name for name in dict.fromkeys(self.variables) if _SIMPLE_NAME.match(name))
+        return Candidate(text=text, table=table, names=tuple(dict.fromkeys(self.names)), values="\n".join(self.raw),
+                         variables=variables)  # fmt: skip
+
+
+_STRING_LITERAL = re.compile(r"""(['"])((?:\\.|(?!\1)[^\\\n])*)\1""")
+_R_INDEX = re.compile(r"^\[\d+\]\s+")  # R's "[1] " before a printed vector
 
 
 _SIMPLE_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\[\]\n]{1,30}\])*$")

@@ -97,7 +97,7 @@ def report_facts(data: ReportInput, digits: int) -> str:
         size = [f"{dataset.rows} rows"] if dataset.rows is not None else []
         size += [f"{len(dataset.columns)} columns: {', '.join(dataset.columns[:12])}"] if dataset.columns else []
         lines.append(f"Dataset {dataset.name}" + (f" ({'; '.join(size)})" if size else ""))
-    findings = key_findings(data.steps, digits=digits)
+    findings = key_findings(data.steps, digits=digits, notes=data.notes)
     lines += ["", "Key findings, in the order of the analysis:"] if findings else ["", "No key findings."]
     lines += [_finding_text(finding) for finding in findings]
     charts = [chart_title(group, data.steps) for group in group_charts(data.charts)]

@@ -14,6 +14,7 @@ import ast
 import re
 
 from nini.report.model import Table
+from nini.report.values import _closing  # the one bracket matcher: reprs are summarised and stripped alike
 
 # Code about the machine, not the analysis: all its output is noise.
 ENVIRONMENT_CODE = re.compile(r"\bsession_?[Ii]nfo\s*\(|%(?:load_ext\s+)?watermark\b|!\s*(?:pip|conda|mamba)\s+(?:list|freeze)"
@@ -88,6 +89,13 @@ _NOISE = re.compile(
 _MEANINGLESS = re.compile(r"^[\W_]*$")  # blank, or only separators such as ----- or ====
 
 
+def plain_output(text: str) -> str:
+    """Output as the lines a reader would see last: ANSI escapes removed, and a line redrawn in
+    place with carriage returns (a progress display) dropped."""
+    text = _ANSI.sub("", text).replace("\r\n", "\n")
+    return "\n".join(line for line in text.split("\n") if "\r" not in line.rstrip("\r"))
+
+
 def clean_output(text: str) -> str:
     """The meaningful lines of captured output, noise removed, one per line.
 
@@ -100,12 +108,10 @@ def clean_output(text: str) -> str:
     """
     if not text:
         return ""
-    text = _ANSI.sub("", text).replace("\r\n", "\n")
+    text = plain_output(text)
     kept: list[str] = []
     skipping = None  # "traceback" | "message" | "block" while inside a multi-line noise block
     for raw in text.split("\n"):
-        if "\r" in raw.rstrip("\r"):
-            continue  # a progress display that redraws itself
         line = _PREFIX.sub("", raw.rstrip("\r")).rstrip()
         if skipping == "traceback":
             if _TRACEBACK_END.match(line):
@@ -142,29 +148,13 @@ _DATA_CALLS = re.compile(r"(?:Result|Interval|Statistic|Summary|Counter|OrderedD
 _DEFAULT_REPR = re.compile(r"^\[?\s*<[^<>]*(?:<[^<>]*>[^<>]*)*>\s*(?:,\s*<.*>\s*)*\]?$|\bat 0x[0-9a-fA-F]+", re.S)
 _EMPTY = re.compile(r"^(?:\[\s*\]|\(\s*\)|\{\s*\}|set\(\)|None|NULL|Empty DataFrame\b.*)$", re.S)
 _ARRAY_SUMMARY = re.compile(r"^[\[(]?(?:(?:array|matrix)(?: of shape [\d×]+)?,?\s*)+[\])]?$")
+# "From URL: https://…/iris.data", "saved to /tmp/x.csv": where data came from or went, not a result
+_LOCATION = re.compile(r"^(?:[^:]{0,40}:\s*)?(?:(?:https?|ftp|file|s3|gs)://\S+|(?:~|[A-Za-z]:)?[\\/][^\s:]+)$")
 _VERSION_VALUE = re.compile(r"^['\"]?v?\d+\.\d+\.\d+[\w.+\-]*['\"]?$")  # "6.1.0": a version, never a result
 _VIEW_REPR = re.compile(r"^(?:dict_keys|dict_values|dict_items|odict_keys|odict_values|odict_items|functools\.partial)\(")
 _PATH_VALUE = re.compile(r"^(?:(?:Posix|Windows)?Path\(['\"][^'\"]*['\"]\)|['\"]?(?:~|\.{0,2}/|[A-Za-z]:\\\\)?[\w.\-]+(?:[/\\\\][\w.\-]+)+['\"]?)$")
 _FILE_NAME = re.compile(r"^[\w.\-/\\\\ ]+\.(?:pkl|pickle|joblib|h5|hdf5|keras|pt|pth|onnx|json|csv|tsv|txt|parquet|feather"
                         r"|xlsx?|png|jpe?g|svg|pdf|html|npy|npz|zip|gz|tar|model|bin|rds|rdata)$", re.I)  # fmt: skip
-
-
-def _closing(text: str, opening: int) -> int | None:
-    """The index of the bracket closing the one at ``opening``, skipping quoted text."""
-    depth, quote = 0, ""
-    for index in range(opening, len(text)):
-        char = text[index]
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-            if depth == 0:
-                return index
-    return None
 
 
 def strip_reprs(text: str) -> str:
@@ -199,7 +189,7 @@ def noise_value(text: str) -> bool:
         return True
     if _DEFAULT_REPR.search(text) or _EMPTY.match(text) or _ARRAY_SUMMARY.match(text) or _PATH_VALUE.match(text):
         return True
-    if _VERSION_VALUE.match(text):
+    if _VERSION_VALUE.match(text) or _LOCATION.match(text):
         return True
     if (call := _CALL_START.match(text)) and not _DATA_CALLS.search(call.group(1)) or _VIEW_REPR.match(text):
         return True  # a repr too long to close: sklearn cuts its own with "..."
@@ -213,6 +203,17 @@ def noise_value(text: str) -> bool:
         items = items if isinstance(items, (list, tuple)) else [items]
         return bool(items) and all(isinstance(item, str) and _FILE_NAME.match(item) for item in items)
     return bool(_FILE_NAME.match(text.strip("'\"")) and " " not in text)
+
+
+# A numpy vector as parsers give it ("442737, 457566, 105965., …") or as print() writes it ("[1 2 3]"):
+# a Python list keeps its brackets and commas, an R vector is a value (R has no other kind)
+_NUMPY_VECTOR = re.compile(r"^(?:-?[\d.]+(?:[eE][-+]?\d+)?,\s+)+(?:-?[\d.]+(?:[eE][-+]?\d+)?|…)(?:,\s*…(?:\s*\(\d+\))?)?$"
+                           r"|^\[\[?\s*-?[\d.]+(?:[eE][-+]?\d+)?(?:\s+-?[\d.]+(?:[eE][-+]?\d+)?)+\s*\]?\]?$")  # fmt: skip
+
+
+def numpy_vector(text: str, language: str) -> bool:
+    """Whether a Python step's value is a numpy array's numbers: the arrays a report leaves out."""
+    return language == "python" and bool(_NUMPY_VECTOR.match(text.strip()))
 
 
 def noise_table(table: Table) -> bool:

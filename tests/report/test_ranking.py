@@ -15,13 +15,12 @@ These noise cases are verbatim saved outputs: "%time", "%time in minutes" (hands
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from nini.report.findings import Finding, key_findings
 from nini.report.model import Step, Value
 from nini.report.noise import clean_output, noise_value
+from nini.report.ranking import Prose
 
 CH2 = [
     (4, None, 'print("Welcome to Machine Learning!")', [('stdout', 'Welcome to Machine Learning!\n')]),
@@ -145,6 +144,19 @@ def test_a_value_the_prose_quotes_ranks_above_an_unquoted_one() -> None:
     assert [f.text for f in key_findings(steps, limit=1)] == ["n_days: 942"]  # a tie goes to the later step
 
 
+def test_prose_quotes_numbers_as_people_write_them() -> None:
+    prose = Prose.of(["the 10.7% proba of getting a bad sample", "an RMSE of 41,424", "in 2021, 12 of them"])
+    assert prose.quotes([], "0.10736798530929946") and prose.quotes([], "41424.40026462184")
+    assert not prose.quotes([], "2021") and not prose.quotes([], "12") and not prose.quotes([], "0.1")
+
+
+def test_a_sections_final_result_ranks_above_the_rest_of_it() -> None:
+    steps = [Step(id=f"s{n}", order=n, language="python", status="succeeded", code=f"len(part{n})", result=str(100 + n),
+                  cell=n + 1, section=section)
+             for n, section in enumerate(["Load", "Load", "Load", "Clean", "Clean", "Clean"])]  # fmt: skip
+    assert [finding.cell for finding in key_findings(steps, limit=2)] == [3, 6]
+
+
 def test_a_named_metric_outranks_a_later_plain_value() -> None:
     steps = [Step(id="a", order=0, language="python", status="succeeded", code="accuracy_score(y, p)", result="0.93"),
              Step(id="b", order=1, language="python", status="succeeded", code="len(df)", result="1035")]  # fmt: skip
@@ -241,3 +253,37 @@ def test_a_printed_numpy_array_is_not_a_table() -> None:
                                    "(39574.03054635233, 43779.833703193224)", "Counter({'a': 3})"])
 def test_values_are_not_noise(value: str) -> None:
     assert not noise_value(value)
+
+
+# Rscript -e 'fit <- lm(mpg ~ wt, data=mtcars); print(summary(fit)); print(nrow(mtcars))' (R 4.x), verbatim
+LM_PRINTED = (
+    "\nCall:\nlm(formula = mpg ~ wt, data = mtcars)\n\nResiduals:\n    Min      1Q  Median      3Q     Max \n"
+    "-4.5432 -2.3647 -0.1252  1.4096  6.8727 \n\nCoefficients:\n            Estimate Std. Error t value Pr(>|t|)    \n"
+    "(Intercept)  37.2851     1.8776  19.858  < 2e-16 ***\nwt           -5.3445     0.5591  -9.559 1.29e-10 ***\n---\n"
+    "Signif. codes:  0 ‘***’ 0.001 ‘**’ 0.01 ‘*’ 0.05 ‘.’ 0.1 ‘ ’ 1\n\n"
+    "Residual standard error: 3.046 on 30 degrees of freedom\n"
+    "Multiple R-squared:  0.7528,\tAdjusted R-squared:  0.7446 \nF-statistic: 91.38 on 1 and 30 DF,  p-value: 1.294e-10\n\n"
+    "[1] 32\n"
+)  # fmt: skip
+
+
+def test_a_printed_r_model_summary_is_a_finding_with_its_coefficients_and_fit() -> None:
+    fitted = Step(id="a", order=0, language="r", status="succeeded", cell=4, stdout=LM_PRINTED,
+                  code="fit <- lm(mpg ~ wt, data=mtcars)\nprint(summary(fit))\nprint(nrow(mtcars))")
+    others = [Step(id=f"b{n}", order=n, language="r", status="succeeded", code=f"length(x{n})", result=str(n), cell=n + 4)
+              for n in range(1, 4)]  # fmt: skip
+    [finding] = key_findings([fitted, *others], limit=1)
+    assert finding.cell == 4
+    assert finding.table is not None and finding.table[0][1:] == ("Estimate", "Std. Error", "t value", "Pr(>|t|)")
+    assert [row[0] for row in finding.table[1:]] == ["(Intercept)", "wt"]  # not cut after the intercept
+    assert "Multiple R-squared: 0.7528" in finding.text.splitlines() and "p-value: 1.294e-10" in finding.text
+    assert "Signif. codes" not in finding.text and "Call:" not in finding.text
+
+
+@pytest.mark.parametrize(("language", "code", "printed"), [
+    ("python", 'print("Welcome to Machine Learning!")', "Welcome to Machine Learning!\n"),  # handson-ml3 ch. 2, cell 4
+    ("r", "print('Hello world! Love, R in Jupyter.')", '[1] "Hello world! Love, R in Jupyter."\n'),  # IRkernel's Demo
+])  # fmt: skip
+def test_a_message_the_code_prints_is_not_a_finding(language: str, code: str, printed: str) -> None:
+    step = Step(id="a", order=0, language=language, status="succeeded", code=code, label="hello", stdout=printed)
+    assert key_findings([step]) == []
