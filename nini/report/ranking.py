@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+from nini.report.headings import headings as note_headings
 from nini.report.model import Step
 
 METRIC = 4  # a named metric or estimate
@@ -41,7 +42,6 @@ _EXERCISE = re.compile(r"exercis|\bhomework\b|练习|习题|作业", re.I)
 _SETUP = re.compile(r"^\W*(?:setup|set[- ]up|imports?|installation|install|environment|requirements|dependencies"
                     r"|preliminaries|configuration|准备|环境|安装|导入)\b", re.I)  # fmt: skip
 _PREVIEW = re.compile(r"\.(?:head|tail|sample|info|dtypes|columns|keys)\b(?:\([^()]*\))?$")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
 _IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_]\w*_\w+")  # snake_case: a variable the prose names
 # a number as prose writes it: 41,424 / 0.8376 / 10.7%
 _PROSE_NUMBER = re.compile(r"(?<![\w.,])(-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(%?)(?![\w])")
@@ -87,9 +87,9 @@ class Prose:
             for match in _PROSE_NUMBER.finditer(note):
                 if len(numbers) < MAX_PROSE_NUMBERS:
                     numbers.update(_prose_number(match.group(1), bool(match.group(2))))
-            for level, text in _HEADING.findall(note):
-                path = [entry for entry in path if entry[0] < len(level)] + [(len(level), text)]
-                headings.append((heading_text(text), tuple(heading for _, heading in path)))
+            for heading in note_headings(note):  # as sources.py reads them for Step.section
+                path = [entry for entry in path if entry[0] < heading.level] + [(heading.level, heading.text)]
+                headings.append((heading_text(heading.text), tuple(text for _, text in path)))
         return cls(frozenset(names), frozenset(numbers), tuple(headings))
 
     def quotes(self, names: Iterable[str], values: str) -> bool:
