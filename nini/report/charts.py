@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
@@ -178,7 +179,9 @@ def _figure_titles(code: str) -> tuple[str | None, ...]:
     """The title of each figure the cell shows, in order: its code cut at every ``show()`` call."""
     source = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines())
     try:
-        tree = ast.parse(source)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "invalid escape sequence" in a notebook's LaTeX labels is not ours to report
+            tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return ()
     parts: list[list[tuple[int, str]]] = [[]]

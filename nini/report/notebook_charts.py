@@ -42,7 +42,7 @@ _SCRIPT = re.compile(r"<script\b", re.IGNORECASE)
 _REMOTE = re.compile(r"<script\b[^>]*\bsrc\s*=|\brequire(?:js)?(?:\.config)?\s*\(|\bimport\s*\(|https?:|[\"']//",
                      re.IGNORECASE)  # fmt: skip
 # Plotly's notebook-mode bootstrap (offline.init_notebook_mode, the first fig.show()): a loader, not a chart.
-_LOADER = re.compile(r"window\.PlotlyConfig|require(?:js)?\.config\s*\(|define\(\s*['\"]plotly", re.IGNORECASE)
+_LOADER = re.compile(r"window\.PlotlyConfig|define\(\s*['\"]plotly", re.IGNORECASE)
 # Where Altair's HTML holds its spec: ``})({spec}, {"mode": "vega-lite"})`` (Altair 4-6) or
 # ``var spec = {spec};`` (Altair 3); Plotly's: ``Plotly.newPlot("id", [data], {layout}, {config})``.
 _ALTAIR_CALL = re.compile(r"\}\)\(\s*(?=\{)")
@@ -116,8 +116,8 @@ def is_html_chart(page: str) -> bool:
 
 def html_chart_spec(page: str) -> tuple[str, Any] | None:
     """``(extension, JSON)`` of the chart an Altair or Plotly HTML output draws, read from its
-    script as data (never run); None when it holds none, or Plotly's loader."""
-    if not _SCRIPT.search(page) or _LOADER.search(page):
+    script as data (never run); None when it holds none (Plotly's loader holds none)."""
+    if not _SCRIPT.search(page):
         return None
     decoder = json.JSONDecoder()
     for pattern in (_ALTAIR_CALL, _ALTAIR_VAR):
