@@ -106,12 +106,12 @@ def notebook_title(notebook: Any, path: Path, first_code: int) -> str:
         return plain(given)
     opening = notebook.cells[:first_code]
     for cell in opening:
-        source = _text(cell.get("source"))
+        source = cell_text(cell.get("source"))
         if cell.cell_type in ("raw", "markdown") and source.lstrip().startswith("---"):
             front = source.lstrip()[3:].split("\n---", 1)[0]
             if (title := _FRONT_MATTER_TITLE.search(front)) and (words := plain(title.group(1).strip("'\""))):
                 return words
-    texts = [_text(cell.get("source")) for cell in opening if cell.cell_type == "markdown"]
+    texts = [cell_text(cell.get("source")) for cell in opening if cell.cell_type == "markdown"]
     for position, source in enumerate(texts):
         first = next((line for line in source.splitlines() if line.strip()), "")
         if position == 0 and (bold := _BOLD_LINE.match(first)) and (words := plain(bold.group(2))):
@@ -136,7 +136,7 @@ def conclusion(cells: list[Any]) -> str | None:
     the same or a higher level, HTML stripped, at most ``MAX_CONCLUSION_CHARS``; None when the
     notebook heads no section so, or leaves it empty."""
     sections = [(cell_index, heading) for cell_index, cell in enumerate(cells) if cell.cell_type == "markdown"
-                for heading in headings(_text(cell.get("source")))]  # fmt: skip
+                for heading in headings(cell_text(cell.get("source")))]  # fmt: skip
     for kind in _CONCLUSION_KINDS:
         chosen = [(i, at, h) for at, (i, h) in enumerate(sections) if kind.match(_NUMBERING.sub("", h.text).strip())]
         for cell_index, at, heading in reversed(chosen):
@@ -153,7 +153,7 @@ def _section_text(cells: list[Any], sections: list[tuple[int, Heading]], cell_in
         cell = cells[index]
         if cell.cell_type != "markdown":
             continue
-        lines = _text(cell.get("source")).splitlines()
+        lines = cell_text(cell.get("source")).splitlines()
         start = heading.line + 1 if index == cell_index else 0
         stop = end[1].first if end and index == end[0] else len(lines)
         # a rule (``---``) closes the section too: what follows it is an aside ("Readers may ignore ...")
@@ -196,7 +196,7 @@ def _cut(text: str) -> str:
     return (head[: stop + 1] if stop > 0 else head).rstrip() + "…"
 
 
-def _text(value: Any) -> str:
+def cell_text(value: Any) -> str:
     """nbformat keeps multi-line text either as one string or as a list of lines."""
     if value is None:
         return ""

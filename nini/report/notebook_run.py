@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nini.errors import ErrorCode, NiniError
+from nini.report.headings import cell_text
 from nini.report.model import KERNEL_DIED, NOT_RUN, TIMED_OUT, ExecutionSummary
 
 AUTO = "auto"
@@ -62,6 +63,11 @@ def _installed_kernels() -> set[str]:
     return set(KernelSpecManager().find_kernel_specs())
 
 
+def runnable_cells(notebook: Any) -> list[int]:
+    """The indexes of the cells a run executes: code cells with source (nbclient skips the rest)."""
+    return [i for i, cell in enumerate(notebook.cells) if cell.cell_type == "code" and cell_text(cell.get("source")).strip()]
+
+
 def run_notebook(
     notebook: Any,
     folder: Path,
@@ -82,7 +88,7 @@ def run_notebook(
     from nbclient.exceptions import DeadKernelError
 
     cells = notebook.cells
-    runnable = [index for index, cell in enumerate(cells) if cell.cell_type == "code" and _source(cell).strip()]
+    runnable = runnable_cells(notebook)
     run = NotebookRun(ExecutionSummary(cells=len(runnable), kernel=kernel))
     current: list[int] = []  # the index of the cell running now
     started: dict[int, float] = {}
@@ -91,7 +97,7 @@ def run_notebook(
         current[:] = [cell_index]
         started[cell_index] = time.monotonic()
         if progress is not None and cell_index in runnable:
-            first = next((line.strip() for line in _source(cell).splitlines() if line.strip()), "")
+            first = next((line.strip() for line in cell_text(cell.get("source")).splitlines() if line.strip()), "")
             progress(f"cell {cell_index + 1}/{len(cells)} {first[:60]}")
 
     def on_executed(cell: Any, cell_index: int, execute_reply: Any) -> None:
@@ -122,8 +128,3 @@ def run_notebook(
             run.states[index] = "NOT_EXECUTED"
             run.summary.failed.append((index + 1, NOT_RUN))
     return run
-
-
-def _source(cell: Any) -> str:
-    source = cell.get("source")
-    return "".join(source) if isinstance(source, list) else str(source or "")

@@ -18,11 +18,11 @@ from typing import Any
 from nini.errors import ErrorCode, NiniError
 from nini.execution.workspace import Workspace
 from nini.fsutil import atomic_write_bytes
-from nini.report.headings import conclusion, headings, notebook_title
+from nini.report.headings import cell_text, conclusion, headings, notebook_title
 from nini.report.images import note_text
 from nini.report.model import ChartFile, DatasetInfo, ExecutionSummary, ReportInput, Step, ToolCallInfo, Value
 from nini.report.notebook_charts import NameAllocator, cell_charts, markdown_charts, slug
-from nini.report.notebook_run import choose_kernel, run_notebook
+from nini.report.notebook_run import choose_kernel, run_notebook, runnable_cells
 from nini.report.values import (Table, html_table, last_expression, output_values, printed_values, split_text_tables,
                                 summarise_reprs)  # fmt: skip
 
@@ -79,7 +79,7 @@ def _step(order: int, row: dict[str, Any]) -> Step:
     a notebook's), so a session's DataFrame is a table the same way a notebook's is."""
     outputs, succeeded = row.get("outputs") or [], row["status"] == "succeeded"
     # the row's stdout ends with the last expression's text too; its printed part is the stream outputs'
-    printed = "".join(_text(o.get("text")) for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stdout")
+    printed = "".join(cell_text(o.get("text")) for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stdout")
     return Step(
         id=row["id"], order=order, language=row["language"], status=row["status"], code=row["code"],
         label=row.get("label"), purpose=row.get("purpose"), stdout=row.get("stdout") or "",
@@ -138,8 +138,7 @@ def from_notebook(
     if execute:
         kernel, missing = choose_kernel(notebook, kernel_name, language)
         if kernel is None:
-            runnable = sum(c.cell_type == "code" and bool(_text(c.get("source")).strip()) for c in notebook.cells)
-            data.execution = ExecutionSummary(cells=runnable, missing_kernel=missing)
+            data.execution = ExecutionSummary(cells=len(runnable_cells(notebook)), missing_kernel=missing)
         else:
             run = run_notebook(notebook, path.parent, timeout_s, kernel, progress)
             data.execution, states = run.summary, run.states
@@ -151,7 +150,7 @@ def from_notebook(
     label_heading: str | None = None  # the sub-heading of the Markdown cell just above, naming the next code cell
     first_code: int | None = None
     for index, cell in enumerate(notebook.cells):
-        number, source = index + 1, _text(cell.get("source"))
+        number, source = index + 1, cell_text(cell.get("source"))
         if cell.cell_type == "markdown" and source.strip():
             data.notes.append(note_text(source).strip())
             data.charts += markdown_charts(source, cell, path.parent, f"cell-{number}", names, files, len(data.charts))
@@ -274,13 +273,13 @@ def _cell_step(cell: Any, number: int, order: int, language: str, label: str | N
                state: str | None, ran: bool) -> Step:  # fmt: skip
     """One code cell as a step. ``state`` is a failure its run recorded (TIMEOUT, ...); ``ran``
     whether the notebook ran at all (in one that never did, an unrun cell is not a failure)."""
-    source = _text(cell.get("source"))
+    source = cell_text(cell.get("source"))
     outputs = cell.get("outputs") or []
     streams = {"stdout": "", "stderr": ""}
     error = None
     for output in outputs:
         if output.get("output_type") == "stream" and output.get("name") in streams:
-            streams[output["name"]] += _text(output.get("text"))
+            streams[output["name"]] += cell_text(output.get("text"))
         elif output.get("output_type") == "error":
             error = {"code": "CODE_ERROR", "message": f"{output.get('ename', 'Error')}: {output.get('evalue', '')}".rstrip(": "),
                      "ename": output.get("ename")}  # fmt: skip
@@ -322,7 +321,7 @@ def _frame_table(outputs: list[Any]) -> Table | None:
     text/plain flattened into one line is what a report must never show."""
     for output in reversed(outputs):
         if output.get("output_type") in ("execute_result", "display_data"):
-            html = _text((output.get("data") or {}).get("text/html"))
+            html = cell_text((output.get("data") or {}).get("text/html"))
             if html and (table := html_table(html)) is not None:
                 return table
     return None
@@ -334,7 +333,7 @@ def _short_result(outputs: list[Any]) -> str | None:
     results = [o for o in outputs if o.get("output_type") == "execute_result"]
     if not results:
         return None
-    text = summarise_reprs(_text((results[-1].get("data") or {}).get("text/plain")).strip())
+    text = summarise_reprs(cell_text((results[-1].get("data") or {}).get("text/plain")).strip())
     if not text or _DEFAULT_REPR.search(text):
         return None
     if len(text) > RESULT_MAX_CHARS or text.count("\n") > 3:
@@ -379,10 +378,3 @@ def _is_code(text: str) -> bool:
 
 _PROSE_NODES = (ast.Module, ast.Expr, ast.Name, ast.Load, ast.Constant, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp,
                 ast.Not, ast.Compare, ast.In, ast.NotIn, ast.Is, ast.IsNot)  # fmt: skip
-
-
-def _text(value: Any) -> str:
-    """nbformat keeps multi-line text either as one string or as a list of lines."""
-    if value is None:
-        return ""
-    return "".join(value) if isinstance(value, list) else str(value)
