@@ -2,7 +2,9 @@
 Python driver; no browser is downloaded), against the scripted model server of tests/.
 
 The lab runs on 127.0.0.1 with a token, its own NINI_HOME, Jupyter config, settings and workspace
-folders, so nothing of the machine's own setup leaks in. These tests skip, saying why, where
+folders, so nothing of the machine's own setup leaks in. One lab per xdist worker serves every module
+under default settings (``lab``), put back to its start before each (tests/ui/clean_lab.py); a module
+needing other settings starts its own. These tests skip, saying why, where
 Chromium, Playwright or the built labextension is missing; `make test` installs all three.
 Screenshots of each state land in test-output/ui/ (or $NINI_UI_SCREENSHOTS).
 """
@@ -27,6 +29,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO_ROOT, scripted_model_settings
+from tests.ui.clean_lab import StartState, reset
 from tests.llm_server import ScriptedLLM
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -35,6 +38,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 LABEXTENSION = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "nini" / "package.json"
 SCREENSHOTS = Path(os.environ.get("NINI_UI_SCREENSHOTS", REPO_ROOT / "test-output" / "ui"))
 NO_NEWS = {"fetchNews": "false", "checkForUpdates": False}
+# A key variable set on the shared lab's server, for the Models tab's "is set on the server" (test_models_guided.py)
+SET_KEY = "D33_GUIDED_TEST_API_KEY"
 
 
 def missing_for_browser_tests() -> str | None:
@@ -59,9 +64,10 @@ def free_port() -> int:
 class Lab:
     """`jupyter lab` in a subprocess, and its REST API."""
 
-    def __init__(self, root: Path, llm: ScriptedLLM, *, disabled: bool = False, settings: dict | None = None,
+    def __init__(self, root: Path, llm: ScriptedLLM, *, settings: dict | None = None, environment: dict[str, str] | None = None,
                  wait: bool = True) -> None:  # fmt: skip
-        """Start the lab; with ``wait=False`` return at once: call ``wait()`` before using it."""
+        """Start the lab (``environment``: variables its process has besides the machine's); with
+        ``wait=False`` return at once: call ``wait()`` before using it."""
         self.root, self.port, self.token = root, free_port(), secrets.token_hex(16)
         self.home, self.notebooks = root / "nini-home", root / "notebooks"
         for folder in (self.home, self.notebooks, root / "config" / "labconfig", root / "lab-settings", root / "workspaces"):
@@ -74,12 +80,11 @@ class Lab:
         notebooks = root / "lab-settings" / "@jupyterlab" / "notebook-extension"
         notebooks.mkdir(parents=True)  # a notebook opens with its kernel, not a "Select Kernel" dialog
         (notebooks / "tracker.jupyterlab-settings").write_text(json.dumps({"autoStartDefaultKernel": True}))
-        if disabled:  # the negative control: the same lab without nini's frontend
-            (root / "config" / "labconfig" / "page_config.json").write_text(json.dumps({"disabledExtensions": {"nini": True}}))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NINI_", "JUPYTER"))}
         env.update(NINI_HOME=str(self.home), JUPYTER_CONFIG_DIR=str(root / "config"),
                    JUPYTER_RUNTIME_DIR=str(root / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(root / "lab-settings"),
                    JUPYTERLAB_WORKSPACES_DIR=str(root / "workspaces"), PYTHONPATH=str(REPO_ROOT))  # fmt: skip
+        env.update(environment or {})
         command = [str(Path(sys.executable).with_name("jupyter")), "lab", "--no-browser", "--allow-root",
                    f"--port={self.port}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={self.token}",
                    f"--ServerApp.root_dir={self.notebooks}", "--ServerApp.port_retries=0"]  # fmt: skip
@@ -103,6 +108,17 @@ class Lab:
             except OSError:
                 time.sleep(0.3)
         raise TimeoutError("jupyter lab did not answer in 90 s")
+
+    @contextmanager
+    def without_frontend(self) -> Iterator[None]:
+        """nini's frontend disabled for the pages loaded meanwhile (the server reads its page config at each
+        page load): the negative control, the same lab without it."""
+        config = self.root / "config" / "labconfig" / "page_config.json"
+        config.write_text(json.dumps({"disabledExtensions": {"nini": True}}))
+        try:
+            yield
+        finally:
+            config.unlink()
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -141,10 +157,26 @@ class Lab:
         self.log.close()
 
 
-@pytest.fixture(scope="module")
-def llm() -> Iterator[ScriptedLLM]:
+@pytest.fixture(scope="session")
+def scripted_llm() -> Iterator[ScriptedLLM]:
+    """The worker's scripted model server, shared by its modules (each gets it emptied: ``llm``)."""
     with ScriptedLLM() as server:
         yield server
+
+
+def forget(server: ScriptedLLM) -> ScriptedLLM:
+    """``server`` as a module finds it fresh: no reply queued, no request recorded."""
+    server.clear()
+    with server._lock:  # the handler threads append under it
+        for recorded in (server.requests, server.request_headers, server.paths, server.disconnected):
+            recorded.clear()
+    return server
+
+
+@pytest.fixture(scope="module")
+def llm(scripted_llm: ScriptedLLM) -> ScriptedLLM:
+    """The scripted model, emptied for this module: what a module queues and reads is its own."""
+    return forget(scripted_llm)
 
 
 @pytest.fixture(scope="module")
@@ -160,11 +192,28 @@ def browser() -> Iterator[Any]:
         launched.close()
 
 
+@pytest.fixture(scope="session")
+def shared_lab(tmp_path_factory: pytest.TempPathFactory, scripted_llm: ScriptedLLM) -> Iterator[tuple[Lab, StartState]]:
+    """The worker's one lab under default settings, and the state it started in. A module that needs
+    other settings (approval off, a named user, a language, no provider...) starts its own ``Lab``."""
+    reason = missing_for_browser_tests()
+    if reason:
+        pytest.skip(reason)
+    started = Lab(tmp_path_factory.mktemp("shared-lab"), scripted_llm, environment={SET_KEY: "sk-guided-not-a-real-key"})
+    try:
+        yield started, StartState.of(started)
+    finally:
+        started.stop()
+
+
 @pytest.fixture(scope="module")
-def lab(browser: Any, tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[Lab]:
-    started = Lab(tmp_path_factory.mktemp("lab"), llm)
-    yield started
-    started.stop()
+def lab(shared_lab: tuple[Lab, StartState], llm: ScriptedLLM) -> Lab:
+    """The shared lab, put back as it started (tests/ui/clean_lab.py) whatever the modules before did:
+    a module sees it as fresh as a lab of its own, and no test depends on the order modules run in."""
+    started, start = shared_lab
+    reset(started, start)
+    forget(llm)  # what the cancelled runs of the module before still asked
+    return started
 
 
 def new_page(browser: Any, lab: Lab) -> Any:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
-from tests.ui.conftest import (Lab, ask, open_notebook, open_sidebar, screenshot, show_files, wait_idle, watched_page,
-                               widen_sidebar)  # fmt: skip
+from tests.ui.conftest import (Lab, ask, current_session, open_notebook, open_sidebar, screenshot, show_files, wait_idle,
+                               watched_page, widen_sidebar)  # fmt: skip
 from tests.ui.user_kernel import card, notebook_names
 
 pytestmark = pytest.mark.slow
@@ -90,7 +90,7 @@ def test_an_answer_given_over_rest_updates_the_card(page: Any, lab: Lab, llm: Sc
     ask(page, "One for another client to allow")
     card(page)
     shown = page.locator(".nini-approval").last  # this card, whatever its state
-    session = lab.nini("GET", "sessions")[0]["id"]
+    session = current_session(page)
     (pending,) = lab.nini("GET", f"sessions/{session}/approvals")["waiting"]
     lab.nini("POST", f"sessions/{session}/approvals/{pending['approval_id']}", {"decision": "once"})
     page.wait_for_function("card => card.dataset.state === 'once'", arg=shown.element_handle())
@@ -104,7 +104,7 @@ def test_a_hidden_chat_notifies_until_answered_and_show_brings_the_card_up(page:
     show_files(page)  # the file browser takes the left area: nini's chat is hidden
     assert not page.is_visible(".nini-chat")
     llm.reply(tool_call("run_code", code="answered_elsewhere = 6"), tool_call("run_code", code="shown = 7"), text("Done."))
-    session = lab.nini("GET", "sessions")[0]["id"]
+    session = current_session(page)
     (kernel,) = lab.kernels()
     lab.nini("POST", f"sessions/{session}/ask", {"message": "Asked by another client", "kernel_id": kernel["id"]})
     toasts = page.locator(".jp-toastContainer .Toastify__toast", has_text=WHY)

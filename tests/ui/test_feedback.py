@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.llm_server import ScriptedLLM, text
-from tests.ui.conftest import Lab, ask, open_session, open_sidebar, screenshot, wait_idle, widen_sidebar
+from tests.ui.conftest import Lab, ask, current_session, open_session, open_sidebar, screenshot, wait_idle, widen_sidebar
 
 pytestmark = pytest.mark.slow
 
@@ -42,8 +42,8 @@ def test_thumbs_up_stays_pressed_after_a_reload(page: Any, lab: Lab, llm: Script
     page.wait_for_selector(f'{CONTROL}[data-sent="accept"]')
     assert pressed(page) == {"accept": "true", "reject": "false", "partial": "false"}
     assert not page.is_visible(FORM)
-    [session] = lab.nini("GET", "sessions")
-    assert list(lab.nini("GET", f"sessions/{session['id']}/feedback").values()) == ["accept"]
+    session = current_session(page)  # the chat's own, found by its id on the page
+    assert list(lab.nini("GET", f"sessions/{session}/feedback").values()) == ["accept"]
     screenshot(page, "33d-feedback-pressed")
 
     page.reload()
@@ -52,7 +52,7 @@ def test_thumbs_up_stays_pressed_after_a_reload(page: Any, lab: Lab, llm: Script
     # machine that comes after the clicks below unless waited for, and takes the focus from the form
     page.wait_for_function("() => document.activeElement?.closest('.jp-Launcher') != null", timeout=60_000)
     open_sidebar(page)
-    open_session(page, session["id"])
+    open_session(page, session)
     page.wait_for_selector(f'{CONTROL} .nini-feedback-up[aria-pressed="true"]', timeout=30_000)
     assert pressed(page) == {"accept": "true", "reject": "false", "partial": "false"}
     assert not page.is_visible(FORM)
@@ -78,5 +78,4 @@ def test_the_signals_form_opens_only_for_thumbs_down_or_partly(page: Any, lab: L
     page.wait_for_selector(f'{CONTROL}[data-sent="partial"]')
     page.wait_for_selector(FORM, state="hidden")
     assert pressed(page) == {"accept": "false", "reject": "false", "partial": "true"}
-    [session] = lab.nini("GET", "sessions")
-    assert list(lab.nini("GET", f"sessions/{session['id']}/feedback").values()) == ["partial"]
+    assert list(lab.nini("GET", f"sessions/{current_session(page)}/feedback").values()) == ["partial"]

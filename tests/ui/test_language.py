@@ -77,19 +77,19 @@ def chinese_jupyterlab(lab: Lab) -> None:
 
 
 @pytest.fixture(scope="module")
-def labs(browser: Any, tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[dict[str, Lab]]:
-    """Both labs, started at once: ``zh`` follows JupyterLab (auto), ``en`` forces English over it."""
-    started = {"zh": Lab(tmp_path_factory.mktemp("lab-zh"), llm, wait=False),
-               "en": Lab(tmp_path_factory.mktemp("lab-en"), llm, settings={"ui": {"language": "en"}}, wait=False)}  # fmt: skip
+def labs(browser: Any, tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM, lab: Lab) -> Iterator[dict[str, Lab]]:
+    """Both labs: ``zh`` follows JupyterLab (auto: the shared lab's default), ``en`` forces English over
+    it (a setting of its own, so a lab of its own, started first to come up while the other is set)."""
+    english = Lab(tmp_path_factory.mktemp("lab-en"), llm, settings={"ui": {"language": "en"}}, wait=False)
+    started = {"zh": lab, "en": english}
     try:
-        for lab in started.values():
-            chinese_jupyterlab(lab)
-            lab.wait()
-            lab.nini("POST", "preferences", {"key": "tone", "value": "formal"})  # a rule the preview shows
+        for each in started.values():
+            chinese_jupyterlab(each)
+            each.wait()
+            each.nini("POST", "preferences", {"key": "tone", "value": "formal"})  # a rule the preview shows
         yield started
     finally:
-        for lab in started.values():
-            lab.stop()
+        english.stop()
 
 
 @pytest.fixture(scope="module")

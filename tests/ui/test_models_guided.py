@@ -7,31 +7,26 @@ whether the server has it set and how to set it; and a saved provider takes the 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.llm_server import ScriptedLLM, text
-from tests.ui.conftest import Lab, ask, open_sidebar, screenshot, wait_idle, watched_page, widen_sidebar
+from tests.ui.conftest import SET_KEY, Lab, ask, open_sidebar, screenshot, wait_idle, watched_page, widen_sidebar
 
 pytestmark = pytest.mark.slow
 
-SET_KEY = "D33_GUIDED_TEST_API_KEY"  # set in the lab's environment (a NINI_* one would be dropped)
 FORM = ".nini-provider-form"
 
 
 @pytest.fixture(scope="module")
-def empty_lab(browser: Any, tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[Lab]:
-    """A lab whose settings name no provider, started with SET_KEY in its environment."""
-    os.environ[SET_KEY] = "sk-guided-not-a-real-key"
-    try:
-        started = Lab(tmp_path_factory.mktemp("empty-lab"), llm, settings={"llm": {"providers": [], "max_retries": 0}})
-    finally:
-        del os.environ[SET_KEY]
-    yield started
-    started.stop()
+def empty_lab(lab: Lab) -> Lab:
+    """The shared lab (SET_KEY in its environment) with its one provider removed, as an administrator
+    removes it over REST: its settings name no provider. The next module finds the provider back."""
+    lab.nini("DELETE", "models/providers/local")
+    assert lab.nini("GET", "models")["providers"] == []
+    return lab
 
 
 @pytest.fixture(scope="module")

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
-from tests.ui.conftest import (Lab, ask, free_port, new_page, open_notebook, open_session, open_sidebar, screenshot, wait_idle,
-                               watched_page, widen_sidebar)  # fmt: skip
+from tests.ui.conftest import (Lab, ask, current_session, free_port, new_page, open_notebook, open_session, open_sidebar,
+                               screenshot, wait_idle, widen_sidebar)  # fmt: skip
 
 pytestmark = pytest.mark.slow
 
@@ -28,20 +27,6 @@ CHART_CODE = ("import matplotlib.pyplot as plt\nimport pandas as pd\n"
 ANSWER = "Revenue grew every month, to **37.5** in all.\n\n| month | revenue |\n|---|---|\n| 3 | 15.0 |"
 
 
-@pytest.fixture(scope="module")
-def bare_lab(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[Lab]:
-    """The negative control's lab (nini's frontend disabled), started but not waited for: it comes
-    up while the tests before its own run, instead of adding its start-up time to the module's."""
-    started = Lab(tmp_path_factory.mktemp("bare-lab"), llm, disabled=True, wait=False)
-    yield started
-    started.stop()
-
-
-@pytest.fixture(scope="module")
-def page(browser: Any, lab: Lab, request: pytest.FixtureRequest) -> Iterator[Any]:
-    with watched_page(browser, lab) as opened:
-        request.getfixturevalue("bare_lab")  # starts now that the page is loaded, the heaviest part is behind
-        yield opened
 
 
 def steps(page: Any) -> list[dict[str, str]]:
@@ -83,15 +68,14 @@ def test_asking_streams_the_answer_and_shows_each_step(page: Any, llm: ScriptedL
     failed = page.locator(".nini-log > .nini-step").nth(1)
     assert "ZeroDivisionError" in failed.locator(".nini-step-error").inner_text()
     # the answer streamed: the model's reply came in 12 pieces, and the order on screen is the run's
-    assert [e["type"] for e in lab_events(lab)].count("assistant_delta") >= 2
+    assert [e["type"] for e in lab_events(lab, current_session(page))].count("assistant_delta") >= 2
     order = page.eval_on_selector_all(".nini-log > *", "nodes => nodes.map(n => n.className.split(' ')[0])")
     assert order[:4] == ["nini-user", "nini-step", "nini-step", "nini-assistant"]
     screenshot(page, "02-answer-with-steps")
 
 
-def lab_events(lab: Lab) -> list[dict[str, Any]]:
-    """The newest session's events, read from the lab's store."""
-    session = lab.nini("GET", "sessions")[0]["id"]
+def lab_events(lab: Lab, session: str) -> list[dict[str, Any]]:
+    """The session's events, read from the lab's store."""
     with sqlite3.connect(lab.home / "nini.db") as conn:
         rows = conn.execute("SELECT type, data FROM events WHERE session_id = ? ORDER BY seq", (session,)).fetchall()
     return [{"type": kind, "data": json.loads(data) if data else None} for kind, data in rows]
@@ -218,12 +202,15 @@ def test_testing_every_purpose_calls_each_first_choice_once(page: Any, llm: Scri
     assert len(llm.requests) == before + 1 and llm.requests[-1]["max_tokens"] == 5
 
 
-def test_without_the_extension_the_sidebar_check_fails(browser: Any, bare_lab: Lab) -> None:
-    """The negative control: the same first check against a lab with nini's frontend disabled."""
-    bare_lab.wait()
-    page = new_page(browser, bare_lab)
-    with pytest.raises(Exception) as failed:
-        open_sidebar(page, timeout_ms=5_000)
-    assert "Timeout" in type(failed.value).__name__
-    screenshot(page, "99-extension-disabled")
-    page.close()
+def test_without_the_extension_the_sidebar_check_fails(browser: Any, lab: Lab) -> None:
+    """The negative control: the same first check against the same lab, its page loaded with nini's
+    frontend disabled."""
+    with lab.without_frontend():
+        page = new_page(browser, lab)
+    try:
+        with pytest.raises(Exception) as failed:
+            open_sidebar(page, timeout_ms=5_000)
+        assert "Timeout" in type(failed.value).__name__
+        screenshot(page, "99-extension-disabled")
+    finally:
+        page.close()

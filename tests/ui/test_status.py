@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
-from tests.ui.conftest import Lab, ask, open_sidebar, screenshot, wait_idle, watched_page, widen_sidebar
+from tests.ui.conftest import Lab, ask, current_session, open_sidebar, screenshot, wait_idle, watched_page, widen_sidebar
 
 pytestmark = pytest.mark.slow
 
@@ -28,6 +28,11 @@ RECORD = """() => {
   const keep = () => { const now = text.textContent; if (now && window.niniStatusSeen.at(-1) !== now) window.niniStatusSeen.push(now); };
   new MutationObserver(keep).observe(text, { childList: true, characterData: true, subtree: true });
   keep();
+}"""
+
+STARTED_THEN_RUNNING = """() => {
+  const seen = window.niniStatusSeen, started = seen.findIndex(s => /^Starting (sandbox|the kernel)… · \\d+ s$/.test(s));
+  return started >= 0 && seen.slice(started + 1).some(s => /^Running step 1 · \\d+\\.\\d s$/.test(s));
 }"""
 
 
@@ -63,8 +68,9 @@ def seen(page: Any) -> list[str]:
     return page.evaluate("() => window.niniStatusSeen")
 
 
-def session_workspace(lab: Lab) -> Any:
-    return lab.home / "sessions" / lab.nini("GET", "sessions")[0]["id"] / "workspace"
+def session_workspace(lab: Lab, page: Any) -> Any:
+    """The workspace of the chat's session (its id on the page)."""
+    return lab.home / "sessions" / current_session(page) / "workspace"
 
 
 def test_the_question_shows_at_once_and_thinking_counts_while_the_model_is_slow(page: Any, llm: ScriptedLLM) -> None:
@@ -98,11 +104,15 @@ def test_a_slow_step_shows_the_kernel_start_then_its_number_and_seconds(page: An
     llm.reply(tool_call("run_code", code=WAIT_FOR.format(name="go"), label="wait for go"), text("Done."))
     page.evaluate("() => { window.niniStatusSeen = []; }")
     ask(page, "Run a slow step")  # the session's first code: its sandboxed kernel starts now
-    wait_status(page, r"^Running step 1 · \d+\.\d s$")
-    assert any(re.match(r"Starting (sandbox|the kernel)… · \d+ s", shown) for shown in seen(page)), seen(page)
+    # the step's line may show for a moment before the kernel's start is told (its event comes after the
+    # step's): until the start has shown and the step's line is back after it
+    page.wait_for_function(STARTED_THEN_RUNNING, timeout=60_000)
+    shown = seen(page)
+    started = next(n for n, line in enumerate(shown) if re.match(r"Starting (sandbox|the kernel)… · \d+ s", line))
+    assert any(re.match(r"Running step 1 · \d+\.\d s", line) for line in shown[started + 1 :]), shown
     assert page.locator(".nini-step").last.get_attribute("data-status") == "running"
     screenshot(page, "33a-running-step")
-    (session_workspace(lab) / "go").write_text("")
+    (session_workspace(lab, page) / "go").write_text("")
     wait_idle(page)
     assert page.locator(".nini-step").last.get_attribute("data-status") == "succeeded"
     page.wait_for_selector(".nini-status-line", state="hidden")

@@ -89,13 +89,24 @@ def test_switching_back_puts_the_code_in_the_sandbox(page: Any, lab: Lab, llm: S
 
 
 @pytest.fixture(scope="module")
-def unasked_lab(browser: Any, tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[Lab]:
-    started = Lab(tmp_path_factory.mktemp("unasked-lab"), llm, settings={"execution": {"approve_in_user_kernel": False}})
+def unasked_lab(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[Lab]:
+    """A lab of its own (approval is a setting the server reads at its start), started but not waited
+    for: it comes up while the tests before its own run on the shared lab."""
+    started = Lab(tmp_path_factory.mktemp("unasked-lab"), llm, settings={"execution": {"approve_in_user_kernel": False}},
+                  wait=False)  # fmt: skip
     yield started
     started.stop()
 
 
+@pytest.fixture(scope="module")
+def page(browser: Any, lab: Lab, request: pytest.FixtureRequest) -> Iterator[Any]:
+    with watched_page(browser, lab) as opened:
+        request.getfixturevalue("unasked_lab")  # starts now that the page is loaded, the heaviest part is behind
+        yield opened
+
+
 def test_with_approval_turned_off_the_sidebar_says_so_plainly(browser: Any, unasked_lab: Lab, tmp_path: Path) -> None:
+    unasked_lab.wait()
     with watched_page(browser, unasked_lab) as other:
         open_notebook(other, unasked_lab, "mine.ipynb", "x = 1")
         open_sidebar(other)
