@@ -32,19 +32,22 @@ _SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])(?=\s)")
 _HTML_DROPPED = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>|<!--.*?(?:-->|$)", re.S | re.I)
 _HTML_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>")
 _CODE_SPAN = re.compile(r"(`+[^`]*`+)")
+_TOC = re.compile(r"^(?:\s*(?:[-+*]|\d+[.)])\s+\[[^\]]*\]\(#[^)]*\)\s*(?:\n|$))+$")  # a list of links within the page
 LANGUAGES = {"python": "Python", "r": "R"}
 
 
 def condense_notes(notes: Iterable[str], limit: int = MAX_METHOD_CHARS) -> list[str]:
     """Each section of the notes as its heading and its first block shortened, at most ``limit``
-    characters in all (the sections past it are left out, and a "…" says so)."""
+    characters in all (the sections past it are left out, and a "…" says so); a section with no
+    prose of its own (only a heading, or a table of contents) is left out."""
     sections: list[str] = []
     used = 0
     for note in notes:
         for heading, block in _sections(strip_html(note)):
-            text = "\n".join(part for part in (heading, _shorten(block)) if part)
-            if not text:
+            shown = "" if _TOC.match(block) else _shorten(block)
+            if not shown:  # a heading alone (chapter after chapter of them) or a table of contents says no method
                 continue
+            text = "\n".join(part for part in (heading, shown) if part)
             if used + len(text) > limit:
                 sections.append("…")
                 return sections

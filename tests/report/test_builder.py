@@ -398,6 +398,7 @@ def test_methods_read_words_not_html_and_r_magic_cells_are_r(workspace: Path) ->
         '# Study\n\n<a href="https://mybinder.org"><img src="https://mybinder.org/badge.svg"></a>\n\n'
         "We fit <b>a linear model</b> &amp; compare groups.\n\n<p align=\"center\">Second paragraph.</p>",
         "## Setup\n\n[![Colab](https://colab.research.google.com/badge.svg)](https://colab.example)\n\nInstall the packages.",
+        "## Overview\n\n- [Reading the data](#Reading-the-data)\n- [Fitting](#Fitting)", "## Chapter 3", "### Fitting",
     ], steps=[cell_step(2, code="import pandas as pd\ndf = pd.DataFrame()"),
               cell_step(3, code="%%R -i df\nlibrary(MASS)\nsummary(lm(y ~ x, df))")])  # fmt: skip
     report = build(data, workspace, lang="en")
@@ -405,6 +406,8 @@ def test_methods_read_words_not_html_and_r_magic_cells_are_r(workspace: Path) ->
     assert "We fit a linear model & compare groups." in methods and "Install the packages." in methods
     for markup in ("<", "img", "href", "badge", "Colab", "&amp;"):
         assert markup not in methods, markup
+    for outline in ("Overview", "Reading the data", "Chapter 3", "Fitting"):  # headings alone, a table of contents
+        assert outline not in methods, outline
     assert "analysed with Python (pandas) and R (MASS)." in methods
 
 
