@@ -26,13 +26,13 @@ from nini.report.model import Step, Value
 from nini.report.noise import (
     ENVIRONMENT_CODE,
     VERSION_CODE,
-    VERSION_LINE,
     clean_output,
     noise_table,
     noise_value,
     numpy_vector,
     plain_output,
     strip_reprs,
+    version_line,
 )
 from nini.report.ranking import Prose, is_metric, score
 from nini.report.values import (
@@ -259,18 +259,18 @@ class _Gathered:
 
     def printed(self, text: str) -> None:
         """Printed lines, noise removed; a bare value only with a name (a step label, ``print(name)``)."""
-        lines = [line.strip() for line in split_text_tables(summarise_reprs(strip_reprs(clean_output(text))))[0].splitlines()
-                 if line.strip()]  # fmt: skip
-        printers = print_names(self.step.code, self.step.language, len(lines))
+        lines = [line.strip() for line in summarise_reprs(strip_reprs(clean_output(text))).splitlines() if line.strip()]
+        bare = [is_bare_value(line) for line in lines]
+        printers = print_names(self.step.code, self.step.language, len(lines)) if any(bare) else []
         literals = {match.group(2) for match in _STRING_LITERAL.finditer(self.step.code)} if "print" in self.step.code else set()
         for index, line in enumerate(lines):
-            if _R_INDEX.sub("", line).strip("'\"") in literals:
+            if literals and _R_INDEX.sub("", line).strip("'\"") in literals:
                 continue  # print("Welcome to Machine Learning!"): a message the code wrote, not a result
             if noise_value(line) or numpy_vector(line, self.step.language) or (
-                    self.versions and (is_bare_value(line) or VERSION_LINE.search(line))):
+                    self.versions and (bare[index] or version_line(line))):
                 continue
-            name = printers[index] if printers and is_bare_value(line) else None
-            if is_bare_value(line) and not name and not self.labelled:
+            name = printers[index] if printers and bare[index] else None
+            if bare[index] and not name and not self.labelled:
                 continue
             self.line(round_numbers(f"{name}: {line}" if name else line, self.digits), line, name)
 

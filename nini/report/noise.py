@@ -31,6 +31,18 @@ VERSION_LINE = re.compile(
     r"|[A-Za-z][\w.\-]*\s*[:=]?\s*v?\d+\.\d+\.\d+[\w.+\-]*(?:\s*\(.*)?[\s\])]*$)",
     re.I,
 )
+_DOTTED = re.compile(r"\d\.\d")
+_PACKAGE_START = re.compile(rf"^\W*(?:\[\w+\]\s*)?(?:{_PACKAGES})\b", re.I)
+
+
+def version_line(line: str) -> bool:
+    """Whether a line prints a version ("sklearn 1.2.0", "Python 3.10.4", "R version 4.3.1 (...)").
+    The cheap tests first: most lines hold no dotted number, or name neither a version nor a package."""
+    if not _DOTTED.search(line):
+        return False
+    if "ver" not in line.casefold() and not _PACKAGE_START.match(line) and line.count(".") < 2:
+        return False
+    return bool(VERSION_LINE.match(line))
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _PREFIX = re.compile(r"^\s*(?:\[(?:stdout|stderr|out|err)\]|(?:stdout|stderr)\s*:|(?:stdout|stderr)\s*>)\s?", re.I)
@@ -42,50 +54,76 @@ _R_ERROR = re.compile(r"^\s*(?:Error(?: in .*?)?\s*:|Error in )")
 _R_WARNING_BLOCK = re.compile(r"^\s*Warning messages?:\s*$")
 _CONTINUATION = re.compile(r"^(?:\s+\S|\d+: |In |Calls: )")
 _WARNING_WITH_SOURCE = re.compile(r"^\S.*:\d+: \w*Warning\b")  # warnings.warn format; source line follows
+# Noise a line starts with (after its indentation), matched at the start only: one pass, not one per position.
+_NOISE_START = re.compile(
+    r"\s*(?:"
+    + "|".join(
+        [
+            # warnings, errors and what R prints around them
+            r"There (?:were|was) \d+ (?:or more )?warnings?", r"(?:Calls|In addition|Execution halted)\b",
+            r"During handling of the above exception", r"The above exception was the direct cause",
+            # package installation (pip, conda, R)
+            r"(?:Collecting|Downloading|Installing collected packages|Successfully (?:installed|built|uninstalled)"
+            r"|Requirement already satisfied|Using cached|Building wheels?|Created wheel|Stored in directory"
+            r"|Preparing metadata|Attempting uninstall|Found existing installation|Uninstalling|Looking in indexes"
+            r"|Installing build dependencies|Getting requirements|\[notice\])",
+            r"trying URL", r"Content type '", r"downloaded \d", r"\*\* (?:libs|R|inst|byte-compile|help|building|testing)",
+            r"\* DONE \(",
+            # a headless browser's log line
+            r"\[\d+/\d+\.\d+:[A-Z]+:",
+            # %time, %%time and %timeit
+            r"(?:CPU times|Wall time|Compiler time|Parser\s*)\s*:", r"The slowest run took\b",
+            # a shell that has no such command
+            r"/bin/\w*sh: ",
+            # an application's log ("[NbConvertApp] WARNING | ...", "[NbConvertApp] Converting notebook ...")
+            r"\[[A-Z]\w*App\]", r"(?-i:\[[A-Z]\w*\]\s+(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b)",
+            # downloads (urllib, wget, Keras, figures saved by a book's helper)
+            r"(?:Downloading|Downloaded|Extracting|Unzipping|Saving figure|Resolving|Connecting to|HTTP request sent"
+            r"|Saving to:)\b", r"--\d{4}-\d{2}-\d{2} [\d:]+--\s",
+            # log records
+            r"(?-i:(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?::|\s+[-:\[]))",
+            r"\d{4}-\d{2}-\d{2}[ T][\d:.,]+\s*(?:[-|]\s*)?\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b",
+        ]
+    )
+    + ")",
+    re.I,
+)
+# Noise anywhere in a line.
 _NOISE = re.compile(
     "|".join(
         [
             # warnings and deprecation notices (Python and R)
-            r"(?-i:\b\w*Warning\b)", r"warnings\.warn", r"\bdeprecat",
-            r"^\s*There (?:were|was) \d+ (?:or more )?warnings?",
-            # errors and what R prints around them
-            r"^\s*(?:Calls|In addition|Execution halted)\b", r"^\s*During handling of the above exception",
-            r"^\s*The above exception was the direct cause",
+            r"(?-i:Warning\b)", r"warnings\.warn", r"\bdeprecat",
             # progress bars
             r"\d{1,3}%\|", r"\|[█▉▊▋▌▍▎▏#▓▒░ ]*[█▉▊▋▌▍▎▏#▓▒░]{2,}[█▉▊▋▌▍▎▏#▓▒░ ]*\|",
             r"\[[=#>.\- ]*[=#]{2,}[=#>.\- ]*\]", r"\b\d+(?:\.\d+)?\s*(?:it/s|s/it)\b", r"\bETA:? ?\d",
-            # package installation (pip, conda, R)
-            r"^\s*(?:Collecting|Downloading|Installing collected packages|Successfully (?:installed|built|uninstalled)"
-            r"|Requirement already satisfied|Using cached|Building wheels?|Created wheel|Stored in directory"
-            r"|Preparing metadata|Attempting uninstall|Found existing installation|Uninstalling|Looking in indexes"
-            r"|Installing build dependencies|Getting requirements|\[notice\])",
-            r"installing \*(?:source|binary)\* package", r"^\s*trying URL", r"^\s*Content type '",
-            r"^\s*downloaded \d", r"^\s*\*\* (?:libs|R|inst|byte-compile|help|building|testing)", r"^\s*\* DONE \(",
-            r"The downloaded (?:source|binary) packages are in", r"Installing packages? into", r"also installing the dependenc",
+            # package installation (R)
+            r"installing \*(?:source|binary)\* package", r"The downloaded (?:source|binary) packages are in",
+            r"Installing packages? into", r"also installing the dependenc",
             # headless browsers (kaleido, Chromium)
-            r"kaleido", r"chromium", r"\bchrome\b", r"DevTools listening", r"^\s*\[\d+/\d+\.\d+:[A-Z]+:", r"Fontconfig",
-            r"\bchoreographer\b", r"\bheadless\b",
+            r"kaleido", r"chromium", r"\bchrome\b", r"DevTools listening", r"Fontconfig", r"\bchoreographer\b",
+            r"\bheadless\b",
             # timeouts
             r"TimeoutError", r"\btimed out\b", r"\btimeout\b",
-            # %time, %%time and %timeit, and what they print
-            r"^\s*(?:CPU times|Wall time|Compiler time|Parser\s*)\s*:", r"\bper loop\b", r"\bloops?,? best of \d",
-            r"^\s*The slowest run took\b",
-            # a shell command that is not there ("zsh:1: command not found: pip")
-            r"\bcommand not found\b", r"^\s*/bin/\w*sh: ",
-            # an application's log ("[NbConvertApp] WARNING | ...", "[NbConvertApp] Converting notebook ...")
-            r"^\s*\[[A-Z]\w*App\]", r"(?-i:^\s*\[[A-Z]\w*\]\s+(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b)",
-            # downloads (urllib, wget, Keras, figures saved by a book's helper)
-            r"^\s*(?:Downloading|Downloaded|Extracting|Unzipping|Saving figure|Resolving|Connecting to"
-            r"|HTTP request sent|Saving to:)\b", r"^--\d{4}-\d{2}-\d{2} [\d:]+--\s", r"\b\d+K(?: \.{5,}){2}",
-            # version printouts: "sklearn 1.2.0", "Python 3.10.4", "numpy version: 1.24", "R version 4.3.1 (...)"
-            VERSION_LINE.pattern,
-            # log records
-            r"(?-i:^\s*(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?::|\s+[-:\[]))",
-            r"^\s*\d{4}-\d{2}-\d{2}[ T][\d:.,]+\s*(?:[-|]\s*)?\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b",
+            # %timeit
+            r"\bper loop\b", r"\bloops?,? best of \d",
+            # a shell command that is not there ("zsh:1: command not found: pip"), wget's progress dots
+            r"\bcommand not found\b", r"\b\d+K(?: \.{5,}){2}",
         ]
     ),
     re.I,
 )
+# Words one of which every _NOISE match holds: most lines hold none and skip the long pattern.
+_NOISE_HINTS = ("warn", "deprecat", "|", "[", "it/s", "s/it", "eta", "install", "packages are in", "kaleido", "chrom",
+                "devtools", "fontconfig", "choreographer", "headless", "timeout", "timed out", "per loop", "best of",
+                "command not found", "k .")  # fmt: skip
+
+
+def noise_anywhere(line: str) -> bool:
+    low = line.casefold()
+    return any(hint in low for hint in _NOISE_HINTS) and bool(_NOISE.search(line))
+
+
 _MEANINGLESS = re.compile(r"^[\W_]*$")  # blank, or only separators such as ----- or ====
 
 
@@ -130,7 +168,8 @@ def clean_output(text: str) -> str:
             skipping = "message"
         elif _R_ERROR.match(line) or _WARNING_WITH_SOURCE.match(line):
             skipping = "block"
-        elif _EXCEPTION_LINE.match(line) or _NOISE.search(line) or _MEANINGLESS.match(line):
+        elif (_EXCEPTION_LINE.match(line) or _MEANINGLESS.match(line) or _NOISE_START.match(line) or noise_anywhere(line)
+              or version_line(line)):  # fmt: skip
             continue
         else:
             kept.append(line)
