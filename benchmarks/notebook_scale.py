@@ -28,6 +28,7 @@ import nbformat
 if mode == "report":
     from nini.report.builder import ReportOptions, build_report
     from nini.report.output import write_report
+    from nini.report.previews import add_previews
     from nini.report.sources import from_notebook
 imported = peak()
 start = time.perf_counter()
@@ -35,6 +36,7 @@ if mode == "read":
     nbformat.read(path, as_version=4)
 else:
     data, _ = from_notebook(path, files_dir=path.parent / f"{path.stem}_files")
+    data, _ = add_previews(data, path.parent / "previews")  # as the service does (PNG charts need none)
     write_report(build_report(data, ReportOptions(), link_base=path.parent), path.parent, formats=["md", "html"], stem=path.stem)
 print(time.perf_counter() - start, peak(), imported)
 """

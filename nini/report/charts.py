@@ -106,7 +106,7 @@ def chart_title(group: ChartGroup, steps: list[Step]) -> str:
     heading above its cell, else its step's label, else ``cell N``; a file name only for a chart
     no step drew (a notebook's Markdown image), made readable."""
     step_id = group.files[0].step_id if group.files else None
-    step = next((s for s in steps if s.id == step_id), None) if step_id is not None else None
+    step = _steps_by_id(steps).get(step_id) if step_id is not None else None
     own = _spec_title(group) or (_code_title(step.code, step.language, group.index_in_step, group.step_charts)
                                   if step is not None else None)  # fmt: skip
     if own:
@@ -117,6 +117,23 @@ def chart_title(group: ChartGroup, steps: list[Step]) -> str:
         if step.cell is not None:
             return f"cell {step.cell}"
     return _readable(group.base)
+
+
+_last_index: tuple[list[Step], int, dict[str, Step]] | None = None
+
+
+def _steps_by_id(steps: list[Step]) -> dict[str, Step]:
+    """``steps`` by id, kept for the last list asked about: a report captions each chart several
+    times (summary, figures, the model's facts) from one list, and a search per caption is O(steps)."""
+    global _last_index
+    last = _last_index
+    if last is not None and last[0] is steps and last[1] == len(steps):
+        return last[2]
+    index: dict[str, Step] = {}
+    for step in steps:
+        index.setdefault(step.id, step)
+    _last_index = (steps, len(steps), index)
+    return index
 
 
 def _short(text: str) -> str:

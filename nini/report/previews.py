@@ -38,10 +38,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nini.errors import NiniError
-from nini.execution.workspace_fs import RootedDir
 from nini.fsutil import atomic_write_bytes
 from nini.report.charts import group_charts, preview_kind, spec_kind, split_name
 from nini.report.model import ChartFile, ReportInput
+from nini.report.notebook_charts import write_chart
 
 MAX_SPEC_BYTES = 10 * 1024 * 1024  # a chart's JSON larger than this is not rendered
 MAX_PREVIEW_BYTES = 10 * 1024 * 1024
@@ -183,11 +183,9 @@ def _write_beside(source: ChartFile, name: str, image: bytes) -> ChartFile:
     """The preview as a chart file next to ``source``, written like the report's own files."""
     if source.fs is not None and source.relative is not None:
         relative = str(PurePosixPath(source.relative).with_name(name))
-        source.fs.write_bytes(relative, image)
+        source.fs.write_with(relative, lambda file: file.write(image), durable=False)  # the cache holds it durably
         return dataclasses.replace(source, name=name, path=Path(source.path).with_name(name), relative=relative)
-    folder = Path(source.path).parent
-    RootedDir(folder, label="the report's chart folder").write_bytes(name, image)
-    return dataclasses.replace(source, name=name, path=folder / name)
+    return dataclasses.replace(source, name=name, path=write_chart(Path(source.path).parent, name, image))
 
 
 # -- the renderer process -----------------------------------------------------------------------------
