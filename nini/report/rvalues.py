@@ -20,6 +20,8 @@ from nini.report.model import Table, Value
 
 MAX_ITEMS = 10  # items of a vector shown; the rest is "…"
 MAX_BLOCK_LINES = 80  # lines of one printed summary looked through
+MAX_VALUES = 60  # values taken from one output; the rest of it stays text
+MAX_HEADER_CHARS = 400
 
 # R's matrix column headers that contain spaces or symbols (summary.lm, summary.glm, anova, aov).
 _R_COLUMNS = sorted([
@@ -46,7 +48,7 @@ def r_printed(text: str) -> tuple[str, list[Value]]:
     values: list[Value] = []
     index = 0
     while index < len(lines):
-        found = _summary(lines, index) or _anova(lines, index) or _htest(lines, index)
+        found = None if len(values) >= MAX_VALUES else _summary(lines, index) or _anova(lines, index) or _htest(lines, index)
         if found is None:
             kept.append(lines[index])
             index += 1
@@ -133,7 +135,7 @@ def _htest(lines: list[str], start: int) -> tuple[int, list[Value]] | None:
             index += 1
         else:
             break
-    return index, values
+    return (index, values) if len(values) > 1 else None  # a "data:" line alone is no test
 
 
 def r_matrix(lines: list[str], index: int) -> tuple[int, Table] | None:
@@ -141,8 +143,10 @@ def r_matrix(lines: list[str], index: int) -> tuple[int, Table] | None:
     the index after it; a value belongs to the column whose header ends at or after its end, and
     what follows the last column (significance stars) is dropped."""
     header = lines[index].rstrip() if index < len(lines) else ""
-    words = [(m.group(0), m.end() - 1) for m in _HEADER_WORD.finditer(header)]
-    if len(words) < 2 or sum(word in _R_COLUMNS for word, _ in words) < 2 or not header.startswith(" "):
+    if not header.startswith(" "):
+        return None  # R pads a matrix's header by the width of its row names
+    words = [(m.group(0), m.end() - 1) for m in _HEADER_WORD.finditer(header[:MAX_HEADER_CHARS])]
+    if len(words) < 2 or sum(word in _R_COLUMNS for word, _ in words) < 2:
         return None
     lead = len(header) - len(header.lstrip())
     rows: list[tuple[str, ...]] = [("", *(word for word, _ in words))]

@@ -494,8 +494,12 @@ def split_text_tables(text: str) -> tuple[str, list[Table]]:
             tables.append(table)
             index = end
             continue
-        if end - index >= 3 and (table := text_table(lines[index:end])) is not None:
-            tables.append(table)
+        if end - index >= 3:
+            # the frame may start one line into the run (a title with a gap in it); a run that is no
+            # frame is passed whole, so that a long aligned log costs one look, not one per line
+            offset = next((n for n in (0, 1) if end - index - n >= 3 and (table := text_table(lines[index + n:end]))), None)
+            kept += lines[index : index + offset] if offset is not None else lines[index:end]
+            tables += [table] if offset is not None and table else []
             index = end
             continue
         kept.append(lines[index])

@@ -341,3 +341,12 @@ def test_latex_is_reduced_to_words_and_numbers(latex: str, text: str) -> None:
 
 def test_latex_escapes_survive() -> None:
     assert latex_text(r"revenue \$1.2M, share 33\%, \textit{region\_name}") == "revenue $1.2M, share 33%, region_name"
+
+
+def test_a_loop_of_tests_gives_a_bounded_number_of_values_and_keeps_the_rest_as_text() -> None:
+    from nini.report.rvalues import MAX_VALUES
+
+    rest, values = printed_values(T_TEST * 100, "r")
+    assert len(values) == MAX_VALUES + 3  # whole tests are taken until the bound is passed
+    assert rest.count("data:  mpg by am") == 100 - (MAX_VALUES + 3) // 7
+    assert printed_values("data:  mpg by am\nno statistics here\n", "r") == ("data:  mpg by am\nno statistics here", [])

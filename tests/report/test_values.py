@@ -480,3 +480,12 @@ def test_short_markdown_and_html_displays_are_text_values() -> None:
     assert [v.text for v in shown({"text/html": "<h3>Accuracy: <b>0.93</b></h3>"}, "display_data")] == ["Accuracy: 0.93"]
     assert [v.text for v in shown({"text/plain": "0.94213377"})] == ["0.94213377"]
     assert shown({"text/plain": "x" * 400}) == []  # a dump, not a value
+
+
+def test_a_title_with_a_gap_above_a_frame_stays_text_and_an_aligned_log_is_no_table() -> None:
+    from nini.report.values import printed_values
+
+    rest, (value,) = printed_values("Results:  by region\n" + repr(MONTHLY))
+    assert rest == "Results:  by region" and value.table[0] == ("month", "East", "West")
+    log = "epoch 1  loss: 0.5  acc: 0.9\n" * 5_000
+    assert printed_values(log) == (log.rstrip("\n"), [])
