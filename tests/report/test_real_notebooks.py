@@ -254,6 +254,11 @@ def test_no_host_path_and_no_html_in_methods(report, name: str) -> None:
     assert not re.search(r"<(?:table|td|a|img|br|div|span)\b", r.section("Methods"), re.I), r.section("Methods")
 
 
+@pytest.mark.parametrize("name", [IR_DEMO, IR_SUM, ALTAIR])  # one main result each
+def test_one_result_is_said_in_the_singular(report, name: str) -> None:
+    assert not re.search(r"\b1 (?:main )?results\b|\b1 charts\b", report(name).md), report(name).section("Summary")
+
+
 @pytest.mark.parametrize("name", [HOML2, HOML8, RASBT2, TIPS, IR_SUM, PLOTLY, R_MAGIC, BAYES])
 def test_a_notebook_where_nothing_failed_is_not_called_partial(report, name: str) -> None:
     """No saved error and no non-empty cell left unrun (an empty cell that never ran is no failure)."""
