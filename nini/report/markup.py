@@ -22,6 +22,7 @@ MAX_CELL_CHARS = 200
 ROW_CHARS = 8_000  # of one row's markup: far more than MAX_CELLS cells take
 FEED_CHARS = 4_096  # markup is parsed in pieces so that parsing stops once a table has all the rows it shows
 MAX_TABLES = 4  # top-level tables of one output (statsmodels' summary has three)
+MAX_LIST_ITEMS = 10
 MAX_TEXT_CHARS = 300  # a text value longer than this is prose or a dump, not a value
 _SKIPPED = {"style", "script", "caption", "template", "noscript"}
 
@@ -238,6 +239,10 @@ def markdown_words(markdown: str) -> str | None:
     """Markdown as words: emphasis, code marks, links and headings' hashes removed."""
     if not markdown.strip() or markdown.lstrip().startswith("|"):
         return None
+    lines = [line for line in markdown.splitlines() if line.strip()]
+    if all(_LIST_ITEM.match(line) for line in lines):  # a vector as IRkernel's Markdown lists it: 1. 12, 2. 13
+        items = [_LIST_ITEM.sub("", line).strip() for line in lines]
+        return ", ".join(items[:MAX_LIST_ITEMS] + (["…"] if len(items) > MAX_LIST_ITEMS else []))
     text = re.sub(r"<!--.*?-->|<[^>]+>", "", markdown, flags=re.S)
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
     text = re.sub(r"\*\*|__|`|^\s{0,3}#{1,6}\s*|^\s*[-*]\s+", "", text, flags=re.M)
@@ -258,5 +263,6 @@ def words(text: str) -> str | None:
     return text if text and len(text) <= MAX_TEXT_CHARS else None
 
 
+_LIST_ITEM = re.compile(r"^\s*(?:\d+\.|[-*])\s+")
 # a widget, a chart or a progress bar: its words ("100.00% [60000/60000 ...]") are no value
 _ACTIVE_HTML = re.compile(r"<(?:script|iframe|svg|canvas|object|embed|video|audio|progress|input|button|form|select)\b", re.I)

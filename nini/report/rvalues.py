@@ -16,9 +16,9 @@ from __future__ import annotations
 import html
 import re
 
+from nini.report.markup import MAX_LIST_ITEMS as MAX_ITEMS  # items of a vector shown; the rest is "…"
 from nini.report.model import Table, Value
 
-MAX_ITEMS = 10  # items of a vector shown; the rest is "…"
 MAX_BLOCK_LINES = 80  # lines of one printed summary looked through
 MAX_VALUES = 60  # values taken from one output; the rest of it stays text
 MAX_HEADER_CHARS = 400

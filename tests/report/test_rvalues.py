@@ -327,6 +327,10 @@ def test_an_irkernel_vector_is_a_short_list() -> None:
     assert r_plain("".join(VECTOR["text/plain"])) == "12, 13, 14, 15, 16, 17, 18, 19, 20, 21, …"
     assert r_plain('[1] "this line is run / displayed"') == "this line is run / displayed"
     assert r_plain("Model fitted") is None
+    # the same output's text/markdown (56 lines "1. 12" to "56. 67", then two blank lines: Demo.ipynb's, rebuilt)
+    markdown = [f"{n}. {n + 11}\n" for n in range(1, 57)] + ["\n", "\n"]
+    (listed,) = output_values(display({"text/markdown": markdown}), "r")
+    assert listed.text == "12, 13, 14, 15, 16, 17, 18, 19, 20, 21, …"
 
 
 @pytest.mark.parametrize(("latex", "text"), [
