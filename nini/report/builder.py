@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import unquote
 
 from nini.errors import ErrorCode, NiniError
@@ -123,37 +123,40 @@ def build_report(
         by_id={step.id: step for step in data.steps},
     )  # fmt: skip
     referred = _referred(parts)
-    body = _body(parts, referred, linked=False)
+    shared = _shared_sections(parts, referred)
+    body = _body(parts, shared, linked=False)
     narrated = _narrative_lines(narrative, list(model_text), model_refused, t)
     extra = appendix(data, parts.steps, t, narrated) if options.include_session_stats else ""
     anchors = (_referred_heading(parts), {entry["heading"]: entry["anchor"] for entry in referred})
-    page = render_html(_body(parts, referred, linked=True) + extra, title, options.lang, shown if embed_images else [],
+    page = render_html(_body(parts, shared, linked=True) + extra, title, options.lang, shown if embed_images else [],
                        link_base, anchors if referred else None)  # fmt: skip
     return RenderedReport(title=title, markdown=body + extra, html=page, body_markdown=body, charts=shown,
                           findings=parts.findings, link_base=link_base, model_written=tuple(model_text),
                           model_refused=model_refused, failures=parts.failures)  # fmt: skip
 
 
-def _body(parts: _Parts, referred: list[dict[str, str]], *, linked: bool) -> str:
-    """The business sections' Markdown; ``linked``: each cell named links to its code (the page's)."""
+def _shared_sections(parts: _Parts, referred: list[dict[str, str]]) -> dict[str, Any]:
+    """The template's values that name no cell by link: the same in the Markdown and on the page,
+    so made once (a notebook of 1,000 cells and 300 charts has a long methods list and manifest)."""
     t, options, data = parts.t, parts.options, parts.data
     summary = (md_prose(options.summary_text) if options.summary_text
                else _model_section(parts.model_text["summary"], parts.mark) if "summary" in parts.model_text
                else _summary(parts))  # fmt: skip
     conclusions = (_model_section(parts.model_text["conclusions"], parts.mark) if "conclusions" in parts.model_text
                    else _conclusions(options.conclusions, data, t))  # fmt: skip
+    return {
+        "t": t, "title": md_inline(parts.title), "datasets": _datasets(data, options, t),
+        "methods": _methods(options.methods, parts.steps, _method_notes(data, parts.title, t), t), "summary": summary,
+        "charts": _charts(parts) if options.include_charts else None, "conclusions": conclusions,
+        "referred": referred, "referred_heading": _referred_heading(parts),
+    }  # fmt: skip
+
+
+def _body(parts: _Parts, shared: dict[str, Any], *, linked: bool) -> str:
+    """The business sections' Markdown; ``linked``: each cell named links to its code (the page's)."""
+    findings = [_finding(f, parts, linked) for f in parts.findings] if parts.options.include_key_findings else None
     return templates().get_template("report.md.j2").render(
-        t=t,
-        title=md_inline(parts.title),
-        datasets=_datasets(data, options, t),
-        methods=_methods(options.methods, parts.steps, _method_notes(data, parts.title, t), t),
-        summary="\n\n".join([*_standing(parts, linked), summary]),
-        charts=_charts(parts) if options.include_charts else None,
-        findings=[_finding(finding, parts, linked) for finding in parts.findings] if options.include_key_findings else None,
-        conclusions=conclusions,
-        referred=referred,
-        referred_heading=_referred_heading(parts),
-    )
+        {**shared, "summary": "\n\n".join([*_standing(parts, linked), shared["summary"]]), "findings": findings})
 
 
 def _standing(parts: _Parts, linked: bool) -> list[str]:

@@ -51,24 +51,28 @@ def failures(data: ReportInput) -> list[Failure]:
     """The steps that failed, timed out or never ran and were not corrected later, in order.
 
     A failed step a later successful one corrects (its ``retry_of``, or the same label) is not a
-    failure of the report's results; a notebook cell that failed stays one whatever came after.
+    failure of the report's results (in a notebook, only a later cell with its ``# label:`` does).
     Counted from the steps themselves, so a report from saved outputs says the same as one run
     with ``--execute`` (whose ``ExecutionSummary`` adds why a cell stopped: a timeout, a dead kernel).
     """
     ordered = sorted(data.steps, key=lambda step: step.order)
     run = {cell: RUN_REASONS[why] for cell, why in (data.execution.failed if data.execution else []) if why in RUN_REASONS}
+    retried: dict[str, int] = {}  # a failed step's id -> the order of the last step that retried it
+    labelled: dict[str, int] = {}  # a label -> the order of the last step under it that stands
+    for step in ordered:
+        if step.status == "succeeded" and not step.rolled_back:
+            if step.retry_of:
+                retried[step.retry_of] = step.order
+            if label := (step.label or "").strip():
+                labelled[label] = step.order
     found = []
-    for index, step in enumerate(ordered):
+    for step in ordered:
         if step.status == "succeeded" or step.rolled_back:
             continue
         label = (step.label or "").strip()
-        corrected = any(
-            later.status == "succeeded" and not later.rolled_back
-            and (later.retry_of == step.id or (label and (later.label or "").strip() == label))
-            for later in ordered[index + 1:]
-        )  # fmt: skip
-        if not corrected:
-            found.append(Failure(step, run.get(step.cell) if step.cell is not None and step.cell in run else _why(step)))
+        if retried.get(step.id, -1) > step.order or (label and labelled.get(label, -1) > step.order):
+            continue  # corrected later
+        found.append(Failure(step, run[step.cell] if step.cell in run else _why(step)))
     return found
 
 

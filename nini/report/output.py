@@ -120,6 +120,11 @@ def copy_charts(data: ReportInput, folder: Path) -> ReportInput:
     workspace links to its own copies, never back into NINI_HOME (whose paths it must not show).
     A chart that is gone or refused (a link planted by agent code) is left out."""
     copies = []
+    if data.charts:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)  # a RootedDir writes beneath a folder that exists
+        except OSError as exc:
+            raise _write_error(folder, exc) from None
     for chart in data.charts:
         target = folder / chart.name
         try:
