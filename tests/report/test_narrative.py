@@ -187,3 +187,18 @@ def test_a_report_follows_the_users_preferences(llm_server, tmp_path_factory) ->
         assert given["data"]["skill"] == "generate_report" and set(given["data"]["keys"]) == {"report.decimals", "punctuation.no_exclamation"}
     finally:
         next(harness_iter, None)
+
+
+def test_a_model_summary_follows_the_failed_cells_it_cannot_write_away(nini, notebook, llm_server, nini_home) -> None:  # noqa: F811
+    """The model writes the summary's prose; the sentence on failed cells is the report's, first."""
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells.append(new_code_cell("model.predict(X_test)", execution_count=3, outputs=[new_output(
+        "error", ename="ValueError", evalue="X has 3 features", traceback=["ValueError: X has 3 features"])]))
+    nbformat.write(nb, notebook)
+    write_settings(nini_home, scripted_model_settings(llm_server))
+    llm_server.reply(text(json.dumps({"summary": "斜率约为 2.49，所有结果完整。", "conclusions": "- 斜率 2.487 为正。"})))
+    markdown, _ = _report(nini, notebook)
+
+    summary = _section(markdown, "分析摘要")
+    assert summary.startswith("\n3 个单元格中有 1 个失败，结果不完整。失败的单元格：单元格 4（ValueError）。")
+    assert summary.index("单元格 4") < summary.index("斜率约为 2.49") and MARK_ZH in summary
