@@ -172,7 +172,8 @@ def test_execute_runs_a_notebook_first(nini, tmp_path: Path) -> None:
     (tmp_path / "data.csv").write_text("region,revenue\nEast,10\nWest,32\n", encoding="utf-8")
     notebook = tmp_path / "fresh.ipynb"
     cells = [new_markdown_cell("# Fresh analysis"),
-             new_code_cell("# Total revenue\nimport pandas as pd\nprint('total', pd.read_csv('data.csv')['revenue'].sum())")]
+             new_code_cell("# Total revenue\nimport pandas as pd\nprint('total', pd.read_csv('data.csv')['revenue'].sum())"),
+             new_code_cell("print(margin)")]
     nbformat.write(new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                                       "language": "python"}}), notebook)  # fmt: skip
     before = notebook.read_bytes()
@@ -182,7 +183,10 @@ def test_execute_runs_a_notebook_first(nini, tmp_path: Path) -> None:
     (md,) = written(ok(nini("report", str(notebook), "--execute", "--format", "md", "--lang", "en")))
 
     assert md.parent == tmp_path and notebook.read_bytes() == before
-    assert "Total revenue: total 42" in md.read_text(encoding="utf-8")
+    text = md.read_text(encoding="utf-8")
+    assert "Total revenue: total 42 (cell 2)" in text
+    # what failed in the run is in the body, as from saved outputs
+    assert "\n## Summary\n\n1 of 2 cells failed; results are partial. Failed cells: cell 3 (NameError)." in text
     assert (tmp_path / "fresh_report_files-2" / "fresh.executed.ipynb").is_file()  # the 2nd report's folder
 
 
