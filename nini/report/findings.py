@@ -222,10 +222,10 @@ class _Gathered:
         """A session's JSON ``result``, or a notebook's last expression as text (when its
         structured value was not there)."""
         if isinstance(result, str):
-            result = strip_reprs(result)
+            result = strip_reprs(summarise_reprs(result))  # pandas' and numpy's reprs summarised, the others gone
             if noise_value(result):
                 return
-            result, found = split_text_tables(summarise_reprs(result))
+            result, found = split_text_tables(result)
             for table in found:
                 self.table(table)
             if noise_value(result) or (self.versions and is_bare_value(result)):
@@ -246,7 +246,7 @@ class _Gathered:
 
     def value(self, value: Value) -> None:
         """A text value the step showed, named by its own name, else by the last expression."""
-        text = summarise_reprs(strip_reprs(value.text or "")).strip()
+        text = strip_reprs(summarise_reprs(value.text or "")).strip()
         if noise_value(text) or numpy_vector(text, self.step.language) or (self.versions and is_bare_value(text)):
             return
         name = value.name or (self.expression if value.origin == "result" else None)
@@ -259,7 +259,7 @@ class _Gathered:
 
     def printed(self, text: str) -> None:
         """Printed lines, noise removed; a bare value only with a name (a step label, ``print(name)``)."""
-        lines = [line.strip() for line in summarise_reprs(strip_reprs(clean_output(text))).splitlines() if line.strip()]
+        lines = [line.strip() for line in strip_reprs(summarise_reprs(clean_output(text))).splitlines() if line.strip()]
         bare = [is_bare_value(line) for line in lines]
         printers = print_names(self.step.code, self.step.language, len(lines)) if any(bare) else []
         literals = {match.group(2) for match in _STRING_LITERAL.finditer(self.step.code)} if "print" in self.step.code else set()

@@ -191,7 +191,7 @@ _ARRAY_SUMMARY = re.compile(r"^[\[(]?(?:(?:array|matrix)(?: of shape [\d×]+)?,?
 _LOCATION = re.compile(r"^(?:[^:]{0,40}:\s*)?(?:(?:https?|ftp|file|s3|gs)://\S+|(?:~|[A-Za-z]:)?[\\/][^\s:]+)$")
 _VERSION_VALUE = re.compile(r"^['\"]?v?\d+\.\d+\.\d+[\w.+\-]*['\"]?$")  # "6.1.0": a version, never a result
 _VIEW_REPR = re.compile(r"^(?:dict_keys|dict_values|dict_items|odict_keys|odict_values|odict_items|functools\.partial)\(")
-_PATH_VALUE = re.compile(r"^(?:(?:Posix|Windows)?Path\(['\"][^'\"]*['\"]\)|['\"]?(?:~|\.{0,2}/|[A-Za-z]:\\\\)?[\w.\-]+(?:[/\\\\][\w.\-]+)+['\"]?)$")
+_PATH_VALUE = re.compile(r"^(?:(?:Posix|Windows)?Path\(['\"][^'\"]*['\"]\)|(?=.*[A-Za-z])['\"]?(?:~|\.{0,2}/|[A-Za-z]:\\\\)?[\w.\-]+(?:[/\\\\][\w.\-]+)+['\"]?)$")
 _FILE_NAME = re.compile(r"^[\w.\-/\\\\ ]+\.(?:pkl|pickle|joblib|h5|hdf5|keras|pt|pth|onnx|json|csv|tsv|txt|parquet|feather"
                         r"|xlsx?|png|jpe?g|svg|pdf|html|npy|npz|zip|gz|tar|model|bin|rds|rdata)$", re.I)  # fmt: skip
 

@@ -287,3 +287,14 @@ def test_a_printed_r_model_summary_is_a_finding_with_its_coefficients_and_fit() 
 def test_a_message_the_code_prints_is_not_a_finding(language: str, code: str, printed: str) -> None:
     step = Step(id="a", order=0, language=language, status="succeeded", code=code, label="hello", stdout=printed)
     assert key_findings([step]) == []
+
+
+def test_pandas_reprs_are_summarised_not_dropped_as_reprs() -> None:
+    printed = "DatetimeIndex(['2015-07-01', '2015-07-02', '2015-07-03', '2015-07-06', '2015-07-07'], dtype='datetime64[ns]', freq='B')\n"
+    step = Step(id="a", order=0, language="python", status="succeeded", code="print(dates)", label="dates", stdout=printed)
+    assert [f.text for f in key_findings([step])] == ["dates: DatetimeIndex of 5 dates, 2015-07-01 to 2015-07-07"]
+
+
+@pytest.mark.parametrize("value", ["3/4", "2023/01/05"])
+def test_a_ratio_or_a_date_is_not_a_path(value: str) -> None:
+    assert not noise_value(value)
