@@ -203,6 +203,7 @@ def output_values(output: dict[str, Any], language: str = "python") -> list[Valu
     and ``text/plain`` last. Charts, bare object reprs (``<Figure ...>``, ``alt.Chart(...)``, ``[]``)
     and estimator reprs give nothing; a numpy array is never a table. Each form is cut to
     MAX_PARSE_CHARS before it is parsed, so a 25 MB output costs what a small one does.
+    ``language`` is the kernel's ("python", "r"): R's ``[1] 55`` is read as 55 from an R kernel only.
     """
     if output.get("output_type") not in ("execute_result", "display_data"):
         return []
@@ -212,8 +213,8 @@ def output_values(output: dict[str, Any], language: str = "python") -> list[Valu
     origin = "result" if output["output_type"] == "execute_result" else "display"
     plain = _mime(data, "text/plain")
     schema = data.get("application/vnd.dataresource+json")
-    if schema is not None and (raw := schema_table(schema, MAX_PARSE_CHARS)) is not None:
-        return [Value(table=_table(raw), origin=origin)]
+    if schema is not None and (raw := schema_table(schema, MAX_PARSE_CHARS)) and (table := _table(raw)):
+        return [Value(table=table, origin=origin)]
     markup = _mime(data, "text/html")
     if found := html_values(markup, origin):
         return found
@@ -236,9 +237,9 @@ def output_values(output: dict[str, Any], language: str = "python") -> list[Valu
 def printed_values(text: str, language: str = "python") -> tuple[str, list[Value]]:
     """The tables printed in ``text`` (a step's stdout) as values, and the rest of the text.
 
-    R's model summaries and tests come first, whichever kernel printed them (``%%R`` prints
-    through Python), then DataFrames pandas or R printed, each with its header row. A long
-    output is looked through at its head and tail only.
+    R's model summaries and tests come first, whatever ``language`` the kernel has (a ``%%R``
+    cell prints R's text into a Python kernel), then DataFrames pandas or R printed, each with
+    its header row. A long output is looked through at its head and tail only.
     """
     if len(text) > MAX_PARSE_CHARS:
         head, tail = text[: MAX_PARSE_CHARS // 2], text[-(MAX_PARSE_CHARS // 2) :]
@@ -313,7 +314,7 @@ def _mime(data: dict[str, Any], kind: str) -> str:
 def _plain_text(plain: str, language: str) -> str | None:
     """``text/plain`` as a value: R's ``[1] 55`` is 55, a numpy array is summarised (a short 1-D
     one listed), a DataFrame's text is left to the table parser."""
-    if r_text := r_plain(plain):
+    if language == "r" and (r_text := r_plain(plain)):
         return r_text
     text = plain.strip()
     if one_d := _ONE_D_ARRAY.fullmatch(" ".join(text.split())):

@@ -489,3 +489,22 @@ def test_a_title_with_a_gap_above_a_frame_stays_text_and_an_aligned_log_is_no_ta
     assert rest == "Results:  by region" and value.table[0] == ("month", "East", "West")
     log = "epoch 1  loss: 0.5  acc: 0.9\n" * 5_000
     assert printed_values(log) == (log.rstrip("\n"), [])
+
+
+@pytest.mark.parametrize("output", [
+    {"output_type": "display_data", "data": "not a bundle"},
+    {"output_type": "display_data", "data": {"text/html": {"a": 1}, "text/plain": 7}},
+    {"output_type": "display_data", "data": {"application/vnd.dataresource+json": {"schema": {"fields": "x"}, "data": 3}}},
+    {"output_type": "display_data", "data": {"application/vnd.dataresource+json": "{not json"}},
+    {"output_type": "stream", "name": "stdout", "text": "x"},
+    {"data": {"text/plain": "42"}},
+])  # fmt: skip
+def test_a_malformed_output_gives_no_value_and_no_error(output: dict[str, Any]) -> None:
+    from nini.report.values import output_values
+
+    assert output_values(output, "python") == []
+
+
+def test_html_end_tags_may_be_left_out_as_html_allows() -> None:
+    (value,) = shown({"text/html": "<table><tr><th>a<th>b<tr><td>1<td>2"})
+    assert value.table == (("a", "b"), ("1", "2"))
