@@ -15,7 +15,7 @@ from nini.cli.terminal import cell_progress, working
 from nini.cli._common import handles_errors, state
 from nini.errors import ErrorCode, NiniError
 
-STRICT_FAILED_EXIT = 3  # `--execute --strict` and a cell failed or timed out: the report is written, the run is not clean
+STRICT_FAILED_EXIT = 3  # `--execute --strict` and a cell failed or timed out, or nothing ran: the report is written, the run is not clean
 
 
 @handles_errors
@@ -39,7 +39,8 @@ def report_command(
                                                "and says so.")] = None,  # fmt: skip
     timeout: Annotated[float, typer.Option("--timeout", min=1, help="With --execute: seconds per cell.")] = 600,
     strict: Annotated[bool, typer.Option("--strict", help="With --execute: exit with status 3 when a cell "
-                                         "failed or timed out (the report is still written).")] = False,  # fmt: skip
+                                         "failed or timed out, or no kernel could run the notebook (the report "
+                                         "is still written).")] = False,  # fmt: skip
     model_text: Annotated[bool | None, typer.Option("--model-text/--no-model-text", help="Let the model for purpose "
                           "report write the summary and conclusions from the findings, numbers checked (default: "
                           "the report.model_text setting; only when a model is configured).")] = None,  # fmt: skip
@@ -72,7 +73,7 @@ def report_command(
     failures = run.message() if run is not None else None
     if failures:
         typer.echo(failures, err=True)
-        if strict and run is not None and run.failed:
+        if strict and run is not None and (run.failed or run.kernel is None):  # a cell failed, or nothing ran
             raise typer.Exit(STRICT_FAILED_EXIT)
 
 

@@ -295,3 +295,6 @@ def test_execute_without_the_notebooks_kernel_reports_the_saved_outputs(nini, tm
     summary = md.read_text(encoding="utf-8").split("\n## Summary\n")[1]
     assert summary.startswith("\nran from saved outputs: kernel python2 is not installed.\n\n3 of 4 cells failed")
     assert not (tmp_path / "churn_report_files" / "churn.executed.ipynb").exists()  # nothing ran
+    # --strict: the report is written, and the exit status says the notebook did not run
+    strict = nini("report", str(tmp_path / "churn.ipynb"), "--execute", "--strict", "--format", "md")
+    assert strict.exit_code == 3 and written(strict.stdout)[0].read_text(encoding="utf-8").startswith("# Churn model")
