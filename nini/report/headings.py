@@ -18,15 +18,20 @@ from typing import Any
 
 MAX_HEADING_CHARS = 120
 MAX_CONCLUSION_CHARS = 1_500
+MAX_LINE_CHARS = 2_000  # of a Markdown line looked at: a longer one is cut first
+MAX_CELL_LINES = 20_000  # of a Markdown cell looked at for headings
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_MARKS = frozenset("`~#=-")  # what a fence, an ATX heading or a setext underline starts with
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_HTML_HEADING = re.compile(r"<h([1-6])\b[^>]*>(.*?)</h\1\s*>", re.IGNORECASE | re.DOTALL)
-_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
-_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)|\[([^\]]*)\]\[[^\]]*\]")
-_TAG = re.compile(r"<!--.*?-->|<[^>]*>", re.DOTALL)
-_EMPHASIS = re.compile(r"(\*{1,3}|_{1,3}|~~|`+)(\S(?:.*?\S)?)\1")
+# Each pattern stops at the next opening of its kind or after a bounded run, so that hostile text
+# (a line of 20,000 "<h1 ") costs linear time, not quadratic.
+_HTML_HEADING = re.compile(r"<h([1-6])\b[^<>]*>(.{0,300}?)</h\1\s*>", re.IGNORECASE | re.DOTALL)
+_IMAGE = re.compile(r"!\[[^\[\]]*\]\([^()]*\)")
+_LINK = re.compile(r"\[([^\[\]]*)\]\([^()]*\)|\[([^\[\]]*)\]\[[^\[\]]*\]")
+_TAG = re.compile(r"<!--.{0,2000}?-->|<[^<>]*>", re.DOTALL)
+_EMPHASIS = re.compile(r"(\*{1,3}|_{1,3}|~~|`{1,3})(\S(?:[^\n]{0,300}?\S)?)\1")
 _BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?。，、；：！？)])")
 _ANCHOR = re.compile(r"\s*\{#[^}]*\}\s*$")  # ``## Results {#results}``
 _RULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
@@ -59,7 +64,7 @@ class Heading:
 def plain(text: str) -> str:
     """Markdown or HTML text as its words: images and badges dropped, links as their text,
     tags, emphasis and entities removed, whitespace collapsed."""
-    text = _IMAGE.sub("", text)
+    text = _IMAGE.sub("", text[:MAX_LINE_CHARS])
     text = _LINK.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
     text = _TAG.sub(" ", text)
     for _ in range(3):  # nested emphasis: ***a*** or **_a_**
@@ -72,9 +77,12 @@ def headings(source: str) -> list[Heading]:
     """The headings of one Markdown cell, in order: ATX (``## x``), setext (``x`` over ``===``)
     and HTML ``<h1>``-``<h6>``; lines in fenced code are not headings (a Python comment there)."""
     found: list[Heading] = []
-    lines = source.splitlines()
+    lines = source.splitlines()[:MAX_CELL_LINES]
+    # most lines are prose: only those a fence, a heading or its underline can start on are looked at
+    marked = [n for n, line in enumerate(lines) if line[:4].lstrip()[:1] in _MARKS or "<h" in line or "<H" in line]
     fence = ""
-    for number, line in enumerate(lines):
+    for number in marked:
+        line = lines[number][:MAX_LINE_CHARS]
         if fence:
             fence = "" if line.strip().startswith(fence) else fence
             continue
@@ -83,7 +91,7 @@ def headings(source: str) -> list[Heading]:
             continue
         if atx := _ATX.match(line):
             found.append(Heading(len(atx.group(1)), _bounded(plain(atx.group(2) or "")), number, number))
-        elif (under := _SETEXT.match(line)) and number and lines[number - 1].strip() and not _ATX.match(lines[number - 1]):
+        elif (under := _SETEXT.match(line)) and number and lines[number - 1].strip() and not _ATX.match(lines[number - 1][:MAX_LINE_CHARS]):
             found.append(Heading(1 if under.group(1)[0] == "=" else 2, _bounded(plain(lines[number - 1])), number - 1, number))
         else:
             for tag in _HTML_HEADING.finditer(line):
@@ -159,7 +167,7 @@ def _section_text(cells: list[Any], sections: list[tuple[int, Heading]], cell_in
         # a rule (``---``) closes the section too: what follows it is an aside ("Readers may ignore ...")
         ruled = next((at for at in range(start, stop) if _RULE.match(lines[at])), None)
         parts.append(_paragraphs(lines[start : stop if ruled is None else ruled]))
-        if ruled is not None:
+        if ruled is not None or sum(map(len, parts)) > MAX_CONCLUSION_CHARS:
             break
     text = "\n\n".join(part for part in parts if part)
     return _cut(text) if re.search(r"[^\W_]{2,}", text) else ""  # a placeholder ("...") is no conclusion
@@ -169,7 +177,8 @@ def _paragraphs(lines: list[str]) -> str:
     """Markdown lines as plain text, one paragraph per blank-line block, list items kept as lines;
     sub-headings under the section stay as lines of their words."""
     blocks, current, fence = [], [], ""
-    for line in [*lines, ""]:
+    for line in [*lines[:MAX_CONCLUSION_CHARS], ""]:  # enough lines to fill a conclusion
+        line = line[:MAX_LINE_CHARS]
         if fence or (opened := _FENCE.match(line)):
             fence = "" if fence and line.strip().startswith(fence) else (fence or opened.group(1))
             continue  # code shown in prose is not a conclusion's words

@@ -538,3 +538,13 @@ def test_a_session_steps_values_come_from_its_recorded_outputs(harness: Harness)
     (value,) = [v for v in step.values if v.table is not None]
     assert value.origin == "result" and value.table[0] == ("region", "revenue") and len(value.table) == 5
     assert step.cell is None and step.section is None
+
+
+def test_hostile_markdown_is_read_in_bounded_work(tmp_path: Path) -> None:
+    """Lines of unclosed tags, links and emphasis (each pattern once scanned to the end of the
+    line from every opening: minutes here) and a heading past 200,000 lines of prose."""
+    cells = [new_markdown_cell("<h1 " * 20_000), new_markdown_cell("# Study " + "<a [x](" * 20_000),
+             new_markdown_cell("## Summary\n" + "**ab `cd <!-- " * 20_000), new_markdown_cell("a\n" * 200_000 + "# Late")]  # fmt: skip
+    data, _ = from_notebook(write(tmp_path, cells), files_dir=tmp_path / "f")
+    assert data.title.startswith("Study") and len(data.title) <= 120
+    assert data.conclusion is not None and len(data.conclusion) <= 1_500
