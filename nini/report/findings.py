@@ -111,7 +111,7 @@ def key_findings(
     for index, (step, found) in enumerate(candidates):
         following = candidates[index + 1][0] if index + 1 < len(candidates) else None
         last_in_section = bool(step.section) and (following is None or following.section != step.section)
-        value = score(step, found.names, found.text, path=paths.get(step.id, ()), last_in_section=last_in_section,
+        value = score(step, found.names, found.text, headers=found.headers, path=paths.get(step.id, ()), last_in_section=last_in_section,
                       quoted=prose.quotes(found.variables, found.values), has_table=found.table is not None)  # fmt: skip
         scored.append((value, step.order, step, found))
     kept: list[tuple[int, Step, Candidate]] = []
@@ -145,6 +145,7 @@ class Candidate:
     names: tuple[str, ...]  # what its values are called: expressions, printed labels, keys, table headers
     values: str  # its values as shown, before rounding (numbers the prose may quote)
 
+    headers: tuple[str, ...] = ()  # its table's header row and row names ("Estimate", "(Intercept)")
     variables: tuple[str, ...] = ()  # the variables it shows (``final_rmse``, ``grid.best_params_``): what prose may name
 
 
@@ -277,8 +278,9 @@ class _Gathered:
     def candidate(self) -> Candidate | None:
         table = self.tables[0] if self.tables else None
         lines = self.lines
+        headers: tuple[str, ...] = ()
         if table:
-            self.names += [cell for cell in table[0] if cell] + [row[0] for row in table[1:] if row and row[0]]
+            headers = tuple(dict.fromkeys([cell for cell in table[0] if cell] + [row[0] for row in table[1:] if row and row[0]]))
             self.raw += [cell for row in table[1:] for cell in row]
             if not lines and not self.labelled:
                 if self.expression is None:
@@ -290,7 +292,7 @@ class _Gathered:
             return None
         variables = tuple(name for name in dict.fromkeys(self.variables) if _SIMPLE_NAME.match(name))
         return Candidate(text=text, table=table, names=tuple(dict.fromkeys(self.names)), values="\n".join(self.raw),
-                         variables=variables)  # fmt: skip
+                         variables=variables, headers=headers)  # fmt: skip
 
 
 _STRING_LITERAL = re.compile(r"""(['"])((?:\\.|(?!\1)[^\\\n])*)\1""")

@@ -140,21 +140,27 @@ def _prose_number(text: str, percent: bool) -> set[tuple[int, Decimal]]:
 
 
 def score(
-    step: Step, names: Sequence[str], text: str, *, path: Sequence[str], last_in_section: bool, quoted: bool,
-    has_table: bool,
+    step: Step, names: Sequence[str], text: str, *, headers: Sequence[str] = (), path: Sequence[str],
+    last_in_section: bool, quoted: bool, has_table: bool,
 ) -> int:
-    """How much a candidate matters (higher first; ties go to the later step, nearer the conclusion)."""
+    """How much a candidate matters (higher first; ties go to the later step, nearer the conclusion).
+
+    ``names`` say what its values are (expressions, printed labels, keys), ``headers`` its table's
+    header row and row names: both can name a metric, only the values' own names make it a final
+    or test score (sklearn's ``mean_test_score`` column is a validation score)."""
     # a label that is a sentence ("# shows another way to estimate the probability") describes the
     # code, not the value: only a short one names what the value measures
     label = step.label or ""
-    described = " ".join([label if len(label.split()) <= MAX_LABEL_WORDS else "", *names, text])
+    label = label if len(label.split()) <= MAX_LABEL_WORDS else ""
     total = 0
-    if is_metric(described):
-        total += METRIC + (FINAL if _FINAL.search(words(" ".join([step.label or "", *names]))) else 0)
+    metric = is_metric(" ".join([label, *names, *headers, text]))
+    if metric:
+        total += METRIC + (FINAL if _FINAL.search(words(" ".join([label, *names]))) else 0)
     total += PROSE if quoted else 0
     total += SECTION_END if last_in_section else 0
     total += NO_NUMBER if not has_table and not re.search(r"\d", text) else 0
-    total += PREVIEW if any(_PREVIEW.search(name) for name in names) else 0
+    # df.head() looks at the data; cv_res.head() shows the best rows of a table of scores
+    total += PREVIEW if not metric and any(_PREVIEW.search(name) for name in names) else 0
     total += EXERCISE if any(_EXERCISE.search(heading) for heading in path) else 0
     total += SETUP if any(_SETUP.search(heading) for heading in path) else 0
     return total
