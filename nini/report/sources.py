@@ -308,11 +308,11 @@ def _step_values(outputs: list[Any], stdout: str, code: str, language: str) -> t
         if output.get("output_type") in ("execute_result", "display_data"):
             shown += output_values(output, language)
     shown += printed_values(stdout, language)[1] if stdout.strip() else []
-    expression = last_expression(code, language) if code.strip() else None
     last = next((i for i in reversed(range(len(shown))) if shown[i].origin in ("result", "display")), None)
-    if expression and last is not None and shown[last].name is None and (shown[last].origin == "result" or language == "r"):
-        # IRkernel sends a value as display_data; Python's last expression is its execute_result
-        shown[last] = replace(shown[last], name=expression)
+    # IRkernel sends a value as display_data; Python's last expression is its execute_result
+    if last is not None and shown[last].name is None and (shown[last].origin == "result" or language == "r"):
+        if expression := last_expression(code, language) if code.strip() else None:
+            shown[last] = replace(shown[last], name=expression)
     return tuple(shown)
 
 
