@@ -111,8 +111,9 @@ def key_findings(
     for index, (step, found) in enumerate(candidates):
         following = candidates[index + 1][0] if index + 1 < len(candidates) else None
         last_in_section = bool(step.section) and (following is None or following.section != step.section)
-        value = score(step, found.names, found.text, headers=found.headers, path=paths.get(step.id, ()), last_in_section=last_in_section,
-                      quoted=prose.quotes(found.variables, found.values), has_table=found.table is not None)  # fmt: skip
+        value = score(step, found.names, found.text, headers=found.headers, path=paths.get(step.id, ()),
+                      last_in_section=last_in_section, quoted=prose.quotes(found.variables, found.values),
+                      has_table=found.table is not None)  # fmt: skip
         scored.append((value, step.order, step, found))
     kept: list[tuple[int, Step, Candidate]] = []
     seen: set[str] = set()
@@ -142,23 +143,10 @@ class Candidate:
 
     text: str  # its labelled values, rounded, one per line
     table: Table | None
-    names: tuple[str, ...]  # what its values are called: expressions, printed labels, keys, table headers
+    names: tuple[str, ...]  # what its values are called: expressions, printed labels, keys
     values: str  # its values as shown, before rounding (numbers the prose may quote)
-
     headers: tuple[str, ...] = ()  # its table's header row and row names ("Estimate", "(Intercept)")
     variables: tuple[str, ...] = ()  # the variables it shows (``final_rmse``, ``grid.best_params_``): what prose may name
-
-
-def step_text(step: Step, *, digits: int = DEFAULT_DIGITS) -> str:
-    """A step's labelled values as text (its table left out); "" when it said nothing labelled."""
-    found = candidate(step, digits=digits)
-    return found.text if found else ""
-
-
-def step_finding(step: Step, *, digits: int = DEFAULT_DIGITS) -> tuple[str, Table | None]:
-    """A step's finding as (text, table); ("", None) when it has none."""
-    found = candidate(step, digits=digits)
-    return (found.text, found.table) if found else ("", None)
 
 
 def candidate(step: Step, *, digits: int = DEFAULT_DIGITS) -> Candidate | None:
