@@ -54,9 +54,12 @@ def notebook_sources(page: Any) -> list[str]:
 
 
 def saved_cells(page: Any, lab: Lab, count: int) -> list[dict[str, Any]]:
-    """Save the notebook (Ctrl+S, as a user does) and read its cells back from the file, once it has ``count``."""
+    """Save the notebook (Ctrl+S, as a user does) and read its cells back from the file, once it has ``count``.
+    Read only once the save has answered: jupyter_server's GET of a notebook it is writing in place reads
+    it half written, "restores" it from the save's backup, and the file is lost (a loaded machine did it)."""
     page.locator(CELLS).first.locator(".jp-InputPrompt").click()  # the notebook has the focus: its shortcut applies
-    page.keyboard.press("Control+s")
+    with page.expect_response(lambda r: r.request.method == "PUT" and f"/api/contents/{NOTEBOOK}" in r.url, timeout=30_000):
+        page.keyboard.press("Control+s")
     deadline = time.monotonic() + 30
     while True:
         cells = lab.get(f"/api/contents/{NOTEBOOK}?content=1")["content"]["cells"]
