@@ -32,7 +32,7 @@ def image_notebook(tmp_path: Path) -> Path:
         diagram,
         new_markdown_cell("Escapes: ![up](../secret.png) ![abs](" + str(tmp_path / "secret.png") + ") "
                           "![link](figs/linked.png) ![logo](https://example.invalid/logo.png)"),
-        new_code_cell("# total\nprint('total: 3')", execution_count=1,
+        new_code_cell("# total\ntotal = 1 + 2\nprint('total:', total)", execution_count=1,  # a computed value: a finding
                       outputs=[nbformat.v4.new_output("stream", name="stdout", text="total: 3\n")]),
     ])  # fmt: skip
     path = work / "images.ipynb"
