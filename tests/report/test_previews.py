@@ -198,3 +198,26 @@ def test_a_notebooks_second_report_renders_no_preview_again(nini, nini_home: Pat
     md2, _ = written(ok(nini("report", str(path), "--out", str(tmp_path / "second"), "--lang", "en")))
     assert list(cache.iterdir()) == [cached] and cached.stat().st_mtime_ns == before
     assert next((tmp_path / "second").rglob("*.svg")).read_bytes() == preview.read_bytes()
+
+
+@NEEDS_VL_CONVERT
+def test_a_session_charts_preview_is_written_in_its_workspace_without_following_a_link(tmp_path: Path) -> None:
+    """A session's chart lives in a workspace agent code writes: its preview goes beside it through
+    the workspace file system, which replaces a link planted at the preview's name, never follows it."""
+    from nini.execution.workspace_fs import RootedDir
+
+    workspace, outside = tmp_path / "workspace", tmp_path / "outside.svg"
+    (workspace / "artifacts").mkdir(parents=True)
+    (workspace / "artifacts" / "fit.vegalite.json").write_text(json.dumps(VEGA_LITE), encoding="utf-8")
+    outside.write_text("the user's own file", encoding="utf-8")
+    (workspace / "artifacts" / "fit.svg").symlink_to(outside)  # planted by agent code
+    fs = RootedDir(workspace)
+    chart = ChartFile(name="fit.vegalite.json", path=workspace / "artifacts" / "fit.vegalite.json", order=0,
+                      step_id="s0", fs=fs, relative="artifacts/fit.vegalite.json")  # fmt: skip
+    data, stats = add_previews(ReportInput(source="session s", charts=[chart]), tmp_path / "cache")
+    assert stats.rendered == 1 and outside.read_text(encoding="utf-8") == "the user's own file"
+    preview = workspace / "artifacts" / "fit.svg"
+    assert not preview.is_symlink() and preview.read_text(encoding="utf-8").startswith("<svg")
+    [group] = group_charts(data.charts)
+    assert group.preview is not None and group.preview.relative == "artifacts/fit.svg" and group.preview.fs is fs
+    assert group.preview.read_bytes() == preview.read_bytes()
