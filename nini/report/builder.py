@@ -289,7 +289,8 @@ def _summary(parts: _Parts) -> str:
     for finding in sorted(stated, key=lambda f: f.rank)[:SUMMARY_HIGHLIGHTS]:  # the ones that matter most first
         first = finding.text.splitlines()[0]
         highlights.append("- " + md_inline(first if len(first) <= 120 else first[:119].rstrip() + "…"))
-    return "\n\n".join(lines + [t["summary_findings"].format(n=len(findings)), "\n".join(highlights)]
+    said = t["summary_finding"] if len(findings) == 1 else t["summary_findings"].format(n=len(findings))
+    return "\n\n".join(lines + [said, "\n".join(highlights)]
                        + ([charted] if charts else []))
 
 

@@ -16,6 +16,7 @@ TEXT: dict[str, dict[str, str]] = {
         "methods_steps": "本次分析使用 {langs} 完成，主要步骤如下：", "methods_plain": "本次分析使用 {langs} 对数据进行了处理与统计分析。",
         "methods_more": "以及其他辅助步骤。", "no_steps": "未记录分析步骤。",
         "summary_datasets": "分析基于数据集 {names}。", "summary_findings": "本次分析得到 {n} 项主要结果，要点如下：",
+        "summary_finding": "本次分析得到 1 项主要结果：",
         "summary_none": "本次分析没有可汇总的结果。", "summary_charts": "本次分析生成了 {n} 张图表：{names}。",
         "conclusions_default": "以上结果来自本次记录的分析步骤，建议结合业务背景解读，并在决策前进一步验证。",
         "tool_calls": "工具调用", "executions": "代码执行（按语言）", "failures": "失败、修正与回滚",
@@ -56,6 +57,7 @@ TEXT: dict[str, dict[str, str]] = {
         "methods_more": "Further supporting steps were also run.", "no_steps": "No analysis steps were recorded.",
         "summary_datasets": "The analysis is based on the datasets {names}.",
         "summary_findings": "The analysis produced {n} main results. Highlights:",
+        "summary_finding": "The analysis produced one main result:",
         "summary_none": "The analysis produced no results to summarise.",
         "summary_charts": "Charts drawn ({n}): {names}.",
         "conclusions_default": "These results come from the recorded analysis steps; read them in their business "

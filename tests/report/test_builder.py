@@ -377,6 +377,7 @@ def test_each_finding_names_its_cell_and_the_page_links_to_its_code(workspace: P
     data = ReportInput(source="nb.ipynb", steps=[cell_step(3, code="import pandas"), cell_step(12, code=code, stdout="RMSE: 47730.2\n")])
     report = build(data, workspace, lang="en")
     assert "- RMSE: 47730 (cell 12)" in report.markdown  # named, not linked, in the Markdown
+    assert "The analysis produced one main result:" in report.markdown  # not "1 main results"
     assert "](#cell-12)" not in report.markdown
     cited = report.markdown.split("\n## Cells referred to\n")[1]
     assert "### cell 12\n\n````\n# Final RMSE\n" in cited and "### cell 3" not in cited  # only the cells named
