@@ -509,3 +509,12 @@ def test_a_malformed_output_gives_no_value_and_no_error(output: dict[str, Any]) 
 def test_html_end_tags_may_be_left_out_as_html_allows() -> None:
     (value,) = shown({"text/html": "<table><tr><th>a<th>b<tr><td>1<td>2"})
     assert value.table == (("a", "b"), ("1", "2"))
+
+
+def test_a_styled_frame_is_its_table_and_its_css_is_never_a_value() -> None:
+    """``df.style`` renders the same DataFrame with CSS (a highlighted maximum, a gradient): its values
+    are the frame's, so it is read as a table; its ``<style>`` block is never text."""
+    styled = pd.DataFrame({"a": [1.5, 2.0], "b": [3, 4]}).style.highlight_max()._repr_html_()
+    assert "background-color" in styled
+    assert [v.table for v in shown({"text/html": styled}, "display_data")] == [(("", "a", "b"), ("0", "1.5", "3"),
+                                                                              ("1", "2", "4"))]  # fmt: skip
