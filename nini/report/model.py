@@ -115,14 +115,18 @@ class ExecutionSummary:
     failed: list[tuple[int, str]] = field(default_factory=list)  # (cell number, exception name | TIMED_OUT | NOT_RUN | KERNEL_DIED)
     kernel: str | None = None  # the kernelspec that ran it; None: nothing ran, the saved outputs are reported
     missing_kernel: str | None = None  # the kernel the notebook (or --kernel auto) asked for that is not installed
+    kernel_problem: str = "not installed"  # or "could not start" (its program is gone, or it died starting)
 
     def note(self) -> str | None:
         """Why the report is not from a run of the notebook's own kernel, or None."""
         if self.missing_kernel is None:
             return None
         if self.kernel is None:
-            return f"ran from saved outputs: kernel {self.missing_kernel} is not installed"
-        return f"ran with kernel {self.kernel}: kernel {self.missing_kernel} is not installed"
+            return f"ran from saved outputs: kernel {self.missing_kernel} {self._problem()}"
+        return f"ran with kernel {self.kernel}: kernel {self.missing_kernel} {self._problem()}"
+
+    def _problem(self) -> str:
+        return "is not installed" if self.kernel_problem == "not installed" else self.kernel_problem
 
     def message(self) -> str | None:
         """``3 of 15 cells failed: cell 4 (NameError), ...`` and the note; None when every cell ran."""

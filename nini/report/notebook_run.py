@@ -9,6 +9,7 @@ is made from its saved outputs and says why (``ExecutionSummary.missing_kernel``
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from nini.errors import ErrorCode, NiniError
 from nini.report.headings import cell_text
 from nini.report.model import KERNEL_DIED, NOT_RUN, TIMED_OUT, ExecutionSummary
 
+log = logging.getLogger("nini.report")
 AUTO = "auto"
 # The kernel --kernel auto runs a notebook of this language on when its own is not installed.
 LANGUAGE_KERNELS = {"python": "python3", "r": "ir"}
@@ -127,4 +129,11 @@ def run_notebook(
             cells[index].outputs, cells[index].execution_count = [], None
             run.states[index] = "NOT_EXECUTED"
             run.summary.failed.append((index + 1, NOT_RUN))
+    except (OSError, RuntimeError) as exc:
+        if current:
+            raise  # a cell was running: not a kernel that never started
+        # the kernelspec is there but its kernel never came up (its program is gone, it died
+        # starting): nothing ran, so the saved outputs are still the notebook's to report
+        log.warning("kernel %s could not start: %s", kernel, exc)
+        return NotebookRun(ExecutionSummary(cells=len(runnable), missing_kernel=kernel, kernel_problem="could not start"))
     return run

@@ -142,8 +142,9 @@ def from_notebook(
         else:
             run = run_notebook(notebook, path.parent, timeout_s, kernel, progress)
             data.execution, states = run.summary, run.states
-            run.summary.missing_kernel = missing
-            _write_notebook(notebook, files / f"{path.stem}.executed.ipynb")
+            if run.ran:
+                run.summary.missing_kernel = missing
+                _write_notebook(notebook, files / f"{path.stem}.executed.ipynb")
     ran = any(c.cell_type == "code" and (c.get("execution_count") is not None or c.get("outputs")) for c in notebook.cells)
     names, labels = NameAllocator(), NameAllocator(" ({n})")
     section: str | None = None  # the nearest heading above

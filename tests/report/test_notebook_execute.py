@@ -185,3 +185,19 @@ def test_a_cell_past_its_time_is_a_timeout(tmp_path: Path) -> None:
     first, slow, last = data.steps
     assert (slow.cell, slow.status, slow.error["code"]) == (3, "failed", "TIMEOUT")
     assert first.status == last.status == "succeeded" and data.execution.failed == [(3, "timeout")]
+
+
+def test_a_kernel_that_cannot_start_falls_back_to_the_saved_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installed kernelspec whose program is gone: no INTERNAL error with the program's path,
+    the saved outputs are reported and the note says the kernel could not start."""
+    spec = tmp_path / "jupyter" / "kernels" / "broken"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({"argv": [str(tmp_path / "gone" / "python"), "-m", "ipykernel_launcher",
+                                                           "-f", "{connection_file}"],
+                                                  "display_name": "Broken", "language": "python"}))  # fmt: skip
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    path = saved_notebook(tmp_path, {"name": "broken", "display_name": "Broken", "language": "python"})
+    data, files = from_notebook(path, execute=True, files_dir=tmp_path / "out")
+    assert data.execution.kernel is None and data.execution.message() == "ran from saved outputs: kernel broken could not start"
+    assert [(s.cell, s.status, s.stdout) for s in data.steps] == [(2, "succeeded", "total: 55\n"), (3, "failed", "")]
+    assert not (files / "saved.executed.ipynb").exists()
