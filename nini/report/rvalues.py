@@ -27,7 +27,7 @@ MAX_HEADER_CHARS = 400
 _R_COLUMNS = sorted([
     "Estimate", "Std. Error", "t value", "z value", "Pr(>|t|)", "Pr(>|z|)", "Df", "Sum Sq", "Mean Sq",
     "F value", "Pr(>F)", "Deviance", "Resid. Df", "Resid. Dev", "Pr(>Chi)", "Pr(>Chisq)", "Sum of Sq", "RSS",
-    "Chisq", "LR Chisq", "Res.Df", "Df Sum of Sq", "Rao", "Pr(>Chi)", "Cp", "AIC",
+    "Chisq", "LR Chisq", "Res.Df", "Df Sum of Sq", "Rao", "Cp", "AIC",
 ], key=len, reverse=True)  # fmt: skip
 _HEADER_WORD = re.compile("|".join(re.escape(name) for name in _R_COLUMNS) + r"|\S+")
 _STATS = ("Residual standard error", "Multiple R-squared", "Adjusted R-squared", "F-statistic", "p-value",
@@ -72,7 +72,7 @@ def _summary(lines: list[str], start: int) -> tuple[int, list[Value]] | None:
     matrix = r_matrix(lines, index)
     if matrix is None:
         return None
-    named = "Estimate" in lines[index - 1] or lines[start].strip() in ("Call:", "Coefficients:")
+    named = "Estimate" in lines[index] or lines[start].strip() in ("Call:", "Coefficients:")
     index, table = matrix
     values.append(Value(table=table, name="Coefficients" if named else None, origin="printed"))
     while index < len(lines) and index - start < MAX_BLOCK_LINES:
@@ -148,18 +148,22 @@ def r_matrix(lines: list[str], index: int) -> tuple[int, Table] | None:
     words = [(m.group(0), m.end() - 1) for m in _HEADER_WORD.finditer(header[:MAX_HEADER_CHARS])]
     if len(words) < 2 or sum(word in _R_COLUMNS for word, _ in words) < 2:
         return None
-    lead = len(header) - len(header.lstrip())
     rows: list[tuple[str, ...]] = [("", *(word for word, _ in words))]
     index += 1
     while index < len(lines) and lines[index].strip() and not lines[index].startswith("---"):
-        line = lines[index]
-        cells = [""] * len(words)
-        for token in re.finditer(r"\S+", line[lead:]):
-            end = lead + token.end() - 1
-            column = next((k for k, (_, right) in enumerate(words) if end <= right), None)
+        line = lines[index][: MAX_HEADER_CHARS * 2]
+        tokens = list(re.finditer(r"\S+", line))
+        # the first column's value is its last token: what comes before it is the row's name
+        # (which may hold spaces, "poly(wt, 2)1", and may be wider or narrower than the header's lead)
+        first = [token for token in tokens if token.end() - 1 <= words[0][1]]
+        if not first:
+            break
+        cells = [first[-1].group(0)] + [""] * (len(words) - 1)
+        for token in tokens[len(first) :]:
+            column = next((k for k, (_, right) in enumerate(words) if token.end() - 1 <= right), None)
             if column is not None:
                 cells[column] = f"{cells[column]} {token.group(0)}".strip()
-        rows.append((line[:lead].strip(), *cells))
+        rows.append((line[: first[-1].start()].strip(), *cells))
         index += 1
     while index < len(lines) and _QUIET.match(lines[index]):
         index += 1

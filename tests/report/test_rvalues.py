@@ -354,3 +354,19 @@ def test_a_loop_of_tests_gives_a_bounded_number_of_values_and_keeps_the_rest_as_
     assert len(values) == MAX_VALUES + 3  # whole tests are taken until the bound is passed
     assert rest.count("data:  mpg by am") == 100 - (MAX_VALUES + 3) // 7
     assert printed_values("data:  mpg by am\nno statistics here\n", "r") == ("data:  mpg by am\nno statistics here", [])
+
+
+# Rscript -e 'coef(summary(lm(mpg ~ wt, data=mtcars)))'
+COEF_MATRIX = (
+    "             Estimate Std. Error   t value     Pr(>|t|)\n"
+    "(Intercept) 37.285126   1.877627 19.857575 8.241799e-19\n"
+    "wt          -5.344472   0.559101 -9.559044 1.293959e-10\n"
+)
+
+
+def test_a_coefficient_matrix_printed_alone_is_the_coefficients_table() -> None:
+    rest, (value,) = printed_values("Slope of weight:\n" + COEF_MATRIX, "r")
+    assert value.name == "Coefficients" and rest == "Slope of weight:"
+    assert value.table == (("", "Estimate", "Std. Error", "t value", "Pr(>|t|)"),
+                           ("(Intercept)", "37.29", "1.878", "19.86", "8.242e-19"),
+                           ("wt", "-5.344", "0.5591", "-9.559", "1.294e-10"))  # fmt: skip
