@@ -12,11 +12,11 @@ from __future__ import annotations
 import ast
 import json
 import re
-import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from nini.report import pycode
 from nini.report.model import ChartFile, Step
 
 # Preview priority, best first. gif is not in the spec's list; it is an image a browser shows, so
@@ -195,11 +195,8 @@ def _code_title(code: str, language: str, index: int, count: int) -> str | None:
 def _figure_titles(code: str) -> tuple[str | None, ...]:
     """The title of each figure the cell shows, in order: its code cut at every ``show()`` call."""
     source = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines())
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "invalid escape sequence" in a notebook's LaTeX labels is not ours to report
-            tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = pycode.parse(source)
+    if tree is None:
         return ()
     parts: list[list[tuple[int, str]]] = [[]]
     for statement in tree.body:

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nini.report import pycode
 from nini.report.model import Step, Value
 from nini.report.noise import (
     ENVIRONMENT_CODE,
@@ -296,9 +297,8 @@ def print_names(code: str, language: str, lines: int) -> list[str]:
     print, a loop, a print of several values, a language other than Python)."""
     if language != "python" or not lines or "print" not in code:
         return []
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
+    tree = pycode.parse(code)
+    if tree is None:
         return []
     calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
              and node.func.id == "print"]  # fmt: skip

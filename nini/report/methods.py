@@ -16,6 +16,7 @@ import re
 import sys
 from collections.abc import Iterable
 
+from nini.report import pycode
 from nini.report.model import Step
 
 MAX_METHOD_CHARS = 1500
@@ -166,13 +167,11 @@ def languages_text(steps: Iterable[Step], t: dict[str, str]) -> str:
 
 
 def _imports(code: str) -> set[str]:
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:  # IPython magics and the like: the import lines alone
+    tree = pycode.parse(code)
+    if tree is None:  # IPython magics and the like: the import lines alone
         lines = [line for line in code.splitlines() if re.match(r"\s*(?:import|from)\s", line)]
-        try:
-            tree = ast.parse("\n".join(line.strip() for line in lines))
-        except SyntaxError:
+        tree = pycode.parse("\n".join(line.strip() for line in lines))
+        if tree is None:
             return set()
     names = set()
     for node in ast.walk(tree):

@@ -18,6 +18,7 @@ from typing import Any
 from nini.errors import ErrorCode, NiniError
 from nini.execution.workspace import Workspace
 from nini.fsutil import atomic_write_bytes
+from nini.report import pycode
 from nini.report.headings import cell_text, conclusion, headings, notebook_title
 from nini.report.images import note_text
 from nini.report.model import ChartFile, DatasetInfo, ExecutionSummary, ReportInput, Step, ToolCallInfo, Value
@@ -362,11 +363,8 @@ def _is_code(text: str) -> bool:
     """Whether a comment is commented-out code (``df.head()``, ``x = 1``), which names no step.
 
     It must parse as Python and be more than a bare word (``# Title`` parses too)."""
-    import ast
-
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    tree = pycode.parse(text)
+    if tree is None:
         return bool(re.match(r"^(?:library|require|source)\(|^\w+\s*<-", text))  # R code
     if not tree.body:
         return False

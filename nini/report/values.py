@@ -17,6 +17,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from nini.report import pycode
 from nini.report.markup import (
     MAX_TEXT_CHARS,
     RawTable,
@@ -177,9 +178,8 @@ def last_expression(code: str, language: str = "python") -> str | None:
     new. Python code is parsed; R's last non-comment line is taken as it is.
     """
     if language == "python":
-        try:
-            tree = ast.parse(code)
-        except SyntaxError:
+        tree = pycode.parse(code)
+        if tree is None:
             return None
         if not tree.body or not isinstance(tree.body[-1], ast.Expr) or isinstance(tree.body[-1].value, ast.Constant):
             return None  # a literal says nothing of what it measures
