@@ -8,10 +8,11 @@ too large, the chart stays its JSON file and the report says "interactive chart,
 (``charts.preview_kind``): never a page that loads a CDN script.
 
 The JSON is untrusted (whoever wrote the notebook wrote it), so nothing it names is fetched:
-vl-convert allows no base URL for data, the SVG it writes keeps no external reference (an image
-mark's URL is dropped), Plotly's figure loses every URL before the browser sees it, and that
-browser runs with every request sent to a proxy that does not exist. Rendering runs in a child
-process (``python -m nini.report.previews``) with a time limit per chart: vl-convert holds the
+the renderer runs in a child process inside bubblewrap without the host's network (where bwrap
+works here; ``renderer_command``), and besides, vl-convert allows no base URL for data, the SVG it
+writes keeps no external reference (an image mark's URL is dropped), Plotly's figure loses every
+URL before the browser sees it, and that browser sends every request to a proxy that does not
+exist. The child (``python -m nini.report.previews``) renders with a time limit per chart: vl-convert holds the
 GIL and cannot be interrupted, so a chart past its time is ended by killing the child, and the
 next one starts in a new child. Previews are cached under ``<NINI_HOME>/cache/previews`` by the
 hash of the renderer and the JSON, so the second report of a notebook renders nothing.
@@ -27,6 +28,7 @@ import json
 import os
 import re
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -221,7 +223,7 @@ def _run_child(jobs: list[_Job], folder: Path, timeout_s: float) -> dict[str, by
         for job in jobs:
             file.write(json.dumps({"key": job.key, "kind": job.kind, "spec": job.spec.decode("utf-8", "replace")}) + "\n")
     process = subprocess.Popen(
-        [sys.executable, "-m", "nini.report.previews", str(listing), str(timeout_s)],
+        renderer_command([sys.executable, "-m", "nini.report.previews", str(listing), str(timeout_s)], folder),
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         start_new_session=True,  # its own process group: the browser it starts is killed with it
     )  # fmt: skip
@@ -252,6 +254,21 @@ def _run_child(jobs: list[_Job], folder: Path, timeout_s: float) -> dict[str, by
         selector.close()
         _end(process)
     return results
+
+
+def renderer_command(cmd: list[str], folder: Path) -> list[str]:
+    """``cmd`` inside bubblewrap where it works here: no network namespace of the host's (nothing a
+    chart names can be fetched, whatever the renderer does), the file system read-only, a private
+    ``/tmp`` with only ``folder`` (the job listing) from the host. Where bwrap cannot run, the
+    renderer's own guards remain (URLs emptied, Chromium's requests sent to a proxy nobody runs)."""
+    from nini.execution.sandbox import probe_bwrap
+
+    if not probe_bwrap()[0]:
+        return cmd
+    where = str(folder)
+    return [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--tmpfs", "/tmp", "--tmpfs", "/dev/shm", "--ro-bind", where, where, "--unshare-net", "--unshare-pid",
+            "--unshare-ipc", "--die-with-parent", "--", *cmd]  # fmt: skip
 
 
 def _result(line: bytes) -> tuple[str | None, bytes | str]:

@@ -9,6 +9,8 @@ import http.server
 import json
 import re
 import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from importlib.util import find_spec
@@ -18,6 +20,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
+from nini.execution.sandbox import probe_bwrap
 from nini.report import previews
 from nini.report.builder import ReportOptions, build_report
 from nini.report.charts import group_charts
@@ -221,3 +224,21 @@ def test_a_session_charts_preview_is_written_in_its_workspace_without_following_
     [group] = group_charts(data.charts)
     assert group.preview is not None and group.preview.relative == "artifacts/fit.svg" and group.preview.fs is fs
     assert group.preview.read_bytes() == preview.read_bytes()
+
+
+def test_the_renderer_runs_without_the_hosts_network(tmp_path: Path, capture: Capture) -> None:
+    """The boundary is the operating system: a renderer that tried to fetch what a chart names (a
+    browser bug, a Vega feature nobody turned off) reaches nothing, because its child has no network."""
+    works, why = probe_bwrap()
+    if not works:
+        pytest.skip(f"bubblewrap cannot run here ({why}): previews rely on the renderers' own guards")
+    port = capture.server.server_address[1]
+    fetch = ("import socket\ntry:\n    socket.create_connection(('127.0.0.1', %d), timeout=5).sendall(b'GET /leak HTTP/1.0\\r\\n\\r\\n')\n"
+             "    print('reached')\nexcept OSError as error:\n    print('refused', type(error).__name__)") % port  # fmt: skip
+    direct = subprocess.run([sys.executable, "-c", fetch], capture_output=True, text=True, timeout=60)
+    assert direct.stdout.strip() == "reached"  # the control: the server answers from the host
+    capture.requests.clear()
+    confined = subprocess.run(previews.renderer_command([sys.executable, "-c", fetch], tmp_path),
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert confined.stdout.startswith("refused"), confined.stderr
+    assert capture.requests == []
