@@ -9,6 +9,9 @@ neither is installed here), named above each.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from nini.report.rvalues import latex_text, r_plain, r_printed
@@ -291,8 +294,14 @@ def test_an_r_data_frame_printed_keeps_its_header() -> None:
 
 def test_r_summaries_printed_by_rpy2_are_read_the_same() -> None:
     """A ``%%R`` cell prints through rpy2 into the Python kernel's stdout: the same text, the same values."""
-    robjects = pytest.importorskip("rpy2.robjects")
-    text = "\n".join(robjects.r('capture.output(summary(lm(mpg ~ wt + hp, data=mtcars)))'))
+    pytest.importorskip("rpy2.robjects")
+    # in a process of its own, like the kernel a %%R cell runs in: R embedded in a test worker that
+    # has loaded numpy's BLAS may fail to load its LAPACK routines
+    printing = ("import rpy2.robjects as r\n"
+                "print('\\n'.join(r.r('capture.output(summary(lm(mpg ~ wt + hp, data=mtcars)))')))")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", printing], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
     assert printed_values(text, "python")[1] == printed_values(LM, "r")[1]
 
 
