@@ -114,10 +114,18 @@ async def _notebook_report(notebook: Path, request: Any, settings: Any, memory: 
 
     folder = (out or notebook.parent).resolve()
     files_dir = new_folder(folder, f"{notebook.stem}_report_files")
-    with cell_progress(execute) as progress:
-        return await notebook_report(notebook, request, settings=settings, memory=memory, folder=folder,
-                                     files_dir=files_dir, formats=formats, execute=execute, timeout_s=timeout,
-                                     kernel=kernel, progress=progress, complete=complete, stem=f"{notebook.stem}-report")  # fmt: skip
+    try:
+        with cell_progress(execute) as progress:
+            return await notebook_report(notebook, request, settings=settings, memory=memory, folder=folder,
+                                         files_dir=files_dir, formats=formats, execute=execute, timeout_s=timeout,
+                                         kernel=kernel, progress=progress, complete=complete,
+                                         stem=f"{notebook.stem}-report")  # fmt: skip
+    except BaseException:
+        try:  # a refused notebook (missing, not JSON, not a notebook) leaves no empty folder behind
+            files_dir.rmdir()
+        except OSError:  # charts were written before the failure: they stay for the user to see
+            pass
+        raise
 
 
 async def _session_report(session_id: str, request: Any, settings: Any, memory: Any, complete: Any, out: Path | None,

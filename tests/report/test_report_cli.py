@@ -128,6 +128,15 @@ def test_wrong_requests_exit_1_with_a_message(nini, session_id: str, args: tuple
     assert message in fail(nini("report", *args))
 
 
+def test_a_refused_notebook_leaves_no_folder_behind(nini, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "not-json.ipynb").write_text("this is not a notebook", encoding="utf-8")
+    assert "no such notebook" in fail(nini("report", str(tmp_path / "missing.ipynb"), "--out", str(out)))
+    assert "not a readable notebook" in fail(nini("report", str(tmp_path / "not-json.ipynb"), "--out", str(out)))
+    assert list(out.iterdir()) == []  # no empty missing_report_files/ (one was left per refusal)
+
+
 def test_pdf_without_a_converter_says_what_to_install(nini, session_id: str, tmp_path: Path, monkeypatch) -> None:
     import sys
 
