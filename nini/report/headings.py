@@ -21,7 +21,7 @@ MAX_CONCLUSION_CHARS = 1_500
 MAX_LINE_CHARS = 2_000  # of a Markdown line looked at: a longer one is cut first
 MAX_CELL_LINES = 20_000  # of a Markdown cell looked at for headings
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")  # a fenced code block's opening (or closing) line
 _MARKS = frozenset("`~#=-")  # what a fence, an ATX heading or a setext underline starts with
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
@@ -86,7 +86,7 @@ def headings(source: str) -> list[Heading]:
         if fence:
             fence = "" if line.strip().startswith(fence) else fence
             continue
-        if opened := _FENCE.match(line):
+        if opened := FENCE.match(line):
             fence = opened.group(1)
             continue
         if atx := _ATX.match(line):
@@ -179,7 +179,7 @@ def _paragraphs(lines: list[str]) -> str:
     blocks, current, fence = [], [], ""
     for line in [*lines[:MAX_CONCLUSION_CHARS], ""]:  # enough lines to fill a conclusion
         line = line[:MAX_LINE_CHARS]
-        if fence or (opened := _FENCE.match(line)):
+        if fence or (opened := FENCE.match(line)):
             fence = "" if fence and line.strip().startswith(fence) else (fence or opened.group(1))
             continue  # code shown in prose is not a conclusion's words
         if not line.strip():

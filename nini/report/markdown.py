@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from nini.report.findings import business_text
+from nini.report.headings import FENCE
 from nini.report.model import Table
 
 _MD_SPECIAL = re.compile(r"([\\`*\[\]<>|~#$])")
@@ -38,7 +39,6 @@ def md_name(text: Any) -> str:
     return md_inline(" ".join(str(text).split()))
 
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?=\s|$)")
 _SETEXT = re.compile(r"^ {0,3}(?:=+|-+)\s*$")
 _CODE_SPAN = re.compile(r"(`+[^`]*`+)")
@@ -80,7 +80,7 @@ def md_prose(text: str) -> str:
             if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
                 fence = ""
             continue
-        opening = _FENCE.match(line)
+        opening = FENCE.match(line)
         if opening:
             fence = opening.group(1)
             out.append(line)

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterable
 
 from nini.report import pycode
+from nini.report.headings import FENCE
 from nini.report.model import Step
 
 MAX_METHOD_CHARS = 1500
@@ -25,7 +26,6 @@ LIST_ITEMS_PER_SECTION = 4
 MAX_LIBRARIES = 6
 
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"^ {0,3}(?:[-+*]|\d+[.)])\s")
 # tables, images and linked images (badges), HTML, display maths, quotes
 _SKIPPED_BLOCK = re.compile(r"^ {0,3}(?:\||!\[|\[!\[|<|\$\$|>)")
@@ -69,7 +69,7 @@ def strip_html(note: str) -> str:
         chunk.clear()
 
     for line in note.replace("\r\n", "\n").split("\n"):
-        opening = _FENCE.match(line)
+        opening = FENCE.match(line)
         if fence or opening:
             if not fence:
                 flush()
@@ -92,7 +92,7 @@ def _sections(note: str) -> list[tuple[str, str]]:
         if fence:
             fence = "" if line.strip().startswith(fence) else fence
             continue
-        if opening := _FENCE.match(line):
+        if opening := FENCE.match(line):
             fence = opening.group(1)
             found = found or bool(block)
             continue

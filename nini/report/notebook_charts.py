@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nini.execution.workspace_fs import RootedDir
+from nini.report.headings import cell_text
 from nini.report.images import cell_images
 from nini.report.model import ChartFile
 
@@ -101,7 +102,7 @@ def chart_formats(bundle: dict[str, Any]) -> dict[str, tuple[Any, str]]:
         if mime in bundle:
             formats.setdefault(extension, (bundle[mime], held_as))
     if "text/html" in bundle and not any(extension in formats for extension in SPEC_EXTENSIONS):
-        page = _text(bundle["text/html"])
+        page = cell_text(bundle["text/html"])
         if (spec := html_chart_spec(page)) is not None:
             formats[spec[0]] = (spec[1], "json")
         elif is_html_chart(page):
@@ -151,17 +152,10 @@ def html_chart_spec(page: str) -> tuple[str, Any] | None:
 
 def _decode(value: Any, held_as: str) -> bytes:
     if held_as == "base64":
-        return base64.b64decode(_text(value))
+        return base64.b64decode(cell_text(value))
     if held_as == "json" and not isinstance(value, str):
         return json.dumps(value, ensure_ascii=False).encode("utf-8")
-    return _text(value).encode("utf-8")
-
-
-def _text(value: Any) -> str:
-    """nbformat keeps multi-line text either as one string or as a list of lines."""
-    if value is None:
-        return ""
-    return "".join(value) if isinstance(value, list) else str(value)
+    return cell_text(value).encode("utf-8")
 
 
 class NameAllocator:
