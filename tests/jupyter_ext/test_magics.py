@@ -138,8 +138,8 @@ def test_nini_r_says_when_r_is_off(tmp_path: Path) -> None:
 
 @needs_r
 @pytest.mark.slow
-def test_the_readme_notebook_example_runs(kernel: Kernel) -> None:
-    section = (REPO_ROOT / "README.md").read_text().split("## In Jupyter\n", 1)[1].split("\n## ", 1)[0]
+def test_the_docs_notebook_example_runs(kernel: Kernel) -> None:
+    section = (REPO_ROOT / "docs" / "jupyterlab.md").read_text().split("## In a notebook\n", 1)[1].split("\n## ", 1)[0]
     python, r = re.findall(r"```(?:python|r)\n(.*?)```", section, re.S)[-2:]
     python = python.replace('"examples/data/sales.csv"', repr(str(REPO_ROOT / "examples" / "data" / "sales.csv")))
     for cell in (python, r):
