@@ -1,7 +1,8 @@
 """IPython magics of nini (``%load_ext nini``): the notebook's own nini session, on the same core.
 
     %nini session [--new [--title T]]  the id of this notebook's nini session (--new: a fresh one)
-    %nini load FILE [--name NAME]       a data file as the session's dataset NAME (load_dataset)
+    %nini load FILE [--name NAME] [--encoding E] [--sep S] [--sheet S]
+                                        a data file as the session's dataset NAME (load_dataset)
     %nini skills [--type function|markdown]
     %nini approvals [--reset]           whether the agent's steps here ask first; --reset: ask again
     %nini export [--format ipynb|md|json] [--out PATH] [--sandboxed]
@@ -103,6 +104,9 @@ def _line_parser() -> _Parser:
     load = commands.add_parser("load", help="load a data file as a dataset of this notebook's session")
     load.add_argument("file")
     load.add_argument("--name", help="the dataset's name (default: the file's name without extension)")
+    load.add_argument("--encoding", help="a text file's encoding, e.g. gbk or latin-1 (default: detected)")
+    load.add_argument("--sep", help="a text file's separator, e.g. ';' or tab (default: detected)")
+    load.add_argument("--sheet", help="an Excel file's sheet, by name or 0-based index (default: the first)")
     skills = commands.add_parser("skills", help="the skills nini has")
     skills.add_argument("--type", choices=("function", "markdown"))
     export = commands.add_parser("export", help="write this session as a notebook (or md, json)")
@@ -146,7 +150,7 @@ class NiniMagics(Magics):
                 self._session = self.runtime.create_session(title=args.title or self._notebook_title())
             print(self.session.id)
         elif args.command == "load":
-            self._load(args.file, args.name)
+            self._load(args.file, args.name, {"encoding": args.encoding, "sep": args.sep, "sheet": args.sheet})
         elif args.command == "skills":
             for record in self.runtime.registry.list(args.type):
                 state = "on" if record["enabled"] else "off"
@@ -435,17 +439,20 @@ class NiniMagics(Magics):
                              sandboxed=sandboxed, language=self.runtime.settings.ui.current_language)  # fmt: skip
         return path.resolve()
 
-    def _load(self, file: str, name: str | None) -> None:
-        """The user's data file copied into the session and loaded as a dataset (recorded)."""
+    def _load(self, file: str, name: str | None, read: dict[str, str | None]) -> None:
+        """The user's data file copied into the session and loaded as a dataset (recorded), read as
+        ``read`` says (``--encoding``, ``--sep``, ``--sheet``; detected where not given)."""
         from nini.errors import NiniError
+        from nini.skills.builtin.datasets import loaded_line
 
+        given = {key: value for key, value in read.items() if value is not None}
         try:
-            loaded = self._invoke("load_dataset", {"path": self.session.upload(Path(file)), "name": name})
+            loaded = self._invoke("load_dataset", {"path": self.session.upload(Path(file)), "name": name, **given})
         except NiniError as exc:
             print(f"nini: {exc.code.value}: {exc.message}", file=sys.stderr)
             return
         if loaded.success:
-            print(f"nini: dataset {loaded.result['name']}: {loaded.result['shape'][0]} rows")
+            print(f"nini: {loaded_line(loaded.result, self.runtime.settings.ui.current_language, labelled=True)}")
         self._show(loaded)
 
 

@@ -24,6 +24,7 @@ from nini.errors import ErrorCode, NiniError
 from nini.skills.invoke import invoke
 
 UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]")
+READ_OPTIONS = ("encoding", "sep", "sheet")  # of load_dataset, passed on from the query
 
 
 def upload_name(name: str) -> str:
@@ -73,7 +74,9 @@ class FilesHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def post(self, session_id: str) -> None:
-        """Query ``name`` (required) and ``load=1``: 201 ``{path, size_bytes, dataset?}``."""
+        """Query ``name`` (required) and ``load=1`` (with ``encoding``, ``sep``, ``sheet``: how to read
+        it, default detected / the first sheet): 201 ``{path, size_bytes, dataset?}``; ``dataset`` is
+        load_dataset's result, which says the encoding and separator used and whether detected."""
         if self._too_large or self._spool is None:
             raise self._body_error()
         name = upload_name(self.get_query_argument("name", ""))
@@ -84,7 +87,8 @@ class FilesHandler(NiniHandler):
         await asyncio.to_thread(session.workspace.fs.copy_in, self._spool, path)
         reply: dict[str, object] = {"path": path, "size_bytes": self._received}
         if self.get_query_argument("load", "0") in ("1", "true"):
-            loaded = await invoke(session, "load_dataset", {"path": path})
+            read = {key: self.get_query_argument(key) for key in READ_OPTIONS if self.get_query_argument(key, "")}
+            loaded = await invoke(session, "load_dataset", {"path": path, **read})
             if not loaded.success:
                 raise NiniError((loaded.error or {}).get("code", "INVALID_ARGUMENT"), (loaded.error or {}).get("message", ""))
             reply["dataset"] = loaded.result

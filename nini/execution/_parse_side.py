@@ -23,11 +23,21 @@ import socket
 import sys
 from typing import Any, BinaryIO
 
+from nini.execution._csv_side import UnknownEncoding, detect_encoding, read_table
 from nini.execution.workspace import out_of_memory, unreadable_dataset
 
-# file suffix -> pandas reader (load_dataset's formats); TSV is read_csv with a tab
+# file suffix -> pandas reader (load_dataset's formats); text tables go through ``_csv_side``
 READERS = {".csv": "read_csv", ".tsv": "read_csv", ".txt": "read_csv", ".parquet": "read_parquet",
            ".json": "read_json", ".xlsx": "read_excel", ".xls": "read_excel"}  # fmt: skip
+TEXT_TABLES = frozenset({".csv", ".tsv", ".txt"})  # encoding and separator detected, or given
+# workbook suffix -> (pandas engine, how to install it): openpyxl is nini's ``excel`` extra
+EXCEL = {".xlsx": ("openpyxl", "pip install 'nini[excel]'"), ".xls": ("xlrd", "pip install xlrd")}
+EXCEL_WORDS = {
+    "zh": {"missing": "读取 {suffix} 文件需要 {engine}，但它没有安装：{install}",
+           "sheet": "{name} 中没有工作表 {sheet}；它的工作表：{sheets}"},
+    "en": {"missing": "reading {suffix} files needs {engine}, which is not installed: {install}",
+           "sheet": "{name} has no sheet {sheet}; its sheets: {sheets}"},
+}
 TEXT_LIMIT = 500  # characters of one value in a description: a 100 MB cell must not make the reply 100 MB
 MAX_HEAD_ROWS = 50
 
@@ -36,13 +46,27 @@ class Unreadable(Exception):
     """The file is not what its name says (or a reader it needs is missing): INVALID_ARGUMENT."""
 
 
-def load(source: BinaryIO, output: BinaryIO, name: str, suffix: str) -> dict[str, Any]:
-    """``source`` read by its suffix's reader, written to ``output`` as Parquet; its shape."""
+def load(source: BinaryIO, output: BinaryIO, name: str, suffix: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``source`` read by its suffix's reader, written to ``output`` as Parquet; its shape and how
+    it was read (``encoding``/``sep`` of a text table, ``sheet`` of a workbook; None where they do
+    not apply). ``options``: the caller's ``encoding``, ``sep``, ``sheet`` (None: detect, first)
+    and the ``language`` of messages."""
     import pandas as pd
 
-    options: dict[str, Any] = {"sep": "\t"} if suffix == ".tsv" else {}
+    options = options or {}
+    read: dict[str, Any] = {"encoding": None, "encoding_detected": False, "sep": None, "sep_detected": False}
     try:
-        frame = getattr(pd, READERS[suffix])(source, **options)
+        if suffix in TEXT_TABLES:
+            frame, how = read_table(source, name, suffix, encoding=options.get("encoding"), sep=options.get("sep"),
+                                    language=str(options.get("language", "en")))  # fmt: skip
+            read.update(how)
+        elif suffix in EXCEL:
+            frame, sheet = _read_excel(source, name, suffix, options.get("sheet"), str(options.get("language", "en")))
+            read.update(sheet)
+        else:
+            frame = getattr(pd, READERS[suffix])(source)
+    except UnknownEncoding as exc:
+        raise Unreadable(str(exc)) from None
     except ImportError as exc:
         raise Unreadable(f"reading {suffix} needs a package that is missing: {exc}") from None
     except (ValueError, OSError, pd.errors.ParserError) as exc:
@@ -52,7 +76,32 @@ def load(source: BinaryIO, output: BinaryIO, name: str, suffix: str) -> dict[str
     frame.columns = [str(c) for c in frame.columns]  # Parquet needs string column names
     frame.to_parquet(output, index=False)
     output.flush()
-    return shape_of(frame)
+    return {**shape_of(frame), **read}
+
+
+def _read_excel(source: BinaryIO, name: str, suffix: str, sheet: str | int | None, language: str) -> tuple[Any, dict[str, Any]]:
+    """The frame of one sheet of a workbook (``sheet``: a name or a 0-based index; None: the
+    first) and ``{sheet, sheets}``: the one read and all there are. Without its reader package
+    (openpyxl, nini's ``excel`` extra; xlrd for .xls): Unreadable saying what to install."""
+    import pandas as pd
+
+    engine, install = EXCEL[suffix]
+    words = EXCEL_WORDS.get(language, EXCEL_WORDS["en"])
+    try:
+        book = pd.ExcelFile(source, engine=engine)
+    except ImportError:
+        raise Unreadable(words["missing"].format(suffix=suffix, engine=engine, install=install)) from None
+    with book:
+        sheets = [str(s) for s in book.sheet_names]
+        if isinstance(sheet, str) and sheet not in sheets and sheet.isdigit():
+            sheet = int(sheet)  # --sheet 1: the second sheet, unless one is named "1"
+        chosen = sheets[sheet] if isinstance(sheet, int) and 0 <= sheet < len(sheets) else sheet
+        if chosen is None and sheets:
+            chosen = sheets[0]
+        if chosen not in sheets:
+            raise Unreadable(words["sheet"].format(name=f"'{name}'", sheet=repr(sheet), sheets=", ".join(sheets) or "-"))
+        frame = book.parse(sheet_name=chosen)
+    return frame, {"sheet": chosen, "sheets": sheets}
 
 
 def describe(source: BinaryIO, name: str, rows: int) -> dict[str, Any]:
@@ -117,7 +166,7 @@ def run(request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         with os.fdopen(fds[0], "rb") as source:
             if request.get("job") == "load":
                 with os.fdopen(fds[2], "wb") as output:
-                    data = load(source, output, name, str(request.get("suffix")))
+                    data = load(source, output, name, str(request.get("suffix")), request.get("options"))
             else:
                 data = describe(source, name, int(request.get("rows", 5)))
         return {"ok": True, "data": data}
@@ -138,6 +187,7 @@ def warm_up() -> None:
 
     sample, parquet = io.BytesIO(b"n,x,s,d\n1,1.5,a,2024-01-01\n2,,b,2024-01-02\n"), io.BytesIO()
     load(sample, parquet, "sample", ".csv")
+    detect_encoding("caf\u00e9,\u57ce\u5e02\n".encode("gb18030"))  # charset-normalizer, for a file not in UTF-8
     parquet.seek(0)
     describe(parquet, "sample", MAX_HEAD_ROWS)
 

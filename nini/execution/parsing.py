@@ -106,18 +106,21 @@ class DataReaders:
 
     def read(
         self, job: Job, source: BinaryIO, *, name: str, output: BinaryIO | None = None, suffix: str = ".parquet",
-        rows: int = 5,
+        rows: int = 5, options: dict[str, Any] | None = None,
     ) -> dict[str, Any]:  # fmt: skip
         """Run ``job`` on the open file ``source`` in a limited child; the reply's data. Blocking.
 
         ``name`` is how messages call the file (a file or dataset name, never a host path); ``output``
-        is where ``load`` writes the Parquet file. Raises NiniError: TOO_LARGE, TIMEOUT,
+        is where ``load`` writes the Parquet file; ``options`` how ``load`` reads it (``encoding``,
+        ``sep``, ``sheet``: ``_parse_side.load``). Raises NiniError: TOO_LARGE, TIMEOUT,
         INVALID_ARGUMENT (the file cannot be read), INTERNAL (the child could not run).
         """
         execution = self.settings.execution
-        words = WORDS.get(self.settings.ui.current_language, WORDS["zh"])
+        language = self.settings.ui.current_language
+        words = WORDS.get(language, WORDS["zh"])
         shown = f"'{name}'"
-        request = json.dumps({"job": job, "name": name, "suffix": suffix, "rows": rows}).encode()
+        request = json.dumps({"job": job, "name": name, "suffix": suffix, "rows": rows,
+                              "options": {**(options or {}), "language": language}}).encode()  # fmt: skip
         child = self._take()
         try:
             with tempfile.TemporaryFile(dir=child.runtime_dir) as reply:

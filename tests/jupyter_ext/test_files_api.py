@@ -65,3 +65,24 @@ async def test_bad_names_links_and_large_files_are_refused(api: Any, nini_home: 
     assert refused.status >= 400 and refused.error["code"] in ("POLICY_VIOLATION", "INVALID_ARGUMENT")
     assert list(folder.iterdir()) == [] and str(tmp_path) not in refused.error["message"]
     assert (await upload(api, "nosuchsession", "a.csv", CSV)).status == 404
+
+
+async def test_an_upload_in_gbk_with_semicolons_loads_detected_or_as_the_query_says(api: Any) -> None:
+    """Issue 35, item 6: the sidebar's uploads read files as load_dataset does, and say how."""
+    session_id = await new_session(api)
+    sales = "地区;销售额\n华北;1,5\n华南;2,25\n".encode("gbk")
+    detected = await upload(api, session_id, "sales.csv", sales, load="1")
+    assert detected.status == 201, detected.body
+    dataset = detected.data["dataset"]
+    assert (dataset["columns"], dataset["shape"]) == (["地区", "销售额"], [2, 2])
+    assert dataset["dtypes"]["销售额"] == "float64" and dataset["decimal"] == ","
+    assert dataset["encoding"] in ("gbk", "gb18030") and dataset["encoding_detected"] is True
+    assert (dataset["sep"], dataset["sep_detected"]) == (";", True)
+
+    given = await upload(api, session_id, "sales.csv", sales, load="1", encoding="GBK", sep=";")
+    assert (given.data["dataset"]["encoding"], given.data["dataset"]["encoding_detected"]) == ("gbk", False)
+    assert given.data["dataset"]["sep_detected"] is False
+
+    noise = await upload(api, session_id, "noise.csv", bytes(range(256)) * 8, load="1")
+    assert (noise.status, noise.error["code"]) == (400, "INVALID_ARGUMENT")
+    assert "'noise.csv'" in noise.error["message"] and "encoding=" in noise.error["message"]

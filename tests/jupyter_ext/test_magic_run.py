@@ -32,7 +32,8 @@ def test_a_fresh_session_and_a_loaded_dataset(kernel: Kernel) -> None:
     fresh = kernel.run("%nini session --new --title 're-run of nini session s1'").stdout.strip()
     assert fresh and fresh != first and kernel.run("%nini session").stdout.strip() == fresh
     loaded = kernel.run(f"%nini load {SALES} --name sales")
-    assert loaded.errors == [] and loaded.stdout.strip() == "nini: dataset sales: 144 rows", loaded
+    assert loaded.errors == [] and loaded.stdout.strip() == (
+        "nini: dataset sales: 144 rows, 6 columns (encoding utf-8, detected; separator ',', detected)"), loaded
     missing = kernel.run("%nini load no-such.csv")
     assert "NOT_FOUND" in missing.stderr and str(kernel.cwd) not in missing.stderr
     store = kernel.store()
