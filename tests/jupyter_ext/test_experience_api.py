@@ -55,10 +55,12 @@ async def test_a_plan_that_changed_since_it_was_shown_is_not_carried_out(api: An
     assert not team_index(nini_home).exists()
 
 
-async def test_a_statement_without_an_alternative_is_dropped_with_its_reason(api: Any) -> None:
-    reply = await api("POST", "experience", "pending", body={"text": "the data looks odd"})
-    assert reply.status == 200 and reply.data["kept"] == []
-    assert reply.data["dropped"][0]["reason"] == "NO_ALTERNATIVES"
+async def test_the_users_statement_is_kept_unjudged_but_not_twice(api: Any) -> None:
+    # stage 1 judges a model's candidates only: what the user states is kept, even general advice (issue 35)
+    reply = await api("POST", "experience", "pending", body={"text": "数据分析前要先清洗数据"})
+    assert reply.status == 201 and [c["quote"] for c in reply.data["kept"]] == ["数据分析前要先清洗数据"] and reply.data["dropped"] == []
+    again = await api("POST", "experience", "pending", body={"text": "数据分析前要先清洗数据"})
+    assert again.status == 200 and again.data["kept"] == []  # already pending
     bad = await api("POST", "experience", "pending", body={"text": STATEMENT, "level": "everyone"})
     assert bad.status == 400 and bad.error["code"] == "INVALID_ARGUMENT"
 

@@ -13,8 +13,8 @@ from tests.llm_server import ScriptedLLM, text
 def test_a_statement_is_pending_and_the_dialogue_deposits_it_on_yes(kernel: AskKernel) -> None:  # noqa: F811
     out = kernel.ask('%nini remember "use the median, the revenue column has outliers"')
     assert out["errors"] == [] and out["stdout"] == "已暂存 1 条经验候选（用于 nini remember 阶段沉淀选择）\n"
-    dropped = kernel.ask('%nini remember "the data looks odd"')
-    assert "nini: not kept: NO_ALTERNATIVES" in dropped["stderr"]
+    again = kernel.ask('%nini remember "use the median, the revenue column has outliers"')
+    assert again["stdout"] == "nini: it is already pending\n"  # the user's statement is not judged, nor kept twice
 
     refused = kernel.ask("%nini remember", answers=["1", "n"])
     assert "已取消，候选仍在待沉淀列表中。" in refused["stdout"]

@@ -39,7 +39,7 @@ def test_an_explicit_statement_gives_its_decision_alternative_and_signal(stateme
 ])  # fmt: skip
 def test_stage1_drops_with_a_logged_reason(values: dict, reason: str, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="nini.memory.experience"):
-        verdict = stage1(candidate(**values))
+        verdict = stage1(candidate(**values, source="model"))  # only a model's candidates are judged
     assert verdict.candidate is None and verdict.reason == reason
     assert f"experience candidate dropped: {reason}" in caplog.text
 

@@ -3,6 +3,10 @@ codes, the dialogue on stdin, and the library commands."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +16,13 @@ from typer.testing import CliRunner
 from nini.cli import app
 
 
+NINI = Path(sys.executable).with_name("nini")
+ISSUE_35 = "汇总 revenue 时用中位数而不是均值：revenue 列有极端值"
+
+
 @pytest.fixture
-def nini(nini_home: Path, tmp_path: Path) -> Any:
+def nini(nini_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")  # these tests read the spec's Chinese words
     project = tmp_path / "project"
     project.mkdir()
 
@@ -41,8 +50,8 @@ def test_a_scripted_deposit_then_list_show_deprecate_and_rollback(nini: Any, nin
 
 
 def test_refusals_exit_1_with_the_reason(nini: Any) -> None:
-    dropped = nini("remember", "--add", "the data looks odd", "--yes")
-    assert dropped.exit_code == 1 and "NO_ALTERNATIVES" in dropped.output
+    empty = nini("remember", "--add", "  ", "--yes")
+    assert empty.exit_code == 1 and "say what to remember" in empty.output
     assert nini("remember", "--yes").exit_code == 1
     assert nini("experience", "show", "EXP-0042").exit_code == 1
     assert nini("experience", "rollback", "project").exit_code == 1
@@ -64,3 +73,26 @@ def test_validate_reports_a_broken_index_and_exits_1(nini: Any, nini_home: Path)
     checked = nini("experience", "validate")
     assert checked.exit_code == 1 and "team: 1 problem(s)" in checked.output and "it must be Tag | Type | Title" in checked.output
     assert (team / "INDEX.md").read_text() == "| Tag | Title |\n|---|---|\n| a | b |\n"
+
+
+@pytest.mark.parametrize("lang", ["en_US.UTF-8", "zh_CN.UTF-8"])
+def test_the_issues_chinese_statement_is_kept_through_the_real_cli(lang: str, tmp_path: Path) -> None:
+    """Issue 35: refused as COMMON_KNOWLEDGE before; kept now, and listed by ``experience list --json``."""
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("NINI_", "LC_"))},
+           "NINI_HOME": str(tmp_path / "home"), "LANG": lang}  # fmt: skip
+
+    def nini(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(NINI), "--project-dir", str(project), *args], env=env, cwd=project,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+
+    added = nini("remember", "--add", ISSUE_35, "--level", "project", "--yes")
+    assert added.returncode == 0, added.stdout + added.stderr
+    assert "EXP-0001" in added.stdout and "COMMON_KNOWLEDGE" not in added.stdout + added.stderr
+    listed = nini("experience", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    [row] = json.loads(listed.stdout)
+    assert (row["id"], row["level"], row["status"], row["title"]) == ("EXP-0001", "project", "active", ISSUE_35)
+    document = (project / ".nini" / "experience" / "project" / "EXP-0001.md").read_text(encoding="utf-8")
+    assert "- Alternatives rejected: 均值" in document and "- Discriminating signal: revenue 列有极端值" in document

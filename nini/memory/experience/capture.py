@@ -43,7 +43,7 @@ Nothing worth keeping: {"candidates": []}."""
 
 # A rejected alternative named by the statement itself ("median, not the mean", "用新表而不是旧表")
 _REJECTED = re.compile(r"(?:\binstead of\b|\brather than\b|\bnot\b|而不是|不要用|不用|别用|代替)\s*"
-                       r"([^,.;，。；]+?)(?=\s+(?:because|since)\b|因为|由于|[,.;，。；]|$)", re.I)
+                       r"([^,.;:，。；：]+?)(?=\s+(?:because|since)\b|因为|由于|[,.;:，。；：]|$)", re.I)
 _ACTION = re.compile(r"^\s*(use|join|exclude|apply|take|drop|filter|keep|always|never|don'?t|do not|prefer|avoid)\b|"
                      r"用|改用|使用|采用|关联|排除|剔除|不要|必须|统一", re.I)
 _BECAUSE = re.compile(r"(?:\bbecause\b|\bsince\b|因为|由于)\s*([^.;。；]+)", re.I)

@@ -1,10 +1,14 @@
 """Evaluating candidates: stage 1 decides what is worth asking the user about, stage 2 tells the
 user how good each one is before they choose.
 
-Stage 1 (at capture): a candidate without a decision, at least one rejected alternative, or a
-discriminating signal is dropped, its reason logged (``DROP_REASONS``). Knowledge that is easy to
-find elsewhere (nothing in it is about this team's data: no dataset, column, file, number or name)
-is dropped when it also carries no reason of its own, and otherwise kept as a narrow hypothesis.
+Stage 1 (at capture) judges what a model proposed (``source == "model"``): a candidate without a
+decision, at least one rejected alternative, or a discriminating signal is dropped, its reason
+logged (``DROP_REASONS``). Knowledge that is easy to find elsewhere (nothing in it is about this
+team's data: no dataset, column, file, number or name, ``specific.mentions_specifics``) is dropped
+when it also carries no reason of its own, and otherwise kept as a narrow hypothesis. What the user
+states on purpose (``nini remember --add``, ``%nini remember``, the sidebar's form) is not judged:
+it is theirs to keep, dropped only when it says nothing (NO_DECISION); what the judge would have
+said of it becomes a note they see.
 Type (a checkable rule is a standard) and level (what points at the project's files is project
 experience; a rule with no such pointer is the team's) are decided here when not given.
 """
@@ -16,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from nini.memory.experience.model import LEVELS, SCOPES, STAGES, STRENGTHS, TYPES, Candidate
+from nini.memory.experience.specific import mentions_specifics
 
 log = logging.getLogger("nini.memory.experience")
 
@@ -26,9 +31,6 @@ DROP_REASONS = {
     "COMMON_KNOWLEDGE": "common knowledge, easy to find elsewhere: nothing in it is about this team's data",
 }
 RULE = re.compile(r"\b(must|always|never|required|do not|don'?t|only)\b|必须|一律|禁止|不得|统一|只能|不能", re.I)
-# what makes a statement about this team's data rather than a textbook: names, numbers, files, columns
-ANCHOR = re.compile(r"\b\w+_\w+\b|\b\w*\d\w*\b|\.\w{2,5}\b|`[^`]+`|\"[^\"]+\"|'[^']+'|\b\w+ (column|table|field|dataset)\b|"
-                    r"\b(column|table|field|dataset) \w+|[\u3400-\u9fff]{1,8}(列|表|字段|数据集)", re.I)  # fmt: skip
 
 
 @dataclass
@@ -39,7 +41,8 @@ class Verdict:
 
 
 def stage1(candidate: Candidate, datasets: tuple[str, ...] | list[str] = ()) -> Verdict:
-    """Keep (with type, level, scope and strength decided) or drop with a reason; logged either way."""
+    """Keep (with type, level, scope and strength decided) or drop with a reason; logged either way.
+    A statement of the user's (``source == "explicit"``) is dropped only without a decision."""
     c = candidate
     reason = None
     if not c.decision.strip():
@@ -53,10 +56,14 @@ def stage1(candidate: Candidate, datasets: tuple[str, ...] | list[str] = ()) -> 
     specific = is_specific(c, datasets)
     if reason is None and not specific and c.type != "standard" and not (c.because or c.now_believe):
         reason = "COMMON_KNOWLEDGE"
+    notes = []
+    if reason is not None and c.source == "explicit" and reason != "NO_DECISION":  # the user's own words: kept
+        if reason != "COMMON_KNOWLEDGE":  # (that one is the "lowered" note below)
+            notes.append(f"kept as you stated it, though: {DROP_REASONS[reason]}")
+        reason = None
     if reason is not None:
         log.info("experience candidate dropped: %s (%s)", reason, c.title or c.decision[:80])
         return Verdict(None, reason)
-    notes = []
     if c.stage not in STAGES:
         c.stage = "analysis"
     if c.level not in LEVELS:
@@ -77,9 +84,10 @@ def stage1(candidate: Candidate, datasets: tuple[str, ...] | list[str] = ()) -> 
 
 def is_specific(candidate: Candidate, datasets: tuple[str, ...] | list[str] = ()) -> bool:
     """Whether the candidate is about particular data (a pointer, a dataset's name, a column, a number, a file)."""
-    text = " ".join([candidate.decision, candidate.signal, candidate.trigger, candidate.quote, *candidate.alternatives])
-    lowered = text.lower()
-    return bool(candidate.pointers) or any(name.lower() in lowered for name in datasets if name) or bool(ANCHOR.search(text))
+    parts = [candidate.decision, candidate.signal, candidate.trigger, candidate.quote, *candidate.alternatives]
+    lowered = " ".join(parts).lower()
+    return (bool(candidate.pointers) or any(name.lower() in lowered for name in datasets if name)
+            or any(mentions_specifics(part) for part in parts if part))  # fmt: skip
 
 
 def stage2(candidate: Candidate, target_level: str | None = None) -> dict[str, object]:

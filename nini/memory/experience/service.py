@@ -152,7 +152,8 @@ class ExperienceMemory:
             current = state.find(candidate_id)
             if current is None:
                 raise NiniError(ErrorCode.NOT_FOUND, f"no pending candidate {candidate_id}")
-            edited = Candidate.from_json({**current.to_json(), **changes, "id": current.id})
+            # who proposed it is not an edit: a model's candidate stays judged as one
+            edited = Candidate.from_json({**current.to_json(), **changes, "id": current.id, "source": current.source})
             if edited.level not in LEVELS:
                 raise NiniError(ErrorCode.INVALID_ARGUMENT, f"level must be team or project, not {edited.level!r}")
             verdict = stage1(edited)
