@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# System packages nini uses, from Debian: R (for run_r_code) and bubblewrap (the code sandbox);
-# Chromium for the JupyterLab frontend's browser tests; PostgreSQL for the tests and benchmarks of
-# the shared store (they start a throwaway cluster of their own; the package's own is not used). Each group is installed on its own, so one
-# failing leaves the other. Idempotent and quick when everything is present. Without root or apt,
-# it says what is skipped and why, and exits 0: nini works without them (`nini doctor` reports
-# what is missing, and the tests that need them skip with that reason).
+# System packages nini uses, from Debian, in groups: runtime (R for run_r_code, bubblewrap for the
+# code sandbox: all `make demo` needs), browser (Chromium and fonts for the JupyterLab frontend's
+# browser tests), database (PostgreSQL for the tests and benchmarks of the shared store: they start
+# a throwaway cluster of their own; the package's own is not used). `setup-system.sh runtime`
+# installs that group only; no argument means every group (`make test`). Each group is installed on
+# its own, so one failing leaves the others. Idempotent and quick when everything is present.
+# Without root or apt, it says what is skipped and why, and exits 0: nini works without them
+# (`nini doctor` reports what is missing, and the tests that need them skip with that reason).
 set -euo pipefail
 
 RUNTIME=(bubblewrap r-base-core r-base-dev r-cran-jsonlite r-cran-ggplot2 r-cran-dplyr
@@ -43,7 +45,14 @@ install() {
   fi
 }
 
-install "R and the sandbox" "R tests skip, code runs unsandboxed" "${RUNTIME[@]}"
-install "Chromium" "the browser tests of the JupyterLab sidebar skip" "${BROWSER[@]}"
-install "PostgreSQL" "the store's tests run on SQLite only" "${DATABASE[@]}"
+for group in "${@:-runtime browser database}"; do
+  for name in $group; do
+    case $name in
+      runtime) install "R and the sandbox" "R tests skip, code runs unsandboxed" "${RUNTIME[@]}" ;;
+      browser) install "Chromium" "the browser tests of the JupyterLab sidebar skip" "${BROWSER[@]}" ;;
+      database) install "PostgreSQL" "the store's tests run on SQLite only" "${DATABASE[@]}" ;;
+      *) echo "setup-system.sh: unknown group $name (runtime, browser, database)" >&2; exit 2 ;;
+    esac
+  done
+done
 exit 0
