@@ -121,6 +121,24 @@ def test_a_file_no_encoding_fits_or_a_wrong_one_given_says_how_to_name_it(harnes
         assert refused.error["code"] == "INVALID_ARGUMENT" and said in refused.error["message"], refused.error
 
 
+def test_read_file_reads_an_upload_as_its_load_did(harness: Harness, tmp_path: Path) -> None:
+    """The agent's other reader of a data file (read_file) decodes it with the encoding its load
+    used (given or detected, from the step's record), else detects it; not as UTF-8 regardless."""
+    session = harness.session()
+    loaded = load(harness, session, tmp_path, "sales.csv", SALES_GBK.encode("gbk"))
+    shown = harness.call(session, "read_file", path="uploads/sales.csv")
+    assert shown.result["text"] == SALES_GBK and shown.result["encoding"] == loaded.result["encoding"]
+
+    load(harness, session, tmp_path, "cafe.csv", "name\ncafé\n".encode(), encoding="latin-1")
+    as_loaded = harness.call(session, "read_file", path="./uploads/cafe.csv")
+    assert (as_loaded.result["text"], as_loaded.result["encoding"]) == ("name\ncafÃ©\n", "iso8859-1")
+
+    never_loaded = tmp_path / "notes.txt"
+    never_loaded.write_bytes("备注：华北地区\n".encode("gbk"))
+    session.upload(never_loaded)
+    assert harness.call(session, "read_file", path="uploads/notes.txt").result["text"] == "备注：华北地区\n"
+
+
 def write_book(path: Path) -> None:
     pytest.importorskip("openpyxl", reason="the excel extra (openpyxl) writes the workbook")
     with pd.ExcelWriter(path, engine="openpyxl") as writer:

@@ -210,9 +210,9 @@ class RootedDir:
             raise NiniError(ErrorCode.TOO_LARGE, f"'{relative}' is larger than {limit:,} bytes")
         return data
 
-    def read_text(self, relative: str | PurePosixPath, *, max_chars: int) -> tuple[str, bool]:
-        """At most ``max_chars`` characters of the UTF-8 file ``relative``, and whether there was more."""
-        with self.reader(relative) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as text:
+    def read_text(self, relative: str | PurePosixPath, *, max_chars: int, encoding: str = "utf-8") -> tuple[str, bool]:
+        """At most ``max_chars`` characters of the text file ``relative`` (in ``encoding``), and whether there was more."""
+        with self.reader(relative) as raw, io.TextIOWrapper(raw, encoding=encoding, errors="replace") as text:
             content = text.read(max_chars + 1)
         return content[:max_chars], len(content) > max_chars
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from nini.skills.builtin.datasets import text_encoding
 from nini.skills.function import skill
 
 if TYPE_CHECKING:
@@ -50,5 +51,6 @@ def read_file(session: Session, path: str, max_chars: int = 8000) -> dict[str, A
     fs = session.workspace.fs
     relative = session.workspace.relative(path)
     limit = max(1, min(max_chars, MAX_READ_CHARS))
-    text, truncated = fs.read_text(relative, max_chars=limit)  # refuses links and special files
-    return {"path": path, "text": text, "truncated": truncated, "size_bytes": fs.file_size(relative)}
+    encoding = text_encoding(session, relative) or "utf-8"  # as load_dataset read it, else detected
+    text, truncated = fs.read_text(relative, max_chars=limit, encoding=encoding)  # refuses links and special files
+    return {"path": path, "text": text, "truncated": truncated, "size_bytes": fs.file_size(relative), "encoding": encoding}

@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from nini.errors import ErrorCode, NiniError
+from nini.execution._csv_side import detect_encoding
 from nini.execution._parse_side import READERS
 from nini.execution.runtime_dirs import owner_token
 from nini.execution.workspace import check_dataset_name
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from nini.session import Session
 
 SEPARATOR_ALIASES = {"tab": "\t", "\\t": "\t"}
+TEXT_SAMPLE = 64 * 1024  # bytes of a file read_file detects the encoding of: it shows at most 20,000 characters
 WORDS = {
     "zh": {"label": "数据集 ", "line": "{name}：{rows} 行，{columns} 列", "encoding": "编码 {}，{}", "sep": "分隔符 {}，{}",
            "detected": "自动识别", "given": "指定", "tab": "制表符", "decimal": "小数点为逗号",
@@ -76,6 +78,25 @@ def load_dataset(
     row = {"name": dataset, "path": target, "rows": described["shape"][0], "columns": described["columns"]}
     result = {"name": dataset, **described}
     return ToolOutput(result=result, datasets=[row], summary=f"loaded {path} as {loaded_line(result, 'en')}")
+
+
+def text_encoding(session: Session, relative: str) -> str | None:
+    """The encoding the workspace text file ``relative`` was read with by the session's latest
+    successful ``load_dataset`` of it (from the record: a GBK file given ``encoding`` once is read
+    as GBK by ``read_file`` too), else detected from its first ``TEXT_SAMPLE`` bytes; None when no
+    encoding fits (binary)."""
+    for call in reversed(session.store.list_tool_calls(session.id)):
+        arguments, result = call.get("arguments") or {}, call.get("result") or {}
+        if call["tool_name"] != "load_dataset" or call["status"] != "succeeded" or not result.get("encoding"):
+            continue
+        try:
+            if session.workspace.relative(str(arguments.get("path", ""))) == relative:
+                return str(result["encoding"])
+        except NiniError:  # a path the record holds that is no longer a workspace path
+            continue
+    with session.workspace.fs.reader(relative) as handle:
+        sample = handle.read(TEXT_SAMPLE)
+    return detect_encoding(sample, complete=len(sample) < TEXT_SAMPLE)
 
 
 def check_encoding(encoding: str | None, words: dict[str, str]) -> str | None:
