@@ -55,6 +55,11 @@ class ExecutionSettings(BaseModel):
         description="auto: bubblewrap when it works here, else unsandboxed (nini doctor says which); "
         "bwrap: refuse to start a kernel without it; none: never sandbox (trusted use only).",
     )
+    warn_unsandboxed: bool = Field(
+        True, description="Whether the CLI's commands that run code (run-code, run-r, ask, mcp) print one warning "
+        "line on stderr when that code runs without the sandbox (execution.sandbox none, or auto where bubblewrap "
+        "is missing or cannot run); false silences it, for a trusted machine where that is known and wanted.",
+    )
     kernels: Literal["auto", "local", "gateway"] = Field(
         "auto",
         description="Where the sessions' Python kernels run. local: on this machine, in nini's sandbox "
@@ -206,15 +211,17 @@ class UISettings(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     language: Literal["auto", "zh", "en"] = Field(
-        "auto", description="Language of the messages the specs word (the R policy's, for one), of previews, "
-        "templates and reports: zh or en forces one; auto follows the client (the JupyterLab sidebar's language, "
-        "which is JupyterLab's), and is Chinese where no client says a language (the CLI, MCP, the magics)."
+        "auto", description="Language of nini's words: CLI messages, refusals, previews, templates and reports. "
+        "zh or en forces one; auto follows the client (the JupyterLab sidebar's language, which is JupyterLab's) "
+        "and, where no client says one (the CLI, MCP, the magics, a REST call without X-Nini-Language), the "
+        "locale: Chinese when the first non-empty of LC_ALL, LC_MESSAGES, LANG starts with zh, else English. "
+        "A command's --lang beats all of these."
     )
 
     @property
     def current_language(self) -> Language:
-        """The language of nini's words now: ``language``, or the language of the client this work
-        is for when ``language`` is auto (``nini.language``)."""
+        """The language of nini's words now: a command's ``--lang``, else ``language``, else (auto)
+        the language of the client this work is for, else the locale's (``nini.language``)."""
         return words_language(self.language)
 
 

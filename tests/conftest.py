@@ -46,10 +46,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def nini_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh NINI_HOME per test, and no NINI_* variable from the developer's shell."""
+    """A fresh NINI_HOME per test, and no NINI_* variable from the developer's shell; the locale is
+    C.UTF-8 whatever the machine's (``ui.language`` auto follows it: English), so a test of Chinese
+    words says so (``LANG=zh_CN.UTF-8`` for a subprocess, ``ui.language`` or ``use_language`` in process)."""
     for key in list(os.environ):
-        if key.startswith("NINI_"):
+        if key.startswith("NINI_") or key in ("LC_ALL", "LC_MESSAGES"):
             monkeypatch.delenv(key)
+    monkeypatch.setenv("LANG", "C.UTF-8")
     home = tmp_path / "nini-home"
     monkeypatch.setenv("NINI_HOME", str(home))
     return home

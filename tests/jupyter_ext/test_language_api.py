@@ -1,8 +1,9 @@
 """One language (issue 33, item 9): with ``ui.language`` auto (the default), what the server words for a
 request (an R policy refusal, the preferences preview, a new skill's template, a report, an export)
 comes in the language the request says (``X-Nini-Language``, as the sidebar sends on every request),
-also inside an agent turn the request starts; without one (the CLI, MCP, the magics) in Chinese, as
-before; ``ui.language`` zh or en wins over what the client says."""
+also inside an agent turn the request starts; without one (the CLI, MCP, the magics) in the server's
+locale's (issue 35: ``LANG`` zh_CN.UTF-8 Chinese, else English); ``ui.language`` zh or en wins over what
+the client says."""
 
 from __future__ import annotations
 
@@ -56,22 +57,31 @@ async def test_the_sidebar_reads_ui_language_auto_by_default(api: Any) -> None:
 
 
 @needs_r
-async def test_an_r_refusal_is_worded_in_the_requests_language(api: Any, EN: dict, ZH: dict) -> None:  # noqa: N803
+async def test_an_r_refusal_is_worded_in_the_requests_language(api: Any, EN: dict, ZH: dict,  # noqa: N803
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     session_id = await new_session(api)
     said = {}
     for language, headers in (("en", EN), ("zh", ZH), ("none", None)):
         reply = await api("POST", "sessions", session_id, "run-r-code", body={"code": 'system("ls")'}, headers=headers)
         said[language] = reply.data["error"]["message"]
-    assert said == {"en": REFUSAL["en"], "zh": REFUSAL["zh"], "none": REFUSAL["zh"]}
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")  # no client: the server's locale, read at each request
+    reply = await api("POST", "sessions", session_id, "run-r-code", body={"code": 'system("ls")'})
+    said["none, zh_CN locale"] = reply.data["error"]["message"]
+    assert said == {"en": REFUSAL["en"], "zh": REFUSAL["zh"], "none": REFUSAL["en"], "none, zh_CN locale": REFUSAL["zh"]}
 
 
 async def test_the_preview_template_report_and_export_follow_the_requests_language(api: Any, nini_home: Path, EN: dict,  # noqa: N803
-                                                                                   ZH: dict) -> None:  # noqa: N803
+                                                                                   ZH: dict,  # noqa: N803
+                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     assert (await api("POST", "preferences", body={"key": "tone", "value": "formal"})).status == 201
     for language, headers in (("en", EN), ("zh", ZH)):
         lines = (await preview(api, headers)).splitlines()
         assert lines[0] == PREVIEW[language][0] and lines[-1].startswith(PREVIEW[language][1])
-    assert (await preview(api, None)).startswith(PREVIEW["zh"][0])  # no client: Chinese, as before
+    assert (await preview(api, None)).startswith(PREVIEW["en"][0])  # no client: the locale's (C.UTF-8, the tests')
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    assert (await preview(api, None)).startswith(PREVIEW["zh"][0])
+    assert (await preview(api, EN)).startswith(PREVIEW["en"][0])  # a client's language beats the locale
+    monkeypatch.setenv("LANG", "C.UTF-8")
 
     for name, headers, heading in (("english-skill", EN, "## When to use"), ("chinese-skill", ZH, "## 适用场景")):
         made = await api("POST", "skills", body={"name": name, "description": "Sum sales by month."}, headers=headers)
@@ -89,7 +99,7 @@ async def test_the_preview_template_report_and_export_follow_the_requests_langua
 
     exported = await api("GET", "sessions", session_id, "export", params={"format": "md", "nini_language": "en"})
     assert "This code was written by nini's agent" in exported.raw.decode()
-    exported = await api("GET", "sessions", session_id, "export", params={"format": "md"})
+    exported = await api("GET", "sessions", session_id, "export", params={"format": "md", "nini_language": "zh"})
     assert "这些代码由 nini 的智能体" in exported.raw.decode()
 
 

@@ -103,7 +103,7 @@ async def test_a_running_session_is_not_deleted(api: Any, jp_ws_fetch: Any, llm_
     assert (refused.status, refused.error["code"]) == (409, "CONFLICT")
     assert refused.error["message"] == f"session {session_id} is running; stop it first, then delete it"
     assert refused.error["details"] == {"session_id": session_id, "reason": "running"}
-    in_chinese = await api("DELETE", "sessions", session_id)  # no client language: Chinese
+    in_chinese = await api("DELETE", "sessions", session_id, headers={"X-Nini-Language": "zh-CN"})
     assert in_chinese.error["message"] == f"会话 {session_id} 正在运行；请先停止它，再删除"
     assert (await api("GET", "sessions", session_id)).status == 200  # nothing of it went
 
