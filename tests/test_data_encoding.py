@@ -15,7 +15,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from tests.conftest import Harness, runtime_harness, write_settings
+from tests.conftest import Harness, runtime_harness, scripted_model_settings, write_settings
+from tests.llm_server import text
 
 NINI = Path(sys.executable).with_name("nini")
 SALES_GBK = "地区;销售额;占比\n华北;120;0,25\n华南;98;0,5\n西部;77;1,75\n"
@@ -184,6 +185,16 @@ def test_the_cli_reads_a_gbk_semicolon_file_detected_or_as_given(project_dir: Pa
     assert detected.returncode == 0, detected.stderr
     assert detected.stdout == "['地区', '销售额', '占比'] 2.5 3\n"
     assert "数据集 sales：3 行，3 列（编码 gb18030，自动识别；分隔符 ';'，自动识别；小数点为逗号）\n" in detected.stderr
+
+
+def test_ask_reads_its_data_as_given(nini_home: Path, project_dir: Path, tmp_path: Path, llm_server: Any) -> None:
+    write_settings(nini_home, scripted_model_settings(llm_server))
+    sales = tmp_path / "sales.txt"
+    sales.write_bytes(SALES_GBK.replace(";", "|").encode("gbk"))
+    llm_server.reply(text("loaded"))
+    asked = nini(project_dir, "ask", "What is in sales?", "--data", str(sales), "--encoding", "gb18030", "--sep", "|")
+    assert asked.returncode == 0, asked.stderr
+    assert "dataset sales: 3 rows, 3 columns (encoding gb18030, given; separator '|', given; decimal comma)\n" in asked.stderr
 
 
 def test_the_cli_refuses_a_file_no_encoding_fits_with_the_option_to_name_it(project_dir: Path, tmp_path: Path) -> None:
