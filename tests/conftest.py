@@ -58,6 +58,14 @@ def nini_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture
+def chinese_locale(nini_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Chinese locale (``LANG=zh_CN.UTF-8``), for this process and the ones it starts: ``ui.language``
+    auto words nini's messages in the spec's Chinese (``pytestmark = pytest.mark.usefixtures("chinese_locale")``
+    for a module of Chinese words)."""
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+
+
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[Any]:
     """A throwaway PostgreSQL server on 127.0.0.1 for the whole test run (one per xdist worker);

@@ -43,7 +43,7 @@ def test_a_scripted_deposit_then_list_show_deprecate_and_rollback(nini: Any, nin
     assert "- Decision being made: use the median" in nini("experience", "show", "EXP-0001").output
     assert nini("experience", "validate").output == "team: ok\nproject: ok\n"
     deprecated = nini("experience", "deprecate", "EXP-0001", "--level", "team", "--yes")
-    assert deprecated.exit_code == 0 and nini("experience", "list").output == "no experience yet\n"
+    assert deprecated.exit_code == 0 and nini("experience", "list").output == "还没有经验\n"
     assert nini("experience", "rollback", "team").exit_code == 0
     assert "active" in nini("experience", "list").output
     assert (nini_home / "experience" / "team" / "knowledge" / "EXP-0001.md").is_file()
@@ -60,7 +60,7 @@ def test_refusals_exit_1_with_the_reason(nini: Any) -> None:
 def test_the_dialogue_reads_stdin_and_a_no_writes_nothing(nini: Any) -> None:
     asked = nini("remember", "--add", "use the median, the revenue column has outliers", input="later\nreport\n1\nn\n")
     assert asked.exit_code == 0 and asked.output.count("这条经验属于哪个阶段") == 2 and "已暂存 1 条经验候选" in asked.output and "已取消，候选仍在待沉淀列表中。" in asked.output
-    assert nini("experience", "list").output == "no experience yet\n"
+    assert nini("experience", "list").output == "还没有经验\n"
     kept = nini("remember", input="a\ny\n")
     assert "已沉淀 1 条经验：EXP-0001（project）" in kept.output
     assert "- Level: project · Type: knowledge · Stage: report" in (nini.project / ".nini" / "experience" / "project" / "EXP-0001.md").read_text()

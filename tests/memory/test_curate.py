@@ -14,6 +14,8 @@ from nini.memory.experience.curate import rollback
 from nini.memory.experience.pending import PendingFile
 from tests.llm_server import ScriptedLLM, text
 
+pytestmark = pytest.mark.usefixtures("chinese_locale")  # the spec's Chinese words
+
 MEDIAN = "use the median for revenue, the revenue column has outliers"
 AGAIN = "use the median for revenue, the revenue column is skewed by extreme values"
 

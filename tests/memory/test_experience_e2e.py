@@ -15,7 +15,7 @@ from tests.agent.conftest import harness, llm  # noqa: F401 - a Runtime and its 
 from tests.conftest import Harness
 from tests.llm_server import ScriptedLLM, text
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("chinese_locale")]  # the spec's Chinese words
 SALES = "region,revenue\nnorth,10\nnorth,12\nsouth,11\nsouth,9000\n"
 WEATHER = "date,temp\n2024-01-01,3.5\n2024-01-02,4.1\n"
 EXTRACTED = {"candidates": [{

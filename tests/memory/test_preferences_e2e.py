@@ -13,7 +13,7 @@ from tests.agent.conftest import nini  # noqa: F401 - the CLI in-process, pointe
 from tests.llm_server import ScriptedLLM, text
 from tests.test_cli import _restore_nini_logger  # noqa: F401 - autouse fixture shared with test_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("chinese_locale")]  # the spec's Chinese words
 RULE = "- 规则: 不使用感叹号（confidence=0.70, source=implicit）"
 
 
@@ -37,7 +37,7 @@ def test_rejections_make_a_rule_and_deleting_it_takes_it_out(nini: Any, llm_serv
 
     [row] = json.loads(nini("prefs", "list", "--json").stdout)
     deleted = nini("prefs", "delete", str(row["id"]))
-    assert deleted.exit_code == 0 and deleted.output == f"deleted {row['id']} (punctuation.no_exclamation)\n"
+    assert deleted.exit_code == 0 and deleted.output == f"已删除 {row['id']}（punctuation.no_exclamation）\n"
     llm_server.reply(text("Sales doubled."))
     ask(nini, "and once more?")
     system = llm_server.requests[-1]["messages"][0]["content"]
@@ -50,7 +50,7 @@ def test_learning_off_keeps_explicit_preferences_in_the_prompt(nini: Any, llm_se
     llm_server.reply(text("Up!"), text("Up."))
     run = ask(nini, "trend?")
     judged = nini("feedback", run, "reject", "--signal", "no_exclamation").output
-    assert judged.startswith("feedback ") and "recorded (reject)" in judged and "->" not in judged  # recorded, nothing learned
+    assert judged.startswith("已记录反馈 ") and "（reject）" in judged and "->" not in judged  # recorded, nothing learned
     assert [r["key"] for r in json.loads(nini("prefs", "list", "--json").stdout)] == ["verbosity"]
     ask(nini, "trend again?")
     assert "- 规则: 回答简洁，先给结论（confidence=1.00, source=explicit）" in llm_server.requests[-1]["messages"][0]["content"]
