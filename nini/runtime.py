@@ -8,10 +8,12 @@ A Jupyter server extension creates one ``Runtime`` in ``initialize_settings`` an
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import difflib
 import logging
 import threading
 from pathlib import Path
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from nini.config import Settings
@@ -43,10 +45,26 @@ RUNNING = {
 }
 
 
+# An unknown session named by the person (``--session``): the ids nearest it they may see, or how to list them.
+NO_SESSION = {
+    "zh": ("没有会话 {session_id}；最接近的：{closest}", "没有会话 {session_id}；用 nini sessions list 列出所有会话"),
+    "en": ("no session {session_id}; closest: {closest}", "no session {session_id}; list them with nini sessions list"),
+}
+
 def session_running(session_id: str, language: str = "zh") -> NiniError:
     """CONFLICT (409) for deleting a session while its turn or a step of it runs."""
     words = RUNNING.get(language, RUNNING["zh"])
     return NiniError(ErrorCode.CONFLICT, words.format(session_id=session_id), {"session_id": session_id, "reason": "running"})
+
+
+class CommandSession:
+    """The session of one command (``Runtime.command_session``); ``failed`` set by a command whose
+    failure is a result, not an exception (a run that did not succeed)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.failed = False
+        self.dropped = False  # the session was empty and is gone (see ``command_session``)
 
 
 class Runtime:
@@ -131,7 +149,7 @@ class Runtime:
         if self._router is None:
             from nini.agent.llm import ModelRouter
 
-            self._router = ModelRouter(self.settings.llm)
+            self._router = ModelRouter(self.settings.llm, language=self.settings.ui.language)
         return self._router
 
     async def reload_models(self) -> ModelRouter:
@@ -285,6 +303,80 @@ class Runtime:
         if viewer is not None and not viewer.sees(row["owner"]):
             raise not_found(session_id)
         return Session(session_id, self)
+
+    def existing_session(self, session_id: str, viewer: Viewer | None = None) -> Session:
+        """The stored session ``session_id`` a person named (``--session``); NOT_FOUND naming the
+        closest ids among those ``viewer`` may see (None: all), else how to list them, when there is
+        none. Never creates one: a mistyped id used to start an empty session silently."""
+        try:
+            return self.session(session_id, viewer)
+        except NiniError as exc:
+            if exc.code is not ErrorCode.NOT_FOUND:
+                raise
+        ids = [row["id"] for row in self.list_sessions(limit=10_000, viewer=viewer)]
+        closest = difflib.get_close_matches(session_id, ids, n=3, cutoff=0.6)
+        found, missing = NO_SESSION.get(self.settings.ui.current_language, NO_SESSION["en"])
+        shown = " ".join(session_id.split())[:80]  # one line, whatever was typed
+        message = found.format(session_id=shown, closest=", ".join(closest)) if closest else missing.format(session_id=shown)
+        raise NiniError(ErrorCode.NOT_FOUND, message, {"session_id": session_id, "closest": closest})
+
+    @contextlib.asynccontextmanager
+    async def command_session(self, session_id: str | None, *, new: bool = False, title: str | None = None,
+                              viewer: Viewer | None = None) -> AsyncIterator[CommandSession]:  # fmt: skip
+        """The session one command works in: ``session_id`` if it exists (NOT_FOUND with the closest
+        ids if not, unless ``new``, which creates it), or a new one when None.
+
+        A session this command created is deleted again when the command fails (the block raises,
+        or sets ``failed``) and the session still holds no step: no code ran in it and no tool call
+        succeeded. A failed command leaves no empty session behind; a session that holds what ran
+        stays, and so does one the command found.
+        """
+        created = False
+        if session_id is None:
+            session, created = self.create_session(title=title, owner=viewer.name if viewer else None), True
+        elif not new:
+            session = self.existing_session(session_id, viewer)
+        else:
+            try:
+                session = self.session(session_id, viewer)
+            except NiniError as exc:
+                if exc.code is not ErrorCode.NOT_FOUND:
+                    raise
+                session, created = self._create_or_get(session_id, title, viewer)
+        held = CommandSession(session)
+        try:
+            yield held
+        except Exception:
+            if created:
+                await self._drop_if_empty(session.id)
+            raise
+        if created and held.failed:
+            held.dropped = await self._drop_if_empty(session.id)
+
+    def _create_or_get(self, session_id: str, title: str | None, viewer: Viewer | None) -> tuple[Session, bool]:
+        """Session ``session_id`` made now (True), or the one another process made a moment ago (False)."""
+        try:
+            return self.create_session(title=title, session_id=session_id, owner=viewer.name if viewer else None,
+                                       viewer=viewer), True  # fmt: skip
+        except NiniError as exc:
+            if exc.code is not ErrorCode.CONFLICT:
+                raise
+            return self.session(session_id, viewer), False
+
+    async def _drop_if_empty(self, session_id: str) -> bool:
+        """Delete session ``session_id`` if it holds no step, whether it went: no tool call of it
+        succeeded (or is under way) and no code ran in it (code the policy refused did not run)."""
+        calls = await self.store.call(self.store.list_tool_calls, session_id)
+        runs = await self.store.call(self.store.list_executions, session_id, fields=("error",))
+        refused = ErrorCode.POLICY_VIOLATION.value
+        if any(call["status"] != "failed" for call in calls) or any((run["error"] or {}).get("code") != refused for run in runs):
+            return False
+        try:
+            await self.delete_session(session_id)
+        except NiniError:  # kept; the failure the person sees is the command's own
+            log.warning("could not remove the empty session %s", session_id, exc_info=True)
+            return False
+        return True
 
     def session_or_new(self, session_id: str | None, title: str | None = None, viewer: Viewer | None = None) -> Session:
         """Session ``session_id``, created (with ``title``, owned by ``viewer``) if there is none; a

@@ -46,7 +46,7 @@ class ProviderHandler(NiniHandler):
         runtime = self.runtime
         check_configure(self.viewer, "providers", runtime.settings.ui.current_language)
         name = _named(name)
-        provider = provider_from_body(name, self.body_object(), runtime.settings.server)
+        provider = provider_from_body(name, self.body_object(), runtime.settings.server, runtime.settings.ui.current_language)
         # on the loop, not a thread: two saves never interleave their read-modify-write of the file
         save_provider(runtime.settings.home, provider)
         await runtime.reload_models()
@@ -110,7 +110,7 @@ class ModelTestHandler(NiniHandler):
             raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"name": "<provider>"} or a whole provider')
         else:
             check_configure(self.viewer, "providers", runtime.settings.ui.current_language)
-            provider = provider_from_body(None, body, runtime.settings.server)
+            provider = provider_from_body(None, body, runtime.settings.server, runtime.settings.ui.current_language)
         self.reply(await test_provider(provider, os.environ, runtime.settings))
 
 

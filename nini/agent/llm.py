@@ -19,9 +19,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from nini.agent.llm_advice import advised, no_model
 from nini.agent.usage import record_call
 from nini.config import LLMSettings, ProviderSettings
 from nini.errors import ErrorCode, NiniError
+from nini.language import words_language
 
 if TYPE_CHECKING:
     from nini.agent.providers import Provider
@@ -53,7 +55,7 @@ def provider_problem(provider: ProviderSettings, environ: Mapping[str, str], *, 
     if check_enabled and not provider.enabled:
         return f"provider {provider.name} is disabled"
     if provider.api_key_env and not environ.get(provider.api_key_env):
-        return f"environment variable {provider.api_key_env} (its API key) is not set"
+        return f"environment variable {provider.api_key_env} (its API key) is not set; set the variable {provider.api_key_env}"
     if provider.kind == "anthropic" and importlib.util.find_spec("anthropic") is None:
         return "the anthropic SDK is not installed (pip install 'nini[anthropic]')"
     if provider.kind == "replay":
@@ -106,9 +108,10 @@ class ModelRouter:
     until ``aclose()``.
     """
 
-    def __init__(self, settings: LLMSettings, *, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(self, settings: LLMSettings, *, environ: Mapping[str, str] | None = None, language: str = "auto") -> None:
         self.settings = settings
         self._environ = environ
+        self._language = language  # ``ui.language``: the words of its errors (``nini.language``)
         # one provider (SDK client) per name, key and event loop: an SDK client's connection pool
         # belongs to the loop it first ran on, and a router may outlive a loop (asyncio.run twice).
         # A replay provider holds no connection (loop None) and keeps its place in the script.
@@ -136,8 +139,8 @@ class ModelRouter:
         need = " with vision" if require_vision else ""
         if not candidates and self.settings.rejected:
             message = f"no model is configured for purpose {purpose}{need}: " + "; ".join(self.settings.rejected)
-        elif not candidates:
-            message = f"no model is configured for purpose {purpose}{need}: settings llm.providers is empty"
+        elif not candidates:  # nothing configured at all: say how to add a model
+            message = no_model(words_language(self._language))
         else:
             tried = "; ".join(f"{c.provider}/{c.model or '?'} ({c.source}): {reason}" for c, reason in candidates)
             message = f"no usable model for purpose {purpose}{need}; tried {tried}"
@@ -269,6 +272,9 @@ class ModelRouter:
                 self._log(purpose, choice, started, "canceled", {}, logging.INFO)
                 raise
             except NiniError as exc:
+                if exc.code in _FALLBACK_CODES:  # the provider, its URL and what to do next
+                    provider = next(p for p in self.settings.providers if p.name == choice.provider)
+                    exc = advised(exc, provider, words_language(self._language))
                 self._log(purpose, choice, started, exc.code.value, {}, logging.WARNING, exc.message)
                 attempts.append(
                     {"provider": choice.provider, "model": choice.model, "code": exc.code.value, "message": exc.message}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from urllib.parse import urlsplit
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from pydantic import ValidationError
 from nini.agent.llm import PURPOSES, ModelRouter, provider_problem
 from nini.config import ProviderSettings, ServerSettings, Settings, update_setting
 from nini.errors import ErrorCode, NiniError, validation_message
+from nini.language import words_language
 from nini.redact import redact_paths
 
 KEY_ADVICE = "put the key in an environment variable and name it in api_key_env"
@@ -37,6 +39,12 @@ ECHOED_FIELDS = ("name", "usable", "reason")
 TEST_PROMPT = [{"role": "user", "content": "Reply with OK"}]
 TEST_TIMEOUT_S = 10.0
 UNSAVED_NAME = "unsaved"
+BODY_WORDS = {
+    "zh": {"url": "base_url {url!r} 不是带主机名的 http(s) URL，例如 http://127.0.0.1:11434/v1",
+           "model": "{kind} 类提供方需要一个模型：请给出 model（命令行：--model，例如 --model qwen2.5:7b）"},
+    "en": {"url": "base_url {url!r} is not an http(s) URL with a host, e.g. http://127.0.0.1:11434/v1",
+           "model": "a provider of kind {kind} needs a model: give model (on the command line --model, e.g. --model qwen2.5:7b)"},
+}
 
 _SECRET_FIELD = re.compile(r"key|secret|token|passw|credential|authori[sz]ation|bearer", re.IGNORECASE)
 # the shapes providers give keys: OpenAI/DeepSeek sk-..., Anthropic sk-ant-..., Groq gsk_, Hugging Face hf_, ...
@@ -45,8 +53,11 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _URL_SECRET = re.compile(r"//[^/@?#]*@|[?&](?:api[-_]?key|key|token|access[-_]?token|secret)=", re.IGNORECASE)
 
 
-def provider_from_body(name: str | None, body: Mapping[str, Any], server: ServerSettings) -> ProviderSettings:
-    """The provider a client sent, validated as settings.json's would be; INVALID_ARGUMENT otherwise.
+def provider_from_body(name: str | None, body: Mapping[str, Any], server: ServerSettings,
+                       language: str | None = None) -> ProviderSettings:  # fmt: skip
+    """The provider a client sent, validated as settings.json's would be; INVALID_ARGUMENT otherwise,
+    in ``language`` (None: ``nini.language``'s for this request) where the words are this module's:
+    a base_url that is not an http(s) URL with a host, and a missing model (a replay needs none).
 
     ``name`` is the one in the URL (None: the body's, else ``UNSAVED_NAME``, for a test). A key in
     the body, under any name or in any field, is refused with ``KEY_ADVICE``; a key variable that
@@ -61,6 +72,10 @@ def provider_from_body(name: str | None, body: Mapping[str, Any], server: Server
     if given is not None and (not isinstance(given, str) or (name is not None and given != name)):
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"the body's name must be the provider's name in the URL, {name!r}")
     fields = {key: body[key] for key in EDITABLE_FIELDS if key in body and body[key] is not None}
+    words = BODY_WORDS[language or words_language(None)]
+    check_base_url(fields.get("base_url"), words)
+    if fields.get("kind", "openai") != "replay" and not fields.get("model"):
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, words["model"].format(kind=fields.get("kind", "openai")), {"field": "model"})
     try:
         provider = ProviderSettings(name=name or given or UNSAVED_NAME, **fields)
     except ValidationError as exc:
@@ -70,6 +85,20 @@ def provider_from_body(name: str | None, body: Mapping[str, Any], server: Server
                         {"problems": problems}) from None  # fmt: skip
     check_key_env(provider, server)
     return provider
+
+
+def check_base_url(url: Any, words: Mapping[str, str]) -> None:
+    """INVALID_ARGUMENT naming ``url`` unless it is unset or an http(s) URL with a host: "localhost:11434"
+    or "htp://..." used to be saved and fail only at the first question, far from the typo."""
+    if url is None:
+        return
+    try:
+        parts = urlsplit(url) if isinstance(url, str) else None
+        good = parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # a port that is no number
+        good = False
+    if not good:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, words["url"].format(url=str(url)[:200]), {"field": "base_url"})
 
 
 def check_key_env(provider: ProviderSettings, server: ServerSettings) -> None:
@@ -199,6 +228,7 @@ async def test_provider(
     A disabled provider is tried too, so that it can be checked before it is enabled. A key variable
     holding a server secret is POLICY_VIOLATION, before anything is sent.
     """
+    from nini.agent.llm_advice import advised
     from nini.agent.providers import make_provider
 
     check_key_env(provider, settings.server)
@@ -215,10 +245,14 @@ async def test_provider(
                         timeout_s=timeout_s, on_text=None),
             timeout_s + 2,  # the SDK's own timeout should win; this one bounds anything else
         )  # fmt: skip
-    except NiniError as exc:
+    except NiniError as exc:  # with the URL called and what to do next
+        if exc.code in (ErrorCode.UPSTREAM_ERROR, ErrorCode.TIMEOUT):
+            exc = advised(exc, provider, settings.ui.current_language, suggest_test=False)
         return _failed(provider, exc.code.value, exc.message, home)
     except TimeoutError:
-        return _failed(provider, ErrorCode.TIMEOUT.value, f"no answer within {timeout_s:g} s", home)
+        late = advised(NiniError(ErrorCode.TIMEOUT, f"no answer within {timeout_s:g} s"), provider,
+                       settings.ui.current_language, suggest_test=False)  # fmt: skip
+        return _failed(provider, late.code.value, late.message, home)
     finally:
         await client.aclose()
     latency_ms = round((time.monotonic() - started) * 1000)

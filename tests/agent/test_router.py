@@ -99,8 +99,8 @@ def test_unusable_reasons(tmp_path: Path):
     reasons = {e["provider"]: e["reason"] for e in explained}
     assert reasons == {
         "ghost": "no provider named ghost",
-        "keyed": "environment variable NINI_TEST_MISSING_KEY (its API key) is not set",
-        "empty-key": "environment variable NINI_TEST_EMPTY_KEY (its API key) is not set",
+        "keyed": "environment variable NINI_TEST_MISSING_KEY (its API key) is not set; set the variable NINI_TEST_MISSING_KEY",
+        "empty-key": "environment variable NINI_TEST_EMPTY_KEY (its API key) is not set; set the variable NINI_TEST_EMPTY_KEY",
         "off": "provider off is disabled",
         "replay-missing": f"replay script {tmp_path / 'nope.json'} does not exist",
         "replay-none": "replay provider replay-none has no script",
@@ -133,8 +133,10 @@ def test_no_model_available_names_the_purpose_and_every_candidate():
 
 def test_no_providers_at_all():
     with pytest.raises(NiniError) as caught:
-        ModelRouter(settings(), environ={}).chain("chat")
-    assert caught.value.code is ErrorCode.NO_MODEL_AVAILABLE and "llm.providers is empty" in caught.value.message
+        ModelRouter(settings(), environ={}, language="en").chain("chat")
+    assert caught.value.code is ErrorCode.NO_MODEL_AVAILABLE
+    assert caught.value.message == ("no model is configured; add one, e.g. "
+                                    "nini models add ollama --base-url http://127.0.0.1:11434/v1 --model qwen2.5:7b")
 
 
 def test_unknown_purpose_is_invalid_argument():

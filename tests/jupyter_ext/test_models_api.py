@@ -217,7 +217,8 @@ async def test_an_upstream_error_and_a_missing_key_are_reasons(api: Any, llm_ser
     assert refused["ok"] is False and refused["reason"].startswith("UPSTREAM_ERROR: provider local answered HTTP 401")
     missing = (await api("POST", "models", "test", body={"name": "nokey"})).data
     assert missing == {"ok": False, "provider": "nokey",
-                       "reason": "NO_MODEL_AVAILABLE: environment variable NINI_TEST_UNSET_KEY (its API key) is not set"}
+                       "reason": "NO_MODEL_AVAILABLE: environment variable NINI_TEST_UNSET_KEY (its API key) is not set; "
+                                 "set the variable NINI_TEST_UNSET_KEY"}
     assert len(llm_server.requests) == 1  # no call without the key
 
 

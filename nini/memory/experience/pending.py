@@ -47,6 +47,8 @@ class PendingFile:
         self.path = folder / (PENDING_NAME if key is None else PENDING_NAME.replace(".json", f".{key}.json"))
 
     def load(self) -> PendingState:
+        if not self.folder.is_dir():  # nothing pending; reading makes no .nini/ (only a write does)
+            return PendingState()
         with self._locked():
             return self._read()
 
