@@ -27,7 +27,7 @@ def nini(project_dir: Path):
 
 
 def test_run_code_from_stdin_then_list_show_and_export(nini, tmp_path: Path) -> None:
-    first = nini("run-code", "-", "--session", "cli1", "--data", str(SALES), "--dataset", "sales",
+    first = nini("run-code", "-", "--session", "cli1", "--new", "--data", str(SALES), "--dataset", "sales",
                  "--label", "total", "--json", input="result = float(df['revenue'].sum())\nprint(len(df))\n")
     assert first.exit_code == 0, first.output
     payload = json.loads(first.stdout)
@@ -36,7 +36,7 @@ def test_run_code_from_stdin_then_list_show_and_export(nini, tmp_path: Path) -> 
 
     assert payload["result"]["result"] == pytest.approx(float(pd.read_csv(SALES)["revenue"].sum()))
     # each command has its own kernel; the session's datasets outlive it
-    second = nini("run-code", "-", "--session", "cli1", input="print(datasets['sales']['units'].sum())\n")
+    second = nini("run-code", "-", "--session", "cli1", "--new", input="print(datasets['sales']['units'].sum())\n")
     assert second.exit_code == 0, second.output
     assert int(second.stdout) == int(pd.read_csv(SALES)["units"].sum())
 
@@ -44,7 +44,7 @@ def test_run_code_from_stdin_then_list_show_and_export(nini, tmp_path: Path) -> 
     (row,) = json.loads(listed.stdout)
     assert row["id"] == "cli1" and row["tool_call_count"] == 3 and row["execution_count"] == 2
 
-    shown = json.loads(nini("sessions", "show", "cli1").stdout)
+    shown = json.loads(nini("sessions", "show", "cli1", "--json").stdout)
     assert [c["tool_name"] for c in shown["tool_calls"]] == ["load_dataset", "run_code", "run_code"]
 
     out = tmp_path / "cli1.ipynb"
@@ -62,8 +62,8 @@ def test_run_code_from_stdin_then_list_show_and_export(nini, tmp_path: Path) -> 
 def test_export_says_the_code_is_the_agent_s_and_re_runs_it_sandboxed(nini, tmp_path: Path) -> None:
     """Issue 31: the export named no author and re-ran the agent's code unsandboxed without a word."""
     quiet = "try:\n    open(bytes.fromhex('2f6e6f2f73756368').decode(), 'w')\nexcept OSError:\n    pass\nprint(len(df))\n"
-    assert nini("run-code", "-", "--session", "cli2", "--data", str(SALES), "--label", "count", input=quiet).exit_code == 0
-    assert nini("run-code", "-", "--session", "cli2", "--label", "shell", input="import subprocess\n").exit_code == 2
+    assert nini("run-code", "-", "--session", "cli2", "--new", "--data", str(SALES), "--label", "count", input=quiet).exit_code == 0
+    assert nini("run-code", "-", "--session", "cli2", "--new", "--label", "shell", input="import subprocess\n").exit_code == 2
 
     plain = nini("sessions", "export", "cli2")
     assert plain.exit_code == 0, plain.output

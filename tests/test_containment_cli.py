@@ -36,7 +36,7 @@ def nini(*args: str, code: str | None = None, env: dict[str, str] | None = None,
 
 
 def run_code(session: str, code: str, **env: str) -> dict[str, Any]:
-    done = nini("run-code", "-", "--session", session, "--json", code=code, env=env)
+    done = nini("run-code", "-", "--session", session, "--new", "--json", code=code, env=env)
     assert done.returncode in (0, 1, 2), done.stderr
     return json.loads(done.stdout)
 
@@ -69,7 +69,7 @@ def test_links_planted_by_agent_code_never_lead_nini_outside(outside: Path, nini
     exported = nini("sessions", "export", session, "--format", "ipynb", "--out", str(outside.parent / "s.ipynb"))
     assert exported.returncode == 0, exported.stderr
     assert list(outside.iterdir()) == []
-    shown = json.loads(nini("sessions", "show", session).stdout)
+    shown = json.loads(nini("sessions", "show", session, "--json").stdout)
     assert [c["status"] for c in shown["tool_calls"]] == ["succeeded", "succeeded"]  # both runs recorded
 
 
@@ -160,7 +160,7 @@ def test_a_workspace_over_its_quota_refuses_more_runs(tmp_path: Path) -> None:
     code = "for n in range(3):\n    open(f'part-{n}.bin', 'wb').write(b'x' * (7 << 20))\n"
     first = run_code("quota", code, **env)  # goes over: stopped (disk_watch), or done before the watch saw it
     assert first["success"] or first["error"]["code"] == "TOO_LARGE", first
-    refused = nini("run-code", "-", "--session", "quota", code="print(1)", env=env)
+    refused = nini("run-code", "-", "--session", "quota", "--new", code="print(1)", env=env)
     assert refused.returncode == 1 and "TOO_LARGE" in refused.stderr and "workspace_quota_mb" in refused.stderr
     big = run_code("quota2", "open('big.bin', 'wb').write(b'x' * (20 << 20))", **env)  # RLIMIT_FSIZE: 16 MiB
     assert not big["success"] and ("File too large" in big["error"]["message"] or big["error"]["code"] == "TOO_LARGE")
@@ -173,7 +173,7 @@ def test_r_finds_no_way_to_run_a_program(tmp_path: Path, nini_home: Path) -> Non
         '              error = function(e) "refused")\n'
         "result <- list(pdf = p, files = list.files(pattern = 'pwned'))\n"
     )
-    done = nini("run-r", "-", "--session", "rexec", "--json", code=code)
+    done = nini("run-r", "-", "--session", "rexec", "--new", "--json", code=code)
     out = json.loads(done.stdout)
     workspace = nini_home / "sessions" / "rexec" / "workspace"
     assert not list(workspace.glob("pwned*"))

@@ -67,7 +67,7 @@ def test_three_gib_in_memfds_stop_at_the_memory_limit(nini_home: Path) -> None:
     assert str(nini_home) not in error["message"]
     after = run_code("fill", "import os\nresult = len(os.listdir('/proc/self/fd'))", **MEMORY_ENV)
     assert after["success"], after  # a new kernel: the host and the session go on
-    shown = json.loads(nini("sessions", "show", "fill").stdout)
+    shown = json.loads(nini("sessions", "show", "fill", "--json").stdout)
     calls = [(c["status"], c["error_code"]) for c in shown["tool_calls"]]
     assert calls == [("failed", "TOO_LARGE"), ("succeeded", None)]  # the stopped run kept its record
 
@@ -98,7 +98,7 @@ def test_a_process_flood_holds_its_own_kernel_only_and_colliding_sessions_get_th
     script = tmp_path / "flood.py"
     script.write_text(flood)
     env = {**os.environ, "NINI_EXECUTION__PYTHON_POLICY": "off", "NINI_EXECUTION__SANDBOX": "bwrap"}
-    holding = subprocess.Popen([str(NINI), "run-code", str(script), "--session", flooder, "--json"],
+    holding = subprocess.Popen([str(NINI), "run-code", str(script), "--session", flooder, "--new", "--json"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
     try:
         held_uid, held, stopped = wait_for(release.with_name("held")).split()

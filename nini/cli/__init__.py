@@ -4,34 +4,40 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 from nini import __version__
 from nini.cli import ask, experience, models, prefs, r, report, sessions, skills
-from nini.cli._common import CliState, handles_errors, print_json, silence_stdout, state
+from nini.cli._help import ANALYSIS, HELP_OPTIONS, MEMORY, MODELS, SERVER, SESSIONS, SKILLS, SectionedGroup, examples
+from nini.cli._common import NEW_SESSION_HELP, CliState, handles_errors, print_json, silence_stdout, state, warn_unsandboxed
 from nini.cli.terminal import working
-from nini.doctor import run_checks
 
 app = typer.Typer(
-    help="nini: a data-analysis agent that lives inside Jupyter.",
+    help="nini: a data-analysis agent that lives inside Jupyter.\n\n"
+         "nini COMMAND -h shows a command's options and examples; nini --install-completion completes commands in your shell.",
+    epilog=examples('nini ask "Which region grew fastest?" --data sales.csv', "nini --lang en doctor",
+                    "nini --project-dir ~/analysis sessions list", "nini skills list --json"),
+    cls=SectionedGroup,
+    context_settings=HELP_OPTIONS,
+    rich_markup_mode=None,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
 )
-app.add_typer(skills.app, name="skills")
-app.add_typer(sessions.app, name="sessions")
-app.add_typer(r.app, name="r")
-app.add_typer(experience.app, name="experience")
-app.add_typer(prefs.app, name="prefs")
-app.add_typer(models.app, name="models")
-app.command("ask")(ask.ask_command)
-app.command("run-code")(sessions.run_code_command)
-app.command("run-r", help=sessions.RUN_R_HELP)(sessions.run_code_command)
-app.command("report")(report.report_command)
-app.command("remember")(experience.remember_command)
-app.command("feedback")(prefs.feedback_command)
+app.command("ask", rich_help_panel=ANALYSIS, epilog=ask.EXAMPLES)(ask.ask_command)
+app.command("run-code", rich_help_panel=ANALYSIS, epilog=sessions.RUN_CODE_EXAMPLES)(sessions.run_code_command)
+app.command("run-r", help=sessions.RUN_R_HELP, rich_help_panel=ANALYSIS, epilog=sessions.RUN_R_EXAMPLES)(sessions.run_code_command)
+app.add_typer(r.app, name="r", rich_help_panel=ANALYSIS)
+app.add_typer(sessions.app, name="sessions", rich_help_panel=SESSIONS)
+app.command("report", rich_help_panel=SESSIONS, epilog=report.EXAMPLES)(report.report_command)
+app.add_typer(skills.app, name="skills", rich_help_panel=SKILLS)
+app.command("remember", rich_help_panel=MEMORY, epilog=experience.REMEMBER_EXAMPLES)(experience.remember_command)
+app.add_typer(experience.app, name="experience", rich_help_panel=MEMORY)
+app.add_typer(prefs.app, name="prefs", rich_help_panel=MEMORY)
+app.command("feedback", rich_help_panel=MEMORY, epilog=prefs.FEEDBACK_EXAMPLES)(prefs.feedback_command)
+app.add_typer(models.app, name="models", rich_help_panel=MODELS)
 
 
 def _version(value: bool) -> None:
@@ -44,17 +50,33 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
+@handles_errors
 def root(
     ctx: typer.Context,
-    project_dir: Annotated[
-        Path, typer.Option("--project-dir", help="Project folder (its .nini/, .agents/, .claude/ skills).")
-    ] = Path("."),
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True)] = False,
+    project_dir: Annotated[Path | None, typer.Option("--project-dir", metavar="DIR", help="Project folder (its .nini/, "
+                           ".agents/, .claude/ skills); it must exist. Default: the current folder.")] = None,  # fmt: skip
+    lang: Annotated[Literal["zh", "en"] | None, typer.Option(
+        "--lang", help="Language of nini's words for this command (default: ui.language, auto: the locale's).")] = None,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print nini's version and exit.")] = False,
 ) -> None:
+    """Settings are read by the commands that need them; here only what every command shares."""
+    from nini.language import use_language
+
+    use_language(lang)  # None lifts an override an earlier in-process call left (tests invoke the app many times)
+    ctx.call_on_close(lambda: use_language(None))
+    # None rather than Path("."): typer converts a default that is not None through pydantic, whose import
+    # would double the time of `nini GROUP --help`
+    project_dir = Path(".") if project_dir is None else project_dir
+    if not project_dir.is_dir():
+        from nini.errors import ErrorCode, NiniError
+
+        if project_dir.exists():
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"project folder {project_dir} is not a folder")
+        raise NiniError(ErrorCode.NOT_FOUND, f"project folder {project_dir} does not exist")
     ctx.obj = CliState(project_dir.resolve())
 
 
-@app.command()
+@app.command(rich_help_panel=SERVER, epilog=examples("nini doctor", "nini doctor --check-models --json"))
 @handles_errors
 def doctor(
     ctx: typer.Context,
@@ -64,7 +86,7 @@ def doctor(
     """Check Python, packages, R, the sandbox and NINI_HOME; exit 1 if a required part is missing."""
     import asyncio
 
-    from nini.doctor import Check
+    from nini.doctor import Check, run_checks
 
     settings = state(ctx).settings
     checks = run_checks(settings)
@@ -87,11 +109,12 @@ def doctor(
         raise typer.Exit(1)
 
 
-@app.command("mcp")
+@app.command("mcp", rich_help_panel=SERVER, epilog=examples("nini mcp", "nini mcp --session demo-agent"))
 @handles_errors
 def mcp_command(
     ctx: typer.Context,
-    session_id: Annotated[str | None, typer.Option("--session", help="Serve this session (created if new); default: a new one.")] = None,
+    session_id: Annotated[str | None, typer.Option("--session", help="Serve this existing session; default: a new one.")] = None,
+    new: Annotated[bool, typer.Option("--new", help=NEW_SESSION_HELP)] = False,
 ) -> None:
     """Serve nini's enabled skills as MCP tools over stdio (for Claude Code, Cursor, Jupyter AI, ...)."""
     import asyncio
@@ -103,7 +126,10 @@ def mcp_command(
 
     async def serve() -> None:
         async with Runtime(cli.settings, project_dir=cli.project_dir) as runtime:
-            await serve_stdio(runtime.session_or_new(session_id, title="MCP"))
+            async with runtime.command_session(session_id, new=new, title="MCP") as held:
+                warn_unsandboxed(cli.settings)
+                await serve_stdio(held.session)
+                held.failed = True  # a session made for a client that ran nothing is not kept either
 
     asyncio.run(serve())
 

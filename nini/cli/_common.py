@@ -9,13 +9,14 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from nini.config import Settings, load_settings, resolve_home
 from nini.errors import NiniError
-from nini.logs import configure_logging
+
+if TYPE_CHECKING:  # settings (pydantic) and the store load inside commands: `nini --help` stays fast
+    from nini.config import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("nini.cli")
@@ -31,12 +32,28 @@ class CliState:
     @property
     def settings(self) -> Settings:
         if self._settings is None:
+            from nini.config import load_settings, resolve_home
+            from nini.logs import configure_logging
+
             configure_logging(resolve_home() / "logs")  # first, so settings warnings reach the log file
             self._settings = load_settings()
             configure_logging(self._settings.logs_dir, self._settings.log_level)
             for warning in self._settings.warnings:
                 typer.echo(f"warning: {warning}", err=True)
         return self._settings
+
+
+NEW_SESSION_HELP = "Create the --session if there is none (else an unknown id is NOT_FOUND with the closest ids)."
+
+
+def warn_unsandboxed(settings: Settings) -> None:
+    """One line on stderr when the code this command runs will run without the sandbox
+    (``execution.warn_unsandboxed`` silences it): for run-code, run-r, ask and mcp."""
+    from nini.execution.unsandboxed import unsandboxed_warning
+
+    line = unsandboxed_warning(settings.execution, settings.ui.current_language)
+    if line is not None:
+        typer.echo(line, err=True)
 
 
 def state(ctx: typer.Context) -> CliState:
@@ -76,6 +93,9 @@ def _log_traceback(command: str) -> None:
     Commands that need no settings (``skills validate``) never set the log file up, and a record
     with no handler anywhere goes to the stdlib's last-resort handler: the traceback on stderr.
     """
+    from nini.config import load_settings
+    from nini.logs import configure_logging
+
     settings = load_settings()
     configure_logging(settings.logs_dir, settings.log_level)
     if log.hasHandlers():
@@ -92,17 +112,26 @@ def print_json(value: Any) -> None:
     sys.stdout.write("\n")
 
 
-async def load_data_files(session: Any, paths: list[Path], *, announce: bool = True) -> list[str]:
+# How --data files are read, next to --data in every command that has it (None: detected, the first sheet)
+EncodingOption = Annotated[str | None, typer.Option("--encoding", help="The --data files' text encoding (e.g. gbk, latin-1); default: detected.")]
+SepOption = Annotated[str | None, typer.Option("--sep", help="The --data files' separator (e.g. ';', '|', tab); default: detected.")]
+SheetOption = Annotated[str | None, typer.Option("--sheet", help="The sheet of an Excel --data file, by name or 0-based index; default: the first.")]
+
+
+async def load_data_files(session: Any, paths: list[Path], *, announce: bool = True, read: dict[str, Any] | None = None) -> list[str]:
     """``--data FILE``: copy each file into the session and load it as a dataset (recorded through
-    load_dataset); a file that cannot be loaded stops the command with its error. The datasets' names."""
+    load_dataset, with ``read``: ``--encoding``, ``--sep``, ``--sheet``); a file that cannot be loaded
+    stops the command with its error. The datasets' names."""
+    from nini.skills.builtin.datasets import loaded_line
     from nini.skills.invoke import invoke
 
+    given = {key: value for key, value in (read or {}).items() if value is not None}
     names = []
     for path in paths:
-        loaded = await invoke(session, "load_dataset", {"path": session.upload(path)})
+        loaded = await invoke(session, "load_dataset", {"path": session.upload(path), **given})
         if not loaded.success:
             raise NiniError(loaded.error["code"], loaded.error["message"])
         names.append(loaded.result["name"])
-        if announce:
-            typer.echo(f"dataset {loaded.result['name']}: {loaded.result['shape'][0]} rows", err=True)
+        if announce:  # dataset sales: 120 rows, 5 columns (encoding gbk, detected; separator ';', detected)
+            typer.echo(loaded_line(loaded.result, session.settings.ui.current_language, labelled=True), err=True)
     return names

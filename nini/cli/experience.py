@@ -4,24 +4,30 @@ look after the libraries (list, show, validate, deprecate, roll back)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from nini.agent.experience import model_judge
 from nini.cli._common import handles_errors, print_json, state
+from nini.cli._help import examples, group
+from nini.cli.words import say
 from nini.errors import ErrorCode, NiniError
-from nini.memory.experience import ExperienceMemory
-from nini.memory.experience.curate import deprecate, rollback
-from nini.memory.experience.menu import remember_dialogue
 
-app = typer.Typer(help="The team's and the project's experience libraries.", no_args_is_help=True)
+if TYPE_CHECKING:  # the libraries (and the model judge) load inside commands: `nini --help` stays fast
+    from nini.memory.experience import ExperienceMemory
+
+app = group("The team's and the project's experience libraries.", ["nini experience list", "nini experience show EXP-0001"])
+REMEMBER_EXAMPLES = examples("nini remember",
+                             'nini remember --add "use the median for revenue: the revenue column has outliers" --level project --yes')
 
 Level = Literal["team", "project"]
 Stage = Literal["init", "analysis", "report", "review"]
 
 
 def _memory(ctx: typer.Context) -> ExperienceMemory:
+    from nini.agent.experience import model_judge
+    from nini.memory.experience import ExperienceMemory
+
     cli = state(ctx)
     return ExperienceMemory(cli.settings, Path(cli.project_dir).resolve(), judge=model_judge(cli.settings))
 
@@ -50,11 +56,13 @@ def remember_command(
     type: Annotated[Literal["standard", "knowledge"] | None, typer.Option("--type", help="standard (a checkable rule) or knowledge (a judgement).")] = None,
     trigger: Annotated[str | None, typer.Option("--trigger", help="When to load it (default: the statement).")] = None,
     stage: Annotated[Stage | None, typer.Option("--stage", help="The stage it belongs to (asked when left out; analysis with --yes).")] = None,
-    alternative: Annotated[list[str] | None, typer.Option("--alternative", help="A rejected alternative (repeatable).")] = None,
+    alternative: Annotated[list[str] | None, typer.Option("--alternative", metavar="TEXT", help="A rejected alternative (repeatable).")] = None,
     signal: Annotated[str | None, typer.Option("--signal", help="What tells the choice apart (default: read from the statement).")] = None,
     yes: Annotated[bool, typer.Option("--yes", help="With --add: the confirmation, given here; deposit without asking.")] = False,
 ) -> None:
     """Choose which pending experience candidates to keep, or state one with --add."""
+    from nini.memory.experience.menu import remember_dialogue
+
     memory = _memory(ctx)
     if add is None:
         if yes:
@@ -80,7 +88,7 @@ def remember_command(
     typer.echo(memory.deposit(plan, confirm=True))
 
 
-@app.command("list")
+@app.command("list", epilog=examples("nini experience list", "nini experience list --level project --all --json"))
 @handles_errors
 def list_entries(
     ctx: typer.Context,
@@ -94,15 +102,16 @@ def list_entries(
         print_json(rows)
         return
     if not rows:
-        typer.echo("no experience yet")
+        typer.echo(say(ctx, "no_experience"))
         return
     for row in rows:
         typer.echo(f"{row['level']:<8} {row['id']:<9} {row['type']:<9} {row['status']:<10} {row['strength']:<10} {row['title']}")
 
 
-@app.command("show")
+@app.command("show", epilog=examples("nini experience show EXP-0001", "nini experience show team/knowledge/EXP-0001.md"))
 @handles_errors
-def show_entry(ctx: typer.Context, reference: Annotated[str, typer.Argument(help="EXP-0001, or team/knowledge/EXP-0001.md")]) -> None:
+def show_entry(ctx: typer.Context, reference: Annotated[str, typer.Argument(
+        metavar="ENTRY", help="EXP-0001, or team/knowledge/EXP-0001.md")]) -> None:
     """Print one experience document."""
     memory = _memory(ctx)
     if "/" not in reference:
@@ -115,38 +124,48 @@ def show_entry(ctx: typer.Context, reference: Annotated[str, typer.Argument(help
     typer.echo(memory.read(reference), nl=False)
 
 
-@app.command("validate")
+@app.command("validate", epilog=examples("nini experience validate", "nini experience validate --json"))
 @handles_errors
-def validate(ctx: typer.Context) -> None:
+def validate(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print each library's problems as JSON.")] = False,
+) -> None:
     """Check each INDEX.md: its header, its values, and that every File exists (nothing is rewritten)."""
     problems = _memory(ctx).validate()
-    for level, found in problems.items():
-        typer.echo(f"{level}: " + ("ok" if not found else f"{len(found)} problem(s)"))
-        for problem in found:
-            typer.echo(f"  {problem}")
+    if as_json:
+        print_json({level: [str(problem) for problem in found] for level, found in problems.items()})
+    else:
+        for level, found in problems.items():
+            typer.echo(f"{level}: " + ("ok" if not found else f"{len(found)} problem(s)"))
+            for problem in found:
+                typer.echo(f"  {problem}")
     if any(problems.values()):
         raise typer.Exit(1)
 
 
-@app.command("deprecate")
+@app.command("deprecate", epilog=examples("nini experience deprecate EXP-0003 --by EXP-0007 --yes"))
 @handles_errors
 def deprecate_entry(
     ctx: typer.Context,
-    entry_id: Annotated[str, typer.Argument(help="The entry, e.g. EXP-0003.")],
+    entry_id: Annotated[str, typer.Argument(metavar="ENTRY", help="The entry, e.g. EXP-0003.")],
     level: Annotated[Level, typer.Option("--level", help="Its library.")] = "project",
     by: Annotated[str | None, typer.Option("--by", help="The entry that replaces it.")] = None,
     yes: Annotated[bool, typer.Option("--yes", help="Do it without asking.")] = False,
 ) -> None:
     """Mark an entry deprecated (its file stays)."""
+    from nini.memory.experience.curate import deprecate
+
     memory = _memory(ctx)
-    if not yes and input(f"deprecate {entry_id} in {level}? [y/N] ").strip().lower() not in ("y", "yes"):
-        typer.echo("nothing changed")
+    if not yes and input(say(ctx, "deprecate_ask", entry=entry_id, level=level)).strip().lower() not in ("y", "yes"):
+        typer.echo(say(ctx, "nothing_changed"))
         return
     typer.echo(deprecate(memory.library(level), entry_id.upper(), (by or "").upper()))
 
 
-@app.command("rollback")
+@app.command("rollback", epilog=examples("nini experience rollback project"))
 @handles_errors
-def rollback_library(ctx: typer.Context, level: Annotated[Level, typer.Argument(help="team or project")]) -> None:
+def rollback_library(ctx: typer.Context, level: Annotated[Level, typer.Argument(metavar="LEVEL", help="team or project")]) -> None:
     """Undo the library's last deposit or deprecation (from its backup; created files are kept aside)."""
+    from nini.memory.experience.curate import rollback
+
     typer.echo(rollback(_memory(ctx).library(level)))

@@ -3,7 +3,6 @@ what the next run is given, switch learning and injection, and judge a run's out
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -11,13 +10,19 @@ from typing import Annotated, Any, Literal
 import typer
 
 from nini.cli._common import handles_errors, print_json, state
+from nini.cli._help import examples, group
+from nini.cli.words import say
 from nini.cli.terminal import working
-from nini.config import save_setting
 from nini.errors import ErrorCode, NiniError
 
-app = typer.Typer(help="Your preferences: the ones you write and the ones learned from your feedback.", no_args_is_help=True)
+app = group("Your preferences: the ones you write and the ones learned from your feedback.",
+            ["nini prefs list", "nini prefs add report.decimals 2", "nini prefs preview --skill-type report"])
+FEEDBACK_EXAMPLES = examples('nini feedback t1a2b3c4d5e6f reject --comment "too many exclamation marks"',
+                             "nini feedback t1a2b3c4d5e6f accept --signal no_exclamation")
 
-ProjectOption = Annotated[str | None, typer.Option("--project", help="A project id (see prefs list); '.' is this project.")]
+ProjectOption = Annotated[str | None, typer.Option("--project", metavar="ID", help="A project id (see prefs list); '.' is this project.")]
+IdArgument = Annotated[int, typer.Argument(metavar="ID", help="The preference's id (nini prefs list).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of the table.")]
 
 
 def _open(ctx: typer.Context) -> Any:
@@ -40,85 +45,91 @@ def _value(text: str) -> Any:
         return text
 
 
-def _show(rows: list[dict[str, Any]]) -> None:
+def _show(ctx: typer.Context, rows: list[dict[str, Any]]) -> None:
     if not rows:
-        typer.echo("no preferences")
+        typer.echo(say(ctx, "no_preferences"))
     for row in rows:
         scope = row["project_id"] or "global"
         typer.echo(f"{row['id']:>6}  {row['key']:<28} {json.dumps(row['value'], ensure_ascii=False):<16} "
                    f"{row['source']:<9} {row['confidence']:.2f}  {row['evidence_count']:>3}  {scope}")  # fmt: skip
 
 
-@app.command("list")
+@app.command("list", epilog=examples("nini prefs list", "nini prefs list --project . --json"))
 @handles_errors
-def list_prefs(ctx: typer.Context, project: ProjectOption = ".", as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def list_prefs(ctx: typer.Context, project: ProjectOption = ".", as_json: JsonOption = False) -> None:
     """This project's preferences and the global ones (id, key, value, source, confidence, evidence, scope)."""
     memory = _open(ctx)
     try:
         rows = memory.table.list(_project(memory, project), owner=memory.settings.session_owner)
     finally:
         memory.store.close()
-    print_json(rows) if as_json else _show(rows)
+    print_json(rows) if as_json else _show(ctx, rows)
 
 
-@app.command("show")
+@app.command("show", epilog=examples("nini prefs show 3", "nini prefs show 3 --json"))
 @handles_errors
-def show_pref(ctx: typer.Context, preference_id: int) -> None:
-    """One preference as JSON."""
+def show_pref(ctx: typer.Context, preference_id: IdArgument, as_json: JsonOption = False) -> None:
+    """One preference (id, key, value, source, confidence, evidence, scope)."""
     memory = _open(ctx)
     try:
-        print_json(memory.table.get(preference_id, owner=memory.settings.session_owner))
+        row = memory.table.get(preference_id, owner=memory.settings.session_owner)
     finally:
         memory.store.close()
+    print_json(row) if as_json else _show(ctx, [row])
 
 
-@app.command("add")
+@app.command("add", epilog=examples("nini prefs add report.decimals 2", "nini prefs add verbosity concise --project ."))
 @handles_errors
-def add_pref(ctx: typer.Context, key: str, value: str, project: ProjectOption = None) -> None:
+def add_pref(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(metavar="KEY", help="What it is about, e.g. report.decimals or verbosity.")],
+    value: Annotated[str, typer.Argument(metavar="VALUE", help="JSON (2, true, \"text\"), or text.")],
+    project: ProjectOption = None,
+) -> None:
     """Your own preference (confidence 1.0, never changed by learning); global unless --project."""
     memory = _open(ctx)
     try:
-        _show([memory.table.put_explicit(_project(memory, project), key, _value(value), owner=memory.settings.session_owner)])
+        _show(ctx, [memory.table.put_explicit(_project(memory, project), key, _value(value), owner=memory.settings.session_owner)])
     finally:
         memory.store.close()
 
 
-@app.command("edit")
+@app.command("edit", epilog=examples("nini prefs edit 3 --value 1", "nini prefs edit 3 --confidence 0.5"))
 @handles_errors
 def edit_pref(
     ctx: typer.Context,
-    preference_id: int,
+    preference_id: IdArgument,
     value: Annotated[str | None, typer.Option("--value", help="A new value (JSON, or text).")] = None,
     confidence: Annotated[float | None, typer.Option("--confidence", help="0 to 1 (default 1.0: your edit makes it yours).")] = None,
 ) -> None:
     """Change a preference; your edit makes it explicit."""
     memory = _open(ctx)
     try:
-        _show([memory.table.edit(preference_id, value=None if value is None else _value(value), confidence=confidence,
+        _show(ctx, [memory.table.edit(preference_id, value=None if value is None else _value(value), confidence=confidence,
                                  owner=memory.settings.session_owner)])  # fmt: skip
     finally:
         memory.store.close()
 
 
-@app.command("delete")
+@app.command("delete", epilog=examples("nini prefs delete 3"))
 @handles_errors
-def delete_pref(ctx: typer.Context, preference_id: int) -> None:
+def delete_pref(ctx: typer.Context, preference_id: IdArgument) -> None:
     """Delete a preference; the very next run is given the rest."""
     memory = _open(ctx)
     try:
         row = memory.table.delete(preference_id, owner=memory.settings.session_owner)
     finally:
         memory.store.close()
-    typer.echo(f"deleted {row['id']} ({row['key']})")
+    typer.echo(say(ctx, "deleted_preference", id=row["id"], key=row["key"]))
 
 
-@app.command("preview")
+@app.command("preview", epilog=examples("nini prefs preview", "nini prefs preview --skill-type report --json"))
 @handles_errors
 def preview(
     ctx: typer.Context,
     project: ProjectOption = ".",
     skill_type: Annotated[str, typer.Option("--skill-type", help="answer, report or chart.")] = "answer",
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the selection (each preference and why) as JSON.")] = False,
 ) -> None:
     """Exactly the block the next run of this skill type is given."""
     memory = _open(ctx)
@@ -130,6 +141,8 @@ def preview(
 
 
 def _switch(ctx: typer.Context, key: str, on: bool | None) -> None:
+    from nini.config import save_setting
+
     cli = state(ctx)
     if on is None:
         typer.echo(f"{key}: {'on' if getattr(cli.settings.preferences, key.split('.')[1]) else 'off'}")
@@ -138,14 +151,14 @@ def _switch(ctx: typer.Context, key: str, on: bool | None) -> None:
     typer.echo(f"{key}: {'on' if on else 'off'}")
 
 
-@app.command("learning")
+@app.command("learning", epilog=examples("nini prefs learning", "nini prefs learning --off"))
 @handles_errors
 def learning(ctx: typer.Context, on: Annotated[bool | None, typer.Option("--on/--off", help="Learn from feedback, or not.")] = None) -> None:
     """Switch learning from feedback (explicit preferences are injected either way)."""
     _switch(ctx, "preferences.learning", on)
 
 
-@app.command("injection")
+@app.command("injection", epilog=examples("nini prefs injection", "nini prefs injection --on"))
 @handles_errors
 def injection(ctx: typer.Context, on: Annotated[bool | None, typer.Option("--on/--off", help="Put preferences into prompts, or not.")] = None) -> None:
     """Switch putting preferences into prompts."""
@@ -155,16 +168,18 @@ def injection(ctx: typer.Context, on: Annotated[bool | None, typer.Option("--on/
 @handles_errors
 def feedback_command(
     ctx: typer.Context,
-    run_id: Annotated[str, typer.Argument(help="A turn id (an answer), report:<artifact id>, or a proposal id.")],
-    action: Annotated[Literal["accept", "reject", "partial"], typer.Argument(help="accept, reject or partial.")],
-    signal: Annotated[list[str] | None, typer.Option("--signal", help="A preference it speaks for, e.g. no_exclamation (repeatable).")] = None,
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help="A turn id (an answer), report:<artifact id>, or a proposal id.")],
+    action: Annotated[Literal["accept", "reject", "partial"], typer.Argument(metavar="ACTION", help="accept, reject or partial.")],
+    signal: Annotated[list[str] | None, typer.Option("--signal", metavar="KEY", help="A preference it speaks for, e.g. no_exclamation (repeatable).")] = None,
     comment: Annotated[str | None, typer.Option("--comment", help="Your words; a model (or keyword rules) reads signals from them.")] = None,
     edited: Annotated[Path | None, typer.Option("--edited", help="Your edit of a report's Markdown: the signals come from the diff.")] = None,
 ) -> None:
     """Judge a run's output: what was learned is printed, one change per line."""
+    import asyncio
+
     with working("learning from the feedback"):
         learned = asyncio.run(_feedback(ctx, run_id, action, signal or [], comment, edited))
-    typer.echo(f"feedback {learned.feedback_id} recorded ({action})")
+    typer.echo(say(ctx, "feedback_recorded", id=learned.feedback_id, action=action))
     for change in learned.changes:
         typer.echo(f"  {change['key']}: {change['before']:.2f} -> {change['after']:.2f} ({change['why']})")
     for name in learned.canceled:

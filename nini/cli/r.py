@@ -14,14 +14,15 @@ from typing import Annotated
 import typer
 
 from nini.cli._common import handles_errors, print_json, state
+from nini.cli._help import examples, group
 from nini.errors import ErrorCode, NiniError
 from r_sandbox.errors import RSandboxError
 from r_sandbox.policy import check_r_code, violations_message
 
-app = typer.Typer(help="R code: check scripts against the R sandbox policy.", no_args_is_help=True)
+app = group("R code: check scripts against the R sandbox policy.", ["nini r check model.R"])
 
 
-@app.command("check")
+@app.command("check", epilog=examples("nini r check model.R", "cat model.R | nini r check - --allow-package lme4"))
 @handles_errors
 def check(
     ctx: typer.Context,

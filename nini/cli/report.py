@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
@@ -12,23 +11,26 @@ from typing import Annotated, Any, Literal
 import typer
 
 from nini.cli.terminal import cell_progress, working
-from nini.cli._common import handles_errors, state
+from nini.cli._common import handles_errors, print_json, state
+from nini.cli._help import examples
 from nini.errors import ErrorCode, NiniError
 
+EXAMPLES = examples("nini report --session demo-agent", "nini report --session demo-agent --out reports --format md,html,ipynb",
+                    "nini report analysis.ipynb --execute --strict")
 STRICT_FAILED_EXIT = 3  # `--execute --strict` and a cell failed or timed out, or nothing ran: the report is written, the run is not clean
 
 
 @handles_errors
 def report_command(
     ctx: typer.Context,
-    notebook: Annotated[Path | None, typer.Argument(metavar="[NOTEBOOK.ipynb]", help="Report on this notebook.")] = None,
+    notebook: Annotated[Path | None, typer.Argument(metavar="NOTEBOOK.ipynb", help="Report on this notebook.")] = None,
     session_id: Annotated[str | None, typer.Option("--session", help="Report on this recorded session.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Folder to write into (default: the session's "
                                              "workspace reports/, or the notebook's folder).")] = None,  # fmt: skip
     with_observability: Annotated[bool, typer.Option("--with-observability", help="Add the appendix of tool "
                                                      "calls, executions and durations.")] = False,  # fmt: skip
     lang: Annotated[Literal["zh", "en"] | None, typer.Option("--lang", help="Language of the report "
-                                                             "(default: ui.language).")] = None,  # fmt: skip
+                                                             "(default: ui.language, auto: the locale's).")] = None,  # fmt: skip
     formats: Annotated[str, typer.Option("--format", help="Comma-separated: md, html, ipynb, pdf.")] = "md,html",
     title: Annotated[str | None, typer.Option("--title", help="Report title.")] = None,
     execute: Annotated[bool, typer.Option("--execute", help="Run the notebook first (nbclient); "
@@ -44,11 +46,16 @@ def report_command(
     model_text: Annotated[bool | None, typer.Option("--model-text/--no-model-text", help="Let the model for purpose "
                           "report write the summary and conclusions from the findings, numbers checked (default: "
                           "the report.model_text setting; only when a model is configured).")] = None,  # fmt: skip
+    as_json: Annotated[bool, typer.Option("--json", help="Print the title, the files written (by format) and the "
+                                          "report's sections as JSON instead of the paths.")] = False,  # fmt: skip
 ) -> None:
     """Write the layered report of a session (--session ID) or a notebook (--execute runs it first); print its paths."""
+    from nini.language import use_language
     from nini.report.output import check_formats
     from nini.report.service import ReportRequest
 
+    if lang is not None:  # the same override as the root --lang: the report and every message of this command
+        use_language(lang)
     if (notebook is None) == (session_id is None):
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "give either a notebook path or --session ID (exactly one)")
     if execute and notebook is None:
@@ -64,8 +71,11 @@ def report_command(
     else:
         report = _run(settings, project_dir, request, False, lambda memory, complete: _session_report(
             session_id, request, settings, memory, complete, out, chosen))  # fmt: skip
-    for path in report.paths.values():
-        typer.echo(str(path))
+    if as_json:
+        print_json(_described(report))
+    else:
+        for path in report.paths.values():
+            typer.echo(str(path))
     for section, why in report.rendered.model_refused.items():
         detail = f": {why.detail}" if why.detail else ""
         typer.echo(f"the model's {section} was not used ({why.kind}{detail}); the generated text stands", err=True)
@@ -77,11 +87,22 @@ def report_command(
             raise typer.Exit(STRICT_FAILED_EXIT)
 
 
+def _described(report: Any) -> dict[str, Any]:
+    """``--json``: what was written, and the sections a reader finds in it (its ``## `` headings)."""
+    rendered = report.rendered
+    return {"title": rendered.title, "paths": {fmt: str(path) for fmt, path in report.paths.items()},
+            "sections": [line[3:].strip() for line in rendered.markdown.splitlines() if line.startswith("## ")],
+            "model_sections": {"written": list(rendered.model_written),
+                               "refused": {s: why.kind for s, why in rendered.model_refused.items()}}}  # fmt: skip
+
+
 def _run(settings: Any, project_dir: Path, request: Any, executing: bool,
          make: Callable[[Any, Any], Awaitable[Any]]) -> Any:  # fmt: skip
     """Run ``make(preferences, complete)`` (one of the service's pipelines) with the unnamed user's
     preference memory over the history store and, when the model is to write, its router; both
     closed after."""
+    import asyncio
+
     from nini.history.store import HistoryStore
     from nini.memory.preferences import PreferenceMemory
     from nini.report.service import wants_model_text

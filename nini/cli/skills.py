@@ -2,33 +2,34 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
 from nini.cli._common import handles_errors, print_json, state
+from nini.cli._help import examples, group
 from nini.cli.terminal import working
-from nini.skills import SkillRegistry
-from nini.skills.discovery import standard_roots
-from nini.skills.markdown import validate_skill_file
-from nini.skills.scaffold import create_skill
+from nini.cli.words import say
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # skills (pydantic, the store) load inside commands: `nini --help` stays fast
     from nini.config import Settings
+    from nini.skills import SkillRegistry
 
-app = typer.Typer(help="Function and Markdown skills.", no_args_is_help=True)
+app = group("Function and Markdown skills.", ["nini skills list --type markdown", "nini skills show data-quality-check",
+                                               'nini skills create revenue-check -d "Check revenue columns before analysis"'])
 
 SkillType = Literal["function", "markdown"]
 
 
 def _registry(ctx: typer.Context) -> SkillRegistry:
+    from nini.skills import SkillRegistry
+
     cli = state(ctx)
     return SkillRegistry(cli.settings, cli.project_dir)
 
 
-@app.command("list")
+@app.command("list", epilog=examples("nini skills list", "nini skills list --type markdown --json"))
 @handles_errors
 def list_skills(
     ctx: typer.Context,
@@ -43,7 +44,7 @@ def list_skills(
         print_json(records)
         return
     if not records:
-        typer.echo("no skills found")
+        typer.echo(say(ctx, "no_skills"))
         return
     width = max(len(r["name"]) for r in records)
     typer.echo(f"{'NAME':<{width}}  TYPE      CATEGORY           ENABLED  SOURCE   DESCRIPTION")
@@ -57,11 +58,37 @@ def list_skills(
         typer.echo(f"refused: {problem.name} ({problem.source}:{problem.location}): {problem.message}")
 
 
-@app.command("show")
+@app.command("show", epilog=examples("nini skills show data-quality-check", "nini skills show run_code --json"))
 @handles_errors
-def show_skill(ctx: typer.Context, name: str) -> None:
-    """Print one skill record as JSON."""
-    print_json(_registry(ctx).get(name))
+def show_skill(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The skill's name (nini skills list).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the skill record as JSON.")] = False,
+) -> None:
+    """Show one skill: its kind, source, state, description and, for a function skill, its parameters."""
+    record = _registry(ctx).get(name)
+    if as_json:
+        print_json(record)
+        return
+    for line in _skill_lines(record):
+        typer.echo(line)
+
+
+def _skill_lines(record: dict[str, Any]) -> list[str]:
+    """The record as a person reads it; ``--json`` has all of it (a function skill's whole input schema)."""
+    metadata = record.get("metadata") or {}
+    lines = [f"{record['name']} ({record['type']}, {metadata.get('source', '-')}, "
+             f"{'enabled' if record['enabled'] else 'disabled'})",
+             f"category:    {record['category']}", f"location:    {record['location']}",
+             f"description: {' '.join(record['description'].split())}"]  # fmt: skip
+    schema = metadata.get("input_schema") or {}
+    required = set(schema.get("required") or [])
+    for number, (param, spec) in enumerate((schema.get("properties") or {}).items()):
+        kinds = [spec["type"]] if spec.get("type") else [t.get("type", "?") for t in spec.get("anyOf", [])]
+        kind = "/".join(k for k in kinds if k != "null") or "any"
+        lines.append(f"{'parameters:' if number == 0 else '':<13}{param} ({kind}{', required' if param in required else ''})"
+                     f"{': ' + ' '.join(spec['description'].split()) if spec.get('description') else ''}")  # fmt: skip
+    return lines
 
 
 # A function skill and a Markdown skill may share a name; without --type the function skill is meant.
@@ -71,23 +98,26 @@ TypeOption = Annotated[
 ]
 
 
-@app.command("enable")
+NameArgument = Annotated[str, typer.Argument(metavar="NAME", help="The skill's name (nini skills list).")]
+
+
+@app.command("enable", epilog=examples("nini skills enable data-quality-check"))
 @handles_errors
-def enable(ctx: typer.Context, name: str, type: TypeOption = None) -> None:
+def enable(ctx: typer.Context, name: NameArgument, type: TypeOption = None) -> None:
     """Enable a skill (persisted in NINI_HOME/skills_state.json)."""
     _registry(ctx).set_enabled(name, True, type=type)
-    typer.echo(f"enabled {name}")
+    typer.echo(say(ctx, "enabled", name=name))
 
 
-@app.command("disable")
+@app.command("disable", epilog=examples("nini skills disable data-quality-check", "nini skills disable twin --type markdown"))
 @handles_errors
-def disable(ctx: typer.Context, name: str, type: TypeOption = None) -> None:
+def disable(ctx: typer.Context, name: NameArgument, type: TypeOption = None) -> None:
     """Disable a skill (persisted in NINI_HOME/skills_state.json)."""
     _registry(ctx).set_enabled(name, False, type=type)
-    typer.echo(f"disabled {name}")
+    typer.echo(say(ctx, "disabled", name=name))
 
 
-@app.command("snapshot")
+@app.command("snapshot", epilog=examples("nini skills snapshot"))
 @handles_errors
 def snapshot(ctx: typer.Context) -> None:
     """Bring SKILLS_SNAPSHOT.md up to date and print its path."""
@@ -96,7 +126,7 @@ def snapshot(ctx: typer.Context) -> None:
     typer.echo(str(registry.write_snapshot()))
 
 
-@app.command("doctor")
+@app.command("doctor", epilog=examples("nini skills doctor", "nini skills doctor --json"))
 @handles_errors
 def doctor(
     ctx: typer.Context,
@@ -108,7 +138,7 @@ def doctor(
     if as_json:
         print_json([p.to_dict() for p in problems])
     elif not problems:
-        typer.echo("no problems: every skill loaded")
+        typer.echo(say(ctx, "no_skill_problems"))
     else:
         typer.echo(f"{len(problems)} problem(s): {errors} skipped, {len(problems) - errors} warning(s)")
         for p in problems:
@@ -120,28 +150,31 @@ def doctor(
         raise typer.Exit(1)  # a skill that could not load is an error, not a remark
 
 
-@app.command("create")
+@app.command("create", epilog=examples('nini skills create revenue-check -d "Check revenue columns before analysis"',
+                                        'nini skills create margin-calc --type function -d "Compute margins" -c statistics'))
 @handles_errors
 def create(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="kebab-case, at most 64 characters")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="kebab-case, at most 64 characters")],
     description: Annotated[str, typer.Option("--description", "-d", help="What it does and when to use it.")],
     type: Annotated[SkillType, typer.Option("--type", help="markdown (SKILL.md) or function (skill.py + test).")] = "markdown",
     category: Annotated[str, typer.Option("--category", "-c", help="data, statistics, visualization, ...")] = "other",
     directory: Annotated[Path | None, typer.Option("--dir", help="Parent folder; default NINI_HOME/skills.")] = None,
 ) -> None:
     """Create a new skill that already follows every rule."""
+    from nini.skills.discovery import standard_roots
+    from nini.skills.scaffold import create_skill
+
     cli = state(ctx)
     target = directory if directory is not None else cli.settings.user_skills_dir
     created = create_skill(name, type=type, description=description, category=category, directory=target,
                            language=cli.settings.ui.current_language)
     for path in created:
-        typer.echo(f"created {path}")
+        typer.echo(say(ctx, "created", path=path))
     registry = _registry(ctx)  # brings the snapshot up to date when the new skill is in a skills root
     roots = [root.path.resolve() for root in standard_roots(cli.settings, cli.project_dir)]
     if target.resolve() not in roots:
-        typer.echo(f"warning: nini does not read skills from {target}, so {name} will not be listed; add the folder to "
-                   f"the setting skills.extra_dirs (settings.json, or NINI_SKILLS__EXTRA_DIRS='[\"{target.resolve()}\"]')", err=True)  # fmt: skip
+        typer.echo(say(ctx, "skills_dir_unread", folder=target, name=name, resolved=target.resolve()), err=True)
     mine = {Path(path).resolve() for path in created}
     for problem in registry.problem_records():  # the new skill itself hidden by one that ranks higher
         if problem.kind in ("shadowed", "refused") and problem.path is not None and Path(problem.path).resolve() in mine:
@@ -149,11 +182,22 @@ def create(
             typer.echo(f"warning: {problem.message}{used}", err=True)
 
 
-@app.command("validate")
+@app.command("validate", epilog=examples("nini skills validate ~/.nini/skills/revenue-check",
+                                          "nini skills validate .agents/skills/revenue-check/SKILL.md"))
 @handles_errors
-def validate(path: Annotated[Path, typer.Argument(help="A SKILL.md file or the folder holding it.")]) -> None:
+def validate(
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="A SKILL.md file or the folder holding it.")],
+    as_json: Annotated[bool, typer.Option("--json", help='Print {"valid", "errors", "warnings"} as JSON.')] = False,
+) -> None:
     """Check a SKILL.md against the Agent Skills rules; exit 1 when it breaks one."""
+    from nini.skills.markdown import validate_skill_file
+
     errors, warnings = validate_skill_file(path)
+    if as_json:
+        print_json({"valid": not errors, "errors": list(errors), "warnings": list(warnings)})
+        if errors:
+            raise typer.Exit(1)
+        return
     for message in warnings:
         typer.echo(f"warning: {message}")
     for message in errors:
@@ -163,42 +207,55 @@ def validate(path: Annotated[Path, typer.Argument(help="A SKILL.md file or the f
     typer.echo(f"ok: {path} is a valid skill")
 
 
-@app.command("enhance")
+@app.command("enhance", epilog=examples("nini skills enhance --status", "nini skills enhance --on --profile neutral",
+                                         "nini skills enhance --session demo-agent"))
 @handles_errors
 def enhance(
     ctx: typer.Context,
-    on: Annotated[bool, typer.Option("--on", help="Turn automatic enhancement on (settings.json).")] = False,
-    off: Annotated[bool, typer.Option("--off", help="Turn it off.")] = False,
+    on: Annotated[bool | None, typer.Option("--on/--off", help="Turn automatic enhancement on or off (settings.json).")] = None,
     profile: Annotated[str | None, typer.Option("--profile", help="conservative, neutral or aggressive.")] = None,
     status: Annotated[bool, typer.Option("--status", help="Show the settings.")] = False,
     session_id: Annotated[
         str | None, typer.Option("--session", help="Evaluate the last run of this session and, when it qualifies, enhance now.")
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the settings, or the --session decision, as JSON.")] = False,
 ) -> None:
     """Automatic skill enhancement after good agent runs: switch it, pick a profile, or run it by hand."""
+    import asyncio
+
     from nini.agent.enhance import PROFILES
     from nini.config import load_settings, save_setting
     from nini.errors import ErrorCode, NiniError
 
     cli = state(ctx)
-    if on and off:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, "--on and --off together: choose one")
     if profile is not None and profile not in PROFILES:
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"--profile must be one of {', '.join(PROFILES)}, not {profile!r}")
-    if on or off:
+    if on is not None:
         save_setting(cli.settings.home, "skill_enhance.auto_enhance", on)
     if profile is not None:
         save_setting(cli.settings.home, "skill_enhance.trigger_profile", profile)
-    settings = load_settings(home=cli.settings.home) if (on or off or profile) else cli.settings
+    changed = on is not None or profile is not None
+    settings = load_settings(home=cli.settings.home) if changed else cli.settings
     if session_id is not None:
         with working(f"evaluating the run of {session_id}"):
             decided = asyncio.run(_enhance_by_hand(settings, cli.project_dir, session_id))
-        print_json(decided)
+        if as_json:
+            print_json(decided)
+            return
+        decision = decided["decision"]
+        typer.echo(f"turn {decided['turn_id']}: {decision['reason_code']} (score {decision['total_score']} of "
+                   f"{decision['threshold']}, profile {decision['profile']})")  # fmt: skip
+        if decided["message"]:
+            typer.echo(decided["message"])
         return
     current = settings.skill_enhance
-    if status or not (on or off or profile):
+    threshold = PROFILES.get(current.trigger_profile, PROFILES["conservative"])
+    if as_json:
+        print_json({**current.model_dump(), "threshold": threshold})
+        return
+    if status or not changed:
         typer.echo(f"auto_enhance: {'on' if current.auto_enhance else 'off'}, profile: {current.trigger_profile} "
-                   f"(threshold {PROFILES.get(current.trigger_profile, PROFILES['conservative'])} of 6), "
+                   f"(threshold {threshold} of 6), "
                    f"context: {current.max_enhance_context_chars} chars, timeout: {current.sub_agent_timeout_ms} ms")
     else:
         typer.echo(f"auto_enhance: {'on' if current.auto_enhance else 'off'}, profile: {current.trigger_profile}")

@@ -9,7 +9,6 @@ text of the answer on stdout as it streams, the step lines on stderr, nothing th
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
 import sys
@@ -58,6 +57,8 @@ async def _plain(subscription: Any) -> None:
 
 
 async def _live(subscription: Any, console: Any, started: float) -> None:
+    import asyncio
+
     from rich.console import Group
     from rich.live import Live
     from rich.markdown import Markdown
@@ -96,6 +97,8 @@ async def _live(subscription: Any, console: Any, started: float) -> None:
 
 
 async def _tick(live: Any, view: Any) -> None:
+    import asyncio
+
     while True:
         await asyncio.sleep(TICK_S)
         live.update(view())

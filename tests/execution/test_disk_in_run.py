@@ -104,7 +104,7 @@ def test_a_flood_of_files_stops_at_the_file_limit_and_both_runs_are_recorded(nin
     refused = run("run-code", "flood", "print('more')", **env)  # at its budget: no code runs
     assert refused["error"]["code"] == "TOO_LARGE" and "3,000" in refused["error"]["message"]
     assert "delete files" in refused["error"]["message"]
-    shown = nini("sessions", "show", "flood")
+    shown = nini("sessions", "show", "flood", "--json")
     recorded = json.loads(shown.stdout)
     assert [(c["status"], c["error_code"]) for c in recorded["tool_calls"]] == [("failed", "TOO_LARGE")] * 2
     [execution] = recorded["executions"]  # the stopped run, with its code; the refused one never ran

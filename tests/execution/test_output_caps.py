@@ -135,7 +135,7 @@ def test_a_raw_message_over_the_cap_is_refused_before_nini_reads_it(nini_home: P
     assert error["code"] == "TOO_LARGE" and "execution.output_max_mb" in error["message"], error
     assert "Traceback" not in json.dumps(result) and str(nini_home) not in error["message"]
     assert peak < baseline + 3 * OUTPUT_MAX + 32 * MIB, (peak, baseline)
-    shown, _ = nini(nini_home, "sessions", "show", "hostile", code="")
+    shown, _ = nini(nini_home, "sessions", "show", "hostile", "--json", code="")
     calls = json.loads(shown.stdout)["tool_calls"]
     assert [(c["status"], c["error_code"]) for c in calls] == [("failed", "TOO_LARGE")]  # the record is kept
 
