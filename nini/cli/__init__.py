@@ -1,7 +1,5 @@
 """The ``nini`` command."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated, Literal

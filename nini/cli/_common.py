@@ -1,7 +1,5 @@
 """What every CLI command shares: loading settings once, and turning NiniError into an exit code."""
 
-from __future__ import annotations
-
 import functools
 import json
 import logging
@@ -27,10 +25,10 @@ class CliState:
 
     def __init__(self, project_dir: Path) -> None:
         self.project_dir = project_dir
-        self._settings: Settings | None = None
+        self._settings: "Settings | None" = None
 
     @property
-    def settings(self) -> Settings:
+    def settings(self) -> "Settings":
         if self._settings is None:
             from nini.config import load_settings, resolve_home
             from nini.logs import configure_logging
@@ -46,7 +44,7 @@ class CliState:
 NEW_SESSION_HELP = "Create the --session if there is none (else an unknown id is NOT_FOUND with the closest ids)."
 
 
-def warn_unsandboxed(settings: Settings) -> None:
+def warn_unsandboxed(settings: "Settings") -> None:
     """One line on stderr when the code this command runs will run without the sandbox
     (``execution.warn_unsandboxed`` silences it): for run-code, run-r, ask and mcp."""
     from nini.execution.unsandboxed import unsandboxed_warning

@@ -5,8 +5,6 @@ summaries) go to stderr, so ``nini ask ... > answer.md`` keeps just the words. O
 answer is rendered as Markdown under a spinner that counts the seconds (``nini.cli.terminal``).
 """
 
-from __future__ import annotations
-
 import time
 from pathlib import Path
 from typing import Annotated, Literal
@@ -91,7 +89,7 @@ async def _ask(settings, project_dir: Path, question: str, data: list[Path], nam
         return None if held.dropped else session.id, result
 
 
-async def _drain(printer: asyncio.Task[None]) -> None:
+async def _drain(printer: "asyncio.Task[None]") -> None:
     """Let the printer reach ``done`` (it is published before run() returns), then stop it."""
     import asyncio
 

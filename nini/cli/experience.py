@@ -1,8 +1,6 @@
 """``nini remember`` and ``nini experience ...``: confirm pending experience into a library, and
 look after the libraries (list, show, validate, deprecate, roll back)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -24,7 +22,7 @@ Level = Literal["team", "project"]
 Stage = Literal["init", "analysis", "report", "review"]
 
 
-def _memory(ctx: typer.Context) -> ExperienceMemory:
+def _memory(ctx: typer.Context) -> "ExperienceMemory":
     from nini.agent.experience import model_judge
     from nini.memory.experience import ExperienceMemory
 

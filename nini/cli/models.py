@@ -2,8 +2,6 @@
 provider (the name of its key's variable, never the key), and test them with one tiny real call.
 The rules are ``nini.agent.model_admin``'s, shared with REST and the sidebar."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 import typer

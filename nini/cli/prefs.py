@@ -1,8 +1,6 @@
 """``nini prefs ...`` and ``nini feedback``: see, add, edit and delete preferences, preview exactly
 what the next run is given, switch learning and injection, and judge a run's output."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated, Any, Literal

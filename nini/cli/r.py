@@ -5,8 +5,6 @@ same package allowances (nini's defaults plus ``r.extra_packages``), so a user c
 why agent code would be refused.
 """
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated

@@ -1,7 +1,5 @@
 """``nini report``: the layered report of a recorded session or of a Jupyter notebook."""
 
-from __future__ import annotations
-
 import os
 from collections.abc import Awaitable, Callable
 from contextlib import nullcontext

@@ -1,7 +1,5 @@
 """``nini sessions ...`` and ``nini run-code``: recorded sessions and running code in them."""
 
-from __future__ import annotations
-
 import contextlib
 import sys
 from collections.abc import Iterator
@@ -34,7 +32,7 @@ RUN_R_HELP = "Run R through run_r_code in a session's R worker (policy-checked, 
 
 
 @contextlib.contextmanager
-def _store(ctx: typer.Context) -> Iterator[HistoryStore]:
+def _store(ctx: typer.Context) -> Iterator["HistoryStore"]:
     """The history store of this command's settings, closed when the block ends."""
     from nini.history.store import HistoryStore
 

@@ -1,7 +1,5 @@
 """``nini skills ...``: list, inspect, enable, create and check skills, and switch automatic enhancement."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -22,7 +20,7 @@ app = group("Function and Markdown skills.", ["nini skills list --type markdown"
 SkillType = Literal["function", "markdown"]
 
 
-def _registry(ctx: typer.Context) -> SkillRegistry:
+def _registry(ctx: typer.Context) -> "SkillRegistry":
     from nini.skills import SkillRegistry
 
     cli = state(ctx)
@@ -261,7 +259,7 @@ def enhance(
         typer.echo(f"auto_enhance: {'on' if current.auto_enhance else 'off'}, profile: {current.trigger_profile}")
 
 
-async def _enhance_by_hand(settings: Settings, project_dir: Path, session_id: str) -> dict[str, Any]:
+async def _enhance_by_hand(settings: "Settings", project_dir: Path, session_id: str) -> dict[str, Any]:
     """The decision on the session's last finished run (auto enhance counted as on: you asked), and
     the enhancement when it qualifies."""
     from nini.agent.enhance import decide, record_decision
