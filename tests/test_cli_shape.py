@@ -17,10 +17,11 @@ import typer.main
 from typer.testing import CliRunner
 
 from nini.cli import app
+from nini.cli._help import help_of
 
 NINI = Path(sys.executable).with_name("nini")
 ROOT = typer.main.get_command(app)
-HEAVY = ("sqlalchemy", "pandas", "pydantic_settings", "openai", "jupyter_client", "numpy", "rich")
+HEAVY = ("sqlalchemy", "pandas", "pydantic_settings", "pydantic", "openai", "jupyter_client", "numpy", "rich")
 
 
 def tree(command: Any = ROOT, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
@@ -99,6 +100,20 @@ def test_dash_h_is_help_everywhere(path: tuple[str, ...], command: Any) -> None:
     result = CliRunner().invoke(app, [*path, "-h"], prog_name="nini")
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("Usage: nini") and result.stdout == help_text(path)
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=IDS)
+def test_the_console_scripts_short_way_to_help_prints_the_same_help(path: tuple[str, ...], command: Any,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """``main()`` answers ``nini WORD... -h`` from the tree without parsing (help_of): the same text
+    as the usual path (parse, run the root's callback, print on -h), at the same width."""
+    assert ROOT.main([*path, "-h"], prog_name="nini", standalone_mode=False) == 0
+    assert help_of(ROOT, [*path, "-h"]) + "\n" == capsys.readouterr().out
+
+
+def test_the_short_way_to_help_leaves_anything_else_to_the_usual_path() -> None:
+    for args in (["skills"], ["nosuch", "-h"], ["--lang", "en", "skills", "-h"], ["skills", "list", "--json"], []):
+        assert help_of(ROOT, args) is None, args
 
 
 @pytest.mark.parametrize(("path", "command"), COMMANDS, ids=IDS)
@@ -227,8 +242,9 @@ def test_models_test_prints_json_with_json(tmp_path: Path, project_dir: Path) ->
 
 
 def test_help_loads_nothing_heavy() -> None:
-    """``nini --help`` and a group's help import no settings, store, data or model library: that is
-    what keeps them fast (timed in benchmarks/bench_cli.py, not here)."""
+    """``nini --help`` and a group's help import no settings, store, data or model library, nor
+    pydantic (typer loads it to convert option values): that is what keeps them fast (timed in
+    benchmarks/bench_cli.py, not here)."""
     probe = ("import sys, runpy\nsys.argv = ['nini', *sys.argv[1:]]\ntry:\n    from nini.cli import main; main()\n"
              "except SystemExit:\n    pass\nprint(sorted(m for m in sys.modules), file=sys.stderr)\n")  # fmt: skip
     for args in (["--help"], ["skills", "--help"], ["sessions", "show", "-h"]):

@@ -5,10 +5,11 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+import typer.main
 
 from nini import __version__
 from nini.cli import ask, experience, models, prefs, r, report, sessions, skills
-from nini.cli._help import ANALYSIS, HELP_OPTIONS, MEMORY, MODELS, SERVER, SESSIONS, SKILLS, SectionedGroup, examples
+from nini.cli._help import ANALYSIS, HELP_OPTIONS, MEMORY, MODELS, SERVER, SESSIONS, SKILLS, SectionedGroup, examples, help_of
 from nini.cli._common import NEW_SESSION_HELP, CliState, handles_errors, print_json, silence_stdout, state, warn_unsandboxed
 from nini.cli.terminal import working
 
@@ -135,6 +136,11 @@ def mcp_command(
 def main() -> None:
     """Console entry point: usage errors exit 1 like every other user error (2 is for policy denials)."""
     try:
+        shown = help_of(typer.main.get_command(app), sys.argv[1:]) if sys.argv[-1:] in (["-h"], ["--help"]) else None
+        if shown is not None:
+            typer.echo(shown)
+            sys.stdout.flush()
+            sys.exit(0)
         code = app(standalone_mode=False)
         sys.stdout.flush()  # output still buffered meets a closed pipe here, not at interpreter exit
     except BrokenPipeError:

@@ -50,6 +50,24 @@ class SectionedGroup(TyperGroup):
                                     for name, command in found[title]])  # fmt: skip
 
 
+def help_of(root: Any, args: list[str]) -> str | None:
+    """The help ``nini WORD... -h`` asks for, read off the click tree without parsing an option; None
+    for any other command line (it then runs as usual, help included).
+
+    Parsing would convert the root's option values (``--project-dir``, ``--lang``), and typer
+    converts through pydantic, whose import alone doubles the time of ``nini skills --help``.
+    """
+    if not args or args[-1] not in HELP_OPTIONS["help_option_names"]:
+        return None
+    command, context = root, root.context_class(root, info_name="nini", **root.context_settings)
+    for word in args[:-1]:
+        command = getattr(command, "commands", {}).get(word)
+        if command is None:  # an option, a value or a typo: the usual path says what is wrong
+            return None
+        context = command.context_class(command, info_name=word, parent=context, **command.context_settings)
+    return command.get_help(context)
+
+
 def group(help: str, example_lines: tuple[str, ...] | list[str], **options: Any) -> typer.Typer:
     """A ``nini`` command group: plain sectioned help, ``-h``, help when called bare, and its examples."""
     return typer.Typer(help=help, epilog=examples(*example_lines), cls=SectionedGroup, context_settings=HELP_OPTIONS,
