@@ -62,14 +62,16 @@ def main() -> None:
         step("Check the installation", "doctor", env=env, cwd=project)
         analyse(env, project, Path(tmp))
     print("\ndemo finished. To go on with its sessions, skills and settings (README's commands):\n"
-          f"  . .venv/bin/activate\n  export NINI_HOME={home}\n  nini report --session demo-agent")
+          f"  . .venv/bin/activate\n  export NINI_HOME={home}\n  nini report --session demo-agent\n"
+          "The demo's agent answered from a recording; for `nini ask` connect a model of yours first:\n"
+          "  nini models add ollama --base-url http://127.0.0.1:11434/v1 --model qwen2.5:7b")
 
 
 def analyse(env: dict[str, str], project: Path, tmp: Path) -> None:
     """A short analysis of the bundled sales data through run_code, exported as a notebook."""
     data, analysis = EXAMPLES / "data" / "sales.csv", EXAMPLES / "analysis"
     step("Load the bundled sales data and summarise revenue by region (Python in a sandboxed kernel)",
-         "run-code", str(analysis / "01_summary.py"), "--session", "demo", "--data", str(data),
+         "run-code", str(analysis / "01_summary.py"), "--session", "demo", "--new", "--data", str(data),
          "--dataset", "sales", "--save-as", "region_summary", "--label", "revenue-by-region",
          env=env, cwd=project)
     step("Chart monthly revenue per region (saved as PNG and SVG)",
@@ -129,13 +131,14 @@ def ask_agent(env: dict[str, str], project: Path) -> None:
     task:skill:enhance sub-agent turns it into a skill: the run ends with its `[Skill] ...` note."""
     provider = {"name": "demo-replay", "kind": "replay", "model": "recorded",
                 "script": str(EXAMPLES / "agent" / "replay.json")}
-    settings = Path(env["NINI_HOME"]) / "settings.json"
-    settings.write_text(json.dumps({"llm": {"providers": [provider]}}), encoding="utf-8")
     step("Turn good agent runs into skills automatically (saved in settings.json)",
          "skills", "enhance", "--on", env=env, cwd=project)
+    # the recorded model is this one command's (NINI_LLM__PROVIDERS), never the home's settings.json:
+    # a later `nini ask` with this home must not answer with the demo's recording
+    print("\n(the model of the next step: NINI_LLM__PROVIDERS='[{\"kind\": \"replay\", ...}]', for that command only)")
     step("Ask the agent (model replies replayed from examples/agent/replay.json)",
          "ask", "哪个地区的收入最高？各地区的增长趋势如何？", "--data", str(EXAMPLES / "data" / "sales.csv"),
-         "--session", "demo-agent", env=env, cwd=project, live=True)
+         "--session", "demo-agent", "--new", env={**env, "NINI_LLM__PROVIDERS": json.dumps([provider])}, cwd=project, live=True)
     step("The skill that run became", "skills", "show", "regional-revenue-trend", env=env, cwd=project)
     step("The numbers behind that answer, as the run recorded them (datasets saved by Python and R)",
          "run-code", "-", "--session", "demo-agent", env=env, cwd=project,
