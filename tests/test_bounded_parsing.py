@@ -108,7 +108,7 @@ def test_a_parquet_bomb_the_agent_describes_is_too_large_and_the_cli_stays_small
     small = tmp_path / "small.csv"
     small.write_text("a\nx\ny\n")
     llm_server.reply(tool_call("describe_dataset", name="small"), text("loaded"))
-    loaded, usual = nini("ask", "--session", "bomb", "--data", str(small), "load it", env=LIMITED)
+    loaded, usual = nini("ask", "--session", "bomb", "--new", "--data", str(small), "load it", env=LIMITED)
     assert loaded.returncode == 0, loaded.stderr
     assert tool_results(llm_server)[-1]["shape"] == [2, 1]
     # agent code can write anything into its workspace, the dataset's file too
@@ -116,7 +116,7 @@ def test_a_parquet_bomb_the_agent_describes_is_too_large_and_the_cli_stays_small
     write_bomb(stored)
 
     llm_server.reply(tool_call("describe_dataset", name="small", rows=3), text("described"))
-    asked, peak = nini("ask", "--session", "bomb", "describe small", env=LIMITED)
+    asked, peak = nini("ask", "--session", "bomb", "--new", "describe small", env=LIMITED)
     assert asked.returncode == 0, asked.stderr
     error = tool_results(llm_server)[-1]["error"]
     assert error["code"] == "TOO_LARGE" and f"上限 {LIMIT_MB:,} MiB（execution.memory_limit_mb）" in error["message"], error
@@ -128,19 +128,19 @@ def test_a_large_csv_given_with_data_is_too_large_or_too_slow_and_the_cli_stays_
     english = {**LIMITED, "NINI_UI__LANGUAGE": "en"}
     broken = tmp_path / "broken.parquet"  # a truly malformed file keeps its own code
     broken.write_bytes(b"\x00not parquet\xff" * 40)
-    refused, usual = nini("run-code", "-", "--session", "big", "--data", str(broken), stdin="1", env=english)
+    refused, usual = nini("run-code", "-", "--session", "big", "--new", "--data", str(broken), stdin="1", env=english)
     assert refused.returncode == 1 and refused.stderr.startswith("error [INVALID_ARGUMENT]: broken.parquet could not be read")
 
     big = tmp_path / "big.csv"
     write_csv(big, 240)
-    done, peak = nini("run-code", "-", "--session", "big", "--data", str(big), stdin="print(len(df))", env=english)
+    done, peak = nini("run-code", "-", "--session", "big", "--new", "--data", str(big), stdin="print(len(df))", env=english)
     assert done.returncode == 1, done.stderr
     assert done.stderr == (f"error [TOO_LARGE]: reading 'big.csv' needs more memory than the limit of {LIMIT_MB:,} MiB "
                            "(execution.memory_limit_mb); use a smaller file, or raise the limit\n")  # fmt: skip
     assert peak < usual + GROWTH_BOUND, (peak, usual)
 
     slow = {**english, "NINI_EXECUTION__MEMORY_LIMIT_MB": "4096", "NINI_EXECUTION__TIMEOUT_S": "1"}
-    stopped, _ = nini("run-code", "-", "--session", "big", "--data", str(big), stdin="1", env=slow)
+    stopped, _ = nini("run-code", "-", "--session", "big", "--new", "--data", str(big), stdin="1", env=slow)
     assert stopped.returncode == 1 and stopped.stderr == (
         "error [TIMEOUT]: reading 'big.csv' took longer than 1 s (execution.timeout_s) and was stopped\n")
 

@@ -38,7 +38,7 @@ def test_processes_creating_one_new_session_at_once_all_succeed_and_are_all_reco
     for n, script in enumerate(scripts):
         script.write_text(f"result = {n}\n")
     # no nini.db yet either: the processes also race to create the database itself
-    runs = [nini("run-code", str(script), "--session", "Gs", "--json") for script in scripts]
+    runs = [nini("run-code", str(script), "--session", "Gs", "--new", "--json") for script in scripts]
     outcomes = [finished(run) for run in runs]
 
     assert [rc for rc, _out, _err in outcomes] == [0] * PROCESSES, [err for _rc, _out, err in outcomes]

@@ -24,7 +24,7 @@ async def with_client(home: Path, project: Path, work: Any) -> Any:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    server = StdioServerParameters(command=NINI, args=["--project-dir", str(project), "mcp", "--session", "mcp1"],
+    server = StdioServerParameters(command=NINI, args=["--project-dir", str(project), "mcp", "--session", "mcp1", "--new"],
                                    env={"NINI_HOME": str(home)})  # fmt: skip
     async with stdio_client(server) as (read, write), ClientSession(read, write) as client:
         await client.initialize()

@@ -141,7 +141,7 @@ def test_run_r_command_exit_codes(project_dir: Path) -> None:
     runner = CliRunner()
 
     def run(code: str):  # noqa: ANN202
-        return runner.invoke(app, ["--project-dir", str(project_dir), "run-r", "-", "--session", "rcli"], input=code)
+        return runner.invoke(app, ["--project-dir", str(project_dir), "run-r", "-", "--session", "rcli", "--new"], input=code)
 
     ok = run("cat(sum(1:4), '\\n')\n")
     assert ok.exit_code == 0 and ok.stdout.strip() == "10"

@@ -38,6 +38,7 @@ WORDS: dict[str, tuple[str, str]] = {
     "removed_provider": ("removed {name}", "已移除 {name}"),
     "no_model_to_test": ("no model to test: nini models add NAME", "没有可测试的模型：nini models add NAME"),
     "ask_cancelled": ("cancelled (the run is recorded as canceled)", "已取消（这次运行记为已取消）"),
+    "no_session_kept": ("no session kept (nothing ran)", "没有保留会话（什么也没有运行）"),
 }
 
 

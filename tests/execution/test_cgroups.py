@@ -194,12 +194,12 @@ def test_an_r_worker_past_its_memory_limit_fails_with_the_limit_named(tmp_path: 
     code = ('con <- file("/tmp/fill", "wb")\nblock <- as.raw(rep(1L, 8 * 2^20))\n'
             "for (i in 1:384) writeBin(block, con)\nclose(con)\n")  # 3 GiB in its tmpfs /tmp, 8 MiB at a time
     env = {**os.environ, "NINI_R__MEMORY_LIMIT_MB": "512", "NINI_EXECUTION__TMP_SIZE_MB": "4096", "NINI_UI__LANGUAGE": "en"}
-    done = subprocess.run([str(NINI), "run-r", "-", "--session", "rfill", "--json"], input=code, capture_output=True,
+    done = subprocess.run([str(NINI), "run-r", "-", "--session", "rfill", "--new", "--json"], input=code, capture_output=True,
                           text=True, env=env, timeout=300)  # fmt: skip
     out = json.loads(done.stdout)
     assert not out["success"] and out["error"]["code"] == "TOO_LARGE", out
     assert "512 MiB" in out["error"]["message"] and "r.memory_limit_mb" in out["error"]["message"]
-    again = subprocess.run([str(NINI), "run-r", "-", "--session", "rfill", "--json"], input="result <- 1 + 1",
+    again = subprocess.run([str(NINI), "run-r", "-", "--session", "rfill", "--new", "--json"], input="result <- 1 + 1",
                            capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
     assert json.loads(again.stdout)["success"], again.stdout
 
@@ -255,7 +255,7 @@ def _as_nobody(env: dict[str, str], home: Path, code: str) -> dict:
     script.write_text(code)
     os.chown(script, 65534, 65534)
     run = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(NINI), "run-code", str(script),
-           "--session", "nobody", "--json"]  # fmt: skip
+           "--session", "nobody", "--new", "--json"]  # fmt: skip
     if hidden is not None:  # e.g. /root (0700) above /root/.pyenv: a tmpfs there in a mount namespace of its own
         inner = next(p for p in interpreter.parents if p.parent == hidden)
         view = home.parent / "interpreter-view"

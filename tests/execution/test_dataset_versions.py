@@ -25,7 +25,7 @@ WRITERS = 5  # concurrent saves: more than the 2 cores, so they interleave; each
 
 
 def _run(env: dict[str, str], cwd: Path, code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([NINI, "run-code", "-", "--session", "s", *args], input=code, env=env, cwd=cwd,
+    return subprocess.run([NINI, "run-code", "-", "--session", "s", "--new", *args], input=code, env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=180)  # fmt: skip
 
 
@@ -95,7 +95,7 @@ def test_a_save_killed_between_the_file_and_the_record_leaves_the_record_true(
     folder = _datasets_folder(nini_home)
     for writer in (1, 2):  # two kills, each the moment its file appears
         before = set(os.listdir(folder))
-        cli = subprocess.Popen([NINI, "run-code", "-", "--session", "s", "--save-as", "ds"], stdin=subprocess.PIPE,
+        cli = subprocess.Popen([NINI, "run-code", "-", "--session", "s", "--new", "--save-as", "ds"], stdin=subprocess.PIPE,
                                env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         cli.stdin.write((_save(writer) + "import time\ntime.sleep(0.5)\n").encode())
         cli.stdin.close()
@@ -123,7 +123,7 @@ def test_charts_of_a_run_killed_while_saving_them_are_removed_by_the_next_start(
     artifacts = nini_home / "sessions" / "s" / "workspace" / "artifacts"
     kept = _run(env, tmp_path, "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n", "--label", "kept")
     assert kept.returncode == 0 and sorted(os.listdir(artifacts)) == ["kept.png", "kept.svg"]  # no list left behind
-    cli = subprocess.Popen([NINI, "run-code", "-", "--session", "s", "--label", "flood"], stdin=subprocess.PIPE,
+    cli = subprocess.Popen([NINI, "run-code", "-", "--session", "s", "--new", "--label", "flood"], stdin=subprocess.PIPE,
                            env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     cli.stdin.write(b"import matplotlib.pyplot as plt\nfor i in range(150):\n    plt.figure(); plt.plot(range(i + 2))\n")
     cli.stdin.close()

@@ -96,3 +96,13 @@ async def test_the_feedback_on_a_session_is_read_back_latest_first(api: Any, jp_
     other = (await api("POST", "sessions")).data["id"]
     assert (await api("GET", "sessions", other, "feedback")).data == {}
     assert (await api("GET", "sessions", "nosuchsession", "feedback")).error["code"] == "NOT_FOUND"
+
+
+@pytest.mark.parametrize("url", ["localhost:11434", "ftp://127.0.0.1/v1", "http:///v1"])
+async def test_a_provider_with_a_base_url_that_is_no_http_url_is_refused(api: Any, nini_home: Path, url: str) -> None:
+    """Issue 35: a base_url without scheme or host was saved, and failed only at the first question."""
+    before = (nini_home / "settings.json").read_bytes()
+    reply = await api("PUT", "models", "providers", "ollama", body={"kind": "openai", "base_url": url, "model": "m"})
+    assert reply.status == 400 and reply.error["code"] == "INVALID_ARGUMENT"
+    assert f"base_url {url!r} is not an http(s) URL with a host" in reply.error["message"]
+    assert (nini_home / "settings.json").read_bytes() == before
