@@ -228,6 +228,44 @@ def test_sessions_show_reads_as_text_and_keeps_its_json_shape(project_dir: Path)
     assert bundle["session"]["id"] == "shape" and bundle["executions"][0]["label"] == "sums"
 
 
+def test_report_prints_its_files_and_sections_as_json(tmp_path: Path, project_dir: Path) -> None:
+    runner = CliRunner()
+    base = ["--project-dir", str(project_dir)]
+    ran = runner.invoke(app, [*base, "run-code", "-", "--session", "rep", "--new", "--label", "sums"], input="print(6 * 7)\n")
+    assert ran.exit_code == 0, ran.output
+    result = runner.invoke(app, [*base, "--lang", "en", "report", "--session", "rep", "--out", str(tmp_path / "out"), "--json"])
+    assert result.exit_code == 0, result.output
+    described = json.loads(result.stdout)
+    assert set(described["paths"]) == {"md", "html"} and all(Path(p).is_file() for p in described["paths"].values())
+    headings = [line[3:].strip() for line in Path(described["paths"]["md"]).read_text(encoding="utf-8").splitlines()
+                if line.startswith("## ")]  # fmt: skip
+    assert described["sections"] == headings and "Key findings" in headings, headings
+    assert described["model_sections"] == {"written": [], "refused": {}}
+
+
+def test_checks_and_settings_print_json_with_json(tmp_path: Path, project_dir: Path) -> None:
+    runner = CliRunner()
+    base = ["--project-dir", str(project_dir)]
+
+    def run(*args: str, code: int = 0) -> str:
+        result = runner.invoke(app, [*base, *args])
+        assert result.exit_code == code, result.output
+        return result.stdout
+
+    broken = tmp_path / "SKILL.md"
+    broken.write_text("no frontmatter\n", encoding="utf-8")
+    checked = json.loads(run("skills", "validate", str(broken), "--json", code=1))
+    assert checked["valid"] is False and checked["errors"] and isinstance(checked["warnings"], list)
+    assert json.loads(run("experience", "validate", "--json")) == {"team": [], "project": []}
+    assert json.loads(run("skills", "enhance", "--on", "--json"))["auto_enhance"] is True
+    assert json.loads(run("skills", "enhance", "--off", "--json"))["auto_enhance"] is False
+    assert "--on / --off" in help_text(("skills", "enhance"))  # one switch, as prefs learning's
+    added = run("prefs", "add", "verbosity", "concise")
+    pref_id = added.split()[0]
+    assert run("prefs", "show", pref_id) == added  # the list's row, as text
+    assert json.loads(run("prefs", "show", pref_id, "--json"))["value"] == "concise"
+
+
 def test_models_test_prints_json_with_json(tmp_path: Path, project_dir: Path) -> None:
     """A provider at a port nothing listens on: the failure, with where, in the JSON; exit 1 still."""
     runner = CliRunner()
