@@ -110,6 +110,15 @@ def print_json(value: Any) -> None:
     sys.stdout.write("\n")
 
 
+def print_data(value: Any, as_json: bool, lines: Callable[[Any], list[str]]) -> None:
+    """What a show command prints: ``value`` as JSON with ``--json``, else its ``lines`` for a person."""
+    if as_json:
+        print_json(value)
+        return
+    for line in lines(value):
+        typer.echo(line)
+
+
 # How --data files are read, next to --data in every command that has it (None: detected, the first sheet)
 EncodingOption = Annotated[str | None, typer.Option("--encoding", help="The --data files' text encoding (e.g. gbk, latin-1); default: detected.")]
 SepOption = Annotated[str | None, typer.Option("--sep", help="The --data files' separator (e.g. ';', '|', tab); default: detected.")]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from nini.cli._common import NEW_SESSION_HELP, EncodingOption, SepOption, SheetOption, handles_errors, load_data_files, print_json, state, warn_unsandboxed
+from nini.cli._common import NEW_SESSION_HELP, EncodingOption, SepOption, SheetOption, handles_errors, load_data_files, print_data, print_json, state, warn_unsandboxed
 from nini.cli._help import examples, group
 from nini.cli.terminal import working
 from nini.cli.words import say
@@ -79,11 +79,7 @@ def show_session(
 
     with _store(ctx) as store:
         bundle = session_bundle(store, session_id)
-    if as_json:
-        print_json(bundle)
-        return
-    for line in _session_lines(bundle):
-        typer.echo(line)
+    print_data(bundle, as_json, _session_lines)
 
 
 def _session_lines(bundle: dict[str, Any]) -> list[str]:

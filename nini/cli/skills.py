@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from nini.cli._common import handles_errors, print_json, state
+from nini.cli._common import handles_errors, print_data, print_json, state
 from nini.cli._help import examples, group
 from nini.cli.terminal import working
 from nini.cli.words import say
@@ -64,12 +64,7 @@ def show_skill(
     as_json: Annotated[bool, typer.Option("--json", help="Print the skill record as JSON.")] = False,
 ) -> None:
     """Show one skill: its kind, source, state, description and, for a function skill, its parameters."""
-    record = _registry(ctx).get(name)
-    if as_json:
-        print_json(record)
-        return
-    for line in _skill_lines(record):
-        typer.echo(line)
+    print_data(_registry(ctx).get(name), as_json, _skill_lines)
 
 
 def _skill_lines(record: dict[str, Any]) -> list[str]:
