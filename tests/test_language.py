@@ -111,6 +111,14 @@ def test_a_policy_refusal_follows_the_locale_in_the_specs_words(project: Path) -
     assert "error [POLICY_VIOLATION]: 不允许调用函数: system (第 1 行)" in said[ZH].stderr.splitlines()
 
 
+def test_a_python_policy_refusal_follows_the_locale(project: Path) -> None:
+    (project / "bad.py").write_text('import os\nos.system("ls")\n', encoding="utf-8")
+    said = {locale: nini("run-code", "bad.py", locale=locale, cwd=project) for locale in (EN, ZH)}
+    assert [result.returncode for result in said.values()] == [2, 2], said[EN].stderr
+    assert "line 1: import of 'os' is not allowed (rule forbidden-import)" in said[EN].stderr and not CJK.search(said[EN].stderr)
+    assert "第 1 行：不允许导入 'os'（规则 forbidden-import）" in said[ZH].stderr
+
+
 def test_a_new_skills_template_follows_the_locale(project: Path) -> None:
     for locale, name in ((EN, "english-skill"), (ZH, "chinese-skill")):
         made = nini("skills", "create", name, "-d", "Sum sales by month.", "--dir", str(project / "skills"), locale=locale, cwd=project)

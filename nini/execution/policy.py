@@ -78,26 +78,55 @@ PATH_KEYWORDS = frozenset("""
 
 _OPTIONS = re.compile(r"^(?:\s*-[nrtcpqo]+(?:\s*\d+)?(?=\s|$))*\s*")  # %timeit -n 10 -r3 -q
 
+# What is wrong, by kind: (English, Chinese), the subjects filled in by position (``ui.language``).
+WORDS: dict[str, tuple[str, str]] = {
+    "import": ("import of '{0}' is not allowed", "不允许导入 '{0}'"),
+    "import_from": ("import from '{0}' is not allowed", "不允许从 '{0}' 导入"),
+    "use": ("use of '{0}' is not allowed", "不允许使用 '{0}'"),
+    "use_module": ("use of module '{0}' is not allowed", "不允许使用模块 '{0}'"),
+    "access": ("access to '{0}' is not allowed", "不允许访问 '{0}'"),
+    "subscript": ("subscript '{0}' is not allowed", "不允许下标 '{0}'"),
+    "call": ("call of '{0}()' is not allowed", "不允许调用 '{0}()'"),
+    "on_module": ("{0}() on module '{1}' is not allowed", "不允许对模块 '{1}' 使用 {0}()"),
+    "string": ("string '{0}' is not allowed here", "此处不允许字符串 '{0}'"),
+    "path": ("path '{0}' is outside the workspace", "路径 '{0}' 在工作区之外"),
+    "shell": ("shell command '!{0}' is not allowed", "不允许 shell 命令 '!{0}'"),
+    "magic": ("IPython magic '{0}' is not allowed", "不允许 IPython 魔法命令 '{0}'"),
+    "no_parse": ("the code given to '{0}' does not parse", "交给 '{0}' 的代码无法解析"),
+    "too_deep": ("the code is nested too deeply to be checked", "代码嵌套太深，无法检查"),
+}
+MESSAGE = {"en": "line {line}: {text} (rule {rule})", "zh": "第 {line} 行：{text}（规则 {rule}）"}
+
 
 @dataclass(frozen=True)
 class Violation:
     rule: str  # stable id, e.g. "forbidden-import"
     line: int  # 1-based line in the user's code
     name: str  # the offending name, module, magic or path
-    text: str  # what is wrong, without the line
+    what: str  # what is wrong: a key of WORDS
+    subjects: tuple[str, ...] = ()  # what WORDS[what] names
 
     @property
-    def message(self) -> str:
-        return f"line {self.line}: {self.text} (rule {self.rule})"
+    def text(self) -> str:
+        """What is wrong, without the line, in English."""
+        return self.text_in("en")
+
+    def text_in(self, language: str) -> str:
+        return WORDS[self.what][language == "zh"].format(*self.subjects)
+
+    def message(self, language: str = "en") -> str:
+        """The line, what is wrong and the rule, in ``language`` (``ui.language``)."""
+        words = MESSAGE["zh" if language == "zh" else "en"]
+        return words.format(line=self.line, text=self.text_in(language), rule=self.rule)
 
 
-def check_python(code: str, workspace: Path) -> None:
-    """Raise ``NiniError(POLICY_VIOLATION)`` for the first violation (by line) in ``code``."""
+def check_python(code: str, workspace: Path, language: str = "en") -> None:
+    """Raise ``NiniError(POLICY_VIOLATION)`` for the first violation (by line) in ``code``, worded in ``language``."""
     found = find_violations(code, workspace)
     if found:
         first = found[0]
         details = {"rule": first.rule, "line": first.line, "name": first.name}
-        raise NiniError(ErrorCode.POLICY_VIOLATION, first.message, details=details)
+        raise NiniError(ErrorCode.POLICY_VIOLATION, first.message(language), details=details)
 
 
 def find_violations(code: str, workspace: Path) -> list[Violation]:
@@ -120,7 +149,7 @@ def _scan(code: str, workspace: Path, offset: int) -> list[Violation] | None:
         return None
     except (RecursionError, MemoryError):
         # ast.parse gives up on nesting that compile() may still accept, so refuse rather than pass.
-        return [Violation(UNCHECKABLE, offset + 1, "<cell>", "the code is nested too deeply to be checked")]
+        return [Violation(UNCHECKABLE, offset + 1, "<cell>", "too_deep")]
     return checker.found
 
 
@@ -266,8 +295,9 @@ class _Checker(ast.NodeVisitor):
         self.scopes: list[tuple[set[str], set[str]]] = []  # enclosing functions, innermost last
         self.found: list[Violation] = []
 
-    def report(self, node: ast.AST, rule: str, name: str, text: str) -> None:
-        self.found.append(Violation(rule, self.line_of(getattr(node, "lineno", 1)), name, text))
+    def report(self, node: ast.AST, rule: str, name: str, what: str, *subjects: str) -> None:
+        """A violation at ``node``: ``what`` (a key of WORDS) about ``subjects``."""
+        self.found.append(Violation(rule, self.line_of(getattr(node, "lineno", 1)), name, what, subjects))
 
     def is_own(self, node: ast.Name) -> bool:
         """Whether a builtin's name refers to something the cell bound itself (never the builtin)."""
@@ -297,16 +327,16 @@ class _Checker(ast.NodeVisitor):
     def visit_Import(self, node: ast.Import) -> None:
         for a in node.names:
             if _forbidden_module(a.name):
-                self.report(node, FORBIDDEN_IMPORT, a.name, f"import of '{a.name}' is not allowed")
+                self.report(node, FORBIDDEN_IMPORT, a.name, "import", a.name)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""  # relative imports are judged by the names they spell
         if module and _forbidden_module(module):
-            return self.report(node, FORBIDDEN_IMPORT, module, f"import from '{module}' is not allowed")
+            return self.report(node, FORBIDDEN_IMPORT, module, "import_from", module)
         for a in node.names:
             dotted = f"{module}.{a.name}" if module else a.name
             if a.name != "*" and (_forbidden_module(dotted) or a.name in REEXPORTED):
-                self.report(node, FORBIDDEN_IMPORT, dotted, f"import of '{dotted}' is not allowed")
+                self.report(node, FORBIDDEN_IMPORT, dotted, "import", dotted)
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
         # Decorators, defaults and annotations run in the enclosing scope; only the body is inside.
@@ -324,26 +354,26 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Name(self, node: ast.Name) -> None:
         if node.id in DUNDER_NAMES:
-            self.report(node, DUNDER_ACCESS, node.id, f"use of '{node.id}' is not allowed")
+            self.report(node, DUNDER_ACCESS, node.id, "use", node.id)
         elif node.id in FORBIDDEN_CALLS and isinstance(node.ctx, ast.Load) and not self.is_own(node):
-            self.report(node, FORBIDDEN_CALL, node.id, f"use of '{node.id}' is not allowed")
+            self.report(node, FORBIDDEN_CALL, node.id, "use", node.id)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         resolved = self.resolve(node)
         if node.attr in DUNDER_ATTRS:
-            self.report(node, DUNDER_ACCESS, node.attr, f"access to '.{node.attr}' is not allowed")
+            self.report(node, DUNDER_ACCESS, node.attr, "access", f".{node.attr}")
         elif resolved and (resolved in INTROSPECTION or node.attr == "__dict__"):
-            return self.report(node, DUNDER_ACCESS, resolved, f"access to '{resolved}' is not allowed")
+            return self.report(node, DUNDER_ACCESS, resolved, "access", resolved)
         elif resolved and (_forbidden_module(resolved) or node.attr in REEXPORTED) and not self.refused_root(node):
-            return self.report(node, FORBIDDEN_IMPORT, resolved, f"use of module '{resolved}' is not allowed")
+            return self.report(node, FORBIDDEN_IMPORT, resolved, "use_module", resolved)
         elif node.attr == "get_ipython":
-            self.report(node, FORBIDDEN_CALL, node.attr, "use of 'get_ipython' is not allowed")
+            self.report(node, FORBIDDEN_CALL, node.attr, "use", "get_ipython")
         self.generic_visit(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         key = _string(node.slice)
         if key in ESCAPE_STRINGS:
-            self.report(node, DUNDER_ACCESS, key, f"subscript '{key}' is not allowed")
+            self.report(node, DUNDER_ACCESS, key, "subscript", key)
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -355,24 +385,24 @@ class _Checker(ast.NodeVisitor):
         skip_func = False
         # Only bare names are the builtins: df.eval(...), model.compile(), re.compile(...) are methods.
         if isinstance(f, ast.Name) and f.id in FORBIDDEN_CALLS and not self.is_own(f):
-            self.report(node, FORBIDDEN_CALL, f.id, f"call of '{f.id}()' is not allowed")
+            self.report(node, FORBIDDEN_CALL, f.id, "call", f.id)
             skip_func = True
         elif isinstance(f, ast.Name) and f.id in ATTR_FUNCS and not self.is_own(f) and node.args:
             target = node.args[0]
             if isinstance(target, ast.Name) and target.id in self.imports:
-                self.report(node, FORBIDDEN_CALL, f.id, f"{f.id}() on module '{target.id}' is not allowed")
+                self.report(node, FORBIDDEN_CALL, f.id, "on_module", f.id, target.id)
         elif isinstance(f, ast.Attribute) and f.attr in SUBPROCESS_METHODS:
-            self.report(node, FORBIDDEN_CALL, f.attr, f"call of '{f.attr}()' is not allowed")
+            self.report(node, FORBIDDEN_CALL, f.attr, "call", f.attr)
         for arg in args:
             if _string(arg) in ESCAPE_STRINGS:
-                self.report(arg, DUNDER_ACCESS, str(_string(arg)), f"string '{_string(arg)}' is not allowed here")
+                self.report(arg, DUNDER_ACCESS, str(_string(arg)), "string", str(_string(arg)))
         # Only literal paths can be judged here; f-strings and variables are left to the sandbox.
         if fname in PATH_FUNCS or fname.startswith(PATH_PREFIXES):
             path_args = [*node.args, *(k.value for k in node.keywords if k.arg in PATH_KEYWORDS)]
             for arg in path_args:
                 text = _string(arg)
                 if text is not None and _leaves_workspace(text, self.workspace):
-                    self.report(arg, PATH_OUTSIDE_WORKSPACE, text, f"path '{text}' is outside the workspace")
+                    self.report(arg, PATH_OUTSIDE_WORKSPACE, text, "path", text)
         for child in args if skip_func else [f, *args]:
             self.visit(child)
 
@@ -381,18 +411,18 @@ class _Checker(ast.NodeVisitor):
         args = [_string(a) for a in node.args]
         if method in ("system", "getoutput"):
             command = args[0] if args and args[0] is not None else "..."
-            return self.report(node, FORBIDDEN_CALL, "!", f"shell command '!{command}' is not allowed")
+            return self.report(node, FORBIDDEN_CALL, "!", "shell", command)
         if method not in ("run_line_magic", "run_cell_magic") or len(args) < 2 or None in args or node.keywords:
-            return self.report(node, FORBIDDEN_CALL, "get_ipython", "use of 'get_ipython' is not allowed")
+            return self.report(node, FORBIDDEN_CALL, "get_ipython", "use", "get_ipython")
         cell = method == "run_cell_magic"
         label = ("%%" if cell else "%") + str(args[0])
         nested = _magic_code(str(args[0]), str(args[1]), args[2] if cell else None) if len(args) == 2 + cell else None
         if nested is None:
-            return self.report(node, FORBIDDEN_CALL, label, f"IPython magic '{label}' is not allowed")
+            return self.report(node, FORBIDDEN_CALL, label, "magic", label)
         here = self.line_of(node.lineno)
         for code, offset in nested:
             found = _scan(code, self.workspace, here - 1 + offset)
             if found is None:
-                self.report(node, UNCHECKABLE, label, f"the code given to '{label}' does not parse")
+                self.report(node, UNCHECKABLE, label, "no_parse", label)
             else:
                 self.found.extend(found)

@@ -73,7 +73,7 @@ class Flag:
     ran: bool
 
 
-def flagged_steps(executions: list[dict[str, Any]], workspace: Path) -> list[Flag]:
+def flagged_steps(executions: list[dict[str, Any]], workspace: Path, language: str = "en") -> list[Flag]:
     """The steps the policy refused when they were run (their record's reasons), then the Python
     steps it would refuse now (checked again here), in step order."""
     from nini.execution.policy import find_violations
@@ -87,7 +87,7 @@ def flagged_steps(executions: list[dict[str, Any]], workspace: Path) -> list[Fla
         elif execution.get("language") == "python":
             found = find_violations(execution.get("code") or "", workspace)
             if found:
-                flags.append(Flag(number, execution, tuple(v.message for v in found), ran=True))
+                flags.append(Flag(number, execution, tuple(v.message(language) for v in found), ran=True))
     return flags
 
 
@@ -106,7 +106,7 @@ def provenance_header(
         lines += ["", words["outside"]]
         lines += [words["outside_line"].format(step=_step(n, e, words), where=words.get(str(isolation[e["id"]]), isolation[e["id"]]))
                   for n, e in outside]  # fmt: skip
-    flags = flagged_steps(executions, workspace)
+    flags = flagged_steps(executions, workspace, language)
     lines += ["", words["flagged"] if flags else words["no_flags"]]
     for flag in flags:
         lines.append(words["flag_line"].format(step=_step(flag.step, flag.execution, words),

@@ -20,6 +20,8 @@ from tests.llm_server import error, text
 from tests.test_cli import _restore_nini_logger, fail, ok  # noqa: F401 - autouse fixture shared with test_cli
 from tests.test_cli_sessions import nini  # noqa: F401 - the in-process `nini` fixture
 
+pytestmark = pytest.mark.usefixtures("chinese_locale")  # written for the spec's Chinese report: auto under a zh locale
+
 MARK_ZH = "本节由模型 m 根据关键发现撰写"
 DETERMINISTIC_SUMMARY = "本次分析得到"
 

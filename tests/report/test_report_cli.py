@@ -22,6 +22,8 @@ SALES = REPO_ROOT / "examples" / "data" / "sales.csv"
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 )
+pytestmark = pytest.mark.usefixtures("chinese_locale")  # written for the spec's Chinese report: auto under a zh locale
+
 ZH_SECTIONS = ["## 数据集概览", "## 分析方法", "## 分析摘要", "## 图表", "## 关键发现", "## 结论与建议"]
 APPENDIX = "## 分析统计（系统观测）"
 

@@ -163,7 +163,7 @@ def _policy_refusal(session: Session, code: str) -> CodeOutcome | None:
     from nini.execution.policy import check_python
 
     try:
-        check_python(code, session.workspace.root)
+        check_python(code, session.workspace.root, session.settings.ui.current_language)
     except NiniError as exc:
         details = exc.details or {}
         return CodeOutcome.failure(exc.code.value, exc.message, line=details.get("line"), rule=details.get("rule"))
