@@ -10,9 +10,9 @@ comment, one of ``# needs a model``, ``# needs a running server``, ``# needs a t
 out: no model is reachable, no server runs and stdin is not a terminal in this test. Other lines of a
 bash block (``make``, ``pip``, ``export``) are what this module's fixture does itself.
 
-One test per page: its commands run in order, in a copy of the demo's home and folder of its own, so a
-page may change the record (``nini models add``, ``nini skills disable``) without changing another
-page's; every failing command of the page is named at once. A command two pages show (README's
+One test per page's section (``docs/cli.md#Skills``): its commands run in order, in a copy of the demo's
+home and folder of its own, so a section may change the record (``nini models add``, ``nini skills
+disable``) without changing another's; every failing command of the section is named at once. A command two pages show (README's
 ``nini report --session demo-agent`` is also docs/reports.md's) runs once, on the first: the demo and
 these commands are the suite's slowest module.
 """
@@ -28,17 +28,18 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# the demo (minutes on a loaded machine) runs in the first test's setup; a group's commands take up to a few minutes
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 NOT_RUN = re.compile(r"#.*\bneeds (?:a model|a running server|a terminal)\b")
 
 
-def page_commands(page: Path) -> list[str]:
-    """The ``nini`` lines of ``page``'s bash blocks (a line starting with ``nini``, or a pipe into it),
+def block_commands(text: str) -> list[str]:
+    """The ``nini`` lines of ``text``'s bash blocks (a line starting with ``nini``, or a pipe into it),
     comments and all, except those whose comment says what they need that a test does not have."""
     commands: list[str] = []
-    for block in re.findall(r"^```bash\n(.*?)^```", page.read_text(encoding="utf-8"), flags=re.S | re.M):
+    for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M):
         for line in block.splitlines():
             command = line.split("  #", 1)[0].strip()
             if (command.startswith("nini ") or " | nini " in command) and not NOT_RUN.search(line):
@@ -46,7 +47,18 @@ def page_commands(page: Path) -> list[str]:
     return commands
 
 
-COMMANDS = {page.relative_to(REPO).as_posix(): page_commands(page) for page in PAGES}
+def groups(page: Path) -> dict[str, list[str]]:
+    """``page``'s commands by its ``## `` sections (``docs/cli.md#Skills``), in order: a group is a test."""
+    name = page.relative_to(REPO).as_posix()
+    parts = re.split(r"^## (.+)$", page.read_text(encoding="utf-8"), flags=re.M)
+    found = {name: block_commands(parts[0])}
+    found.update({f"{name}#{title.strip()}": block_commands(body) for title, body in zip(parts[1::2], parts[2::2])})
+    return {group: commands for group, commands in found.items() if commands}
+
+
+GROUPS = {group: commands for page in PAGES for group, commands in groups(page).items()}
+COMMANDS = {page.relative_to(REPO).as_posix(): [c for g, cs in GROUPS.items() if g.split("#")[0] == page.relative_to(REPO).as_posix()
+                                                for c in cs] for page in PAGES}  # fmt: skip
 RAN: dict[str, str | None] = {}  # each command run so far (without its comment), and why it failed (None: it worked)
 
 
@@ -117,18 +129,18 @@ def test_a_synopsis_is_never_in_a_bash_block() -> None:
     assert not wrong, wrong
 
 
-@pytest.mark.parametrize("page", [name for name, commands in COMMANDS.items() if commands])
-def test_every_command_of_a_page_works_after_the_demo(page: str, after_demo: tuple[dict[str, str], Path],
+@pytest.mark.parametrize("group", list(GROUPS))
+def test_every_command_of_a_page_works_after_the_demo(group: str, after_demo: tuple[dict[str, str], Path],
                                                       tmp_path: Path) -> None:  # fmt: skip
     env, demo_output = after_demo
     env = where_to_type(env, demo_output, tmp_path)
     failures = []
-    for command in COMMANDS[page]:
+    for command in GROUPS[group]:
         typed = " ".join(command.split("  #", 1)[0].split())
         if typed not in RAN:  # a command another page shows too runs once, on the first page
             RAN[typed] = run(command, env, tmp_path)
         failures += [RAN[typed]] if RAN[typed] else []
-    assert not failures, f"{len(failures)} of {len(COMMANDS[page])} commands of {page} failed:\n\n" + "\n\n".join(failures)
+    assert not failures, f"{len(failures)} of {len(GROUPS[group])} commands of {group} failed:\n\n" + "\n\n".join(failures)
 
 
 def test_after_the_demo_ask_needs_a_model_of_ones_own(after_demo: tuple[dict[str, str], Path], tmp_path: Path) -> None:
