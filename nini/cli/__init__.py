@@ -14,8 +14,9 @@ from nini.cli._common import NEW_SESSION_HELP, CliState, handles_errors, print_j
 from nini.cli.terminal import working
 
 app = typer.Typer(
-    help="nini: a data-analysis agent that lives inside Jupyter.\n\n"
-         "nini COMMAND -h shows a command's options and examples; nini --install-completion completes commands in your shell.",
+    help="nini: a data-analysis agent that lives inside Jupyter.\n\n\b\n"
+         "Add -h to any command for its options and examples.\n"
+         "Shell completion: nini --install-completion (bash, zsh, fish, PowerShell).",
     epilog=examples('nini ask "Which region grew fastest?" --data sales.csv', "nini --lang en doctor",
                     "nini --project-dir ~/analysis sessions list", "nini skills list --json"),
     cls=SectionedGroup,
