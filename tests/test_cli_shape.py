@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from nini.cli import app
 from nini.cli._help import help_of
+from tests.agent.conftest import nini  # noqa: F401 - the CLI in-process, pointed at the scripted model
 
 NINI = Path(sys.executable).with_name("nini")
 ROOT = typer.main.get_command(app)
@@ -264,6 +265,24 @@ def test_checks_and_settings_print_json_with_json(tmp_path: Path, project_dir: P
     pref_id = added.split()[0]
     assert run("prefs", "show", pref_id) == added  # the list's row, as text
     assert json.loads(run("prefs", "show", pref_id, "--json"))["value"] == "concise"
+    assert json.loads(run("prefs", "learning", "--off", "--json")) == {"key": "preferences.learning", "on": False}
+    assert json.loads(run("prefs", "injection", "--json")) == {"key": "preferences.injection", "on": True}
+
+
+def test_feedback_prints_what_it_learned_as_json(nini: Any, llm_server: Any) -> None:  # noqa: F811
+    """Through the scripted model (real HTTP): a rejected answer, judged with --json."""
+    from tests.llm_server import text
+
+    llm_server.reply(text("Sales doubled!"))
+    asked = nini("ask", "sales?", "--json")
+    assert asked.exit_code == 0, asked.output
+    turn = json.loads(asked.stdout)["turn_id"]
+    judged = nini("feedback", turn, "reject", "--signal", "no_exclamation", "--json")
+    assert judged.exit_code == 0, judged.output
+    learned = json.loads(judged.stdout)
+    assert learned["action"] == "reject" and learned["canceled"] == [] and isinstance(learned["feedback_id"], int)
+    [change] = learned["changes"]
+    assert change["key"] == "punctuation.no_exclamation" and change["after"] > change["before"] and change["why"]
 
 
 def test_models_test_prints_json_with_json(tmp_path: Path, project_dir: Path) -> None:

@@ -16,7 +16,7 @@ from nini.errors import ErrorCode, NiniError
 app = group("Your preferences: the ones you write and the ones learned from your feedback.",
             ["nini prefs list", "nini prefs add report.decimals 2", "nini prefs preview --skill-type report"])
 FEEDBACK_EXAMPLES = examples('nini feedback t1a2b3c4d5e6f reject --comment "too many exclamation marks"',
-                             "nini feedback t1a2b3c4d5e6f accept --signal no_exclamation")
+                             "nini feedback t1a2b3c4d5e6f accept --signal no_exclamation --json")
 
 ProjectOption = Annotated[str | None, typer.Option("--project", metavar="ID", help="A project id (see prefs list); '.' is this project.")]
 IdArgument = Annotated[int, typer.Argument(metavar="ID", help="The preference's id (nini prefs list).")]
@@ -138,29 +138,35 @@ def preview(
     print_json(selection.to_dict()) if as_json else typer.echo(selection.block)
 
 
-def _switch(ctx: typer.Context, key: str, on: bool | None) -> None:
+def _switch(ctx: typer.Context, key: str, on: bool | None, as_json: bool) -> None:
+    """Show the switch ``key``, or set it first: ``key: on`` (``{"key": ..., "on": ...}`` with --json)."""
     from nini.config import save_setting
 
     cli = state(ctx)
     if on is None:
-        typer.echo(f"{key}: {'on' if getattr(cli.settings.preferences, key.split('.')[1]) else 'off'}")
-        return
-    save_setting(cli.settings.home, key, on)
-    typer.echo(f"{key}: {'on' if on else 'off'}")
+        on = bool(getattr(cli.settings.preferences, key.split(".")[1]))
+    else:
+        save_setting(cli.settings.home, key, on)
+    print_json({"key": key, "on": on}) if as_json else typer.echo(f"{key}: {'on' if on else 'off'}")
+
+
+SwitchJsonOption = Annotated[bool, typer.Option("--json", help='Print {"key", "on"} as JSON.')]
 
 
 @app.command("learning", epilog=examples("nini prefs learning", "nini prefs learning --off"))
 @handles_errors
-def learning(ctx: typer.Context, on: Annotated[bool | None, typer.Option("--on/--off", help="Learn from feedback, or not.")] = None) -> None:
+def learning(ctx: typer.Context, on: Annotated[bool | None, typer.Option("--on/--off", help="Learn from feedback, or not.")] = None,
+             as_json: SwitchJsonOption = False) -> None:  # fmt: skip
     """Switch learning from feedback (explicit preferences are injected either way)."""
-    _switch(ctx, "preferences.learning", on)
+    _switch(ctx, "preferences.learning", on, as_json)
 
 
 @app.command("injection", epilog=examples("nini prefs injection", "nini prefs injection --on"))
 @handles_errors
-def injection(ctx: typer.Context, on: Annotated[bool | None, typer.Option("--on/--off", help="Put preferences into prompts, or not.")] = None) -> None:
+def injection(ctx: typer.Context, on: Annotated[bool | None, typer.Option("--on/--off", help="Put preferences into prompts, or not.")] = None,
+              as_json: SwitchJsonOption = False) -> None:  # fmt: skip
     """Switch putting preferences into prompts."""
-    _switch(ctx, "preferences.injection", on)
+    _switch(ctx, "preferences.injection", on, as_json)
 
 
 @handles_errors
@@ -171,12 +177,18 @@ def feedback_command(
     signal: Annotated[list[str] | None, typer.Option("--signal", metavar="KEY", help="A preference it speaks for, e.g. no_exclamation (repeatable).")] = None,
     comment: Annotated[str | None, typer.Option("--comment", help="Your words; a model (or keyword rules) reads signals from them.")] = None,
     edited: Annotated[Path | None, typer.Option("--edited", help="Your edit of a report's Markdown: the signals come from the diff.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the feedback's id, the changes learned and the signals "
+                                          "cancelled out as JSON.")] = False,  # fmt: skip
 ) -> None:
     """Judge a run's output: what was learned is printed, one change per line."""
     import asyncio
 
     with working("learning from the feedback"):
         learned = asyncio.run(_feedback(ctx, run_id, action, signal or [], comment, edited))
+    if as_json:
+        print_json({"feedback_id": learned.feedback_id, "action": action, "changes": learned.changes,
+                    "canceled": list(learned.canceled)})  # fmt: skip
+        return
     typer.echo(say(ctx, "feedback_recorded", id=learned.feedback_id, action=action))
     for change in learned.changes:
         typer.echo(f"  {change['key']}: {change['before']:.2f} -> {change['after']:.2f} ({change['why']})")
