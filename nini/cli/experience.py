@@ -76,6 +76,8 @@ def remember_command(
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"not kept as a candidate: {reasons}")
     for problem in result.problems:
         typer.echo(f"warning: {problem}", err=True)
+    for note in (note for candidate in result.kept for note in candidate.notes):  # kept unjudged: what stage 1 saw
+        typer.echo(f"note: {note}", err=True)
     if not yes:
         typer.echo(result.line(memory.language) or "")
         remember_dialogue(memory, _ask, typer.echo)

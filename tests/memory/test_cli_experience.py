@@ -49,12 +49,16 @@ def test_a_scripted_deposit_then_list_show_deprecate_and_rollback(nini: Any, nin
     assert (nini_home / "experience" / "team" / "knowledge" / "EXP-0001.md").is_file()
 
 
-def test_refusals_exit_1_with_the_reason(nini: Any) -> None:
+def test_refusals_exit_1_with_the_reason_and_the_users_own_statement_is_kept(nini: Any) -> None:
     empty = nini("remember", "--add", "  ", "--yes")
     assert empty.exit_code == 1 and "say what to remember" in empty.output
     assert nini("remember", "--yes").exit_code == 1
     assert nini("experience", "show", "EXP-0042").exit_code == 1
     assert nini("experience", "rollback", "project").exit_code == 1
+    general = nini("remember", "--add", "数据分析前要先清洗数据", "--yes")  # the user's own: kept, with what stage 1 saw
+    assert general.exit_code == 0 and "已沉淀 1 条经验：EXP-0001（project）" in general.stdout
+    assert general.stderr.splitlines() == ["note: kept as you stated it, though: no alternative rejected: say what not to do ('... instead of ...')",
+                                           "note: lowered: general knowledge, kept as a narrow hypothesis"]  # fmt: skip
 
 
 def test_the_dialogue_reads_stdin_and_a_no_writes_nothing(nini: Any) -> None:
