@@ -14,6 +14,9 @@ from nini.config import Settings
 # Packages nini's core cannot work without, then the ones later capabilities use.
 REQUIRED_PACKAGES = ("pydantic", "pydantic-settings", "PyYAML", "typer")
 OPTIONAL_PACKAGES = ("jupyter_server", "jupyter_client", "ipykernel", "nbformat", "pandas", "rpy2", "wordllama")
+# What a missing optional package costs, and how to add it (the extras of pyproject.toml).
+MISSING_HINTS = {"wordllama": "experience matching uses lexical overlap only; pip install 'nini[embeddings]' adds "
+                 "word embeddings"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,8 @@ def _package(name: str, required: bool) -> Check:
     try:
         return Check(f"package {name}", True, importlib.metadata.version(name), required)
     except importlib.metadata.PackageNotFoundError:
-        return Check(f"package {name}", False, "not installed", required)
+        hint = MISSING_HINTS.get(name)
+        return Check(f"package {name}", False, f"not installed: {hint}" if hint else "not installed", required)
 
 
 def _r(settings: Settings) -> Check:
