@@ -59,6 +59,7 @@ def test_run_code_from_stdin_then_list_show_and_export(nini, tmp_path: Path) -> 
     assert "cli1_files" in sources[0] and str(tmp_path) not in out.read_text()
 
 
+@pytest.mark.usefixtures("chinese_locale")  # the header's spec wording in Chinese: auto under a zh locale
 def test_export_says_the_code_is_the_agent_s_and_re_runs_it_sandboxed(nini, tmp_path: Path) -> None:
     """Issue 31: the export named no author and re-ran the agent's code unsandboxed without a word."""
     quiet = "try:\n    open(bytes.fromhex('2f6e6f2f73756368').decode(), 'w')\nexcept OSError:\n    pass\nprint(len(df))\n"
@@ -68,7 +69,7 @@ def test_export_says_the_code_is_the_agent_s_and_re_runs_it_sandboxed(nini, tmp_
     plain = nini("sessions", "export", "cli2")
     assert plain.exit_code == 0, plain.output
     notebook = nbformat.reads(plain.stdout, as_version=4)
-    header = notebook.cells[0].source  # ui.language's default: zh
+    header = notebook.cells[0].source
     assert "这些代码由 nini 的智能体" in header and "没有沙箱" in header and "--sandboxed" in header
     assert "第 2 步 `shell`（python）（被拒绝，未运行）" in header and "'subprocess'" in header
     steps = [c for c in notebook.cells if "nini-agent-code" in c.metadata.get("tags", [])]
