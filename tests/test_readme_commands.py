@@ -143,7 +143,6 @@ def test_every_command_of_a_page_works_after_the_demo(group: str, after_demo: tu
     assert not failures, f"{len(failures)} of {len(GROUPS[group])} commands of {group} failed:\n\n" + "\n\n".join(failures)
 
 
-@pytest.mark.timeout(1500)  # when it runs first, the demo (the fixture) runs in its time
 def test_after_the_demo_ask_needs_a_model_of_ones_own(after_demo: tuple[dict[str, str], Path], tmp_path: Path) -> None:
     """Issue 35: the demo's recorded model was its one `nini ask`'s, not the home's: a later ask with
     that home is NO_MODEL_AVAILABLE (saying how to add one), never the recording's answer."""
