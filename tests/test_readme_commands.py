@@ -14,7 +14,8 @@ One test per page's section (``docs/cli.md#Skills``): its commands run in order,
 home and folder of its own, so a section may change the record (``nini models add``, ``nini skills
 disable``) without changing another's; every failing command of the section is named at once. A command two pages show (README's
 ``nini report --session demo-agent`` is also docs/reports.md's) runs once, on the first: the demo and
-these commands are the suite's slowest module.
+these commands are the suite's slowest module. So a command shown twice must not depend on what its
+section did before it (a page's ``nini models remove X`` removes the X that page added).
 """
 
 from __future__ import annotations
