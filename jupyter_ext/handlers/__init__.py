@@ -7,8 +7,8 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from jupyter_ext.handlers import (agent, approvals, artifacts, events, experience, files, mcp, models, preferences, proposals,
-                                  report, run, sessions, skills, ui)
+from jupyter_ext.handlers import (agent, approvals, artifacts, attach, events, experience, files, mcp, models, preferences,
+                                  proposals, report, run, sessions, skills, ui)
 from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
 
@@ -39,6 +39,7 @@ def routes() -> list[tuple[Any, ...]]:
         *experience.handlers,
         *preferences.handlers,
         *files.handlers,
+        *attach.handlers,
         *report.handlers,
         *artifacts.handlers,
         *events.handlers,

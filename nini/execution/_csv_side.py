@@ -131,6 +131,12 @@ def sniff_separator(records: list[str], *, prefer_tab: bool = False) -> str:
     return best
 
 
+def text_separator(text: str, complete: bool, suffix: str = "") -> str:
+    """The separator of the decoded text table ``text`` (a file's start; ``complete`` when all of
+    it), guessed as ``read_table`` guesses it: the sidebar's attachments say it too."""
+    return sniff_separator(_records(text, complete), prefer_tab=suffix == ".tsv")
+
+
 def decimal_mark(records: list[str], separator: str) -> str:
     """``,`` when fields separated by ``separator`` (not a comma) write numbers as ``1,5`` and
     none as ``1.5``; else ``.``."""

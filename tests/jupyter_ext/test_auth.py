@@ -70,6 +70,7 @@ REQUESTS = [
     ("POST", "feedback"),
     ("GET", "sessions/s1/preferences"),
     ("POST", "sessions/s1/files"),
+    ("GET", "files/text"),
     ("POST", "sessions/s1/report"),
     ("GET", "sessions/s1/reports"),
     ("GET", "sessions/s1/artifacts/artifacts/a.png"),

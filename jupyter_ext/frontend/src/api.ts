@@ -63,6 +63,16 @@ export interface SkillRecord {
   [key: string]: unknown;
 }
 
+/** A file read as text by nini (`NiniApi.readText`): `encoding` a Python codec name (`utf-8`, `gb18030`, `cp1252`...). */
+export interface TextFile {
+  path: string;
+  text: string;
+  encoding: string;
+  sep: string | null; // a text table's separator, as load_dataset would guess it
+  size_bytes: number;
+  truncated: boolean;
+}
+
 export interface ProviderInfo {
   name: string;
   kind: string;
@@ -252,6 +262,12 @@ export class NiniApi {
 
   saveSkillSource(name: string, content: string): Promise<any> {
     return this.send('PUT', `skills/${encodeURIComponent(name)}/source`, { content });
+  }
+
+  /** A file of the Jupyter root (its contents-API path) as text, read as nini reads data: its first
+   * 2 MB decoded with the encoding load_dataset would detect, which it says (and a table's separator). */
+  readText(path: string): Promise<TextFile> {
+    return this.request(`files/text?path=${encodeURIComponent(path)}`);
   }
 
   /** `ui.language` (`auto`, `zh` or `en`), read once when the sidebar starts. */

@@ -8,6 +8,10 @@
  *
  * A cell is kept as its model, not its index, so it stays the same cell when the user inserts or
  * moves cells before asking; its index is read when the question is sent.
+ *
+ * A file is read through Jupyter's contents API, which knows UTF-8 only; a file it cannot decode (a
+ * GBK or Latin-1 CSV) is read by nini instead (`NiniApi.readText`: the encoding load_dataset would
+ * detect), and its chip names that encoding.
  */
 import type { ICellModel } from '@jupyterlab/cells';
 import type { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
@@ -16,7 +20,7 @@ import type { Contents } from '@jupyterlab/services';
 import { closeIcon, codeIcon, fileIcon, kernelIcon, LabIcon, MenuSvg, notebookIcon } from '@jupyterlab/ui-components';
 import type { CommandRegistry } from '@lumino/commands';
 
-import type { RunWhere } from './api';
+import { NiniApi, NiniApiError, RunWhere, TextFile } from './api';
 import { iconButton } from './codeblocks';
 import { fileName, MentionCandidate, NotebookJson, notebookContext } from './context';
 import { el } from './dom';
@@ -57,17 +61,31 @@ interface AttachedCell {
   cell: ICellModel;
 }
 
+/** An attached file's text and, when not UTF-8, the encoding nini read it with. */
+interface AttachedFile {
+  text: string;
+  encoding: string | null;
+}
+
+/** Whether the contents API refused to read a file as text because it is not UTF-8 (its 400 "bad format"). */
+function notUtf8(error: unknown): boolean {
+  return (error as { response?: { status?: number } } | null)?.response?.status === 400;
+}
+
 export class Attachments {
   readonly node = el('div', 'nini-context');
   private readonly chips = el('div', 'nini-attachments');
   private cells: AttachedCell[] = [];
-  private files = new Map<string, string>(); // the file's path under the server's root -> its text
+  private files = new Map<string, AttachedFile>(); // by the file's path under the server's root
   private withoutNotebook = false; // the user took the notebook's chip off (for the next question)
   private withoutVariables = false;
   private lab: LabHooks | null = null;
   private menu: MenuSvg | null = null;
 
-  constructor(private readonly askedFrom: () => AskedFrom) {
+  constructor(
+    private readonly askedFrom: () => AskedFrom,
+    private readonly api: Pick<NiniApi, 'readText'>
+  ) {
     this.chips.setAttribute('role', 'group');
     this.chips.setAttribute('aria-label', __('Sent with the next question'));
     const attach = iconButton(attachIcon, 'nini-attach', __('Attach cells or files (or type @)'), button => this.openMenu(button));
@@ -104,13 +122,14 @@ export class Attachments {
     this.render();
   }
 
-  addFile(path: string, text: string): void {
-    this.files.set(path, text);
+  addFile(path: string, text: string, read: Pick<TextFile, 'encoding'> | null = null): void {
+    const encoding = read && !/^utf-?8$/i.test(read.encoding) ? read.encoding : null;
+    this.files.set(path, { text, encoding });
     this.render();
   }
 
   /** Read and attach files of the server (the file browser's selection, an `@` choice): a folder is
-   * skipped, one over ATTACH_MAX_BYTES or not text is refused, saying why. */
+   * skipped, one over ATTACH_MAX_BYTES or not text in any encoding is refused, saying why. */
   async addPaths(items: Iterable<Contents.IModel>): Promise<void> {
     for (const item of Array.from(items)) {
       if (item.type === 'directory' || this.lab === null) {
@@ -121,12 +140,31 @@ export class Attachments {
         continue;
       }
       try {
-        const model = await this.lab.contents.get(item.path, { type: 'file', format: 'text', content: true });
-        this.addFile(item.path, String(model.content ?? ''));
+        await this.readFile(this.lab, item);
       } catch (error) {
-        this.lab.onError(__('%1 cannot be attached as text (%2)', item.name, String((error as Error)?.message ?? error)));
+        // nini's refusals (binary, a link, a hidden file) name the file, in the sidebar's language
+        const refused = error instanceof NiniApiError && error.status >= 400 && error.status < 500;
+        const why = String((error as Error)?.message ?? error);
+        this.lab.onError(refused ? error.message : __('%1 cannot be attached as text (%2)', item.name, why));
       }
     }
+  }
+
+  /** Attach `item`'s text: as the contents API reads it (UTF-8), else as nini reads it (any encoding;
+   * a binary file is refused there, in words that name the file only). */
+  private async readFile(lab: LabHooks, item: Contents.IModel): Promise<void> {
+    let model: Contents.IModel;
+    try {
+      model = await lab.contents.get(item.path, { type: 'file', format: 'text', content: true });
+    } catch (error) {
+      if (!notUtf8(error)) {
+        throw error;
+      }
+      const read = await this.api.readText(item.path);
+      this.addFile(item.path, read.text, read);
+      return;
+    }
+    this.addFile(item.path, String(model.content ?? ''));
   }
 
   /** After a question: its attachments went with it; the notebook and its variables come back. */
@@ -152,7 +190,7 @@ export class Attachments {
    * taken off), the attached cells and files. */
   notebookJson(): NotebookJson | null {
     const panel = this.askedFrom().panel;
-    const files = Object.fromEntries(this.files);
+    const files = Object.fromEntries([...this.files].map(([path, file]) => [path, file.text]));
     if (panel === null || panel.content.model === null) {
       return Object.keys(files).length ? { name: null, cells: [], active: null, attached_cells: [], attached_files: files } : null;
     }
@@ -244,8 +282,10 @@ export class Attachments {
         }));
       }
     }
-    for (const path of this.files.keys()) {
-      chips.push(this.chip('file', fileName(path), path, () => this.files.delete(path)));
+    for (const [path, file] of this.files) {
+      const label = file.encoding ? `${fileName(path)} (${file.encoding})` : fileName(path);
+      const tooltip = file.encoding ? __('%1 · encoding %2, detected as nini loads it (not UTF-8)', path, file.encoding) : path;
+      chips.push(this.chip('file', label, tooltip, () => this.files.delete(path)));
     }
     this.chips.replaceChildren(...chips);
     this.node.dataset.count = String(chips.length);

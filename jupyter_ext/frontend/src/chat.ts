@@ -66,7 +66,10 @@ export class ChatView extends Widget {
   private echo: HTMLElement | null = null;
   private followed: NotebookPanel | null = null;
   /** The chips of what goes with the next question (notebook, variables, cells, files), `@` and the attach menu. */
-  readonly attachments = new Attachments(() => ({ panel: this.options.notebooks?.currentWidget ?? null, kernel: this.notebookKernel() }));
+  readonly attachments = new Attachments(
+    () => ({ panel: this.options.notebooks?.currentWidget ?? null, kernel: this.notebookKernel() }),
+    this.options.api
+  );
   private readonly pending: PendingCells;
   /** Shown when no model could answer (checked when the chat opens), with a way to the Models tab. */
   readonly noModel: NoModelCard;

@@ -371,6 +371,7 @@ export const ZH: Record<string, string> = {
   // -- part F: context chips, run footer, timestamps, session list
   '%1 + %2 tokens': '%1 + %2 个 token',
   '%1 cannot be attached as text (%2)': '%1 不能作为文本附加（%2）',
+  '%1 · encoding %2, detected as nini loads it (not UTF-8)': '%1 · 编码 %2，按 nini 加载数据时的方式识别（不是 UTF-8）',
   '%1 is too large to attach (over 2 MB); ask nini to load it as a dataset instead': '%1 太大，不能附加（超过 2 MB）；请让 nini 把它作为数据集加载',
   '%1 prompt tokens and %2 completion tokens over %3 model calls': '%3 次模型调用共 %1 个输入 token、%2 个输出 token',
   '%1 steps': '%1 步',
