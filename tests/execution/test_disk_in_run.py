@@ -41,7 +41,7 @@ def nini(*args: str, code: str | None = None, **env: str) -> subprocess.Complete
 
 
 def run(command: str, session: str, code: str, **env: str) -> dict[str, Any]:
-    done = nini(command, "-", "--session", session, "--json", code=code, **env)
+    done = nini(command, "-", "--session", session, "--new", "--json", code=code, **env)
     assert done.returncode in (0, 1, 2), done.stderr
     return json.loads(done.stdout)
 
@@ -124,7 +124,7 @@ def test_sparse_files_count_for_the_size_they_claim(nini_home: Path) -> None:
         "    with open(f'hole-{n}.bin', 'wb') as f:\n        f.truncate(48 << 20)\n"
         "time.sleep(100)\n"
     )
-    done = nini("run-code", "-", "--session", "sparse", "--json", "--timeout", "120", code=code, **env)
+    done = nini("run-code", "-", "--session", "sparse", "--new", "--json", "--timeout", "120", code=code, **env)
     out = json.loads(done.stdout)
     assert f"[{27}, {27}]" in out["result"]["stdout"]  # EFBIG: no file may claim more than the quota
     assert out["error"]["code"] == "TOO_LARGE", out  # stopped by the watch, not by the timeout

@@ -176,7 +176,7 @@ def test_a_dropped_shared_object_runs_no_program_from_r(payload_hex: str, nini_h
     # run_r_code: the real dyn.load reached by name, as in the issue; the R policy refuses that
     # spelling now, and if one were missed, the constructor's programs would still be refused.
     code = drop + 'load_it <- getElement(baseenv(), "dyn.load")\nresult <- ' + load
-    out = json.loads(nini("run-r", "-", "--session", "so-r", "--json", code=code).stdout)
+    out = json.loads(nini("run-r", "-", "--session", "so-r", "--new", "--json", code=code).stdout)
     assert_nothing_ran(out, workspace_of(nini_home, "so-r"))
     assert (out["result"]["result"] == CONSTRUCTOR_REFUSED) if out["success"] else out["error"]["code"] == "POLICY_VIOLATION"
     # R's real dyn.load, past any policy: R embedded in a sandboxed process as the worker embeds it
@@ -193,7 +193,7 @@ def test_a_dropped_shared_object_runs_no_program_from_r(payload_hex: str, nini_h
     ids=["system", "system-by-name"],
 )
 def test_r_system_runs_no_program(code: str, nini_home: Path) -> None:
-    done = nini("run-r", "-", "--session", "r-system", "--json", code=code)
+    done = nini("run-r", "-", "--session", "r-system", "--new", "--json", code=code)
     out = json.loads(done.stdout)
     assert not out["success"] and out["error"]["code"] in ("POLICY_VIOLATION", "CODE_ERROR"), out
     assert_nothing_ran(out, workspace_of(nini_home, "r-system"))

@@ -74,7 +74,7 @@ def _vm_hwm(pid: int) -> int:
 
 def run_code(home: Path, session: str, code: str) -> tuple[dict[str, Any], int]:
     # a loaded machine may take a while over 20,000 displays: the run's own limit is not what is tested
-    done, peak = nini(home, "run-code", "-", "--session", session, "--json", "--timeout", "600", code=code)
+    done, peak = nini(home, "run-code", "-", "--session", session, "--new", "--json", "--timeout", "600", code=code)
     assert done.returncode in (0, 1), done.stderr
     return json.loads(done.stdout), peak
 
@@ -162,7 +162,7 @@ def test_a_link_planted_as_executions_keeps_an_output_once_and_gets_nothing(nini
 @pytest.mark.skipif(not r_status(Settings())[0], reason="R is not available")
 def test_a_huge_r_print_is_capped(nini_home: Path) -> None:
     before = fresh_store(nini_home)
-    done, _ = nini(nini_home, "run-r", "-", "--session", "rprint", "--json",
+    done, _ = nini(nini_home, "run-r", "-", "--session", "rprint", "--new", "--json",
                    code='cat(strrep("x", 50000000))\ncat("\\ndone\\n")\nresult <- 1\n')  # fmt: skip
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)

@@ -87,7 +87,7 @@ def test_the_folder_of_a_killed_cli_is_swept_by_the_next_run(language: str, tmp_
         "r": ("run-r", "Sys.sleep(60)\n", R_RUNTIME_BASE, "nini-r-"),
     }[language]
     env = {**os.environ, "NINI_HOME": str(nini_home)}
-    cli = subprocess.Popen([NINI, command, "-", "--session", "killed"], stdin=subprocess.PIPE, env=env,
+    cli = subprocess.Popen([NINI, command, "-", "--session", "killed", "--new"], stdin=subprocess.PIPE, env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)  # fmt: skip
     cli.stdin.write(code.encode())
     cli.stdin.close()
@@ -100,7 +100,7 @@ def test_the_folder_of_a_killed_cli_is_swept_by_the_next_run(language: str, tmp_
     cli.wait()
     assert folder.is_dir()  # nothing could remove it
 
-    after = subprocess.run([NINI, command, "-", "--session", "next"], input=b"1\n" if language == "python" else b"x <- 1\n",
+    after = subprocess.run([NINI, command, "-", "--session", "next", "--new"], input=b"1\n" if language == "python" else b"x <- 1\n",
                            env=env, capture_output=True, cwd=tmp_path, timeout=120)  # fmt: skip
     assert after.returncode == 0, after.stderr
     assert not folder.exists()

@@ -97,7 +97,7 @@ async def test_a_watcher_sees_what_the_cli_runs_live(
     session_id = await new_session(api)
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
     cli = await asyncio.create_subprocess_exec(
-        str(Path(sys.executable).with_name("nini")), "run-code", "--session", session_id, "-",
+        str(Path(sys.executable).with_name("nini")), "run-code", "--session", session_id, "--new", "-",
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
         env=nini_env(nini_home, tmp_path),
     )

@@ -18,7 +18,7 @@ RULE = "- 规则: 不使用感叹号（confidence=0.70, source=implicit）"
 
 
 def ask(nini: Any, question: str) -> str:  # noqa: F811
-    outcome = nini("ask", question, "--session", "prefs", "--json")
+    outcome = nini("ask", question, "--session", "prefs", "--new", "--json")
     assert outcome.exit_code == 0, outcome.output
     return json.loads(outcome.stdout)["turn_id"]
 

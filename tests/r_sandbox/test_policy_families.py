@@ -253,7 +253,7 @@ def cli_runs(hostile: dict[str, bytes], tmp_path_factory: pytest.TempPathFactory
             assert done.returncode == 2, done.stderr
             return family, json.loads(done.stdout)
         session = "cli-" + "".join(c if c.isalnum() else "-" for c in family)
-        done = nini("run-r", "-", "--session", session, "--json", code=cases[family], home=home)
+        done = nini("run-r", "-", "--session", session, "--new", "--json", code=cases[family], home=home)
         assert done.returncode == 2, done.stderr
         return family, (json.loads(done.stdout), home / "sessions" / session / "workspace")
 

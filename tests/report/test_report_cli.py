@@ -204,7 +204,7 @@ def test_execute_runs_a_notebook_first(nini, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_session_recorded_by_run_code(nini, tmp_path: Path) -> None:
     code = "print(df.groupby('region')['revenue'].sum().idxmax(), 'leads')\n"
-    ok(nini("run-code", "-", "--session", "real", "--data", str(SALES), "--dataset", "sales", "--label", "leader",
+    ok(nini("run-code", "-", "--session", "real", "--new", "--data", str(SALES), "--dataset", "sales", "--label", "leader",
             input=code))  # fmt: skip
     (md,) = written(ok(nini("report", "--session", "real", "--out", str(tmp_path), "--format", "md")))
     text = md.read_text(encoding="utf-8")
