@@ -20,10 +20,13 @@ from pathlib import Path
 
 import pytest
 
+from nini.config import Settings
+from nini.skills.builtin.run_r import r_status
 from tests.conftest import REPO_ROOT, scripted_model_settings, write_settings
 from tests.llm_server import ScriptedLLM, error, text, tool_call
 
 NINI = Path(sys.executable).with_name("nini")
+HAS_R = r_status(Settings())[0]
 SALES = REPO_ROOT / "examples" / "data" / "sales.csv"
 EN, ZH = "en_US.UTF-8", "zh_CN.UTF-8"
 NO_MODEL = {
@@ -77,7 +80,7 @@ def test_an_unknown_session_is_not_found_with_the_closest_ids_and_nothing_is_mad
     for made in ("sales-q2", "sales-q3", "weather"):
         assert nini("run-code", "-", "--session", made, "--new", cwd=folder, stdin="df_like = 1\n").returncode == 0
     before = session_ids(folder)
-    for command in (["run-code", "-"], ["run-r", "-"], ["ask", "what is df?"], ["mcp"]):
+    for command in (["run-code", "-"], *([["run-r", "-"]] if HAS_R else []), ["ask", "what is df?"], ["mcp"]):
         refused = nini(*command, "--session", "sales-q1", cwd=folder, lang=lang, stdin="print(df)\n")
         assert refused.returncode == 1, (command, refused.stderr)
         assert refused.stderr.splitlines()[-1] + "\n" == f"error [NOT_FOUND]: {closest}", (command, refused.stderr)
@@ -115,8 +118,9 @@ def test_a_failed_command_leaves_no_empty_session(folder: Path, nini_home: Path)
     refused = nini("run-code", "-", "--session", "fresh", "--new", cwd=folder, stdin="import subprocess\n")
     assert refused.returncode == 2 and "POLICY_VIOLATION" in refused.stderr
     assert refused.stderr.endswith("no session kept (nothing ran)\n")
-    not_run_r = nini("run-r", "-", cwd=folder, stdin="system('true')\n")
-    assert not_run_r.returncode == 2, not_run_r.stderr
+    if HAS_R:
+        not_run_r = nini("run-r", "-", cwd=folder, stdin="system('true')\n")
+        assert not_run_r.returncode == 2, not_run_r.stderr
     assert nini("ask", "anything?", cwd=folder).stderr == NO_MODEL[EN]
     write_settings(nini_home, {"llm": {"providers": [{"name": "gone", "base_url": closed_port_url(), "model": "m"}],
                                        "max_retries": 0}})  # fmt: skip
