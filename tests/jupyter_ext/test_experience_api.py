@@ -8,10 +8,14 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.jupyter_ext.conftest import new_session
 from tests.jupyter_ext.test_agent_api import events_until_done
 from tests.jupyter_ext.test_ask_kernel_api import jp_server_config  # noqa: F401 - a scripted model
 from tests.llm_server import ScriptedLLM, text
+
+pytestmark = pytest.mark.usefixtures("chinese_locale")  # the spec's Chinese words: auto under a zh locale
 
 STATEMENT = "use the median, the revenue column has outliers"
 

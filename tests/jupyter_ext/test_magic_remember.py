@@ -8,6 +8,8 @@ import pytest
 from tests.jupyter_ext.test_magic_ask import AskKernel, kernel  # noqa: F401 - the fixture
 from tests.llm_server import ScriptedLLM, text
 
+pytestmark = pytest.mark.usefixtures("chinese_locale")  # the spec's Chinese words: auto under a zh locale
+
 
 @pytest.mark.slow
 def test_a_statement_is_pending_and_the_dialogue_deposits_it_on_yes(kernel: AskKernel) -> None:  # noqa: F811

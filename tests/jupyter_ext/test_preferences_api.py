@@ -10,12 +10,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from traitlets.config import Config
 
 from tests.conftest import scripted_model_settings, write_settings
 from tests.jupyter_ext.conftest import new_session
 from tests.jupyter_ext.test_experience_api import ask_when_free
 from tests.llm_server import Reply, ScriptedLLM, text, tool_call
+
+pytestmark = pytest.mark.usefixtures("chinese_locale")  # the spec's Chinese words: auto under a zh locale
 
 RULE = "- 规则: 不使用感叹号（confidence=0.70, source=implicit）"
 

@@ -10,6 +10,8 @@ import pytest
 
 from tests.jupyter_ext.conftest import new_session, workspace
 
+pytestmark = pytest.mark.usefixtures("chinese_locale")  # the spec's Chinese words: auto under a zh locale
+
 CHART_CODE = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nresult = {'peak month': 'March'}"
 
 

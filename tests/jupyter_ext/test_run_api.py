@@ -151,6 +151,7 @@ async def test_failed_r_code_is_a_completed_call(api: Any, code: str, error_code
 
 
 @needs_r
+@pytest.mark.usefixtures("chinese_locale")  # the spec's Chinese words: auto under a zh locale
 async def test_every_r_violation_comes_back_with_its_line_and_column(api: Any) -> None:
     session_id = await new_session(api)
     code = 'library(parallel)\nx <- 1; system("ls")'

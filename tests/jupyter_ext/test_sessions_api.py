@@ -101,6 +101,7 @@ async def test_tool_calls_executions_and_exports_after_runs(api: Any) -> None:
     assert wrong.status == 400 and wrong.error["code"] == "INVALID_ARGUMENT"
 
 
+@pytest.mark.usefixtures("chinese_locale")  # the spec's Chinese words: auto under a zh locale
 async def test_the_export_says_whose_code_it_is_and_re_runs_sandboxed_on_request(api: Any) -> None:
     """Issue 31: ``?sandboxed=1`` is a notebook of %%nini_run cells; every export names the agent and the flagged steps."""
     session_id = await new_session(api, "provenance")

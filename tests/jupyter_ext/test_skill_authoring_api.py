@@ -12,6 +12,8 @@ from nini.config import load_settings
 from nini.skills.registry import SkillRegistry
 from tests.conftest import skill_md, write_skill
 
+pytestmark = pytest.mark.usefixtures("chinese_locale")  # the spec's Chinese words: auto under a zh locale
+
 
 @pytest.mark.parametrize("enabled", ["true", "false"])
 async def test_the_list_filters_by_enabled_with_type(api: Any, enabled: str) -> None:
