@@ -49,6 +49,7 @@ class Venv:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.jupyterlab = ""  # the JupyterLab X.Y installed before nini
         self.bin = root / "venv" / "bin"
         self.env = {key: value for key, value in os.environ.items()
                     if not key.startswith(("JUPYTER", "NINI_", "PYTHON", "VIRTUAL_ENV", "TIKTOKEN"))}  # fmt: skip
@@ -99,7 +100,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Venv]:
     env = Venv(tmp_path_factory.mktemp("fresh"))
     subprocess.run([sys.executable, "-m", "venv", str(env.root / "venv")], check=True, timeout=120)
-    env.pip_install(f"jupyterlab=={lowest_jupyterlab()}.*")
+    env.jupyterlab = lowest_jupyterlab()
+    env.pip_install(f"jupyterlab=={env.jupyterlab}.*")
     env.pip_install(str(wheel))
     yield env
 
@@ -129,7 +131,7 @@ def test_the_frontend_accepts_the_same_lowest_jupyterlab() -> None:
 def test_jupyterlab_stays_at_the_version_installed_before_nini(venv: Venv) -> None:
     done = venv.run("jupyter", "lab", "--version")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().startswith(lowest_jupyterlab() + "."), done.stdout
+    assert done.stdout.strip().startswith(venv.jupyterlab + "."), done.stdout
 
 
 def test_the_server_extension_is_enabled_and_loads(venv: Venv) -> None:
