@@ -34,7 +34,7 @@ QUESTION = "Which region sells most? Chart revenue by region."
 CODE = """import matplotlib.pyplot as plt
 by_region = df.groupby("region")["revenue"].sum().sort_values(ascending=False)
 print(by_region.to_string())
-ax = by_region.plot.barh(title="Revenue by region", figsize=(5, 2.2))
+ax = by_region.plot.barh(title="Revenue by region", figsize=(5, 2.0))
 ax.invert_yaxis()
 plt.tight_layout()
 result = by_region.idxmax()"""
@@ -48,7 +48,7 @@ NOTEBOOK = {"cells": [
 ANSWER = ("**East** sells most: its revenue is the largest of the four regions over the twelve months "
           "(see the chart). South follows; the step's table gives every region's total.")  # fmt: skip
 SESSION = "sales-by-region"
-VIEWPORT = {"width": 1280, "height": 860}
+VIEWPORT = {"width": 1280, "height": 920}
 MAX_BYTES = 300_000
 
 
@@ -96,7 +96,8 @@ def shoot(out: Path) -> None:
                     page.screenshot(path=str(out.with_suffix(".failed.png")))
                     raise SystemExit(f"screenshot: the step shows no chart: {step.inner_text()[:2000]}")
                 page.wait_for_function("img => img.complete && img.naturalWidth > 100", arg=chart.element_handle())
-                page.locator(".nini-assistant").last.scroll_into_view_if_needed()  # the chat's end: the answer
+                # the conversation from the question on: the step, its chart, the answer and the turn's line
+                page.locator(".nini-user").last.evaluate("question => question.scrollIntoView({block: 'start'})")
                 out.parent.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(out))
                 browser.close()
