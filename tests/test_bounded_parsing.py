@@ -119,7 +119,7 @@ def test_a_parquet_bomb_the_agent_describes_is_too_large_and_the_cli_stays_small
     asked, peak = nini("ask", "--session", "bomb", "--new", "describe small", env=LIMITED)
     assert asked.returncode == 0, asked.stderr
     error = tool_results(llm_server)[-1]["error"]
-    assert error["code"] == "TOO_LARGE" and f"上限 {LIMIT_MB:,} MiB（execution.memory_limit_mb）" in error["message"], error
+    assert error["code"] == "TOO_LARGE" and f"the limit of {LIMIT_MB:,} MiB (execution.memory_limit_mb)" in error["message"], error
     assert "damaged" not in error["message"] and str(nini_home) not in error["message"]
     assert peak < usual + GROWTH_BOUND, (peak, usual)
 

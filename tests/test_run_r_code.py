@@ -137,6 +137,7 @@ def test_doctor_and_run_r_say_why_when_r_is_off(tmp_path: Path, project_dir: Pat
 
 
 @needs_r
+@pytest.mark.usefixtures("chinese_locale")  # the R policy's refusal in the spec's Chinese
 def test_run_r_command_exit_codes(project_dir: Path) -> None:
     runner = CliRunner()
 

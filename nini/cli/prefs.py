@@ -118,7 +118,7 @@ def delete_pref(ctx: typer.Context, preference_id: IdArgument) -> None:
         row = memory.table.delete(preference_id, owner=memory.settings.session_owner)
     finally:
         memory.store.close()
-    typer.echo(say(ctx, "deleted_preference", id=row["id"], key=row["key"]))
+    typer.echo(say(ctx, "deleted_preference", id=row["id"], pref=row["key"]))
 
 
 @app.command("preview", epilog=examples("nini prefs preview", "nini prefs preview --skill-type report --json"))

@@ -32,7 +32,7 @@ WORDS: dict[str, tuple[str, str]] = {
     "deprecate_ask": ("deprecate {entry} in {level}? [y/N] ", "要在 {level} 中弃用 {entry} 吗？[y/N] "),
     "nothing_changed": ("nothing changed", "没有任何改动"),
     "no_preferences": ("no preferences", "没有偏好"),
-    "deleted_preference": ("deleted {id} ({key})", "已删除 {id}（{key}）"),
+    "deleted_preference": ("deleted {id} ({pref})", "已删除 {id}（{pref}）"),
     "feedback_recorded": ("feedback {id} recorded ({action})", "已记录反馈 {id}（{action}）"),
     "no_providers": ("no providers: add one with nini models add NAME", "没有模型提供方：用 nini models add NAME 添加一个"),
     "removed_provider": ("removed {name}", "已移除 {name}"),
@@ -42,7 +42,7 @@ WORDS: dict[str, tuple[str, str]] = {
 }
 
 
-def say(ctx: typer.Context, key: str, **fmt: object) -> str:
-    """The line ``key`` in this command's language, its ``{names}`` filled from ``fmt``."""
-    english, chinese = WORDS[key]
+def say(ctx: typer.Context, word: str, /, **fmt: object) -> str:
+    """The line ``word`` in this command's language, its ``{names}`` filled from ``fmt``."""
+    english, chinese = WORDS[word]
     return (chinese if state(ctx).settings.ui.current_language == "zh" else english).format(**fmt)

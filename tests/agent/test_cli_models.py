@@ -61,12 +61,18 @@ def test_an_unreachable_endpoint_and_the_doctor(project_dir: Path, nini_home: Pa
     assert doctor["model call gone/m"]["ok"] is False and "cannot reach" in doctor["model call gone/m"]["detail"]
 
 
-def test_add_asks_for_what_is_missing_and_never_takes_a_key(project_dir: Path, nini_home: Path) -> None:
+def test_add_asks_nothing_takes_its_defaults_and_never_takes_a_key(project_dir: Path, nini_home: Path) -> None:
     run = cli(project_dir)
-    asked = run("models", "add", "ds", input="openai\nhttps://api.deepseek.com/v1\ndeepseek-chat\nDEEPSEEK_API_KEY\n")
+    # no terminal, no prompt: what is missing is refused, naming how to give it; nothing is saved
+    missing = run("models", "add", "ds", "--base-url", "https://api.deepseek.com/v1", input="")
+    assert missing.exit_code == 1 and "INVALID_ARGUMENT" in missing.output and "--model" in missing.output
+    assert not (nini_home / "settings.json").exists() or "ds" not in (nini_home / "settings.json").read_text()
+    bad_url = run("models", "add", "ds", "--base-url", "api.deepseek.com", "--model", "deepseek-chat")
+    assert bad_url.exit_code == 1 and "'api.deepseek.com'" in bad_url.output
+    asked = run("models", "add", "ds", "--base-url", "https://api.deepseek.com/v1", "--model", "deepseek-chat",
+                "--api-key-env", "DEEPSEEK_API_KEY", input="")
     assert asked.exit_code == 0, asked.output
-    assert "Name of the API key's environment variable" in asked.output
     [saved] = json.loads((nini_home / "settings.json").read_text())["llm"]["providers"]
-    assert (saved["model"], saved["api_key_env"]) == ("deepseek-chat", "DEEPSEEK_API_KEY")
+    assert (saved["kind"], saved["model"], saved["api_key_env"]) == ("openai", "deepseek-chat", "DEEPSEEK_API_KEY")
     key = run("models", "add", "leak", "--kind", "openai", "--base-url", "https://x/v1", "--model", "m", "--api-key-env", "sk-" + "a" * 40)
     assert key.exit_code == 1 and "sk-aaaa" not in key.output

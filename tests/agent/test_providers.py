@@ -240,7 +240,7 @@ def test_replay_per_purpose_queues_then_the_shared_one(tmp_path: Path):
     assert results[1].finish_reason == "tool_calls" and results[2].finish_reason == "stop"
     assert (results[0].provider, results[0].model) == ("demo", "recorded")
     assert err.code is ErrorCode.UPSTREAM_ERROR
-    assert err.message == f"replay script {script} has no reply left for purpose chat"
+    assert err.message == f"replay script {script} has no reply left for purpose chat; try nini models test demo"
 
 
 def test_replay_keeps_its_place_across_event_loops_and_aclose(tmp_path: Path):

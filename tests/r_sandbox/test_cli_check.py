@@ -13,6 +13,8 @@ from r_sandbox.errors import RSandboxError
 from tests.r_sandbox.test_policy import needs_r
 from tests.test_cli import _restore_nini_logger  # noqa: F401
 
+pytestmark = pytest.mark.usefixtures("chinese_locale")  # the refusals' words are the spec's Chinese
+
 
 @pytest.fixture
 def nini(project_dir: Path):
