@@ -327,8 +327,8 @@ class Runtime:
         ids if not, unless ``new``, which creates it), or a new one when None.
 
         A session this command created is deleted again when the command fails (the block raises,
-        or sets ``failed``) and the session still holds no step: no code ran in it and no tool call
-        succeeded. A failed command leaves no empty session behind; a session that holds what ran
+        or sets ``failed``) and the session still holds no step: no code was recorded in it and no
+        tool call succeeded. A failed command leaves no empty session behind; a session that holds what ran
         stays, and so does one the command found.
         """
         created = False
@@ -365,11 +365,12 @@ class Runtime:
 
     async def _drop_if_empty(self, session_id: str) -> bool:
         """Delete session ``session_id`` if it holds no step, whether it went: no tool call of it
-        succeeded (or is under way) and no code ran in it (code the policy refused did not run)."""
+        succeeded (or is under way) and no code was recorded in it. Code the policy refused stays
+        recorded, with its session: a refusal found while the code ran comes after what it did (files
+        it wrote), and refused hostile code is worth keeping on the record either way."""
         calls = await self.store.call(self.store.list_tool_calls, session_id)
-        runs = await self.store.call(self.store.list_executions, session_id, fields=("error",))
-        refused = ErrorCode.POLICY_VIOLATION.value
-        if any(call["status"] != "failed" for call in calls) or any((run["error"] or {}).get("code") != refused for run in runs):
+        runs = await self.store.call(self.store.list_executions, session_id, fields=("id",))
+        if runs or any(call["status"] != "failed" for call in calls):
             return False
         try:
             await self.delete_session(session_id)

@@ -116,21 +116,18 @@ def test_a_failed_command_leaves_no_empty_session(folder: Path, nini_home: Path)
     bad_data = nini("run-code", "-", "--data", str(folder / "missing.csv"), cwd=folder, stdin="print(1)\n")
     assert bad_data.returncode == 1 and "error [NOT_FOUND]" in bad_data.stderr
     refused = nini("run-code", "-", "--session", "fresh", "--new", cwd=folder, stdin="import subprocess\n")
-    assert refused.returncode == 2 and "POLICY_VIOLATION" in refused.stderr
-    assert refused.stderr.endswith("no session kept (nothing ran)\n")
-    if HAS_R:
-        not_run_r = nini("run-r", "-", cwd=folder, stdin="system('true')\n")
-        assert not_run_r.returncode == 2, not_run_r.stderr
+    # refused code is kept on the record, with its session (a refusal at run time follows what ran)
+    assert refused.returncode == 2 and "POLICY_VIOLATION" in refused.stderr and refused.stderr.endswith("session: fresh\n")
     assert nini("ask", "anything?", cwd=folder).stderr == NO_MODEL[EN]
     write_settings(nini_home, {"llm": {"providers": [{"name": "gone", "base_url": closed_port_url(), "model": "m"}],
                                        "max_retries": 0}})  # fmt: skip
     unreachable = nini("ask", "anything?", cwd=folder)
     assert unreachable.returncode == 1 and "UPSTREAM_ERROR" in unreachable.stderr
-    assert session_ids(folder) == []
+    assert session_ids(folder) == ["fresh"]
     # a failure after code ran keeps the session: what ran is recorded
     ran = nini("run-code", "-", "--session", "kept", "--new", cwd=folder, stdin="print(df)\n")
     assert ran.returncode == 1 and "NameError" in ran.stderr and ran.stderr.endswith("session: kept\n")
-    assert session_ids(folder) == ["kept"]
+    assert sorted(session_ids(folder)) == ["fresh", "kept"]
     assert list(folder.iterdir()) == []
 
 

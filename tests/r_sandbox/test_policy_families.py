@@ -234,7 +234,8 @@ RUN_FAMILIES = {
 
 def nini(*args: str, code: str, home: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NINI_")}
-    env.update(NINI_HOME=str(home), NINI_EXECUTION__SANDBOX="bwrap")
+    # a Chinese locale: the families' expected refusals are the spec's Chinese words
+    env.update(NINI_HOME=str(home), NINI_EXECUTION__SANDBOX="bwrap", LANG="zh_CN.UTF-8", LC_ALL="", LC_MESSAGES="")
     return subprocess.run([str(NINI), *args], input=code, capture_output=True, text=True, timeout=300, env=env)
 
 
