@@ -33,15 +33,24 @@ def sandbox_uid(workspace: Path) -> int:
     return _TEST_UIDS.setdefault(Path(workspace), top - len(_TEST_UIDS))
 
 
+LONGEST = ("tests/test_readme_commands.py", "tests/test_wheel_install.py")  # minutes each, one worker each
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Modules with slow tests, and the browser's, first: ``--dist loadfile`` hands files out in this
-    order, so a long file started last would leave the other workers idle at the end of the suite."""
+    """The longest modules, then the others with slow tests and the browser's, first: ``--dist loadfile``
+    with ``--no-loadscope-reorder`` (the Makefile) hands files out in this order, so a long file started
+    last would leave the other workers idle at the end of the suite (xdist's own order puts the files
+    with the most tests first, which starts these two last)."""
     heavy: dict[str, bool] = {}
     for item in items:
         module = item.nodeid.split("::", 1)[0]
         heavy[module] = heavy.get(module, False) or module.startswith("tests/ui/") or item.get_closest_marker("slow") is not None
     order = {module: index for index, module in enumerate(heavy)}
-    items.sort(key=lambda item: (not heavy[item.nodeid.split("::", 1)[0]], order[item.nodeid.split("::", 1)[0]]))
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        module = item.nodeid.split("::", 1)[0]
+        return (0 if module in LONGEST else 1 if heavy[module] else 2), order[module]
+
+    items.sort(key=rank)
 
 
 @pytest.fixture(autouse=True)
