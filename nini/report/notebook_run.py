@@ -9,6 +9,7 @@ is made from its saved outputs and says why (``ExecutionSummary.missing_kernel``
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import subprocess
 import time
@@ -119,7 +120,10 @@ def run_notebook(
         interrupt_on_timeout=True,  # a cell past its time limit is interrupted and fails; the rest still run
     )  # fmt: skip
     try:
-        client.execute(stderr=subprocess.DEVNULL)
+        # on an event loop of its own: nbclient's sync `execute` takes jupyter_core's loop from a
+        # context variable, which asyncio.to_thread copies, so a worker thread could run the loop
+        # a main-thread run left behind (SIGINT handler included) and fail removing that handler
+        asyncio.run(client.async_execute(stderr=subprocess.DEVNULL))
     except DeadKernelError:
         died = current[0] if current else -1
         if died in runnable:
