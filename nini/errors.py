@@ -12,6 +12,7 @@ The code is stable (clients and tests match on it), the message is for people,
      ├── KERNEL_DIED, WORKER_DIED, R_UNAVAILABLE      (an execution backend failed)
      ├── NO_MODEL_AVAILABLE, UPSTREAM_ERROR           (the LLM side failed)
      ├── SKILL_DEFINITION_UNAVAILABLE                 (a Markdown skill could not be read)
+     ├── NO_SPACE                                     (a disk nini or its kernels write to is full)
      └── DB_ERROR, INTERNAL                           (nini itself failed)
 
 ``to_dict()`` is the ``error`` member of the response envelope in DESIGN.md section 4;
@@ -34,6 +35,7 @@ class ErrorCode(StrEnum):
     TIMEOUT = "TIMEOUT"
     CANCELED = "CANCELED"
     DB_ERROR = "DB_ERROR"
+    NO_SPACE = "NO_SPACE"
     KERNEL_DIED = "KERNEL_DIED"
     WORKER_DIED = "WORKER_DIED"
     R_UNAVAILABLE = "R_UNAVAILABLE"
@@ -51,7 +53,9 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.POLICY_VIOLATION: 403,
     ErrorCode.TIMEOUT: 504,
     ErrorCode.CANCELED: 499,
-    ErrorCode.DB_ERROR: 500,
+    # the history database is unavailable (down, damaged, read-only): the service, not the request, failed
+    ErrorCode.DB_ERROR: 503,
+    ErrorCode.NO_SPACE: 507,  # Insufficient Storage
     ErrorCode.KERNEL_DIED: 500,
     ErrorCode.WORKER_DIED: 500,
     ErrorCode.R_UNAVAILABLE: 503,

@@ -17,6 +17,7 @@ export const ERROR_SENTENCES: Record<string, string> = {
   TIMEOUT: N_('This took too long and was stopped: try again, or split the work into smaller steps.'),
   CANCELED: N_('This was stopped before it finished: ask again to go on.'),
   DB_ERROR: N_("nini could not read or write its history: try again; if it keeps happening, check the server's disk and database."),
+  NO_SPACE: N_("The server's disk is full: free some space (old sessions, datasets, reports) or ask an administrator, then try again."),
   KERNEL_DIED: N_('The Python kernel stopped, often for lack of memory: ask again to start a fresh one, on less data if it happens again.'),
   WORKER_DIED: N_('The R worker stopped, often for lack of memory: ask again to start a fresh one, on less data if it happens again.'),
   R_UNAVAILABLE: N_('R cannot run on this server: ask for Python instead, or ask an administrator to install R and rpy2.'),
