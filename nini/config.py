@@ -295,6 +295,26 @@ class MCPServerSettings(BaseModel):
         return self
 
 
+class LimitsSettings(BaseModel):
+    """Caps on the text handed to nini, on every path (CLI, MCP, REST, the agent's tool calls): one place."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    max_code_chars: int = Field(
+        1_000_000, ge=1000, le=50_000_000, description="Most characters of the code one step runs (run-code, run-r, "
+        "a model's or an MCP client's code, REST's run-code); longer code is refused with TOO_LARGE before anything "
+        "is stored or run. Real analysis code is a few thousand characters; the default leaves room for generated code."
+    )
+    max_label_chars: int = Field(
+        200, ge=10, le=10_000, description="Most characters of a step's label (--label, a tool call's label); longer "
+        "is TOO_LARGE."
+    )
+    max_title_chars: int = Field(
+        200, ge=10, le=10_000, description="Most characters of a session's title (a new session's, nini sessions "
+        "rename, the sidebar's rename); longer is TOO_LARGE."
+    )
+
+
 class MCPSettings(BaseModel):
     """MCP servers whose tools join the agent's."""
 
@@ -464,6 +484,7 @@ class Settings(BaseSettings):
     experience: ExperienceSettings = Field(default_factory=ExperienceSettings)
     preferences: PreferenceSettings = Field(default_factory=PreferenceSettings)
     mcp: MCPSettings = Field(default_factory=MCPSettings)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
     database_url: str | None = Field(
         None,
         description="NINI_DATABASE_URL: SQLAlchemy URL of the history store (e.g. PostgreSQL for a hub); "
