@@ -157,6 +157,23 @@ class ExecutionSettings(BaseModel):
     approval_timeout_s: float = Field(
         600, gt=0, le=86400, description="How long a step waits for your approval before it is refused."
     )
+    cull_idle_seconds: float = Field(
+        3600, ge=0, le=30 * 86400, description="Seconds a session's own Python kernel or R worker may sit idle (no "
+        "run in progress, none started for that long) before nini shuts it down to free its memory, as Jupyter's "
+        "cull_idle_timeout does; the session's next step starts a new one and says its variables are gone (the "
+        "workspace's files and datasets stay). A busy one is never culled, nor a notebook kernel nini only borrows. "
+        "0: never."
+    )
+    cull_interval_seconds: float = Field(
+        60, gt=0, le=86400, description="How often nini looks for idle kernels and R workers, in seconds (at least "
+        "every execution.cull_idle_seconds)."
+    )
+    max_live_kernels: int = Field(
+        16, ge=0, le=10_000, description="Most sessions' own Python kernels live at once in one nini process (a "
+        "Jupyter server): starting one more first shuts down the least recently used idle one. When all are busy "
+        "the new one starts anyway (a step never waits for another session's long run) and the cap is restored as "
+        "they go idle. 0: no cap. R workers have their own cap, r.max_live_workers."
+    )
 
 
 class RSettings(BaseModel):
@@ -175,6 +192,12 @@ class RSettings(BaseModel):
     extra_packages: list[str] = Field(
         default_factory=list,
         description="R packages agent code may load (library, require, pkg::) beyond nini's default list.",
+    )
+    max_live_workers: int = Field(
+        8, ge=0, le=10_000, description="Most sessions' R workers live at once in one nini process, counted apart "
+        "from the Python kernels (execution.max_live_kernels): starting one more first shuts down the least "
+        "recently used idle one; when all are busy it starts anyway. Idle workers are shut down after "
+        "execution.cull_idle_seconds, as kernels are. 0: no cap."
     )
 
 

@@ -7,6 +7,12 @@ the worker's log). Runs of one session are serialised; different sessions run co
 that passes its timeout, or whose worker dies, kills the worker and starts a new one: the caller
 gets TIMEOUT or WORKER_DIED (or what ``on_exit`` says: TOO_LARGE for its memory limit) in the usual
 result shape, and the session goes on without its R state.
+
+A ``keeper`` (nini's ``nini.execution.culling.Culler``, set after construction) may shut idle
+workers down through ``idle_sessions``/``cull``: it is awaited before a worker starts
+(``make_room(session_id)``), tells a session's next run that its worker had been culled
+(``take_notice(session_id, language)``, put before the run's stderr), forgets a session whose worker
+was stopped otherwise (``forget``) and is closed with the pool (``aclose``).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import tempfile
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -75,6 +81,7 @@ class _Worker:
     language: str  # of its run-time guard's words, set when it started
     restarts: int = 0
     last_id: int = 0
+    last_used: float = field(default_factory=time.monotonic)  # when a run last started or ended
 
 
 class RWorkerPool:
@@ -107,6 +114,7 @@ class RWorkerPool:
         self._restarts: dict[str, int] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
+        self.keeper: Any = None  # see the module's docstring
         # Workers started and not yet stopped (runtime folder -> pid), for a pool dropped or an
         # interpreter leaving without aclose(): the finalizer kills them and removes the folders.
         self._live: dict[Path, int] = {}
@@ -134,13 +142,40 @@ class RWorkerPool:
     async def shutdown_session(self, session_id: str) -> None:
         """Stop the session's worker, if any; a later run starts a new one."""
         async with self._lock(session_id):
+            if self.keeper is not None:
+                self.keeper.forget(session_id)
             worker = self._workers.pop(session_id, None)
             if worker is not None:
                 await self._stop(worker)
 
+    def idle_sessions(self) -> dict[str, float]:
+        """Sessions with a live worker that runs nothing -> when it was last used (``time.monotonic``)."""
+        return {session_id: worker.last_used for session_id, worker in self._workers.items()
+                if not (session_id in self._locks and self._locks[session_id].locked())}  # fmt: skip
+
+    def live_count(self) -> int:
+        """How many sessions have a live worker (busy ones included)."""
+        return len(self._workers)
+
+    async def cull(self, session_id: str, last_used: float) -> bool:
+        """Kill the session's worker (its process group, runtime folder and what ``on_exit`` releases)
+        if it is still idle and unused since ``last_used``; whether it went. Never waits for a busy one."""
+        lock = self._lock(session_id)
+        if lock.locked():
+            return False
+        async with lock:  # free, so taken at once: no run of the session can start meanwhile
+            worker = self._workers.get(session_id)
+            if worker is None or worker.last_used != last_used:
+                return False
+            await self._stop(worker)
+            del self._workers[session_id]  # once its processes are reaped
+        return True
+
     async def aclose(self) -> None:
         """Kill every worker, including busy ones (their runs end as WORKER_DIED). Safe to call twice."""
         self._closed = True
+        if self.keeper is not None:
+            await self.keeper.aclose()
         workers, self._workers = list(self._workers.values()), {}
         await asyncio.gather(*(self._stop(w) for w in workers), return_exceptions=True)
 
@@ -171,8 +206,10 @@ class RWorkerPool:
             started = time.monotonic()
             was_dead = worker.process.returncode is not None
             message = {"op": "run", "request": payload, "skip_policy": skip_policy}
+            worker.last_used = time.monotonic()
             try:
                 reply = await _call_until(worker, message, payload["timeout_s"], stop)
+                worker.last_used = time.monotonic()
             except _Stopped:
                 note = await self._replace(session_id, worker)
                 error = stop.error("worker_restarted")
@@ -205,6 +242,8 @@ class RWorkerPool:
             raise RSandboxError(error.get("code", "INTERNAL"), error.get("message", "the R worker refused the request"))
         result = reply["result"]
         result["duration_ms"] = _ms(started)
+        if self.keeper is not None:  # a worker culled since the session's last run: its variables are gone
+            result["stderr"] = self.keeper.take_notice(session_id, payload["language"] or self.language) + result["stderr"]
         return result
 
     def _payload(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -243,6 +282,8 @@ class RWorkerPool:
             await self._stop(worker)
             worker = None
         if worker is None:
+            if self.keeper is not None:
+                await self.keeper.make_room(session_id)
             worker = await self._start(workspace, language or self.language)
             if self._closed:  # aclose() ran while this one was starting
                 await self._stop(worker)

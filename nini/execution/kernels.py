@@ -14,6 +14,7 @@ different sessions run concurrently. Policy checks happen before this (in the ru
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import queue
@@ -35,6 +36,7 @@ from nini.config import ExecutionSettings
 from nini.errors import ErrorCode, NiniError
 from nini.execution import cgroups, confine, sandbox
 from nini.execution.channel_guard import ChannelGuard, limit_context
+from nini.execution.culling import Culler
 from nini.execution.gateway import GatewayKernel, gateway_url, host_of
 from nini.execution.mirror import Mirror
 from nini.execution.outcome import CodeOutcome, CodeRequest, RunStop
@@ -90,6 +92,7 @@ class _Kernel:
     mirror: Mirror | None = None  # the kernel's own copy of the workspace, when it does not share this disk
     group: cgroups.AgentGroup | None = None  # its cgroup (memory, processes); None: RLIMITs are all there is
     guard: ChannelGuard | None = None  # watches nini's sockets, which refuse messages over the output cap
+    last_used: float = field(default_factory=time.monotonic)  # when a run or evaluation last started or ended
 
 
 class KernelPool:
@@ -105,6 +108,9 @@ class KernelPool:
         self._sandbox_mode: SandboxMode | None = None
         self.gateway_url = gateway_url(multi_kernel_manager)  # the server's --gateway-url, if any
         self.on_start: KernelStartListener | None = None  # set by the runtime
+        # idle kernels shut down and a cap on live ones (execution.cull_idle_seconds, max_live_kernels)
+        self.culler = Culler(self, idle_s=settings.cull_idle_seconds, interval_s=settings.cull_interval_seconds,
+                             cap=settings.max_live_kernels, kind="python")  # fmt: skip
         sweep_runtime_dirs([sandbox.runtime_base()])  # the folders of kernels whose nini was killed
 
     @property
@@ -146,10 +152,12 @@ class KernelPool:
         stop: RunStop | None = None,
     ) -> CodeOutcome:
         """Run ``request`` in the session's kernel (started on first use) or in server kernel ``kernel_id``;
-        ``stop`` (the workspace's budget watch) can end a run in the session's own kernel early."""
+        ``stop`` (the workspace's budget watch) can end a run in the session's own kernel early. When
+        the session's kernel had been culled since its last run, the run's stderr starts saying so."""
         async with self._lock(f"kernel:{kernel_id}" if kernel_id else session_id):
             kernel = await self._borrow(kernel_id) if kernel_id else await self._own(session_id, workspace)
             external = kernel.sandbox is None
+            kernel.last_used = time.monotonic()
             try:
                 report = await run_request(
                     kernel.client, kernel.manager, workspace, request,
@@ -160,6 +168,8 @@ class KernelPool:
             except asyncio.CancelledError:
                 await _interrupt(kernel)
                 raise
+            finally:
+                kernel.last_used = time.monotonic()
             if report.prelude_ran:
                 kernel.needs_prelude = False
             # killed by its memory cgroup: the connection goes ("cut") or the process is found dead
@@ -170,7 +180,8 @@ class KernelPool:
                     await self._forget_external(kernel_id or "")
                 else:
                     await self._restart(session_id, kernel)
-            return report.outcome
+            notice = "" if external else self.culler.take_notice(session_id, self.language)
+            return dataclasses.replace(report.outcome, stderr=notice + report.outcome.stderr) if notice else report.outcome
 
     async def evaluate(self, kernel_id: str, expression: str, timeout_s: float = 5) -> str | None:
         """The text/plain of ``expression`` evaluated in server kernel ``kernel_id`` (a notebook's),
@@ -205,6 +216,7 @@ class KernelPool:
             found = await _evaluate(kernel, expression, timeout_s)
             if found[0] == "timeout":
                 await _interrupt(kernel)
+            kernel.last_used = time.monotonic()
             return found
 
     async def restart(self, session_id: str) -> None:
@@ -218,12 +230,39 @@ class KernelPool:
         """Stop the session's own kernel (if any); a later run starts a new one. ``now``: kill it at
         once instead of asking it to shut down (it may be busy writing, ``disk_watch``)."""
         async with self._lock(session_id):
+            self.culler.forget(session_id)
             kernel = self._kernels.pop(session_id, None)
             if kernel is not None:
                 await _stop(kernel, now=now)
 
+    def idle_sessions(self) -> dict[str, float]:
+        """Sessions whose own kernel is live and not running anything -> when it was last used
+        (``culling.Cullable``); borrowed kernels are not the pool's to cull."""
+        return {session_id: kernel.last_used for session_id, kernel in self._kernels.items()
+                if not (session_id in self._locks and self._locks[session_id].locked())}  # fmt: skip
+
+    def live_count(self) -> int:
+        """How many sessions' own kernels are live (busy ones included)."""
+        return len(self._kernels)
+
+    async def cull(self, session_id: str, last_used: float) -> bool:
+        """Shut the session's kernel down if it is still idle and unused since ``last_used``: its
+        processes (bwrap, confine, ipykernel), sockets, runtime folder and cgroup go, its workspace
+        stays. Never waits: a session whose lock is held is busy."""
+        lock = self._lock(session_id)
+        if lock.locked():
+            return False
+        async with lock:  # free, so taken at once: no step of the session can start meanwhile
+            kernel = self._kernels.get(session_id)
+            if kernel is None or kernel.last_used != last_used:
+                return False
+            await _stop(kernel, now=True)  # its variables are lost either way: no need to ask it nicely
+            del self._kernels[session_id]  # once all it held is free: a pool that lists none holds none
+        return True
+
     async def aclose(self) -> None:
         """Shut down every kernel this pool started; borrowed server kernels are only disconnected."""
+        await self.culler.aclose()
         owned, self._kernels = list(self._kernels.values()), {}
         borrowed, self._external = list(self._external.values()), {}
         for kernel in borrowed:
@@ -257,8 +296,10 @@ class KernelPool:
     async def _own(self, session_id: str, workspace: Workspace) -> _Kernel:
         kernel = self._kernels.get(session_id)
         if kernel is None:
+            await self.culler.make_room(session_id)
             where = self._where()
-            await self._tell(session_id, {"state": "starting", "sandbox": where})
+            culled = self.culler.culled(session_id)  # the sidebar can say why a kernel starts again
+            await self._tell(session_id, {"state": "starting", "sandbox": where, **({"culled": culled} if culled else {})})
             started, state = time.monotonic(), "failed"
             try:
                 kernel = self._kernels[session_id] = await self._start(workspace)

@@ -93,11 +93,12 @@ async def _run_in_worker(session: Session, request: CodeRequest) -> dict[str, An
 def new_worker_pool(settings: Settings, uid_of: Callable[[Path], int | None] = lambda root: None) -> Any:
     """The session R workers of one Runtime, confined and sandboxed like its kernels; ``uid_of`` gives
     the sandbox uid of a session's workspace (a root nini's, see ``Runtime.workspace``)."""
+    from nini.execution.culling import Culler
     from nini.execution.runtime_dirs import make_runtime_dir, sweep_runtime_dirs
     from r_sandbox.client import RWorkerPool
 
     sweep_runtime_dirs([R_RUNTIME_BASE])  # the folders of workers whose nini was killed
-    return RWorkerPool(
+    pool = RWorkerPool(
         memory_limit_mb=settings.r.memory_limit_mb,
         timeout_s=settings.r.timeout_s,
         allowed_packages=settings.r.extra_packages,
@@ -106,6 +107,10 @@ def new_worker_pool(settings: Settings, uid_of: Callable[[Path], int | None] = l
         make_runtime_dir=lambda: make_runtime_dir("nini-r-", R_RUNTIME_BASE),
         output_max_bytes=settings.execution.output_max_mb * 1024 * 1024,
     )
+    # idle workers shut down as kernels are (execution.cull_idle_seconds), under a cap of their own
+    pool.keeper = Culler(pool, idle_s=settings.execution.cull_idle_seconds, interval_s=settings.execution.cull_interval_seconds,
+                         cap=settings.r.max_live_workers, kind="r")  # fmt: skip
+    return pool
 
 
 def worker_launch(settings: Settings, uid_of: Callable[[Path], int | None]) -> dict[str, Any]:
