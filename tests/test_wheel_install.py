@@ -2,12 +2,17 @@
 
 One wheel is built from this checkout (the labextension already built by `make setup` is reused:
 hatch-jupyter-builder's skip-if-exists; no isolated build env, hatchling comes with the dev extra),
-then a fresh venv gets `pip install jupyterlab==<nini's lowest bound>.*` and the wheel, as someone
+then a fresh venv gets `jupyterlab==<nini's lowest bound>.*` and then the wheel, as someone
 adding nini to an existing JupyterLab does. Installing the LOWEST JupyterLab nini declares keeps that
-bound honest. Build and install happen once per module; pip's cache is shared with the machine's.
+bound honest. Build and install happen once per module. The installs are uv's (`uv pip install`, the
+dev extra brings it) into a venv that `python -m venv` made, pip and all: pip's own install of
+JupyterLab's hundred packages took minutes of the suite (it resolved and downloaded them anew each
+time, and compiled every module); uv resolves in parallel and keeps what it downloaded in its cache
+(shared with the machine's), so the next run installs from there in seconds. `pip check` still
+judges the result.
 
-It skips, saying why in one line, where the labextension is not built (no node) or PyPI cannot be
-reached and pip's cache lacks a package.
+It skips, saying why in one line, where the labextension is not built (no node), uv is missing, or
+PyPI cannot be reached and uv's cache lacks a package.
 """
 
 from __future__ import annotations
@@ -30,9 +35,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 LABEXTENSION_BUILT = REPO_ROOT / "jupyter_ext" / "labextension" / "static" / "style.js"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-# what pip prints when neither PyPI nor its cache has a package
-OFFLINE = ("No matching distribution found", "Could not find a version", "Failed to establish a new connection",
-           "Temporary failure in name resolution", "Network is unreachable", "ConnectionError")  # fmt: skip
+# what uv prints when neither PyPI nor its cache has a package
+OFFLINE = ("Failed to fetch", "dns error", "Network is unreachable", "error sending request", "not found in the cache",
+           "Could not connect")  # fmt: skip
 
 
 def lowest_jupyterlab() -> str:
@@ -67,11 +72,15 @@ class Venv:
         return done
 
     def pip_install(self, *args: str) -> None:
-        done = self.run("python", "-m", "pip", "install", "--quiet", *args, timeout=1200)
+        """``uv pip install`` into this venv (uv is the test process's, not the venv's)."""
+        import uv
+
+        command = [uv.find_uv_bin(), "pip", "install", "--quiet", "--python", str(self.bin / "python"), *args]
+        done = subprocess.run(command, env=self.env, cwd=self.root, capture_output=True, text=True, timeout=1200)
         if done.returncode != 0:
             if any(marker in done.stderr for marker in OFFLINE):
-                pytest.skip(f"cannot install {' '.join(args)}: PyPI is out of reach and pip's cache lacks it")
-            pytest.fail(f"pip install {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+                pytest.skip(f"cannot install {' '.join(args)}: PyPI is out of reach and uv's cache lacks it")
+            pytest.fail(f"uv pip install {' '.join(args)} failed:\n{done.stderr[-3000:]}")
 
 
 def build_wheel(dist: Path) -> Path:
@@ -88,7 +97,7 @@ def build_wheel(dist: Path) -> Path:
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not LABEXTENSION_BUILT.is_file():
         pytest.skip("the labextension is not built (needs node; `make setup` builds it), and a wheel needs it")
-    for module in ("hatchling", "hatch_jupyter_builder"):
+    for module in ("hatchling", "hatch_jupyter_builder", "uv"):
         try:
             __import__(module)
         except ImportError:
