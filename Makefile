@@ -25,9 +25,10 @@ demo: setup-demo
 
 # One worker per core (pytest-xdist), a test file's tests on one worker so that its module-scoped
 # servers and kernels start once; the longest files go first (tests/conftest.py orders them, and
-# --no-loadscope-reorder keeps that order instead of xdist's most-tests-first).
+# --no-loadscope-reorder keeps that order instead of xdist's most-tests-first); the 25 slowest
+# steps are printed at the end, where the suite's time goes (it should stay under 15 minutes here).
 test: setup
-	$(PY) -m pytest -n logical --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	$(PY) -m pytest -n logical --dist loadfile --no-loadscope-reorder --durations=25 $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) benchmarks/run_all.py
