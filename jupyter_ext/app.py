@@ -100,6 +100,7 @@ class NiniExtensionApp(ExtensionApp):
 
         runtime = self.settings.get(RUNTIME_SETTING)
         if runtime is not None:
+            runtime.start_sweep()  # what a killed server left (leftovers.sweep_after_start), in the background
             self._warm_up = asyncio.get_running_loop().create_task(warm_up(runtime), name="nini-warm-up")
             self._warm_up.add_done_callback(
                 lambda task: task.cancelled() or task.exception() or self.log.info(describe(task.result())))

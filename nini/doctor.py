@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from nini.config import Settings
+from nini.fsutil import disk_checks
 
 # Packages nini's core cannot work without, then the ones later capabilities use.
 REQUIRED_PACKAGES = ("pydantic", "pydantic-settings", "PyYAML", "typer")
@@ -39,6 +40,7 @@ def run_checks(settings: Settings) -> list[Check]:
         _kernels(settings),
         *_protections(settings),
         _home(settings.home),
+        *(Check(*found) for found in disk_checks({"NINI_HOME": settings.home, "the workspaces": settings.sessions_dir})),
         _database(settings),
         _settings(settings),
         _experience(settings),

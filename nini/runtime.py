@@ -100,6 +100,7 @@ class Runtime:
         self._sandbox_uids: dict[Path, int] = {}  # workspace root -> its session's sandbox uid (see workspace)
         self._user_registries: dict[str, SkillRegistry] = {}  # named user -> their skills (see registry_for)
         self._user_registries_lock = threading.Lock()
+        self._sweep: asyncio.Task[int] | None = None  # what killed processes left, swept at a server's start
 
     @property
     def sandbox_mode(self) -> SandboxMode:
@@ -439,6 +440,42 @@ class Runtime:
         self._owners.pop(session_id, None)
         await asyncio.to_thread(remove_tree, root.parent)  # no link agent code planted is followed out
 
+    def sweep_leftovers(self) -> int:
+        """Remove what killed nini processes left (``leftovers.sweep_after_start``): runtime folders,
+        cgroup trees, workspace leftovers, NINI_HOME's temp files; only a dead owner's. For a server
+        starting, in a thread (``start_sweep``); how many entries were removed."""
+        from nini.execution import cgroups, sandbox
+        from nini.execution.leftovers import sweep_after_start
+        from nini.history.engine import sqlite_path
+        from nini.skills.builtin.run_r import R_RUNTIME_BASE
+
+        settings, execution = self.settings, self.settings.execution
+        database = sqlite_path(self.store.engine.url)
+
+        def recorded(session_id: str) -> tuple[list[str], Any]:
+            datasets = [row["path"] for row in self.store.list_datasets(session_id)]
+            return datasets, lambda: {row["path"] for row in self.store.list_artifacts(session_id)}
+
+        return sweep_after_start(
+            settings.sessions_dir, recorded, runtime_bases=[sandbox.runtime_base(), R_RUNTIME_BASE],
+            temp_folders=[settings.home, settings.experience_team_dir, *([database.parent] if database else [])],
+            cgroups=lambda: cgroups.placement(execution.cgroups, tuple(str(f) for f in execution.cgroup_folders)))
+
+    def start_sweep(self) -> asyncio.Task[int]:
+        """``sweep_leftovers`` in a thread, in the background: a server's start never waits for it."""
+        async def sweep() -> int:
+            try:
+                removed = await asyncio.to_thread(self.sweep_leftovers)
+            except Exception:  # never the server's failure: the next start, or each session's use, sweeps again
+                log.exception("sweeping what killed nini processes left failed")
+                return 0
+            if removed:
+                log.info("removed %d leftover(s) of nini processes that are gone", removed)
+            return removed
+
+        self._sweep = asyncio.get_running_loop().create_task(sweep(), name="nini-sweep")
+        return self._sweep
+
     async def client_call(self, call: Awaitable[T]) -> T:
         """Await a call a client made (a REST run-code): the runtime closing cancels it first, so it
         ends recorded CANCELED and its client is told so, not cut off by its kernel going away."""
@@ -453,6 +490,8 @@ class Runtime:
         for task in list(self._client_calls):
             task.cancel()
         await asyncio.gather(*self._client_calls, return_exceptions=True)
+        if self._sweep is not None:  # its thread uses the store: it ends before the store closes
+            await asyncio.gather(self._sweep, return_exceptions=True)
         await asyncio.gather(*(watch.aclose() for watch in self._disk_watches.values()), return_exceptions=True)
         if self._mcp is not None:
             await self._mcp.aclose()

@@ -52,11 +52,10 @@ def test_failed_write_keeps_previous_content_and_cleans_up(tmp_path: Path, monke
 
     assert path.read_text() == '{"previous": true}'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["settings.json"], "temp file left behind"
-    error = caught.value
-    assert error.code is ErrorCode.INTERNAL
-    assert str(path) in error.message
-    assert "No space left on device" in error.message
-    assert error.details == {"path": str(path), "errno": errno.ENOSPC}
+    error = caught.value  # a full disk is NO_SPACE, naming the file without its host path (issue 36)
+    assert error.code is ErrorCode.NO_SPACE
+    assert str(path) not in error.message and str(tmp_path) not in str(error.details)
+    assert "settings.json" in error.message and "the disk is full" in error.message
 
 
 def test_failed_first_write_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

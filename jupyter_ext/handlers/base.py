@@ -18,6 +18,7 @@ from tornado import httputil, web
 
 from jupyter_ext.identity import request_viewer
 from nini.errors import ErrorCode, NiniError, error_envelope, ok_envelope
+from nini.fsutil import no_space, out_of_space
 from nini.language import set_client_language
 from nini.redact import redact_paths
 
@@ -60,6 +61,9 @@ def as_error(exc: BaseException | None, status: int) -> tuple[int, NiniError]:
                 message = exc.log_message
     elif exc is None and status < 500:
         message = None
+    elif exc is not None and out_of_space(exc):  # a full disk no path of nini named: NO_SPACE all the same
+        full = no_space("a file on the server")
+        return full.http_status, full
     else:  # a bug: the log has the traceback (tornado logs it), the client one plain line
         return 500, NiniError(ErrorCode.INTERNAL, "unhandled error; the server log has the details")
     code = CODE_OF_STATUS.get(status, ErrorCode.INVALID_ARGUMENT if status < 500 else ErrorCode.INTERNAL)

@@ -126,6 +126,7 @@ def mcp_command(
 
     async def serve() -> None:
         async with Runtime(cli.settings, project_dir=cli.project_dir) as runtime:
+            runtime.start_sweep()  # a server: what killed nini processes left is swept, in the background
             async with runtime.command_session(session_id, new=new, title="MCP") as held:
                 warn_unsandboxed(cli.settings)
                 await serve_stdio(held.session)

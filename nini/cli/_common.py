@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from nini.errors import NiniError
+from nini.fsutil import no_space, out_of_space
 
 if TYPE_CHECKING:  # settings (pydantic) and the store load inside commands: `nini --help` stays fast
     from nini.config import Settings
@@ -78,6 +79,10 @@ def handles_errors(func: F) -> F:
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
         except Exception as exc:  # a bug in nini: the user gets one line, the log gets the traceback
+            if out_of_space(exc):  # a full disk where no path of nini named the place: NO_SPACE all the same
+                full = no_space("a file")
+                typer.echo(f"error [{full.code}]: {full.message}", err=True)
+                raise typer.Exit(full.exit_code) from None
             _log_traceback(func.__name__)
             typer.echo(f"error [INTERNAL]: {type(exc).__name__}: {exc} (traceback in the nini log)", err=True)
             raise typer.Exit(1) from None

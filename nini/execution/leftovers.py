@@ -9,17 +9,27 @@ that list once the run is recorded; a list left by a dead nini names charts no r
 name, and those are removed. A chart's temp file (``artifacts/.NAME.png.XXXX.tmp``) names no
 writer; it is removed once older than any figure takes to write (``ARTIFACT_TEMP_GRACE_S``).
 Everything goes through the workspace file system: nothing is followed through a link.
+
+A killed server's leftovers would otherwise stay until each session is used again: a server
+starting (the Jupyter extension, ``nini mcp``) sweeps them all once, in the background
+(``sweep_after_start``): the runtime folders of kernels, R workers and readers whose process is gone
+(``runtime_dirs``), the cgroup trees of dead nini processes (``cgroups.placement``), every session
+workspace's leftovers as above, and the temp files of atomic writes in NINI_HOME (``.NAME.XXXX.tmp``,
+the database's ``.nini.db.HEX.new``) once older than any such write takes. A live process's files are
+never touched: every name that says its owner is checked (pid and start time), the rest by age.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from nini.errors import NiniError
-from nini.execution.runtime_dirs import token_alive
+from nini.execution.runtime_dirs import sweep_runtime_dirs, token_alive
 from nini.execution.workspace import DATASET_VERSION, Workspace
 
 log = logging.getLogger("nini.execution")
@@ -27,6 +37,8 @@ log = logging.getLogger("nini.execution")
 ARTIFACT_TEMP_GRACE_S = 600.0
 _OWNER_IN_TEMP = re.compile(r"@(\d+-\d+)-[0-9a-f]{8}\.parquet\.")
 _PENDING = re.compile(r"^\.pending-(\d+-\d+)-[0-9a-f]{8}\.txt$")
+# the temp files of atomic writes in NINI_HOME: fsutil's ``.NAME.XXXX.tmp``, engine's ``.nini.db.HEX.new``
+_HOME_TEMP = re.compile(r"^\..+\.(?:tmp|[0-9a-f]{32}\.new)$")
 
 
 def sweep_workspace(
@@ -110,3 +122,82 @@ def _remove(workspace: Workspace, relative: str) -> bool:
     except (NiniError, OSError):
         return False  # gone meanwhile, or not ours to remove: the next sweep tries again
     return True
+
+
+def discard_run(workspace: Workspace, save_file: str | None, pending_file: str | None) -> list[str]:
+    """Remove what a run wrote for a record that will never be written (the skill failed after the
+    run: the database could not be read, the call was cancelled): its new dataset version, and the
+    charts its list names with the list itself. The run's files are its own (new names), so no
+    record names them."""
+    removed = [save_file] if save_file and _remove(workspace, save_file) else []
+    if pending_file and workspace.fs.lstat(pending_file) is not None:
+        removed += _unrecorded_charts(workspace, pending_file, set(), _entries(workspace, "artifacts"))
+    return removed
+
+
+def sweep_after_start(
+    sessions_dir: Path,
+    recorded: Callable[[str], tuple[Iterable[str], Callable[[], set[str]]]],
+    *,
+    runtime_bases: Iterable[Path] = (),
+    temp_folders: Iterable[Path] = (),
+    cgroups: Callable[[], object] | None = None,
+) -> int:
+    """Sweep what dead nini processes left (module docstring); how many entries were removed.
+
+    ``recorded(session_id)`` gives the dataset files its record names and a callable for its
+    artifact paths (asked only where a leftover is found: a session without any costs no query);
+    a session whose record cannot be read now (the database is down) is left for its next use.
+    ``cgroups()`` finds the cgroup placement, which sweeps dead trees the first time.
+    """
+    removed = len(sweep_runtime_dirs(runtime_bases))
+    if cgroups is not None:
+        try:
+            cgroups()
+        except OSError as exc:
+            log.info("the cgroups of dead processes were not swept: %s", exc)
+    now = time.time()
+    for folder in dict.fromkeys(Path(f) for f in temp_folders):
+        removed += _old_temps(folder, now)
+    try:
+        sessions = sorted(entry.name for entry in os.scandir(sessions_dir) if entry.is_dir(follow_symlinks=False))
+    except OSError:
+        sessions = []
+    for session_id in sessions:
+        try:
+            workspace = Workspace.for_session(sessions_dir, session_id)
+        except NiniError:
+            continue  # not a session's folder
+        if not _has_leftovers(workspace):
+            continue
+        try:
+            datasets, artifacts = recorded(session_id)
+            removed += len(sweep_workspace(workspace, list(datasets), artifacts))
+        except NiniError as exc:
+            log.info("session %s was not swept (%s): its next use sweeps it", session_id, exc.message)
+    return removed
+
+
+def _has_leftovers(workspace: Workspace) -> bool:
+    """Whether the workspace holds anything ``sweep_workspace`` may remove (its names alone)."""
+    return any("@" in name or name.endswith(".tmp") for name in _entries(workspace, "datasets")) or any(
+        name.endswith(".tmp") or _PENDING.match(name) for name in _entries(workspace, "artifacts"))
+
+
+def _old_temps(folder: Path, now: float) -> int:
+    """Remove the temp files of atomic writes in ``folder`` older than ``ARTIFACT_TEMP_GRACE_S``
+    (their names say no writer: a write under way is younger than that); regular files only."""
+    count = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            if _HOME_TEMP.match(entry.name) and entry.is_file(follow_symlinks=False) \
+                    and now - entry.stat(follow_symlinks=False).st_mtime > ARTIFACT_TEMP_GRACE_S:  # fmt: skip
+                os.unlink(entry.path)
+                count += 1
+        except OSError:
+            continue
+    return count

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from nini.execution.output_caps import OutputLimits
+from nini.fsutil import NO_SPACE_ADVICE, no_space_text
 
 Purpose = Literal["exploration", "visualization", "export", "transformation"]
 PURPOSES: tuple[str, ...] = ("exploration", "visualization", "export", "transformation")
@@ -106,3 +107,19 @@ class CodeOutcome:
             error["line"] = line
         error.update(extra)
         return cls(success=False, error=error, duration_ms=duration_ms)
+
+
+def full_disk(error: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A run's error as NO_SPACE when it says a disk was full, else ``error`` as it is.
+
+    Code that writes to a full disk raises (``OSError: [Errno 28] No space left on device``, R's
+    "Error writing to connection: No space left on device", sqlite3's "database or disk is full"):
+    the code is not at fault, so the run's error is not CODE_ERROR blaming it (issue 36). The line,
+    the exception's name and the traceback stay, for the person to see where it happened.
+    """
+    if not error or error.get("code") != "CODE_ERROR" or not no_space_text(str(error.get("message", ""))):
+        return error
+    message = str(error["message"])
+    if not message.startswith("the disk is full"):
+        message = f"the disk is full, so the code could not write ({message}); the code is not at fault: {NO_SPACE_ADVICE}"
+    return {**error, "code": "NO_SPACE", "message": message}

@@ -34,6 +34,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from nini.errors import ErrorCode, NiniError
+from nini.fsutil import no_space, out_of_space
 
 __all__ = ["RootedDir", "openat2_available"]
 
@@ -445,7 +446,9 @@ class RootedDir:
         if exc.errno in (errno.ENOTDIR, errno.EISDIR):
             return NiniError(ErrorCode.INVALID_ARGUMENT, f"'{shown}' in {self.label} is not what nini expected "
                              f"({os.strerror(exc.errno)})", {"path": shown})  # fmt: skip
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        if out_of_space(exc):  # the disk itself is full: NO_SPACE, not the workspace's budget
+            return no_space(f"'{shown}' in {self.label}" if shown else self.label, path=shown)
+        if exc.errno == errno.EFBIG:  # RLIMIT_FSIZE, nini's own limit of one file
             return NiniError(ErrorCode.TOO_LARGE, f"could not write '{shown}' in {self.label}: {os.strerror(exc.errno)}",
                              {"path": shown})  # fmt: skip
         return NiniError(ErrorCode.INTERNAL, f"could not use '{shown}' in {self.label}: {exc.strerror or exc}",

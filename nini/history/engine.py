@@ -21,6 +21,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, Engine
 
 from nini.errors import ErrorCode, NiniError
+from nini.fsutil import disk_full, no_space, no_space_text
 from nini.redact import redact_paths
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -145,6 +146,13 @@ def _create_sqlite_file(path: Path) -> None:
 
 
 def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
+    path = sqlite_path(engine.url)
+    folder = path.parent if path is not None else None
+
+    @event.listens_for(engine, "handle_error")
+    def _on_error(context: sa.engine.ExceptionContext) -> None:
+        _mark_full(context.original_exception, folder)
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI objects
         # Take transaction control away from the sqlite3 module (it starts transactions only at
@@ -165,8 +173,18 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
             # INSERT that follows (10-20% of a tool call's bookkeeping).
             conn.connection.driver_connection.execute(sql)
         except sqlite3.Error as exc:
+            _mark_full(exc, folder)
             # SQLAlchemy does not wrap errors raised in this hook; wrap them as it does its own.
             raise sa_exc.DBAPIError.instance(sql, None, exc, sqlite3.Error) from exc
+
+
+def _mark_full(exc: BaseException, folder: Path | None) -> None:
+    """Mark an SQLite I/O error met on a full disk (``database_full`` reads the mark): writing its WAL
+    or shared memory there, SQLite says only "disk I/O error" (SQLITE_IOERR_WRITE, _SHMSIZE, ...),
+    so the free space of the database's folder tells."""
+    if folder is not None and str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_IOERR") \
+            and disk_full(folder):  # fmt: skip
+        exc.nini_disk_full = True  # type: ignore[attr-defined]
 
 
 def begin_sql(backend: str, *, write: bool) -> str | None:
@@ -193,11 +211,27 @@ def db_errors() -> Iterator[None]:
     except sa_exc.IntegrityError:
         raise
     except sa_exc.SQLAlchemyError as exc:
+        if database_full(exc):  # one code for a full disk, wherever it is (issue 36)
+            raise no_space("the history database", driver_error=type(exc.orig).__name__) from None
         raise NiniError(
             ErrorCode.DB_ERROR,
             f"the history database failed: {driver_message(exc)}",
             {"driver_error": type(getattr(exc, "orig", None) or exc).__name__},
         ) from None
+
+
+def database_full(exc: sa_exc.SQLAlchemyError) -> bool:
+    """Whether the driver says the disk under the database is full: SQLite's SQLITE_FULL ("database
+    or disk is full") or an I/O error on a full disk (``_mark_full``), PostgreSQL's SQLSTATE 53100
+    (disk_full), or a driver's text saying so (PostgreSQL's "could not extend file ...: No space
+    left on device" comes without 53100)."""
+    orig = getattr(exc, "orig", None)
+    if orig is None:
+        return False
+    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    return getattr(orig, "nini_disk_full", False) or state == "53100" \
+        or str(getattr(orig, "sqlite_errorname", "")).startswith("SQLITE_FULL") \
+        or no_space_text(str(orig))  # fmt: skip
 
 
 def driver_message(exc: sa_exc.SQLAlchemyError) -> str:

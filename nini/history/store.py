@@ -330,7 +330,7 @@ class HistoryStore:
         except IntegrityError as exc:
             raise refused(exc, f"a record of tool call {call_id}") from None
         except NiniError as exc:
-            if exc.code is ErrorCode.DB_ERROR:
+            if exc.code in (ErrorCode.DB_ERROR, ErrorCode.NO_SPACE):  # the database could not take the record
                 self._end_as_failed(call_id, exc)
             raise
         kept = {dataset.get("path") for dataset in dataset_rows}
@@ -470,7 +470,7 @@ class HistoryStore:
         """
         try:
             self._commits.run(lambda tx: self._end_call(
-                tx, call_id, status="failed", error_code=ErrorCode.DB_ERROR.value, result={"error": error.to_dict()},
+                tx, call_id, status="failed", error_code=error.code.value, result={"error": error.to_dict()},
                 result_summary=f"not recorded: {error.message}"))
         except NiniError as again:
             log.warning("tool call %s could not be ended either: %s", call_id, again.message)

@@ -15,6 +15,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from nini.errors import ErrorCode, NiniError
+from nini.fsutil import no_space, out_of_space
 from nini.redact import redact_paths
 from nini.skills.function import FunctionSkill
 from nini.execution.approvals import USER_KERNEL_NOTICE
@@ -45,8 +46,11 @@ async def invoke(session: Session, name: str, arguments: dict[str, Any] | None, 
     except NiniError as exc:
         output = ToolOutput(result=None, success=False, error=exc.to_dict())
     except Exception as exc:  # a bug in the skill: the user gets one line, the log the traceback
-        log.exception("skill %s raised", name)
-        output = _failure(ErrorCode.INTERNAL, f"skill {name!r} failed: {type(exc).__name__}: {exc}")
+        if out_of_space(exc):  # a full disk the skill did not name: NO_SPACE all the same, never INTERNAL
+            output = ToolOutput(result=None, success=False, error=no_space(f"a file of skill {name!r}").to_dict())
+        else:
+            log.exception("skill %s raised", name)
+            output = _failure(ErrorCode.INTERNAL, f"skill {name!r} failed: {type(exc).__name__}: {exc}")
     return await _finish(session, call_id, name, turn_id, output)
 
 

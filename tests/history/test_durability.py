@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import random
 import shutil
@@ -165,8 +166,8 @@ def test_a_writer_killed_at_any_moment_leaves_no_half_written_call(backend: str,
 # failing databases
 
 
-def assert_db_error_without_content(error: NiniError) -> None:
-    assert error.code is ErrorCode.DB_ERROR
+def assert_db_error_without_content(error: NiniError, code: ErrorCode = ErrorCode.DB_ERROR) -> None:
+    assert error.code is code
     assert SECRET not in str(error) and SECRET not in json.dumps(error.to_dict())
     assert "INSERT INTO" not in error.message and "UPDATE tool_calls" not in error.message  # no SQL
     assert "[SQL" not in error.message and "parameters" not in error.message
@@ -232,8 +233,8 @@ def test_a_full_disk_fails_the_write_with_db_error_and_keeps_the_rest(store: His
     with pytest.raises(NiniError) as caught:
         store.add_message(session_id, "user", SECRET * 10000)
 
-    assert_db_error_without_content(caught.value)
-    assert "full" in caught.value.message
+    assert_db_error_without_content(caught.value, ErrorCode.NO_SPACE)  # SQLITE_FULL: one code for a full disk (issue 36)
+    assert "full" in caught.value.message and not re.search(r"(^|\s)/\w", caught.value.message)  # no host path
     assert store.list_messages(session_id) == []
     assert store.get_session(session_id)["id"] == session_id
 
@@ -278,10 +279,10 @@ def test_a_call_whose_record_does_not_fit_ends_failed_with_db_error(store: Histo
         store.finish_tool_call(call["id"], status="succeeded", result={"stdout": SECRET * 10000},
                                execution={"language": "python", "code": "big()", "status": "succeeded"})
 
-    assert_db_error_without_content(caught.value)
+    assert_db_error_without_content(caught.value, ErrorCode.NO_SPACE)  # SQLITE_FULL (issue 36)
     ended = store.get_tool_call(call["id"])
-    assert ended["status"] == "failed" and ended["error_code"] == "DB_ERROR" and ended["ended_at"]
-    assert ended["result"]["error"]["code"] == "DB_ERROR" and "full" in ended["result"]["error"]["message"]
+    assert ended["status"] == "failed" and ended["error_code"] == "NO_SPACE" and ended["ended_at"]
+    assert ended["result"]["error"]["code"] == "NO_SPACE" and "full" in ended["result"]["error"]["message"]
     assert SECRET not in json.dumps(ended) and store.list_executions(session_id) == []
 
 

@@ -108,7 +108,7 @@ def test_a_failure_mid_deposit_restores_the_index_and_removes_new_documents(memo
     monkeypatch.setattr(PendingFile, "remove", disk_full)
     with pytest.raises(NiniError) as failed:
         memory.deposit(plan, confirm=True)
-    assert failed.value.code == "INTERNAL" and "nothing was changed" in failed.value.message
+    assert failed.value.code == "NO_SPACE" and "nothing was changed" in failed.value.message  # a full disk (issue 36)
     assert team.index_path.read_text() == before and not (team.root / "knowledge" / "EXP-0002.md").exists()
     monkeypatch.undo()
     assert [c.id for c in memory.pending.load().candidates] == ids  # still pending, to try again

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nini.errors import ErrorCode, NiniError
-from nini.fsutil import atomic_write_bytes, atomic_write_text
+from nini.fsutil import atomic_write_bytes, atomic_write_text, no_space, out_of_space
 from nini.memory.experience.documents import index_row, render_document
 from nini.memory.experience.index import INDEX_NAME, Library, ParsedIndex, render_index
 from nini.memory.experience.model import SCOPES, STRENGTHS, Candidate, IndexRow
@@ -164,6 +164,9 @@ def execute(plan: Plan, libraries: dict[str, Library], pending: PendingFile | No
                 _restore(libraries[level], backup)
             if isinstance(exc, NiniError):
                 raise NiniError(exc.code, f"{exc.message}; nothing was changed (the INDEX was restored from its backup)") from exc
+            if isinstance(exc, OSError) and out_of_space(exc):
+                full = no_space(" and ".join(f"the {level} experience library" for level in levels))
+                raise NiniError(full.code, f"{full.message}; nothing was changed", full.details) from exc
             if isinstance(exc, OSError):
                 raise NiniError(ErrorCode.INTERNAL, f"deposit failed ({exc.strerror or exc}); nothing was changed") from exc
             raise

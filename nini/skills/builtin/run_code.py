@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from nini.errors import ErrorCode, NiniError
 from nini.execution.approvals import USER_KERNEL_NOTICE
 from nini.execution.disk_watch import Budget, RunWatch
-from nini.execution.outcome import CodeOutcome, CodeRequest
+from nini.execution.outcome import CodeOutcome, CodeRequest, full_disk
 from nini.execution.output_caps import MIB, OutputLimits
 from nini.execution.runtime_dirs import owner_token
 from nini.execution.variables import VariableCopy, check_names
@@ -176,6 +176,8 @@ def record_outcome(
     """Turn a finished run into the ToolOutput ``invoke`` records (shared with run_r_code)."""
     execution_id = "x" + uuid.uuid4().hex[:12]
     outcome = _without_host_paths(session, outcome)
+    if (error := full_disk(outcome.error)) is not outcome.error:  # a full disk, not the code's fault
+        outcome = dataclasses.replace(outcome, error=error)
     full_text_at = _keep_long_output(session, execution_id, outcome)
     # A long text is kept whole once: in the workspace, or (refused there) as the execution's
     # stdout/stderr; every other copy keeps its ends.
