@@ -17,11 +17,10 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
-from nini.errors import ErrorCode, NiniError
+from jupyter_ext.handlers.bodies import AskBody, NoBody
 from nini.execution.approvals import USER_KERNEL_NOTICE
 from nini.execution.namespace import namespace_expression
 from nini.execution.variables import NotebookVariables
-from nini.memory.experience.model import STAGES
 from nini.notebook import NotebookContext
 from nini.session import Session
 
@@ -48,19 +47,11 @@ class AskHandler(NiniHandler):
         - ``kernel_id``: in that kernel, not sandboxed, each step asking first
           (``execution.approve_in_user_kernel``); the reply's ``notice`` says so; cancelling the
           turn interrupts that kernel's code and keeps its variables."""
-        body = self.body_object()
-        message = body.get("message")
-        if not isinstance(message, str) or not message.strip():
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"message": "<your question>"}')
-        kernel_id = self.server_kernel(body.get("kernel_id"))
-        variables_kernel_id = self.server_kernel(body.get("notebook_kernel_id")) if kernel_id is None else None
-        notebook = NotebookContext.from_json(body["notebook"]) if body.get("notebook") is not None else None
-        stage = body.get("stage")
-        if stage is not None and stage not in STAGES:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"stage must be one of {', '.join(STAGES)}")
-        title = body.get("title")
-        if title is not None and not isinstance(title, str):
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, "title must be a string")
+        body = self.parse(AskBody)
+        message, stage, title = body.message, body.stage, body.title
+        kernel_id = self.server_kernel(body.kernel_id)
+        variables_kernel_id = self.server_kernel(body.notebook_kernel_id) if kernel_id is None else None
+        notebook = NotebookContext.from_json(body.notebook) if body.notebook is not None else None
         runtime = self.runtime
         made = session_id is None
         session = None if made else await self.session(session_id)
@@ -110,7 +101,8 @@ class CancelHandler(NiniHandler):
     async def post(self, session_id: str) -> None:
         """Cancel the session's turn: ``{"canceled": bool}``, false when none was going. The turn
         ends with a ``done`` event whose ``ended_by`` is "canceled"."""
-        await self.session(session_id)
+        await self.session(session_id)  # NOT_FOUND first, as for every verb on a session
+        self.parse(NoBody)
         self.reply({"canceled": self.runtime.agent.cancel(session_id)})
 
 

@@ -12,8 +12,8 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
+from jupyter_ext.handlers.bodies import ApprovalBody, check_id
 from nini.errors import ErrorCode, NiniError
-from nini.execution.approvals import DECISIONS
 
 
 class ApprovalPolicyHandler(NiniHandler):
@@ -46,13 +46,8 @@ class ApprovalHandler(NiniHandler):
     async def post(self, session_id: str, approval_id: str) -> None:
         """Body ``{"decision": "once"|"session"|"reject"}`` (or ``{"approve": bool}``, once or reject):
         the step runs; this one and every later step of the session run; or it ends CANCELED."""
-        body = self.body_object()
-        decision = body.get("decision")
-        if decision is None and isinstance(body.get("approve"), bool):
-            decision = "once" if body["approve"] else "reject"
-        if decision not in DECISIONS:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"decision": "once"}, {"decision": "session"} '
-                            'or {"decision": "reject"}')  # fmt: skip
+        decision = self.parse(ApprovalBody).chosen
+        check_id("approval_id", approval_id)
         await self.session(session_id)
         if not self.runtime.approvals.decide(session_id, approval_id, decision):
             raise NiniError(ErrorCode.NOT_FOUND, f"no step {approval_id!r} is waiting for approval in this session",

@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 from jupyter_server.base.handlers import APIHandler
 from tornado import httputil, web
 
+from jupyter_ext.handlers.bodies import INT64, B, check_id, load_body, validate, whole_number
 from jupyter_ext.identity import request_viewer
 from nini.errors import ErrorCode, NiniError, error_envelope, ok_envelope
 from nini.fsutil import no_space, out_of_space
 from nini.language import set_client_language
+from nini.limits import Limits
 from nini.redact import redact_paths
 
 if TYPE_CHECKING:
@@ -112,6 +114,7 @@ class NiniHandler(APIHandler):
     auth_resource = AUTH_RESOURCE
     _body: bytearray
     _too_large = False
+    _parsed: dict[str, Any] | None = None
 
     async def prepare(self) -> None:  # type: ignore[override]
         await super().prepare()
@@ -159,39 +162,38 @@ class NiniHandler(APIHandler):
             raise self._body_error()
         return bytes(getattr(self, "_body", b""))
 
-    def body_object(self) -> dict[str, Any]:
-        """The JSON object in the body; an empty body is ``{}``."""
+    def parse(self, model: type[B]) -> B:
+        """The JSON body as ``model`` (``jupyter_ext.handlers.bodies``): read once, bounded (nesting,
+        integers, surrogates), unknown fields refused; INVALID_ARGUMENT naming the field, TOO_LARGE
+        over ``server.max_body_bytes`` or a ``limits.*`` cap. An empty body is ``{}``."""
         if self._too_large:
             raise self._body_error()
-        raw = bytes(getattr(self, "_body", b"")).strip()
-        if not raw:
-            return {}
-        try:
-            body = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"the body is not valid JSON: {exc}") from None
-        if not isinstance(body, dict):
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"the body must be a JSON object, not {type(body).__name__}")
-        return body
+        if self._parsed is None:
+            self._parsed = load_body(bytes(getattr(self, "_body", b"")))
+        return validate(model, self._parsed, Limits.of(self.runtime.settings))
 
     def choice(self, name: str, allowed: tuple[str, ...], default: str | None = None) -> str | None:
         """Query argument ``name``, which must be one of ``allowed`` when given."""
         value = self.get_query_argument(name, default)
         if value is not None and value not in allowed:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+            shown = value if len(value) <= 40 else value[:40] + "..."
+            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{name} must be one of {', '.join(allowed)}, not {shown!r}")
         return value
+
+    def whole_number(self, name: str, default: int, low: int = 0, high: int = INT64[1]) -> int:
+        """Query argument ``name``, a whole number from ``low`` to ``high`` (``bodies.whole_number``)."""
+        raw = self.get_query_argument(name, None)
+        return default if raw is None else whole_number(name, raw, low, high)
 
     async def read(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args)`` of the store (or using it) off the event loop, on the store's thread."""
         return await self.runtime.store.call(fn, *args, **kwargs)
 
-    def server_kernel(self, kernel_id: object) -> str | None:
-        """A request's ``kernel_id``, checked: None, or a kernel of this Jupyter server (a notebook's)
-        that the turn or the code is to run in; INVALID_ARGUMENT when not a string, else NOT_FOUND."""
+    def server_kernel(self, kernel_id: str | None) -> str | None:
+        """A request's ``kernel_id`` (its shape checked by the body's model): None, or a kernel of this
+        Jupyter server (a notebook's) that the turn or the code is to run in; else NOT_FOUND."""
         if kernel_id is None:
             return None
-        if not isinstance(kernel_id, str):
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, "kernel_id must be a string")
         if kernel_id not in self.kernel_manager.list_kernel_ids():
             raise NiniError(ErrorCode.NOT_FOUND, f"no kernel {kernel_id!r} on this Jupyter server", {"kernel_id": kernel_id})
         return kernel_id
@@ -209,4 +211,4 @@ class NiniHandler(APIHandler):
     async def session(self, session_id: str) -> Session:
         """The stored session ``session_id`` if the caller may see it: INVALID_ARGUMENT for a
         malformed id, else NOT_FOUND (also for another user's session: nothing says it exists)."""
-        return await self.read(self.runtime.session, session_id, self.viewer)
+        return await self.read(self.runtime.session, check_id("session id", session_id), self.viewer)

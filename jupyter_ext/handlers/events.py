@@ -25,6 +25,7 @@ from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from jupyter_ext.handlers.base import AUTH_RESOURCE, RUNTIME_SETTING, dumps, log_exception, write_envelope_error
+from jupyter_ext.handlers.bodies import check_id, whole_number
 from jupyter_ext.identity import request_viewer
 from nini.errors import ErrorCode, NiniError
 
@@ -57,6 +58,7 @@ class SessionEventsHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):
         self._since = parse_since(self.get_query_argument("since", None))
         self._batch = parse_flag("batch", self.get_query_argument("batch", None))
         runtime = self.runtime
+        check_id("session id", session_id)
         await runtime.store.call(runtime.session, session_id, request_viewer(self, runtime.settings))  # another's: 404
         await super().get(session_id)
 
@@ -122,15 +124,12 @@ def parse_flag(name: str, raw: str | None) -> bool:
         return False
     if raw in ("1", "true"):
         return True
-    raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{name} must be 1 or 0, not {raw!r}")
+    raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{name} must be 1 or 0, not {raw[:40]!r}")
 
 
 def parse_since(raw: str | None) -> int | None:
-    if raw is None:
-        return None
-    if not raw.isdigit():
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"since must be a seq (a whole number >= 0), not {raw!r}")
-    return int(raw)
+    """``?since=``: a seq, a whole number within 64 bits (``bodies.whole_number``)."""
+    return None if raw is None else whole_number("since", raw)
 
 
 handlers = [(r"/nini/api/sessions/([^/]+)/events", SessionEventsHandler)]

@@ -16,10 +16,12 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
+from jupyter_ext.handlers.bodies import (CandidateBody, DeprecateBody, DepositBody, PlanBody, StatementBody, check_id,
+                                         whole_number)
 from nini.errors import ErrorCode, NiniError
 from nini.owners import check_configure
 from nini.memory.experience.curate import Plan, deprecate
-from nini.memory.experience.model import LEVELS, STAGES
+from nini.memory.experience.model import LEVELS
 
 EVENTS = ("experience_matched", "experience_captured")
 OPTIONS = {"level": "level", "type": "type_", "trigger": "trigger", "signal": "signal"}
@@ -38,25 +40,17 @@ class PendingHandler(NiniHandler):
     async def post(self) -> None:
         """Body ``{"text", "level"?, "type"?, "trigger"?, "signal"?, "alternatives"?: [..], "stage"?, "session_id"?}``:
         an explicit statement as a candidate (stage 1 applies); 201 with ``{kept, dropped, problems}``."""
-        body = self.body_object()
-        text = body.get("text")
-        if not isinstance(text, str) or not text.strip():
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"text": "<what to remember>"}')
-        stage = body.get("stage", "analysis")
-        if stage not in STAGES:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"stage must be one of {', '.join(STAGES)}")
-        options = {name: _text(body, key) for key, name in OPTIONS.items() if body.get(key) is not None}
-        alternatives = body.get("alternatives") or []
-        if not isinstance(alternatives, list) or not all(isinstance(a, str) for a in alternatives):
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, "alternatives must be a list of strings")
-        session_id = body.get("session_id")
+        body = self.parse(StatementBody)
+        options = {name: getattr(body, key) for key, name in OPTIONS.items() if getattr(body, key) is not None}
+        session_id = body.session_id
         datasets: list[str] = []
         if session_id is not None:
-            session = await self.session(str(session_id))
+            session = await self.session(session_id)
             datasets = [row["name"] for row in await self.read(self.runtime.store.list_datasets, session.id)]
         memory = self.runtime.experience
-        result = await asyncio.to_thread(memory.capture_statement, text, stage=stage, session_id=session_id, datasets=datasets,
-                                         alternatives=alternatives, owner=self.viewer.name, **options)  # fmt: skip
+        result = await asyncio.to_thread(memory.capture_statement, body.text, stage=body.stage, session_id=session_id,
+                                         datasets=datasets, alternatives=body.alternatives or [], owner=self.viewer.name,
+                                         **options)  # fmt: skip
         self.reply(result.to_dict(), status=201 if result.kept else 200)
 
 
@@ -66,14 +60,15 @@ class CandidateHandler(NiniHandler):
     async def put(self, candidate_id: str) -> None:
         """Body: the fields to change (title, trigger, decision, alternatives, signal, level, type, ...);
         the edited candidate, which must still pass stage 1."""
-        changes = self.body_object()
+        changes = self.parse(CandidateBody).model_dump(exclude_none=True, by_alias=True)
+        check_id("candidate id", candidate_id)
         self.reply((await asyncio.to_thread(self.runtime.experience.edit, candidate_id, changes, self.viewer.name)).to_json())
 
     @web.authenticated
     @authorized
     async def delete(self, candidate_id: str) -> None:
         """Drop one pending candidate (the user does not want it)."""
-        await asyncio.to_thread(self.runtime.experience.discard, [candidate_id], self.viewer.name)
+        await asyncio.to_thread(self.runtime.experience.discard, [check_id("candidate id", candidate_id)], self.viewer.name)
         self.reply({"discarded": candidate_id})
 
 
@@ -82,17 +77,11 @@ class PlanHandler(NiniHandler):
     @authorized
     async def post(self) -> None:
         """Body ``{"ids": [...], "targets"?: {id: "team"|"project"}}``: the curator's plan, changing nothing."""
-        plan = await self._plan()
+        plan = await self._plan(self.parse(PlanBody))
         self.reply(_plan_json(plan, self.runtime.experience.language))
 
-    async def _plan(self) -> Plan:
-        body = self.body_object()
-        ids, targets = body.get("ids"), body.get("targets") or {}
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"ids": ["<candidate id>", ...]}')
-        if not isinstance(targets, dict) or not all(v in LEVELS for v in targets.values()):
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'targets must be {"<candidate id>": "team" or "project"}')
-        return await asyncio.to_thread(self.runtime.experience.plan, ids, targets, self.viewer.name)
+    async def _plan(self, body: PlanBody) -> Plan:
+        return await asyncio.to_thread(self.runtime.experience.plan, body.ids, body.targets or {}, self.viewer.name)
 
 
 class DepositHandler(PlanHandler):
@@ -102,12 +91,10 @@ class DepositHandler(PlanHandler):
         """Body ``{"ids", "targets"?, "confirm": true, "plan"?: [lines]}``: carry out the plan. Without
         ``confirm: true`` nothing is written (400). With ``plan`` (the lines the user saw) a library that
         changed since gives CONFLICT instead of a plan the user did not see."""
-        body = self.body_object()
-        if body.get("confirm") is not True:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, "nothing is written to an experience library without the user's confirmation (confirm: true)")
+        body = self.parse(DepositBody)
         memory = self.runtime.experience
-        plan = await self._plan()
-        seen = body.get("plan")
+        plan = await self._plan(body)
+        seen = body.plan
         if seen is not None and seen != plan.describe(memory.language):
             raise NiniError(ErrorCode.CONFLICT, "the library changed since the plan was shown; look at the new plan", {"plan": plan.describe(memory.language)})
         line = await asyncio.to_thread(memory.deposit, plan, confirm=True, owner=self.viewer.name)
@@ -143,10 +130,8 @@ class DeprecateHandler(NiniHandler):
         """Body ``{"confirm": true, "replaced_by"?: "EXP-0004"}``: mark the entry deprecated (its file
         stays); an administrator's change where the server names its users (it hides the entry from everyone)."""
         check_configure(self.viewer, "experience", self.runtime.settings.ui.current_language)
-        body = self.body_object()
-        if body.get("confirm") is not True:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, "deprecating needs the user's confirmation (confirm: true)")
-        replaced_by = _text(body, "replaced_by") if body.get("replaced_by") is not None else ""
+        replaced_by = self.parse(DeprecateBody).replaced_by or ""
+        whole_number("the entry's number", entry_id.removeprefix("EXP-"))
         library = self.runtime.experience.library(level)
         self.reply({"line": await asyncio.to_thread(deprecate, library, entry_id, replaced_by)})
 
@@ -159,13 +144,6 @@ class SessionExperienceHandler(NiniHandler):
         await self.session(session_id)
         found = await self.read(self.runtime.store.list_events, session_id, 0, EVENTS)
         self.reply([{"type": e["type"], "turn_id": e["turn_id"], "seq": e["seq"], "ts": e["ts"], "data": e["data"]} for e in found])
-
-
-def _text(body: dict[str, Any], key: str) -> str:
-    value = body.get(key)
-    if not isinstance(value, str):
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{key} must be a string")
-    return value
 
 
 def _plan_json(plan: Plan, language: str) -> dict[str, Any]:

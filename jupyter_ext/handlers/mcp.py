@@ -16,6 +16,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import iostream, web
 
 from jupyter_ext.handlers.base import NiniHandler, client_error, dumps
+from jupyter_ext.handlers.bodies import check_id
 from nini.owners import VIEWER_SCOPE
 
 MCP_SETTING = "nini_mcp_endpoint"
@@ -39,7 +40,7 @@ class MCPHandler(NiniHandler):
     async def _forward(self) -> None:
         session = self.get_query_argument("session", None)
         if session is not None:  # INVALID_ARGUMENT, or NOT_FOUND for another user's (see write_error), before MCP
-            await self.read(self.runtime.session_or_new, session, "MCP", self.viewer)
+            await self.read(self.runtime.session_or_new, check_id("session", session), "MCP", self.viewer)
         body = self.body_bytes()
         self._disconnected = asyncio.Event()
         pending = [{"type": "http.request", "body": body, "more_body": False}]

@@ -19,6 +19,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
+from jupyter_ext.handlers.bodies import KeyVariableBody, Passed, ProviderNameBody, check_name
 from nini.agent.model_admin import (delete_provider, describe_models, key_env_status, provider_from_body, save_provider,
                                      test_provider, test_routes)
 from nini.errors import ErrorCode, NiniError
@@ -46,7 +47,8 @@ class ProviderHandler(NiniHandler):
         runtime = self.runtime
         check_configure(self.viewer, "providers", runtime.settings.ui.current_language)
         name = _named(name)
-        provider = provider_from_body(name, self.body_object(), runtime.settings.server, runtime.settings.ui.current_language)
+        body = self.parse(Passed).fields  # provider_from_body checks them, as ProviderSettings
+        provider = provider_from_body(name, body, runtime.settings.server, runtime.settings.ui.current_language)
         # on the loop, not a thread: two saves never interleave their read-modify-write of the file
         save_provider(runtime.settings.home, provider)
         await runtime.reload_models()
@@ -77,7 +79,7 @@ class KeyVariableHandler(NiniHandler):
         server's environment (where the models' keys are read), never its value. A POST, so a key
         pasted in place of a name stays out of URLs and the access log. Administrators may ask of any
         name (they fill the form); anyone of the key variables configured providers name."""
-        name = self.body_object().get("name")
+        name = self.parse(KeyVariableBody).name
         runtime = self.runtime
         if not any(p.api_key_env == name for p in runtime.settings.llm.providers):
             check_configure(self.viewer, "providers", runtime.settings.ui.current_language)
@@ -93,19 +95,18 @@ class ModelTestHandler(NiniHandler):
         provider, reason}``. Body ``{"all": true}``: each purpose's first choice, as ``nini models
         test``: ``{results: [{target, ok, detail}]}``. Each calls the provider's own base URL with its
         own key variable, never one holding a server secret (POLICY_VIOLATION)."""
-        body = self.body_object()
+        body = self.parse(Passed).fields  # one of three bodies, told apart by their fields
         runtime = self.runtime
         if body == {"all": True}:
             results = await test_routes(runtime.settings)
             self.reply({"results": [{"target": target, "ok": ok, "detail": detail} for target, ok, detail in results]})
             return
         if set(body) == {"name"}:
-            if not isinstance(body["name"], str):
-                raise NiniError(ErrorCode.INVALID_ARGUMENT, "name must be a string")
-            provider = next((p for p in runtime.settings.llm.providers if p.name == body["name"]), None)
+            name = self.parse(ProviderNameBody).name
+            provider = next((p for p in runtime.settings.llm.providers if p.name == name), None)
             if provider is None:
-                raise NiniError(ErrorCode.NOT_FOUND, f"no provider named {body['name']!r}; send the whole provider "
-                                "to test one that is not saved", {"name": body["name"]})  # fmt: skip
+                raise NiniError(ErrorCode.NOT_FOUND, f"no provider named {name!r}; send the whole provider "
+                                "to test one that is not saved", {"name": name})  # fmt: skip
         elif not body:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"name": "<provider>"} or a whole provider')
         else:
@@ -119,7 +120,7 @@ def _named(name: str | None) -> str:
     if not name:
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "a provider needs a name: PUT /nini/api/models/providers/<name>",
                         {"field": "name"})  # fmt: skip
-    return name
+    return check_name("name", name)
 
 
 handlers = [

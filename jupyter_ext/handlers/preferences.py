@@ -10,12 +10,12 @@ learning and injection switches are nini's settings (settings.json): its adminis
 from __future__ import annotations
 
 import asyncio
-from typing import Any
-
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
+from jupyter_ext.handlers.bodies import (FeedbackBody, PreferenceBody, PreferenceEditBody, SwitchesBody,
+                                         whole_number)
 from nini.agent.preferences import comment_reader
 from nini.config import save_setting
 from nini.errors import ErrorCode, NiniError
@@ -36,34 +36,32 @@ class PreferencesHandler(NiniHandler):
     @authorized
     async def post(self) -> None:
         """Body ``{"key", "value", "project"?: "."|ID}``: your own preference (global without ``project``); 201."""
-        body = self.body_object()
+        body = self.parse(PreferenceBody)
         memory = self.runtime.preferences
-        if "value" not in body:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"key": "...", "value": <JSON>}')
-        project = _project(body.get("project"), memory.project_id)
-        self.reply(await self.read(memory.table.put_explicit, project, body.get("key"), body["value"], owner=self.viewer.name), status=201)
+        project = _project(body.project, memory.project_id)
+        self.reply(await self.read(memory.table.put_explicit, project, body.key, body.value, owner=self.viewer.name), status=201)
 
 
 class PreferenceHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def get(self, preference_id: str) -> None:
-        self.reply(await self.read(self.runtime.preferences.table.get, int(preference_id), owner=self.viewer.name))
+        self.reply(await self.read(self.runtime.preferences.table.get, _id(preference_id), owner=self.viewer.name))
 
     @web.authenticated
     @authorized
     async def put(self, preference_id: str) -> None:
         """Body ``{"value"?, "confidence"?}``: your edit, which makes the preference explicit."""
-        body = self.body_object()
+        body = self.parse(PreferenceEditBody)
         table = self.runtime.preferences.table
-        self.reply(await self.read(table.edit, int(preference_id), value=body.get("value"), confidence=body.get("confidence"),
+        self.reply(await self.read(table.edit, _id(preference_id), value=body.value, confidence=body.confidence,
                                    owner=self.viewer.name))  # fmt: skip
 
     @web.authenticated
     @authorized
     async def delete(self, preference_id: str) -> None:
         """Delete it: the very next run is given the rest."""
-        self.reply(await self.read(self.runtime.preferences.table.delete, int(preference_id), owner=self.viewer.name))
+        self.reply(await self.read(self.runtime.preferences.table.delete, _id(preference_id), owner=self.viewer.name))
 
 
 class PreviewHandler(NiniHandler):
@@ -90,14 +88,11 @@ class SwitchesHandler(NiniHandler):
         """Body ``{"learning"?: bool, "injection"?: bool}``: saved in settings.json and in force at once
         (an administrator's change: they are nini's settings, for every user)."""
         check_configure(self.viewer, "settings", self.runtime.settings.ui.current_language)
-        body = self.body_object()
+        body = self.parse(SwitchesBody)
         options = self.runtime.settings.preferences
-        for name in ("learning", "injection"):
-            if name in body:
-                if not isinstance(body[name], bool):
-                    raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{name} must be true or false")
-                await asyncio.to_thread(save_setting, self.runtime.settings.home, f"preferences.{name}", body[name])
-                setattr(options, name, body[name])
+        for name, value in body.model_dump(exclude_none=True).items():
+            await asyncio.to_thread(save_setting, self.runtime.settings.home, f"preferences.{name}", value)
+            setattr(options, name, value)
         self.reply({"learning": options.learning, "injection": options.injection})
 
 
@@ -107,20 +102,12 @@ class FeedbackHandler(NiniHandler):
     async def post(self) -> None:
         """Body ``{"run_id", "action": "accept"|"reject"|"partial", "signals"?: [..], "comment"?, "evidence"?}``:
         recorded and learned from; 201 with ``{feedback_id, changes, canceled}``."""
-        body = self.body_object()
-        signals = body.get("signals") or []
-        if not isinstance(signals, list) or not all(isinstance(s, str) for s in signals):
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, "signals must be a list of strings")
-        comment, evidence = body.get("comment"), body.get("evidence")
-        if comment is not None and not isinstance(comment, str):
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, "comment must be a string")
-        if evidence is not None and not isinstance(evidence, dict):
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, "evidence must be an object (a reference, never the text)")
+        body = self.parse(FeedbackBody)
         runtime = self.runtime
-        llm = comment_reader(runtime.router) if comment else None
+        llm = comment_reader(runtime.router) if body.comment else None
         try:
             learned = await runtime.client_call(runtime.preferences.feedback(
-                str(body.get("run_id") or ""), str(body.get("action")), signals=signals, comment=comment, llm=llm, evidence=evidence,
+                body.run_id, body.action, signals=body.signals or [], comment=body.comment, llm=llm, evidence=body.evidence,
                 viewer=self.viewer))
         except asyncio.CancelledError:
             raise NiniError(ErrorCode.CANCELED, "the server is shutting down; the feedback was not recorded") from None
@@ -147,12 +134,14 @@ class SessionFeedbackHandler(NiniHandler):
         self.reply(await self.read(self.runtime.preferences.table.feedback_of_session, session_id))
 
 
-def _project(value: Any, current: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, 'project must be "." (this project) or a project id')
+def _project(value: str | None, current: str) -> str | None:
+    """A body's ``project``: None (global), "." (this project) or a project id."""
     return current if value == "." else value
+
+
+def _id(preference_id: str) -> int:
+    """The URL's preference id (digits, by the route), within the database's integers."""
+    return whole_number("preference id", preference_id)
 
 
 BASE = r"/nini/api/preferences"

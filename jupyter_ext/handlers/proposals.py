@@ -13,7 +13,8 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
-from nini.errors import ErrorCode, NiniError
+from jupyter_ext.handlers.bodies import ProposalBody, check_id
+from nini.errors import NiniError
 from nini.skills.builtin.notebook import decide_proposal, list_proposals
 
 log = logging.getLogger("nini.jupyter")
@@ -36,10 +37,9 @@ class ProposalHandler(NiniHandler):
     async def post(self, session_id: str, proposal_id: str) -> None:
         """Body ``{"decision": "accept"|"reject", "ran"?: bool}``: the proposal, answered.
         NOT_FOUND for an unknown proposal, CONFLICT for one answered already."""
-        body = self.body_object()
-        decision, ran = body.get("decision"), body.get("ran", False)
-        if decision not in ("accept", "reject") or not isinstance(ran, bool):
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"decision": "accept" or "reject", "ran"?: bool}')
+        body = self.parse(ProposalBody)
+        decision, ran = body.decision, body.ran
+        check_id("proposal_id", proposal_id)
         await self.session(session_id)
         events = self.runtime.events
         decided = await self.runtime.store.call(decide_proposal, events, session_id, proposal_id, decision, ran)

@@ -7,6 +7,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
+from jupyter_ext.handlers.bodies import SkillArguments
 from nini.errors import NiniError
 from nini.report.listing import list_reports
 from nini.skills.invoke import invoke
@@ -22,7 +23,7 @@ class ReportHandler(NiniHandler):
         served by ``GET .../artifacts/PATH``. A report that could not be written is ``ok: false``
         with the skill's error (a bad argument, no PDF converter), still recorded as a failed call.
         """
-        arguments = self.body_object()
+        arguments = self.parse(SkillArguments).fields
         session = await self.session(session_id)  # NOT_FOUND before anything is recorded
         result = await invoke(session, "generate_report", arguments)
         if not result.success:

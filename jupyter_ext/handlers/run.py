@@ -14,6 +14,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
+from jupyter_ext.handlers.bodies import RunCodeBody
 from nini.errors import ErrorCode, NiniError
 from nini.session import Session
 from nini.skills.invoke import invoke
@@ -29,8 +30,8 @@ class RunCodeHandler(NiniHandler):
     @authorized
     async def post(self, session_id: str) -> None:
         """Body: run_code's arguments, plus ``kernel_id`` to run in a kernel of this server."""
-        arguments = self.body_object()
-        kernel_id = arguments.pop("kernel_id", None)
+        body = self.parse(RunCodeBody)
+        arguments, kernel_id = body.fields, body.kernel_id
         await self.session(session_id)  # NOT_FOUND before anything is recorded
         self.check_runnable(kernel_id)
         try:
@@ -45,14 +46,14 @@ class RunCodeHandler(NiniHandler):
             raise NiniError(error["code"], error.get("message", ""), details)
         self.reply(result.to_dict())
 
-    def check_runnable(self, kernel_id: object) -> None:
+    def check_runnable(self, kernel_id: str | None) -> None:
         self.server_kernel(kernel_id)
 
 
 class RunRCodeHandler(RunCodeHandler):
     skill = "run_r_code"
 
-    def check_runnable(self, kernel_id: object) -> None:
+    def check_runnable(self, kernel_id: str | None) -> None:
         if kernel_id is not None:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, "kernel_id applies to run-code only: R runs in the session's R worker")
         registry = self.runtime.registry

@@ -9,7 +9,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
-from nini.errors import ErrorCode, NiniError
+from jupyter_ext.handlers.bodies import NewSessionBody, RenameBody, check_id
 from nini.history.export import FORMATS, export_session
 from nini.owners import Viewer
 
@@ -26,7 +26,8 @@ class SessionsHandler(NiniHandler):
         """The caller's sessions (an admin's: everyone's), newest first, each with its tool call and
         execution counts (``?limit=``, 100); ``?q=`` keeps those whose title or conversation holds it."""
         text = self.get_query_argument("q", "").strip()[:MAX_QUERY] or None
-        self.reply(await self.read(self.runtime.list_sessions, self._limit(), self.viewer, text))
+        limit = self.whole_number("limit", 100, 1, MAX_LIST)
+        self.reply(await self.read(self.runtime.list_sessions, limit, self.viewer, text))
 
     @web.authenticated
     @authorized
@@ -34,21 +35,12 @@ class SessionsHandler(NiniHandler):
         """Body ``{"title"?, "id"?}``: a new session owned by the caller (201); CONFLICT if the id is
         taken by a session the caller sees, else NOT_FOUND exactly as for a missing session (no answer
         tells anyone that another user's session exists)."""
-        body = self.body_object()
-        for key in ("title", "id"):
-            if body.get(key) is not None and not isinstance(body[key], str):
-                raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{key} must be a string")
+        body = self.parse(NewSessionBody)
         runtime = self.runtime
         viewer = self.viewer
-        session = await self.read(runtime.create_session, title=body.get("title"), session_id=body.get("id"),
-                                  owner=viewer.name, viewer=viewer)  # fmt: skip
+        session = await self.read(runtime.create_session, title=body.title, session_id=body.id, owner=viewer.name,
+                                  viewer=viewer)  # fmt: skip
         self.reply(await self.read(session.info), status=201)
-
-    def _limit(self) -> int:
-        raw = self.get_query_argument("limit", "100")
-        if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIST:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"limit must be a whole number from 1 to {MAX_LIST}")
-        return int(raw)
 
 
 class SessionHandler(NiniHandler):
@@ -56,7 +48,7 @@ class SessionHandler(NiniHandler):
     @authorized
     async def get(self, session_id: str) -> None:
         """The session row with its artifacts and datasets (what a client fetches files by)."""
-        self.reply(await self.read(_session_view, self.runtime, session_id, self.viewer))
+        self.reply(await self.read(_session_view, self.runtime, check_id("session id", session_id), self.viewer))
 
     @web.authenticated
     @authorized
@@ -64,9 +56,7 @@ class SessionHandler(NiniHandler):
         """Body ``{"title": str}``: rename the session (its owner only; an admin is refused another
         user's with POLICY_VIOLATION); the session row."""
         await self.session(session_id)  # NOT_FOUND first: a body check must not tell a session exists
-        title = self.body_object().get("title")
-        if not isinstance(title, str):
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"title": "<the new title>"}')
+        title = self.parse(RenameBody).title
         self.reply(await self.read(self.runtime.rename_session, session_id, title, self.viewer))
 
     @web.authenticated
@@ -74,7 +64,7 @@ class SessionHandler(NiniHandler):
     async def delete(self, session_id: str) -> None:
         """Delete the session, its record and its workspace for good (its owner only): ``{"deleted":
         id}``; CONFLICT (409) while a turn or a step of it runs."""
-        await self.runtime.delete_session(session_id, self.viewer)
+        await self.runtime.delete_session(check_id("session id", session_id), self.viewer)
         self.reply({"deleted": session_id})
 
 

@@ -17,6 +17,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
+from jupyter_ext.handlers.bodies import EnabledBody, NoBody, SkillBody, SkillSourceBody, check_name
 from nini.errors import ErrorCode, NiniError
 from nini.owners import check_configure
 from nini.redact import redact_paths
@@ -44,18 +45,9 @@ class SkillsHandler(NiniHandler):
         """Body ``{"name", "description", "category"?, "type"?}``: a new skill from the scaffold (as
         ``nini skills create``) in the caller's skills folder; 201 with its record. CONFLICT when a
         skill of that name exists among the caller's skills."""
-        body = self.body_object()
-        fields = {key: body.get(key) for key in ("name", "description", "category", "type")}
-        for key, value in fields.items():
-            if value is not None and not isinstance(value, str):
-                raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{key} must be a string")
-        if not fields["name"] or fields["description"] is None:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"name", "description", "category"?, "type"?}')
-        kind = fields["type"] or "markdown"
-        if kind not in SKILL_TYPES:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"type must be one of {', '.join(SKILL_TYPES)}, not {kind!r}")
-        record = await asyncio.to_thread(create_user_skill, self.registry, fields["name"], fields["description"],
-                                         category=fields["category"] or "other", type=kind,
+        body = self.parse(SkillBody)
+        record = await asyncio.to_thread(create_user_skill, self.registry, body.name, body.description,
+                                         category=body.category or "other", type=body.type or "markdown",
                                          language=self.runtime.settings.ui.current_language)  # fmt: skip
         self.reply(record.to_dict(), status=201)
 
@@ -65,7 +57,7 @@ class SkillHandler(NiniHandler):
     @authorized
     async def get(self, name: str) -> None:
         """One skill record; ``?type=`` picks the Markdown skill that shares a function skill's name."""
-        self.reply(self.registry.get_record(name, self.choice("type", SKILL_TYPES)).to_dict())
+        self.reply(self.registry.get_record(check_name("name", name), self.choice("type", SKILL_TYPES)).to_dict())
 
     @web.authenticated
     @authorized
@@ -75,7 +67,8 @@ class SkillHandler(NiniHandler):
         It shares this URL pattern with the records, so a skill named "refresh" stays readable by GET.
         """
         if action != "refresh":
-            raise NiniError(ErrorCode.NOT_FOUND, f"no action {action!r} on skills; POST skills/refresh re-reads them")
+            raise NiniError(ErrorCode.NOT_FOUND, f"no action {action[:80]!r} on skills; POST skills/refresh re-reads them")
+        self.parse(NoBody)
         registry = self.registry
         changed = await asyncio.to_thread(registry.refresh)  # a stat per skill file, parses the changed ones
         self.reply({"changed": changed, "count": len(registry.list()), "problems": registry.problems})
@@ -88,9 +81,8 @@ class SkillEnabledHandler(NiniHandler):
         """Body ``{"enabled": bool}``; persisted in NINI_HOME/skills_state.json (an administrator's
         change: it holds for every user). The updated record."""
         check_configure(self.viewer, "skills_state", self.runtime.settings.ui.current_language)
-        enabled = self.body_object().get("enabled")
-        if not isinstance(enabled, bool):
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"enabled": true} or {"enabled": false}')
+        enabled = self.parse(EnabledBody).enabled
+        check_name("name", name)
         record = await asyncio.to_thread(self.registry.set_enabled, name, enabled, self.choice("type", SKILL_TYPES))
         await asyncio.to_thread(self.runtime.refresh_skills)  # every user's skills, not only the caller's
         self.reply(record)
@@ -118,7 +110,7 @@ class SkillSourceHandler(NiniHandler):
     async def get(self, name: str) -> None:
         """``{name, type, source, location, content, editable, reason}``: the SKILL.md of a Markdown
         skill as it is on disk. A function skill is INVALID_ARGUMENT (its source is Python)."""
-        self.reply(await asyncio.to_thread(skill_source, self.registry, name))
+        self.reply(await asyncio.to_thread(skill_source, self.registry, check_name("name", name)))
 
     @web.authenticated
     @authorized
@@ -127,10 +119,8 @@ class SkillSourceHandler(NiniHandler):
         skill (the previous file kept as .bak); the record plus ``warnings``, ``backup`` and, for a
         bundled or extra-dir skill now hidden by your copy (for you only), ``shadows`` and a ``note``
         saying so."""
-        content = self.body_object().get("content")
-        if not isinstance(content, str):
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"content": "<the whole SKILL.md>"}')
-        self.reply(await asyncio.to_thread(_save_source, self.registry, name, content))
+        content = self.parse(SkillSourceBody).content
+        self.reply(await asyncio.to_thread(_save_source, self.registry, check_name("name", name), content))
 
 
 def _save_source(registry: SkillRegistry, name: str, content: str) -> dict[str, Any]:

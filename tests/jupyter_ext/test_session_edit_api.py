@@ -60,9 +60,11 @@ async def test_rename_is_stored_and_checked(api: Any) -> None:
     renamed = await api("PATCH", "sessions", session_id, body={"title": "  Q3 revenue\nreview  "})
     assert renamed.status == 200 and renamed.data["title"] == "Q3 revenue review"
     assert (await api("GET", "sessions", session_id)).data["title"] == "Q3 revenue review"
-    for body in ({"title": ""}, {"title": "   "}, {"title": "x" * 201}, {"title": 3}, {}):
+    for body in ({"title": ""}, {"title": "   "}, {"title": 3}, {}):
         refused = await api("PATCH", "sessions", session_id, body=body)
         assert (refused.status, refused.error["code"]) == (400, "INVALID_ARGUMENT"), body
+    too_long = await api("PATCH", "sessions", session_id, body={"title": "x" * 201})  # limits.max_title_chars
+    assert (too_long.status, too_long.error["code"]) == (413, "TOO_LARGE")
     missing = await api("PATCH", "sessions", "s0123456789ab", body={"title": "x"})
     assert (missing.status, missing.error["code"]) == (404, "NOT_FOUND")
 
