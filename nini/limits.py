@@ -100,3 +100,32 @@ def _no_surrogates(value: Any, where: str) -> None:
                 stack.append((inner, f"{path}.{key}" if isinstance(key, str) and key.isidentifier() else path))
         elif isinstance(item, (list, tuple)):
             stack.extend((inner, path) for inner in item)
+
+
+def recordable(arguments: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
+    """``arguments`` as a refused call's record keeps them: a ``code`` or ``label`` over its cap
+    replaced by a line saying how long it was, lone surrogates by "?" (so the refusal itself can
+    be stored and shown; the refused text is not kept)."""
+    kept: dict[str, Any] = {}
+    for name, value in arguments.items():
+        kind = ARGUMENT_KINDS.get(name)
+        if isinstance(value, str) and kind is not None and len(value) > limits.cap(kind):
+            value = f"({len(value):,} characters, over {setting_name(kind)}: not kept)"
+        kept[_utf8(name)] = _json_utf8(value)
+    return kept
+
+
+def _utf8(text: str) -> str:
+    return text.encode("utf-8", "replace").decode("utf-8") if isinstance(text, str) else text
+
+
+def _json_utf8(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings replaced (a refused call's arguments are
+    what a model sent: shallow JSON, so recursion is bounded by the parser that built them)."""
+    if isinstance(value, str):
+        return _utf8(value)
+    if isinstance(value, Mapping):
+        return {_utf8(k): _json_utf8(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_utf8(v) for v in value]
+    return value

@@ -25,6 +25,7 @@ from nini.execution.workspace import Workspace, check_session_id
 from nini.execution.workspace_fs import remove_tree
 from nini.history.events import EventBus
 from nini.history.store import HistoryStore
+from nini.limits import Limits, check_text
 from nini.owners import Viewer, check_owner, is_server_user, not_found, owner_dir
 from nini.session import Session
 from nini.skills.registry import SkillRegistry
@@ -257,6 +258,7 @@ class Runtime:
         """
         if session_id is not None:
             check_session_id(session_id)
+        self._check_title(title)
         try:
             row = self.store.create_session(session_id=session_id, title=title, owner=owner or self.settings.session_owner)
         except NiniError as exc:
@@ -390,6 +392,7 @@ class Runtime:
         if session_id is None:
             return self.create_session(title=title, owner=owner)
         check_session_id(session_id)
+        self._check_title(title)
         row = self.store.ensure_session(session_id, title=title, owner=owner or self.settings.session_owner)
         self._owners[session_id] = row["owner"]
         if viewer is not None and not viewer.sees(row["owner"]):
@@ -411,7 +414,12 @@ class Runtime:
 
         check_session_id(session_id)
         check_owner(viewer, self.owner_of(session_id), session_id, "rename", self.settings.ui.current_language)
-        return rename_session(self.store, session_id, title)
+        return rename_session(self.store, session_id, title, Limits.of(self.settings))
+
+    def _check_title(self, title: str | None) -> None:
+        """A new session's title within ``limits.max_title_chars`` (TOO_LARGE), before any row is written."""
+        if isinstance(title, str):
+            check_text("title", title, Limits.of(self.settings))
 
     async def delete_session(self, session_id: str, viewer: Viewer | None = None) -> None:
         """Delete the session for good (its owner only): its kernel and R worker stopped, its rows

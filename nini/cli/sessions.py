@@ -13,6 +13,7 @@ from nini.cli._help import examples, group
 from nini.cli.terminal import working
 from nini.cli.words import say
 from nini.errors import ErrorCode, NiniError
+from nini.limits import Limits, check_arguments
 
 if TYPE_CHECKING:  # the store (sqlalchemy) loads inside commands: `nini --help` stays fast
     from nini.history.store import HistoryStore
@@ -168,6 +169,7 @@ def run_code_command(
     code = sys.stdin.read() if file == "-" else _read_source(Path(file))
     arguments = {"code": code, "dataset_name": dataset, "save_as": save_as, "label": label,
                  "purpose": purpose, "timeout_s": timeout}
+    check_arguments(arguments, Limits.of(cli.settings))  # before any session, row or kernel: TOO_LARGE, a surrogate
     with working("running R" if skill_name == "run_r_code" else "running Python"):
         session_id, result = asyncio.run(
             _run_code(cli.settings, cli.project_dir, (session_id, new), data or [], skill_name, arguments,

@@ -16,18 +16,20 @@ from nini.errors import ErrorCode, NiniError
 from nini.history.schema import artifacts, datasets, events, executions, messages, session_uids, sessions, tool_calls
 from nini.history.store import HistoryStore
 from nini.history.values import no_session
+from nini.limits import Limits, check_text
 
-TITLE_MAX = 200  # characters of a title (the sidebar shows one line of it)
 # The tables that name a session, in the order their rows go: a row goes before the rows it points at.
 OWNED_ROWS = (events, artifacts, datasets, executions, tool_calls, messages, session_uids)
 
 
-def rename_session(store: HistoryStore, session_id: str, title: str) -> dict[str, Any]:
-    """Set the session's title (spaces at either end dropped); its row as it is now. An empty title,
-    or one over ``TITLE_MAX`` characters, is INVALID_ARGUMENT; NOT_FOUND when there is no session."""
+def rename_session(store: HistoryStore, session_id: str, title: str, limits: Limits) -> dict[str, Any]:
+    """Set the session's title (spaces at either end dropped); its row as it is now. An empty title
+    is INVALID_ARGUMENT, one over ``limits.title`` characters TOO_LARGE (``nini.limits``); NOT_FOUND
+    when there is no session."""
     title = " ".join(title.split())  # one line: a newline in a title would break the list
-    if not title or len(title) > TITLE_MAX:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"a title has 1 to {TITLE_MAX} characters", {"max": TITLE_MAX})
+    if not title:
+        raise NiniError(ErrorCode.INVALID_ARGUMENT, "a title has at least one character")
+    check_text("title", title, limits)
     with store.writing() as conn:
         row = conn.execute(sessions.update().where(sessions.c.id == session_id).values(title=title)
                            .returning(*sessions.c)).first()  # fmt: skip

@@ -24,6 +24,7 @@ import mcp_types as types
 
 from nini.agent.tools import build_toolset
 from nini.errors import ErrorCode, NiniError
+from nini.limits import Limits, check_arguments
 from nini.owners import VIEWER_SCOPE
 from nini.skills.invoke import invoke
 
@@ -61,8 +62,13 @@ def build_server(runtime: Runtime, session_of: SessionOf) -> Server:
         skill = toolset(ctx).skill_name(params.name)
         if skill is None:
             return _error(f"NOT_FOUND: no tool {params.name!r}")
+        arguments = dict(params.arguments or {})
+        try:  # before any session, row or event: code or a label over its cap, a lone surrogate
+            check_arguments(arguments, Limits.of(runtime.settings))
+        except NiniError as exc:
+            return _error(f"{exc.code.value}: {exc.message}")
         session = await session_of(ctx)
-        result = await invoke(session, skill, dict(params.arguments or {}))
+        result = await invoke(session, skill, arguments)
         text = result.text_for_llm(runtime.settings.execution.output_cap_chars)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=not result.success,
                                     structured_content=result.to_dict())  # fmt: skip

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 
 from nini.errors import NiniError
-from nini.history.session_edit import TITLE_MAX, delete_session, rename_session, running_steps
+from nini.history.session_edit import delete_session, rename_session, running_steps
+from nini.limits import Limits
+
+LIMITS = Limits(code=1_000_000, label=200, title=200)
 from nini.history.store import HistoryStore
 from nini.history.uids import session_uid
 from tests.history.conftest import execution_row
@@ -27,14 +30,16 @@ def filled_session(store: HistoryStore, title: str) -> str:
 
 
 def test_rename_trims_to_one_line_and_checks_the_length(store: HistoryStore, session_id: str) -> None:
-    assert rename_session(store, session_id, "  Q3\n revenue\treview ")["title"] == "Q3 revenue review"
+    assert rename_session(store, session_id, "  Q3\n revenue\treview ", LIMITS)["title"] == "Q3 revenue review"
     assert store.get_session(session_id)["title"] == "Q3 revenue review"
-    for title in ("", " \n ", "x" * (TITLE_MAX + 1)):
+    for title, code in (("", "INVALID_ARGUMENT"), (" \n ", "INVALID_ARGUMENT"), ("x" * (LIMITS.title + 1), "TOO_LARGE"),
+                        ("a\ud800", "INVALID_ARGUMENT")):  # fmt: skip
         with pytest.raises(NiniError) as refused:
-            rename_session(store, session_id, title)
-        assert refused.value.code.value == "INVALID_ARGUMENT"
+            rename_session(store, session_id, title, LIMITS)
+        assert refused.value.code.value == code
+    assert store.get_session(session_id)["title"] == "Q3 revenue review"
     with pytest.raises(NiniError) as missing:
-        rename_session(store, "s0123456789ab", "x")
+        rename_session(store, "s0123456789ab", "x", LIMITS)
     assert missing.value.code.value == "NOT_FOUND"
 
 
