@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 # Scripts too slow for a full run here, run in their quick mode (each says so when it starts).
-QUICK_ARGS = {"bench_install.py": ["--quick"]}
+QUICK_ARGS = {"bench_install.py": ["--quick"], "bench_durability.py": ["--quick"]}
 
 
 def main() -> int:

@@ -18,13 +18,9 @@ import dataclasses
 import logging
 import os
 import queue
-import shutil
 import sys
 import time
-import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,6 +34,7 @@ from nini.execution import cgroups, confine, sandbox
 from nini.execution.channel_guard import ChannelGuard, limit_context
 from nini.execution.culling import Culler
 from nini.execution.gateway import GatewayKernel, gateway_url, host_of
+from nini.execution.kernel_handle import KernelHandle, evaluate_silently, interrupt, new_client, stop
 from nini.execution.mirror import Mirror
 from nini.execution.outcome import CodeOutcome, CodeRequest, RunStop
 from nini.execution.output_caps import MIB, OutputLimits
@@ -79,22 +76,6 @@ class _SpecKernelManager(AsyncKernelManager):
         return self._nini_spec
 
 
-@dataclass
-class _Kernel:
-    manager: Any
-    client: Any
-    sandbox: SandboxMode | Literal["gateway"] | None  # None: an external kernel
-    workspace: Workspace | None = None
-    runtime_dir: Path | None = None
-    started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
-    restarts: int = 0
-    needs_prelude: bool = True
-    mirror: Mirror | None = None  # the kernel's own copy of the workspace, when it does not share this disk
-    group: cgroups.AgentGroup | None = None  # its cgroup (memory, processes); None: RLIMITs are all there is
-    guard: ChannelGuard | None = None  # watches nini's sockets, which refuse messages over the output cap
-    last_used: float = field(default_factory=time.monotonic)  # when a run or evaluation last started or ended
-
-
 class KernelPool:
     """One kernel per session (agent-owned), or an existing kernel of a Jupyter server by id."""
 
@@ -102,8 +83,8 @@ class KernelPool:
         self.settings = settings
         self.language = language  # ui.language: the messages that name a limit are worded in it, per run
         self.multi_kernel_manager = multi_kernel_manager  # AsyncMultiKernelManager or the server's MappingKernelManager
-        self._kernels: dict[str, _Kernel] = {}
-        self._external: dict[str, _Kernel] = {}
+        self._kernels: dict[str, KernelHandle] = {}
+        self._external: dict[str, KernelHandle] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._sandbox_mode: SandboxMode | None = None
         self.gateway_url = gateway_url(multi_kernel_manager)  # the server's --gateway-url, if any
@@ -166,7 +147,7 @@ class KernelPool:
                     guard=kernel.guard,
                 )  # fmt: skip
             except asyncio.CancelledError:
-                await _interrupt(kernel)
+                await interrupt(kernel)
                 raise
             finally:
                 kernel.last_used = time.monotonic()
@@ -205,7 +186,7 @@ class KernelPool:
             return None
         async with self._lock(f"kernel:{kernel_id}"):
             kernel = await self._borrow(kernel_id)
-            return await _evaluate(kernel, expression, timeout_s)
+            return await evaluate_silently(kernel, expression, timeout_s)
 
     async def evaluate_own(self, session_id: str, workspace: Workspace, expression: str, timeout_s: float) -> tuple[str, str]:
         """``expression`` evaluated silently in the session's own kernel (started on first use):
@@ -213,9 +194,9 @@ class KernelPool:
         interrupted, as a run past its deadline is)."""
         async with self._lock(session_id):
             kernel = await self._own(session_id, workspace)
-            found = await _evaluate(kernel, expression, timeout_s)
+            found = await evaluate_silently(kernel, expression, timeout_s)
             if found[0] == "timeout":
-                await _interrupt(kernel)
+                await interrupt(kernel)
             kernel.last_used = time.monotonic()
             return found
 
@@ -233,7 +214,7 @@ class KernelPool:
             self.culler.forget(session_id)
             kernel = self._kernels.pop(session_id, None)
             if kernel is not None:
-                await _stop(kernel, now=now)
+                await stop(kernel, now=now)
 
     def idle_sessions(self) -> dict[str, float]:
         """Sessions whose own kernel is live and not running anything -> when it was last used
@@ -256,7 +237,7 @@ class KernelPool:
             kernel = self._kernels.get(session_id)
             if kernel is None or kernel.last_used != last_used:
                 return False
-            await _stop(kernel, now=True)  # its variables are lost either way: no need to ask it nicely
+            await stop(kernel, now=True)  # its variables are lost either way: no need to ask it nicely
             del self._kernels[session_id]  # once all it held is free: a pool that lists none holds none
         return True
 
@@ -267,7 +248,7 @@ class KernelPool:
         borrowed, self._external = list(self._external.values()), {}
         for kernel in borrowed:
             kernel.client.stop_channels()
-        await asyncio.gather(*(_stop(k, now=False) for k in owned), return_exceptions=True)
+        await asyncio.gather(*(stop(k, now=False) for k in owned), return_exceptions=True)
 
     def kernel_info(self, session_id: str) -> dict[str, Any] | None:
         """``{pid, sandbox, started_at, restarts}`` of the session's own kernel, None if it has none;
@@ -293,7 +274,7 @@ class KernelPool:
     def _lock(self, key: str) -> asyncio.Lock:
         return self._locks.setdefault(key, asyncio.Lock())
 
-    async def _own(self, session_id: str, workspace: Workspace) -> _Kernel:
+    async def _own(self, session_id: str, workspace: Workspace) -> KernelHandle:
         kernel = self._kernels.get(session_id)
         if kernel is None:
             await self.culler.make_room(session_id)
@@ -322,16 +303,16 @@ class KernelPool:
         except Exception:
             log.warning("the kernel start of session %s could not be announced", session_id, exc_info=True)
 
-    async def _restart(self, session_id: str, kernel: _Kernel) -> None:
+    async def _restart(self, session_id: str, kernel: KernelHandle) -> None:
         """A fresh kernel in place of ``kernel``: cheaper to reason about than restarting a dead one."""
         del self._kernels[session_id]
-        await _stop(kernel, now=True)
+        await stop(kernel, now=True)
         assert kernel.workspace is not None
         fresh = await self._start(kernel.workspace)
         fresh.restarts = kernel.restarts + 1
         self._kernels[session_id] = fresh
 
-    async def _start(self, workspace: Workspace) -> _Kernel:
+    async def _start(self, workspace: Workspace) -> KernelHandle:
         if self.backend == "gateway":
             return await self._start_on_gateway(workspace)
         mode = self.sandbox_mode
@@ -360,7 +341,7 @@ class KernelPool:
         # would not cross the sandbox's network namespace. Used unsandboxed too: no port races.
         manager = _SpecKernelManager(spec, transport="ipc", connection_file=str(ipc_dir / "kernel.json"))
         manager.shutdown_wait_time = 2.0
-        kernel = _Kernel(manager, None, mode, workspace, runtime_dir, group=group)
+        kernel = KernelHandle(manager, None, mode, workspace, runtime_dir, group=group)
         log_path = runtime_dir / "kernel.log"
         try:
             if mode == "bwrap":
@@ -375,7 +356,7 @@ class KernelPool:
                 await manager.start_kernel(
                     cwd=str(workspace.root), env=_kernel_env(runtime_dir, limits.max_processes), stdout=log, stderr=log
                 )
-            kernel.client = _new_client(manager)
+            kernel.client = new_client(manager)
             # agent code owns this kernel: nini reads no message over the output cap from it
             # (channel_guard), and opens only the channels it reads, so none fills up unread
             frame_bytes = OutputLimits(max_bytes=self.settings.output_max_mb * MIB).frame_bytes
@@ -388,14 +369,14 @@ class KernelPool:
             tail = _tail(log_path)
             if group is not None and group.oom_kills():  # a limit too small for the kernel itself
                 tail = f"its memory limit ({self.settings.memory_limit_mb} MiB, execution.memory_limit_mb) was reached; {tail}"
-            await _stop(kernel, now=True)
+            await stop(kernel, now=True)
             message = f"the Python kernel did not start (sandbox: {mode}): {exc}" + (
                 f"; kernel output: {tail}" if tail else ""
             )
             raise NiniError(ErrorCode.KERNEL_DIED, message) from exc
         return kernel
 
-    async def _start_on_gateway(self, workspace: Workspace) -> _Kernel:
+    async def _start_on_gateway(self, workspace: Workspace) -> KernelHandle:
         """A kernel of ``execution.gateway_kernel_name`` on the server's gateway, through the server's
         kernel manager; its workspace is a mirror. No sandbox of nini's: the gateway's applies."""
         workspace.ensure()
@@ -405,18 +386,18 @@ class KernelPool:
             manager = await GatewayKernel.start(self.multi_kernel_manager, spec)
         except Exception as exc:
             raise NiniError(ErrorCode.KERNEL_DIED, f"the Python kernel did not start {where}: {exc}") from exc
-        kernel = _Kernel(manager, manager.client(), "gateway", workspace,
+        kernel = KernelHandle(manager, manager.client(), "gateway", workspace,
                          mirror=Mirror(kernel_spec=f"kernel spec {spec!r}" if spec else "the gateway's default kernel spec"))  # fmt: skip
         try:
             await kernel.client.start_channels()
             await kernel.client.wait_for_ready(timeout=START_TIMEOUT_S)
         except Exception as exc:
-            await _stop(kernel, now=True)
+            await stop(kernel, now=True)
             reason = exc.message if isinstance(exc, NiniError) else "it did not answer" if isinstance(exc, queue.Empty) else exc
             raise NiniError(ErrorCode.KERNEL_DIED, f"the Python kernel {where} is not usable: {reason}") from exc
         return kernel
 
-    async def _borrow(self, kernel_id: str) -> _Kernel:
+    async def _borrow(self, kernel_id: str) -> KernelHandle:
         kernel = self._external.get(kernel_id)
         if kernel is not None:
             return kernel
@@ -432,7 +413,7 @@ class KernelPool:
         if self.gateway_url is not None:  # a notebook's kernel on the gateway: not on this disk either
             manager = GatewayKernel(self.multi_kernel_manager, kernel_id)
             mirror = Mirror(kernel_spec=f"kernel {kernel_id}", own=False)
-        client = manager.client() if mirror is not None else _new_client(manager)
+        client = manager.client() if mirror is not None else new_client(manager)
         try:
             await ensure_async(client.start_channels())
             # also lets the iopub subscription settle, so the first run's output is not missed
@@ -440,44 +421,13 @@ class KernelPool:
         except Exception as exc:
             client.stop_channels()
             raise NiniError(ErrorCode.KERNEL_DIED, f"kernel {kernel_id!r} does not answer: {exc}") from exc
-        kernel = self._external[kernel_id] = _Kernel(manager, client, None, mirror=mirror)
+        kernel = self._external[kernel_id] = KernelHandle(manager, client, None, mirror=mirror)
         return kernel
 
     async def _forget_external(self, kernel_id: str) -> None:
         kernel = self._external.pop(kernel_id, None)
         if kernel is not None:
             kernel.client.stop_channels()
-
-
-async def _evaluate(kernel: _Kernel, expression: str, timeout_s: float) -> tuple[str, str]:
-    """One silent execute_request whose user_expressions hold ``expression``; see ``evaluate_in``."""
-    msg_id = kernel.client.execute("", silent=True, store_history=False, user_expressions={"value": expression},
-                                   allow_stdin=False, stop_on_error=False)  # fmt: skip
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while (left := deadline - loop.time()) > 0:
-        try:
-            msg = await ensure_async(kernel.client.get_shell_msg(timeout=left))
-        except Exception:  # queue.Empty: no answer in time
-            break
-        if msg["parent_header"].get("msg_id") == msg_id:
-            value = (msg["content"].get("user_expressions") or {}).get("value") or {}
-            if value.get("status") == "ok":
-                return "ok", value.get("data", {}).get("text/plain", "")
-            return "error", f"{value.get('ename', 'Error')}: {value.get('evalue', '')}"
-    return "timeout", ""
-
-
-def _new_client(manager: Any) -> Any:
-    """A client of ``manager`` with a session id of its own.
-
-    jupyter_client uses the session id as the zmq identity of the shell socket, and ``km.client()``
-    copies the manager's: a second client of the same kernel (another pool, a notebook tool) would
-    share the identity, and the kernel's replies would go to only one of them.
-    """
-    session = manager.session.clone()
-    session.session = str(uuid.uuid4())
-    return manager.client(session=session)
 
 
 def sandbox_limits(settings: ExecutionSettings) -> sandbox.Limits:
@@ -520,33 +470,3 @@ def _tail(path: Path, limit: int = 800) -> str:
     except OSError:
         return ""
 
-
-async def _interrupt(kernel: _Kernel) -> None:
-    """Stop the code of a canceled run (its agent turn was canceled): in a notebook's kernel it would
-    otherwise go on for as long as it takes, in nini's it would hold the session's next run. The
-    kernel and its variables stay; the late reply of the interrupted request is ignored by the next
-    run (replies are matched by message id). Shielded, so that a second cancellation cannot stop it."""
-    try:
-        await asyncio.shield(ensure_async(kernel.manager.interrupt_kernel()))
-    except asyncio.CancelledError:
-        raise
-    except Exception:  # a kernel that is gone has nothing left to stop
-        pass
-
-
-async def _stop(kernel: _Kernel, *, now: bool) -> None:
-    """Shut an owned kernel down and remove its runtime folder; never raises."""
-    try:
-        if kernel.guard is not None:
-            kernel.guard.close()
-        if kernel.client is not None:
-            kernel.client.stop_channels()
-        if kernel.manager.has_kernel:
-            await kernel.manager.shutdown_kernel(now=now)
-    except Exception:  # a kernel that is already gone is what we wanted
-        pass
-    finally:
-        if kernel.runtime_dir is not None:
-            shutil.rmtree(kernel.runtime_dir, ignore_errors=True)
-        if kernel.group is not None:
-            await asyncio.to_thread(kernel.group.release)

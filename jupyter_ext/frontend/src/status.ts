@@ -24,8 +24,9 @@ export interface Status {
   label: string;
   /** When the running step began. */
   stepSince: number;
-  /** A kernel starting for the session: when it began and where ("bwrap", "none", "gateway"). */
-  kernel: { since: number; where: string } | null;
+  /** A kernel starting for the session: when it began, where ("bwrap", "none", "gateway"), and
+   * whether it replaces one the server shut down (idle, or over its cap: its variables are gone). */
+  kernel: { since: number; where: string; culled: boolean } | null;
   /** Turns whose `done` came: their later events (stop hooks' steps) are not waited for. */
   ended: string[];
 }
@@ -103,7 +104,10 @@ function onEvent(status: Status, event: NiniEvent, now: number): Status {
     case 'approval_resolved':
       return mine.phase === 'approval' ? { ...mine, phase: 'running', since: mine.stepSince } : mine;
     case 'kernel_start':
-      return { ...mine, kernel: data.state === 'starting' ? { since: now, where: String(data.sandbox ?? '') } : null };
+      return {
+        ...mine,
+        kernel: data.state === 'starting' ? { since: now, where: String(data.sandbox ?? ''), culled: Boolean(data.culled) } : null
+      };
     default:
       return mine;
   }
@@ -128,7 +132,11 @@ export function statusText(status: Status, now: number): string {
     return __('Waiting for your OK · %1 s', whole(status.since));
   }
   if (status.kernel !== null) {
-    const words = status.kernel.where === 'bwrap' ? __('Starting sandbox…') : __('Starting the kernel…');
+    const words = status.kernel.culled
+      ? __('The idle kernel was shut down; starting a new one…')
+      : status.kernel.where === 'bwrap'
+        ? __('Starting sandbox…')
+        : __('Starting the kernel…');
     return `${words} · ${__('%1 s', whole(status.kernel.since))}`;
   }
   switch (status.phase) {

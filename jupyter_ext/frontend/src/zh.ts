@@ -421,6 +421,7 @@ export const ZH: Record<string, string> = {
   'Running step %1 · %2 s': '正在运行第 %1 步 · %2 秒',
   'Starting sandbox…': '正在启动沙箱…',
   'Starting the kernel…': '正在启动内核…',
+  'The idle kernel was shut down; starting a new one…': '空闲的内核已被关闭，正在启动新的内核…',
   '%1 s': '%1 秒',
   'Waiting for your OK · %1 s': '等待你的确认 · %1 秒',
   'Stopping… · %1 s': '正在停止… · %1 秒',
@@ -444,6 +445,7 @@ export const ZH: Record<string, string> = {
   'nini: a step waits for your OK. It runs in your kernel, not sandboxed.': 'nini：一个步骤在等待你的确认。它在你的内核中运行，不在沙箱中。',
   Show: '查看',
   'Show the step and its code in the nini chat': '在 nini 对话中查看这一步和它的代码',
+  '(the first %1 of %2 characters)': '（共 %2 个字符中的前 %1 个）',
   'Allowed for this session ✕': '已在本会话内允许 ✕',
   "This session's steps run in your kernel without asking. Click to be asked again.": '本会话的步骤在你的内核中运行，不再询问。点击后重新开始询问。',
   // -- end of part A

@@ -75,6 +75,14 @@ test("a kernel starting says so, then the step's own seconds come back", () => {
   assert.equal(statusText(ready, 4100), 'Running step 1 · 4.0 s');
 });
 
+test('a kernel starting in place of one the server shut down (idle, or over the cap) says so', () => {
+  const running = stepStartedAt(100);
+  const culled = run([[ev('kernel_start', { state: 'starting', sandbox: 'bwrap', culled: 'idle' }, null), 150]], running);
+  assert.equal(statusText(culled, 1150), 'The idle kernel was shut down; starting a new one… · 1 s');
+  const ready = run([[ev('kernel_start', { state: 'ready', sandbox: 'bwrap', duration_ms: 900 }, null), 1050]], culled);
+  assert.equal(statusText(ready, 1100), 'Running step 1 · 1.0 s');
+});
+
 test('a sandbox started while the model thinks (variables prefetched) is said, then the thinking', () => {
   const starting = run([
     [{ kind: 'ask' }, 0],
