@@ -11,8 +11,11 @@ import json
 import logging
 import logging.handlers
 import re
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
+
+from nini.fsutil import out_of_space
 
 LOG_FILE = "nini.jsonl"
 _HANDLER_NAME = "nini-jsonl"
@@ -40,6 +43,16 @@ class JsonLineFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
+class _LogFile(logging.handlers.RotatingFileHandler):
+    """The log file. A record that does not fit on a full disk is dropped: logging's own handling
+    would print a "--- Logging error ---" traceback on stderr for every record (what failed is said
+    as NO_SPACE by nini itself)."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        if not out_of_space(sys.exc_info()[1] or Exception()):
+            super().handleError(record)
+
+
 def configure_logging(logs_dir: Path, level: str = "INFO") -> Path:
     """Send the ``nini`` loggers to ``logs_dir/nini.jsonl`` (rotating); safe to call again."""
     logger = logging.getLogger("nini")
@@ -53,7 +66,7 @@ def configure_logging(logs_dir: Path, level: str = "INFO") -> Path:
             handler.close()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.handlers.RotatingFileHandler(path, maxBytes=5_000_000, backupCount=3, encoding="utf-8")
+        handler = _LogFile(path, maxBytes=5_000_000, backupCount=3, encoding="utf-8")
     except OSError:
         return path  # an unwritable log folder must not stop nini; `nini doctor` reports NINI_HOME
     handler.set_name(_HANDLER_NAME)

@@ -102,3 +102,45 @@ def test_the_next_server_sweeps_a_dead_servers_leftovers_and_keeps_a_live_ones(n
         for folder in folders.values():
             subprocess.run(["rm", "-rf", str(folder)], check=False)
 
+
+
+@pytest.mark.slow
+def test_a_runs_new_dataset_version_goes_when_the_database_fails_after_the_run(project_dir: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run saved ``output_df`` as a new version, then PostgreSQL went down before the call's end:
+    no record will name that file, and this process (alive: the sweep keeps its files) removes it."""
+    import asyncio
+
+    from nini.config import load_settings
+    from nini.runtime import Runtime
+    from nini.skills.invoke import invoke
+    from tests import pg_cluster
+
+    if (reason := pg_cluster.unavailable()) is not None:
+        pytest.skip(reason)
+    cluster = pg_cluster.start()  # its own: halting the suite's shared cluster would fail other tests
+    try:
+        monkeypatch.setenv("NINI_DATABASE_URL", cluster.create_database())
+        monkeypatch.setenv("NINI_EXECUTION__PYTHON_POLICY", "off")  # the code waits on a file with os
+        code = ("import os, time\nimport pandas as pd\nopen('ready', 'w').close()\n"
+                "while not os.path.exists('go'):\n    time.sleep(0.02)\noutput_df = pd.DataFrame({'a': [1, 2]})\n")
+
+        async def scenario() -> tuple[list[str], list[str]]:
+            async with Runtime(load_settings(), project_dir=project_dir) as runtime:
+                session = runtime.create_session()
+                root = session.workspace.root
+                call = asyncio.create_task(invoke(session, "run_code", {"code": code, "save_as": "sales"}))
+                while not (root / "ready").exists():
+                    assert not call.done(), call.result()
+                    await asyncio.sleep(0.05)
+                await asyncio.to_thread(cluster.halt)
+                (root / "go").touch()
+                await asyncio.gather(call, return_exceptions=True)
+                left = sorted(p.name for p in (root / "datasets").iterdir())
+                await asyncio.to_thread(cluster.resume)
+                return left, [row["path"] for row in runtime.store.list_datasets(session.id)]
+
+        left, recorded = asyncio.run(scenario())
+        assert recorded == [] and left == []  # nothing recorded, nothing left behind
+    finally:
+        cluster.stop()

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from nini.errors import ErrorCode, NiniError
 from nini.execution.approvals import USER_KERNEL_NOTICE
 from nini.execution.disk_watch import Budget, RunWatch
+from nini.execution.leftovers import discard_run
 from nini.execution.outcome import CodeOutcome, CodeRequest, full_disk
 from nini.execution.output_caps import MIB, OutputLimits
 from nini.execution.runtime_dirs import owner_token
@@ -78,8 +79,7 @@ async def run_code(
         outcome = await executor.run(session.id, session.workspace, request, kernel_id=session.kernel_id)
     if copy.notes:
         outcome = dataclasses.replace(outcome, stderr="".join(copy.notes) + outcome.stderr)
-    retry_of = await step_corrected(session, request)
-    output = record_outcome(session, request, outcome, language="python", tool_name="run_code", retry_of=retry_of)
+    output = await finish_run(session, request, outcome, language="python", tool_name="run_code")
     output.isolation = isolation
     if isolation == "gateway":
         output.gateway = session.runtime.kernels.gateway_host
@@ -168,6 +168,20 @@ def _policy_refusal(session: Session, code: str) -> CodeOutcome | None:
         details = exc.details or {}
         return CodeOutcome.failure(exc.code.value, exc.message, line=details.get("line"), rule=details.get("rule"))
     return None
+
+
+async def finish_run(session: Session, request: CodeRequest, outcome: CodeOutcome, *, language: str,
+                     tool_name: str) -> ToolOutput:  # fmt: skip
+    """``record_outcome`` of a finished run (Python's or R's), with the step it corrects. Should this
+    fail (the database cannot be read, the call is cancelled), no record will ever name what the
+    run wrote: its new dataset version and its charts are removed now (``leftovers.discard_run``),
+    not left in the workspace for the life of this process (their names say it is alive)."""
+    try:
+        retry_of = await step_corrected(session, request)
+        return record_outcome(session, request, outcome, language=language, tool_name=tool_name, retry_of=retry_of)
+    except BaseException:
+        discard_run(session.workspace, request.save_file, request.pending_file)
+        raise
 
 
 def record_outcome(

@@ -19,7 +19,7 @@ from nini.errors import ErrorCode, NiniError
 from nini.execution.outcome import CONTRACT_KEYS, CodeOutcome, CodeRequest
 from nini.execution.python_runner import checked_artifacts
 from nini.skills.builtin.run_code import (
-    build_request, check_quota, output_limits, prepare_request, record_outcome, step_corrected, watch_run,
+    build_request, check_quota, finish_run, output_limits, prepare_request, watch_run,
 )
 from nini.skills.function import skill
 from nini.skills.output import ToolOutput
@@ -67,8 +67,7 @@ async def run_r_code(
     reply = await _run_in_worker(session, request)
     outcome = CodeOutcome(**{key: reply[key] for key in CONTRACT_KEYS})
     outcome.artifacts = checked_artifacts(session.workspace, outcome.artifacts)
-    retry_of = await step_corrected(session, request)
-    output = record_outcome(session, request, outcome, language="r", tool_name="run_r_code", retry_of=retry_of)
+    output = await finish_run(session, request, outcome, language="r", tool_name="run_r_code")
     output.isolation = session.code_isolation("run_r_code")
     return output
 
