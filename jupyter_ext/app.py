@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Enum, Unicode
+from traitlets import Bool, Enum, Float, Unicode
 
 from jupyter_ext.handlers import routes
-from jupyter_ext.handlers.base import RUNTIME_SETTING
+from jupyter_ext.handlers.base import RUNTIME_SETTING, UNAVAILABLE_SETTING
 from jupyter_ext.handlers.events import SOCKETS_SETTING
 from jupyter_ext.handlers.mcp import MCP_SETTING
+from nini.errors import NiniError
+
+if TYPE_CHECKING:
+    from nini.config import Settings
+    from nini.runtime import Runtime
 
 
 class NiniExtensionApp(ExtensionApp):
@@ -25,6 +31,7 @@ class NiniExtensionApp(ExtensionApp):
 
     name = "nini"
     _warm_up: asyncio.Task[Any] | None = None  # jupyter_ext.warmup, started once the server runs
+    _nini_settings: Settings
     description = "nini, a data-analysis agent: skills, sessions, run code, events"
     load_other_extensions = True
 
@@ -62,23 +69,50 @@ class NiniExtensionApp(ExtensionApp):
         "Unset: r_enabled from settings (default true).",
     )
 
+    reopen_interval = Float(
+        5.0,
+        config=True,
+        help="Seconds between attempts to open nini's history database while it cannot be opened "
+        "(damaged, unreadable, its server down); a request to a nini route starts the next attempt. Meanwhile "
+        "every nini route answers 503 DB_ERROR with the reason; once it opens (a backup put back, the server up "
+        "again), nini serves without a restart.",
+    )
+
     def initialize_settings(self) -> None:
+        """Open nini's Runtime. A database that cannot be opened does not keep nini out of the
+        server (its routes would be Jupyter's 404 pages): the routes answer its DB_ERROR, and
+        ``_reopen_runtime`` tries again."""
         from nini.config import load_settings
         from nini.logs import configure_logging
-        from nini.runtime import Runtime
 
         settings = load_settings(home=self.nini_home or None, **self.setting_overrides())
         configure_logging(settings.logs_dir, settings.log_level)
-        runtime = Runtime(
-            settings,
-            project_dir=Path(self.serverapp.root_dir),
-            multi_kernel_manager=self.serverapp.kernel_manager,
-        )
-        self.settings.update({RUNTIME_SETTING: runtime, SOCKETS_SETTING: set()})
+        self._nini_settings = settings
+        self.settings[SOCKETS_SETTING] = set()
         self.log.info("nini: NINI_HOME %s, sandbox setting %s", settings.home, settings.execution.sandbox)
+        try:
+            runtime = self._open_runtime()
+        except NiniError as exc:
+            self.settings[UNAVAILABLE_SETTING] = RuntimeReopener(self, exc)
+            self.log.error("nini: %s; nini's routes answer %s until it opens (tried every %g s)", exc.message,
+                           exc.code.value, self.reopen_interval)  # fmt: skip
+            return
+        self.settings[RUNTIME_SETTING] = runtime
         if runtime.kernels.gateway_host is not None:
             self.log.info("nini: agent kernels run on the gateway at %s; the sandbox there is the gateway's",
                           runtime.kernels.gateway_host)
+
+    def _open_runtime(self) -> Runtime:
+        from nini.runtime import Runtime
+
+        return Runtime(self._nini_settings, project_dir=Path(self.serverapp.root_dir),
+                       multi_kernel_manager=self.serverapp.kernel_manager)  # fmt: skip
+
+    def _opened(self, runtime: Runtime) -> None:
+        """A Runtime opened after the server started (``RuntimeReopener``): nini's routes serve it."""
+        self.settings[RUNTIME_SETTING] = self.serverapp.web_app.settings[RUNTIME_SETTING] = runtime
+        self.log.info("nini: the history database opened; nini's routes serve")
+        self._start_background(runtime)
 
     def setting_overrides(self) -> dict[str, Any]:
         overrides: dict[str, Any] = {}
@@ -96,14 +130,17 @@ class NiniExtensionApp(ExtensionApp):
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Once the server's loop runs: warm what a first turn would wait for (``jupyter_ext.warmup``),
         in the background, so neither the server's start nor its first requests wait for it."""
-        from jupyter_ext.warmup import describe, warm_up
-
         runtime = self.settings.get(RUNTIME_SETTING)
         if runtime is not None:
-            runtime.start_sweep()  # what a killed server left (leftovers.sweep_after_start), in the background
-            self._warm_up = asyncio.get_running_loop().create_task(warm_up(runtime), name="nini-warm-up")
-            self._warm_up.add_done_callback(
-                lambda task: task.cancelled() or task.exception() or self.log.info(describe(task.result())))
+            self._start_background(runtime)
+
+    def _start_background(self, runtime: Runtime) -> None:
+        from jupyter_ext.warmup import describe, warm_up
+
+        runtime.start_sweep()  # what a killed server left (leftovers.sweep_after_start), in the background
+        self._warm_up = asyncio.get_running_loop().create_task(warm_up(runtime), name="nini-warm-up")
+        self._warm_up.add_done_callback(
+            lambda task: task.cancelled() or task.exception() or self.log.info(describe(task.result())))
 
     async def stop_extension(self) -> None:
         """Close event sockets and MCP sessions, then shut down nini's kernels and R workers and close
@@ -112,6 +149,9 @@ class NiniExtensionApp(ExtensionApp):
         Runs before the server shuts its own kernels down; notebook kernels nini only borrowed are
         left to the server.
         """
+        reopener = self.settings.get(UNAVAILABLE_SETTING)
+        if reopener is not None:
+            await reopener.wait()  # an attempt under way: its Runtime, if it opens, is closed below
         if self._warm_up is not None and not self._warm_up.done():
             self._warm_up.cancel()  # before anything closes; a step already in a thread ends on its own
             await asyncio.gather(self._warm_up, return_exceptions=True)
@@ -120,6 +160,41 @@ class NiniExtensionApp(ExtensionApp):
         mcp_endpoint = self.serverapp.web_app.settings.get(MCP_SETTING)  # made by the first MCP request
         if mcp_endpoint is not None:
             await mcp_endpoint.aclose()
-        runtime = self.settings.get(RUNTIME_SETTING)
+        runtime = self.serverapp.web_app.settings.get(RUNTIME_SETTING)  # opened at the start or later
         if runtime is not None:
             await runtime.aclose()  # safe to call twice
+
+
+class RuntimeReopener:
+    """While nini's Runtime cannot be opened: the error nini's routes answer (``runtime_of``), and
+    the attempts to open it again. A request starts one when ``reopen_interval`` has passed since
+    the last, in a thread (opening waits on files or a database server); the request itself is
+    answered with the error at once, and the ones after the attempt succeeded are served."""
+
+    def __init__(self, app: NiniExtensionApp, error: NiniError) -> None:
+        self.app = app
+        self.error = error
+        self._due = time.monotonic() + app.reopen_interval
+        self._attempt: asyncio.Task[None] | None = None
+
+    def error_now(self) -> NiniError:
+        """The error to answer with; starts an attempt to open the Runtime when one is due."""
+        if self._attempt is None and time.monotonic() >= self._due:
+            self._attempt = asyncio.get_running_loop().create_task(self._reopen(), name="nini-reopen")
+        return self.error
+
+    async def wait(self) -> None:
+        if self._attempt is not None:
+            await asyncio.gather(self._attempt, return_exceptions=True)
+
+    async def _reopen(self) -> None:
+        try:
+            runtime = await asyncio.to_thread(self.app._open_runtime)
+        except NiniError as exc:
+            self.error = exc  # the reason now (the file moved aside: another)
+        except Exception:  # a bug: logged; the next attempt may do better
+            self.app.log.exception("nini: opening the history database failed")
+        else:
+            self.app._opened(runtime)
+        finally:
+            self._due, self._attempt = time.monotonic() + self.app.reopen_interval, None

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
+import logging
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from nini.config import Settings
 from nini.fsutil import disk_checks
+from nini.redact import redact_paths
 
+log = logging.getLogger("nini.doctor")
 # Packages nini's core cannot work without, then the ones later capabilities use.
 REQUIRED_PACKAGES = ("pydantic", "pydantic-settings", "PyYAML", "typer")
 OPTIONAL_PACKAGES = ("jupyter_server", "jupyter_client", "ipykernel", "nbformat", "pandas", "rpy2", "wordllama")
@@ -32,21 +37,34 @@ class Check:
 
 
 def run_checks(settings: Settings) -> list[Check]:
-    return [
-        _python(),
-        *(_package(name, required=True) for name in REQUIRED_PACKAGES),
-        *(_package(name, required=False) for name in OPTIONAL_PACKAGES),
-        _r(settings),
-        _kernels(settings),
-        *_protections(settings),
-        _home(settings.home),
-        *(Check(*found) for found in disk_checks({"NINI_HOME": settings.home, "the workspaces": settings.sessions_dir})),
-        _database(settings),
-        _settings(settings),
-        _experience(settings),
-        *_mcp_servers(settings),
-        *_models(settings),
+    """Every check; one that fails to run is a failed check of its own, not the end of doctor
+    (what a person runs when something is wrong must not crash on it)."""
+    steps: list[tuple[str, Callable[[], Check | list[Check]]]] = [
+        ("python", _python),
+        *((f"package {name}", functools.partial(_package, name, required=True)) for name in REQUIRED_PACKAGES),
+        *((f"package {name}", functools.partial(_package, name, required=False)) for name in OPTIONAL_PACKAGES),
+        ("R", lambda: _r(settings)),
+        ("kernels", lambda: _kernels(settings)),
+        ("sandbox", lambda: _protections(settings)),
+        ("NINI_HOME", lambda: _home(settings.home)),
+        ("disks", lambda: [Check(*found) for found in disk_checks({"NINI_HOME": settings.home,
+                                                                   "the workspaces": settings.sessions_dir})]),
+        ("history database", lambda: _database(settings)),
+        ("settings", lambda: _settings(settings)),
+        ("experience", lambda: _experience(settings)),
+        ("mcp", lambda: _mcp_servers(settings)),
+        ("models", lambda: _models(settings)),
     ]
+    checks: list[Check] = []
+    for name, step in steps:
+        try:
+            found = step()
+        except Exception as exc:  # noqa: BLE001 - reported as the check's failure; the log has the traceback
+            log.exception("doctor: the %s check failed", name)
+            found = Check(name, False, f"the check could not run ({type(exc).__name__}: {redact_paths(str(exc))})",
+                          required=False)  # fmt: skip
+        checks.extend(found if isinstance(found, list) else [found])
+    return checks
 
 
 def _python() -> Check:
@@ -214,11 +232,12 @@ def _home(home: Path) -> Check:
     return Check("NINI_HOME", True, str(home))
 
 
-def _database(settings: Settings) -> Check:
-    """A history nini cannot read is a failure here, not a new empty history at the next command."""
-    from nini.history.health import check_database
+def _database(settings: Settings) -> list[Check]:
+    """A history nini cannot read or write is a failure here, not a new empty history or a failed
+    write at the next command."""
+    from nini.history.health import database_checks
 
-    return Check("history database", *check_database(settings.database, settings.home))
+    return [Check(*found) for found in database_checks(settings.database, settings.home)]
 
 
 def _experience(settings: Settings) -> Check:

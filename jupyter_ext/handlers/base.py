@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 AUTH_RESOURCE = "nini"
 RUNTIME_SETTING = "nini_runtime"
+UNAVAILABLE_SETTING = "nini_unavailable"  # while the Runtime cannot be opened: jupyter_ext.app.RuntimeReopener
 # How a client says its language (the sidebar: on every request, and on its download links), which
 # nini's words follow where ui.language is auto: zh or en (zh-CN, en-US... count as those).
 LANGUAGE_HEADER = "X-Nini-Language"
@@ -98,6 +99,16 @@ def log_exception(handler: web.RequestHandler, typ, value, tb) -> None:  # noqa:
     web.RequestHandler.log_exception(handler, typ, value, tb)
 
 
+def runtime_of(settings: dict[str, Any]) -> Runtime:
+    """The server's Runtime; while the history database cannot be opened, the error it failed with
+    (DB_ERROR: 503), so that every nini route says so rather than Jupyter's 404 page."""
+    runtime = settings.get(RUNTIME_SETTING)
+    if runtime is None:
+        reopener = settings.get(UNAVAILABLE_SETTING)  # jupyter_ext.app.RuntimeReopener
+        raise reopener.error_now() if reopener else NiniError(ErrorCode.INTERNAL, "nini did not start; see the server log")
+    return runtime
+
+
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
@@ -144,7 +155,7 @@ class NiniHandler(APIHandler):
 
     @property
     def runtime(self) -> Runtime:
-        return self.settings[RUNTIME_SETTING]
+        return runtime_of(self.settings)
 
     def reply(self, data: Any, status: int = 200) -> None:
         self.set_status(status)

@@ -24,7 +24,7 @@ from jupyter_server.base.websocket import WebSocketMixin
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from jupyter_ext.handlers.base import AUTH_RESOURCE, RUNTIME_SETTING, dumps, log_exception, write_envelope_error
+from jupyter_ext.handlers.base import AUTH_RESOURCE, dumps, log_exception, runtime_of, write_envelope_error
 from jupyter_ext.handlers.bodies import check_id, whole_number
 from jupyter_ext.identity import request_viewer
 from nini.errors import ErrorCode, NiniError
@@ -44,7 +44,7 @@ class SessionEventsHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):
 
     @property
     def runtime(self) -> Runtime:
-        return self.settings[RUNTIME_SETTING]
+        return runtime_of(self.settings)
 
     def set_default_headers(self) -> None:
         """JupyterHandler's page headers (CSP, ...) mean nothing for a socket."""

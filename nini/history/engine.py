@@ -22,6 +22,7 @@ from sqlalchemy.engine import URL, Engine
 
 from nini.errors import ErrorCode, NiniError
 from nini.fsutil import disk_full, no_space, no_space_text
+from nini.history.sqlite_files import DatabaseFile, FileProblem, GuardedConnection, is_damage, wal_problem
 from nini.redact import redact_paths
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -43,13 +44,15 @@ def open_engine(url: str, *, busy_timeout_ms: int = 5000, home: Path | None = No
         if parsed.get_backend_name() != "sqlite":
             return sa.create_engine(parsed, pool_pre_ping=True)
         path = sqlite_path(parsed)
+        shown = shown_path(path, home) if path is not None else None
         if path is not None:
-            _prepare_sqlite_file(path, shown_path(path, home))
-        engine = sa.create_engine(parsed)
+            _prepare_sqlite_file(path, shown)
+        # damage and a vanished WAL become errors of the driver itself (see sqlite_files.py)
+        engine = sa.create_engine(parsed, connect_args={"factory": GuardedConnection})
     except (sa_exc.ArgumentError, ImportError) as exc:
         # the URL is configuration, not data: naming the reason (bad syntax, missing driver) is safe
         raise NiniError(ErrorCode.DB_ERROR, f"cannot use the history database URL: {exc}") from None
-    _configure_sqlite(engine, busy_timeout_ms)
+    _configure_sqlite(engine, busy_timeout_ms, shown)
     return engine
 
 
@@ -67,11 +70,41 @@ def shown_path(path: Path, home: Path | None) -> str:
     may reach a browser or the model; see redact.py)."""
     if home is not None:
         try:
-            return "$NINI_HOME/" + path.resolve().relative_to(home.expanduser().resolve()).as_posix()
-        except ValueError:
+            return "$NINI_HOME/" + _resolved(path).relative_to(home.expanduser().resolve()).as_posix()
+        except (ValueError, OSError, RuntimeError):  # elsewhere, or a folder on the way loops
             pass
     shown = redact_paths(str(path))
     return f"{path.name} (the file of NINI_DATABASE_URL)" if shown.startswith("/") else shown
+
+
+def _resolved(path: Path) -> Path:
+    """``path`` with its links resolved; a link that loops (``nini.db -> nini.db``) as itself."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.parent.resolve() / path.name
+
+
+def database_name(url: URL, home: Path | None) -> str:
+    """The database as messages name it: the SQLite file (``shown_path``), or a server's
+    ``host:port/dbname`` (never its user or password)."""
+    path = sqlite_path(url)
+    if path is not None:
+        return shown_path(path, home)
+    if url.host:
+        return f"{url.host}:{url.port or 5432}/{url.database or ''}"
+    return "(NINI_DATABASE_URL)"
+
+
+def database_advice(url: URL) -> str:
+    """What to do when the database fails, said after the driver's reason."""
+    if url.get_backend_name() == "sqlite":
+        return "check that the file and its folder are writable and the disk has space; nini retries"
+    return "check that the database server is running, reachable and has disk space; nini retries"
+
+
+class DamagedValue(ValueError):
+    """A stored value that cannot be read back (JSON text that is not JSON): the file is damaged."""
 
 
 def unusable_database(shown: str, problem: str) -> NiniError:
@@ -91,10 +124,11 @@ def unusable_file_errors(shown: str) -> Iterator[None]:
     try:
         yield
     except sa_exc.DBAPIError as exc:
-        name = getattr(exc.orig, "sqlite_errorname", "")
-        if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
+        if is_damage(exc.orig):
             raise unusable_database(shown, f"cannot be read ({driver_message(exc)})") from None
         raise
+    except DamagedValue as exc:
+        raise unusable_database(shown, f"cannot be read ({exc})") from None
 
 
 def _prepare_sqlite_file(path: Path, shown: str) -> None:
@@ -115,12 +149,16 @@ def _prepare_sqlite_file(path: Path, shown: str) -> None:
         with path.open("rb") as file:
             header = file.read(len(SQLITE_HEADER))
     except OSError as exc:
-        raise NiniError(ErrorCode.DB_ERROR, f"cannot open the history database {shown}: {exc.strerror}",
-                        {"path": shown}) from None  # fmt: skip
+        raise NiniError(ErrorCode.DB_ERROR, f"cannot open the history database {shown}: {exc.strerror}; make it a "
+                        "file nini may read and write, or move it aside to start a new history (NINI_DATABASE_URL "
+                        "names another)", {"path": shown}) from None  # fmt: skip
     if not header:
         raise unusable_database(shown, "is empty (0 bytes)")
     if header != SQLITE_HEADER:
         raise unusable_database(shown, "is not an SQLite database")
+    problem = wal_problem(path, shown)
+    if problem is not None:
+        raise problem
 
 
 def _create_sqlite_file(path: Path) -> None:
@@ -145,9 +183,12 @@ def _create_sqlite_file(path: Path) -> None:
         temp.unlink(missing_ok=True)
 
 
-def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
+def _configure_sqlite(engine: Engine, busy_timeout_ms: int, shown: str | None = None) -> None:
     path = sqlite_path(engine.url)
     folder = path.parent if path is not None else None
+    file = DatabaseFile(path, shown or path.name) if path is not None else None
+    if file is not None:
+        file.on_replaced = engine.dispose  # connections to a file no longer at the path are dropped
 
     @event.listens_for(engine, "handle_error")
     def _on_error(context: sa.engine.ExceptionContext) -> None:
@@ -158,12 +199,15 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
         # Take transaction control away from the sqlite3 module (it starts transactions only at
         # the first write, too late to lock); the "begin" listener emits BEGIN itself.
         dbapi_connection.isolation_level = None
+        dbapi_connection.file = file
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")  # first: the others may wait
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()
+        if file is not None:
+            file.connected(dbapi_connection)
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
@@ -200,23 +244,46 @@ def begin_sql(backend: str, *, write: bool) -> str | None:
 
 
 @contextmanager
-def db_errors() -> Iterator[None]:
+def driver_errors(dialect: sa.Dialect) -> Iterator[None]:
+    """The driver's own errors, met on its connection outside SQLAlchemy (connecting through the
+    pool's ``raw_connection`` included), raised as SQLAlchemy's, so that ``db_errors`` maps them."""
+    dbapi = dialect.loaded_dbapi
+    try:
+        yield
+    except dbapi.Error as exc:
+        raise sa_exc.DBAPIError.instance(None, None, exc, dbapi.Error, dialect=dialect) from exc
+
+
+@contextmanager
+def db_errors(database: str | None = None, advice: str | None = None) -> Iterator[None]:
     """Turn database failures into ``NiniError(DB_ERROR)``; ``IntegrityError`` passes through.
 
-    Only the driver's first message line is kept: SQLAlchemy's own text carries the SQL and its
-    parameters (row contents), and PostgreSQL's DETAIL line quotes key values.
+    ``database`` names it in the message (``database_name``), ``advice`` says what to do
+    (``database_advice``). Only the driver's first message line is kept, host paths redacted:
+    SQLAlchemy's own text carries the SQL and its parameters (row contents), and PostgreSQL's
+    DETAIL line quotes key values.
     """
     try:
         yield
     except sa_exc.IntegrityError:
         raise
+    except DamagedValue as exc:
+        raise unusable_database(database or "file", f"cannot be read ({exc})") from None
     except sa_exc.SQLAlchemyError as exc:
+        orig = getattr(exc, "orig", None)
+        if isinstance(orig, FileProblem):  # the file or its WAL replaced, or known damaged: said in full
+            raise orig.error from None
+        if orig is not None and is_damage(orig):
+            raise unusable_database(database or "file", f"cannot be read ({driver_message(exc)})") from None
+        named = f" {database}" if database else ""
         if database_full(exc):  # one code for a full disk, wherever it is (issue 36)
-            raise no_space("the history database", driver_error=type(exc.orig).__name__) from None
+            raise no_space(f"the history database{named}", driver_error=type(exc.orig).__name__) from None
         raise NiniError(
             ErrorCode.DB_ERROR,
-            f"the history database failed: {driver_message(exc)}",
-            {"driver_error": type(getattr(exc, "orig", None) or exc).__name__},
+            f"the history database{named} failed: {redact_paths(driver_message(exc))}"
+            + (f"; {advice}" if advice else ""),
+            {"driver_error": type(getattr(exc, "orig", None) or exc).__name__,
+             **({"database": database} if database else {})},
         ) from None
 
 

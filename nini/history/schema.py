@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from nini.errors import ErrorCode, NiniError
-from nini.history.engine import WRITE
+from nini.history.engine import WRITE, DamagedValue
 
 
 class JSONText(sa.TypeDecorator[Any]):
@@ -35,7 +35,10 @@ class JSONText(sa.TypeDecorator[Any]):
         return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
 
     def process_result_value(self, value: str | None, dialect: sa.Dialect) -> Any:
-        return None if value is None else json.loads(value)
+        try:
+            return None if value is None else json.loads(value)
+        except ValueError:  # nini wrote JSON here: what is there now is damage (a bit flipped on disk)
+            raise DamagedValue("a stored JSON value is not JSON") from None
 
 
 metadata = sa.MetaData(
@@ -297,22 +300,26 @@ MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def migrate(engine: Engine) -> None:
+def migrate(engine: Engine, shown: str | None = None) -> None:
     """Bring the database up to ``SCHEMA_VERSION``; each step commits on its own.
 
-    A database written by a newer nini is refused before anything is written to it. Each step
-    re-reads the version inside its write transaction, so two processes opening a fresh file at
-    once run each step exactly once.
+    A database written by a newer nini is refused before anything is written to it, and one of
+    this version that lacks a table (``DamagedValue``) too. Each step re-reads the version inside
+    its write transaction, so two processes opening a fresh file at once run each step exactly
+    once. ``shown`` names the database in messages.
     """
     with engine.connect() as conn:
         found = stored_version(conn)
+        missing = missing_tables(conn) if found == SCHEMA_VERSION else []
     if found > SCHEMA_VERSION:
         raise NiniError(
             ErrorCode.DB_ERROR,
-            f"the history database has schema version {found}, but this nini only knows up to "
-            f"{SCHEMA_VERSION}; upgrade nini (the database was left unchanged)",
+            f"the history database{f' {shown}' if shown else ''} has schema version {found}, but this nini only "
+            f"knows up to {SCHEMA_VERSION}; upgrade nini (the database was left unchanged)",
             {"found": found, "supported": SCHEMA_VERSION},
         )
+    if missing:
+        raise DamagedValue(f"it lacks the table{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
     for target in range(found + 1, SCHEMA_VERSION + 1):
         with engine.execution_options(**{WRITE: True}).begin() as conn:
             _lock_migrations(conn)
@@ -339,6 +346,11 @@ def _lock_migrations(conn: Connection) -> None:
     """
     if conn.dialect.name == "postgresql":
         conn.execute(sa.select(sa.func.pg_advisory_xact_lock(MIGRATION_LOCK)))
+
+
+def missing_tables(conn: Connection) -> list[str]:
+    """The tables of this schema version that the database does not have (one query)."""
+    return sorted(set(metadata.tables) - set(sa.inspect(conn).get_table_names()))
 
 
 def stored_version(conn: Connection) -> int:

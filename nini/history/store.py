@@ -115,7 +115,7 @@ class HistoryStore:
         self._started: dict[str, str] = {}  # started_at of the calls this store started and has not ended
         try:
             with db_errors(), unusable_file_errors(shown):
-                migrate(self.engine)
+                migrate(self.engine, shown)
             self._mark_orphans()
         except BaseException:
             self.engine.dispose()
