@@ -179,3 +179,45 @@ def test_a_full_nini_home_is_no_space_naming_the_database_and_the_library(home: 
         shown = nini(home, "sessions", "show", "s1", "--json").stdout
         assert "before" in shown and "after" in shown
         assert re.search(r"(OK|WARN)\s+disk of NINI_HOME\s+(nearly full|\d)", nini(home, "doctor").stdout)  # 48 MiB: nearly
+
+
+def test_postgresql_on_a_full_disk_is_no_space_naming_the_server() -> None:
+    """PostgreSQL's data on a small tmpfs, filled: its "could not extend file" (SQLSTATE 53100) is
+    NO_SPACE naming host:port/database, never DB_ERROR or the driver's raw error; freed, it works."""
+    from nini.errors import NiniError
+    from nini.history.store import HistoryStore
+    from tests import pg_cluster
+
+    if (reason := pg_cluster.unavailable()) is not None:
+        pytest.skip(reason)
+    import shutil
+    import tempfile
+
+    outside = Path(tempfile.mkdtemp(prefix="nini-pg-disk-"))  # the postgres user cannot reach pytest's 0700 folders
+    outside.chmod(0o755)
+    with contextlib.ExitStack() as cleanup, small_disk(outside / "disk", 96) as disk:
+        cleanup.callback(shutil.rmtree, outside, True)
+        disk.chmod(0o777)  # the cluster belongs to the postgres user under root
+        cluster = pg_cluster.start(disk)
+        try:
+            store = HistoryStore(cluster.create_database())
+            try:
+                session_id = store.create_session()["id"]
+                store.add_message(session_id, "user", "before")
+                filler = fill(disk)
+                codes = set()
+                for _ in range(50):
+                    try:
+                        store.add_message(session_id, "user", os.urandom(200_000).hex())
+                    except NiniError as exc:
+                        codes.add(exc.code.value)
+                        assert f"127.0.0.1:{cluster.port}/" in exc.message and ADVICE in exc.message, exc.message
+                assert codes == {"NO_SPACE"}
+                filler.unlink()
+                assert store.add_message(session_id, "user", "after")["content"] == "after"
+                assert [m["content"] for m in store.list_messages(session_id)][::len(store.list_messages(session_id)) - 1] \
+                    == ["before", "after"]  # fmt: skip
+            finally:
+                store.close()
+        finally:
+            cluster.stop()
