@@ -74,25 +74,38 @@ class Cluster:
         _run([str(self.bin / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop"], check=False)
         shutil.rmtree(self.root, ignore_errors=True)
 
+    def halt(self) -> None:
+        """Stop the server as a crash would (``-m immediate``), keeping its data for ``resume``."""
+        _run([str(self.bin / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop"])
 
-def start() -> Cluster:
-    """A running cluster with trust authentication for user ``nini`` on 127.0.0.1 only."""
+    def resume(self) -> None:
+        """Start the halted server again, on the same port and data (crash recovery first)."""
+        _run([str(self.bin / "pg_ctl"), "-D", str(self.root / "data"), "-o", _options(self.root, self.port),
+              "-l", str(self.root / "log"), "-w", "-t", "60", "start"])  # fmt: skip
+
+
+def _options(root: Path, port: int) -> str:
+    return (f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=200"
+            " -c shared_buffers=64MB")
+
+
+def start(parent: Path | None = None) -> Cluster:
+    """A running cluster with trust authentication for user ``nini`` on 127.0.0.1 only; its files in
+    a new folder of ``parent`` (a small filesystem, say) or of the temp dir."""
     reason = unavailable()
     if reason:
         raise RuntimeError(reason)
     bin_dir = server_bin()
     assert bin_dir is not None
-    root = Path(tempfile.mkdtemp(prefix="nini-pg-"))
+    root = Path(tempfile.mkdtemp(prefix="nini-pg-", dir=parent))
     if os.geteuid() == 0:
         postgres = pwd.getpwnam("postgres")
         os.chown(root, postgres.pw_uid, postgres.pw_gid)
     data, port = root / "data", _free_port()
     try:
         _run([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", USER, "-E", "UTF8", "--no-sync"])
-        options = (f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=200"
-                   " -c shared_buffers=64MB")
-        _run([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "-t", "60",
-              "start"])
+        _run([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", _options(root, port), "-l", str(root / "log"), "-w",
+              "-t", "60", "start"])
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise

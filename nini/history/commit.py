@@ -28,7 +28,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine
 
 from nini.history.driver import Statements, Transaction
-from nini.history.engine import WRITE, begin_sql, db_errors
+from nini.history.engine import WRITE, begin_sql, db_errors, driver_errors
 
 T = TypeVar("T")
 MAX_GROUP = 256
@@ -56,8 +56,11 @@ class GroupCommit:
     write does not check one out of the pool and reset it afterwards; both take the leader lock,
     so this process never waits on its own database lock."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, database: str | None = None, advice: str | None = None) -> None:
+        """``database`` and ``advice`` name the database and say what to do in DB_ERROR messages
+        (see ``engine.db_errors``)."""
         self._engine = engine
+        self._naming = (database, advice)
         self._writes = engine.execution_options(**{WRITE: True})  # BEGIN IMMEDIATE on SQLite
         self._statements = Statements(engine.dialect)
         self._begin = begin_sql(engine.dialect.name, write=True)
@@ -89,7 +92,7 @@ class GroupCommit:
     def exclusive(self) -> Iterator[Connection]:
         """A transaction of its own on the write connection, for writes that read what they wrote
         or are not safe to run twice (migrations of other tables, preferences)."""
-        with self._leader, db_errors():
+        with self._leader, db_errors(*self._naming):
             with self._connection().begin() as transaction:
                 yield transaction.connection
 
@@ -107,7 +110,7 @@ class GroupCommit:
 
     def _commit(self, group: list[_Write[Any]]) -> None:
         try:
-            with db_errors():
+            with db_errors(*self._naming):
                 results = self._transaction(group)
         except Exception as exc:  # noqa: BLE001 - handed to the writer it belongs to
             if len(group) == 1:
@@ -125,24 +128,43 @@ class GroupCommit:
             write.result, write.done = result, True
 
     def _transaction(self, group: list[_Write[Any]]) -> list[Any]:
-        """Run ``group`` in one transaction on the driver's connection and commit; roll back on failure."""
-        raw = self._raw_connection()
-        dbapi = self._engine.dialect.loaded_dbapi
+        """Run ``group`` in one transaction on the driver's connection and commit; roll back on failure.
+
+        Every failure of the driver (connecting included: the pool's checkout is not wrapped by
+        SQLAlchemy) is raised as SQLAlchemy's, for ``db_errors``. A broken connection is dropped;
+        when it was one kept from before (the server restarted while it was idle) and broke before
+        COMMIT, nothing of the group was committed and the group runs once more on a new one.
+        """
+        while True:
+            reused, committing = self._raw is not None and not self._stale_raw, False
+            try:
+                with driver_errors(self._engine.dialect):
+                    raw = self._raw_connection()
+                    if self._begin is not None:
+                        raw.driver_connection.execute(self._begin)
+                    results = [write.work(Transaction(self._statements, raw.driver_connection)) for write in group]
+                    committing = True
+                    raw.commit()
+                    return results
+            except BaseException as exc:
+                broken = self._roll_back(exc)
+                if not (broken and reused and not committing and isinstance(exc, sa_exc.DBAPIError)):
+                    raise
+
+    def _roll_back(self, error: BaseException) -> bool:
+        """Roll back the failed transaction; drop the connection (and say so) when it is broken."""
+        if self._raw is None:
+            return False
+        orig = getattr(error, "orig", None)
         try:
-            try:
-                if self._begin is not None:
-                    raw.driver_connection.execute(self._begin)
-                results = [write.work(Transaction(self._statements, raw.driver_connection)) for write in group]
-                raw.commit()
-            except dbapi.Error as exc:
-                raise sa_exc.DBAPIError.instance("COMMIT", None, exc, dbapi.Error, dialect=self._engine.dialect) from exc
-        except BaseException:
-            try:
-                raw.rollback()
-            except Exception:  # noqa: BLE001 - the connection is broken: the next write gets a new one
-                self._drop_raw(invalidate=True)
-            raise
-        return results
+            if orig is None or not self._engine.dialect.is_disconnect(orig, self._raw.driver_connection, None):
+                self._raw.rollback()
+                return False
+        except Exception:  # noqa: BLE001 - the connection is broken
+            pass
+        self._drop_raw(invalidate=True)  # the next write gets a new one
+        self._stale = True  # and so does the next exclusive one: the server went away for both
+        return True
 
     def _raw_connection(self) -> Any:
         if self._raw is not None and self._stale_raw:

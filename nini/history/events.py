@@ -67,13 +67,27 @@ class EventBus:
         """
         with self._publish_lock:
             event = self.store.append_event(session_id, type, data, turn_id=turn_id, tool_call_id=tool_call_id)
+            self._queue_stored([event])
+        return event
+
+    def announce(self, stored: list[dict[str, Any]]) -> None:
+        """Queue events already stored (with the write they belong to: a tool call's start or end,
+        see ``HistoryStore.finish_tool_call``) to the session's subscribers, as ``publish`` does
+        after storing. Queued outside the store's transaction, they may reach a subscriber after a
+        later seq: the subscription then reads the ones between from the table (see Subscription),
+        so each is still yielded once, in order."""
+        with self._publish_lock:
+            self._queue_stored(stored)
+
+    def _queue_stored(self, stored: list[dict[str, Any]]) -> None:
+        for event in stored:
+            session_id = event["session_id"]
             with self._subscribers_lock:
                 subscribers = list(self._subscribers.get(session_id, ()))
                 if session_id in self._heads:
                     self._heads[session_id] = max(self._heads[session_id], event["seq"])
             for subscriber in subscribers:
                 subscriber._deliver(event)
-        return event
 
     def subscribe(self, session_id: str, since: int | None = None) -> Subscription:
         """Events of ``session_id`` from now on; with ``since``, the stored ones after it first.

@@ -30,14 +30,16 @@ from sqlalchemy.exc import IntegrityError
 from nini.errors import ErrorCode, NiniError
 from nini.history.engine import (
     constraint_kind,
+    database_advice,
+    database_name,
     db_errors,
+    driver_errors,
     open_engine,
-    shown_path,
-    sqlite_path,
     unusable_file_errors,
 )
 from nini.history.commit import GroupCommit
 from nini.history.driver import Transaction
+from nini.history.pending import PendingEnd, PendingEnds
 from nini.history.values import (
     all_rows,
     check_fields,
@@ -89,6 +91,9 @@ ARTIFACT_FIELDS = ("execution_id", "name", "path", "format", "kind", "size_bytes
 # INSERT ... ON CONFLICT DO NOTHING, by dialect (the two backends nini supports).
 INSERT_OR_NOTHING = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 ORPHANED = "interrupted: the process running it ended before it could record the call's end"
+# The failures of the database itself: a call's end they refuse is kept and written later (pending.py).
+UNAVAILABLE = (ErrorCode.DB_ERROR, ErrorCode.NO_SPACE)
+Events = Sequence[tuple[str, Any]]
 
 
 class HistoryStore:
@@ -102,8 +107,8 @@ class HistoryStore:
         An existing file that is not a readable database is a DB_ERROR, never replaced.
         """
         self.engine = open_engine(url, busy_timeout_ms=busy_timeout_ms, home=home)
-        path = sqlite_path(self.engine.url)
-        shown = shown_path(path, home) if path is not None else "(NINI_DATABASE_URL)"
+        shown = database_name(self.engine.url, home)
+        self._naming = (shown, database_advice(self.engine.url))  # for DB_ERROR messages
         # SQLite has one writer at a time; other backends lock the rows they read to write
         self._row_locks = self.engine.dialect.name != "sqlite"
         self._host = socket.gethostname()
@@ -111,10 +116,12 @@ class HistoryStore:
         self._last_time = datetime.min.replace(tzinfo=UTC)
         self._writer: ThreadPoolExecutor | None = None
         self._writer_lock = threading.Lock()
-        self._commits = GroupCommit(self.engine)
-        self._started: dict[str, str] = {}  # started_at of the calls this store started and has not ended
+        self._commits = GroupCommit(self.engine, database=shown, advice=self._naming[1])
+        # (started_at, session_id) of the calls this store started and has not ended
+        self._started: dict[str, tuple[str, str]] = {}
+        self._pending = PendingEnds(self._write_pending)
         try:
-            with db_errors(), unusable_file_errors(shown):
+            with db_errors(*self._naming), unusable_file_errors(shown):
                 migrate(self.engine, shown)
             self._mark_orphans()
         except BaseException:
@@ -131,6 +138,7 @@ class HistoryStore:
             writer, self._writer = self._writer, None
         if writer is not None:
             writer.shutdown(wait=True)
+        self._pending.close()
         self._commits.close()
         self.engine.dispose()
 
@@ -164,7 +172,7 @@ class HistoryStore:
         row = {"id": session_id or new_id("s"), "title": title, "created_at": now, "updated_at": now,
                "metadata": metadata, "owner": owner}
         try:
-            with self._commits.exclusive() as conn:
+            with self.writing() as conn:
                 return one_row(conn.execute(sessions.insert().returning(*sessions.c), row))
         except IntegrityError as exc:
             raise refused(exc, f"session {row['id']}") from None
@@ -183,7 +191,7 @@ class HistoryStore:
         row = {"id": session_id, "title": title, "created_at": now, "updated_at": now, "metadata": metadata,
                "owner": owner}
         insert = INSERT_OR_NOTHING[self.engine.dialect.name](sessions).on_conflict_do_nothing(index_elements=["id"])
-        with self._commits.exclusive() as conn:
+        with self.writing() as conn:
             conn.execute(insert, row)
             return dict(conn.execute(sa.select(sessions).where(sessions.c.id == session_id)).one()._mapping)
 
@@ -220,7 +228,7 @@ class HistoryStore:
     def touch_session(self, session_id: str) -> dict[str, Any]:
         """Set ``updated_at`` to now."""
         query = sessions.update().where(sessions.c.id == session_id).values(updated_at=self._now())
-        with self._commits.exclusive() as conn:
+        with self.writing() as conn:
             row = conn.execute(query.returning(*sessions.c)).first()
         if row is None:
             raise no_session(session_id)
@@ -241,7 +249,7 @@ class HistoryStore:
         row = {"session_id": session_id, "turn_id": turn_id, "role": role, "content": content,
                "tool_call_id": tool_call_id, "metadata": metadata, "created_at": self._now()}
         try:
-            return self._commits.run(lambda tx: tx.one(ADD_MESSAGE, row))
+            return self._run(session_id, lambda tx: tx.one(ADD_MESSAGE, row))
         except IntegrityError as exc:
             raise refused(exc, "the message", missing=no_session(session_id)) from None
 
@@ -259,19 +267,27 @@ class HistoryStore:
         *,
         turn_id: str | None = None,
         call_id: str | None = None,
+        events: Events = (),
     ) -> dict[str, Any]:
-        """Record a call as ``running``, owned by this process (see ``_mark_orphans``)."""
+        """Record a call as ``running``, owned by this process (see ``_mark_orphans``), with
+        ``events`` ((type, data) of this call, e.g. ``tool_call``) in the same transaction: a
+        call is never recorded without them. The stored events are the result's ``events``."""
         row = {"id": call_id or new_id("c"), "session_id": session_id, "turn_id": turn_id, "tool_name": tool_name,
                "arguments": arguments, "status": "running", "started_at": self._now(),
                "owner": f"{self._host}:{os.getpid()}"}
+
+        def record(tx: Transaction) -> list[dict[str, Any]]:
+            tx.execute(START_CALL, row)
+            return self._add_events(tx, row, events)
+
         try:
-            self._commits.run(lambda tx: tx.execute(START_CALL, row))
+            stored = self._run(session_id, record)
         except IntegrityError as exc:
             raise refused(exc, f"tool call {row['id']}", missing=no_session(session_id)) from None
         if len(self._started) > MAX_STARTED:  # calls ended through another store: forget the oldest
             self._started.pop(next(iter(self._started)), None)
-        self._started[row["id"]] = row["started_at"]
-        return {**CALL_DEFAULTS, **row, "arguments": as_stored(arguments)}
+        self._started[row["id"]] = (row["started_at"], session_id)
+        return {**CALL_DEFAULTS, **row, "arguments": as_stored(arguments), "events": stored}
 
     def finish_tool_call(
         self,
@@ -284,15 +300,24 @@ class HistoryStore:
         execution: dict[str, Any] | None = None,
         artifacts: Iterable[dict[str, Any]] = (),
         datasets: Iterable[dict[str, Any]] = (),
+        events: Callable[[dict[str, Any]], Events] | None = None,
     ) -> dict[str, Any]:
         """End a running call and record what it produced, all in one transaction.
+
+        ``events(call)`` gives the events that close the call ((type, data), e.g. ``tool_result``),
+        from the call as recorded (its status, ``duration_ms``, ``execution``); they are stored in
+        the same transaction (the result's ``events``), so a call never ends without them. It may
+        run more than once (see commit.py). When the database cannot take the end (DB_ERROR,
+        NO_SPACE), that error is raised and the end is kept and written later as ``failed`` with
+        that code (pending.py), with ``events`` of that record: its ``unrecorded`` is the error
+        (None otherwise) and its ``execution`` None.
 
         ``execution`` is an executions row (``id`` defaults to "x" + 12 hex, ``tool_call_id`` to
         this call); ``artifacts`` and ``datasets`` rows default their execution id to it. A
         dataset saved again under the same name replaces the old row. Returns the call with
         ``execution`` (the stored row, or None) and ``superseded_files``: the files the replaced
-        dataset rows named, which no record names any more (the caller may remove them). Either everything is recorded or nothing is,
-        and the call stays ``running``.
+        dataset rows named, which no record names any more (the caller may remove them). Either
+        everything is recorded or nothing is.
         """
         if status not in FINISHED_STATUSES:
             raise NiniError(ErrorCode.INVALID_ARGUMENT,
@@ -303,8 +328,8 @@ class HistoryStore:
         check_fields("dataset", dataset_rows, DATASET_FIELDS)
 
         def record(tx: Transaction) -> tuple[dict[str, Any], dict[str, Any] | None, list[str | None]]:
-            call = self._end_call(tx, call_id, status=status, error_code=error_code, result=result,
-                                  result_summary=result_summary)
+            call = self._end_call(tx, call_id, dict(status=status, error_code=error_code, result=result,
+                                                    result_summary=result_summary))
             session_id, now = call["session_id"], call["ended_at"]
             stored = None
             if execution:
@@ -321,20 +346,22 @@ class HistoryStore:
                 ])
             superseded = [upsert_dataset(tx, session_id, {"source_execution_id": source, **dataset}, now)
                           for dataset in dataset_rows]
-            return call, stored, superseded
+            closing = events({**call, "execution": stored, "unrecorded": None}) if events else ()
+            return {**call, "execution": stored, "events": self._add_events(tx, call, closing)}, superseded
 
         execution_id = new_id("x")  # chosen once: the write may run twice (see commit.py)
+        started = self._started.get(call_id)
         try:
-            call, stored, superseded = self._commits.run(record)
+            call, superseded = self._run(started[1] if started else None, record)
             self._started.pop(call_id, None)
         except IntegrityError as exc:
             raise refused(exc, f"a record of tool call {call_id}") from None
         except NiniError as exc:
-            if exc.code in (ErrorCode.DB_ERROR, ErrorCode.NO_SPACE):  # the database could not take the record
-                self._end_as_failed(call_id, exc)
+            if exc.code in UNAVAILABLE:
+                self._end_later(call_id, exc, events)
             raise
         kept = {dataset.get("path") for dataset in dataset_rows}
-        return {**call, "execution": stored, "superseded_files": [p for p in superseded if p and p not in kept]}
+        return {**call, "superseded_files": [p for p in superseded if p and p not in kept]}
 
     def get_tool_call(self, call_id: str) -> dict[str, Any]:
         return self._get(tool_calls, call_id, "tool call")
@@ -372,7 +399,7 @@ class HistoryStore:
             .where(executions.c.id == execution_id, executions.c.rolled_back_at.is_(None))
             .values(rolled_back_at=self._now())
         )
-        with self._commits.exclusive() as conn:
+        with self.writing() as conn:
             conn.execute(query)
         return self.get_execution(execution_id)
 
@@ -414,7 +441,8 @@ class HistoryStore:
         """
         for attempt in range(EVENT_RETRIES):
             try:
-                return self._commits.run(lambda tx: self._add_event(tx, session_id, type, data, turn_id, tool_call_id))
+                return self._run(session_id,
+                                 lambda tx: self._add_event(tx, session_id, type, data, turn_id, tool_call_id))
             except IntegrityError as exc:
                 if constraint_kind(exc) != "unique" or attempt == EVENT_RETRIES - 1:
                     raise refused(exc, "the event", missing=no_session(session_id)) from None
@@ -441,18 +469,24 @@ class HistoryStore:
             tx.execute(NOTIFY_EVENT, {"payload": f"{session_id}:{seq}"})
         return event
 
-    def _end_call(self, tx: Transaction, call_id: str, **values: Any) -> dict[str, Any]:
-        """End a running call: one UPDATE when this store started it (it knows the start time),
-        else a read of the start time first. NOT_FOUND or CONFLICT when it is not running."""
+    def _add_events(self, tx: Transaction, call: dict[str, Any], events: Events) -> list[dict[str, Any]]:
+        """Store ``events`` of tool call ``call`` (with its session and turn ids), in order."""
+        return [self._add_event(tx, call["session_id"], type_, data, call["turn_id"], call["id"])
+                for type_, data in events]  # fmt: skip
+
+    def _end_call(self, tx: Transaction, call_id: str, values: dict[str, Any]) -> dict[str, Any]:
+        """End a running call with ``values`` (at ``values["ended_at"]`` if given, else now): one
+        UPDATE when this store started it (it knows the start time), else a read of the start
+        time first. NOT_FOUND or CONFLICT when it is not running."""
         found = None
-        started = self._started.get(call_id)
+        started = (self._started.get(call_id) or (None,))[0]
         if started is None:
             found = tx.first(CALL_STATE, {"call_id": call_id})
             started = found["started_at"] if found is not None and found["status"] == "running" else None
         if started is not None:
-            now = self._now()
-            values.update(call_id=call_id, ended_at=now, duration_ms=ms_between(started, now))
-            ended = tx.first(END_CALL, values)
+            now = values.get("ended_at") or self._now()
+            ended = tx.first(END_CALL, {**values, "call_id": call_id, "ended_at": now,
+                                        "duration_ms": ms_between(started, now)})  # fmt: skip
             if ended is not None:
                 return ended
             found = tx.first(CALL_STATE, {"call_id": call_id})  # another writer ended it meanwhile
@@ -461,19 +495,39 @@ class HistoryStore:
         raise NiniError(ErrorCode.CONFLICT, f"tool call {call_id} is already {found['status']}",
                         {"tool_call_id": call_id, "status": found["status"]})
 
-    def _end_as_failed(self, call_id: str, error: NiniError) -> None:
-        """End a call whose record could not be written as ``failed`` with DB_ERROR, and nothing else.
-
-        The full record is what did not fit (a full disk, a big result): this write is a few bytes
-        in pages the call's row already has, so it usually succeeds where that one failed. If it
-        fails too, the call stays ``running`` and the next open marks it ``interrupted``.
-        """
+    def _end_later(self, call_id: str, error: NiniError, events: Callable[[dict[str, Any]], Events] | None) -> None:
+        """Keep the end of a call whose record the database could not take: ``failed`` with the
+        error's code, at the time it ended, with its closing events. Written at once if the
+        database takes this smaller write (a few bytes in pages the call's row has), else once it
+        is back (pending.py): the call does not stay ``running``."""
+        known = self._started.get(call_id)
+        ended_at = self._now()
+        values = {"status": "failed", "error_code": error.code.value, "result": {"error": error.to_dict()},
+                  "result_summary": f"not recorded: {error.message}", "ended_at": ended_at}
+        call = {**values, "id": call_id, "session_id": known[1] if known else None, "execution": None,
+                "duration_ms": ms_between(known[0], ended_at) if known else None, "unrecorded": error.to_dict()}
+        self._pending.keep(PendingEnd(call_id, call["session_id"], values, list(events(call)) if events else []))
         try:
-            self._commits.run(lambda tx: self._end_call(
-                tx, call_id, status="failed", error_code=error.code.value, result={"error": error.to_dict()},
-                result_summary=f"not recorded: {error.message}"))
+            self._pending.write()
         except NiniError as again:
-            log.warning("tool call %s could not be ended either: %s", call_id, again.message)
+            log.warning("tool call %s could not be ended either; its end is written once the database is back: %s",
+                        call_id, again.message)
+
+    def _write_pending(self, end: PendingEnd) -> None:
+        """Write a kept end and its events in one transaction; an end that is no longer needed (the
+        call was ended meanwhile, or is gone) is dropped. Database failures are raised."""
+        def record(tx: Transaction) -> None:
+            self._add_events(tx, self._end_call(tx, end.call_id, end.values), end.events)
+
+        try:
+            self._commits.run(record)
+        except NiniError as exc:
+            if exc.code in UNAVAILABLE:
+                raise
+            log.info("the kept end of tool call %s is not written: %s", end.call_id, exc.message)
+        except IntegrityError as exc:
+            log.warning("the kept end of tool call %s cannot be written (%s)", end.call_id, constraint_kind(exc))
+        self._started.pop(end.call_id, None)
 
     def _mark_orphans(self) -> None:
         """Calls left ``running`` by a dead process on this host become ``interrupted``.
@@ -511,15 +565,30 @@ class HistoryStore:
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
-        with db_errors(), self.engine.connect() as conn:
+        with db_errors(*self._naming), self.engine.connect() as conn:
             yield conn
 
     # For the tables other parts own (preferences): a read connection and a write transaction, with
     # the same error mapping (DB_ERROR) and write connection as the store's own statements.
     reading = _read
 
+    @contextmanager
+    def failures(self) -> Iterator[None]:
+        """Database failures as ``NiniError`` naming this database, for code on a driver connection
+        of its own (the events watcher's LISTEN, watch.py)."""
+        with db_errors(*self._naming), driver_errors(self.engine.dialect):
+            yield
+
     def writing(self) -> AbstractContextManager[Connection]:
+        """A write transaction of its own (``GroupCommit.exclusive``), after the kept call ends."""
+        self._pending.before_write(None)
         return self._commits.exclusive()
+
+    def _run(self, session_id: str | None, work: Callable[[Transaction], T]) -> T:
+        """A grouped write (``GroupCommit.run``) of session ``session_id``, after the call ends
+        kept for the database: a session's events never come before the end it still owes."""
+        self._pending.before_write(session_id)
+        return self._commits.run(work)
 
     def _now(self) -> str:
         """ISO-8601 UTC, strictly increasing within this store.

@@ -1,10 +1,12 @@
 """``invoke``: the one path every skill call takes (agent, REST, CLI, notebook magics alike).
 
-Order, always: record the tool call, publish ``tool_call``, validate, run, record the result in
-one transaction (with the execution, artifacts and datasets of a code skill), publish
-``code_execution`` (code skills), the skill's own events (``ToolOutput.events``), then
-``tool_result``. Whatever happens in between (a bad argument, a skill that raises, a cancelled
-task) the call ends with a recorded result and is never left running.
+Order, always: record the tool call with its ``tool_call`` event, validate, run, record the
+result in one transaction with the execution, artifacts and datasets of a code skill and the
+events that close the call: ``code_execution`` (code skills), the skill's own events
+(``ToolOutput.events``), then ``tool_result``; then hand the stored events to live subscribers.
+Whatever happens in between (a bad argument, a skill that raises, a cancelled task, a database
+that cannot take the end: the store writes it later, see history/pending.py) the call ends with a
+recorded result and its ``tool_result``, and is never left running.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from nini.errors import ErrorCode, NiniError
+from nini.limits import Limits, check_arguments, recordable
 from nini.fsutil import no_space, out_of_space
 from nini.redact import redact_paths
 from nini.skills.function import FunctionSkill
@@ -94,13 +97,12 @@ def _markdown_definition(session: Session, name: str) -> ToolOutput:
 
 
 def _start(session: Session, name: str, arguments: dict[str, Any], turn_id: str | None) -> str:
-    """Record the tool call and publish ``tool_call`` (on a store thread); the call's id."""
-    call_id = session.store.start_tool_call(session.id, name, arguments, turn_id=turn_id)["id"]
+    """Record the tool call with its ``tool_call`` event and publish it (on a store thread); the call's id."""
     where = _where(session, name)  # a code step's badge says where it runs from its start
-    session.events.publish(session.id, "tool_call", {"name": name, "arguments": arguments,
-                                                     **({"isolation": where} if where else {})},
-                           turn_id=turn_id, tool_call_id=call_id)  # fmt: skip
-    return call_id
+    data = {"name": name, "arguments": arguments, **({"isolation": where} if where else {})}
+    call = session.store.start_tool_call(session.id, name, arguments, turn_id=turn_id, events=[("tool_call", data)])
+    session.events.announce(call["events"])
+    return call["id"]
 
 
 async def _finish(session: Session, call_id: str, name: str, turn_id: str | None, output: ToolOutput) -> ToolResult:
@@ -113,11 +115,25 @@ async def _finish(session: Session, call_id: str, name: str, turn_id: str | None
 
 def _end(session: Session, call_id: str, name: str, turn_id: str | None, output: ToolOutput,
          execution: dict[str, Any] | None) -> str | None:  # fmt: skip
-    """Record the result (one transaction), remove the files it made obsolete, publish
-    ``code_execution``, the skill's events and ``tool_result`` (on a store thread); the execution's id."""
-    store, events = session.store, session.events
+    """Record the result with ``code_execution``, the skill's events and ``tool_result`` (one
+    transaction), remove the files it made obsolete, publish the events (on a store thread); the
+    execution's id."""
+    def closing(call: dict[str, Any]) -> list[tuple[str, Any]]:
+        """The events that close the call, as recorded (a pure function: it may run twice)."""
+        if call["unrecorded"]:  # the database could not take the record: the call ends failed, with only this
+            return [("tool_result", {"name": name, "success": False, "error": call["unrecorded"],
+                                     "duration_ms": call["duration_ms"]})]  # fmt: skip
+        events: list[tuple[str, Any]] = []
+        # code_execution comes before tool_result: a viewer can treat tool_result as "this call is over"
+        if execution is not None:
+            events.append(("code_execution", _execution_event(execution, (call["execution"] or {}).get("id"), output)))
+        events += output.events
+        events.append(("tool_result", {"name": name, "success": output.success, "error": output.error,
+                                       "duration_ms": call["duration_ms"]}))  # fmt: skip
+        return events
+
     try:
-        finished = store.finish_tool_call(
+        finished = session.store.finish_tool_call(
             call_id,
             status="succeeded" if output.success else "failed",
             error_code=(output.error or {}).get("code") if not output.success else None,
@@ -126,6 +142,7 @@ def _end(session: Session, call_id: str, name: str, turn_id: str | None, output:
             execution=execution,
             artifacts=output.artifacts,
             datasets=output.datasets,
+            events=closing,
         )
     except BaseException:
         _remove_unrecorded(session, output)  # no record will name what this run wrote
@@ -133,17 +150,8 @@ def _end(session: Session, call_id: str, name: str, turn_id: str | None, output:
     _remove_superseded(session, finished.get("superseded_files") or [])
     if output.pending_file:
         _remove_quietly(session, output.pending_file)  # its charts are recorded now
-    execution_id = (finished.get("execution") or {}).get("id")
-    published = []
-    # code_execution comes before tool_result: a viewer can treat tool_result as "this call is over"
-    if execution is not None:
-        published.append(("code_execution", _execution_event(execution, execution_id, output)))
-    published += output.events
-    published.append(("tool_result", {"name": name, "success": output.success, "error": output.error,
-                                      "duration_ms": finished.get("duration_ms")}))  # fmt: skip
-    for type_, data in published:
-        events.publish(session.id, type_, data, turn_id=turn_id, tool_call_id=call_id)
-    return execution_id
+    session.events.announce(finished["events"])
+    return (finished.get("execution") or {}).get("id")
 
 
 def _where(session: Session, name: str) -> str | None:
