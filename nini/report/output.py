@@ -27,6 +27,7 @@ from typing import Any
 
 from nini.errors import ErrorCode, NiniError
 from nini.execution.workspace_fs import RootedDir
+from nini.fsutil import no_space, out_of_space
 from nini.report.model import ChartFile, ReportInput
 
 FORMATS = ("md", "html", "ipynb", "pdf")
@@ -95,6 +96,8 @@ def _target(folder: Path, within: RootedDir | None) -> tuple[RootedDir, str]:
     try:
         folder.mkdir(parents=True, exist_ok=True)  # a folder the user named: made as they name it
     except OSError as exc:
+        if out_of_space(exc):
+            raise no_space("the report folder") from None
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"cannot create the report folder {folder}: {exc.strerror}") from None
     return RootedDir(folder, label="the report folder"), ""
 
@@ -176,6 +179,8 @@ def _join(subdir: str, name: str) -> str:
 
 
 def _write_error(path: Path, exc: OSError) -> NiniError:
+    if out_of_space(exc):
+        return no_space(f"the report file {path.name}")
     return NiniError(ErrorCode.INTERNAL, f"could not write the report file {path.name}: {exc.strerror or exc}")
 
 
