@@ -96,9 +96,9 @@ class Culler:
         return min(self.interval_s, self.idle_s) if self.idle_s > 0 else self.interval_s
 
     def watch(self) -> None:
-        """Sweep periodically on the running loop from now on (once; nothing when idle culling is off).
-        Called as a process starts: a pool that never starts one costs no task."""
-        if self._task is None and not self._closed and self.idle_s > 0:
+        """Sweep periodically on the running loop from now on (once; nothing when neither culling nor
+        the cap is on). Called as a process starts: a pool that never starts one costs no task."""
+        if self._task is None and not self._closed and (self.idle_s > 0 or self.cap > 0):
             self._task = asyncio.get_running_loop().create_task(self._sweep_forever(), name=f"nini-cull-{self.kind}")
 
     async def sweep(self) -> list[str]:

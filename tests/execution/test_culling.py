@@ -6,6 +6,7 @@ one is never culled. Every wait is on a condition, with a generous deadline."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,17 @@ def all_gone(processes: list[psutil.Process]) -> bool:
     return not psutil.pid_exists(processes[0].pid) and all(ended(p) for p in processes[1:])
 
 
+def open_descriptors() -> list[str]:
+    """What this process's open descriptors point at (sockets, pipes, files), sorted."""
+    found = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            found.append(os.readlink(fd))
+        except OSError:  # the listing's own descriptor, closed by now
+            pass
+    return sorted(found)
+
+
 def test_an_idle_kernel_goes_and_the_next_run_starts_a_new_one_that_says_so(idle_pool: Kernels) -> None:
     kernels, pool, session = idle_pool, idle_pool.pool, new_session()
     told: list[dict[str, Any]] = []
@@ -97,12 +109,14 @@ def test_an_idle_kernel_goes_and_the_next_run_starts_a_new_one_that_says_so(idle
     pid = pool.kernel_info(session)["pid"]
     processes = processes_of(pid)
     assert len(processes) >= 2 if pool.sandbox_mode == "bwrap" else processes
-    runtime_dir = pool._kernels[session].runtime_dir
+    runtime_dir, group = pool._kernels[session].runtime_dir, pool._kernels[session].group
     assert runtime_dir is not None and runtime_dir.is_dir()
 
     kernels.wait(until(lambda: pool.kernel_info(session) is None and all_gone(processes), "the idle kernel culled"))
     assert not runtime_dir.exists()  # its connection file, ipc sockets and log went with it
+    assert group is None or not any(path.exists() for path in group.paths)  # its cgroup, where it had one
     assert pool.live_count() == 0
+    descriptors = open_descriptors()
 
     after = kernels.run("print(x)", session)
     assert not after.success and after.error["ename"] == "NameError"
@@ -113,6 +127,10 @@ def test_an_idle_kernel_goes_and_the_next_run_starts_a_new_one_that_says_so(idle
     assert pool.kernel_info(session)["pid"] != pid
     again = kernels.run("print(open('kept.txt').read())", session)  # the workspace stayed; said once only
     assert again.success and again.stdout == "still here\n" and "nini:" not in again.stderr
+    # a second kernel started and culled leaves this process holding what it held after the first:
+    # its sockets (zmq contexts included) and files are closed, not leaked one set per kernel
+    kernels.wait(until(lambda: pool.kernel_info(session) is None, "the second kernel culled"))
+    assert open_descriptors() == descriptors
 
 
 def test_the_cap_shuts_the_least_recently_used_kernel_down_first(capped_pool: Kernels) -> None:
@@ -168,6 +186,31 @@ def test_a_busy_kernel_is_never_culled(busy_pool: Kernels) -> None:
     assert pool.kernel_info(busy)["pid"] == pid and pool.kernel_info(busy)["restarts"] == 0
 
 
+@pytest.fixture
+def one_kernel_pool(loop: asyncio.AbstractEventLoop, tmp_path: Path) -> Iterator[Kernels]:
+    yield from make_pool(loop, tmp_path, cull_idle_seconds=0, max_live_kernels=1)
+
+
+def test_over_the_cap_while_all_are_busy_a_kernel_starts_anyway_and_the_cap_comes_back(one_kernel_pool: Kernels) -> None:
+    kernels, pool = one_kernel_pool, one_kernel_pool.pool
+    busy, other = new_session(), new_session()
+    workspace = kernels.workspace(busy)
+
+    async def scenario() -> None:
+        wait_for_go = "import os, time\nwhile not os.path.exists('go'):\n    time.sleep(0.05)\nresult = 1"
+        long_run = asyncio.ensure_future(pool.run(busy, workspace, CodeRequest(wait_for_go, timeout_s=DEADLINE_S * 2)))
+        await until(lambda: pool.live_count() == 1 and busy not in pool.idle_sessions(), "the long run started")
+        outcome = await pool.run(other, kernels.workspace(other), CodeRequest("y = 1"))  # the cap's one is busy
+        assert outcome.success and pool.live_count() == 2
+        (workspace.root / "go").touch()
+        assert (await long_run).success
+        # both idle now: the periodic sweep brings the pool back under its cap, the least recently used first
+        await until(lambda: pool.live_count() == 1, "the cap restored")
+        assert pool.kernel_info(other) is None and pool.kernel_info(busy) is not None
+
+    kernels.wait(scenario())
+
+
 @needs_r
 def test_an_idle_r_worker_goes_and_the_next_run_says_so(loop: asyncio.AbstractEventLoop, tmp_path: Path) -> None:
     settings = Settings(execution={"cull_idle_seconds": 1, "cull_interval_seconds": 0.2}, r={"max_live_workers": 0},
@@ -214,5 +257,41 @@ def test_the_r_cap_shuts_the_least_recently_used_worker_down(loop: asyncio.Abstr
         assert back["result"] is False
         assert back["stderr"].startswith("nini: the session's R worker was shut down to make room for another "
                                          "session's (at most 1 run at once on this server, r.max_live_workers)")
+    finally:
+        loop.run_until_complete(pool.aclose())
+
+
+@needs_r
+def test_a_busy_r_worker_is_never_culled(loop: asyncio.AbstractEventLoop, tmp_path: Path) -> None:
+    settings = Settings(execution={"cull_idle_seconds": 1, "cull_interval_seconds": 0.2}, r={"max_live_workers": 0},
+                        ui={"language": "en"})  # fmt: skip
+    pool = new_worker_pool(settings, sandbox_uid)
+    busy, other = new_session(), new_session()
+
+    def workspace(session: str) -> Path:
+        folder = tmp_path / "sessions" / session / "workspace"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    async def scenario() -> dict[str, Any]:
+        assert (await pool.run(busy, workspace(busy), {"code": "x <- 'kept'"}))["success"]
+        pid = pool.worker_info(busy)["pid"]
+        waiting = "while (!file.exists('go')) Sys.sleep(0.05)\nresult <- x"
+        long_run = asyncio.ensure_future(pool.run(busy, workspace(busy), {"code": waiting, "timeout_s": DEADLINE_S * 2}))
+        await until(lambda: busy not in pool.idle_sessions(), "the long run started")
+        assert (await pool.run(other, workspace(other), {"code": "y <- 1"}))["success"]
+        # other was used after the long run started: once it is culled, the busy worker was past the
+        # idle timeout in that sweep too, and stayed
+        await until(lambda: pool.worker_info(other) is None, "the idle worker culled")
+        assert pool.worker_info(busy)["pid"] == pid
+        (workspace(busy) / "go").touch()
+        result = await long_run
+        assert pool.worker_info(busy)["pid"] == pid
+        return result
+
+    try:
+        result = loop.run_until_complete(scenario())
+        assert result["success"], result["error"]
+        assert result["result"] == "kept" and "nini:" not in result["stderr"]
     finally:
         loop.run_until_complete(pool.aclose())
