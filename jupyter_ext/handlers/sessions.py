@@ -10,6 +10,7 @@ from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
 from jupyter_ext.handlers.bodies import NewSessionBody, RenameBody, check_id
+from nini.errors import ErrorCode, NiniError
 from nini.history.export import FORMATS, export_session
 from nini.owners import Viewer
 
@@ -77,6 +78,19 @@ class ToolCallsHandler(NiniHandler):
         self.reply(await self.read(self.runtime.store.list_tool_calls, session_id))
 
 
+class ToolCallHandler(NiniHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, session_id: str, call_id: str) -> None:
+        """One tool call of the session, its arguments whole: the code of a step whose ``tool_call``
+        event carried only its start (``code_chars``: ``invoke.event_arguments``)."""
+        await self.session(session_id)
+        call = await self.read(self.runtime.store.get_tool_call, check_id("call_id", call_id))
+        if call["session_id"] != session_id:  # word for word as a missing call: no id of another session leaks
+            raise NiniError(ErrorCode.NOT_FOUND, f"no tool call {call_id}", {"id": call_id})
+        self.reply(call)
+
+
 class ExecutionsHandler(NiniHandler):
     @web.authenticated
     @authorized
@@ -113,6 +127,7 @@ handlers = [
     (r"/nini/api/sessions", SessionsHandler),
     (SESSION, SessionHandler),
     (SESSION + r"/tool-calls", ToolCallsHandler),
+    (SESSION + r"/tool-calls/([^/]+)", ToolCallHandler),
     (SESSION + r"/executions", ExecutionsHandler),
     (SESSION + r"/export", ExportHandler),
 ]

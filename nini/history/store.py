@@ -28,6 +28,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from nini.errors import ErrorCode, NiniError
+from nini.history.code_ref import executions_query, referenced, resolved
 from nini.history.engine import (
     constraint_kind,
     database_advice,
@@ -335,7 +336,8 @@ class HistoryStore:
             if execution:
                 row = {"tool_name": call["tool_name"], "tool_call_id": call_id, **execution,
                        "id": execution.get("id") or execution_id, "session_id": session_id, "created_at": now}
-                stored = tx.one(ADD_EXECUTION, row)
+                # the code once: the call's arguments hold it (code_ref.py)
+                stored = {**tx.one(ADD_EXECUTION, referenced(row, call.get("arguments"))), "code": row.get("code")}
             source = stored["id"] if stored else None
             if artifact_rows:
                 # every row gets every key: an executemany needs the same keys in each row
@@ -380,14 +382,17 @@ class HistoryStore:
     ) -> list[dict[str, Any]]:
         """In the order they were recorded; only ``language`` ("python" or "r") if given; only the
         columns ``fields`` if given (a scan for labels need not load every output)."""
-        columns = [executions.c[name] for name in fields] if fields is not None else [executions]
-        query = sa.select(*columns).where(executions.c.session_id == session_id)
+        query = executions_query(fields).where(executions.c.session_id == session_id)
         if language is not None:
             query = query.where(executions.c.language == language)
-        return self._list(query.order_by(executions.c.created_at, executions.c.id))
+        return resolved(self._list(query.order_by(executions.c.created_at, executions.c.id)))
 
     def get_execution(self, execution_id: str) -> dict[str, Any]:
-        return self._get(executions, execution_id, "execution")
+        """The execution's row, its code read from its call when stored there (code_ref.py)."""
+        rows = resolved(self._list(executions_query().where(executions.c.id == execution_id)))
+        if not rows:
+            raise NiniError(ErrorCode.NOT_FOUND, f"no execution {execution_id}", {"id": execution_id})
+        return rows[0]
 
     def mark_rolled_back(self, execution_id: str) -> dict[str, Any]:
         """Mark an execution as undone: reports leave it and its charts out. Returns the row.

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from nini.session import Session
 
 log = logging.getLogger("nini.skills.invoke")
+EVENT_CODE_CHARS = 65_536  # a step's code in its tool_call event; a viewer reads longer code from the call's record
 
 
 async def invoke(session: Session, name: str, arguments: dict[str, Any] | None, *, turn_id: str | None = None) -> ToolResult:
@@ -36,10 +37,18 @@ async def invoke(session: Session, name: str, arguments: dict[str, Any] | None, 
 
     Errors a caller can cause (unknown skill, bad arguments, the skill's own NiniError) come back
     as a failed ``ToolResult`` with a stable code, not as an exception: the model sees them and
-    can correct itself. Only cancellation propagates (after its result is recorded).
+    can correct itself. Only cancellation propagates (after its result is recorded). Code or a
+    label over its cap (``nini.limits``) is refused before it is run or stored: the call's record
+    keeps a line saying how long it was, not the text.
     """
     store = session.store
     arguments = arguments if isinstance(arguments, dict) else {"(arguments)": arguments}
+    limits = Limits.of(session.settings)
+    try:  # code, a label over its cap, or a lone surrogate: refused before it is stored, run or sent anywhere
+        check_arguments(arguments, limits)
+    except NiniError as exc:
+        call_id = await store.call(_start, session, name, recordable(arguments, limits), turn_id)
+        return await _finish(session, call_id, name, turn_id, ToolOutput(result=None, success=False, error=exc.to_dict()))
     call_id = await store.call(_start, session, name, arguments, turn_id)
     try:
         output = await _run(session, name, arguments)
@@ -96,10 +105,21 @@ def _markdown_definition(session: Session, name: str) -> ToolOutput:
 # hand-over and a wake-up of the event loop (~0.3 ms on a loaded machine; one per row was five).
 
 
+def event_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The ``tool_call`` event's ``arguments``: the call's, with code longer than ``EVENT_CODE_CHARS``
+    cut to its start and ``code_chars`` saying how long it is (the tool call's record keeps it whole,
+    ``GET /nini/api/sessions/ID/tool-calls/CALL``): every watcher gets each event, and the events
+    table keeps it too, so a long code is stored and sent once, not three times."""
+    code = arguments.get("code")
+    if not isinstance(code, str) or len(code) <= EVENT_CODE_CHARS:
+        return {"arguments": arguments}
+    return {"arguments": {**arguments, "code": code[:EVENT_CODE_CHARS]}, "code_chars": len(code)}
+
+
 def _start(session: Session, name: str, arguments: dict[str, Any], turn_id: str | None) -> str:
     """Record the tool call with its ``tool_call`` event and publish it (on a store thread); the call's id."""
     where = _where(session, name)  # a code step's badge says where it runs from its start
-    data = {"name": name, "arguments": arguments, **({"isolation": where} if where else {})}
+    data = {"name": name, **event_arguments(arguments), **({"isolation": where} if where else {})}
     call = session.store.start_tool_call(session.id, name, arguments, turn_id=turn_id, events=[("tool_call", data)])
     session.events.announce(call["events"])
     return call["id"]

@@ -171,6 +171,11 @@ export class NiniApi {
   }
 
   /** Delete a session of yours for good (CONFLICT while it runs). */
+  /** One tool call of a session with its arguments whole (a long step's code: its event carried its start). */
+  toolCall(sessionId: string, callId: string): Promise<{ id: string; arguments: Record<string, any> | null }> {
+    return this.request(`sessions/${encodeURIComponent(sessionId)}/tool-calls/${encodeURIComponent(callId)}`);
+  }
+
   deleteSession(sessionId: string): Promise<{ deleted: string }> {
     return this.send('DELETE', `sessions/${encodeURIComponent(sessionId)}`);
   }

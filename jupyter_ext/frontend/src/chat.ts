@@ -85,7 +85,11 @@ export class ChatView extends Widget {
       onApproval: (id, decision) => void this.decide(id, decision),
       onProposal: (proposal, decision, run) => void this.decideProposal(proposal, decision, run),
       feedback: turnId => feedbackControl(this.options.api, turnId, 'answer'),
-      notebooks: options.notebooks
+      notebooks: options.notebooks,
+      wholeCode: async callId => {
+        const call = await options.api.toolCall(this.sessionId ?? '', callId);
+        return typeof call.arguments?.code === 'string' ? call.arguments.code : null;
+      }
     };
     this.pending = new PendingCells(options.notebooks, this.context.onProposal!);
     this.noModel = new NoModelCard(options.api, options.openModels ?? (() => undefined));

@@ -44,6 +44,7 @@ export interface StepItem {
   label: string;
   language: 'python' | 'r' | null;
   code: string | null;
+  codeChars: number | null; // the whole code's length when the event carried only its start (else null)
   status: StepStatus;
   durationMs: number | null;
   error: { code: string; message: string; line?: number; violations?: Violation[] } | null;
@@ -392,6 +393,7 @@ export class ChatModel {
       label: String(args.label ?? args.name ?? args.path ?? args.query ?? ''),
       language: codeLanguage(name),
       code: typeof args.code === 'string' ? args.code : null,
+      codeChars: typeof data.code_chars === 'number' ? data.code_chars : null,
       status: 'running',
       durationMs: null,
       error: null,

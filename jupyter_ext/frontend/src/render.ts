@@ -31,6 +31,7 @@ export interface RenderContext {
   onProposal?: DecideProposal;
   feedback?: (turnId: string) => HTMLElement; // thumbs under a finished answer
   notebooks?: INotebookTracker | null; // where Insert below, Replace cell and Insert chart act
+  wholeCode?: (toolCallId: string) => Promise<string | null>; // a long step's code, from its record
 }
 
 const STATUS_TEXT: Record<string, string> = { running: N_('running'), succeeded: N_('done'), failed: N_('failed'), stopped: N_('stopped') };
@@ -42,6 +43,17 @@ export async function renderMarkdown(rendermime: IRenderMimeRegistry, host: HTML
   const renderer = strictRendermime(rendermime).createRenderer('text/markdown');
   await renderer.renderModel(new MimeModel({ data: { 'text/markdown': text }, trusted: false }));
   host.replaceChildren(renderer.node);
+}
+
+/** A step's code to show: the event's when it is whole, else read from the step's record (the event of
+ * a long code carries its start and `code_chars`); the start, said to be one, if that fails. */
+async function stepCode(step: StepItem, context: RenderContext): Promise<string> {
+  const start = step.code ?? '';
+  if (step.codeChars === null || step.codeChars <= start.length) {
+    return start;
+  }
+  const whole = context.wholeCode ? await context.wholeCode(step.id).catch(() => null) : null;
+  return whole ?? `${start}\n# … ${__('(the first %1 of %2 characters)', start.length, step.codeChars)}`;
 }
 
 function fenced(code: string, language: string): string {
@@ -188,15 +200,23 @@ function buildStep(step: StepItem, context: RenderContext): HTMLElement {
   summary.append(parts.status, el('span', 'nini-step-name', step.name), parts.language, parts.where, parts.label, parts.duration);
   const body = el('div', 'nini-step-body');
   const code = el('div', 'nini-step-code');
-  if (step.code !== null) {
-    body.append(codeActions(step.code, context.notebooks));
+  let actions = step.code !== null ? codeActions(step.code, context.notebooks) : null;
+  if (actions !== null) {
+    body.append(actions);
   }
   body.append(code);
   details.append(summary, body);
   details.addEventListener('toggle', () => {
     if (details.open && step.code !== null && !code.dataset.rendered) {
       code.dataset.rendered = '1';
-      void renderMarkdown(context.rendermime, code, fenced(step.code, step.language ?? ''));
+      void stepCode(step, context).then(text => {
+        if (text !== step.code && actions !== null) {
+          const whole = codeActions(text, context.notebooks); // Copy and Insert take the whole code
+          actions.replaceWith(whole);
+          actions = whole;
+        }
+        return renderMarkdown(context.rendermime, code, fenced(text, step.language ?? ''));
+      });
     }
   });
   const children = el('div', 'nini-step-children');
