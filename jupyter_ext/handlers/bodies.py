@@ -98,34 +98,49 @@ def load_body(raw: bytes) -> dict[str, Any]:
     return body
 
 
-def check_value(value: Any, where: str = "") -> None:
+def check_value(value: Any) -> None:
     """Refuse, naming the field, what ``load_body`` parsed but nini does not take: nesting past
-    ``MAX_DEPTH``, a refused number, a lone surrogate (in a key too). A loop, not recursion."""
-    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
+    ``MAX_DEPTH``, a refused number, a lone surrogate (in a key too). A loop, not recursion; a
+    field's path is spelled out only for the refusal (``_Path``), as most bodies pass."""
+    stack: list[tuple[Any, _Path | None, int]] = [(value, None, 0)]
     while stack:
         item, path, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise refuse(f"{shown(path) or 'the body'} is nested deeper than {MAX_DEPTH} levels", shown(path) or None)
-        if isinstance(item, _Refused):
-            raise refuse(f"{shown(path) or 'the body'} is {item.why}", shown(path) or None)
-        if isinstance(item, str):
-            _no_surrogate(item, path)
-        elif isinstance(item, dict):
-            for key, inner in item.items():
+            raise refuse(f"{_spelled(path) or 'the body'} is nested deeper than {MAX_DEPTH} levels", _spelled(path))
+        pairs = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, inner in pairs:
+            if isinstance(key, str) and not key.isascii():
                 _no_surrogate(key, path)
-                stack.append((inner, f"{path}.{key}" if path else key, depth + 1))
-        elif isinstance(item, list):
-            stack.extend((inner, f"{path}[{n}]", depth + 1) for n, inner in enumerate(item))
+            if isinstance(inner, str):
+                if not inner.isascii():
+                    _no_surrogate(inner, (path, key))
+            elif isinstance(inner, dict | list):
+                stack.append((inner, (path, key), depth + 1))
+            elif isinstance(inner, _Refused):
+                where = _spelled((path, key))
+                raise refuse(f"{where} is {inner.why}", where)
 
 
-def _no_surrogate(text: str, path: str) -> None:
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            where = shown(path) or "a key of the body"
-            raise refuse(f"{where} holds a lone surrogate (U+{ord(text[exc.start]):04X}), which is not text: send it "
-                         "as UTF-8", shown(path) or None) from None  # fmt: skip
+_Path = tuple[Any, str | int]  # (the parent's path or None, a key or an index)
+
+
+def _spelled(path: _Path | None) -> str | None:
+    """``notebook.cells[2].source`` for a path; None for the body itself."""
+    keys: list[str | int] = []
+    while path is not None:
+        path, key = path
+        keys.append(key)
+    text = "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in reversed(keys)).lstrip(".")
+    return shown(text) if text else None
+
+
+def _no_surrogate(text: str, path: _Path | None) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        where = _spelled(path)
+        raise refuse(f"{where or 'a key of the body'} holds a lone surrogate (U+{ord(text[exc.start]):04X}), which is "
+                     "not text: send it as UTF-8", where) from None  # fmt: skip
 
 
 def _json_type(value: Any) -> str:
@@ -188,6 +203,10 @@ def _name(value: str) -> str:
     if not 0 < len(value) <= _NAME_MAX or not value.isprintable():
         raise ValueError(f"must be 1 to {_NAME_MAX} printable characters")
     return value
+
+
+def _id_or_none(value: str) -> str:
+    return _id(value) if value else value
 
 
 def _title(value: str, info: ValidationInfo) -> str:
@@ -352,7 +371,7 @@ class SwitchesBody(Body):
 
 
 class FeedbackBody(Body):
-    run_id: Annotated[str, AfterValidator(lambda v: _id(v) if v else v)] = ""
+    run_id: Annotated[str, AfterValidator(_id_or_none)] = ""  # a turn's, a tool call's, a proposal's, "report:N"
     action: Short = ""
     signals: list[Short] | None = None
     comment: str | None = None
