@@ -59,8 +59,10 @@ def fill(folder: Path, leave: int = 0) -> Path:
     return filler
 
 
-def nini(home: Path, *args: str, code: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "NINI_HOME": str(home), "NINI_UI__LANGUAGE": "en", "NINI_EXECUTION__PYTHON_POLICY": "off"}
+def nini(home: Path, *args: str, code: str | None = None, cwd: Path | None = None, **settings: str,
+         ) -> subprocess.CompletedProcess:  # fmt: skip
+    env = {**os.environ, "NINI_HOME": str(home), "NINI_UI__LANGUAGE": "en", "NINI_EXECUTION__PYTHON_POLICY": "off",
+           **settings}  # fmt: skip
     return subprocess.run([str(NINI), *args], input=code, capture_output=True, text=True, timeout=180, env=env,
                           cwd=cwd)  # fmt: skip
 
@@ -108,6 +110,16 @@ def test_code_that_fills_the_workspace_disk_is_no_space_and_not_blamed(home: Pat
         assert code == 0 and again is not None and again["result"]["stdout"] == "again\n", stderr
     shown = nini(home, "sessions", "show", "s1", "--json")
     assert shown.returncode == 0 and "kept" in shown.stdout  # the earlier session is intact
+
+
+def test_the_sandboxs_own_tmp_filling_up_is_its_limit_not_a_full_disk(home: Path) -> None:
+    """The sandbox's /tmp is a tmpfs of execution.tmp_size_mb: filling it is nini's limit (TOO_LARGE
+    naming the setting), not a full disk for an administrator to free (the workspace's has room)."""
+    done = nini(home, "run-code", "-", "--session", "s1", "--new", "--json", NINI_EXECUTION__TMP_SIZE_MB="16",
+                code="with open('/tmp/big.bin', 'wb') as f:\n    for _ in range(64):\n        f.write(b'x' * 2**20)\n")
+    error = json.loads(done.stdout)["error"]
+    assert done.returncode == 1 and error["code"] == "TOO_LARGE", error
+    assert "execution.tmp_size_mb" in error["message"] and "16 MiB" in error["message"]
 
 
 def test_loading_saving_and_a_report_on_a_full_disk_are_no_space(home: Path, tmp_path: Path) -> None:

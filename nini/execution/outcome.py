@@ -109,17 +109,25 @@ class CodeOutcome:
         return cls(success=False, error=error, duration_ms=duration_ms)
 
 
-def full_disk(error: dict[str, Any] | None) -> dict[str, Any] | None:
+def full_disk(error: dict[str, Any] | None, sandbox_tmp_mb: int | None = None) -> dict[str, Any] | None:
     """A run's error as NO_SPACE when it says a disk was full, else ``error`` as it is.
 
     Code that writes to a full disk raises (``OSError: [Errno 28] No space left on device``, R's
     "Error writing to connection: No space left on device", sqlite3's "database or disk is full"):
     the code is not at fault, so the run's error is not CODE_ERROR blaming it (issue 36). The line,
     the exception's name and the traceback stay, for the person to see where it happened.
+
+    ``sandbox_tmp_mb``: the run was in nini's sandbox and the workspace's disk has room, so what
+    filled up is the sandbox's own /tmp or /dev/shm, a limit of nini's (``execution.tmp_size_mb``):
+    TOO_LARGE saying so, not a full disk for an administrator to free.
     """
     if not error or error.get("code") != "CODE_ERROR" or not no_space_text(str(error.get("message", ""))):
         return error
     message = str(error["message"])
+    if sandbox_tmp_mb is not None:
+        return {**error, "code": "TOO_LARGE", "message": (
+            f"the sandbox's /tmp or /dev/shm is full ({message}): each holds at most {sandbox_tmp_mb:,} MiB "
+            "(execution.tmp_size_mb); write large files to the workspace, or raise the limit")}  # fmt: skip
     if not message.startswith("the disk is full"):
         message = f"the disk is full, so the code could not write ({message}); the code is not at fault: {NO_SPACE_ADVICE}"
     return {**error, "code": "NO_SPACE", "message": message}

@@ -144,3 +144,27 @@ def test_a_runs_new_dataset_version_goes_when_the_database_fails_after_the_run(p
         assert recorded == [] and left == []  # nothing recorded, nothing left behind
     finally:
         cluster.stop()
+
+
+def test_nini_mcp_sweeps_a_dead_servers_leftovers_when_it_starts(nini_home: Path) -> None:
+    """``nini mcp`` is a server too: it sweeps at its start, in the background, while it serves."""
+    dead, live = f"{_dead_pid()}-1", owner_token()
+    datasets = nini_home / "sessions" / "old" / "workspace" / "datasets"
+    datasets.mkdir(parents=True)
+    gone, kept = datasets / f"t@{dead}-0000aaaa.parquet", datasets / f"t@{live}-0000bbbb.parquet"
+    for path in (gone, kept):
+        path.write_bytes(b"left behind")
+    env = {**os.environ, "NINI_HOME": str(nini_home)}
+    server = subprocess.Popen([str(NINI), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env=env)  # fmt: skip
+    try:
+        _wait_until_gone([gone])
+        assert kept.exists()
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()  # the client goes away: the server ends
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()

@@ -16,6 +16,7 @@ from nini.execution.output_caps import MIB, OutputLimits
 from nini.execution.runtime_dirs import owner_token
 from nini.execution.variables import VariableCopy, check_names
 from nini.execution.workspace import check_dataset_name
+from nini.fsutil import disk_full
 from nini.redact import redact_paths
 from nini.skills.function import skill
 from nini.skills.output import ToolOutput
@@ -190,8 +191,8 @@ def record_outcome(
     """Turn a finished run into the ToolOutput ``invoke`` records (shared with run_r_code)."""
     execution_id = "x" + uuid.uuid4().hex[:12]
     outcome = _without_host_paths(session, outcome)
-    if (error := full_disk(outcome.error)) is not outcome.error:  # a full disk, not the code's fault
-        outcome = dataclasses.replace(outcome, error=error)
+    if (error := full_disk(outcome.error, _sandbox_tmp_mb(session, tool_name))) is not outcome.error:
+        outcome = dataclasses.replace(outcome, error=error)  # a full disk (or sandbox /tmp), not the code's fault
     full_text_at = _keep_long_output(session, execution_id, outcome)
     # A long text is kept whole once: in the workspace, or (refused there) as the execution's
     # stdout/stderr; every other copy keeps its ends.
@@ -231,6 +232,16 @@ def record_outcome(
         full_text_at=full_text_at,
         pending_file=request.pending_file,
     )
+
+
+def _sandbox_tmp_mb(session: Session, tool_name: str) -> int | None:
+    """``execution.tmp_size_mb`` when a full disk a run met can only be its sandbox's /tmp or
+    /dev/shm: the run was in nini's sandbox, whose other writable place, the workspace, has room."""
+    try:
+        sandboxed = session.code_isolation(tool_name) == "sandbox"
+    except NiniError:
+        return None
+    return session.settings.execution.tmp_size_mb if sandboxed and not disk_full(session.workspace.root) else None
 
 
 def _without_host_paths(session: Session, outcome: CodeOutcome) -> CodeOutcome:
