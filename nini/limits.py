@@ -11,6 +11,7 @@ stored or shown and is INVALID_ARGUMENT, where it used to surface as INTERNAL fr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -129,3 +130,22 @@ def _json_utf8(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_json_utf8(v) for v in value]
     return value
+
+
+def recordable_json(text: Any, limits: Limits) -> Any:
+    """A model's tool call arguments (JSON text) as its stored message keeps them: with
+    ``recordable``'s stand-ins when they would be refused (invoke refuses the call itself), else
+    as they came. A later turn's context replays the stand-in, not megabytes of refused code."""
+    if not isinstance(text, str) or len(text) <= limits.label:
+        return text  # nothing in it can be over a cap
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        return text if len(text) <= limits.code else json.dumps({"(arguments)": f"({len(text):,} characters: not kept)"})
+    try:
+        check_arguments(value, limits)
+    except NiniError:
+        return json.dumps(recordable(value, limits), ensure_ascii=False)
+    return text

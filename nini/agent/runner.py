@@ -31,6 +31,7 @@ from nini.agent.prompts import PromptContributor, build_system_prompt
 from nini.agent.tools import ToolSet, build_toolset
 from nini.agent.usage import CURRENT_METER, RunMeter, record_step
 from nini.errors import ErrorCode, NiniError
+from nini.limits import Limits, recordable_json
 from nini.skills.invoke import invoke
 
 if TYPE_CHECKING:
@@ -279,7 +280,9 @@ class AgentRunner:
         conversation.messages.append(message)
         if conversation.persist:
             session, store = conversation.session, conversation.session.store
-            meta = {"tool_calls": calls, "provider": completion.provider, "model": completion.model}
+            limits = Limits.of(session.settings)  # refused code is not kept in the message either
+            kept = [{**c, "arguments": recordable_json(c["arguments"], limits)} for c in calls]
+            meta = {"tool_calls": kept, "provider": completion.provider, "model": completion.model}
             await store.call(store.add_message, session.id, "assistant", completion.text or None, turn_id=conversation.turn_id, metadata=meta)
             data = {"text": completion.text, "tool_calls": [c["name"] for c in calls], "model": completion.model}
             await self._publish(session, "assistant_message", data, conversation.turn_id)

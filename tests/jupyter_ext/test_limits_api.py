@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +51,11 @@ async def test_rest_refuses_long_code_and_serves_a_long_steps_code_whole(api: An
     assert missing.status == 404 and missing.error["code"] == "NOT_FOUND"
 
 
-async def test_a_models_too_long_code_is_refused_and_the_turn_goes_on(api: Any, jp_ws_fetch: Any,
+async def test_a_models_too_long_code_is_refused_and_the_turn_goes_on(api: Any, jp_ws_fetch: Any, nini_home: Path,
                                                                        llm_server: ScriptedLLM) -> None:  # fmt: skip
     session = await new_session(api)
-    llm_server.reply(tool_call("run_code", code="y = 2\n" * (MAX_CODE // 6 + 1)))
+    marker = "MARKER_MODEL_2e77"
+    llm_server.reply(tool_call("run_code", code=f"# {marker}\n" + "y = 2\n" * (MAX_CODE // 6 + 1)))
     llm_server.reply(text("The code was too long; here is a shorter plan."))
     ws = await jp_ws_fetch("nini", "api", "sessions", session, "events")
     assert (await api("POST", "sessions", session, "ask", body={"message": "run a lot"})).status == 202
@@ -69,3 +71,6 @@ async def test_a_models_too_long_code_is_refused_and_the_turn_goes_on(api: Any, 
     (call,) = (await api("GET", "sessions", session, "tool-calls")).data
     assert call["status"] == "failed" and "not kept" in call["arguments"]["code"]
     assert (await api("GET", "sessions", session, "executions")).data == []
+    with sqlite3.connect(nini_home / "nini.db") as db:  # not in the call, its events or the model's message
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert (nini_home / "nini.db").read_bytes().count(marker.encode()) == 0
