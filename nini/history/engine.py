@@ -26,6 +26,7 @@ from nini.history.sqlite_files import DatabaseFile, FileProblem, GuardedConnecti
 from nini.redact import redact_paths
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+SQLITE_FOLDER = "nini_sqlite_folder"  # the database file's folder, on the engine's dialect (see _mark_full)
 WRITE = "nini_write"
 """Execution option marking a transaction that writes; on SQLite it begins with BEGIN IMMEDIATE."""
 
@@ -186,6 +187,7 @@ def _create_sqlite_file(path: Path) -> None:
 def _configure_sqlite(engine: Engine, busy_timeout_ms: int, shown: str | None = None) -> None:
     path = sqlite_path(engine.url)
     folder = path.parent if path is not None else None
+    setattr(engine.dialect, SQLITE_FOLDER, folder)  # the engine's own dialect: for driver_errors
     file = DatabaseFile(path, shown or path.name) if path is not None else None
     if file is not None:
         file.on_replaced = engine.dispose  # connections to a file no longer at the path are dropped
@@ -251,6 +253,7 @@ def driver_errors(dialect: sa.Dialect) -> Iterator[None]:
     try:
         yield
     except dbapi.Error as exc:
+        _mark_full(exc, getattr(dialect, SQLITE_FOLDER, None))  # no handle_error event out here
         raise sa_exc.DBAPIError.instance(None, None, exc, dbapi.Error, dialect=dialect) from exc
 
 
