@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,3 +125,46 @@ def test_doctor_fails_a_database_on_a_full_disk(template: Path, nini_home: Path,
     failed = [c for c in checks.values() if not c["ok"]]
     assert done.returncode == 1 and failed and failed[0]["required"], checks
     assert "full" in failed[0]["detail"] and SHOWN in failed[0]["detail"], checks
+
+
+def migrated(url: str) -> str:
+    from nini.history.store import HistoryStore
+
+    HistoryStore(url).close()
+    return url
+
+
+def test_doctor_on_postgresql_connects_and_probes_a_write_that_changes_nothing(pg_cluster: Any) -> None:
+    import sqlalchemy as sa
+
+    url = migrated(pg_cluster.create_database())
+    [read, writes] = database_checks_of(url)
+    assert read[1] is True and "127.0.0.1" in read[2] and "schema version" in read[2], read
+    assert writes[1] is True and "rolled back" in writes[2], writes
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM schema_version WHERE version = -1").scalar() == 0
+    engine.dispose()
+
+
+def test_doctor_on_postgresql_fails_a_database_that_refuses_writes(pg_cluster: Any) -> None:
+    import psycopg
+
+    url = migrated(pg_cluster.create_database())
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(pg_cluster.conninfo(), autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+    [read, writes] = database_checks_of(url)
+    assert read[1] is True, read
+    assert writes[1] is False and "read-only transaction" in writes[2] and f"127.0.0.1:{pg_cluster.port}/{name}" in writes[2]
+
+
+def test_doctor_on_postgresql_names_a_server_it_cannot_reach() -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    [(name, ok, detail)] = database_checks_of(f"postgresql+psycopg://nini:secret@127.0.0.1:{port}/history")
+    assert name == "history database" and ok is False and f"127.0.0.1:{port}/history" in detail, detail
+    assert "secret" not in detail

@@ -80,7 +80,7 @@ def test_doctor_checks_a_good_database_and_a_damaged_one(nini_home: Path) -> Non
 
     rc, out, _err = finished(nini("doctor", "--json"))
     check = {c["name"]: c for c in json.loads(out)}["history database"]
-    assert check["ok"] is True and "schema version" in check["detail"] and "quick_check ok" in check["detail"]
+    assert check["ok"] is True and "schema version" in check["detail"] and "integrity_check ok" in check["detail"]
 
     with (nini_home / "nini.db").open("r+b") as file:  # a page in the middle overwritten: a damaged disk
         file.seek(4096 * 5)

@@ -140,7 +140,9 @@ def test_a_wal_removed_under_a_running_store_is_told_and_no_acknowledged_write_i
     store = HistoryStore(f"sqlite:///{home / 'nini.db'}", home=home)
     try:
         [session] = store.list_sessions()
-        assert [m["content"] for m in store.list_messages(session["id"])] == [f"acknowledged {n}" for n in range(31)]
+        stored = [m["content"] for m in store.list_messages(session["id"])]
+        # every acknowledged write is there; the refused one may be too (it was committed before the check)
+        assert stored[:31] == [f"acknowledged {n}" for n in range(31)] and stored[31:] in ([], ["after the WAL went"])
     finally:
         store.close()
 
