@@ -233,3 +233,33 @@ def test_postgresql_on_a_full_disk_is_no_space_naming_the_server() -> None:
                 store.close()
         finally:
             cluster.stop()
+
+
+def test_loading_a_workspace_file_onto_a_full_disk_is_no_space(home: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """load_dataset of a file already in the workspace: its Parquet, written by the limited reader
+    child, meets the full disk (was INVALID_ARGUMENT "x.csv could not be read", then INTERNAL)."""
+    import asyncio
+
+    from nini.config import load_settings
+    from nini.runtime import Runtime
+    from nini.skills.invoke import invoke
+
+    monkeypatch.setenv("NINI_HOME", str(home))
+    with small_disk(home / "sessions", 8) as disk:
+        async def scenario() -> tuple[Any, Any, list[str]]:
+            async with Runtime(load_settings(), project_dir=tmp_path) as runtime:
+                session = runtime.create_session()
+                uploads = session.workspace.root / "uploads"
+                uploads.mkdir(parents=True)
+                (uploads / "x.csv").write_text("a,b\n" + "".join(f"{n},{n * 1.5}\n" for n in range(100_000)))
+                filler = fill(disk)
+                refused = await invoke(session, "load_dataset", {"path": "uploads/x.csv"})
+                left = sorted(os.listdir(session.workspace.root / "datasets"))
+                filler.unlink()
+                return refused, await invoke(session, "load_dataset", {"path": "uploads/x.csv"}), left
+
+        refused, loaded, left = asyncio.run(scenario())
+    assert not refused.success and refused.error["code"] == "NO_SPACE", refused.error
+    assert_no_space(refused.error["message"], tmp_path)
+    assert left == [] and loaded.success and loaded.result["shape"] == [100_000, 2]

@@ -25,6 +25,7 @@ from typing import Any, BinaryIO
 
 from nini.execution._csv_side import UnknownEncoding, detect_encoding, read_table
 from nini.execution.workspace import out_of_memory, unreadable_dataset
+from nini.fsutil import no_space, out_of_space
 
 # file suffix -> pandas reader (load_dataset's formats); text tables go through ``_csv_side``
 READERS = {".csv": "read_csv", ".tsv": "read_csv", ".txt": "read_csv", ".parquet": "read_parquet",
@@ -175,6 +176,8 @@ def run(request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
     except Unreadable as exc:
         return {"ok": False, "error": {"code": "INVALID_ARGUMENT", "message": str(exc)}}
     except Exception as exc:  # what a reader raised that no rule above knows: still the file's doing
+        if out_of_space(exc):  # writing the dataset's Parquet met a full disk: not the file's doing
+            return {"ok": False, "error": no_space(f"the dataset's file of {name} in the session workspace").to_dict()}
         code = "TOO_LARGE" if out_of_memory(exc) else "INVALID_ARGUMENT"
         return {"ok": False, "error": {"code": code, "message": f"{name} could not be read: {type(exc).__name__}: {exc}"}}
 

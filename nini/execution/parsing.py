@@ -151,8 +151,9 @@ class DataReaders:
         if error.get("code") == ErrorCode.TOO_LARGE.value:
             raise NiniError(ErrorCode.TOO_LARGE, words["memory"].format(name=shown, mb=execution.memory_limit_mb),
                             {"memory_limit_mb": execution.memory_limit_mb})  # fmt: skip
-        if error.get("code") == ErrorCode.INVALID_ARGUMENT.value and isinstance(error.get("message"), str):
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, error["message"][:2000])
+        if error.get("code") in (ErrorCode.INVALID_ARGUMENT.value, ErrorCode.NO_SPACE.value) \
+                and isinstance(error.get("message"), str):  # fmt: skip
+            raise NiniError(error["code"], error["message"][:2000])
         raise NiniError(ErrorCode.INTERNAL, f"reading {shown} failed: its reader process ended without an answer")
 
     def close(self) -> None:
