@@ -122,6 +122,22 @@ async def calls_ending_while(runtime: Runtime, session_id: str, n: int, size: in
     return await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def ends_after_a_full_disk(runtime: Runtime, url: str, disk: Path, size: int) -> list[NiniError]:
+    """Three calls with a ``size``-character result end while ``disk`` (the database's) is full:
+    each caller is told NO_SPACE or DB_ERROR without a host path, and once space is freed the
+    record is whole, each call failed with that code. What the callers got."""
+    filler: list[Path] = []
+    session_id = runtime.create_session().id
+    outcomes = asyncio.run(calls_ending_while(runtime, session_id, 3, size, lambda: filler.append(fill(disk))))
+    for outcome in outcomes:
+        assert isinstance(outcome, NiniError) and outcome.code.value in UNAVAILABLE, outcome
+        assert str(disk) not in outcome.message
+    filler[0].unlink()
+    calls = wait_for(lambda: whole(url, session_id, 3), "the kept ends written")
+    assert {c["status"] for c in calls} == {"failed"} and {c["error_code"] for c in calls} <= set(UNAVAILABLE)
+    return outcomes
+
+
 # PostgreSQL stopped and started again
 
 
@@ -195,17 +211,9 @@ def test_calls_ending_while_postgresql_s_disk_is_full_end_failed_with_their_tool
     cluster = pg_cluster.start(small_disk)
     url = with_password(cluster.create_database())
     runtime = runtime_on(url, project_dir, monkeypatch)
-    filler: list[Path] = []
     try:
-        session_id = runtime.create_session().id
-        outcomes = asyncio.run(calls_ending_while(runtime, session_id, 3, 4_000_000,
-                                                  lambda: filler.append(fill(small_disk))))
-        for outcome in outcomes:
-            assert isinstance(outcome, NiniError) and outcome.code.value in UNAVAILABLE, outcome
-            assert PASSWORD not in outcome.message and str(small_disk) not in outcome.message
-        filler[0].unlink()
-        calls = wait_for(lambda: whole(url, session_id, 3), "the kept ends written")
-        assert {c["status"] for c in calls} == {"failed"} and {c["error_code"] for c in calls} <= set(UNAVAILABLE)
+        for outcome in ends_after_a_full_disk(runtime, url, small_disk, 4_000_000):
+            assert PASSWORD not in outcome.message
     finally:
         asyncio.run(runtime.aclose())
         cluster.stop()
@@ -252,17 +260,8 @@ def test_calls_ending_on_a_full_disk_end_failed_with_their_tool_result_once_spac
         small_disk: Path, project_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     url = f"sqlite:///{small_disk / 'nini.db'}"
     runtime = runtime_on(url, project_dir, monkeypatch)
-    filler: list[Path] = []
     try:
-        session_id = runtime.create_session().id
-        outcomes = asyncio.run(calls_ending_while(runtime, session_id, 3, 2_000_000,
-                                                  lambda: filler.append(fill(small_disk))))
-        for outcome in outcomes:
-            assert isinstance(outcome, NiniError) and outcome.code.value in UNAVAILABLE, outcome
-            assert "/" + small_disk.name not in outcome.message
-        filler[0].unlink()
-        calls = wait_for(lambda: whole(url, session_id, 3), "the kept ends written")
-        assert {c["status"] for c in calls} == {"failed"} and {c["error_code"] for c in calls} <= set(UNAVAILABLE)
+        ends_after_a_full_disk(runtime, url, small_disk, 2_000_000)
     finally:
         asyncio.run(runtime.aclose())
 
