@@ -328,7 +328,7 @@ class NiniMagics(Magics):
     def _notebook_title(self) -> str:
         # ipykernel puts the notebook's path here when a Jupyter server started the kernel
         path = self.shell.user_ns.get("__session__") or self.shell.user_ns.get("__vsc_ipynb_file__")
-        return Path(path).name if path else "IPython kernel"
+        return Path(path).name[:80] if path else "IPython kernel"  # a title nini makes fits limits.max_title_chars
 
     def _loop_thread(self) -> _LoopThread:
         if self._loop is None:

@@ -333,8 +333,9 @@ class LimitsSettings(BaseModel):
         "is TOO_LARGE."
     )
     max_title_chars: int = Field(
-        200, ge=10, le=10_000, description="Most characters of a session's title (a new session's, nini sessions "
-        "rename, the sidebar's rename); longer is TOO_LARGE."
+        200, ge=80, le=10_000, description="Most characters of a session's title (a new session's, a rename in the "
+        "sidebar or PATCH /nini/api/sessions/ID); longer is TOO_LARGE. At least 80: titles nini makes (a question's start, a "
+        "notebook's name) are cut to 80."
     )
 
 
