@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,13 @@ from nini.config import Settings, load_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_CORPORA = REPO_ROOT.parent / "shared" / "corpora"
+
+# Bytecode is cached even where the shell says not to (PYTHONDONTWRITEBYTECODE=1, as on the machines
+# here): without it every xdist worker rewrote the asserts of all ~200 test modules again (a third of
+# its collection's CPU), and each `nini` process, kernel and server a test starts compiled the
+# modules it imports anew. Set here, before the test modules are imported and the workers started.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 
 _TEST_UIDS: dict[Path, int] = {}
