@@ -98,8 +98,12 @@ class Culler:
     def watch(self) -> None:
         """Sweep periodically on the running loop from now on (once; nothing when neither culling nor
         the cap is on). Called as a process starts: a pool that never starts one costs no task."""
+        loop = asyncio.get_running_loop()
+        if self._task is not None and self._task.get_loop() is not loop:  # a pool used from another loop now
+            _cancel(self._task)
+            self._task = None
         if self._task is None and not self._closed and (self.idle_s > 0 or self.cap > 0):
-            self._task = asyncio.get_running_loop().create_task(self._sweep_forever(), name=f"nini-cull-{self.kind}")
+            self._task = loop.create_task(self._sweep_forever(), name=f"nini-cull-{self.kind}")
 
     async def sweep(self) -> list[str]:
         """One pass: every process idle for ``idle_s`` goes, then least recently used idle ones while
@@ -149,11 +153,13 @@ class Culler:
     async def aclose(self) -> None:
         """Stop sweeping (the pool is closing); safe to call twice."""
         self._closed = True
-        if self._task is not None:
-            self._task.cancel()
+        task, self._task = self._task, None
+        if task is not None and task.get_loop() is asyncio.get_running_loop():
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+                await task
+        elif task is not None:
+            _cancel(task)
 
     async def _trim(self, limit: int, keep: str | None = None) -> list[str]:
         gone = []
@@ -180,6 +186,13 @@ class Culler:
                 await self.sweep()
             except Exception:  # a failed pass must not end culling for the server's life
                 log.exception("culling idle %s processes failed", self.kind)
+
+
+def _cancel(task: asyncio.Task[None]) -> None:
+    """Cancel a sweep running on another loop (thread-safe); nothing when that loop is closed."""
+    loop = task.get_loop()
+    if not loop.is_closed():
+        loop.call_soon_threadsafe(task.cancel)
 
 
 def release_heap() -> None:
