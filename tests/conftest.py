@@ -41,7 +41,7 @@ def sandbox_uid(workspace: Path) -> int:
     return _TEST_UIDS.setdefault(Path(workspace), top - len(_TEST_UIDS))
 
 
-LONGEST = ("tests/test_readme_commands.py", "tests/test_wheel_install.py")  # minutes each, one worker each
+LONGEST = ("tests/test_readme_commands.py", "tests/test_wheel_install.py")  # ~5 and ~1.5 minutes, one worker each
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
