@@ -36,8 +36,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 LABEXTENSION_BUILT = REPO_ROOT / "jupyter_ext" / "labextension" / "static" / "style.js"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # what uv prints when neither PyPI nor its cache has a package
-OFFLINE = ("Failed to fetch", "dns error", "Network is unreachable", "error sending request", "not found in the cache",
-           "Could not connect")  # fmt: skip
+OFFLINE = ("Failed to fetch", "dns error", "Network is unreachable", "error sending request",
+           "the network was disabled")  # fmt: skip
 
 
 def lowest_jupyterlab() -> str:
