@@ -211,6 +211,17 @@ def test_over_the_cap_while_all_are_busy_a_kernel_starts_anyway_and_the_cap_come
     kernels.wait(scenario())
 
 
+def test_the_notice_is_worded_in_the_language_of_nini(one_kernel_pool: Kernels) -> None:
+    kernels, pool = one_kernel_pool, one_kernel_pool.pool
+    first, second = new_session(), new_session()
+    assert kernels.run("x = 1", first).success and kernels.run("y = 1", second).success  # the cap of 1: first goes
+    pool.language = "zh"  # ui.language
+    back = kernels.run("result = 'x' in dir()", first)
+    assert back.result is False
+    assert back.stderr.startswith("nini: 本会话的 Python 内核为给其他会话腾出位置已被关闭（本服务器最多同时运行 1 个，"
+                                  "execution.max_live_kernels）；已为这一步启动新的进程，之前步骤的变量和导入已丢失")
+
+
 @needs_r
 def test_an_idle_r_worker_goes_and_the_next_run_says_so(loop: asyncio.AbstractEventLoop, tmp_path: Path) -> None:
     settings = Settings(execution={"cull_idle_seconds": 1, "cull_interval_seconds": 0.2}, r={"max_live_workers": 0},
