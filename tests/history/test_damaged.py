@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from nini.errors import ErrorCode, NiniError
+from nini.history.health import database_checks
 from nini.history.store import HistoryStore
 from tests.conftest import REPO_ROOT
 from tests.history.damages import DAMAGES, HARMLESS, NEEDS_NO_DAC_OVERRIDE, UNSEEN_BY_LIST, damaged_home, history
@@ -159,5 +160,7 @@ def test_another_process_meeting_the_removed_wal_gets_the_file_named(template: P
             open_and_list(home)
         assert caught.value.code is ErrorCode.DB_ERROR and "nini.db-wal was removed" in caught.value.message
         assert "disk I/O error" not in caught.value.message
+        [(name, ok, detail)] = database_checks(f"sqlite:///{home / 'nini.db'}", home)  # nini doctor's
+        assert name == "history database" and ok is False and "nini.db-wal was removed" in detail, detail
     finally:
         holder.close()

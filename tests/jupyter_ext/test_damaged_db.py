@@ -102,3 +102,15 @@ async def test_nini_serves_once_a_good_file_is_back_without_a_restart(api: Any, 
 @pytest.mark.parametrize("damage", ["a title not UTF-8", "JSON that is not JSON"])
 async def test_damage_met_in_a_running_server_is_503_db_error(api: Any, nini_home: Path, damage: str) -> None:
     assert_db_error(await api("GET", "sessions"), nini_home)
+
+
+@pytest.mark.parametrize("damage", ["SHM garbage"])  # harmless: the server opens the history
+async def test_a_wal_removed_under_the_running_server_is_503_before_anything_more_is_acknowledged(
+    api: Any, nini_home: Path, damage: str
+) -> None:
+    created = await api("POST", "sessions", body={"title": "before"})
+    assert created.status in (200, 201), created.raw
+    (nini_home / "nini.db-wal").unlink()
+    for body in ({"title": "after"}, {"title": "and after"}):
+        error = assert_db_error(await api("POST", "sessions", body=body), nini_home)
+        assert "write-ahead log $NINI_HOME/nini.db-wal was removed or replaced" in error["message"], error
