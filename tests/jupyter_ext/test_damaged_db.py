@@ -83,6 +83,9 @@ async def test_unauthenticated_requests_still_get_403(jp_fetch: Any) -> None:
     with pytest.raises(HTTPClientError) as refused:
         await jp_fetch("nini", "api", "sessions", headers={"Authorization": ""})
     assert refused.value.code == 403
+    with pytest.raises(HTTPClientError) as refused:  # a body too: its size is checked after who sent it
+        await jp_fetch("nini", "api", "sessions", method="POST", body='{"title": "x"}', headers={"Authorization": ""})
+    assert refused.value.code == 403 and b"nini.db" not in (refused.value.response.body or b"")
 
 
 async def test_nini_serves_once_a_good_file_is_back_without_a_restart(api: Any, nini_home: Path, tmp_path: Path) -> None:
