@@ -36,6 +36,7 @@ REQUESTS = [
     ("PATCH", "sessions/s1"),
     ("DELETE", "sessions/s1"),
     ("GET", "sessions/s1/tool-calls"),
+    ("GET", "sessions/s1/tool-calls/c123"),
     ("GET", "sessions/s1/executions"),
     ("POST", "sessions/s1/run-code"),
     ("POST", "sessions/s1/run-r-code"),
