@@ -27,6 +27,7 @@ from nini.redact import redact_paths
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 SQLITE_FOLDER = "nini_sqlite_folder"  # the database file's folder, on the engine's dialect (see _mark_full)
+PG_CONNECT_TIMEOUT_S = 10
 WRITE = "nini_write"
 """Execution option marking a transaction that writes; on SQLite it begins with BEGIN IMMEDIATE."""
 
@@ -41,7 +42,12 @@ def open_engine(url: str, *, busy_timeout_ms: int = 5000, home: Path | None = No
         if parsed.get_backend_name() == "postgresql":
             # lock_timeout: a write waits for another's lock as long as SQLite's busy timeout, then fails
             options = f"{parsed.query.get('options', '')} -c lock_timeout={int(busy_timeout_ms)}".strip()
-            return sa.create_engine(parsed, pool_pre_ping=True, connect_args={"options": options})
+            # an unreachable host (not a stopped server, which refuses at once) would hold every write
+            # until TCP gives up (minutes): DB_ERROR after PG_CONNECT_TIMEOUT_S instead, unless the URL says
+            connect_args: dict[str, object] = {"options": options}
+            if "connect_timeout" not in parsed.query:
+                connect_args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
+            return sa.create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
         if parsed.get_backend_name() != "sqlite":
             return sa.create_engine(parsed, pool_pre_ping=True)
         path = sqlite_path(parsed)
