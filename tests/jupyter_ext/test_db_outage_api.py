@@ -38,9 +38,10 @@ async def test_run_code_while_postgresql_is_down_answers_503_and_the_call_ends_o
     running = asyncio.ensure_future(api("POST", "sessions", session_id, "run-code", body={"code": code}))
 
     def started() -> bool:
-        return any(c["status"] == "running" for c in record_of(database_url, session_id)[0])
+        return running.done() or any(c["status"] == "running" for c in record_of(database_url, session_id)[0])
 
     await asyncio.to_thread(wait_for, started, "the step started")
+    assert not running.done(), f"the step ended before it could wait: {running.result()}"
     await asyncio.to_thread(cluster.halt)
     go.touch()
     reply = await running

@@ -49,7 +49,10 @@ def test_asking_streams_the_answer_and_shows_each_step(page: Any, llm: ScriptedL
               tool_call("run_code", code="revenue_total = 1 / 0", label="a slip"),
               text(ANSWER, chunks=12))  # fmt: skip
     ask(page, "How did revenue develop?")
-    page.wait_for_selector(".nini-assistant strong", timeout=60_000)  # Markdown, once the answer is whole
+    try:
+        page.wait_for_selector(".nini-assistant strong", timeout=60_000)  # Markdown, once the answer is whole
+    except Exception as exc:  # what the chat shows instead says why (an error card, a step still running)
+        raise AssertionError(f"no answer; the chat shows: {page.inner_text('.nini-chat')[-2000:]!r}") from exc
     wait_idle(page)
     assert page.inner_text(".nini-user") == "How did revenue develop?"
     assert page.inner_text(".nini-assistant strong") == "37.5"
