@@ -34,7 +34,9 @@ async def test_run_code_while_postgresql_is_down_answers_503_and_the_call_ends_o
         api: Any, cluster: pg_cluster.Cluster, database_url: str, nini_home: Path) -> None:  # fmt: skip
     session_id = await new_session(api)
     go = nini_home / "sessions" / session_id / "workspace" / "go"
-    code = "import os, time\nwhile not os.path.exists('go'):\n    time.sleep(0.02)\nresult = 1"
+    # waits for the test's go file (no os: the static policy refuses it, and the step would end at once)
+    code = ("import time\nwhile True:\n    try:\n        open('go').close()\n        break\n"
+            "    except FileNotFoundError:\n        time.sleep(0.02)\nresult = 1")
     running = asyncio.ensure_future(api("POST", "sessions", session_id, "run-code", body={"code": code}))
 
     def started() -> bool:
