@@ -50,6 +50,7 @@ def identity(path: Path | str) -> Identity:
 
 WAL_MAGIC = (b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")
 WAL_HEADER, FRAME_HEADER = 32, 24
+STABLE_READS = 5  # how often the WAL is looked at again while another process changes it
 SHM_HEADER = 48  # the wal-index header, kept twice (offsets 0 and 48), then nBackfill at 96
 
 
@@ -61,22 +62,30 @@ def wal_problem(path: Path, shown: str) -> NiniError | None:
     still counts frames not yet copied into the database, which another process then meets as
     "disk I/O error". Both are told here, naming the file and what to do.
     """
-    wal = Path(f"{path}-wal")
-    try:
-        with wal.open("rb") as file:
-            magic = file.read(4)
-        wal_size: int | None = wal.stat().st_size
-    except FileNotFoundError:
-        magic, wal_size = b"", None
-    except OSError:
-        return None  # SQLite will say what it cannot open
-    if len(magic) == 4 and magic not in WAL_MAGIC and magic != bytes(4):
-        return NiniError(ErrorCode.DB_ERROR, f"the history database's write-ahead log {shown}-wal is damaged (it is not "
-                         "a write-ahead log), and the changes it held cannot be read: stop every nini process, move "
-                         f"{shown}-wal aside (those changes are lost) or restore a backup", {"path": shown})  # fmt: skip
-    unsaved = _frames_not_in_database(Path(f"{path}-shm"))
-    if unsaved is None or wal_size is not None and wal_size >= WAL_HEADER + unsaved[0] * (FRAME_HEADER + unsaved[1]):
-        return None
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    for _attempt in range(STABLE_READS):
+        # the shared memory is read before and after the WAL: a live process appends frames before
+        # it counts them, and checkpoints before it deletes the WAL, so only a state that held
+        # still while the WAL was looked at is a fact (a moving one is a process at work)
+        before = _frames_not_in_database(shm)
+        try:
+            with wal.open("rb") as file:
+                magic = file.read(4)
+            wal_size: int | None = wal.stat().st_size
+        except FileNotFoundError:
+            magic, wal_size = b"", None
+        except OSError:
+            return None  # SQLite will say what it cannot open
+        if len(magic) == 4 and magic not in WAL_MAGIC and magic != bytes(4):
+            return NiniError(ErrorCode.DB_ERROR, f"the history database's write-ahead log {shown}-wal is damaged (it is "
+                             "not a write-ahead log), and the changes it held cannot be read: stop every nini process, "
+                             f"move {shown}-wal aside (those changes are lost) or restore a backup", {"path": shown})  # fmt: skip
+        if before is None or wal_size is not None and wal_size >= WAL_HEADER + before[0] * (FRAME_HEADER + before[1]):
+            return None
+        if _frames_not_in_database(shm) == before:
+            break
+    else:
+        return None  # still moving: a process is at work on it, and SQLite will say what fails
     return NiniError(ErrorCode.DB_ERROR, f"the history database's write-ahead log {shown}-wal was removed or cut while "
                      f"nini was running, with changes not yet in {shown}: stop every nini process (one still running "
                      "saves them as it stops), then run nini doctor; restore a backup if it finds damage",
