@@ -56,7 +56,9 @@ def main() -> int:
     wall = {name: statistics.median(w for w, _ in times) for name, times in samples.items()}
     cpu = {name: statistics.median(c for _, c in times) for name, times in samples.items()}
     floor = wall["python -c pass"]
-    print(f"bench_cli: the real console script, median of {RUNS} interleaved runs (load average {os.getloadavg()[0]:.1f})")
+    print(
+        f"bench_cli: the real console script, median of {RUNS} interleaved runs (load average {os.getloadavg()[0]:.1f})"
+    )
     print(f"  {'':<28} {'wall':>8}     {'ratio':>6}               {'CPU':>8}")
     for name in commands:
         line = f"  {name:<28} {wall[name] * 1000:6.0f} ms  {wall[name] / floor:6.1f}x python -c pass  {cpu[name] * 1000:6.0f} ms"

@@ -76,8 +76,10 @@ async def flooded(home: Path) -> None:
         start = time.perf_counter()
         measure(session.workspace.root)
         whole_s = time.perf_counter() - start
-        print(f"check of a workspace of {FLOOD:,} files (limit 20,000): {check_s * 1000:.0f} ms ({refused}); "
-              f"a count of everything: {whole_s * 1000:.0f} ms")
+        print(
+            f"check of a workspace of {FLOOD:,} files (limit 20,000): {check_s * 1000:.0f} ms ({refused}); "
+            f"a count of everything: {whole_s * 1000:.0f} ms"
+        )
         if sandbox.running_as_root():  # sandbox.prepare: a walk at every start before, a stat once walked now
             root, uid = session.workspace.root, sandbox.ROOT_UID_BASE
             start = time.perf_counter()
@@ -86,8 +88,10 @@ async def flooded(home: Path) -> None:
             start = time.perf_counter()
             os.stat(root)
             stat_s = time.perf_counter() - start
-            print(f"kernel start's ownership step on it: {walk_s * 1000:.0f} ms walking it (before, every start), "
-                  f"{stat_s * 1e6:.0f} us once walked for its uid (now)")
+            print(
+                f"kernel start's ownership step on it: {walk_s * 1000:.0f} ms walking it (before, every start), "
+                f"{stat_s * 1e6:.0f} us once walked for its uid (now)"
+            )
 
 
 def main() -> int:
@@ -95,9 +99,11 @@ def main() -> int:
         home = Path(folder)
         watched, unwatched, own = asyncio.run(warm_round_trips(home / "warm"))
         warm = statistics.median(unwatched)
-        print(f"warm x = 1, {ROUND_TRIPS} each: watched {statistics.median(watched) * 1000:.2f} ms, unwatched "
-              f"{warm * 1000:.2f} ms (median): {statistics.median(watched) / warm:.3f}x; the watch itself: "
-              f"{own * 1e6:.0f} us a run, {own / warm:.2%} of the warm call (goal <= {OWN_COST_GOAL:.0%})")
+        print(
+            f"warm x = 1, {ROUND_TRIPS} each: watched {statistics.median(watched) * 1000:.2f} ms, unwatched "
+            f"{warm * 1000:.2f} ms (median): {statistics.median(watched) / warm:.3f}x; the watch itself: "
+            f"{own * 1e6:.0f} us a run, {own / warm:.2%} of the warm call (goal <= {OWN_COST_GOAL:.0%})"
+        )
         asyncio.run(flooded(home / "flooded"))
     return 0 if own / warm <= OWN_COST_GOAL else 1
 

@@ -105,8 +105,14 @@ def kills(env: dict[str, str], cwd: Path) -> None:
     rng, between, started = random.Random(18), 0, time.perf_counter()
     for run in range(KILLS):
         code = f"import pandas as pd\noutput_df = pd.DataFrame({{'writer': [{run}] * 1000}})\n"
-        cli = subprocess.Popen([NINI, "run-code", "-", "--session", "k", "--save-as", f"ds{run % 5}"], env=env, cwd=cwd,
-                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        cli = subprocess.Popen(
+            [NINI, "run-code", "-", "--session", "k", "--save-as", f"ds{run % 5}"],
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         cli.stdin.write(code.encode())
         cli.stdin.close()
         time.sleep(rng.uniform(0.0, 2.5))
@@ -127,10 +133,17 @@ def kills(env: dict[str, str], cwd: Path) -> None:
     wrong = sum(read.get(name) != [int(code.split("[")[1].split("]")[0])] for name, code in saved_by.items())
     recorded = {row["path"] for row in rows}
     leftovers = sorted(n for n in os.listdir(folder / "datasets") if f"datasets/{n}" not in recorded)
-    stale = [p for base in (runtime_base(), Path("/tmp")) for p in base.glob("nini-*-*")
-             if (p / OWNER_FILE).is_file() and not token_alive("{pid}-{start}".format(**json.loads((p / OWNER_FILE).read_text())))]
-    print(f"  datasets that differ from their record: {wrong} of {len(rows)}; files left in datasets/: "
-          f"{len(leftovers)}; runtime folders of dead processes: {len(stale)} (goal: 0, 0, 0)")
+    stale = [
+        p
+        for base in (runtime_base(), Path("/tmp"))
+        for p in base.glob("nini-*-*")
+        if (p / OWNER_FILE).is_file()
+        and not token_alive("{pid}-{start}".format(**json.loads((p / OWNER_FILE).read_text())))
+    ]
+    print(
+        f"  datasets that differ from their record: {wrong} of {len(rows)}; files left in datasets/: "
+        f"{len(leftovers)}; runtime folders of dead processes: {len(stale)} (goal: 0, 0, 0)"
+    )
 
 
 def main() -> None:
@@ -152,11 +165,16 @@ def _calls(store: Any, session_id: str, n_calls: int, single: bool) -> None:
     """``n_calls`` tool calls with their three events, as invoke records them (``single``) or as it did."""
     for n in range(n_calls):
         if single:
-            call = store.start_tool_call(session_id, "run_code", STEP_ARGUMENTS, turn_id=f"t{n}",
-                                         events=[("tool_call", {"name": "run_code"})])  # fmt: skip
-            store.finish_tool_call(call["id"], status="succeeded", result={"n": n}, result_summary="ok",
-                                   events=lambda c: [("code_execution", STEP_EVENT),
-                                                     ("tool_result", {"duration_ms": c["duration_ms"]})])  # fmt: skip
+            call = store.start_tool_call(
+                session_id, "run_code", STEP_ARGUMENTS, turn_id=f"t{n}", events=[("tool_call", {"name": "run_code"})]
+            )
+            store.finish_tool_call(
+                call["id"],
+                status="succeeded",
+                result={"n": n},
+                result_summary="ok",
+                events=lambda c: [("code_execution", STEP_EVENT), ("tool_result", {"duration_ms": c["duration_ms"]})],
+            )
             continue
         call = store.start_tool_call(session_id, "run_code", STEP_ARGUMENTS, turn_id=f"t{n}")
         store.append_event(session_id, "tool_call", {"name": "run_code"}, tool_call_id=call["id"])
@@ -192,8 +210,10 @@ def store_throughput(quick: bool) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from tests import pg_cluster
 
-    print("(e) store throughput: tool call start + end + 3 events, one transaction for the end and its events "
-          "vs the old path (end, then an event transaction each)")
+    print(
+        "(e) store throughput: tool call start + end + 3 events, one transaction for the end and its events "
+        "vs the old path (end, then an event transaction each)"
+    )
     reason, cluster = pg_cluster.unavailable(), None
     with tempfile.TemporaryDirectory(prefix="nini-bench-store-") as tmp:
         backends = [("SQLite", lambda: f"sqlite:///{Path(tmp) / uuid4().hex}.db", 1000 if quick else 4000)]
@@ -207,18 +227,22 @@ def store_throughput(quick: bool) -> None:
                 for threads in (1, 8):
                     old = _rate(new_url(), n_calls, threads, single=False)
                     new = _rate(new_url(), n_calls, threads, single=True)
-                    print(f"  {backend}, {threads} thread{'s' if threads > 1 else ''}: {n_calls:,} calls, "
-                          f"old path {old:,.0f}/s, single-transaction end {new:,.0f}/s = {new / old:.2f}x "
-                          f"(goal >= 0.9x: {'met' if new >= 0.9 * old else 'MISSED'})")
+                    print(
+                        f"  {backend}, {threads} thread{'s' if threads > 1 else ''}: {n_calls:,} calls, "
+                        f"old path {old:,.0f}/s, single-transaction end {new:,.0f}/s = {new / old:.2f}x "
+                        f"(goal >= 0.9x: {'met' if new >= 0.9 * old else 'MISSED'})"
+                    )
         finally:
             if cluster is not None:
                 cluster.stop()
 
 
 # (d) a long-running server: one client's step, a little pandas work that leaves a frame in the kernel
-LOAD_CODE = ("import numpy as np, pandas as pd\n"
-             "frame = pd.DataFrame(np.random.default_rng().random((200_000, 5)))\n"
-             "result = float(frame.mean().mean())\n")  # fmt: skip
+LOAD_CODE = (
+    "import numpy as np, pandas as pd\n"
+    "frame = pd.DataFrame(np.random.default_rng().random((200_000, 5)))\n"
+    "result = float(frame.mean().mean())\n"
+)
 CLIENTS = 20
 CAP = 16  # execution.max_live_kernels' default
 
@@ -238,7 +262,13 @@ def footprint(pid: int) -> dict[str, float]:
         except psutil.Error:  # ended while counted
             pass
     own = server.memory_info().rss / 2**20
-    return {"rss": rss / 2**20, "server": own, "kernels": kernels, "fds": server.num_fds(), "threads": server.num_threads()}
+    return {
+        "rss": rss / 2**20,
+        "server": own,
+        "kernels": kernels,
+        "fds": server.num_fds(),
+        "threads": server.num_threads(),
+    }
 
 
 def server_memory(quick: bool) -> bool:
@@ -248,16 +278,22 @@ def server_memory(quick: bool) -> bool:
     from jupyter_ext.serve import ServerProcess
 
     load_s, cull_s, after_s = (30, 15, 45) if quick else (300, 30, 120)
-    print(f"(d) a server under {CLIENTS} clients for {load_s} s, then {after_s} s idle "
-          f"(execution.cull_idle_seconds {cull_s} s for this benchmark, checked every 5 s; cap {CAP} kernels)")
+    print(
+        f"(d) a server under {CLIENTS} clients for {load_s} s, then {after_s} s idle "
+        f"(execution.cull_idle_seconds {cull_s} s for this benchmark, checked every 5 s; cap {CAP} kernels)"
+    )
     with tempfile.TemporaryDirectory(prefix="nini-bench-server-memory-") as tmp:
         root = Path(tmp)
         (root / "home").mkdir()
-        (root / "home" / "settings.json").write_text(json.dumps(
-            {"r_enabled": False, "execution": {"cull_idle_seconds": cull_s, "cull_interval_seconds": 5}}))
+        (root / "home" / "settings.json").write_text(
+            json.dumps({"r_enabled": False, "execution": {"cull_idle_seconds": cull_s, "cull_interval_seconds": 5}})
+        )
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NINI_", "JUPYTER_"))}
-        env.update(NINI_HOME=str(root / "home"), JUPYTER_CONFIG_DIR=str(root / "config"),
-                   JUPYTER_RUNTIME_DIR=str(root / "runtime"))  # fmt: skip
+        env.update(
+            NINI_HOME=str(root / "home"),
+            JUPYTER_CONFIG_DIR=str(root / "config"),
+            JUPYTER_RUNTIME_DIR=str(root / "runtime"),
+        )
         with (root / "server.log").open("wb") as log:
             server = ServerProcess.start(root_dir=root, env=env, output=log)
             try:
@@ -265,16 +301,23 @@ def server_memory(quick: bool) -> bool:
             finally:
                 server.stop()
     cold, idle, peak, after = figures["cold"], figures["idle"], figures["peak"], figures["after"]
+
     def state(f: dict[str, Any]) -> str:
-        return (f"{f['rss']:.0f} MiB ({f['server']:.0f} MiB the server itself), {f['kernels']} kernels, "
-                f"{f['fds']} descriptors, {f['threads']} threads")
+        return (
+            f"{f['rss']:.0f} MiB ({f['server']:.0f} MiB the server itself), {f['kernels']} kernels, "
+            f"{f['fds']} descriptors, {f['threads']} threads"
+        )
 
     print(f"  idle, just started: {state(cold)}")
     print(f"  idle, after one session ran and its kernel was culled (the baseline): {state(idle)}")
-    print(f"  under load: {figures['calls']} calls ({figures['failed']} failed, {figures['restarted']} said their kernel "
-          f"had been culled); peak {state(peak)}: {peak['rss'] / idle['rss']:.1f}x the baseline (cap {CAP} kernels)")
-    print(f"  {after_s} s after the load: {state(after)}: {after['rss'] / idle['rss']:.2f}x the baseline "
-          f"({after['rss'] / cold['rss']:.2f}x just started); {figures['drained']}")
+    print(
+        f"  under load: {figures['calls']} calls ({figures['failed']} failed, {figures['restarted']} said their kernel "
+        f"had been culled); peak {state(peak)}: {peak['rss'] / idle['rss']:.1f}x the baseline (cap {CAP} kernels)"
+    )
+    print(
+        f"  {after_s} s after the load: {state(after)}: {after['rss'] / idle['rss']:.2f}x the baseline "
+        f"({after['rss'] / cold['rss']:.2f}x just started); {figures['drained']}"
+    )
     met = after["rss"] <= 1.1 * idle["rss"] and after["kernels"] <= CAP
     print(f"  goal (within 10% of the idle server, no kernel beyond the cap): {'met' if met else 'NOT met'}")
     return met
@@ -289,8 +332,13 @@ async def _load(server: Any, load_s: float, cull_s: float, after_s: float) -> di
     pid = server.process.pid
 
     async def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = await http.fetch(server.url + "nini/api/" + path, method="POST", body=json.dumps(body),
-                                    headers=server.headers, raise_error=False)  # fmt: skip
+        response = await http.fetch(
+            server.url + "nini/api/" + path,
+            method="POST",
+            body=json.dumps(body),
+            headers=server.headers,
+            raise_error=False,
+        )
         return json.loads(response.body) if response.body else {"ok": False}
 
     async def until_no_kernel(limit_s: float) -> float | None:
@@ -326,8 +374,11 @@ async def _load(server: Any, load_s: float, cull_s: float, after_s: float) -> di
     figures["peak"] = {key: max(sample[key] for sample in samples) for key in samples[0]}
     stopped = time.monotonic()
     drained = await until_no_kernel(after_s)
-    figures["drained"] = (f"the last kernel went {drained:.0f} s after the load" if drained is not None
-                          else "kernels were still live at the end")  # fmt: skip
+    figures["drained"] = (
+        f"the last kernel went {drained:.0f} s after the load"
+        if drained is not None
+        else "kernels were still live at the end"
+    )
     await asyncio.sleep(max(0.0, after_s - (time.monotonic() - stopped)))
     figures["after"] = footprint(pid)
     http.close()

@@ -59,8 +59,12 @@ def latencies(url: str, remote: bool) -> list[float]:
         received = []
         async with bus.subscribe(session_id, since=0) as subscription:
             if remote:
-                child = subprocess.Popen([sys.executable, "-c", CHILD, url, session_id, str(N_EVENTS), str(INTERVAL_S)],
-                                         stdin=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
+                child = subprocess.Popen(
+                    [sys.executable, "-c", CHILD, url, session_id, str(N_EVENTS), str(INTERVAL_S)],
+                    stdin=subprocess.PIPE,
+                    text=True,
+                    cwd=Path(__file__).resolve().parents[1],
+                )
                 child.stdin.write("go\n")
                 child.stdin.flush()
             else:
@@ -89,8 +93,10 @@ def report(backend: str, url: str) -> None:
     p50_here, p50_there = statistics.median(here), statistics.median(there)
     p95_here, p95_there = (statistics.quantiles(xs, n=20)[-1] for xs in (here, there))
     print(f"{backend}: in-process publish -> deliver p50 {p50_here:.2f} ms, p95 {p95_here:.2f} ms")
-    print(f"{backend}: other process append -> deliver p50 {p50_there:.2f} ms, p95 {p95_there:.2f} ms "
-          f"(ratio p50 {p50_there / p50_here:.0f}x, p95 {p95_there / p95_here:.0f}x)")
+    print(
+        f"{backend}: other process append -> deliver p50 {p50_there:.2f} ms, p95 {p95_there:.2f} ms "
+        f"(ratio p50 {p50_there / p50_here:.0f}x, p95 {p95_there / p95_here:.0f}x)"
+    )
 
 
 def main() -> int:

@@ -26,10 +26,40 @@ from bench_summary import median_time_async
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # tests.llm_server
 
-TOPICS = ["revenue", "region", "churn", "latency", "inventory", "refunds", "sessions", "temperature", "claims", "orders",
-          "margin", "signups", "tickets", "exposure", "dosage", "yield", "defects", "returns", "traffic", "payroll"]  # fmt: skip
-VERBS = ["use the median for", "join on the new table for", "exclude test accounts from", "winsorize", "log-transform",
-         "deduplicate", "weight by population for", "use a left join for", "bucket by week for", "cap outliers in"]  # fmt: skip
+TOPICS = [
+    "revenue",
+    "region",
+    "churn",
+    "latency",
+    "inventory",
+    "refunds",
+    "sessions",
+    "temperature",
+    "claims",
+    "orders",
+    "margin",
+    "signups",
+    "tickets",
+    "exposure",
+    "dosage",
+    "yield",
+    "defects",
+    "returns",
+    "traffic",
+    "payroll",
+]
+VERBS = [
+    "use the median for",
+    "join on the new table for",
+    "exclude test accounts from",
+    "winsorize",
+    "log-transform",
+    "deduplicate",
+    "weight by population for",
+    "use a left join for",
+    "bucket by week for",
+    "cap outliers in",
+]
 GOAL_MS = 100
 
 
@@ -40,11 +70,22 @@ def rows(n: int, rng: random.Random, level: str) -> list:
     for i in range(1, n + 1):
         topic, verb = rng.choice(TOPICS), rng.choice(VERBS)
         folder = "knowledge/" if level == "team" else ""
-        made.append(IndexRow(tag=f"#{rng.choice(['analysis', 'report', 'review', 'init'])} #{topic}", type=rng.choice(["standard", "knowledge"]),
-                             title=f"{verb} {topic} {i}", trigger=f"{topic} by {rng.choice(TOPICS)}", surface_signal=f"{topic} column skewed",
-                             hidden_risk=f"{topic} totals drift", status=rng.choice(["active"] * 9 + ["deprecated"]),
-                             scope=rng.choice(["narrow", "medium", "broad"]), strength=rng.choice(["hypothesis", "validated", "enforced"]),
-                             replaces="", replaced_by="", file=f"{folder}EXP-{i:04d}.md"))  # fmt: skip
+        made.append(
+            IndexRow(
+                tag=f"#{rng.choice(['analysis', 'report', 'review', 'init'])} #{topic}",
+                type=rng.choice(["standard", "knowledge"]),
+                title=f"{verb} {topic} {i}",
+                trigger=f"{topic} by {rng.choice(TOPICS)}",
+                surface_signal=f"{topic} column skewed",
+                hidden_risk=f"{topic} totals drift",
+                status=rng.choice(["active"] * 9 + ["deprecated"]),
+                scope=rng.choice(["narrow", "medium", "broad"]),
+                strength=rng.choice(["hypothesis", "validated", "enforced"]),
+                replaces="",
+                replaced_by="",
+                file=f"{folder}EXP-{i:04d}.md",
+            )
+        )
     return made
 
 
@@ -69,10 +110,14 @@ def bench_match(root: Path) -> None:
     found = matcher.match(libs, request, "analysis", datasets=datasets)
     cold = time.perf_counter() - started
     warm = median_time(lambda: matcher.match(libs, request, "analysis", datasets=datasets), 21)
-    print(f"bench_experience (a): one request against 5,000 INDEX rows ({len(found)} matches: {', '.join(m.row.title for m in found[:2])}, ...)")
+    print(
+        f"bench_experience (a): one request against 5,000 INDEX rows ({len(found)} matches: {', '.join(m.row.title for m in found[:2])}, ...)"
+    )
     print(f"  bare read of both INDEX files  {read * 1000:8.2f} ms   1.00x")
     print(f"  match, cold (parse + embed)    {cold * 1000:8.2f} ms  {cold / read:6.1f}x")
-    print(f"  match, warm                    {warm * 1000:8.2f} ms  {warm / read:6.1f}x   goal < {GOAL_MS} ms: {'met' if warm * 1000 < GOAL_MS else 'MISSED'}")
+    print(
+        f"  match, warm                    {warm * 1000:8.2f} ms  {warm / read:6.1f}x   goal < {GOAL_MS} ms: {'met' if warm * 1000 < GOAL_MS else 'MISSED'}"
+    )
 
 
 async def bench_capture(root: Path) -> None:
@@ -84,16 +129,39 @@ async def bench_capture(root: Path) -> None:
     rng = random.Random(1)
     conversation = []
     for i in range(100):
-        conversation.append({"role": "assistant", "content": f"The mean {rng.choice(TOPICS)} is {rng.randint(1, 999)}; " * 5})
-        said = (f"No, {rng.choice(VERBS)} {rng.choice(TOPICS)}, the column has outliers" if i % 4 == 0
-                else f"What about {rng.choice(TOPICS)} in week {i}?")  # fmt: skip
+        conversation.append(
+            {"role": "assistant", "content": f"The mean {rng.choice(TOPICS)} is {rng.randint(1, 999)}; " * 5}
+        )
+        said = (
+            f"No, {rng.choice(VERBS)} {rng.choice(TOPICS)}, the column has outliers"
+            if i % 4 == 0
+            else f"What about {rng.choice(TOPICS)} in week {i}?"
+        )
         conversation.append({"role": "user", "content": said})
-    answer = json.dumps({"candidates": [{"title": f"Median for {t}", "decision": f"use the median of {t}", "alternatives": ["the mean"],
-                                         "signal": f"the {t} column has outliers", "pointers": ["sales"]} for t in TOPICS[:10]]})  # fmt: skip
+    answer = json.dumps(
+        {
+            "candidates": [
+                {
+                    "title": f"Median for {t}",
+                    "decision": f"use the median of {t}",
+                    "alternatives": ["the mean"],
+                    "signal": f"the {t} column has outliers",
+                    "pointers": ["sales"],
+                }
+                for t in TOPICS[:10]
+            ]
+        }
+    )
     settings = load_settings(home=root / "home")
     with ScriptedLLM() as server:
-        router = ModelRouter(LLMSettings(providers=[ProviderSettings(name="loopback", kind="openai", base_url=server.base_url, model="m")], max_retries=0))
+        router = ModelRouter(
+            LLMSettings(
+                providers=[ProviderSettings(name="loopback", kind="openai", base_url=server.base_url, model="m")],
+                max_retries=0,
+            )
+        )
         try:
+
             async def bare() -> None:
                 server.reply(text(answer))
                 await router.complete("fast", [{"role": "user", "content": "x"}], temperature=0)
@@ -102,7 +170,8 @@ async def bench_capture(root: Path) -> None:
                 project = Path(tempfile.mkdtemp(dir=root))
                 server.reply(text(answer))
                 result = await ExperienceMemory(settings, project).capture_conversation(
-                    router, conversation, session_id="s1", stage="analysis", datasets=["sales"])
+                    router, conversation, session_id="s1", stage="analysis", datasets=["sales"]
+                )
                 assert len(result.kept) == 10, result.dropped
 
             await bare()
@@ -110,7 +179,9 @@ async def bench_capture(root: Path) -> None:
             bare_s, capture_s = await median_time_async(bare, 9), await median_time_async(capture, 9)
         finally:
             await router.aclose()
-    print("bench_experience (b): capture + stage 1 on a 200-message conversation, loopback model answering 10 candidates")
+    print(
+        "bench_experience (b): capture + stage 1 on a 200-message conversation, loopback model answering 10 candidates"
+    )
     print(f"  one bare model call            {bare_s * 1000:8.2f} ms   1.00x")
     print(f"  capture + stage 1 + pending    {capture_s * 1000:8.2f} ms  {capture_s / bare_s:6.2f}x")
 

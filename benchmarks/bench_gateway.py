@@ -55,8 +55,11 @@ def main() -> int:
         root = Path(tmp)
         (root / "home").mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NINI_", "JUPYTER_"))}
-        env.update(NINI_HOME=str(root / "home"), JUPYTER_CONFIG_DIR=str(root / "config"),
-                   JUPYTER_RUNTIME_DIR=str(root / "runtime"))  # fmt: skip
+        env.update(
+            NINI_HOME=str(root / "home"),
+            JUPYTER_CONFIG_DIR=str(root / "config"),
+            JUPYTER_RUNTIME_DIR=str(root / "runtime"),
+        )
         server = ServerProcess.start(root_dir=root, env=env)
         try:
             local_first, local_warm = measure(server)

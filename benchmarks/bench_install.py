@@ -125,22 +125,29 @@ def main() -> int:
                 seconds, size, venv = timed_install(base, work, wheelhouse, target)
                 times.append(seconds)
             results[name] = (times, size, venv)
-            print(f"{name:<11} install {statistics.median(times):6.1f} s (runs: "
-                  + ", ".join(f"{t:.1f}" for t in times) + f"), adds {size / 1e6:6.0f} MB")  # fmt: skip
+            print(
+                f"{name:<11} install {statistics.median(times):6.1f} s (runs: "
+                + ", ".join(f"{t:.1f}" for t in times)
+                + f"), adds {size / 1e6:6.0f} MB"
+            )
         nini_time = statistics.median(results["nini"][0])
         ai_time = statistics.median(results["jupyter-ai"][0])
         time_ratio, size_ratio = nini_time / ai_time, results["nini"][1] / results["jupyter-ai"][1]
-        print(f"ratio nini / jupyter-ai: time {time_ratio:.2f}x (goal <= {GOAL_TIME}x: "
-              f"{'met' if time_ratio <= GOAL_TIME else 'NOT met'}), size {size_ratio:.2f}x (goal <= {GOAL_SIZE}x: "
-              f"{'met' if size_ratio <= GOAL_SIZE else 'NOT met'})")  # fmt: skip
+        print(
+            f"ratio nini / jupyter-ai: time {time_ratio:.2f}x (goal <= {GOAL_TIME}x: "
+            f"{'met' if time_ratio <= GOAL_TIME else 'NOT met'}), size {size_ratio:.2f}x (goal <= {GOAL_SIZE}x: "
+            f"{'met' if size_ratio <= GOAL_SIZE else 'NOT met'})"
+        )
 
         base_sizes = dist_sizes(base)
         added = {name: size for name, size in dist_sizes(results["nini"][2]).items() if name not in base_sizes}
         print(f"what nini's install added ({len(added)} distributions), largest first:")
         for name, size in sorted(added.items(), key=lambda item: -item[1])[:15]:
             print(f"  {name:<28} {size / 1e6:7.1f} MB")
-        print(f"  {'(the other ' + str(max(len(added) - 15, 0)) + ')':<28} "
-              f"{sum(sorted(added.values())[:-15] or [0]) / 1e6:7.1f} MB")  # fmt: skip
+        print(
+            f"  {'(the other ' + str(max(len(added) - 15, 0)) + ')':<28} "
+            f"{sum(sorted(added.values())[:-15] or [0]) / 1e6:7.1f} MB"
+        )
     return 0
 
 

@@ -30,13 +30,15 @@ def write_csv(path: Path) -> None:
     """At least ``TARGET_MB`` MB of sales-like rows (dates, text, integers, floats), in blocks of about 5 MB."""
     rng = np.random.default_rng(7)
     rows = 110_000  # about 5 MB a block
-    frame = pd.DataFrame({
-        "date": pd.date_range("2020-01-01", periods=rows, freq="min").strftime("%Y-%m-%d %H:%M"),
-        "region": rng.choice(["north", "south", "east", "west"], rows),
-        "product": rng.choice(["reagent kit", "pipette", "centrifuge", "microscope"], rows),
-        "units": rng.integers(1, 500, rows),
-        "price": rng.random(rows).round(4) * 1000,
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "date": pd.date_range("2020-01-01", periods=rows, freq="min").strftime("%Y-%m-%d %H:%M"),
+            "region": rng.choice(["north", "south", "east", "west"], rows),
+            "product": rng.choice(["reagent kit", "pipette", "centrifuge", "microscope"], rows),
+            "units": rng.integers(1, 500, rows),
+            "price": rng.random(rows).round(4) * 1000,
+        }
+    )
     frame.to_csv(path, index=False)
     while path.stat().st_size < TARGET_MB * 10**6:
         frame.to_csv(path, index=False, header=False, mode="a")
@@ -68,9 +70,11 @@ def main() -> int:
             ours.append(timed(detected))
             plain.append(timed(given))
         ratio = statistics.median(ours) / statistics.median(plain)
-        print(f"{size_mb:.0f} MB UTF-8 CSV: detected {statistics.median(ours):.2f} s, "
-              f"pandas.read_csv with encoding and sep given {statistics.median(plain):.2f} s "
-              f"(median of {ROUNDS}): {ratio:.2f}x (goal <= {GOAL}x)")  # fmt: skip
+        print(
+            f"{size_mb:.0f} MB UTF-8 CSV: detected {statistics.median(ours):.2f} s, "
+            f"pandas.read_csv with encoding and sep given {statistics.median(plain):.2f} s "
+            f"(median of {ROUNDS}): {ratio:.2f}x (goal <= {GOAL}x)"
+        )
 
     utf8 = ("a,b,c\n" + "x,1,2.5\n" * (SAMPLE_BYTES // 8)).encode()[:SAMPLE_BYTES]
     gbk = ("地区,销售额,产品\n" + "华北,120,苹果\n华南,98,香蕉\n" * (SAMPLE_BYTES // 40)).encode("gbk")[:SAMPLE_BYTES]

@@ -76,7 +76,9 @@ async def direct(home: Path, project: Path) -> list[float]:
 
 
 async def over_stdio(home: Path, project: Path, env: dict[str, str]) -> list[float]:
-    server = StdioServerParameters(command=NINI, args=["--project-dir", str(project), "mcp"], env={**env, "NINI_HOME": str(home)})
+    server = StdioServerParameters(
+        command=NINI, args=["--project-dir", str(project), "mcp"], env={**env, "NINI_HOME": str(home)}
+    )
     async with stdio_client(server) as (read, write), ClientSession(read, write) as client:
         await client.initialize()
 
@@ -90,15 +92,19 @@ async def over_stdio(home: Path, project: Path, env: dict[str, str]) -> list[flo
 async def over_http(server: ServerProcess) -> tuple[list[float], list[float]]:
     headers = {"Authorization": f"Bearer {server.token}"}
     async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
-        session_id = (await http.post(server.url + "nini/api/sessions", json={"title": "bench rest"})).json()["data"]["id"]
+        session_id = (await http.post(server.url + "nini/api/sessions", json={"title": "bench rest"})).json()["data"][
+            "id"
+        ]
 
         async def rest() -> None:
             reply = (await http.post(server.url + f"nini/api/sessions/{session_id}/run-code", json=CODE)).json()
             assert reply["ok"] and reply["data"]["success"], reply
 
         rest_times = await timed(rest)
-        async with streamable_http_client(server.url + "nini/mcp", http_client=http) as (read, write), \
-                ClientSession(read, write) as client:  # fmt: skip
+        async with (
+            streamable_http_client(server.url + "nini/mcp", http_client=http) as (read, write),
+            ClientSession(read, write) as client,
+        ):
             await client.initialize()
 
             async def call() -> None:
@@ -119,8 +125,12 @@ async def main() -> int:
         baseline = await direct(root / "home-direct", project)
         show("invoke() in this process (baseline)", baseline)
         stdio_ratio = show("nini mcp over stdio", await over_stdio(root / "home-stdio", project, env), baseline)
-        server_env = {**env, "NINI_HOME": str(root / "home-server"), "JUPYTER_CONFIG_DIR": str(root / "config"),
-                      "JUPYTER_RUNTIME_DIR": str(root / "runtime")}  # fmt: skip
+        server_env = {
+            **env,
+            "NINI_HOME": str(root / "home-server"),
+            "JUPYTER_CONFIG_DIR": str(root / "config"),
+            "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+        }
         with (root / "server.log").open("wb") as log:
             server = ServerProcess.start(root_dir=project, env=server_env, output=log)
             try:

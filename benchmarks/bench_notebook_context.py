@@ -37,11 +37,17 @@ def cases() -> dict[str, dict[str, Any]]:
     rng = np.random.default_rng(0)
     small = pd.DataFrame(rng.normal(size=(1_000, 64)))
     base = np.zeros((1, 64))
-    ten_gb = pd.DataFrame(np.lib.stride_tricks.as_strided(base, shape=(20_000_000, 64), strides=(0, 8), writeable=False), copy=False)
+    ten_gb = pd.DataFrame(
+        np.lib.stride_tricks.as_strided(base, shape=(20_000_000, 64), strides=(0, 8), writeable=False), copy=False
+    )
     real = pd.DataFrame(rng.normal(size=(800_000, 64)))
     many = {f"frame_{n:03d}": pd.DataFrame({"a": np.arange(n + 1), "b": np.arange(n + 1) * 2.0}) for n in range(200)}
-    return {"1,000 × 64 (baseline)": {"df": small}, "10 GB view": {"df": ten_gb},
-            "400 MB of values": {"df": real}, "200 variables": many}  # fmt: skip
+    return {
+        "1,000 × 64 (baseline)": {"df": small},
+        "10 GB view": {"df": ten_gb},
+        "400 MB of values": {"df": real},
+        "200 variables": many,
+    }
 
 
 def main() -> None:
@@ -58,8 +64,12 @@ def main() -> None:
     base_s, base_peak = rows[0][1], rows[0][2]
     print(f"{'case':<22}{'time':>10}{'x base':>9}{'peak memory':>14}{'x base':>9}{'tokens':>8}")
     for name, seconds, peak, tokens in rows:
-        print(f"{name:<22}{seconds * 1000:>8.1f}ms{seconds / base_s:>8.2f}x{peak / 2**20:>11.2f} MB{peak / base_peak:>8.2f}x{tokens:>8}")
-    print(f"{'describe() on 400 MB':<22}{naive_s * 1000:>8.1f}ms{naive_s / base_s:>8.1f}x{naive_peak / 2**20:>11.2f} MB{naive_peak / base_peak:>8.1f}x")
+        print(
+            f"{name:<22}{seconds * 1000:>8.1f}ms{seconds / base_s:>8.2f}x{peak / 2**20:>11.2f} MB{peak / base_peak:>8.2f}x{tokens:>8}"
+        )
+    print(
+        f"{'describe() on 400 MB':<22}{naive_s * 1000:>8.1f}ms{naive_s / base_s:>8.1f}x{naive_peak / 2**20:>11.2f} MB{naive_peak / base_peak:>8.1f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,17 @@ def fill(store, rng: random.Random) -> None:  # noqa: ANN001
     rows = []
     for i in range(ROWS):
         project = None if i % 10 == 0 else f"project-{i % 500}"
-        rows.append({"project_id": project, "key": f"{rng.choice(prefixes)}.{i}", "value": i % 7, "source": rng.choice(["explicit", "implicit"]),
-                     "confidence": round(rng.random(), 4), "evidence_count": rng.randint(0, 9), "updated_at": 1_700_000_000_000 + i})  # fmt: skip
+        rows.append(
+            {
+                "project_id": project,
+                "key": f"{rng.choice(prefixes)}.{i}",
+                "value": i % 7,
+                "source": rng.choice(["explicit", "implicit"]),
+                "confidence": round(rng.random(), 4),
+                "evidence_count": rng.randint(0, 9),
+                "updated_at": 1_700_000_000_000 + i,
+            }
+        )
     with store.writing() as conn:
         conn.execute(user_preferences.insert(), rows)
 
@@ -72,28 +81,57 @@ def main() -> int:
             bare = median_time(bare_query, 51)
             select = median_time(lambda: select_memory_for_injection(store, "project-7", "report", 8, 400), 51)
             block = select_memory_for_injection(store, "project-7", "report", 8, 400).block
-            print(f"bench_prefs (a): the block for a report prompt among {ROWS:,} preferences ({len(block.splitlines()) - 3} lines)")
+            print(
+                f"bench_prefs (a): the block for a report prompt among {ROWS:,} preferences ({len(block.splitlines()) - 3} lines)"
+            )
             print(f"  bare indexed queries (top 16)   {bare * 1000:8.3f} ms   1.00x")
-            print(f"  select_memory_for_injection     {select * 1000:8.3f} ms  {select / bare:6.1f}x   goal < {GOAL_MS} ms: "
-                  f"{'met' if select * 1000 < GOAL_MS else 'MISSED'}")  # fmt: skip
+            print(
+                f"  select_memory_for_injection     {select * 1000:8.3f} ms  {select / bare:6.1f}x   goal < {GOAL_MS} ms: "
+                f"{'met' if select * 1000 < GOAL_MS else 'MISSED'}"
+            )
 
             rng = random.Random(1)
-            signals = ["no_exclamation", "concise", "formal", "fewer_decimals", "minimal_charts", "no_emoji", "detailed"]
+            signals = [
+                "no_exclamation",
+                "concise",
+                "formal",
+                "fewer_decimals",
+                "minimal_charts",
+                "no_emoji",
+                "detailed",
+            ]
             started = time.perf_counter()
             for n in range(EVENTS):
-                ingest(store, Feedback(f"t{n}", rng.choice(["accept", "reject", "partial"]), "answer", "project-7",
-                                       [rng.choice(signals)], {"section": n % 9}, [rng.randint(1, ROWS)]))  # fmt: skip
+                ingest(
+                    store,
+                    Feedback(
+                        f"t{n}",
+                        rng.choice(["accept", "reject", "partial"]),
+                        "answer",
+                        "project-7",
+                        [rng.choice(signals)],
+                        {"section": n % 9},
+                        [rng.randint(1, ROWS)],
+                    ),
+                )
             learned = time.perf_counter() - started
             started = time.perf_counter()
             for n in range(EVENTS):
                 with bare_db:
-                    bare_db.execute("INSERT INTO skill_run_feedback (run_id, project_id, skill_id, action, signals, evidence_ref, created_at) "
-                                    "VALUES (?, ?, 'answer', 'accept', '[]', '{}', 0)", (f"b{n}", "project-7"))  # fmt: skip
+                    bare_db.execute(
+                        "INSERT INTO skill_run_feedback (run_id, project_id, skill_id, action, signals, evidence_ref, created_at) "
+                        "VALUES (?, ?, 'answer', 'accept', '[]', '{}', 0)",
+                        (f"b{n}", "project-7"),
+                    )
             inserts = time.perf_counter() - started
             bare_db.close()
             print(f"bench_prefs (b): {EVENTS:,} feedback events, one transaction each")
-            print(f"  bare INSERTs                    {inserts:8.2f} s    1.00x  ({inserts / EVENTS * 1e6:.0f} us each)")
-            print(f"  ingest (record + learn)         {learned:8.2f} s   {learned / inserts:5.1f}x  ({learned / EVENTS * 1e6:.0f} us each)")
+            print(
+                f"  bare INSERTs                    {inserts:8.2f} s    1.00x  ({inserts / EVENTS * 1e6:.0f} us each)"
+            )
+            print(
+                f"  ingest (record + learn)         {learned:8.2f} s   {learned / inserts:5.1f}x  ({learned / EVENTS * 1e6:.0f} us each)"
+            )
         finally:
             store.close()
     return 0

@@ -31,8 +31,10 @@ RSCRIPT_CALLS = 10
 COLD_STARTS = 3
 CODE = "mean(1:10)"
 CORPUS_SCRIPT = Path(__file__).resolve().parents[1] / "tests" / "r_sandbox" / "extract_examples.R"
-CORPUS_PACKAGES = ("base,stats,utils,graphics,grDevices,methods,datasets,grid,splines,stats4,MASS,Matrix,"
-                   "lattice,mgcv,nlme,dplyr,tidyr,ggplot2,readr,data.table,tibble,stringr,purrr,jsonlite,magrittr,scales")
+CORPUS_PACKAGES = (
+    "base,stats,utils,graphics,grDevices,methods,datasets,grid,splines,stats4,MASS,Matrix,"
+    "lattice,mgcv,nlme,dplyr,tidyr,ggplot2,readr,data.table,tibble,stringr,purrr,jsonlite,magrittr,scales"
+)
 
 
 async def through_nini(home: Path) -> tuple[list[float], list[float], str]:
@@ -113,14 +115,20 @@ def main() -> int:
     print(f"bench_r: `{CODE}`, medians (warm: {WARM_CALLS} calls, Rscript: {RSCRIPT_CALLS}, cold: {COLD_STARTS})")
     print(f"  baseline 1: Rscript -e per call                      {rscript:9.2f} ms")
     print(f"  baseline 2: in-process rpy2 eval                     {rpy2:9.2f} ms")
-    print(f"  invoke run_r_code, warm (sandbox {mode}, recorded)    {nini:9.2f} ms   "
-          f"{rscript / nini:6.1f}x faster than Rscript (goal >= 20x: {'met' if rscript / nini >= 20 else 'MISSED'}), "
-          f"+{nini - rpy2:.2f} ms over rpy2 (goal <= 5 ms: {'met' if nini - rpy2 <= 5 else 'MISSED'})")
-    print(f"  worker cold start (first call of a session)          {ms(cold):9.0f} ms   "
-          f"{ms(cold) / rscript:5.2f}x one Rscript call")
+    print(
+        f"  invoke run_r_code, warm (sandbox {mode}, recorded)    {nini:9.2f} ms   "
+        f"{rscript / nini:6.1f}x faster than Rscript (goal >= 20x: {'met' if rscript / nini >= 20 else 'MISSED'}), "
+        f"+{nini - rpy2:.2f} ms over rpy2 (goal <= 5 ms: {'met' if nini - rpy2 <= 5 else 'MISSED'})"
+    )
+    print(
+        f"  worker cold start (first call of a session)          {ms(cold):9.0f} ms   "
+        f"{ms(cold) / rscript:5.2f}x one Rscript call"
+    )
     count, mean, median = policy_over_corpus()
-    print(f"  policy check, {count} help-page examples: mean {mean:.2f} ms, median {median:.2f} ms per snippet "
-          f"(goal < 5 ms: {'met' if mean < 5 else 'MISSED'})")
+    print(
+        f"  policy check, {count} help-page examples: mean {mean:.2f} ms, median {median:.2f} ms per snippet "
+        f"(goal < 5 ms: {'met' if mean < 5 else 'MISSED'})"
+    )
     return 0
 
 

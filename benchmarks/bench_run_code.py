@@ -52,8 +52,10 @@ CGROUP_START_GOAL = 1.05
 
 def legacy_agent_command(cmd, mode, limits, *, workspace, runtime_dir, shared_dir=None, **_ignored):  # noqa: ANN001, ANN201
     """The kernel command as nini built it before the hardening, for the "before" measurement."""
-    wrapper = ("import os, resource, sys; limit = int(sys.argv[1]); "
-               "resource.setrlimit(resource.RLIMIT_AS, (limit, limit)); os.execvp(sys.argv[3], sys.argv[3:])")
+    wrapper = (
+        "import os, resource, sys; limit = int(sys.argv[1]); "
+        "resource.setrlimit(resource.RLIMIT_AS, (limit, limit)); os.execvp(sys.argv[3], sys.argv[3:])"
+    )
     cmd = [sys.executable, "-c", wrapper, str(limits.memory_bytes), "--", *cmd]
     if mode != "bwrap":
         return cmd
@@ -65,8 +67,22 @@ def legacy_agent_command(cmd, mode, limits, *, workspace, runtime_dir, shared_di
         if any(h in path.parents for h in hidden):
             args += ["--ro-bind", str(path), str(path)]
     args += ["--bind", str(workspace), str(workspace), "--bind", str(runtime_dir), str(runtime_dir)]
-    args += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session",
-             "--cap-drop", "ALL", "--chdir", str(workspace), "--unsetenv", "JPY_PARENT_PID", "--", *cmd]
+    args += [
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--chdir",
+        str(workspace),
+        "--unsetenv",
+        "JPY_PARENT_PID",
+        "--",
+        *cmd,
+    ]
     return args
 
 
@@ -125,8 +141,12 @@ async def host_checks_us(session: Session) -> float:
     from nini.skills.output import ToolOutput
 
     session.workspace.fs.write_bytes("artifacts/c.png", b"png")
-    outcome = CodeOutcome(success=False, stdout="out\n" * 20, stderr="Traceback ...\n" * 10,
-                          error={"code": "CODE_ERROR", "message": f"No such file: '{session.workspace.root}/x.csv'"})
+    outcome = CodeOutcome(
+        success=False,
+        stdout="out\n" * 20,
+        stderr="Traceback ...\n" * 10,
+        error={"code": "CODE_ERROR", "message": f"No such file: '{session.workspace.root}/x.csv'"},
+    )
     times = []
     for _ in range(2000):
         start = time.perf_counter()
@@ -138,7 +158,9 @@ async def host_checks_us(session: Session) -> float:
     return statistics.median(times) * 1e6
 
 
-async def pool_starts(home: Path, sandbox_setting: str, *, with_legacy: bool = False) -> tuple[list[float], list[float]]:
+async def pool_starts(
+    home: Path, sandbox_setting: str, *, with_legacy: bool = False
+) -> tuple[list[float], list[float]]:
     """Kernel starts to a first result through KernelPool; with ``with_legacy``, each start is paired
     with one on the legacy sandbox, in alternating order."""
     pool = KernelPool(ExecutionSettings(sandbox=sandbox_setting))
@@ -160,8 +182,10 @@ async def pool_starts(home: Path, sandbox_setting: str, *, with_legacy: bool = F
 async def cgroup_costs(home: Path) -> dict[str, tuple[list[float], list[float]]]:
     """Kernel starts and then warm round trips of sandboxed kernels in a cgroup of their own and in
     none, interleaved in alternating order: {"cgroup" | "none": (starts, round trips)}."""
-    pools = {"cgroup": KernelPool(ExecutionSettings(sandbox="bwrap")),
-             "none": KernelPool(ExecutionSettings(sandbox="bwrap", cgroups="off"))}  # fmt: skip
+    pools = {
+        "cgroup": KernelPool(ExecutionSettings(sandbox="bwrap")),
+        "none": KernelPool(ExecutionSettings(sandbox="bwrap", cgroups="off")),
+    }
     times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in pools}
     try:
         for n in range(CGROUP_STARTS + 1):  # the first pair warms the machine's caches
@@ -264,36 +288,54 @@ async def main() -> None:
     ratio = nini / raw
     print(f"bench_run_code: median of {ROUND_TRIPS} round trips of `x = 1` on a warm kernel")
     print(f"  baseline: raw jupyter_client execute_interactive   {raw:8.2f} ms")
-    print(f"  invoke run_code (sandbox {mode}, recorded)          {nini:8.2f} ms  {ratio:5.2f}x baseline   "
-          f"goal <= {GOAL_RATIO}x: {'met' if ratio <= GOAL_RATIO else 'MISSED'}")
+    print(
+        f"  invoke run_code (sandbox {mode}, recorded)          {nini:8.2f} ms  {ratio:5.2f}x baseline   "
+        f"goal <= {GOAL_RATIO}x: {'met' if ratio <= GOAL_RATIO else 'MISSED'}"
+    )
     if mode == "bwrap":
         cost = nini / legacy
-        print(f"  the same on the legacy sandbox (interleaved)       {legacy:8.2f} ms  hardened/legacy {cost:5.2f}x   "
-              f"goal <= {HARDENING_GOAL}x: {'met' if cost <= HARDENING_GOAL else 'MISSED'}")
-        print(f"  of which host-side checks (quota, redaction, artifacts) {host_us:6.0f} us per call "
-              f"({host_us / 1000 / legacy:.1%} of a call)")
+        print(
+            f"  the same on the legacy sandbox (interleaved)       {legacy:8.2f} ms  hardened/legacy {cost:5.2f}x   "
+            f"goal <= {HARDENING_GOAL}x: {'met' if cost <= HARDENING_GOAL else 'MISSED'}"
+        )
+        print(
+            f"  of which host-side checks (quota, redaction, artifacts) {host_us:6.0f} us per call "
+            f"({host_us / 1000 / legacy:.1%} of a call)"
+        )
     print(f"kernel start to first result, median of {STARTS}")
     print(f"  baseline: raw AsyncKernelManager, unsandboxed      {start_raw:8.0f} ms")
-    print(f"  KernelPool, sandbox none                           {start_none:8.0f} ms  {start_none / start_raw:5.2f}x baseline")
+    print(
+        f"  KernelPool, sandbox none                           {start_none:8.0f} ms  {start_none / start_raw:5.2f}x baseline"
+    )
     if not bwrap_ok:
         print(f"  KernelPool, sandbox bwrap                          skipped: {why}")
     else:
-        print(f"  KernelPool, sandbox bwrap                          {start_bwrap:8.0f} ms  {start_bwrap / start_raw:5.2f}x baseline, "
-              f"{start_bwrap / start_none:5.2f}x unsandboxed")
-        print(f"  KernelPool, legacy sandbox (interleaved)           {legacy_start:8.0f} ms  "
-              f"hardened/legacy {start_bwrap / legacy_start:5.2f}x")
+        print(
+            f"  KernelPool, sandbox bwrap                          {start_bwrap:8.0f} ms  {start_bwrap / start_raw:5.2f}x baseline, "
+            f"{start_bwrap / start_none:5.2f}x unsandboxed"
+        )
+        print(
+            f"  KernelPool, legacy sandbox (interleaved)           {legacy_start:8.0f} ms  "
+            f"hardened/legacy {start_bwrap / legacy_start:5.2f}x"
+        )
     print(f"cgroups ({placed.mechanism}): sandboxed kernels in a cgroup of their own vs in none, interleaved")
     if not bwrap_ok or placed.mechanism == "none":
         print(f"  skipped: {why if not bwrap_ok else placed.detail}")
     else:
         start_ratio = ms(costs["cgroup"][0]) / ms(costs["none"][0])
         warm_ratio = ms(costs["cgroup"][1]) / ms(costs["none"][1])
-        print(f"  kernel start, median of {CGROUP_STARTS}: {ms(costs['cgroup'][0]):8.0f} ms vs {ms(costs['none'][0]):8.0f} ms  "
-              f"{start_ratio:5.3f}x   goal <= {CGROUP_START_GOAL}x: {'met' if start_ratio <= CGROUP_START_GOAL else 'MISSED'}")
-        print(f"  warm call, median of {ROUND_TRIPS}:   {ms(costs['cgroup'][1]):8.2f} ms vs {ms(costs['none'][1]):8.2f} ms  "
-              f"{warm_ratio:5.3f}x")
-        print(f"  the cgroup work alone: {setup:.2f} ms to make and enter a group ({setup / ms(costs['none'][0]):.2%} of a "
-              f"start), {teardown:.2f} ms to remove it at the kernel's stop; nothing per call")
+        print(
+            f"  kernel start, median of {CGROUP_STARTS}: {ms(costs['cgroup'][0]):8.0f} ms vs {ms(costs['none'][0]):8.0f} ms  "
+            f"{start_ratio:5.3f}x   goal <= {CGROUP_START_GOAL}x: {'met' if start_ratio <= CGROUP_START_GOAL else 'MISSED'}"
+        )
+        print(
+            f"  warm call, median of {ROUND_TRIPS}:   {ms(costs['cgroup'][1]):8.2f} ms vs {ms(costs['none'][1]):8.2f} ms  "
+            f"{warm_ratio:5.3f}x"
+        )
+        print(
+            f"  the cgroup work alone: {setup:.2f} ms to make and enter a group ({setup / ms(costs['none'][0]):.2%} of a "
+            f"start), {teardown:.2f} ms to remove it at the kernel's stop; nothing per call"
+        )
 
 
 if __name__ == "__main__":  # run as a script, so store_throughput imports from this folder

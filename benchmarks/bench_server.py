@@ -37,8 +37,9 @@ class Api:
         self.http = AsyncHTTPClient(force_instance=True, defaults={"request_timeout": 120})
 
     async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = await self.http.fetch(self.server.url + path, method="POST", body=json.dumps(body),
-                                         headers=self.server.headers)  # fmt: skip
+        response = await self.http.fetch(
+            self.server.url + path, method="POST", body=json.dumps(body), headers=self.server.headers
+        )
         return json.loads(response.body)
 
     async def new_session(self, title: str) -> str:
@@ -80,10 +81,15 @@ async def phase(api: Api, title: str, watchers: int) -> dict[str, Any]:
     rss_after = process.memory_info().rss
     in_order = sum(seqs == list(range(1, expected + 1)) for seqs in delivered)
     return {
-        "latencies": latencies, "elapsed": elapsed, "rss_before": rss_before, "rss_after": rss_after,
-        "events_expected": expected * watchers, "events_delivered": sum(map(len, delivered)),
-        "watchers_complete_in_order": in_order, "watchers": watchers,
-    }  # fmt: skip
+        "latencies": latencies,
+        "elapsed": elapsed,
+        "rss_before": rss_before,
+        "rss_after": rss_after,
+        "events_expected": expected * watchers,
+        "events_delivered": sum(map(len, delivered)),
+        "watchers_complete_in_order": in_order,
+        "watchers": watchers,
+    }
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -93,25 +99,35 @@ def quantile(values: list[float], q: float) -> float:
 def report(name: str, result: dict[str, Any], baseline: dict[str, Any] | None = None) -> None:
     p50, p95 = quantile(result["latencies"], 0.5), quantile(result["latencies"], 0.95)
     mib = 1024 * 1024
-    line = (f"  {name:<34} p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  {CALLS / result['elapsed']:6.1f} calls/s  "
-            f"server RSS {result['rss_before'] / mib:6.1f} -> {result['rss_after'] / mib:6.1f} MiB")  # fmt: skip
+    line = (
+        f"  {name:<34} p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  {CALLS / result['elapsed']:6.1f} calls/s  "
+        f"server RSS {result['rss_before'] / mib:6.1f} -> {result['rss_after'] / mib:6.1f} MiB"
+    )
     if baseline is not None:
-        line += (f"\n  {'':<34} {p50 / quantile(baseline['latencies'], 0.5):5.2f}x p50, "
-                 f"{p95 / quantile(baseline['latencies'], 0.95):5.2f}x p95, "
-                 f"RSS growth {(result['rss_after'] - result['rss_before']) / mib:+.1f} MiB vs "
-                 f"{(baseline['rss_after'] - baseline['rss_before']) / mib:+.1f} MiB baseline")  # fmt: skip
+        line += (
+            f"\n  {'':<34} {p50 / quantile(baseline['latencies'], 0.5):5.2f}x p50, "
+            f"{p95 / quantile(baseline['latencies'], 0.95):5.2f}x p95, "
+            f"RSS growth {(result['rss_after'] - result['rss_before']) / mib:+.1f} MiB vs "
+            f"{(baseline['rss_after'] - baseline['rss_before']) / mib:+.1f} MiB baseline"
+        )
     print(line)
     if result["watchers"]:
-        print(f"  {'':<34} events delivered {result['events_delivered']:,} of {result['events_expected']:,}; "
-              f"watchers with every event in seq order: {result['watchers_complete_in_order']} of {result['watchers']}")  # fmt: skip
+        print(
+            f"  {'':<34} events delivered {result['events_delivered']:,} of {result['events_expected']:,}; "
+            f"watchers with every event in seq order: {result['watchers_complete_in_order']} of {result['watchers']}"
+        )
 
 
 async def main() -> int:
     with tempfile.TemporaryDirectory(prefix="nini-bench-server-") as tmp:
         root = Path(tmp)
         (root / "home").mkdir()
-        env = {**_base_env(), "NINI_HOME": str(root / "home"), "JUPYTER_CONFIG_DIR": str(root / "config"),
-               "JUPYTER_RUNTIME_DIR": str(root / "runtime")}  # fmt: skip
+        env = {
+            **_base_env(),
+            "NINI_HOME": str(root / "home"),
+            "JUPYTER_CONFIG_DIR": str(root / "config"),
+            "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+        }
         with (root / "server.log").open("wb") as log:
             server = ServerProcess.start(root_dir=root, env=env, output=log, args=("--NiniExtensionApp.sandbox=auto",))
             try:
@@ -120,12 +136,15 @@ async def main() -> int:
                 watched = await phase(api, "watched", WATCHERS)
             finally:
                 server.stop()
-    print(f"bench_server: {CALLS} sequential run-code calls through REST on one session (real jupyter server, "
-          "token auth, sandbox auto)")
+    print(
+        f"bench_server: {CALLS} sequential run-code calls through REST on one session (real jupyter server, "
+        "token auth, sandbox auto)"
+    )
     report("baseline: no WebSocket watchers", baseline)
     report(f"with {WATCHERS} WebSocket watchers", watched, baseline)
     complete = watched["watchers_complete_in_order"] == WATCHERS and (
-        watched["events_delivered"] == watched["events_expected"])
+        watched["events_delivered"] == watched["events_expected"]
+    )
     print(f"  every watcher got every event in order: {'yes' if complete else 'NO'}")
     return 0 if complete else 1
 

@@ -85,11 +85,15 @@ def main() -> int:
 
     print(f"bench_skills: {N_SKILLS} markdown skills, median of {REPEAT} runs (unchanged refresh: 50)")
     print(f"  baseline: bare read + YAML parse of every file  {baseline * 1000:8.1f} ms")
-    print(f"  cold scan (registry build + snapshot)           {cold * 1000:8.1f} ms  "
-          f"{cold / baseline:5.2f}x baseline   goal < {COLD_GOAL_S * 1000:.0f} ms: {'met' if cold < COLD_GOAL_S else 'MISSED'}")
-    print(f"  refresh, nothing changed                        {unchanged * 1000:8.2f} ms  "
-          f"{unchanged / cold:6.3f}x cold scan   goal < {UNCHANGED_GOAL_S * 1000:.0f} ms: "
-          f"{'met' if unchanged < UNCHANGED_GOAL_S else 'MISSED'}")
+    print(
+        f"  cold scan (registry build + snapshot)           {cold * 1000:8.1f} ms  "
+        f"{cold / baseline:5.2f}x baseline   goal < {COLD_GOAL_S * 1000:.0f} ms: {'met' if cold < COLD_GOAL_S else 'MISSED'}"
+    )
+    print(
+        f"  refresh, nothing changed                        {unchanged * 1000:8.2f} ms  "
+        f"{unchanged / cold:6.3f}x cold scan   goal < {UNCHANGED_GOAL_S * 1000:.0f} ms: "
+        f"{'met' if unchanged < UNCHANGED_GOAL_S else 'MISSED'}"
+    )
     print(f"  refresh after one edit (incl. the write)        {edited * 1000:8.2f} ms  {edited / cold:6.3f}x cold scan")
     return 0
 

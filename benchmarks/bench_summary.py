@@ -128,7 +128,9 @@ def main() -> int:
     print(f"  {'tokens':>9}  {'path':<26} {'encode ms':>10} {'summary ms':>11} {'ratio':>7}  goal <= {GOAL_RATIO:.0f}x")
     for n, path, encode, summary, _ in rows:
         ratio = summary / encode
-        verdict = ("met" if ratio <= GOAL_RATIO else "MISSED") if n >= GOAL_FROM_TOKENS else "n/a (fixed cost dominates)"
+        verdict = (
+            ("met" if ratio <= GOAL_RATIO else "MISSED") if n >= GOAL_FROM_TOKENS else "n/a (fixed cost dominates)"
+        )
         print(f"  {n:>9,}  {path:<26} {encode * 1000:10.2f} {summary * 1000:11.2f} {ratio:6.2f}x  {verdict}")
     return 0
 

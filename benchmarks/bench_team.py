@@ -52,8 +52,9 @@ class User:
         self.warm, self.ready = asyncio.Event(), asyncio.Event()
 
     async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = await self.http.fetch(self.server.url + path, method="POST", body=json.dumps(body),
-                                         headers=self.server.headers)  # fmt: skip
+        response = await self.http.fetch(
+            self.server.url + path, method="POST", body=json.dumps(body), headers=self.server.headers
+        )
         return json.loads(response.body)
 
     async def work(self) -> list[float]:
@@ -106,7 +107,8 @@ async def phase(server: ServerProcess, store: HistoryStore, users: int) -> dict[
     # the answer's "done" is the last event of a turn: wait for every turn to end
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not all(
-            any(e["type"] == "done" for e in store.list_events(u.session_id)) for u in team):  # fmt: skip
+        any(e["type"] == "done" for e in store.list_events(u.session_id)) for u in team
+    ):
         await asyncio.sleep(0.2)
     elapsed = time.perf_counter() - started
     stored = {u.session_id: store.list_events(u.session_id) for u in team}
@@ -115,11 +117,14 @@ async def phase(server: ServerProcess, store: HistoryStore, users: int) -> dict[
         "latencies": [x for user in latencies for x in user],
         "elapsed": elapsed,
         "watchers_exact": sum(u.seqs == [e["seq"] for e in stored[u.session_id]] for u in team),
-        "gapless": sum([e["seq"] for e in stored[u.session_id]] == list(range(1, len(stored[u.session_id]) + 1))
-                       for u in team),  # fmt: skip
-        "recorded": sum(len([c for c in store.list_tool_calls(u.session_id) if c["tool_name"] == "run_code"]) == CALLS + 1
-                        and any(m["role"] == "assistant" and m["content"] == ANSWER for m in store.list_messages(u.session_id))
-                        for u in team),  # fmt: skip
+        "gapless": sum(
+            [e["seq"] for e in stored[u.session_id]] == list(range(1, len(stored[u.session_id]) + 1)) for u in team
+        ),
+        "recorded": sum(
+            len([c for c in store.list_tool_calls(u.session_id) if c["tool_name"] == "run_code"]) == CALLS + 1
+            and any(m["role"] == "assistant" and m["content"] == ANSWER for m in store.list_messages(u.session_id))
+            for u in team
+        ),
         "events": sum(len(u.seqs) for u in team),
         "users": users,
     }
@@ -135,9 +140,11 @@ def report(name: str, result: dict[str, Any], alone: dict[str, Any] | None = Non
     if alone is not None:
         line += f"   {p50 / ms(alone['latencies'], 0.5):5.2f}x p50, {p95 / ms(alone['latencies'], 0.95):5.2f}x p95"
     print(line)
-    print(f"  {'':<30} watchers with exactly the stored events, in order: {result['watchers_exact']} of "
-          f"{result['users']} ({result['events']:,} events); gapless seqs: {result['gapless']}; "
-          f"sessions with every record: {result['recorded']}")
+    print(
+        f"  {'':<30} watchers with exactly the stored events, in order: {result['watchers_exact']} of "
+        f"{result['users']} ({result['events']:,} events); gapless seqs: {result['gapless']}; "
+        f"sessions with every record: {result['recorded']}"
+    )
 
 
 async def main() -> int:
@@ -153,13 +160,18 @@ async def main() -> int:
             url = cluster.create_database("team")
             write_settings(root / "home", scripted_model_settings(llm))
             llm.reply(*[text(ANSWER) for _ in range(4 * (USERS + 2))])  # one per turn, and room for extras
-            env = {**{k: v for k, v in os.environ.items() if not k.startswith(("NINI_", "JUPYTER_"))},
-                   "NINI_HOME": str(root / "home"), "NINI_DATABASE_URL": url,
-                   "JUPYTER_CONFIG_DIR": str(root / "config"), "JUPYTER_RUNTIME_DIR": str(root / "runtime")}
+            env = {
+                **{k: v for k, v in os.environ.items() if not k.startswith(("NINI_", "JUPYTER_"))},
+                "NINI_HOME": str(root / "home"),
+                "NINI_DATABASE_URL": url,
+                "JUPYTER_CONFIG_DIR": str(root / "config"),
+                "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+            }
             store = HistoryStore(url)
             with (root / "server.log").open("wb") as log:
-                server = ServerProcess.start(root_dir=root, env=env, output=log,
-                                             args=("--NiniExtensionApp.sandbox=auto",))  # fmt: skip
+                server = ServerProcess.start(
+                    root_dir=root, env=env, output=log, args=("--NiniExtensionApp.sandbox=auto",)
+                )
                 try:
                     await phase(server, store, 1)  # the server's first turn loads what turns share
                     alone = await phase(server, store, 1)
@@ -170,8 +182,10 @@ async def main() -> int:
     finally:
         llm.stop()
         cluster.stop()
-    print(f"bench_team: {USERS} users at once, each asking once and running {CALLS} run-code calls in its own "
-          "session, one jupyter server, PostgreSQL store, a WebSocket watcher per session")
+    print(
+        f"bench_team: {USERS} users at once, each asking once and running {CALLS} run-code calls in its own "
+        "session, one jupyter server, PostgreSQL store, a WebSocket watcher per session"
+    )
     report("one user alone", alone)
     report(f"{USERS} users at once", team, alone)
     complete = all(team[key] == USERS for key in ("watchers_exact", "gapless", "recorded"))

@@ -39,17 +39,22 @@ def bench_evaluate() -> tuple[float, float]:
     rng = random.Random(15)
     inputs = []
     for n in range(EVALUATIONS):
-        values = {"tool_call_count": rng.randint(-2, 40), "unique_tool_count": rng.choice([0, 1, 2, "3", 2.5]),
-                  "has_error_recovered": rng.random() < 0.3, "has_write_or_edit": rng.random() < 0.5,
-                  "user_clarification_count": rng.randint(0, 4)}  # fmt: skip
+        values = {
+            "tool_call_count": rng.randint(-2, 40),
+            "unique_tool_count": rng.choice([0, 1, 2, "3", 2.5]),
+            "has_error_recovered": rng.random() < 0.3,
+            "has_write_or_edit": rng.random() < 0.5,
+            "user_clarification_count": rng.randint(0, 4),
+        }
         signals = values if n % 2 else TriggerSignals(**{k: v for k, v in values.items()})
         inputs.append((signals, rng.choice(["conservative", "neutral", "aggressive"])))
     samples = []
     clock = time.perf_counter_ns
     for signals, profile in inputs:
         started = clock()
-        evaluate_trigger(auto_enhance_enabled=True, completed_normally=True, session_id="s", signals=signals,
-                         profile=profile)  # fmt: skip
+        evaluate_trigger(
+            auto_enhance_enabled=True, completed_normally=True, session_id="s", signals=signals, profile=profile
+        )
         samples.append((clock() - started) / 1e6)
     return percentiles(samples)
 
@@ -62,10 +67,22 @@ def build_session(store: object) -> None:
             tool = rng.choice(TOOLS)
             call = store.start_tool_call("s1", tool, {"code": "x = 1\n" * 20, "label": "step"}, turn_id=turn)
             failed = rng.random() < 0.1
-            result = None if failed else {"stdout": "ok\n" * 10, "artifacts": ["charts/a.png"] if rng.random() < 0.1 else [],
-                                          "datasets_saved": ["t"] if rng.random() < 0.05 else []}  # fmt: skip
-            store.finish_tool_call(call["id"], status="failed" if failed else "succeeded", result=result,
-                                   error_code="CODE_ERROR" if failed else None, result_summary="ok")  # fmt: skip
+            result = (
+                None
+                if failed
+                else {
+                    "stdout": "ok\n" * 10,
+                    "artifacts": ["charts/a.png"] if rng.random() < 0.1 else [],
+                    "datasets_saved": ["t"] if rng.random() < 0.05 else [],
+                }
+            )
+            store.finish_tool_call(
+                call["id"],
+                status="failed" if failed else "succeeded",
+                result=result,
+                error_code="CODE_ERROR" if failed else None,
+                result_summary="ok",
+            )
 
 
 def timed(function: object, repeat: int) -> tuple[float, float]:
@@ -82,8 +99,10 @@ def main() -> None:
     from nini.history.store import HistoryStore
 
     p50, p95 = bench_evaluate()
-    print(f"evaluate_trigger, {EVALUATIONS} calls: P50 {p50 * 1000:.2f} µs, P95 {p95 * 1000:.2f} µs "
-          f"(goal P95 < 100 µs: {'met' if p95 < 0.1 else 'NOT met'})")  # fmt: skip
+    print(
+        f"evaluate_trigger, {EVALUATIONS} calls: P50 {p50 * 1000:.2f} µs, P95 {p95 * 1000:.2f} µs "
+        f"(goal P95 < 100 µs: {'met' if p95 < 0.1 else 'NOT met'})"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         database = Path(tmp) / "nini.db"
         store = HistoryStore(f"sqlite:///{database}")
@@ -107,10 +126,14 @@ def main() -> None:
         finally:
             store.close()
     print(f"bare sqlite3 read of the run's {CALLS} rows (baseline): P50 {base50:.2f} ms, P95 {base95:.2f} ms")
-    print(f"store.list_tool_calls of the same rows: P50 {api50:.2f} ms, P95 {api95:.2f} ms "
-          f"({api50 / base50:.1f}x the bare read)")  # fmt: skip
-    print(f"extract_signals from the {CALLS}-call run (after {CALLS} calls of earlier turns): P50 {ext50:.2f} ms, "
-          f"P95 {ext95:.2f} ms ({ext50 / base50:.1f}x the bare read; goal < 20 ms: {'met' if ext95 < 20 else 'NOT met'})")
+    print(
+        f"store.list_tool_calls of the same rows: P50 {api50:.2f} ms, P95 {api95:.2f} ms "
+        f"({api50 / base50:.1f}x the bare read)"
+    )
+    print(
+        f"extract_signals from the {CALLS}-call run (after {CALLS} calls of earlier turns): P50 {ext50:.2f} ms, "
+        f"P95 {ext95:.2f} ms ({ext50 / base50:.1f}x the bare read; goal < 20 ms: {'met' if ext95 < 20 else 'NOT met'})"
+    )
     print(f"evaluate_trigger P50 is {p50 / base50:.5f}x the bare read ({base50 / p50:,.0f} evaluations per read)")
     print(f"signals: {signals}")
 

@@ -57,15 +57,33 @@ def seed(store: Any, session_id: str, turns: list[tuple[int, int]]) -> int:
             call = f"c{number:04d}{step:04d}"
             code = f"by_region = df.groupby('region')['revenue'].sum()\nprint(by_region)\nresult = {step}"
             event("tool_call", {"name": "run_code", "arguments": {"code": code, "label": f"step {step}"}}, turn, call)
-            event("code_execution", {"language": "python", "tool_name": "run_code", "status": "succeeded",
-                                     "label": f"step {step}", "duration_ms": 120, "artifacts": [], "datasets_saved": [],
-                                     "isolation": "sandbox", "stdout": STDOUT, "stderr": ""}, turn, call)  # fmt: skip
+            event(
+                "code_execution",
+                {
+                    "language": "python",
+                    "tool_name": "run_code",
+                    "status": "succeeded",
+                    "label": f"step {step}",
+                    "duration_ms": 120,
+                    "artifacts": [],
+                    "datasets_saved": [],
+                    "isolation": "sandbox",
+                    "stdout": STDOUT,
+                    "stderr": "",
+                },
+                turn,
+                call,
+            )
             event("tool_result", {"name": "run_code", "success": True, "error": None, "duration_ms": 125}, turn, call)
         answer = "".join(f"Piece {p} of the answer, with **bold** numbers like {p * 3.5}. " for p in range(pieces))
         for p in range(pieces):
             event("assistant_delta", {"text": f"Piece {p} of the answer, with **bold** numbers like {p * 3.5}. "}, turn)
         event("assistant_message", {"text": answer, "tool_calls": []}, turn)
-        event("done", {"answer": answer, "completed_normally": True, "ended_by": "finished", "iterations": calls + 1}, turn)
+        event(
+            "done",
+            {"answer": answer, "completed_normally": True, "ended_by": "finished", "iterations": calls + 1},
+            turn,
+        )
     return count
 
 
@@ -166,7 +184,14 @@ def warmed_up(lab: Any, started: float, timeout_s: float = 120) -> tuple[float, 
     longer than the warm-up."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        line = next((line for line in (lab.root / "lab.log").read_text().splitlines() if "warmed up for the first turn" in line), None)
+        line = next(
+            (
+                line
+                for line in (lab.root / "lab.log").read_text().splitlines()
+                if "warmed up for the first turn" in line
+            ),
+            None,
+        )
         if line is not None:
             return time.monotonic() - started, line.split("nini: ", 1)[-1]
         time.sleep(0.1)
@@ -192,34 +217,53 @@ def time_turns(page: Any, lab: Any, llm: Any) -> dict[str, Any]:
     wait_idle(page)
     page.click(".nini-new-chat")
     new_session = turn("Six times seven, in a new session?")
-    return {"first": first, "warm": warm, "new_session": new_session, "post_ms": post, "kernel_ms": kernel_starts(lab.home)}
+    return {
+        "first": first,
+        "warm": warm,
+        "new_session": new_session,
+        "post_ms": post,
+        "kernel_ms": kernel_starts(lab.home),
+    }
 
 
 def report_turns(timed: dict[str, Any], warm_up: tuple[float, str]) -> None:
     first, warm, new = timed["first"], timed["warm"], timed["new_session"]
-    med = {key: statistics.median(t[key] for t in warm) for key in ("echo", "echoPainted", "status", "recorded", "step", "done")}
+    med = {
+        key: statistics.median(t[key] for t in warm)
+        for key in ("echo", "echoPainted", "status", "recorded", "step", "done")
+    }
     kernel = statistics.median(timed["kernel_ms"]) if timed["kernel_ms"] else float("nan")
     first_kernel = timed["kernel_ms"][0] if timed["kernel_ms"] else float("nan")
     every = [first, *warm, new]
     echo, status = max(t["echo"] for t in every), max(t["status"] for t in every)
-    print(f"question echoed: {echo:.1f} ms after Enter at most over {len(every)} turns (painted "
-          f"{max(t['echoPainted'] for t in every):.0f} ms); baseline, the ask request's round trip: {timed['post_ms']:.0f} ms "
-          f"-> {echo / timed['post_ms']:.2f}x; goal < 50 ms: {'met' if echo < 50 else 'NOT met'}")  # fmt: skip
-    print(f"first status update: {status:.1f} ms after Enter at most; baseline, the server's first event back "
-          f"(its record of the question): {med['recorded']:.0f} ms warm, {first['recorded']:.0f} ms first turn "
-          f"-> {status / med['recorded']:.2f}x; goal < 200 ms: {'met' if status < 200 else 'NOT met'}")  # fmt: skip
+    print(
+        f"question echoed: {echo:.1f} ms after Enter at most over {len(every)} turns (painted "
+        f"{max(t['echoPainted'] for t in every):.0f} ms); baseline, the ask request's round trip: {timed['post_ms']:.0f} ms "
+        f"-> {echo / timed['post_ms']:.2f}x; goal < 50 ms: {'met' if echo < 50 else 'NOT met'}"
+    )
+    print(
+        f"first status update: {status:.1f} ms after Enter at most; baseline, the server's first event back "
+        f"(its record of the question): {med['recorded']:.0f} ms warm, {first['recorded']:.0f} ms first turn "
+        f"-> {status / med['recorded']:.2f}x; goal < 200 ms: {'met' if status < 200 else 'NOT met'}"
+    )
     limit_done, limit_step = 1.5 * med["done"] + first_kernel, 1.5 * med["step"] + first_kernel
-    print(f"first turn after the server's start (asked {warm_up[0]:.1f} s after the server was started, once its "
-          f"warm-up had finished: {warm_up[1]}): first step card {first['step']:.0f} ms, done {first['done']:.0f} ms "
-          f"(its kernel start {first_kernel:.0f} ms); baseline, a warm turn in the same session (median of "
-          f"{len(warm)}): step card {med['step']:.0f} ms, done {med['done']:.0f} ms; a warm turn in a new session: step "
-          f"card {new['step']:.0f} ms, done {new['done']:.0f} ms (kernel start median {kernel:.0f} ms)")  # fmt: skip
-    print(f"  to the first step card (the issue's measure: 9-11 s against 0.15-0.35 s warm): {first['step'] / med['step']:.1f}x "
-          f"the warm turn; goal <= 1.5x warm + one kernel start ({limit_step:.0f} ms): "
-          f"{'met' if first['step'] <= limit_step else 'NOT met'}")  # fmt: skip
-    print(f"  to the turn's end: first / (warm + its kernel start) {first['done'] / (med['done'] + first_kernel):.2f}x, "
-          f"first / warm new session {first['done'] / new['done']:.2f}x; goal <= 1.5x warm + one kernel start "
-          f"({limit_done:.0f} ms): {'met' if first['done'] <= limit_done else 'NOT met'}")  # fmt: skip
+    print(
+        f"first turn after the server's start (asked {warm_up[0]:.1f} s after the server was started, once its "
+        f"warm-up had finished: {warm_up[1]}): first step card {first['step']:.0f} ms, done {first['done']:.0f} ms "
+        f"(its kernel start {first_kernel:.0f} ms); baseline, a warm turn in the same session (median of "
+        f"{len(warm)}): step card {med['step']:.0f} ms, done {med['done']:.0f} ms; a warm turn in a new session: step "
+        f"card {new['step']:.0f} ms, done {new['done']:.0f} ms (kernel start median {kernel:.0f} ms)"
+    )
+    print(
+        f"  to the first step card (the issue's measure: 9-11 s against 0.15-0.35 s warm): {first['step'] / med['step']:.1f}x "
+        f"the warm turn; goal <= 1.5x warm + one kernel start ({limit_step:.0f} ms): "
+        f"{'met' if first['step'] <= limit_step else 'NOT met'}"
+    )
+    print(
+        f"  to the turn's end: first / (warm + its kernel start) {first['done'] / (med['done'] + first_kernel):.2f}x, "
+        f"first / warm new session {first['done'] / new['done']:.2f}x; goal <= 1.5x warm + one kernel start "
+        f"({limit_done:.0f} ms): {'met' if first['done'] <= limit_done else 'NOT met'}"
+    )
 
 
 def show_sessions(page: Any, session: str) -> None:
@@ -265,7 +309,9 @@ def main() -> int:
                     url = f"ws://127.0.0.1:{lab.port}/nini/api/sessions/{session}/events?since=0&token={lab.token}"
                     bare = page.evaluate(BARE_SOCKET, [url + "&batch=1", last])  # as the chat reads them
                     single = page.evaluate(BARE_SOCKET, [url, last])  # one event per message
-                    entry = results.setdefault(session, {"ms": [], "dropped": [], "bare": [], "single": [], "nodes": []})
+                    entry = results.setdefault(
+                        session, {"ms": [], "dropped": [], "bare": [], "single": [], "nodes": []}
+                    )
                     entry["ms"].append(timed["ms"])
                     entry["dropped"].append(timed["dropped"])
                     entry["bare"].append(bare)
@@ -278,11 +324,13 @@ def main() -> int:
     goals = {"busy-2000": 2000.0, "calls-500": 1000.0}
     for session, entry in results.items():
         ms, bare = statistics.median(entry["ms"]), statistics.median(entry["bare"])
-        print(f"{session}: {seqs[session]} events, opened and drawn in {ms:.0f} ms (median of {RUNS}; "
-              f"runs {', '.join(f'{m:.0f}' for m in entry['ms'])}), frames dropped {statistics.median(entry['dropped']):.0f}, "
-              f"{entry['nodes'][-1]} DOM nodes; bare socket read {bare:.0f} ms -> {ms / bare:.1f}x the transport "
-              f"(one event per message: {statistics.median(entry['single']):.0f} ms); "
-              f"goal < {goals[session]:.0f} ms: {'met' if ms < goals[session] else 'NOT met'}")  # fmt: skip
+        print(
+            f"{session}: {seqs[session]} events, opened and drawn in {ms:.0f} ms (median of {RUNS}; "
+            f"runs {', '.join(f'{m:.0f}' for m in entry['ms'])}), frames dropped {statistics.median(entry['dropped']):.0f}, "
+            f"{entry['nodes'][-1]} DOM nodes; bare socket read {bare:.0f} ms -> {ms / bare:.1f}x the transport "
+            f"(one event per message: {statistics.median(entry['single']):.0f} ms); "
+            f"goal < {goals[session]:.0f} ms: {'met' if ms < goals[session] else 'NOT met'}"
+        )
     return 0
 
 

@@ -43,8 +43,10 @@ TURNS = 15
 COPY_GOAL, TURN_GOAL = 1.5, 1.2
 SHAPE = (1_310_720, 10)  # float64: 100 MiB
 BIG = f"import numpy as np, pandas as pd\nbig = pd.DataFrame(np.random.default_rng(1).random({SHAPE}))"
-SALES = ("import numpy as np, pandas as pd\nrng = np.random.default_rng(2)\n"
-         "sales = pd.DataFrame({'region': rng.choice(['n', 's', 'e', 'w'], 20_000), 'amount': rng.random(20_000)})")
+SALES = (
+    "import numpy as np, pandas as pd\nrng = np.random.default_rng(2)\n"
+    "sales = pd.DataFrame({'region': rng.choice(['n', 's', 'e', 'w'], 20_000), 'amount': rng.random(20_000)})"
+)
 STEP = "result = float(sales.groupby('region')['amount'].sum().max())"
 
 
@@ -83,8 +85,9 @@ async def measure(home: Path) -> dict[str, list[float]]:
             session = runtime.create_session(title="bench")
 
             def copies(prefetch_mb: int) -> NotebookVariables:
-                return NotebookVariables(runtime.kernels, kernel_id, session.id, session.workspace, limit_mb=512,
-                                         prefetch_mb=prefetch_mb)  # fmt: skip
+                return NotebookVariables(
+                    runtime.kernels, kernel_id, session.id, session.workspace, limit_mb=512, prefetch_mb=prefetch_mb
+                )
 
             await run_in_notebook(mkm, kernel_id, BIG)
             await invoke(Session(session.id, runtime), "run_code", {"code": "x = 1"})  # the sandboxed kernel, warm
@@ -103,7 +106,9 @@ async def measure(home: Path) -> dict[str, list[float]]:
                     llm.reply(tool_call("run_code", code=STEP, **extra), text("done"))
                     started = time.perf_counter()
                     variables = copies(settings.execution.variable_prefetch_mb) if where == "sandbox" else None
-                    asking = Session(session.id, runtime, variables=variables, kernel_id=None if variables else kernel_id)
+                    asking = Session(
+                        session.id, runtime, variables=variables, kernel_id=None if variables else kernel_id
+                    )
                     if variables is not None:
                         variables.prefetch()  # as the ask handler does when the turn starts
                     result = await runtime.agent.run(asking, "What is the largest regional total?")
@@ -120,11 +125,15 @@ def main() -> int:
         times = asyncio.run(measure(Path(folder)))
     median = {name: statistics.median(values) for name, values in times.items()}
     copy_ratio, turn_ratio = median["copy"] / median["pickle"], median["sandbox"] / median["kernel"]
-    print(f"100 MiB DataFrame into the sandbox: median {median['copy'] * 1000:.0f} ms; to_pickle + read_pickle "
-          f"{median['pickle'] * 1000:.0f} ms; ratio {copy_ratio:.2f}x (goal <= {COPY_GOAL}x)")
-    print(f"a one-step turn on a 20,000-row notebook DataFrame: sandbox first {median['sandbox'] * 1000:.1f} ms, "
-          f"in the notebook's kernel {median['kernel'] * 1000:.1f} ms (medians of {TURNS}); ratio {turn_ratio:.2f}x "
-          f"(goal <= {TURN_GOAL}x)")
+    print(
+        f"100 MiB DataFrame into the sandbox: median {median['copy'] * 1000:.0f} ms; to_pickle + read_pickle "
+        f"{median['pickle'] * 1000:.0f} ms; ratio {copy_ratio:.2f}x (goal <= {COPY_GOAL}x)"
+    )
+    print(
+        f"a one-step turn on a 20,000-row notebook DataFrame: sandbox first {median['sandbox'] * 1000:.1f} ms, "
+        f"in the notebook's kernel {median['kernel'] * 1000:.1f} ms (medians of {TURNS}); ratio {turn_ratio:.2f}x "
+        f"(goal <= {TURN_GOAL}x)"
+    )
     return 0
 
 

@@ -51,10 +51,17 @@ def many_cells(path: Path, png: bytes) -> None:
             cells.append(new_markdown_cell(f"## Section {index // 10}\n\nWhat this part looks at, in a sentence."))
             continue
         code = new_code_cell(f"# step {index}\nvalue_{index} = compute({index})", execution_count=index)
-        if len(cells) % 3 == 0 and sum(1 for c in cells if c.get("outputs") and "image/png" in c.outputs[0].get("data", {})) < 300:
-            code.outputs = [new_output("display_data", data={"image/png": base64.b64encode(png).decode(), "text/plain": "<Figure>"})]
+        if (
+            len(cells) % 3 == 0
+            and sum(1 for c in cells if c.get("outputs") and "image/png" in c.outputs[0].get("data", {})) < 300
+        ):
+            code.outputs = [
+                new_output("display_data", data={"image/png": base64.b64encode(png).decode(), "text/plain": "<Figure>"})
+            ]
         else:
-            code.outputs = [new_output("stream", name="stdout", text=f"mean of part {index}: {rng.random() * 100:.4f}\n")]
+            code.outputs = [
+                new_output("stream", name="stdout", text=f"mean of part {index}: {rng.random() * 100:.4f}\n")
+            ]
         cells.append(code)
     nbformat.write(new_notebook(cells=cells), path)
 
@@ -65,8 +72,13 @@ def huge_output(path: Path) -> None:
     text = line * (25 * 2**20 // len(line))
     cells = [new_code_cell("# training log\ntrain()", execution_count=1)]
     cells[0].outputs = [new_output("stream", name="stdout", text=text)]
-    cells.append(new_code_cell("# final accuracy\nprint('accuracy:', 0.9876)", execution_count=2,
-                               outputs=[new_output("stream", name="stdout", text="accuracy: 0.9876\n")]))  # fmt: skip
+    cells.append(
+        new_code_cell(
+            "# final accuracy\nprint('accuracy:', 0.9876)",
+            execution_count=2,
+            outputs=[new_output("stream", name="stdout", text="accuracy: 0.9876\n")],
+        )
+    )
     nbformat.write(new_notebook(cells=cells), path)
 
 
@@ -79,7 +91,10 @@ def measure(path: Path, mode: str) -> tuple[float, float, float]:
 
 def run(png: bytes) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        cases = {"1,000 cells, 300 charts": Path(tmp) / "many" / "many.ipynb", "25 MB text output": Path(tmp) / "huge" / "huge.ipynb"}
+        cases = {
+            "1,000 cells, 300 charts": Path(tmp) / "many" / "many.ipynb",
+            "25 MB text output": Path(tmp) / "huge" / "huge.ipynb",
+        }
         for folder in cases.values():
             folder.parent.mkdir()
         many_cells(cases["1,000 cells, 300 charts"], png)
@@ -88,7 +103,9 @@ def run(png: bytes) -> None:
             read_s, read_mb, _ = measure(path, "read")
             report_s, report_mb, imports_mb = measure(path, "report")
             met = report_s < GOAL_S and report_mb < GOAL_MB
-            print(f"  notebook {name:<24} ({path.stat().st_size / 2**20:5.1f} MiB): report {report_s * 1000:7.0f} ms, "
-                  f"peak {report_mb:4.0f} MB ({imports_mb:.0f} of it imports); nbformat.read {read_s * 1000:6.0f} ms, {read_mb:4.0f} MB -> "
-                  f"{report_s / read_s:4.1f}x the time, {report_mb / max(read_mb, 1):3.1f}x the memory "
-                  f"(goal < {GOAL_S:.0f} s and < {GOAL_MB:.0f} MB: {'met' if met else 'MISSED'})")  # fmt: skip
+            print(
+                f"  notebook {name:<24} ({path.stat().st_size / 2**20:5.1f} MiB): report {report_s * 1000:7.0f} ms, "
+                f"peak {report_mb:4.0f} MB ({imports_mb:.0f} of it imports); nbformat.read {read_s * 1000:6.0f} ms, {read_mb:4.0f} MB -> "
+                f"{report_s / read_s:4.1f}x the time, {report_mb / max(read_mb, 1):3.1f}x the memory "
+                f"(goal < {GOAL_S:.0f} s and < {GOAL_MB:.0f} MB: {'met' if met else 'MISSED'})"
+            )

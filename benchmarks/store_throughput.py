@@ -43,10 +43,14 @@ RESULT = {"success": True, "stdout": "region\nnorth    120\nsouth     80\n", "re
 
 # The raw drivers write into tables made by nini's own migrations (same columns, indexes and
 # foreign keys), so the ratio is what the store adds, not what its indexes cost.
-INSERT = ("INSERT INTO tool_calls (id, session_id, turn_id, tool_name, arguments, status, started_at, owner)"
-          " VALUES ({p}, 'bench', {p}, 'run_code', {p}, 'running', {p}, {p})")
-UPDATE = ("UPDATE tool_calls SET status = 'succeeded', ended_at = {p}, duration_ms = 0, result = {p},"
-          " result_summary = 'ok' WHERE id = {p}")
+INSERT = (
+    "INSERT INTO tool_calls (id, session_id, turn_id, tool_name, arguments, status, started_at, owner)"
+    " VALUES ({p}, 'bench', {p}, 'run_code', {p}, 'running', {p}, {p})"
+)
+UPDATE = (
+    "UPDATE tool_calls SET status = 'succeeded', ended_at = {p}, duration_ms = 0, result = {p},"
+    " result_summary = 'ok' WHERE id = {p}"
+)
 
 
 def raw_calls(execute: Callable[[str, tuple], object], placeholder: str, n_calls: int) -> float:
@@ -110,8 +114,7 @@ def store_concurrent_turns(url: str, n_calls: int) -> float:
     async def turn(session_id: str, calls: int) -> None:
         for n in range(calls):
             call = await store.call(store.start_tool_call, session_id, "run_code", ARGUMENTS, turn_id=f"t{n}")
-            await store.call(store.finish_tool_call, call["id"], status="succeeded", result=RESULT,
-                             result_summary="ok")  # fmt: skip
+            await store.call(store.finish_tool_call, call["id"], status="succeeded", result=RESULT, result_summary="ok")
 
     async def main() -> float:
         sessions = [store.create_session(title=f"bench {n}")["id"] for n in range(TURNS)]

@@ -94,19 +94,28 @@ class NiniExtensionApp(ExtensionApp):
             runtime = self._open_runtime()
         except NiniError as exc:
             self.settings[UNAVAILABLE_SETTING] = RuntimeReopener(self, exc)
-            self.log.error("nini: %s; nini's routes answer %s until it opens (tried every %g s)", exc.message,
-                           exc.code.value, self.reopen_interval)  # fmt: skip
+            self.log.error(
+                "nini: %s; nini's routes answer %s until it opens (tried every %g s)",
+                exc.message,
+                exc.code.value,
+                self.reopen_interval,
+            )
             return
         self.settings[RUNTIME_SETTING] = runtime
         if runtime.kernels.gateway_host is not None:
-            self.log.info("nini: agent kernels run on the gateway at %s; the sandbox there is the gateway's",
-                          runtime.kernels.gateway_host)
+            self.log.info(
+                "nini: agent kernels run on the gateway at %s; the sandbox there is the gateway's",
+                runtime.kernels.gateway_host,
+            )
 
     def _open_runtime(self) -> Runtime:
         from nini.runtime import Runtime
 
-        return Runtime(self._nini_settings, project_dir=Path(self.serverapp.root_dir),
-                       multi_kernel_manager=self.serverapp.kernel_manager)  # fmt: skip
+        return Runtime(
+            self._nini_settings,
+            project_dir=Path(self.serverapp.root_dir),
+            multi_kernel_manager=self.serverapp.kernel_manager,
+        )
 
     def _opened(self, runtime: Runtime) -> None:
         """A Runtime opened after the server started (``RuntimeReopener``): nini's routes serve it."""
@@ -140,7 +149,8 @@ class NiniExtensionApp(ExtensionApp):
         runtime.start_sweep()  # what a killed server left (leftovers.sweep_after_start), in the background
         self._warm_up = asyncio.get_running_loop().create_task(warm_up(runtime), name="nini-warm-up")
         self._warm_up.add_done_callback(
-            lambda task: task.cancelled() or task.exception() or self.log.info(describe(task.result())))
+            lambda task: task.cancelled() or task.exception() or self.log.info(describe(task.result()))
+        )
 
     async def stop_extension(self) -> None:
         """Close event sockets and MCP sessions, then shut down nini's kernels and R workers and close

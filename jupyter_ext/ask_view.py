@@ -24,8 +24,13 @@ if TYPE_CHECKING:
 
 OUTPUT_CHARS = 4000  # of a step's stdout and of its stderr, in the cell
 STREAM_REFRESH_S = 0.25  # the streaming text is rendered (Markdown, sanitized) at most this often: each render costs ms
-ENDINGS = {"finished": "finished", "max_iterations": "stopped at max iterations",
-           "tool_failures": "stopped after repeated tool failures", "canceled": "cancelled", "error": "stopped by an error"}  # fmt: skip
+ENDINGS = {
+    "finished": "finished",
+    "max_iterations": "stopped at max iterations",
+    "tool_failures": "stopped after repeated tool failures",
+    "canceled": "cancelled",
+    "error": "stopped by an error",
+}
 
 
 @dataclass
@@ -72,7 +77,9 @@ class Step:
                 lines += [f"  {title}:", *("    " + line for line in _bounded(text).rstrip("\n").split("\n"))]
         if self.table:
             rows, columns = self.table.get("shape") or ["?", "?"]
-            lines.append(f"  table: {rows} rows × {columns} columns ({', '.join(self.table.get('columns') or [])[:200]})")
+            lines.append(
+                f"  table: {rows} rows × {columns} columns ({', '.join(self.table.get('columns') or [])[:200]})"
+            )
         if self.summary:
             lines.append(f"  ↳ {self.summary}")
         return "\n".join(lines)
@@ -81,8 +88,10 @@ class Step:
         source, language = self.code()
         parts = [f"<summary><code>{html.escape(self.headline())}</code></summary>"]
         if self.name == "propose_cell":
-            parts.append(f"<p>Proposed cell ({html.escape(str(self.arguments.get('language', 'python')))}); "
-                         "copy it into a new cell:</p>")  # fmt: skip
+            parts.append(
+                f"<p>Proposed cell ({html.escape(str(self.arguments.get('language', 'python')))}); "
+                "copy it into a new cell:</p>"
+            )
         if source:
             parts.append(_highlighted(source, language))
         for title, text in (("stdout", self.stdout), ("stderr", self.stderr)):
@@ -126,7 +135,9 @@ class AskView:
                 self.answer_shown = bool(self.text)
         elif kind == "tool_call":
             self._end_line()
-            step = self.steps[event.get("tool_call_id") or str(len(self.steps))] = Step(data.get("name", "?"), data.get("arguments") or {})
+            step = self.steps[event.get("tool_call_id") or str(len(self.steps))] = Step(
+                data.get("name", "?"), data.get("arguments") or {}
+            )
             self._render(step, new=True)
         elif step is not None and kind == "code_execution":
             step.stdout, step.stderr = data.get("stdout") or "", data.get("stderr") or ""
@@ -177,8 +188,10 @@ class AskView:
         if result.ended_by == "canceled":
             print("nini: the run was cancelled (recorded as canceled)", file=sys.stderr)
         steps = len(self.steps)
-        print(f"nini: {ENDINGS.get(result.ended_by, result.ended_by)} in {time.monotonic() - self.started:.1f} s, "
-              f"{steps} step{'s' if steps != 1 else ''}" + (f"; {changes}" if changes else ""))  # fmt: skip
+        print(
+            f"nini: {ENDINGS.get(result.ended_by, result.ended_by)} in {time.monotonic() - self.started:.1f} s, "
+            f"{steps} step{'s' if steps != 1 else ''}" + (f"; {changes}" if changes else "")
+        )
         for note in result.notes:  # after the answer: what the stop hooks did (a skill enhanced, ...)
             print(note)
 
@@ -239,16 +252,21 @@ def markdown(text: str) -> dict[str, str]:
 
 
 def _bounded(text: str) -> str:
-    return text if len(text) <= OUTPUT_CHARS else f"{text[:OUTPUT_CHARS]}\n… {len(text) - OUTPUT_CHARS:,} more characters"
+    return (
+        text if len(text) <= OUTPUT_CHARS else f"{text[:OUTPUT_CHARS]}\n… {len(text) - OUTPUT_CHARS:,} more characters"
+    )
 
 
 def _table_html(table: dict[str, Any]) -> str:
     """output_df's preview as an HTML table (its first rows; the shape says how many there are)."""
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.get("columns") or [])
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
-                   for row in table.get("rows") or [])  # fmt: skip
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in table.get("rows") or []
+    )
     rows, columns = table.get("shape") or ["?", "?"]
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table><div>{rows} rows × {columns} columns</div>"
+    return (
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table><div>{rows} rows × {columns} columns</div>"
+    )
 
 
 def _highlighted(source: str, language: str) -> str:

@@ -116,14 +116,18 @@ def _line_parser() -> _Parser:
     approvals = commands.add_parser("approvals", help="whether this session's steps in this kernel ask first")
     approvals.add_argument("--reset", action="store_true", help="withdraw 'allow for this session': ask again")
     remember = commands.add_parser("remember", help="choose pending experience to keep, or state one")
-    remember.add_argument("text", nargs="?", help="an experience to keep as a candidate, e.g. \"use the median, ...\"")
+    remember.add_argument("text", nargs="?", help='an experience to keep as a candidate, e.g. "use the median, ..."')
     remember.add_argument("--level", choices=("team", "project"))
     remember.add_argument("--type", choices=("standard", "knowledge"))
     remember.add_argument("--trigger")
     feedback = commands.add_parser("feedback", help="judge the last answer (or --run ID): accept, reject or partial")
     feedback.add_argument("action", choices=("accept", "reject", "partial"))
-    feedback.add_argument("--run", help="a turn id, report:<artifact id> or a proposal id; default: this session's last answer")
-    feedback.add_argument("--signal", action="append", default=[], help="a preference it speaks for, e.g. no_exclamation")
+    feedback.add_argument(
+        "--run", help="a turn id, report:<artifact id> or a proposal id; default: this session's last answer"
+    )
+    feedback.add_argument(
+        "--signal", action="append", default=[], help="a preference it speaks for, e.g. no_exclamation"
+    )
     feedback.add_argument("--comment")
     return parser
 
@@ -183,7 +187,11 @@ class NiniMagics(Magics):
 
         runtime = self.runtime
         if run_id is None:
-            turns = [m["turn_id"] for m in runtime.store.list_messages(self.session.id) if m["role"] == "user" and m["turn_id"]]
+            turns = [
+                m["turn_id"]
+                for m in runtime.store.list_messages(self.session.id)
+                if m["role"] == "user" and m["turn_id"]
+            ]
             if not turns:
                 print("nini: no answer to judge yet in this session; give --run ID", file=sys.stderr)
                 return
@@ -248,10 +256,16 @@ class NiniMagics(Magics):
 
     @magic_arguments("nini")
     @argument("--session", metavar="ID", help="ask in session ID (created if new); default: this notebook's session")
-    @argument("--stage", choices=("init", "analysis", "report", "review"),
-              help="the project stage of this question, for experience matching and capture")
-    @argument("--isolated", action="store_true",
-              help="keep the notebook's variables as they are; only the datasets the run saves come back, by name")
+    @argument(
+        "--stage",
+        choices=("init", "analysis", "report", "review"),
+        help="the project stage of this question, for experience matching and capture",
+    )
+    @argument(
+        "--isolated",
+        action="store_true",
+        help="keep the notebook's variables as they are; only the datasets the run saves come back, by name",
+    )
     @cell_magic("nini")
     def nini_ask(self, line: str, cell: str) -> None:
         """Ask nini about your data; the cell is the question. Its code runs in this kernel.
@@ -282,12 +296,19 @@ class NiniMagics(Magics):
 
         async def approver(code: str, _language: str) -> Decision:
             return await executor.ask(functools.partial(_confirm_step, code, language), refused="reject")
+
         notebook = notebook_context(self.shell, self.runtime.settings.agent.notebook_context_tokens)
-        asking = Session(session.id, self.runtime, python_executor=executor, approver=approver, notebook=notebook,
-                         stage=args.stage)  # fmt: skip
-        print(f"nini: the agent's code {USER_KERNEL_NOTICE}" + (
-            "" if self.runtime.settings.execution.approve_in_user_kernel
-            else " and runs without asking (execution.approve_in_user_kernel is off)"))
+        asking = Session(
+            session.id, self.runtime, python_executor=executor, approver=approver, notebook=notebook, stage=args.stage
+        )
+        print(
+            f"nini: the agent's code {USER_KERNEL_NOTICE}"
+            + (
+                ""
+                if self.runtime.settings.execution.approve_in_user_kernel
+                else " and runs without asking (execution.approve_in_user_kernel is off)"
+            )
+        )
         if self.runtime.approvals.allowed_for_session(session.id):
             print(QUESTION[language]["allowed"])
         view = AskView(session.workspace.fs, live=hasattr(self.shell, "kernel"))  # a kernel updates displays in place
@@ -435,8 +456,15 @@ class NiniMagics(Magics):
 
         session = self.session
         path = Path(out) if out else Path.cwd() / f"nini-session-{session.id}.{fmt}"
-        write_session_export(session.store, session.id, session.workspace.root, fmt, path,  # + <stem>_files/
-                             sandboxed=sandboxed, language=self.runtime.settings.ui.current_language)  # fmt: skip
+        write_session_export(
+            session.store,
+            session.id,
+            session.workspace.root,
+            fmt,
+            path,  # + <stem>_files/
+            sandboxed=sandboxed,
+            language=self.runtime.settings.ui.current_language,
+        )
         return path.resolve()
 
     def _load(self, file: str, name: str | None, read: dict[str, str | None]) -> None:

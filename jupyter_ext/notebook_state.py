@@ -34,9 +34,12 @@ def notebook_context(shell: Any, namespace_tokens: int) -> NotebookContext:
         text = "" if shown is None else _bounded_repr(shown)
         cells.append(NotebookCell(index, "code", str(source), text))
     path = namespace.get("__session__") or namespace.get("__vsc_ipynb_file__")
-    return NotebookContext(name=Path(path).name if path else None, cells=cells,
-                           active=len(cells) - 1 if cells else None,
-                           namespace=describe_namespace(namespace, namespace_tokens) or None)  # fmt: skip
+    return NotebookContext(
+        name=Path(path).name if path else None,
+        cells=cells,
+        active=len(cells) - 1 if cells else None,
+        namespace=describe_namespace(namespace, namespace_tokens) or None,
+    )
 
 
 def bindings(namespace: dict[str, Any]) -> dict[str, Any]:
@@ -45,13 +48,17 @@ def bindings(namespace: dict[str, Any]) -> dict[str, Any]:
 
 
 def changes_line(before: dict[str, Any], namespace: dict[str, Any]) -> str:
-    """"new: monthly, total; changed: df" for what was created or rebound since ``before``; "" if
+    """ "new: monthly, total; changed: df" for what was created or rebound since ``before``; "" if
     nothing. Imports are not results: modules are not listed."""
     after = {name: value for name, value in bindings(namespace).items() if not isinstance(value, ModuleType)}
     new = sorted(name for name in after if name not in before)
     changed = sorted(name for name in after if name in before and after[name] is not before[name])
     removed = sorted(name for name in before if name not in namespace)
-    parts = [f"{title}: {', '.join(names)}" for title, names in (("new", new), ("changed", changed), ("removed", removed)) if names]
+    parts = [
+        f"{title}: {', '.join(names)}"
+        for title, names in (("new", new), ("changed", changed), ("removed", removed))
+        if names
+    ]
     return "; ".join(parts)
 
 

@@ -57,6 +57,12 @@ class NiniRunMagics(Magics):
 
             print(f"nini: R cannot be used here: {r_status(self._nini.runtime.settings)[1]}", file=sys.stderr)
             return
-        arguments = {"code": cell, "dataset_name": args.dataset, "save_as": args.save_as, "label": args.label,
-                     "purpose": args.purpose, "timeout_s": args.timeout}  # fmt: skip
+        arguments = {
+            "code": cell,
+            "dataset_name": args.dataset,
+            "save_as": args.save_as,
+            "label": args.label,
+            "purpose": args.purpose,
+            "timeout_s": args.timeout,
+        }
         self._nini._show(self._nini._invoke(skill, arguments))

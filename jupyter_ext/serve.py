@@ -52,12 +52,21 @@ class ServerProcess:
         env = dict(os.environ if env is None else env)
         runtime_dir = Path(env.setdefault("JUPYTER_RUNTIME_DIR", tempfile.mkdtemp(prefix="nini-jupyter-")))
         env["JUPYTER_TOKEN"] = token
-        argv = [sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
-                f"--ServerApp.port={port}", f"--ServerApp.root_dir={root_dir}", *args]  # fmt: skip
+        argv = [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            f"--ServerApp.root_dir={root_dir}",
+            *args,
+        ]
         if os.geteuid() == 0:  # containers and CI run as root; jupyter refuses that unless told
             argv.append("--ServerApp.allow_root=True")
-        process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
-                                   start_new_session=True)  # fmt: skip
+        process = subprocess.Popen(
+            argv, env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=output, start_new_session=True
+        )
         try:
             url = _wait_until_up(process, runtime_dir / f"jpserver-{process.pid}.json", token)
         except BaseException:
@@ -120,12 +129,16 @@ def main(argv: list[str] | None = None) -> int:
     stopping = threading.Event()
     previous = {signum: signal.signal(signum, lambda *_: stopping.set()) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:  # the handlers come first: a signal while the server starts stops it once it is up
-        server = ServerProcess.start(root_dir=options.root_dir.resolve(), port=options.port, output=None,
-                                     args=("--ServerApp.port_retries=50",))  # fmt: skip
-        print(f"\nnini is running in Jupyter at {server.url}?token={server.token}\n\n"
-              f"  TOKEN={server.token}\n"
-              f'  curl -H "Authorization: token $TOKEN" {server.url}nini/api/skills\n\n'
-              "Ctrl-C stops the server.\n", flush=True)  # fmt: skip
+        server = ServerProcess.start(
+            root_dir=options.root_dir.resolve(), port=options.port, output=None, args=("--ServerApp.port_retries=50",)
+        )
+        print(
+            f"\nnini is running in Jupyter at {server.url}?token={server.token}\n\n"
+            f"  TOKEN={server.token}\n"
+            f'  curl -H "Authorization: token $TOKEN" {server.url}nini/api/skills\n\n'
+            "Ctrl-C stops the server.\n",
+            flush=True,
+        )
         while server.process.poll() is None and not stopping.wait(0.2):
             pass
         return server.stop() if stopping.is_set() else server.process.wait()

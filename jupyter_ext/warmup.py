@@ -33,13 +33,31 @@ log = logging.getLogger("nini.jupyter.warmup")
 # The modules a first turn imports: the runner, its prompt sections and stop hooks, the one skill
 # path, the code policy (IPython's transformers), kernels, and anyio's asyncio backend (the HTTP
 # client's first request).
-MODULES = ("nini.agent.runner", "nini.agent.llm", "nini.agent.providers", "nini.agent.enhance", "nini.agent.experience",
-           "nini.memory.preferences", "nini.skills.invoke", "nini.execution.policy", "nini.execution.kernels",
-           "nini.skills.builtin.run_code", "IPython.core.inputtransformer2", "anyio._backends._asyncio")  # fmt: skip
+MODULES = (
+    "nini.agent.runner",
+    "nini.agent.llm",
+    "nini.agent.providers",
+    "nini.agent.enhance",
+    "nini.agent.experience",
+    "nini.memory.preferences",
+    "nini.skills.invoke",
+    "nini.execution.policy",
+    "nini.execution.kernels",
+    "nini.skills.builtin.run_code",
+    "IPython.core.inputtransformer2",
+    "anyio._backends._asyncio",
+)
 # A provider kind's SDK (replay needs none) with the parts a streamed call imports on first use
 # (``client.chat`` imports another 0.4 s); a part a later SDK moves is skipped.
-SDKS = {"openai": ("openai", "openai.resources.chat.chat", "openai.resources.chat.completions.completions", "openai.lib.streaming.chat"),
-        "anthropic": ("anthropic", "anthropic.resources.messages.messages", "anthropic.lib.streaming")}  # fmt: skip
+SDKS = {
+    "openai": (
+        "openai",
+        "openai.resources.chat.chat",
+        "openai.resources.chat.completions.completions",
+        "openai.lib.streaming.chat",
+    ),
+    "anthropic": ("anthropic", "anthropic.resources.messages.messages", "anthropic.lib.streaming"),
+}
 
 
 async def warm_up(runtime: Runtime) -> dict[str, float]:

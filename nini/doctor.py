@@ -21,8 +21,9 @@ log = logging.getLogger("nini.doctor")
 REQUIRED_PACKAGES = ("pydantic", "pydantic-settings", "PyYAML", "typer")
 OPTIONAL_PACKAGES = ("jupyter_server", "jupyter_client", "ipykernel", "nbformat", "pandas", "rpy2", "wordllama")
 # What a missing optional package costs, and how to add it (the extras of pyproject.toml).
-MISSING_HINTS = {"wordllama": "experience matching uses lexical overlap only; pip install 'nini[embeddings]' adds "
-                 "word embeddings"}  # fmt: skip
+MISSING_HINTS = {
+    "wordllama": "experience matching uses lexical overlap only; pip install 'nini[embeddings]' adds word embeddings"
+}
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,13 @@ def run_checks(settings: Settings) -> list[Check]:
         ("kernels", lambda: _kernels(settings)),
         ("sandbox", lambda: _protections(settings)),
         ("NINI_HOME", lambda: _home(settings.home)),
-        ("disks", lambda: [Check(*found) for found in disk_checks({"NINI_HOME": settings.home,
-                                                                   "the workspaces": settings.sessions_dir})]),
+        (
+            "disks",
+            lambda: [
+                Check(*found)
+                for found in disk_checks({"NINI_HOME": settings.home, "the workspaces": settings.sessions_dir})
+            ],
+        ),
         ("history database", lambda: _database(settings)),
         ("settings", lambda: _settings(settings)),
         ("experience", lambda: _experience(settings)),
@@ -61,8 +67,9 @@ def run_checks(settings: Settings) -> list[Check]:
             found = step()
         except Exception as exc:  # noqa: BLE001 - reported as the check's failure; the log has the traceback
             log.exception("doctor: the %s check failed", name)
-            found = Check(name, False, f"the check could not run ({type(exc).__name__}: {redact_paths(str(exc))})",
-                          required=False)  # fmt: skip
+            found = Check(
+                name, False, f"the check could not run ({type(exc).__name__}: {redact_paths(str(exc))})", required=False
+            )
         checks.extend(found if isinstance(found, list) else [found])
     return checks
 
@@ -105,16 +112,31 @@ def _kernels(settings: Settings) -> Check:
     setting = settings.execution.kernels
     url = configured_gateway_url() if setting != "local" else None
     if url is not None:
-        return Check("kernels", True, f"inside the Jupyter server, agent kernels run on the gateway at {host_of(url)} "
-                     f"(execution.kernels '{setting}'); the sandbox there is the gateway's (its containers or pods), not "
-                     "nini's; the kernel's environment needs nini installed; R runs on the server itself; "
-                     "the CLI runs kernels here", required=False)  # fmt: skip
+        return Check(
+            "kernels",
+            True,
+            f"inside the Jupyter server, agent kernels run on the gateway at {host_of(url)} "
+            f"(execution.kernels '{setting}'); the sandbox there is the gateway's (its containers or pods), not "
+            "nini's; the kernel's environment needs nini installed; R runs on the server itself; "
+            "the CLI runs kernels here",
+            required=False,
+        )
     if setting == "gateway":
-        return Check("kernels", False, "execution.kernels is 'gateway' but no gateway is configured for the Jupyter "
-                     "server (--gateway-url, c.GatewayClient.url or JUPYTER_GATEWAY_URL): no kernel will start",
-                     required=False)  # fmt: skip
-    return Check("kernels", True, f"agent kernels run on this machine (execution.kernels '{setting}'"
-                 + ("" if setting == "local" else ", no gateway configured") + ")", required=False)
+        return Check(
+            "kernels",
+            False,
+            "execution.kernels is 'gateway' but no gateway is configured for the Jupyter "
+            "server (--gateway-url, c.GatewayClient.url or JUPYTER_GATEWAY_URL): no kernel will start",
+            required=False,
+        )
+    return Check(
+        "kernels",
+        True,
+        f"agent kernels run on this machine (execution.kernels '{setting}'"
+        + ("" if setting == "local" else ", no gateway configured")
+        + ")",
+        required=False,
+    )
 
 
 def _protections(settings: Settings) -> list[Check]:
@@ -132,26 +154,58 @@ def _protections(settings: Settings) -> list[Check]:
     if checks[0].ok and execution.sandbox != "none":
         checks.append(_sandboxed_python(settings))
     if checks[0].ok:
-        who = ("root nini: bubblewrap keeps only CAP_SETUID/CAP_SETGID, then each session's code drops to a uid of "
-               "its own (not a host account); new user namespaces refused by seccomp") if sandbox.running_as_root() else (
-               f"user namespace: uid {sandbox.SANDBOX_UID} inside, no capabilities, --disable-userns")  # fmt: skip
+        who = (
+            (
+                "root nini: bubblewrap keeps only CAP_SETUID/CAP_SETGID, then each session's code drops to a uid of "
+                "its own (not a host account); new user namespaces refused by seccomp"
+            )
+            if sandbox.running_as_root()
+            else (f"user namespace: uid {sandbox.SANDBOX_UID} inside, no capabilities, --disable-userns")
+        )
         checks.append(Check("sandbox user", True, who, required=False))
     checks += _guards(checks[0].ok, guard.seccomp_available(), guard.landlock_abi())
-    checks.append(Check("limits", True, f"memory {execution.memory_limit_mb} MiB (R {settings.r.memory_limit_mb} MiB), "
-                        f"{execution.max_processes} processes, /tmp and /dev/shm {execution.tmp_size_mb} MiB each, "
-                        f"workspace quota {execution.workspace_quota_mb} MiB", required=False))  # fmt: skip
+    checks.append(
+        Check(
+            "limits",
+            True,
+            f"memory {execution.memory_limit_mb} MiB (R {settings.r.memory_limit_mb} MiB), "
+            f"{execution.max_processes} processes, /tmp and /dev/shm {execution.tmp_size_mb} MiB each, "
+            f"workspace quota {execution.workspace_quota_mb} MiB",
+            required=False,
+        )
+    )
     checks.append(_resource_limits(settings))
     resolver = "openat2 (RESOLVE_BENEATH, no symlinks)" if openat2_available() else "a per-folder O_NOFOLLOW walk"
-    checks.append(Check("workspace files", True, f"nini opens workspace files beneath the root with {resolver}; "
-                        "a link or special file is refused", required=False))  # fmt: skip
+    checks.append(
+        Check(
+            "workspace files",
+            True,
+            f"nini opens workspace files beneath the root with {resolver}; a link or special file is refused",
+            required=False,
+        )
+    )
     where = "%%nini, the sidebar's notebook kernel and run-code with kernel_id: the code " + USER_KERNEL_NOTICE
     if execution.approve_in_user_kernel:
-        checks.append(Check("user kernel", True, f"{where}; each step shows its code and waits until you allow it "
-                            "(once or for the session) or reject it", required=False))  # fmt: skip
+        checks.append(
+            Check(
+                "user kernel",
+                True,
+                f"{where}; each step shows its code and waits until you allow it "
+                "(once or for the session) or reject it",
+                required=False,
+            )
+        )
     else:  # a warning: nothing stands between the model's code and your files then
-        checks.append(Check("user kernel", False, f"{where}, and runs WITHOUT asking: execution.approve_in_user_kernel "
-                            "is off (text in your data can make the model run code as you); turn it on in settings.json: "
-                            '"execution": {"approve_in_user_kernel": true}', required=False))  # fmt: skip
+        checks.append(
+            Check(
+                "user kernel",
+                False,
+                f"{where}, and runs WITHOUT asking: execution.approve_in_user_kernel "
+                "is off (text in your data can make the model run code as you); turn it on in settings.json: "
+                '"execution": {"approve_in_user_kernel": true}',
+                required=False,
+            )
+        )
     return checks
 
 
@@ -170,18 +224,33 @@ def _sandboxed_python(settings: Settings) -> Check:
         runtime_dir.mkdir()
         uid = sandbox.PROBE_UID if sandbox.running_as_root() else None
         sandbox.prepare(workspace, runtime_dir, uid)
-        command = sandbox.agent_command([sys.executable, "-m", "nini.execution.probe"], "bwrap", sandbox_limits(settings.execution), uid=uid,
-                                        workspace=workspace, runtime_dir=runtime_dir)  # fmt: skip
+        command = sandbox.agent_command(
+            [sys.executable, "-m", "nini.execution.probe"],
+            "bwrap",
+            sandbox_limits(settings.execution),
+            uid=uid,
+            workspace=workspace,
+            runtime_dir=runtime_dir,
+        )
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=120)
         except (OSError, subprocess.SubprocessError) as exc:
             return Check("sandbox python", False, f"the interpreter cannot start in the sandbox: {exc}", required=False)
     if done.returncode == 0 and "sandboxed python ok" in done.stdout:
-        return Check("sandbox python", True, f"{sys.executable} starts inside the sandbox and imports nini and pandas", required=False)
+        return Check(
+            "sandbox python",
+            True,
+            f"{sys.executable} starts inside the sandbox and imports nini and pandas",
+            required=False,
+        )
     reason = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1][:300]
-    return Check("sandbox python", False, f"{sys.executable} does not start inside the sandbox ({reason}); kernels will fail: "
-                 "put the interpreter where the sandbox can see it, or add its folder to execution.sandbox_read_only_paths",
-                 required=False)  # fmt: skip
+    return Check(
+        "sandbox python",
+        False,
+        f"{sys.executable} does not start inside the sandbox ({reason}); kernels will fail: "
+        "put the interpreter where the sandbox can see it, or add its folder to execution.sandbox_read_only_paths",
+        required=False,
+    )
 
 
 def _resource_limits(settings: Settings) -> Check:
@@ -192,12 +261,19 @@ def _resource_limits(settings: Settings) -> Check:
     execution = settings.execution
     found = cgroups.placement(execution.cgroups, tuple(str(folder) for folder in execution.cgroup_folders))
     if found.mechanism == "none":
-        return Check("resource limits", False, f"RLIMITs only ({found.detail}): memory is each process's address "
-                     "space (RLIMIT_AS), which misses memfds, files in /tmp and /dev/shm and shared memory, and gives "
-                     "each forked process the whole limit again; processes are RLIMIT_NPROC, which counts every thread "
-                     "of the sandbox's user (a session's kernels in every nini process share it)", required=False)  # fmt: skip
-    detail = (f"{found.detail}: each kernel and R worker in a cgroup of its own, in one per session; its memory "
-              "(memfds, tmpfs files and shared memory included, no swap) and its processes and threads counted for it alone")  # fmt: skip
+        return Check(
+            "resource limits",
+            False,
+            f"RLIMITs only ({found.detail}): memory is each process's address "
+            "space (RLIMIT_AS), which misses memfds, files in /tmp and /dev/shm and shared memory, and gives "
+            "each forked process the whole limit again; processes are RLIMIT_NPROC, which counts every thread "
+            "of the sandbox's user (a session's kernels in every nini process share it)",
+            required=False,
+        )
+    detail = (
+        f"{found.detail}: each kernel and R worker in a cgroup of its own, in one per session; its memory "
+        "(memfds, tmpfs files and shared memory included, no swap) and its processes and threads counted for it alone"
+    )
     missing = sorted(set(cgroups.CONTROLLERS) - found.holds)
     if missing:
         detail += f"; {' and '.join(missing)} by RLIMITs only (no such controller here)"
@@ -207,19 +283,44 @@ def _resource_limits(settings: Settings) -> Check:
 def _guards(sandboxed: bool, seccomp: bool, abi: int) -> list[Check]:
     """What stops programs (seccomp) and what Landlock adds, on this kernel."""
     if not sandboxed:
-        return [Check("programs", False, "agent code runs unsandboxed: nothing stops it from running programs",
-                      required=False)]  # fmt: skip
-    programs = Check("programs", seccomp, "seccomp refuses execve and execveat to sandboxed code, the interpreter "
-                     "included: no program runs by any route; process pools fork (multiprocessing, joblib); "
-                     "fallocate and new user namespaces refused too" if seccomp else
-                     "seccomp is not available in this kernel: sandboxed kernels and R workers will not start",
-                     required=False)  # fmt: skip
+        return [
+            Check(
+                "programs", False, "agent code runs unsandboxed: nothing stops it from running programs", required=False
+            )
+        ]
+    programs = Check(
+        "programs",
+        seccomp,
+        "seccomp refuses execve and execveat to sandboxed code, the interpreter "
+        "included: no program runs by any route; process pools fork (multiprocessing, joblib); "
+        "fallocate and new user namespaces refused too"
+        if seccomp
+        else "seccomp is not available in this kernel: sandboxed kernels and R workers will not start",
+        required=False,
+    )
     if abi == 0:
-        return [programs, Check("landlock", False, "not in this kernel: sandboxed code's changes are kept to its "
-                                "folders by the read-only mounts alone", required=False)]  # fmt: skip
-    extra = (["TCP bind/connect refused"] if abi >= 4 else []) + (["signals and abstract sockets scoped"] if abi >= 6 else [])
-    return [programs, Check("landlock", True, f"ABI {abi}: changes only beneath the writable folders, execution "
-                            "granted nowhere" + "".join(f"; {e}" for e in extra), required=False)]  # fmt: skip
+        return [
+            programs,
+            Check(
+                "landlock",
+                False,
+                "not in this kernel: sandboxed code's changes are kept to its folders by the read-only mounts alone",
+                required=False,
+            ),
+        ]
+    extra = (["TCP bind/connect refused"] if abi >= 4 else []) + (
+        ["signals and abstract sockets scoped"] if abi >= 6 else []
+    )
+    return [
+        programs,
+        Check(
+            "landlock",
+            True,
+            f"ABI {abi}: changes only beneath the writable folders, execution "
+            "granted nowhere" + "".join(f"; {e}" for e in extra),
+            required=False,
+        ),
+    ]
 
 
 def _home(home: Path) -> Check:
@@ -249,9 +350,16 @@ def _experience(settings: Settings) -> Check:
         return Check("experience", True, "team library empty (nini remember adds to it)", required=False)
     parsed = team.read()
     if parsed.problems:
-        return Check("experience", False, f"team INDEX.md: {len(parsed.problems)} problem(s), e.g. {parsed.problems[0]}; "
-                     "see nini experience validate", required=False)  # fmt: skip
-    return Check("experience", True, f"team library: {len(parsed.active())} active of {len(parsed.rows)}", required=False)
+        return Check(
+            "experience",
+            False,
+            f"team INDEX.md: {len(parsed.problems)} problem(s), e.g. {parsed.problems[0]}; "
+            "see nini experience validate",
+            required=False,
+        )
+    return Check(
+        "experience", True, f"team library: {len(parsed.active())} active of {len(parsed.rows)}", required=False
+    )
 
 
 def _mcp_servers(settings: Settings) -> list[Check]:
@@ -263,8 +371,15 @@ def _mcp_servers(settings: Settings) -> list[Check]:
     from nini.mcp.client import check_servers
 
     found = asyncio.run(check_servers(settings))
-    return [Check(f"mcp {name}", problem is None, "starts and lists its tools" if problem is None else f"left out of runs: {problem}",
-                  required=False) for name, problem in found.items()]  # fmt: skip
+    return [
+        Check(
+            f"mcp {name}",
+            problem is None,
+            "starts and lists its tools" if problem is None else f"left out of runs: {problem}",
+            required=False,
+        )
+        for name, problem in found.items()
+    ]
 
 
 def _settings(settings: Settings) -> Check:
@@ -279,8 +394,14 @@ def _models(settings: Settings) -> list[Check]:
     from nini.agent.llm import PURPOSES, ModelRouter
 
     if not settings.llm.providers:
-        return [Check("models", False, "no LLM provider configured (llm.providers in settings.json); "
-                      "the agent cannot run", required=False)]  # fmt: skip
+        return [
+            Check(
+                "models",
+                False,
+                "no LLM provider configured (llm.providers in settings.json); the agent cannot run",
+                required=False,
+            )
+        ]
     router = ModelRouter(settings.llm)
     checks = []
     for purpose in PURPOSES:
@@ -291,7 +412,8 @@ def _models(settings: Settings) -> list[Check]:
         detail = " -> ".join(f"{c['provider']}/{c['model']} ({c['source']})" for c in facts["chain"])
         # a route the user set but cannot be used right now is worth seeing even when others work
         if facts["skipped"]:
-            detail += "; skipped: " + "; ".join(f"{c['provider']}/{c['model']} ({c['source']}): {c['reason']}"
-                                                for c in facts["skipped"])  # fmt: skip
+            detail += "; skipped: " + "; ".join(
+                f"{c['provider']}/{c['model']} ({c['source']}): {c['reason']}" for c in facts["skipped"]
+            )
         checks.append(Check(f"model {purpose}", True, detail, required=False))
     return checks

@@ -107,5 +107,5 @@ def validation_message(error: Mapping[str, Any]) -> str:
     message = str(error.get("msg", ""))
     for prefix in ("Value error, ", "Assertion failed, "):
         if message.startswith(prefix):
-            return message[len(prefix):]
+            return message[len(prefix) :]
     return message

@@ -24,8 +24,13 @@ from nini.errors import ErrorCode, NiniError
 NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 # What libraries say when they report a full disk without an errno (pyarrow's OSError, R's
 # connections, SQLite's SQLITE_FULL): matched in lower case.
-NO_SPACE_WORDS = ("no space left on device", "disk quota exceeded", "[errno 28]", "database or disk is full",
-                  "the disk is full")  # the last: no_space's own message, passed on as text (a kernel's save)
+NO_SPACE_WORDS = (
+    "no space left on device",
+    "disk quota exceeded",
+    "[errno 28]",
+    "database or disk is full",
+    "the disk is full",
+)  # the last: no_space's own message, passed on as text (a kernel's save)
 NO_SPACE_ADVICE = "free some space (old sessions, datasets, reports) or ask an administrator, then try again"
 
 
@@ -46,8 +51,11 @@ def no_space_text(text: str) -> bool:
 def no_space(what: str, **details: object) -> NiniError:
     """NO_SPACE: the disk holding ``what`` (a place as a person finds it, never an absolute path)
     is full, and what to do."""
-    return NiniError(ErrorCode.NO_SPACE, f"the disk is full: nini could not write {what}; {NO_SPACE_ADVICE}",
-                     {"where": what, **details})  # fmt: skip
+    return NiniError(
+        ErrorCode.NO_SPACE,
+        f"the disk is full: nini could not write {what}; {NO_SPACE_ADVICE}",
+        {"where": what, **details},
+    )
 
 
 FULL_MARGIN = 1 << 20  # a file system with less free than this is full: no write of nini's fits
@@ -91,8 +99,14 @@ def disk_checks(places: dict[str, Path]) -> list[tuple[str, bool, str, bool]]:
         if space.f_files > 0:
             detail += f", {space.f_ffree:,} of {space.f_files:,} inodes free"
         if disk_full(folder):
-            found.append((f"disk of {name}", False, f"full ({detail}): every write of nini fails with NO_SPACE; "
-                          f"{NO_SPACE_ADVICE}", True))  # fmt: skip
+            found.append(
+                (
+                    f"disk of {name}",
+                    False,
+                    f"full ({detail}): every write of nini fails with NO_SPACE; {NO_SPACE_ADVICE}",
+                    True,
+                )
+            )
         elif free < NEARLY_FULL_BYTES or free < total * NEARLY_FULL_SHARE:
             found.append((f"disk of {name}", False, f"nearly full ({detail}); {NO_SPACE_ADVICE}", False))
         else:

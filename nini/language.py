@@ -38,7 +38,10 @@ def language_of(value: object) -> Language | None:
     if not isinstance(value, str):
         return None
     tag = value.strip().lower()
-    return next((language for language in LANGUAGES if tag == language or tag.startswith((f"{language}-", f"{language}_"))), None)
+    return next(
+        (language for language in LANGUAGES if tag == language or tag.startswith((f"{language}-", f"{language}_"))),
+        None,
+    )
 
 
 def locale_language(environ: Mapping[str, str] | None = None) -> Language:

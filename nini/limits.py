@@ -143,7 +143,9 @@ def recordable_json(text: Any, limits: Limits) -> Any:
     except (ValueError, RecursionError):
         value = None
     if not isinstance(value, dict):
-        return text if len(text) <= limits.code else json.dumps({"(arguments)": f"({len(text):,} characters: not kept)"})
+        return (
+            text if len(text) <= limits.code else json.dumps({"(arguments)": f"({len(text):,} characters: not kept)"})
+        )
     try:
         check_arguments(value, limits)
     except NiniError:

@@ -66,5 +66,10 @@ class NotebookContext:
         if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
             raise bad("attached_files must map names to text")
         name = data.get("name")
-        return cls(name=name if isinstance(name, str) else None, cells=parsed, active=active,
-                   attached_cells=list(attached), attached_files=dict(files))  # fmt: skip
+        return cls(
+            name=name if isinstance(name, str) else None,
+            cells=parsed,
+            active=active,
+            attached_cells=list(attached),
+            attached_files=dict(files),
+        )

@@ -91,8 +91,11 @@ def check_owner(viewer: Viewer | None, owner: str | None, session_id: str, actio
         raise not_found(session_id)
     zh, en = OWNER_ACTIONS[action]
     words = OWNER_ONLY.get(language, OWNER_ONLY["zh"])
-    raise NiniError(ErrorCode.POLICY_VIOLATION, words.format(session_id=session_id, action=en if language == "en" else zh),
-                    {"session_id": session_id, "needs": "owner"})  # fmt: skip
+    raise NiniError(
+        ErrorCode.POLICY_VIOLATION,
+        words.format(session_id=session_id, action=en if language == "en" else zh),
+        {"session_id": session_id, "needs": "owner"},
+    )
 
 
 def check_configure(viewer: Viewer | None, thing: str, language: str = "zh") -> None:

@@ -15,7 +15,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-_TEMP_FOLDERS = "|".join(re.escape(folder) for folder in sorted({tempfile.gettempdir().rstrip("/"), "/tmp", "/var/tmp"}))
+_TEMP_FOLDERS = "|".join(
+    re.escape(folder) for folder in sorted({tempfile.gettempdir().rstrip("/"), "/tmp", "/var/tmp"})
+)
 _RUNTIME = re.compile(rf"(?:{_TEMP_FOLDERS})/nini-(?:kernel|r)-[A-Za-z0-9_]+")
 
 

@@ -52,10 +52,13 @@ NO_SESSION = {
     "en": ("no session {session_id}; closest: {closest}", "no session {session_id}; list them with nini sessions list"),
 }
 
+
 def session_running(session_id: str, language: str = "zh") -> NiniError:
     """CONFLICT (409) for deleting a session while its turn or a step of it runs."""
     words = RUNNING.get(language, RUNNING["zh"])
-    return NiniError(ErrorCode.CONFLICT, words.format(session_id=session_id), {"session_id": session_id, "reason": "running"})
+    return NiniError(
+        ErrorCode.CONFLICT, words.format(session_id=session_id), {"session_id": session_id, "reason": "running"}
+    )
 
 
 class CommandSession:
@@ -115,8 +118,11 @@ class Runtime:
         if self._kernels is None:
             from nini.execution.kernels import KernelPool
 
-            self._kernels = KernelPool(self.settings.execution, multi_kernel_manager=self._multi_kernel_manager,
-                                       language=self.settings.ui.language)  # fmt: skip
+            self._kernels = KernelPool(
+                self.settings.execution,
+                multi_kernel_manager=self._multi_kernel_manager,
+                language=self.settings.ui.language,
+            )
             self._kernels.on_start = self._announce_kernel_start
         return self._kernels
 
@@ -224,7 +230,9 @@ class Runtime:
         if uid is None:  # allocated once by the store, the same after a restart
             from nini.history.uids import session_uid
 
-            uid = self._sandbox_uids[root] = session_uid(self.store, session_id, ROOT_UID_BASE, ROOT_UID_BASE + ROOT_UID_SPAN)
+            uid = self._sandbox_uids[root] = session_uid(
+                self.store, session_id, ROOT_UID_BASE, ROOT_UID_BASE + ROOT_UID_SPAN
+            )
         return Workspace(root, (uid, uid))
 
     def disk_watch(self, session: Session) -> DiskWatch:
@@ -234,10 +242,12 @@ class Runtime:
         root, session_id = session.workspace.root, session.id
         watch = self._disk_watches.get(root)
         if watch is None:
+
             def alive() -> bool:
                 workers = self._r_workers
                 return (self._kernels is not None and self._kernels.kernel_info(session_id) is not None) or (
-                    workers is not None and workers.worker_info(session_id) is not None)
+                    workers is not None and workers.worker_info(session_id) is not None
+                )
 
             async def stop() -> None:
                 if self._kernels is not None:
@@ -248,8 +258,14 @@ class Runtime:
             watch = self._disk_watches[root] = DiskWatch(root, agents_alive=alive, stop_agents=stop)
         return watch
 
-    def create_session(self, title: str | None = None, session_id: str | None = None, *, owner: str | None = None,
-                       viewer: Viewer | None = None) -> Session:  # fmt: skip
+    def create_session(
+        self,
+        title: str | None = None,
+        session_id: str | None = None,
+        *,
+        owner: str | None = None,
+        viewer: Viewer | None = None,
+    ) -> Session:
         """A new session owned by ``owner`` (a Jupyter identity), else by ``settings.session_owner``.
 
         An id that is taken is CONFLICT for a ``viewer`` who may see its session (None: anyone), and
@@ -260,10 +276,16 @@ class Runtime:
             check_session_id(session_id)
         self._check_title(title)
         try:
-            row = self.store.create_session(session_id=session_id, title=title, owner=owner or self.settings.session_owner)
+            row = self.store.create_session(
+                session_id=session_id, title=title, owner=owner or self.settings.session_owner
+            )
         except NiniError as exc:
-            if exc.code is ErrorCode.CONFLICT and session_id is not None and viewer is not None \
-                    and not viewer.sees(self.owner_of(session_id)):  # fmt: skip
+            if (
+                exc.code is ErrorCode.CONFLICT
+                and session_id is not None
+                and viewer is not None
+                and not viewer.sees(self.owner_of(session_id))
+            ):
                 raise not_found(session_id) from None
             raise
         self._owners[row["id"]] = row["owner"]
@@ -320,12 +342,15 @@ class Runtime:
         closest = difflib.get_close_matches(session_id, ids, n=3, cutoff=0.6)
         found, missing = NO_SESSION.get(self.settings.ui.current_language, NO_SESSION["en"])
         shown = " ".join(session_id.split())[:80]  # one line, whatever was typed
-        message = found.format(session_id=shown, closest=", ".join(closest)) if closest else missing.format(session_id=shown)
+        message = (
+            found.format(session_id=shown, closest=", ".join(closest)) if closest else missing.format(session_id=shown)
+        )
         raise NiniError(ErrorCode.NOT_FOUND, message, {"session_id": session_id, "closest": closest})
 
     @contextlib.asynccontextmanager
-    async def command_session(self, session_id: str | None, *, new: bool = False, title: str | None = None,
-                              viewer: Viewer | None = None) -> AsyncIterator[CommandSession]:  # fmt: skip
+    async def command_session(
+        self, session_id: str | None, *, new: bool = False, title: str | None = None, viewer: Viewer | None = None
+    ) -> AsyncIterator[CommandSession]:
         """The session one command works in: ``session_id`` if it exists (NOT_FOUND with the closest
         ids if not, unless ``new``, which creates it), or a new one when None.
 
@@ -359,8 +384,9 @@ class Runtime:
     def _create_or_get(self, session_id: str, title: str | None, viewer: Viewer | None) -> tuple[Session, bool]:
         """Session ``session_id`` made now (True), or the one another process made a moment ago (False)."""
         try:
-            return self.create_session(title=title, session_id=session_id, owner=viewer.name if viewer else None,
-                                       viewer=viewer), True  # fmt: skip
+            return self.create_session(
+                title=title, session_id=session_id, owner=viewer.name if viewer else None, viewer=viewer
+            ), True
         except NiniError as exc:
             if exc.code is not ErrorCode.CONFLICT:
                 raise
@@ -399,7 +425,9 @@ class Runtime:
             raise not_found(session_id)
         return Session(session_id, self)
 
-    def list_sessions(self, limit: int = 100, viewer: Viewer | None = None, text: str | None = None) -> list[dict[str, Any]]:
+    def list_sessions(
+        self, limit: int = 100, viewer: Viewer | None = None, text: str | None = None
+    ) -> list[dict[str, Any]]:
         """The newest ``limit`` sessions ``viewer`` may see (None: every session); with ``text``,
         those whose title or conversation contains it."""
         if viewer is None or viewer.admin:
@@ -465,12 +493,16 @@ class Runtime:
             return datasets, lambda: {row["path"] for row in self.store.list_artifacts(session_id)}
 
         return sweep_after_start(
-            settings.sessions_dir, recorded, runtime_bases=[sandbox.runtime_base(), R_RUNTIME_BASE],
+            settings.sessions_dir,
+            recorded,
+            runtime_bases=[sandbox.runtime_base(), R_RUNTIME_BASE],
             temp_folders=[settings.home, settings.experience_team_dir, *([database.parent] if database else [])],
-            cgroups=lambda: cgroups.placement(execution.cgroups, tuple(str(f) for f in execution.cgroup_folders)))
+            cgroups=lambda: cgroups.placement(execution.cgroups, tuple(str(f) for f in execution.cgroup_folders)),
+        )
 
     def start_sweep(self) -> asyncio.Task[int]:
         """``sweep_leftovers`` in a thread, in the background: a server's start never waits for it."""
+
         async def sweep() -> int:
             try:
                 removed = await asyncio.to_thread(self.sweep_leftovers)

@@ -27,12 +27,64 @@ from markdown_it import MarkdownIt
 
 __all__ = ["clean_html", "markdown_html"]
 
-TAGS = {"a", "abbr", "b", "blockquote", "br", "caption", "code", "dd", "del", "details", "div", "dl", "dt", "em",
-        "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "ins", "kbd", "li", "mark", "ol", "p", "pre", "q", "s",
-        "samp", "small", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead",
-        "tr", "u", "ul"}  # fmt: skip
-ATTRIBUTES = {"a": {"href", "title"}, "img": {"src", "alt", "title", "width", "height"}, "ol": {"start"},
-              "td": {"colspan", "rowspan"}, "th": {"colspan", "rowspan"}, "abbr": {"title"}}  # fmt: skip
+TAGS = {
+    "a",
+    "abbr",
+    "b",
+    "blockquote",
+    "br",
+    "caption",
+    "code",
+    "dd",
+    "del",
+    "details",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "i",
+    "img",
+    "ins",
+    "kbd",
+    "li",
+    "mark",
+    "ol",
+    "p",
+    "pre",
+    "q",
+    "s",
+    "samp",
+    "small",
+    "span",
+    "strong",
+    "sub",
+    "summary",
+    "sup",
+    "table",
+    "tbody",
+    "td",
+    "tfoot",
+    "th",
+    "thead",
+    "tr",
+    "u",
+    "ul",
+}
+ATTRIBUTES = {
+    "a": {"href", "title"},
+    "img": {"src", "alt", "title", "width", "height"},
+    "ol": {"start"},
+    "td": {"colspan", "rowspan"},
+    "th": {"colspan", "rowspan"},
+    "abbr": {"title"},
+}
 # every URL attribute is checked against these; data: is then kept on an <img>'s src only (_keep)
 URL_SCHEMES = {"http", "https", "mailto", "data"}
 LINK_REL = "noopener noreferrer nofollow"
@@ -85,8 +137,14 @@ def _keep(vouched: frozenset[str], tag: str, attribute: str, value: str) -> str 
 
 
 def _cleaner(vouched: frozenset[str]) -> nh3.Cleaner:
-    return nh3.Cleaner(tags=TAGS, attributes=ATTRIBUTES, attribute_filter=functools.partial(_keep, vouched),
-                       url_schemes=URL_SCHEMES, link_rel=LINK_REL, strip_comments=True)  # fmt: skip
+    return nh3.Cleaner(
+        tags=TAGS,
+        attributes=ATTRIBUTES,
+        attribute_filter=functools.partial(_keep, vouched),
+        url_schemes=URL_SCHEMES,
+        link_rel=LINK_REL,
+        strip_comments=True,
+    )
 
 
 @lru_cache(maxsize=1)

@@ -113,8 +113,9 @@ class Session:
         files = {row["name"]: row["path"] for row in self.store.list_datasets(self.id)}
         if self.workspace.root not in _SWEPT:
             _SWEPT.add(self.workspace.root)
-            sweep_workspace(self.workspace, files.values(),
-                            lambda: {row["path"] for row in self.store.list_artifacts(self.id)})
+            sweep_workspace(
+                self.workspace, files.values(), lambda: {row["path"] for row in self.store.list_artifacts(self.id)}
+            )
         return files
 
     def dataset_file(self, name: str) -> str:

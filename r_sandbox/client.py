@@ -57,8 +57,7 @@ _PASSED_ENV = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "R_HOME"})
 # worker: 0.15 GiB; pandas and pyarrow load with the first data frame).
 MEMORY_ENV = {"ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "2"}
 _STATE_LOST = (
-    "the R session state (variables, loaded packages) was lost; datasets and artifacts saved in the "
-    "workspace are kept"
+    "the R session state (variables, loaded packages) was lost; datasets and artifacts saved in the workspace are kept"
 )
 
 
@@ -120,7 +119,9 @@ class RWorkerPool:
         self._live: dict[Path, int] = {}
         weakref.finalize(self, _abandon, self._live)
 
-    async def run(self, session_id: str, workspace_root: Path, request: dict[str, Any], *, stop: Any = None) -> dict[str, Any]:
+    async def run(
+        self, session_id: str, workspace_root: Path, request: dict[str, Any], *, stop: Any = None
+    ) -> dict[str, Any]:
         """Run ``request`` (the keys of Python's run_code) in the session's worker; the result dict.
 
         ``stop`` (nini's ``outcome.RunStop``: ``is_set()``, ``await wait()``, ``error(fate)``) may end
@@ -150,8 +151,11 @@ class RWorkerPool:
 
     def idle_sessions(self) -> dict[str, float]:
         """Sessions with a live worker that runs nothing -> when it was last used (``time.monotonic``)."""
-        return {session_id: worker.last_used for session_id, worker in self._workers.items()
-                if not (session_id in self._locks and self._locks[session_id].locked())}  # fmt: skip
+        return {
+            session_id: worker.last_used
+            for session_id, worker in self._workers.items()
+            if not (session_id in self._locks and self._locks[session_id].locked())
+        }
 
     def live_count(self) -> int:
         """How many sessions have a live worker (busy ones included)."""
@@ -217,8 +221,11 @@ class RWorkerPool:
             except TimeoutError:
                 note = await self._replace(session_id, worker)
                 stopped = f"the R code was stopped after {payload['timeout_s']:g} s (timeout)"
-                return failure("TIMEOUT", f"{stopped}: the R worker was restarted, so {_STATE_LOST}{note}",
-                               duration_ms=_ms(started))  # fmt: skip
+                return failure(
+                    "TIMEOUT",
+                    f"{stopped}: the R worker was restarted, so {_STATE_LOST}{note}",
+                    duration_ms=_ms(started),
+                )
             except _WorkerLost as lost:
                 cause = await self._stop(worker)  # reaped: its exit status says how it ended
                 how = _exit_description(worker.process.returncode, self.memory_limit_mb)
@@ -243,7 +250,9 @@ class RWorkerPool:
         result = reply["result"]
         result["duration_ms"] = _ms(started)
         if self.keeper is not None:  # a worker culled since the session's last run: its variables are gone
-            result["stderr"] = self.keeper.take_notice(session_id, payload["language"] or self.language) + result["stderr"]
+            result["stderr"] = (
+                self.keeper.take_notice(session_id, payload["language"] or self.language) + result["stderr"]
+            )
         return result
 
     def _payload(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -258,7 +267,9 @@ class RWorkerPool:
             raise RSandboxError("INVALID_ARGUMENT", f"timeout_s must be a positive number of seconds, not {timeout!r}")
         payload["timeout_s"] = float(timeout)
         if payload["language"] not in (None, *LANGUAGES):
-            raise RSandboxError("INVALID_ARGUMENT", f"language must be one of {', '.join(LANGUAGES)}, not {payload['language']!r}")
+            raise RSandboxError(
+                "INVALID_ARGUMENT", f"language must be one of {', '.join(LANGUAGES)}, not {payload['language']!r}"
+            )
         return payload
 
     async def _stop(self, worker: _Worker, *, keep_log: bool = False) -> dict[str, Any] | None:
@@ -316,20 +327,36 @@ class RWorkerPool:
         log_path = runtime / "worker.log"
         log_path.touch()  # before wrap_command, which may hand the runtime folder to the sandbox's user
         cmd = [
-            sys.executable, "-P", "-m", "r_sandbox.worker", "--workspace", str(workspace),
-            "--memory-mb", str(self.memory_limit_mb), "--packages", ",".join(self.allowed_packages),
-            "--language", language, "--output-max-bytes", str(self.output_max_bytes),
-        ]  # fmt: skip # -P: the workspace (cwd) must not shadow modules the worker imports
+            sys.executable,
+            "-P",
+            "-m",
+            "r_sandbox.worker",
+            "--workspace",
+            str(workspace),
+            "--memory-mb",
+            str(self.memory_limit_mb),
+            "--packages",
+            ",".join(self.allowed_packages),
+            "--language",
+            language,
+            "--output-max-bytes",
+            str(self.output_max_bytes),
+        ]  # -P: the workspace (cwd) must not shadow modules the worker imports
         if self.wrap_command is not None:
             cmd = self.wrap_command(cmd, workspace, runtime)
         started = time.monotonic()
         try:
             with open(log_path, "wb") as log:  # the worker's stderr: R start-up noise, crash messages
                 process = await asyncio.create_subprocess_exec(
-                    *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
-                    cwd=workspace, env=_worker_env(runtime), start_new_session=True,
+                    *cmd,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=log,
+                    cwd=workspace,
+                    env=_worker_env(runtime),
+                    start_new_session=True,
                     limit=line_limit(self.output_max_bytes),
-                )  # fmt: skip
+                )
         except OSError as exc:  # the wrapper or the interpreter is missing
             shutil.rmtree(runtime, ignore_errors=True)
             if self.on_exit is not None:

@@ -19,20 +19,83 @@ from r_sandbox.parse_data import Node
 
 # Verbs whose arguments are evaluated with the columns of a data frame in scope (dplyr, tidyr,
 # ggplot2, data.table's `[`, base's with/within/subset/transform).
-DATA_MASKING = frozenset({
-    "filter", "mutate", "transmute", "summarise", "summarize", "reframe", "arrange", "select", "rename",
-    "rename_with", "relocate", "group_by", "count", "tally", "add_count", "add_tally", "distinct", "pull",
-    "slice_min", "slice_max", "across", "if_any", "if_all", "case_when", "if_else", "coalesce", "n_distinct",
-    "pivot_longer", "pivot_wider", "separate", "separate_wider_delim", "unite", "fill", "drop_na", "nest",
-    "unnest", "complete", "expand", "replace_na", "extract", "aes", "vars", "facet_wrap", "facet_grid",
-    "with", "within", "subset", "transform", "aggregate",
-})  # fmt: skip
+DATA_MASKING = frozenset(
+    {
+        "filter",
+        "mutate",
+        "transmute",
+        "summarise",
+        "summarize",
+        "reframe",
+        "arrange",
+        "select",
+        "rename",
+        "rename_with",
+        "relocate",
+        "group_by",
+        "count",
+        "tally",
+        "add_count",
+        "add_tally",
+        "distinct",
+        "pull",
+        "slice_min",
+        "slice_max",
+        "across",
+        "if_any",
+        "if_all",
+        "case_when",
+        "if_else",
+        "coalesce",
+        "n_distinct",
+        "pivot_longer",
+        "pivot_wider",
+        "separate",
+        "separate_wider_delim",
+        "unite",
+        "fill",
+        "drop_na",
+        "nest",
+        "unnest",
+        "complete",
+        "expand",
+        "replace_na",
+        "extract",
+        "aes",
+        "vars",
+        "facet_wrap",
+        "facet_grid",
+        "with",
+        "within",
+        "subset",
+        "transform",
+        "aggregate",
+    }
+)
 QUOTING = frozenset({"quote", "bquote", "substitute", "expression", "alist", "enquote"})
-ENV_GETTERS = frozenset({
-    "globalenv", "baseenv", "emptyenv", "environment", "topenv", "parent.env", "parent.frame", "sys.frame",
-    "as.environment", "pos.to.env", "asNamespace", "getNamespace", ".getNamespace", "loadNamespace",
-    "attachNamespace", "attach", "new.env", "list2env", "eapply",
-})  # fmt: skip
+ENV_GETTERS = frozenset(
+    {
+        "globalenv",
+        "baseenv",
+        "emptyenv",
+        "environment",
+        "topenv",
+        "parent.env",
+        "parent.frame",
+        "sys.frame",
+        "as.environment",
+        "pos.to.env",
+        "asNamespace",
+        "getNamespace",
+        ".getNamespace",
+        "loadNamespace",
+        "attachNamespace",
+        "attach",
+        "new.env",
+        "list2env",
+        "eapply",
+    }
+)
 ENV_SYMBOLS = frozenset({".GlobalEnv", ".BaseNamespaceEnv", ".AutoloadEnv"})
 # Environment getters that give the code's own environments (or, for emptyenv, one that finds nothing);
 # new.env and list2env too unless their parent is foreign.
@@ -54,8 +117,9 @@ class Contexts:
                 self._data.update(n.id for n in part.walk())
 
     def _find_aliases(self, nodes: list[Node]) -> None:
-        assignments = [(target, value) for node in nodes if (pair := _assignment(node)) is not None
-                       for target, value in [pair]]  # fmt: skip
+        assignments = [
+            (target, value) for node in nodes if (pair := _assignment(node)) is not None for target, value in [pair]
+        ]
         changed = True
         while changed:  # e <- baseenv(); f <- e: both hold an environment
             changed = False

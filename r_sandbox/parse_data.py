@@ -213,9 +213,9 @@ def parse_r(code: str) -> list[Node] | ParseFailure:
         return []
     numbers, levels = _integers(result[1]), list(result[2])
     n = len(numbers) // 8
-    ids, parents, line1, col1, line2, col2, tokens, lengths = (numbers[i * n:(i + 1) * n] for i in range(8))
+    ids, parents, line1, col1, line2, col2, tokens, lengths = (numbers[i * n : (i + 1) * n] for i in range(8))
     joined, ends = result[3][0], accumulate(max(length, 0) for length in lengths)
-    values = [None if length < 0 else joined[end - length:end] for length, end in zip(lengths, ends, strict=True)]
+    values = [None if length < 0 else joined[end - length : end] for length, end in zip(lengths, ends, strict=True)]
     nodes = {
         i: Node(i, levels[t - 1], l1, c1, (l2, c2), v)
         for i, t, l1, c1, l2, c2, v in zip(ids, tokens, line1, col1, line2, col2, values, strict=True)
@@ -232,7 +232,7 @@ def _failure(code: str, message: str, fallback_line: Any, na: Any) -> ParseFailu
     match = _LOCATED.match(message)
     if match:
         line = int(match.group(1))
-        message = message[match.end():]
+        message = message[match.end() :]
     else:
         line = None if fallback_line is na else int(fallback_line)
     lines = code.split("\n")

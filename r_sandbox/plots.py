@@ -34,8 +34,10 @@ def save_pages(
     artifacts: list[dict[str, Any]] = []
     problems: list[str] = []
     if pages > limit:  # nini's words (_kernel_side.too_many_figures); r_sandbox does not import nini
-        problems.append(f"{pages} charts were drawn; only the first {limit} were saved "
-                        "(execution.max_artifacts_per_run), the rest were closed unsaved")
+        problems.append(
+            f"{pages} charts were drawn; only the first {limit} were saved "
+            "(execution.max_artifacts_per_run), the rest were closed unsaved"
+        )
     try:
         for page in range(1, min(pages, limit) + 1):
             stem = next(stems)

@@ -45,7 +45,7 @@ from r_sandbox.calls import (
     previous,
     single_token,
     string_tokens,
-)  # fmt: skip
+)
 from r_sandbox.contexts import Contexts
 from r_sandbox.environments import environment_findings, subset_findings
 from r_sandbox.parse_data import Node, ParseFailure, parse_r
@@ -53,19 +53,44 @@ from r_sandbox.parse_data import Node, ParseFailure, parse_r
 __all__ = ["PolicyReport", "SyntaxProblem", "Violation", "check_r_code", "violations_message"]
 
 PACKAGE_LOADERS: dict[str, tuple[str, ...]] = {
-    "library": ("package", "help", "pos", "lib.loc", "character.only", "logical.return", "warn.conflicts",
-                "quietly", "verbose", "mask.ok", "exclude", "include.only", "attach.required"),
-    "require": ("package", "lib.loc", "quietly", "warn.conflicts", "character.only", "mask.ok", "exclude",
-                "include.only", "attach.required"),
+    "library": (
+        "package",
+        "help",
+        "pos",
+        "lib.loc",
+        "character.only",
+        "logical.return",
+        "warn.conflicts",
+        "quietly",
+        "verbose",
+        "mask.ok",
+        "exclude",
+        "include.only",
+        "attach.required",
+    ),
+    "require": (
+        "package",
+        "lib.loc",
+        "quietly",
+        "warn.conflicts",
+        "character.only",
+        "mask.ok",
+        "exclude",
+        "include.only",
+        "attach.required",
+    ),
     "requireNamespace": ("package", "...", "quietly"),
     "loadNamespace": ("package", "lib.loc", "keep.source", "partial", "versionCheck", "keep.parse.data"),
     "attachNamespace": ("ns", "pos", "depends", "exclude", "include.only"),
     "asNamespace": ("ns", "base.OK"),
     "getNamespace": ("name",),
     ".getNamespace": ("name",),
-}  # fmt: skip
-NAMESPACE_GETTERS: dict[str, tuple[str, ...]] = {"::": ("pkg", "name"), ":::": ("pkg", "name"),
-                                                 "getExportedValue": ("ns", "name")}
+}
+NAMESPACE_GETTERS: dict[str, tuple[str, ...]] = {
+    "::": ("pkg", "name"),
+    ":::": ("pkg", "name"),
+    "getExportedValue": ("ns", "name"),
+}
 # Functions that assign into an environment: their formals and which of them name the environment.
 ASSIGNERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "assign": (("x", "value", "pos", "envir", "inherits", "immediate"), ("pos", "envir")),
@@ -76,14 +101,24 @@ ASSIGNERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # Formals of the functions whose arguments can name a program (rules.PROGRAM_ARGUMENTS).
 PROGRAM_FORMALS: dict[str, tuple[str, ...]] = {
     "tar": ("tarfile", "files", "compression", "compression_level", "tar", "extra_flags"),
-    "untar": ("tarfile", "files", "list", "exdir", "compressed", "extras", "verbose", "restore_times",
-              "support_old_tars", "tar"),
+    "untar": (
+        "tarfile",
+        "files",
+        "list",
+        "exdir",
+        "compressed",
+        "extras",
+        "verbose",
+        "restore_times",
+        "support_old_tars",
+        "tar",
+    ),
     "zip": ("zipfile", "files", "flags", "extras", "zip"),
     "unzip": ("zipfile", "files", "list", "overwrite", "junkpaths", "exdir", "unzip", "setTimes"),
     "file.show": ("...", "header", "title", "delete.file", "pager", "encoding"),
     "fread": ("input", "file", "text", "cmd"),
     "options": ("...",),
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)
@@ -195,7 +230,11 @@ class _Checker:
     # --- bindings: a name the code binds first is a variable ----------------------------------------
     def _collect_bindings(self, node: Node) -> None:
         target = assignment_target(node)
-        if target is not None and (token := single_token(target)) is not None and token.token in ("SYMBOL", "STR_CONST"):
+        if (
+            target is not None
+            and (token := single_token(target)) is not None
+            and token.token in ("SYMBOL", "STR_CONST")
+        ):
             self._bind(token, _Binding(token, node.end))
         if node.token == "expr" and node.children and node.children[0].token == "FOR":
             condition = node.children[1]  # forcond: ( SYMBOL in expr )
@@ -228,7 +267,12 @@ class _Checker:
             return
         if before is not None and before.token in NS_GET:
             return  # pkg::name, checked with the package (_namespace_access)
-        if node.id in self.targets or node.id in self.quoted or self.contexts.is_data(node) or self._is_variable(name, node):
+        if (
+            node.id in self.targets
+            or node.id in self.quoted
+            or self.contexts.is_data(node)
+            or self._is_variable(name, node)
+        ):
             return
         self._denied(node, name)
         if (name in PACKAGE_LOADERS or name in rules.LOOKUPS) and _handed_on(node):
@@ -243,7 +287,12 @@ class _Checker:
         if after is not None and after.token in NS_GET:
             self._namespace_access(node)  # "pkg"::f
             return
-        if parent is not None and parent.parent is not None and is_call(parent.parent) and parent.parent.children[0] is parent:
+        if (
+            parent is not None
+            and parent.parent is not None
+            and is_call(parent.parent)
+            and parent.parent.children[0] is parent
+        ):
             self._denied(node, node.value)  # "system"("ls") calls system
 
     def _namespace_access(self, package_token: Node) -> None:
@@ -455,7 +504,9 @@ def _r_function_names() -> frozenset[str]:
     if not _FUNCTION_NAMES:
         import rpy2.rinterface as ri
 
-        names = ri.evalr('unique(unlist(lapply(c("base", "stats", "utils", "graphics", "grDevices", "methods"), '
-                         "function(p) ls(asNamespace(p), all.names = TRUE))))")  # fmt: skip
+        names = ri.evalr(
+            'unique(unlist(lapply(c("base", "stats", "utils", "graphics", "grDevices", "methods"), '
+            "function(p) ls(asNamespace(p), all.names = TRUE))))"
+        )
         _FUNCTION_NAMES.append(frozenset(str(n) for n in names))
     return _FUNCTION_NAMES[0]

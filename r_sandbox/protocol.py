@@ -34,17 +34,32 @@ def line_limit(output_max_bytes: int) -> int:
     """The longest line the client reads; a longer one means the worker is broken (or taken over)."""
     return reply_budget(output_max_bytes) + 1024 * 1024
 
+
 REQUEST_KEYS = (
-    "code", "dataset_name", "save_as", "purpose", "label", "timeout_s", "max_figures",
+    "code",
+    "dataset_name",
+    "save_as",
+    "purpose",
+    "label",
+    "timeout_s",
+    "max_figures",
     "datasets",  # name -> workspace-relative file, as nini's record names them (None: the files by name)
     "save_file",  # the new version file save_as is written to
     "pending_file",  # where chart files are listed before they are put in place
     "language",  # of this run's refusals and notes: zh or en (None: the worker's, from its start)
-)  # fmt: skip
+)
 CONTRACT_KEYS = (
-    "success", "stdout", "stderr", "result", "has_dataframe", "dataframe_preview", "artifacts",
-    "datasets_saved", "error", "duration_ms",
-)  # fmt: skip # the same as nini.execution.outcome.CONTRACT_KEYS (a test holds them equal)
+    "success",
+    "stdout",
+    "stderr",
+    "result",
+    "has_dataframe",
+    "dataframe_preview",
+    "artifacts",
+    "datasets_saved",
+    "error",
+    "duration_ms",
+)  # the same as nini.execution.outcome.CONTRACT_KEYS (a test holds them equal)
 
 
 def encode(message: dict[str, Any]) -> bytes:
@@ -59,14 +74,29 @@ def decode(line: bytes) -> dict[str, Any]:
     return message
 
 
-def failure(code: str, message: str, *, line: int | None = None, stdout: str = "", stderr: str = "",
-            artifacts: list[dict[str, Any]] | None = None, duration_ms: int = 0) -> dict[str, Any]:
+def failure(
+    code: str,
+    message: str,
+    *,
+    line: int | None = None,
+    stdout: str = "",
+    stderr: str = "",
+    artifacts: list[dict[str, Any]] | None = None,
+    duration_ms: int = 0,
+) -> dict[str, Any]:
     """A contract dict of a run that did not succeed."""
     error: dict[str, Any] = {"code": code, "message": message}
     if line is not None:
         error["line"] = line
     return {
-        "success": False, "stdout": stdout, "stderr": stderr, "result": None, "has_dataframe": False,
-        "dataframe_preview": None, "artifacts": artifacts or [], "datasets_saved": [], "error": error,
+        "success": False,
+        "stdout": stdout,
+        "stderr": stderr,
+        "result": None,
+        "has_dataframe": False,
+        "dataframe_preview": None,
+        "artifacts": artifacts or [],
+        "datasets_saved": [],
+        "error": error,
         "duration_ms": duration_ms,
-    }  # fmt: skip
+    }

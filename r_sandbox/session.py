@@ -77,9 +77,11 @@ class RSession:
         words["code-text"] = messages.message("code-text", 'formula("{…}")', language=self.language)
         self._helpers = internals.helpers(self.workspace)  # referenced here: R holds them for the session
         self.api["harden"](
-            ro.StrVector(replaced), ro.StrVector([guard_message(n, self.language) for n in replaced]),
-            ro.ListVector(words), ro.ListVector(self._helpers),
-        )  # fmt: skip
+            ro.StrVector(replaced),
+            ro.StrVector([guard_message(n, self.language) for n in replaced]),
+            ro.ListVector(words),
+            ro.ListVector(self._helpers),
+        )
         internals.remove_internals(rules.REMOVED_INTERNALS)
         removed = rules.REMOVED_INTERNALS
         self.api["record_removed"](
@@ -151,8 +153,14 @@ class RSession:
             status, message, line = (v[0] for v in ran)
         finally:  # close the devices even if R left run_code in a way it should not
             pages = int(self._calls["finish_plots"](self.env, ri.BoolSexpVector([status == "ok"]))[0])
-        artifacts, problems = plots.save_pages(self.api, pages, self.workspace, request.get("label"),
-                                               int(request.get("max_figures") or 200), request.get("pending_file"))
+        artifacts, problems = plots.save_pages(
+            self.api,
+            pages,
+            self.workspace,
+            request.get("label"),
+            int(request.get("max_figures") or 200),
+            request.get("pending_file"),
+        )
         notes.extend(problems)
         if status != "ok":
             self._take("result")
@@ -166,11 +174,17 @@ class RSession:
         if "save_error" in shown:
             error = {"code": CODE_ERROR, "message": shown["save_error"]}
         return {
-            "success": error is None, "stdout": "", "stderr": "", "result": result if error is None else None,
-            "has_dataframe": "dataframe_preview" in shown, "dataframe_preview": shown.get("dataframe_preview"),
-            "artifacts": artifacts, "datasets_saved": shown.get("datasets_saved", []), "error": error,
+            "success": error is None,
+            "stdout": "",
+            "stderr": "",
+            "result": result if error is None else None,
+            "has_dataframe": "dataframe_preview" in shown,
+            "dataframe_preview": shown.get("dataframe_preview"),
+            "artifacts": artifacts,
+            "datasets_saved": shown.get("datasets_saved", []),
+            "error": error,
             "duration_ms": 0,
-        }  # fmt: skip
+        }
 
     def _take(self, name: str) -> tuple[bool, Any]:
         """``name`` removed from the user env: (was it there, its value)."""
@@ -244,15 +258,19 @@ class RSession:
         try:
             return self._load(str(name[0]))
         except Exception as exc:  # not Parquet, removed meanwhile, a type pandas cannot read
-            return ro.StrVector([_too_large(str(name[0])) if _out_of_memory(exc) else self._unreadable(str(name[0]), exc)])
+            return ro.StrVector(
+                [_too_large(str(name[0])) if _out_of_memory(exc) else self._unreadable(str(name[0]), exc)]
+            )
 
     def _unreadable(self, name: str, exc: BaseException) -> str:
         """The wording of nini.execution._kernel_side.unreadable_dataset (r_sandbox imports no nini),
         with the file's host path replaced by the dataset's name."""
         path = self._dataset_path(name)
         detail = str(exc).replace(str(path), name).replace(path.relative_to(self.workspace).as_posix(), name)
-        return (f"dataset {name!r} cannot be read: its file is damaged or not Parquet ({type(exc).__name__}: "
-                f"{detail[:300]}); save it again from its source")  # fmt: skip
+        return (
+            f"dataset {name!r} cannot be read: its file is damaged or not Parquet ({type(exc).__name__}: "
+            f"{detail[:300]}); save it again from its source"
+        )
 
     def _load(self, name: str) -> Any:
         import pandas as pd
@@ -269,8 +287,10 @@ def _out_of_memory(exc: BaseException) -> bool:
     if isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM):
         return True
     text = str(exc).lower()
-    return any(words in text for words in ("out of memory", "cannot allocate memory", "malloc of size",
-                                           "failed to launch worker thread"))  # fmt: skip
+    return any(
+        words in text
+        for words in ("out of memory", "cannot allocate memory", "malloc of size", "failed to launch worker thread")
+    )
 
 
 def _too_large(name: str) -> str:
@@ -281,8 +301,10 @@ def _too_large(name: str) -> str:
     limit = resource.getrlimit(resource.RLIMIT_AS)[0]
     if limit == resource.RLIM_INFINITY:
         return f"dataset {name!r} cannot be read: it needs more memory than this worker has"
-    return (f"dataset {name!r} cannot be read: it needs more memory than the limit of {limit // 2**20:,} MiB "
-            "(r.memory_limit_mb); work on a part of it, or raise the limit")  # fmt: skip
+    return (
+        f"dataset {name!r} cannot be read: it needs more memory than the limit of {limit // 2**20:,} MiB "
+        "(r.memory_limit_mb); work on a part of it, or raise the limit"
+    )
 
 
 def _finished(outcome: dict[str, Any], stdout: str, stderr: str, notes: list[str], started: float) -> dict[str, Any]:
@@ -317,7 +339,7 @@ def _syntax_failure(message: str, line: int | None) -> dict[str, Any]:
     """CODE_ERROR "R syntax error: ..." with its line; R's full text (with the caret) goes to stderr."""
     located = _PARSE_LOCATION.match(message)
     if located:
-        line, message = int(located.group(1)), message[located.end():]
+        line, message = int(located.group(1)), message[located.end() :]
     outcome = failure(CODE_ERROR, f"R syntax error: {message.splitlines()[0]}", line=line)
     outcome["traceback"] = message + "\n"
     return outcome

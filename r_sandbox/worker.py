@@ -66,8 +66,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--memory-mb", type=int, default=1024, help="address-space limit of this process")
     parser.add_argument("--packages", default="", help="packages allowed beyond r_sandbox.rules.DEFAULT_PACKAGES")
     parser.add_argument("--language", default="zh", choices=("zh", "en"), help="the language of policy messages")
-    parser.add_argument("--output-max-bytes", type=int, default=OUTPUT_MAX_BYTES,
-                        help="characters each of stdout and stderr keeps per run (execution.output_max_mb)")
+    parser.add_argument(
+        "--output-max-bytes",
+        type=int,
+        default=OUTPUT_MAX_BYTES,
+        help="characters each of stdout and stderr keeps per run (execution.output_max_mb)",
+    )
     return parser.parse_args(argv)
 
 
@@ -145,8 +149,14 @@ def _shrunk(result: dict[str, Any], size: int, budget: int) -> dict[str, Any]:
     """``result`` cut down, for a reply of ``size`` bytes that would not fit the client's line buffer."""
     message = f"the run's output is too large to return ({size / 2**20:.0f} MiB); write large results to a file"
     head = budget // 8
-    return failure("CODE_ERROR", message, stdout=result["stdout"][:head], stderr=result["stderr"][:head],
-                   artifacts=result["artifacts"], duration_ms=result["duration_ms"])  # fmt: skip
+    return failure(
+        "CODE_ERROR",
+        message,
+        stdout=result["stdout"][:head],
+        stderr=result["stderr"][:head],
+        artifacts=result["artifacts"],
+        duration_ms=result["duration_ms"],
+    )
 
 
 def _send(replies: IO[bytes], message: dict[str, Any], budget: int = reply_budget(OUTPUT_MAX_BYTES)) -> None:

@@ -27,8 +27,17 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.llm_server import ScriptedLLM, text, tool_call  # noqa: E402
-from tests.ui.conftest import (CHROMIUM, CHROMIUM_ARGS, Lab, ask, missing_for_browser_tests, open_session,  # noqa: E402
-                               open_sidebar, wait_idle, widen_sidebar)  # fmt: skip
+from tests.ui.conftest import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    Lab,
+    ask,
+    missing_for_browser_tests,
+    open_session,  # noqa: E402
+    open_sidebar,
+    wait_idle,
+    widen_sidebar,
+)
 
 QUESTION = "Which region sells most? Chart revenue by region."
 CODE = """import matplotlib.pyplot as plt
@@ -38,15 +47,30 @@ ax = by_region.plot.barh(title="Revenue by region", figsize=(5, 2.0))
 ax.invert_yaxis()
 plt.tight_layout()
 result = by_region.idxmax()"""
-NOTEBOOK = {"cells": [
-    {"cell_type": "markdown", "metadata": {}, "source": "# Sales 2025\n\nRevenue of four regions and three products, "
-                                                       "month by month (`examples/data/sales.csv`)."},
-    {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-     "source": "import pandas as pd\n\nsales = pd.read_csv('sales.csv')\nsales.head()"}],
+NOTEBOOK = {
+    "cells": [
+        {
+            "cell_type": "markdown",
+            "metadata": {},
+            "source": "# Sales 2025\n\nRevenue of four regions and three products, "
+            "month by month (`examples/data/sales.csv`).",
+        },
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": "import pandas as pd\n\nsales = pd.read_csv('sales.csv')\nsales.head()",
+        },
+    ],
     "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-    "nbformat": 4, "nbformat_minor": 5}
-ANSWER = ("**East** sells most: its revenue is the largest of the four regions over the twelve months "
-          "(see the chart). South follows; the step's table gives every region's total.")  # fmt: skip
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
+ANSWER = (
+    "**East** sells most: its revenue is the largest of the four regions over the twelve months "
+    "(see the chart). South follows; the step's table gives every region's total."
+)
 SESSION = "sales-by-region"
 VIEWPORT = {"width": 1280, "height": 920}
 MAX_BYTES = 300_000
@@ -54,9 +78,12 @@ MAX_BYTES = 300_000
 
 def upload(lab: Lab, session: str, data: Path) -> None:
     """The CSV into the session's workspace, loaded as its dataset (what the sidebar's drop does)."""
-    request = urllib.request.Request(f"{lab.url}/nini/api/sessions/{session}/files?name={data.name}&load=1",
-                                     data=data.read_bytes(), method="POST",
-                                     headers={"Authorization": f"token {lab.token}"})  # fmt: skip
+    request = urllib.request.Request(
+        f"{lab.url}/nini/api/sessions/{session}/files?name={data.name}&load=1",
+        data=data.read_bytes(),
+        method="POST",
+        headers={"Authorization": f"token {lab.token}"},
+    )
     with urllib.request.urlopen(request, timeout=120) as response:
         assert response.status == 201, response.status
 
@@ -74,8 +101,10 @@ def shoot(out: Path) -> None:
             (lab.notebooks / "sales.ipynb").write_text(json.dumps(NOTEBOOK))
             lab.nini("POST", "sessions", {"title": "Sales by region", "id": SESSION})
             upload(lab, SESSION, REPO / "examples" / "data" / "sales.csv")
-            llm.reply(tool_call("run_code", code=CODE, dataset_name="sales", label="revenue by region"),
-                      text(ANSWER, chunks=6))  # fmt: skip
+            llm.reply(
+                tool_call("run_code", code=CODE, dataset_name="sales", label="revenue by region"),
+                text(ANSWER, chunks=6),
+            )
             with sync_playwright() as driver:
                 browser = driver.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
                 page = browser.new_page(viewport=VIEWPORT)

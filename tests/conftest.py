@@ -52,8 +52,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     heavy: dict[str, bool] = {}
     for item in items:
         module = item.nodeid.split("::", 1)[0]
-        heavy[module] = heavy.get(module, False) or module.startswith("tests/ui/") or item.get_closest_marker("slow") is not None
+        heavy[module] = (
+            heavy.get(module, False) or module.startswith("tests/ui/") or item.get_closest_marker("slow") is not None
+        )
     order = {module: index for index, module in enumerate(heavy)}
+
     def rank(item: pytest.Item) -> tuple[int, int]:
         module = item.nodeid.split("::", 1)[0]
         return (0 if module in LONGEST else 1 if heavy[module] else 2), order[module]
@@ -120,7 +123,9 @@ def write_skill(root: Path, folder: str, text: str | bytes, filename: str = "SKI
     return path
 
 
-def skill_md(name: str | None = None, description: str | None = None, body: str = "# Title\n\nBody text.\n", **extra: object) -> str:
+def skill_md(
+    name: str | None = None, description: str | None = None, body: str = "# Title\n\nBody text.\n", **extra: object
+) -> str:
     """A SKILL.md text with the given frontmatter fields (omitted when None)."""
     import yaml
 
@@ -163,8 +168,14 @@ def runtime_harness(factory: pytest.TempPathFactory, settings_json: dict | None 
 
 
 def execute_in_kernel(
-    manager: Any, client: Any, code: str, hook: Any, *, interrupt_after: float | None = None,
-    answers: list[str] | None = None, prompts: list[str] | None = None,
+    manager: Any,
+    client: Any,
+    code: str,
+    hook: Any,
+    *,
+    interrupt_after: float | None = None,
+    answers: list[str] | None = None,
+    prompts: list[str] | None = None,
 ) -> None:
     """Run ``code`` in a started kernel, each output message to ``hook``; with ``interrupt_after``,
     the kernel is interrupted after that many seconds, as a user stopping the cell would; with

@@ -58,8 +58,12 @@ class GatewayLab:
 def api_call(server: ServerProcess, method: str, path: str, body: Any = None, timeout: float = 120) -> tuple[int, Any]:
     """``(status, envelope)`` of nini's REST API at ``/nini/api/<path>``."""
     data = json.dumps(body).encode() if body is not None else (b"" if method == "POST" else None)
-    request = urllib.request.Request(f"{server.url}nini/api/{path}", data=data, method=method,
-                                     headers={**server.headers, "Content-Type": "application/json"})  # fmt: skip
+    request = urllib.request.Request(
+        f"{server.url}nini/api/{path}",
+        data=data,
+        method=method,
+        headers={**server.headers, "Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read())
@@ -98,20 +102,39 @@ def gateway_lab(*, server_env: dict[str, str] | None = None, output: Any = subpr
         base = {k: v for k, v in os.environ.items() if not k.startswith(("NINI_", "JUPYTER_", "KG_", "R_"))}
         base["PATH"] = str(Path(sys.executable).parent)
         token, port = secrets.token_hex(16), free_port()
-        gateway_env = {**base, "KG_AUTH_TOKEN": token, "KG_LIST_KERNELS": "True", "JUPYTER_RUNTIME_DIR": str(root / "gw-runtime"),
-                       "JUPYTER_DATA_DIR": str(root / "gw-data"), "JUPYTER_CONFIG_DIR": str(root / "gw-config")}  # fmt: skip
-        argv = [sys.executable, "-m", "kernel_gateway", "--KernelGatewayApp.ip=127.0.0.1",
-                f"--KernelGatewayApp.port={port}", "--KernelGatewayApp.port_retries=0"]  # fmt: skip
+        gateway_env = {
+            **base,
+            "KG_AUTH_TOKEN": token,
+            "KG_LIST_KERNELS": "True",
+            "JUPYTER_RUNTIME_DIR": str(root / "gw-runtime"),
+            "JUPYTER_DATA_DIR": str(root / "gw-data"),
+            "JUPYTER_CONFIG_DIR": str(root / "gw-config"),
+        }
+        argv = [
+            sys.executable,
+            "-m",
+            "kernel_gateway",
+            "--KernelGatewayApp.ip=127.0.0.1",
+            f"--KernelGatewayApp.port={port}",
+            "--KernelGatewayApp.port_retries=0",
+        ]
         if os.geteuid() == 0:
             argv.append("--KernelGatewayApp.allow_root=True")
-        gateway = subprocess.Popen(argv, env=gateway_env, stdin=subprocess.DEVNULL, stdout=output,
-                                   stderr=output, start_new_session=True)  # fmt: skip
+        gateway = subprocess.Popen(
+            argv, env=gateway_env, stdin=subprocess.DEVNULL, stdout=output, stderr=output, start_new_session=True
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             _wait_for_gateway(gateway, url, token)
             (root / "home").mkdir()
-            env = {**base, "NINI_HOME": str(root / "home"), "JUPYTER_CONFIG_DIR": str(root / "config"),
-                   "JUPYTER_RUNTIME_DIR": str(root / "runtime"), "JUPYTER_GATEWAY_AUTH_TOKEN": token, **(server_env or {})}  # fmt: skip
+            env = {
+                **base,
+                "NINI_HOME": str(root / "home"),
+                "JUPYTER_CONFIG_DIR": str(root / "config"),
+                "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+                "JUPYTER_GATEWAY_AUTH_TOKEN": token,
+                **(server_env or {}),
+            }
             server = ServerProcess.start(root_dir=root, env=env, args=(f"--gateway-url={url}",), output=output)
             try:
                 yield GatewayLab(gateway, url, token, server, root / "home")

@@ -255,7 +255,9 @@ class _Handler(BaseHTTPRequestHandler):
         if anthropic:
             payload = {"type": "error", "error": {"type": "api_error", "message": message}}
         else:
-            payload = {"error": {"message": message, "type": "scripted_error", "param": None, "code": str(reply.status)}}
+            payload = {
+                "error": {"message": message, "type": "scripted_error", "param": None, "code": str(reply.status)}
+            }
         self._send_json(reply.status, payload, reply.headers)
 
     def _start_sse(self, headers: dict | None) -> None:
@@ -278,12 +280,14 @@ class _Handler(BaseHTTPRequestHandler):
         calls = []
         for call in reply.tool_calls or []:
             arguments = call.get("arguments", {})
-            calls.append({
-                "id": call.get("id") or self.llm._new_id(prefix),
-                "name": call["name"],
-                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
-                "input": arguments if isinstance(arguments, dict) else {},
-            })  # fmt: skip
+            calls.append(
+                {
+                    "id": call.get("id") or self.llm._new_id(prefix),
+                    "name": call["name"],
+                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                    "input": arguments if isinstance(arguments, dict) else {},
+                }
+            )
         return calls
 
     # -- OpenAI chat completions -------------------------------------------------------------
@@ -302,7 +306,9 @@ class _Handler(BaseHTTPRequestHandler):
                     for c in calls
                 ]
             choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
-            self._send_json(200, {**base, "object": "chat.completion", "choices": [choice], "usage": usage}, reply.headers)
+            self._send_json(
+                200, {**base, "object": "chat.completion", "choices": [choice], "usage": usage}, reply.headers
+            )
             return
 
         def chunk(delta: dict, finish_reason: str | None = None) -> dict:
@@ -315,8 +321,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(chunk({"content": piece}))
         for index, call in enumerate(calls):
             pieces = _split(call["arguments"], max(reply.chunks, 2))
-            first = {"index": index, "id": call["id"], "type": "function",
-                     "function": {"name": call["name"], "arguments": pieces[0] if pieces else ""}}  # fmt: skip
+            first = {
+                "index": index,
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["name"], "arguments": pieces[0] if pieces else ""},
+            }
             self._event(chunk({"tool_calls": [first]}))
             for piece in pieces[1:]:
                 self._event(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
@@ -334,12 +344,22 @@ class _Handler(BaseHTTPRequestHandler):
         model = body.get("model") or "scripted"
         calls = self._calls(reply, "toolu_")
         stop = reply.finish_reason or ("tool_use" if calls else "end_turn")
-        usage = {"input_tokens": reply.usage.get("prompt_tokens", 0),
-                 "output_tokens": reply.usage.get("completion_tokens", 0)}  # fmt: skip
+        usage = {
+            "input_tokens": reply.usage.get("prompt_tokens", 0),
+            "output_tokens": reply.usage.get("completion_tokens", 0),
+        }
         blocks: list[dict] = [{"type": "text", "text": reply.content}] if reply.content else []
         blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["input"]} for c in calls]
-        message = {"id": self.llm._new_id("msg_"), "type": "message", "role": "assistant", "model": model,
-                   "content": blocks, "stop_reason": stop, "stop_sequence": None, "usage": usage}  # fmt: skip
+        message = {
+            "id": self.llm._new_id("msg_"),
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": blocks,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": usage,
+        }
         if not body.get("stream"):
             self._send_json(200, message, reply.headers)
             return
@@ -348,7 +368,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._event({"type": "message_start", "message": start}, "message_start")
         for index, block in enumerate(blocks):
             if block["type"] == "text":
-                empty, kind, key, pieces = {"type": "text", "text": ""}, "text_delta", "text", _split(block["text"], reply.chunks)
+                empty, kind, key, pieces = (
+                    {"type": "text", "text": ""},
+                    "text_delta",
+                    "text",
+                    _split(block["text"], reply.chunks),
+                )
             else:
                 empty = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
                 kind, key, pieces = "input_json_delta", "partial_json", _split(json.dumps(block["input"]), reply.chunks)

@@ -9,8 +9,15 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-ADD = types.Tool(name="add", description="Add two numbers.",
-                 input_schema={"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]})  # fmt: skip
+ADD = types.Tool(
+    name="add",
+    description="Add two numbers.",
+    input_schema={
+        "type": "object",
+        "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+        "required": ["a", "b"],
+    },
+)
 FAIL = types.Tool(name="fail", description="Always fails.", input_schema={"type": "object", "properties": {}})
 
 
@@ -22,7 +29,9 @@ async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.Cal
     arguments = params.arguments or {}
     if params.name == "add":
         total = arguments["a"] + arguments["b"]
-        return types.CallToolResult(content=[types.TextContent(type="text", text=f"sum is {total}")], structured_content={"sum": total})
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"sum is {total}")], structured_content={"sum": total}
+        )
     return types.CallToolResult(content=[types.TextContent(type="text", text="it broke")], is_error=True)
 
 

@@ -80,13 +80,27 @@ class Cluster:
 
     def resume(self) -> None:
         """Start the halted server again, on the same port and data (crash recovery first)."""
-        _run([str(self.bin / "pg_ctl"), "-D", str(self.root / "data"), "-o", _options(self.root, self.port),
-              "-l", str(self.root / "log"), "-w", "-t", "60", "start"])  # fmt: skip
+        _run(
+            [
+                str(self.bin / "pg_ctl"),
+                "-D",
+                str(self.root / "data"),
+                "-o",
+                _options(self.root, self.port),
+                "-l",
+                str(self.root / "log"),
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ]
+        )
 
 
 def _options(root: Path, port: int) -> str:
-    return (f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=200"
-            " -c shared_buffers=64MB")
+    return (
+        f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=200 -c shared_buffers=64MB"
+    )
 
 
 def start(parent: Path | None = None) -> Cluster:
@@ -104,8 +118,21 @@ def start(parent: Path | None = None) -> Cluster:
     data, port = root / "data", _free_port()
     try:
         _run([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", USER, "-E", "UTF8", "--no-sync"])
-        _run([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", _options(root, port), "-l", str(root / "log"), "-w",
-              "-t", "60", "start"])
+        _run(
+            [
+                str(bin_dir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-o",
+                _options(root, port),
+                "-l",
+                str(root / "log"),
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ]
+        )
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise

@@ -69,15 +69,22 @@ def peak_bytes(pid: int) -> int:
     return int(line.split()[1]) * 1024
 
 
-def nini(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], int]:
+def nini(
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], int]:
     """Run the real ``nini`` command (its project: a folder of NINI_HOME's, not the checkout); its
     result and the peak memory of its own process, read from /proc while it runs (VmHWM only
     grows, so the last reading is the peak up to then)."""
     project = Path(os.environ["NINI_HOME"]).parent / "project"
     project.mkdir(exist_ok=True)
-    process = subprocess.Popen([str(NINI), "--project-dir", str(project), *args], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, **(env or {})})  # fmt: skip
+    process = subprocess.Popen(
+        [str(NINI), "--project-dir", str(project), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     readings = [0]
     done = threading.Event()
 
@@ -119,7 +126,10 @@ def test_a_parquet_bomb_the_agent_describes_is_too_large_and_the_cli_stays_small
     asked, peak = nini("ask", "--session", "bomb", "--new", "describe small", env=LIMITED)
     assert asked.returncode == 0, asked.stderr
     error = tool_results(llm_server)[-1]["error"]
-    assert error["code"] == "TOO_LARGE" and f"the limit of {LIMIT_MB:,} MiB (execution.memory_limit_mb)" in error["message"], error
+    assert (
+        error["code"] == "TOO_LARGE"
+        and f"the limit of {LIMIT_MB:,} MiB (execution.memory_limit_mb)" in error["message"]
+    ), error
     assert "damaged" not in error["message"] and str(nini_home) not in error["message"]
     assert peak < usual + GROWTH_BOUND, (peak, usual)
 
@@ -129,20 +139,27 @@ def test_a_large_csv_given_with_data_is_too_large_or_too_slow_and_the_cli_stays_
     broken = tmp_path / "broken.parquet"  # a truly malformed file keeps its own code
     broken.write_bytes(b"\x00not parquet\xff" * 40)
     refused, usual = nini("run-code", "-", "--session", "big", "--new", "--data", str(broken), stdin="1", env=english)
-    assert refused.returncode == 1 and refused.stderr.startswith("error [INVALID_ARGUMENT]: broken.parquet could not be read")
+    assert refused.returncode == 1 and refused.stderr.startswith(
+        "error [INVALID_ARGUMENT]: broken.parquet could not be read"
+    )
 
     big = tmp_path / "big.csv"
     write_csv(big, 240)
-    done, peak = nini("run-code", "-", "--session", "big", "--new", "--data", str(big), stdin="print(len(df))", env=english)
+    done, peak = nini(
+        "run-code", "-", "--session", "big", "--new", "--data", str(big), stdin="print(len(df))", env=english
+    )
     assert done.returncode == 1, done.stderr
-    assert done.stderr == (f"error [TOO_LARGE]: reading 'big.csv' needs more memory than the limit of {LIMIT_MB:,} MiB "
-                           "(execution.memory_limit_mb); use a smaller file, or raise the limit\n")  # fmt: skip
+    assert done.stderr == (
+        f"error [TOO_LARGE]: reading 'big.csv' needs more memory than the limit of {LIMIT_MB:,} MiB "
+        "(execution.memory_limit_mb); use a smaller file, or raise the limit\n"
+    )
     assert peak < usual + GROWTH_BOUND, (peak, usual)
 
     slow = {**english, "NINI_EXECUTION__MEMORY_LIMIT_MB": "4096", "NINI_EXECUTION__TIMEOUT_S": "1"}
     stopped, _ = nini("run-code", "-", "--session", "big", "--new", "--data", str(big), stdin="1", env=slow)
     assert stopped.returncode == 1 and stopped.stderr == (
-        "error [TIMEOUT]: reading 'big.csv' took longer than 1 s (execution.timeout_s) and was stopped\n")
+        "error [TIMEOUT]: reading 'big.csv' took longer than 1 s (execution.timeout_s) and was stopped\n"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +167,9 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
     yield from runtime_harness(tmp_path_factory, {"execution": {"memory_limit_mb": LIMIT_MB}})  # R keeps its 1 GiB
 
 
-def test_a_dataset_too_large_for_the_kernel_or_the_r_worker_is_too_large_not_damaged(harness: Harness, tmp_path: Path) -> None:
+def test_a_dataset_too_large_for_the_kernel_or_the_r_worker_is_too_large_not_damaged(
+    harness: Harness, tmp_path: Path
+) -> None:
     session = harness.session()
     small = tmp_path / "small.csv"
     small.write_text("a\nx\ny\n")
@@ -180,7 +199,11 @@ def upload(server: Any, session_id: str, name: str, path: Path) -> tuple[int, di
     """POST the file at ``path`` with load=1, streamed from disk (the test holds none of it)."""
     url = f"{server.url}nini/api/sessions/{session_id}/files?name={name}&load=1"
     with path.open("rb") as body:
-        headers = {**server.headers, "Content-Length": str(path.stat().st_size), "Content-Type": "application/octet-stream"}
+        headers = {
+            **server.headers,
+            "Content-Length": str(path.stat().st_size),
+            "Content-Type": "application/octet-stream",
+        }
         request = urllib.request.Request(url, data=body, method="POST", headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=300) as response:

@@ -68,7 +68,11 @@ def fail(result, code: int = 1) -> str:
 @pytest.fixture
 def some_skills(project_dir: Path, nini_home: Path) -> None:
     """One skill per kind of root: project, agents, user markdown, and a user function skill."""
-    write_skill(project_dir / ".nini" / "skills", "project-skill", skill_md("project-skill", "From the project.", category="stats"))
+    write_skill(
+        project_dir / ".nini" / "skills",
+        "project-skill",
+        skill_md("project-skill", "From the project.", category="stats"),
+    )
     write_skill(project_dir / ".agents" / "skills", "group/agents-skill", skill_md("agents-skill", "From .agents."))
     write_skill(nini_home / "skills", "user-skill", skill_md("user-skill", "From the user dir.", category="viz"))
     write_skill(
@@ -149,7 +153,11 @@ def test_disable_keeps_other_overrides(run, nini_home: Path):
         "skill-enhance": False,
     }
     records = by_name(list_json(run))
-    assert [records[n]["enabled"] for n in ("data-quality-check", "skill-creator", "skill-enhance")] == [True, False, False]
+    assert [records[n]["enabled"] for n in ("data-quality-check", "skill-creator", "skill-enhance")] == [
+        True,
+        False,
+        False,
+    ]
 
 
 @pytest.fixture
@@ -204,8 +212,9 @@ def test_unknown_skill_name_is_a_user_error(run, nini_home: Path, command):
 
 
 def test_create_markdown_skill_then_list_shows_it(run, nini_home: Path):
-    output = ok(run("skills", "create", "sales-trend", "--description", "Monthly sales trend by region.",
-                    "--category", "stats"))
+    output = ok(
+        run("skills", "create", "sales-trend", "--description", "Monthly sales trend by region.", "--category", "stats")
+    )
     path = nini_home / "skills" / "sales-trend" / "SKILL.md"
     assert str(path) in output and path.is_file()
     record = by_name(list_json(run))["sales-trend"]
@@ -218,8 +227,9 @@ def test_create_markdown_skill_then_list_shows_it(run, nini_home: Path):
 
 
 def test_create_function_skill_then_list_shows_it(run, nini_home: Path):
-    output = ok(run("skills", "create", "column-stats", "--type", "function", "-d", "Summarise one column.",
-                    "-c", "data"))
+    output = ok(
+        run("skills", "create", "column-stats", "--type", "function", "-d", "Summarise one column.", "-c", "data")
+    )
     folder = nini_home / "skills" / "column-stats"
     assert str(folder / "skill.py") in output and str(folder / "test_skill.py") in output
     record = by_name(list_json(run, "--type", "function"))["column-stats"]
@@ -368,16 +378,26 @@ def test_doctor_says_which_protections_are_active(run, nini_home: Path, monkeypa
     if probe_bwrap()[0]:
         assert "uid" in by["sandbox user"]["detail"]
     if probe_bwrap()[0]:  # seccomp stops programs, whatever Landlock this kernel has
-        assert by["programs"]["ok"] is seccomp_available() and by["programs"]["detail"].startswith("seccomp refuses execve")
+        assert by["programs"]["ok"] is seccomp_available() and by["programs"]["detail"].startswith(
+            "seccomp refuses execve"
+        )
         assert by["landlock"]["ok"] is (landlock_abi() > 0)
-        assert (f"ABI {landlock_abi()}" in by["landlock"]["detail"]) if landlock_abi() else "not in this kernel" in by["landlock"]["detail"]
+        assert (
+            (f"ABI {landlock_abi()}" in by["landlock"]["detail"])
+            if landlock_abi()
+            else "not in this kernel" in by["landlock"]["detail"]
+        )
     assert "48 processes" in by["limits"]["detail"] and "workspace quota 10240 MiB" in by["limits"]["detail"]
     assert "link" in by["workspace files"]["detail"]
     assert by["user kernel"]["ok"] and "not sandboxed" in by["user kernel"]["detail"]
     assert "waits until you allow it (once or for the session)" in by["user kernel"]["detail"]
     monkeypatch.setenv("NINI_EXECUTION__APPROVE_IN_USER_KERNEL", "false")
     unasked = {c["name"]: c for c in json.loads(ok(run("doctor", "--json")))}["user kernel"]
-    assert unasked["ok"] is False and "WITHOUT asking" in unasked["detail"] and "approve_in_user_kernel" in unasked["detail"]
+    assert (
+        unasked["ok"] is False
+        and "WITHOUT asking" in unasked["detail"]
+        and "approve_in_user_kernel" in unasked["detail"]
+    )
     monkeypatch.setenv("NINI_EXECUTION__SANDBOX", "none")
     off = {c["name"]: c for c in json.loads(ok(run("doctor", "--json")))}
     assert off["sandbox"]["ok"] is False and "unsandboxed" in off["sandbox"]["detail"]
@@ -420,7 +440,11 @@ def _one_command_app(exc: Exception) -> typer.Typer:
 @pytest.mark.parametrize(
     "exc,exit_code,line",
     [
-        (NiniError("POLICY_VIOLATION", "system() is not allowed"), 2, "error [POLICY_VIOLATION]: system() is not allowed"),
+        (
+            NiniError("POLICY_VIOLATION", "system() is not allowed"),
+            2,
+            "error [POLICY_VIOLATION]: system() is not allowed",
+        ),
         (NiniError("NOT_FOUND", "no such thing"), 1, "error [NOT_FOUND]: no such thing"),
         (RuntimeError("a bug"), 1, "error [INTERNAL]: RuntimeError: a bug (traceback in the nini log)"),
     ],
@@ -509,7 +533,11 @@ def test_creating_a_skill_nini_will_not_use_says_why(run, project_dir: Path, tmp
     """Issue 22: a skill created outside the folders nini reads, or hidden by a higher-ranking one,
     used to be created silently and never appear."""
     outside = run("skills", "create", "lost-skill", "-d", "Never listed.", "--dir", str(tmp_path / "elsewhere"))
-    assert outside.exit_code == 0 and "nini does not read skills from" in outside.stderr and "skills.extra_dirs" in outside.stderr
+    assert (
+        outside.exit_code == 0
+        and "nini does not read skills from" in outside.stderr
+        and "skills.extra_dirs" in outside.stderr
+    )
     assert "lost-skill" not in {r["name"] for r in list_json(run)}
 
     mine = project_dir / ".nini" / "skills"
@@ -548,8 +576,14 @@ def test_an_interpreter_reached_through_a_link_under_tmp_runs_sandboxed(nini_hom
     python = tmp_path / "bin" / ".." / "env-link" / "bin" / Path(sys.executable).name
 
     def nini_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(python), "-c", "from nini.cli import main; main()", *args], input=stdin,
-                              capture_output=True, text=True, timeout=300, cwd=tmp_path)  # fmt: skip
+        return subprocess.run(
+            [str(python), "-c", "from nini.cli import main; main()", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
 
     checks = {c["name"]: c for c in json.loads(nini_cli("doctor", "--json").stdout)}
     assert checks["sandbox python"]["ok"] is True, checks["sandbox python"]

@@ -31,19 +31,28 @@ SALES = REPO_ROOT / "examples" / "data" / "sales.csv"
 EN, ZH = "en_US.UTF-8", "zh_CN.UTF-8"
 NO_MODEL = {
     EN: "error [NO_MODEL_AVAILABLE]: no model is configured; add one, e.g. "
-        "nini models add ollama --base-url http://127.0.0.1:11434/v1 --model qwen2.5:7b\n",
+    "nini models add ollama --base-url http://127.0.0.1:11434/v1 --model qwen2.5:7b\n",
     ZH: "error [NO_MODEL_AVAILABLE]: 尚未配置任何模型；请添加一个，例如 "
-        "nini models add ollama --base-url http://127.0.0.1:11434/v1 --model qwen2.5:7b\n",
+    "nini models add ollama --base-url http://127.0.0.1:11434/v1 --model qwen2.5:7b\n",
 }
 UNSANDBOXED = "warning: code runs without the sandbox: "
 
 
-def nini(*args: str, cwd: Path, lang: str = EN, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+def nini(
+    *args: str, cwd: Path, lang: str = EN, stdin: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
     """``nini ARGS`` in ``cwd`` under the locale ``lang``, stdin closed unless given: no terminal to prompt on."""
     environ = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LC_MESSAGES", "LANG")}
     environ.update(LANG=lang, **env)
-    result = subprocess.run([str(NINI), *args], cwd=cwd, env=environ, input=stdin if stdin is not None else "",
-                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    result = subprocess.run(
+        [str(NINI), *args],
+        cwd=cwd,
+        env=environ,
+        input=stdin if stdin is not None else "",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "Traceback (most recent call last):" not in result.stderr, result.stderr  # nini's own; agent code's may show
     return result
 
@@ -73,10 +82,16 @@ def closed_port_url() -> str:
 # -- an unknown --session -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("lang, closest", [(EN, "no session sales-q1; closest: sales-q3, sales-q2\n"),
-                                           (ZH, "没有会话 sales-q1；最接近的：sales-q3, sales-q2\n")])  # fmt: skip
-def test_an_unknown_session_is_not_found_with_the_closest_ids_and_nothing_is_made(folder: Path, lang: str,
-                                                                                  closest: str) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    "lang, closest",
+    [
+        (EN, "no session sales-q1; closest: sales-q3, sales-q2\n"),
+        (ZH, "没有会话 sales-q1；最接近的：sales-q3, sales-q2\n"),
+    ],
+)
+def test_an_unknown_session_is_not_found_with_the_closest_ids_and_nothing_is_made(
+    folder: Path, lang: str, closest: str
+) -> None:
     for made in ("sales-q2", "sales-q3", "weather"):
         assert nini("run-code", "-", "--session", made, "--new", cwd=folder, stdin="df_like = 1\n").returncode == 0
     before = session_ids(folder)
@@ -92,9 +107,13 @@ def test_an_unknown_session_is_not_found_with_the_closest_ids_and_nothing_is_mad
 
 
 def test_new_creates_the_named_session_and_finds_it_the_next_time(folder: Path) -> None:
-    first = nini("run-code", "-", "--session", "mine", "--new", "--data", str(SALES), cwd=folder, stdin="print(len(df))\n")
+    first = nini(
+        "run-code", "-", "--session", "mine", "--new", "--data", str(SALES), cwd=folder, stdin="print(len(df))\n"
+    )
     assert first.returncode == 0 and first.stdout == "144\n", first.stderr
-    again = nini("run-code", "-", "--session", "mine", cwd=folder, stdin="print(datasets['sales']['units'].sum() > 0)\n")
+    again = nini(
+        "run-code", "-", "--session", "mine", cwd=folder, stdin="print(datasets['sales']['units'].sum() > 0)\n"
+    )
     assert again.returncode == 0 and again.stdout == "True\n", again.stderr
     assert nini("run-code", "-", "--session", "mine", "--new", cwd=folder, stdin="print(3)\n").stdout == "3\n"
     assert session_ids(folder) == ["mine"]
@@ -103,7 +122,9 @@ def test_new_creates_the_named_session_and_finds_it_the_next_time(folder: Path) 
 # -- no .nini/ and no empty session from a command that failed ---------------------------------------
 
 
-def test_a_run_outside_any_project_leaves_no_nini_folder(folder: Path, nini_home: Path, llm_server: ScriptedLLM) -> None:
+def test_a_run_outside_any_project_leaves_no_nini_folder(
+    folder: Path, nini_home: Path, llm_server: ScriptedLLM
+) -> None:
     write_settings(nini_home, scripted_model_settings(llm_server))
     llm_server.reply(tool_call("run_code", code="print(6 * 7)"), text("It is 42."))
     asked = nini("ask", "what is six times seven?", cwd=folder)
@@ -117,10 +138,14 @@ def test_a_failed_command_leaves_no_empty_session(folder: Path, nini_home: Path)
     assert bad_data.returncode == 1 and "error [NOT_FOUND]" in bad_data.stderr
     refused = nini("run-code", "-", "--session", "fresh", "--new", cwd=folder, stdin="import subprocess\n")
     # refused code is kept on the record, with its session (a refusal at run time follows what ran)
-    assert refused.returncode == 2 and "POLICY_VIOLATION" in refused.stderr and refused.stderr.endswith("session: fresh\n")
+    assert (
+        refused.returncode == 2 and "POLICY_VIOLATION" in refused.stderr and refused.stderr.endswith("session: fresh\n")
+    )
     assert nini("ask", "anything?", cwd=folder).stderr == NO_MODEL[EN]
-    write_settings(nini_home, {"llm": {"providers": [{"name": "gone", "base_url": closed_port_url(), "model": "m"}],
-                                       "max_retries": 0}})  # fmt: skip
+    write_settings(
+        nini_home,
+        {"llm": {"providers": [{"name": "gone", "base_url": closed_port_url(), "model": "m"}], "max_retries": 0}},
+    )
     unreachable = nini("ask", "anything?", cwd=folder)
     assert unreachable.returncode == 1 and "UPSTREAM_ERROR" in unreachable.stderr
     assert session_ids(folder) == ["fresh"]
@@ -134,17 +159,27 @@ def test_a_failed_command_leaves_no_empty_session(folder: Path, nini_home: Path)
 # -- running unsandboxed -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("lang, words", [(EN, "execution.sandbox is none; install bubblewrap (apt install bubblewrap) "
-                                                "or see nini doctor"),
-                                         (ZH, "execution.sandbox 设为 none；请安装 bubblewrap（apt install bubblewrap），"
-                                              "或查看 nini doctor")])  # fmt: skip
+@pytest.mark.parametrize(
+    "lang, words",
+    [
+        (EN, "execution.sandbox is none; install bubblewrap (apt install bubblewrap) or see nini doctor"),
+        (ZH, "execution.sandbox 设为 none；请安装 bubblewrap（apt install bubblewrap），或查看 nini doctor"),
+    ],
+)
 def test_code_run_without_the_sandbox_says_so_once_unless_silenced(folder: Path, lang: str, words: str) -> None:
     prefix = UNSANDBOXED if lang == EN else "warning: 代码在沙箱之外运行："
     ran = nini("run-code", "-", cwd=folder, lang=lang, stdin="print(1)\n", NINI_EXECUTION__SANDBOX="none")
     assert ran.returncode == 0 and ran.stdout == "1\n"
     assert [line for line in ran.stderr.splitlines() if line.startswith("warning")] == [prefix + words]
-    quiet = nini("run-code", "-", cwd=folder, lang=lang, stdin="print(1)\n", NINI_EXECUTION__SANDBOX="none",
-                 NINI_EXECUTION__WARN_UNSANDBOXED="false")  # fmt: skip
+    quiet = nini(
+        "run-code",
+        "-",
+        cwd=folder,
+        lang=lang,
+        stdin="print(1)\n",
+        NINI_EXECUTION__SANDBOX="none",
+        NINI_EXECUTION__WARN_UNSANDBOXED="false",
+    )
     assert quiet.returncode == 0 and "warning" not in quiet.stderr
     listed = nini("sessions", "list", cwd=folder, lang=lang, NINI_EXECUTION__SANDBOX="none")
     assert "warning" not in listed.stderr  # only commands that run code
@@ -158,8 +193,10 @@ def test_bubblewrap_out_of_reach_is_named_as_the_reason(folder: Path) -> None:
     assert "warning" not in sandboxed.stderr
     ran = nini("run-code", "-", "--json", cwd=folder, stdin="print(1)\n", PATH=str(NINI.parent))
     assert ran.returncode == 0 and json.loads(ran.stdout)["isolation"] != "sandbox", ran.stderr
-    assert ran.stderr.splitlines()[0] == UNSANDBOXED + "bubblewrap is not installed; install bubblewrap " \
-                                                       "(apt install bubblewrap) or see nini doctor"
+    assert (
+        ran.stderr.splitlines()[0] == UNSANDBOXED + "bubblewrap is not installed; install bubblewrap "
+        "(apt install bubblewrap) or see nini doctor"
+    )
 
 
 # -- model errors say what to do next and show the URL ------------------------------------------------
@@ -181,12 +218,16 @@ def test_an_unreachable_model_names_its_url_and_what_to_do(folder: Path, nini_ho
     asked = nini("ask", "anything?", cwd=folder, NINI_LLM__MAX_RETRIES="0")
     assert asked.returncode == 1
     assert asked.stderr.splitlines()[-1].startswith("error [UPSTREAM_ERROR]: cannot reach provider local")
-    assert asked.stderr.splitlines()[-1].endswith(f"; check that the server at {url} is running; try nini models test local")
+    assert asked.stderr.splitlines()[-1].endswith(
+        f"; check that the server at {url} is running; try nini models test local"
+    )
     zh = nini("ask", "anything?", cwd=folder, lang=ZH, NINI_LLM__MAX_RETRIES="0")
     assert zh.stderr.splitlines()[-1].endswith(f"；请确认 {url} 上的服务器正在运行；用 nini models test local 试一试")
 
 
-def test_a_refused_key_and_a_missing_key_say_which_variable(folder: Path, nini_home: Path, llm_server: ScriptedLLM) -> None:
+def test_a_refused_key_and_a_missing_key_say_which_variable(
+    folder: Path, nini_home: Path, llm_server: ScriptedLLM
+) -> None:
     values = scripted_model_settings(llm_server)
     values["llm"]["providers"][0]["api_key_env"] = "NINI_GUIDANCE_KEY"
     write_settings(nini_home, values)
@@ -207,23 +248,37 @@ def test_a_refused_key_and_a_missing_key_say_which_variable(folder: Path, nini_h
 
 
 def test_models_add_asks_nothing_and_takes_the_defaults(folder: Path, nini_home: Path) -> None:
-    added = nini("models", "add", "ollama", "--base-url", "http://127.0.0.1:11434/v1", "--model", "qwen2.5:7b", cwd=folder)
+    added = nini(
+        "models", "add", "ollama", "--base-url", "http://127.0.0.1:11434/v1", "--model", "qwen2.5:7b", cwd=folder
+    )
     assert (added.returncode, added.stderr) == (0, ""), added.stderr
     stored = json.loads((nini_home / "settings.json").read_text())["llm"]["providers"]
-    assert stored == [{"name": "ollama", "kind": "openai", "base_url": "http://127.0.0.1:11434/v1", "model": "qwen2.5:7b",
-                       "vision_models": [], "enabled": True}]  # fmt: skip
+    assert stored == [
+        {
+            "name": "ollama",
+            "kind": "openai",
+            "base_url": "http://127.0.0.1:11434/v1",
+            "model": "qwen2.5:7b",
+            "vision_models": [],
+            "enabled": True,
+        }
+    ]
 
 
 @pytest.mark.parametrize("url", ["localhost:11434", "ftp://127.0.0.1/v1", "http:///v1", "127.0.0.1:11434/v1"])
 def test_models_add_refuses_a_base_url_that_is_no_http_url(folder: Path, nini_home: Path, url: str) -> None:
     refused = nini("models", "add", "ollama", "--base-url", url, "--model", "m", cwd=folder)
     assert refused.returncode == 1
-    assert refused.stderr == f"error [INVALID_ARGUMENT]: base_url {url!r} is not an http(s) URL with a host, " \
-                             "e.g. http://127.0.0.1:11434/v1\n"
+    assert (
+        refused.stderr == f"error [INVALID_ARGUMENT]: base_url {url!r} is not an http(s) URL with a host, "
+        "e.g. http://127.0.0.1:11434/v1\n"
+    )
     assert not (nini_home / "settings.json").exists()
 
 
-@pytest.mark.parametrize("lang, words", [(EN, "a provider of kind openai needs a model"), (ZH, "openai 类提供方需要一个模型")])
+@pytest.mark.parametrize(
+    "lang, words", [(EN, "a provider of kind openai needs a model"), (ZH, "openai 类提供方需要一个模型")]
+)
 def test_models_add_without_a_model_says_it_needs_one(folder: Path, nini_home: Path, lang: str, words: str) -> None:
     refused = nini("models", "add", "ollama", "--base-url", "http://127.0.0.1:11434/v1", cwd=folder, lang=lang)
     assert refused.returncode == 1 and refused.stderr.startswith(f"error [INVALID_ARGUMENT]: {words}")

@@ -27,8 +27,21 @@ def nini(project_dir: Path):
 
 
 def test_run_code_from_stdin_then_list_show_and_export(nini, tmp_path: Path) -> None:
-    first = nini("run-code", "-", "--session", "cli1", "--new", "--data", str(SALES), "--dataset", "sales",
-                 "--label", "total", "--json", input="result = float(df['revenue'].sum())\nprint(len(df))\n")
+    first = nini(
+        "run-code",
+        "-",
+        "--session",
+        "cli1",
+        "--new",
+        "--data",
+        str(SALES),
+        "--dataset",
+        "sales",
+        "--label",
+        "total",
+        "--json",
+        input="result = float(df['revenue'].sum())\nprint(len(df))\n",
+    )
     assert first.exit_code == 0, first.output
     payload = json.loads(first.stdout)
     assert payload["session_id"] == "cli1" and payload["success"] and payload["result"]["stdout"] == "144\n"
@@ -62,9 +75,19 @@ def test_run_code_from_stdin_then_list_show_and_export(nini, tmp_path: Path) -> 
 @pytest.mark.usefixtures("chinese_locale")  # the header's spec wording in Chinese: auto under a zh locale
 def test_export_says_the_code_is_the_agent_s_and_re_runs_it_sandboxed(nini, tmp_path: Path) -> None:
     """Issue 31: the export named no author and re-ran the agent's code unsandboxed without a word."""
-    quiet = "try:\n    open(bytes.fromhex('2f6e6f2f73756368').decode(), 'w')\nexcept OSError:\n    pass\nprint(len(df))\n"
-    assert nini("run-code", "-", "--session", "cli2", "--new", "--data", str(SALES), "--label", "count", input=quiet).exit_code == 0
-    assert nini("run-code", "-", "--session", "cli2", "--new", "--label", "shell", input="import subprocess\n").exit_code == 2
+    quiet = (
+        "try:\n    open(bytes.fromhex('2f6e6f2f73756368').decode(), 'w')\nexcept OSError:\n    pass\nprint(len(df))\n"
+    )
+    assert (
+        nini(
+            "run-code", "-", "--session", "cli2", "--new", "--data", str(SALES), "--label", "count", input=quiet
+        ).exit_code
+        == 0
+    )
+    assert (
+        nini("run-code", "-", "--session", "cli2", "--new", "--label", "shell", input="import subprocess\n").exit_code
+        == 2
+    )
 
     plain = nini("sessions", "export", "cli2")
     assert plain.exit_code == 0, plain.output
@@ -79,7 +102,10 @@ def test_export_says_the_code_is_the_agent_s_and_re_runs_it_sandboxed(nini, tmp_
     sandboxed = nini("sessions", "export", "cli2", "--sandboxed", "--out", str(out))
     assert sandboxed.exit_code == 0, sandboxed.output
     notebook = nbformat.read(out, as_version=4)
-    assert "%%nini_run" in notebook.cells[0].source and "%nini load cli2_files/datasets/sales.parquet" in notebook.cells[1].source
+    assert (
+        "%%nini_run" in notebook.cells[0].source
+        and "%nini load cli2_files/datasets/sales.parquet" in notebook.cells[1].source
+    )
     (step,) = [c for c in notebook.cells if "nini-agent-code" in c.metadata.get("tags", [])]
     assert step.source.startswith("%%nini_run --dataset=sales --label=count --purpose=exploration\ntry:")
     assert (tmp_path / "cli2_files" / "datasets" / "sales.parquet").is_file()

@@ -104,8 +104,9 @@ def test_dash_h_is_help_everywhere(path: tuple[str, ...], command: Any) -> None:
 
 
 @pytest.mark.parametrize(("path", "command"), COMMANDS, ids=IDS)
-def test_the_console_scripts_short_way_to_help_prints_the_same_help(path: tuple[str, ...], command: Any,
-                                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_the_console_scripts_short_way_to_help_prints_the_same_help(
+    path: tuple[str, ...], command: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``main()`` answers ``nini WORD... -h`` from the tree without parsing (help_of): the same text
     as the usual path (parse, run the root's callback, print on -h), at the same width."""
     assert ROOT.main([*path, "-h"], prog_name="nini", standalone_mode=False) == 0
@@ -147,11 +148,14 @@ def test_the_root_help_groups_the_commands_in_sections() -> None:
     assert "\nCommands:\n" not in text  # nothing left outside a section
 
 
-def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-        shell: bool = False) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, shell: bool = False
+) -> subprocess.CompletedProcess[str]:
     """The real console script, in a subprocess."""
     command = ["bash", "-c", shlex.join([str(NINI), *args])] if shell else [str(NINI), *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}, cwd=cwd)
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}, cwd=cwd
+    )
 
 
 def test_the_real_command_answers_dash_h_and_help_in_sections() -> None:
@@ -168,7 +172,10 @@ def test_shell_completion_is_offered_and_completes() -> None:
     assert "--install-completion" in help_text(())
     script = cli("--show-completion", env={"SHELL": "/bin/bash"}, shell=True)
     assert script.returncode == 0, script.stderr
-    assert "complete -o default -F _nini_completion nini" in script.stdout and "_NINI_COMPLETE=complete_bash" in script.stdout
+    assert (
+        "complete -o default -F _nini_completion nini" in script.stdout
+        and "_NINI_COMPLETE=complete_bash" in script.stdout
+    )
     completed = cli(env={"_NINI_COMPLETE": "complete_bash", "COMP_WORDS": "nini skills li", "COMP_CWORD": "2"})
     assert completed.stdout.split() == ["list"], completed
 
@@ -186,14 +193,27 @@ def test_a_missing_project_dir_is_not_found_and_not_created(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(("lang", "heading"), [("en", "## When to use"), ("zh", "## 适用场景")])
-def test_the_root_lang_wins_over_the_locale_and_the_setting(tmp_path: Path, nini_home: Path, lang: str, heading: str) -> None:
+def test_the_root_lang_wins_over_the_locale_and_the_setting(
+    tmp_path: Path, nini_home: Path, lang: str, heading: str
+) -> None:
     """``nini --lang`` words the command in that language whatever ``ui.language`` and the locale say."""
     nini_home.mkdir(parents=True, exist_ok=True)
     other = "zh" if lang == "en" else "en"
     (nini_home / "settings.json").write_text(json.dumps({"ui": {"language": other}}), encoding="utf-8")
     locale = {"LANG": "zh_CN.UTF-8" if lang == "en" else "en_US.UTF-8"}
-    result = cli("--lang", lang, "skills", "create", "revenue-check", "-d", "Check revenue columns", "--dir", str(tmp_path),
-                 env=locale, cwd=tmp_path)  # fmt: skip
+    result = cli(
+        "--lang",
+        lang,
+        "skills",
+        "create",
+        "revenue-check",
+        "-d",
+        "Check revenue columns",
+        "--dir",
+        str(tmp_path),
+        env=locale,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert heading in (tmp_path / "revenue-check" / "SKILL.md").read_text(encoding="utf-8")
 
@@ -215,8 +235,11 @@ def test_skills_show_reads_as_text_and_keeps_its_json_shape(project_dir: Path) -
 def test_sessions_show_reads_as_text_and_keeps_its_json_shape(project_dir: Path) -> None:
     runner = CliRunner()
     base = ["--project-dir", str(project_dir)]
-    created = runner.invoke(app, [*base, "run-code", "-", "--session", "shape", "--new", "--label", "sums", "--json"],
-                            input="print(1 + 1)\n")  # fmt: skip
+    created = runner.invoke(
+        app,
+        [*base, "run-code", "-", "--session", "shape", "--new", "--label", "sums", "--json"],
+        input="print(1 + 1)\n",
+    )
     assert created.exit_code == 0, created.output
     text = runner.invoke(app, [*base, "sessions", "show", "shape"])
     assert text.exit_code == 0, text.output
@@ -232,14 +255,21 @@ def test_sessions_show_reads_as_text_and_keeps_its_json_shape(project_dir: Path)
 def test_report_prints_its_files_and_sections_as_json(tmp_path: Path, project_dir: Path) -> None:
     runner = CliRunner()
     base = ["--project-dir", str(project_dir)]
-    ran = runner.invoke(app, [*base, "run-code", "-", "--session", "rep", "--new", "--label", "sums"], input="print(6 * 7)\n")
+    ran = runner.invoke(
+        app, [*base, "run-code", "-", "--session", "rep", "--new", "--label", "sums"], input="print(6 * 7)\n"
+    )
     assert ran.exit_code == 0, ran.output
-    result = runner.invoke(app, [*base, "--lang", "en", "report", "--session", "rep", "--out", str(tmp_path / "out"), "--json"])
+    result = runner.invoke(
+        app, [*base, "--lang", "en", "report", "--session", "rep", "--out", str(tmp_path / "out"), "--json"]
+    )
     assert result.exit_code == 0, result.output
     described = json.loads(result.stdout)
     assert set(described["paths"]) == {"md", "html"} and all(Path(p).is_file() for p in described["paths"].values())
-    headings = [line[3:].strip() for line in Path(described["paths"]["md"]).read_text(encoding="utf-8").splitlines()
-                if line.startswith("## ")]  # fmt: skip
+    headings = [
+        line[3:].strip()
+        for line in Path(described["paths"]["md"]).read_text(encoding="utf-8").splitlines()
+        if line.startswith("## ")
+    ]
     assert described["sections"] == headings and "Key findings" in headings, headings
     assert described["model_sections"] == {"written": [], "refused": {}}
 
@@ -289,8 +319,23 @@ def test_models_test_prints_json_with_json(tmp_path: Path, project_dir: Path) ->
     """A provider at a port nothing listens on: the failure, with where, in the JSON; exit 1 still."""
     runner = CliRunner()
     base = ["--project-dir", str(project_dir)]
-    added = runner.invoke(app, [*base, "models", "add", "nowhere", "--kind", "openai", "--base-url", "http://127.0.0.1:9/v1",
-                                "--model", "m1", "--api-key-env", ""])  # fmt: skip
+    added = runner.invoke(
+        app,
+        [
+            *base,
+            "models",
+            "add",
+            "nowhere",
+            "--kind",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m1",
+            "--api-key-env",
+            "",
+        ],
+    )
     assert added.exit_code == 0, added.output
     result = runner.invoke(app, [*base, "models", "test", "nowhere", "--json"])
     assert result.exit_code == 1
@@ -302,8 +347,10 @@ def test_help_loads_nothing_heavy() -> None:
     """``nini --help`` and a group's help import no settings, store, data or model library, nor
     pydantic (typer loads it to convert option values): that is what keeps them fast (timed in
     benchmarks/bench_cli.py, not here)."""
-    probe = ("import sys, runpy\nsys.argv = ['nini', *sys.argv[1:]]\ntry:\n    from nini.cli import main; main()\n"
-             "except SystemExit:\n    pass\nprint(sorted(m for m in sys.modules), file=sys.stderr)\n")  # fmt: skip
+    probe = (
+        "import sys, runpy\nsys.argv = ['nini', *sys.argv[1:]]\ntry:\n    from nini.cli import main; main()\n"
+        "except SystemExit:\n    pass\nprint(sorted(m for m in sys.modules), file=sys.stderr)\n"
+    )
     for args in (["--help"], ["skills", "--help"], ["sessions", "show", "-h"]):
         result = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=120)
         assert result.returncode == 0 and "Usage: nini" in result.stdout, result.stderr

@@ -245,7 +245,9 @@ def test_unreadable_settings_file_falls_back(nini_home: Path, caplog):
 @pytest.mark.parametrize(
     "content,env,expected,warning",
     [
-        pytest.param({"r_enabled": False}, {"NINI_LOG_LEVEL": "LOUD"}, {"r_enabled": False}, "log_level", id="bad-level"),
+        pytest.param(
+            {"r_enabled": False}, {"NINI_LOG_LEVEL": "LOUD"}, {"r_enabled": False}, "log_level", id="bad-level"
+        ),
         pytest.param(
             {"log_level": "DEBUG"},
             {"NINI_R_ENABLED": "maybe"},
@@ -347,17 +349,28 @@ def test_tilde_expands_in_home_argument(tmp_path: Path, monkeypatch):
 @pytest.mark.parametrize(
     "enhance,expected,bad",
     [
-        pytest.param({"max_enhance_context_chars": 0, "auto_enhance": True}, {"auto_enhance": True}, 1, id="zero-chars"),
+        pytest.param(
+            {"max_enhance_context_chars": 0, "auto_enhance": True}, {"auto_enhance": True}, 1, id="zero-chars"
+        ),
         pytest.param({"max_enhance_context_chars": "lots", "sub_agent_timeout_ms": -5}, {}, 2, id="junk-and-negative"),
-        pytest.param({"max_enhance_context_chars": 1200, "trigger_profile": "bold"},
-                     {"max_enhance_context_chars": 1200, "trigger_profile": "bold"}, 0, id="profile-checked-when-used"),
+        pytest.param(
+            {"max_enhance_context_chars": 1200, "trigger_profile": "bold"},
+            {"max_enhance_context_chars": 1200, "trigger_profile": "bold"},
+            0,
+            id="profile-checked-when-used",
+        ),
     ],
-)  # fmt: skip
+)
 def test_skill_enhance_values_fall_back_to_their_defaults(nini_home: Path, caplog, enhance, expected, bad):
     write_settings(nini_home, {"skill_enhance": enhance})
     settings = load_and_check_warnings(caplog) if bad else load_settings()
-    wanted = {"auto_enhance": False, "trigger_profile": "conservative", "max_enhance_context_chars": 50_000,
-              "sub_agent_timeout_ms": 300_000, "skills_dir": None} | expected  # fmt: skip
+    wanted = {
+        "auto_enhance": False,
+        "trigger_profile": "conservative",
+        "max_enhance_context_chars": 50_000,
+        "sub_agent_timeout_ms": 300_000,
+        "skills_dir": None,
+    } | expected
     assert settings.skill_enhance.model_dump() == wanted
     assert len(settings.warnings) == bad, settings.warnings
 
@@ -387,16 +400,24 @@ def test_a_replay_provider_needs_no_model_and_a_rejected_one_is_named(nini_home)
     from nini.errors import NiniError
 
     nini_home.mkdir(parents=True, exist_ok=True)
-    (nini_home / "settings.json").write_text(json.dumps({"llm": {"providers": [{"name": "demo", "kind": "replay", "script": "s.json"}]}}))
+    (nini_home / "settings.json").write_text(
+        json.dumps({"llm": {"providers": [{"name": "demo", "kind": "replay", "script": "s.json"}]}})
+    )
     [replay] = load_settings().llm.providers
     assert (replay.name, replay.model) == ("demo", "replay")
 
-    (nini_home / "settings.json").write_text(json.dumps({"llm": {"providers": [{"name": "local", "base_url": "http://127.0.0.1:1/v1"}]}}))
+    (nini_home / "settings.json").write_text(
+        json.dumps({"llm": {"providers": [{"name": "local", "base_url": "http://127.0.0.1:1/v1"}]}})
+    )
     settings = load_settings()
     assert settings.llm.providers == []
     try:
         ModelRouter(settings.llm).chain("chat")
     except NiniError as exc:
-        assert exc.code == "NO_MODEL_AVAILABLE" and "llm.providers.model" in exc.message and "Field required" in exc.message
+        assert (
+            exc.code == "NO_MODEL_AVAILABLE"
+            and "llm.providers.model" in exc.message
+            and "Field required" in exc.message
+        )
     else:
         raise AssertionError("a router without providers gave a chain")

@@ -29,10 +29,18 @@ pytestmark = [
 ]
 
 
-def nini(*args: str, code: str | None = None, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "NINI_EXECUTION__PYTHON_POLICY": "off", "NINI_EXECUTION__SANDBOX": "bwrap", **(env or {})}
-    return subprocess.run([str(NINI), *args], input=code, capture_output=True, text=True, timeout=timeout,
-                          env=environment)  # fmt: skip
+def nini(
+    *args: str, code: str | None = None, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    environment = {
+        **os.environ,
+        "NINI_EXECUTION__PYTHON_POLICY": "off",
+        "NINI_EXECUTION__SANDBOX": "bwrap",
+        **(env or {}),
+    }
+    return subprocess.run(
+        [str(NINI), *args], input=code, capture_output=True, text=True, timeout=timeout, env=environment
+    )
 
 
 def run_code(session: str, code: str, **env: str) -> dict[str, Any]:
@@ -61,7 +69,9 @@ def test_links_planted_by_agent_code_never_lead_nini_outside(outside: Path, nini
     planted = run_code(session, plant)
     assert planted["success"], planted
     # a long output (written to executions/ by nini), a rich output (artifacts/ by nini)
-    noisy = run_code(session, "from IPython.display import HTML, display\ndisplay(HTML('<b>x</b>'))\nprint('y' * 20000)")
+    noisy = run_code(
+        session, "from IPython.display import HTML, display\ndisplay(HTML('<b>x</b>'))\nprint('y' * 20000)"
+    )
     assert noisy["success"] and noisy["result"]["stdout"].startswith("yyyy")
     assert "rich output not saved" in noisy["result"]["stderr"] and "link" in noisy["result"]["stderr"]
     report = nini("report", "--session", session)
@@ -100,8 +110,15 @@ def test_what_the_host_hides_stays_hidden(tmp_path: Path) -> None:
     assert out["success"], out
     found = out["result"]["result"]
     assert found.pop("socket") in ("FileNotFoundError", "ConnectionRefusedError", "PermissionError")
-    assert found == {"/etc/shadow": False, "/etc/gshadow": False, "/root/.ssh": False, "/var/lib": False, "/run": False,
-                     "/home": False, "shadow_read": False}  # fmt: skip
+    assert found == {
+        "/etc/shadow": False,
+        "/etc/gshadow": False,
+        "/root/.ssh": False,
+        "/var/lib": False,
+        "/run": False,
+        "/home": False,
+        "shadow_read": False,
+    }
 
 
 def test_no_python_spelling_runs_a_program(tmp_path: Path) -> None:
@@ -166,7 +183,9 @@ def test_a_workspace_over_its_quota_refuses_more_runs(tmp_path: Path) -> None:
     assert not big["success"] and ("File too large" in big["error"]["message"] or big["error"]["code"] == "TOO_LARGE")
 
 
-@pytest.mark.skipif(not r_status(__import__("nini.config", fromlist=["Settings"]).Settings())[0], reason="R unavailable")
+@pytest.mark.skipif(
+    not r_status(__import__("nini.config", fromlist=["Settings"]).Settings())[0], reason="R unavailable"
+)
 def test_r_finds_no_way_to_run_a_program(tmp_path: Path, nini_home: Path) -> None:
     code = (
         'p <- tryCatch({ pdf(file = "|id > pwned-pdf.txt"); plot(1); dev.off(); "opened" },\n'

@@ -34,8 +34,10 @@ pytestmark = [
 MEMORY_ENV = {"NINI_EXECUTION__MEMORY_LIMIT_MB": "512", "NINI_UI__LANGUAGE": "en"}
 # 3 GiB in 64 MiB memfds: none of it in the address space (files of the sandbox's tmpfs /tmp and
 # /dev/shm count the same: tests/execution/test_cgroups.py)
-MEMFDS = ("import os\nheld = []\nfor _ in range(48):\n    fd = os.memfd_create('fill')\n"
-          "    os.write(fd, b'x' * (64 << 20))\n    held.append(fd)\n")  # fmt: skip
+MEMFDS = (
+    "import os\nheld = []\nfor _ in range(48):\n    fd = os.memfd_create('fill')\n"
+    "    os.write(fd, b'x' * (64 << 20))\n    held.append(fd)\n"
+)
 
 
 def wait_for(path: Path, timeout: float = 120) -> str:
@@ -48,13 +50,17 @@ def wait_for(path: Path, timeout: float = 120) -> str:
 
 
 def test_eight_concurrent_calls_on_one_session_all_start_their_kernels() -> None:
-    code = "import resource, threading\nresult = [threading.active_count(), resource.getrlimit(resource.RLIMIT_NPROC)[0]]"
+    code = (
+        "import resource, threading\nresult = [threading.active_count(), resource.getrlimit(resource.RLIMIT_NPROC)[0]]"
+    )
     with ThreadPoolExecutor(8) as pool:
         outs = list(pool.map(lambda _n: run_code("busy", code), range(8)))
     assert [out["success"] for out in outs] == [True] * 8, [out.get("error") for out in outs]
     if PLACED.holds >= {"pids"}:  # a kernel's own pids cgroup counts its tasks: no RLIMIT_NPROC of 64 on the uid
-        assert all(out["result"]["result"][1] in (resource.RLIM_INFINITY, resource.getrlimit(resource.RLIMIT_NPROC)[0])
-                   for out in outs), [out["result"]["result"] for out in outs]  # fmt: skip
+        assert all(
+            out["result"]["result"][1] in (resource.RLIM_INFINITY, resource.getrlimit(resource.RLIMIT_NPROC)[0])
+            for out in outs
+        ), [out["result"]["result"] for out in outs]
 
 
 @needs_cgroups
@@ -98,8 +104,13 @@ def test_a_process_flood_holds_its_own_kernel_only_and_colliding_sessions_get_th
     script = tmp_path / "flood.py"
     script.write_text(flood)
     env = {**os.environ, "NINI_EXECUTION__PYTHON_POLICY": "off", "NINI_EXECUTION__SANDBOX": "bwrap"}
-    holding = subprocess.Popen([str(NINI), "run-code", str(script), "--session", flooder, "--new", "--json"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    holding = subprocess.Popen(
+        [str(NINI), "run-code", str(script), "--session", flooder, "--new", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         held_uid, held, stopped = wait_for(release.with_name("held")).split()
         assert stopped == "11" and int(held) < 64  # EAGAIN: the flooding kernel's own pids limit
@@ -118,9 +129,13 @@ def test_a_process_flood_holds_its_own_kernel_only_and_colliding_sessions_get_th
 
 def test_without_cgroups_the_rlimits_still_limit() -> None:
     code = (
-        "import os, resource\nlimits = [resource.getrlimit(resource.RLIMIT_NPROC)[0], resource.getrlimit(resource.RLIMIT_AS)[0]]\n"
-        "try:\n    block = bytearray(3 << 30)\n    big = 'allocated'\nexcept MemoryError:\n    big = 'MemoryError'\n"
-    ) + FORK_FLOOD + "result = [*limits, big, len(children), stopped]\n"
+        (
+            "import os, resource\nlimits = [resource.getrlimit(resource.RLIMIT_NPROC)[0], resource.getrlimit(resource.RLIMIT_AS)[0]]\n"
+            "try:\n    block = bytearray(3 << 30)\n    big = 'allocated'\nexcept MemoryError:\n    big = 'MemoryError'\n"
+        )
+        + FORK_FLOOD
+        + "result = [*limits, big, len(children), stopped]\n"
+    )
     out = run_code("rlimits", code, NINI_EXECUTION__CGROUPS="off", NINI_EXECUTION__MAX_PROCESSES="32")
     assert out["success"], out
     nproc, address_space, big, forked, stopped = out["result"]["result"]

@@ -21,22 +21,53 @@ from tests.llm_server import text
 NINI = Path(sys.executable).with_name("nini")
 SALES_GBK = "地区;销售额;占比\n华北;120;0,25\n华南;98;0,5\n西部;77;1,75\n"
 TABLES = {  # file name -> (bytes, columns, first row, encodings it may be reported as, separator, decimal mark)
-    "cafes.csv": ("name,city,price\ncafé,Zürich,3.5\nthé,Genève,2.0\n".encode("latin-1"),
-                  ["name", "city", "price"], ["café", "Zürich", 3.5], {"cp1252", "iso8859-1"}, ",", "."),
-    "regions.csv": ("地区,销售额,产品\n华北,120,苹果\n华南,98,香蕉\n西部,77,橙子\n".encode("gbk"),
-                    ["地区", "销售额", "产品"], ["华北", 120, "苹果"], {"gbk", "gb18030"}, ",", "."),
-    "tiny_gbk.csv": ("城市,人口\n北京,2189\n".encode("gbk"), ["城市", "人口"], ["北京", 2189], {"gbk", "gb18030"}, ",", "."),
-    "european.csv": ("region;revenue;share\nnorth;1,5;0,25\nsouth;2,75;0,5\n".encode(),
-                     ["region", "revenue", "share"], ["north", 1.5, 0.25], {"utf-8"}, ";", ","),
+    "cafes.csv": (
+        "name,city,price\ncafé,Zürich,3.5\nthé,Genève,2.0\n".encode("latin-1"),
+        ["name", "city", "price"],
+        ["café", "Zürich", 3.5],
+        {"cp1252", "iso8859-1"},
+        ",",
+        ".",
+    ),
+    "regions.csv": (
+        "地区,销售额,产品\n华北,120,苹果\n华南,98,香蕉\n西部,77,橙子\n".encode("gbk"),
+        ["地区", "销售额", "产品"],
+        ["华北", 120, "苹果"],
+        {"gbk", "gb18030"},
+        ",",
+        ".",
+    ),
+    "tiny_gbk.csv": (
+        "城市,人口\n北京,2189\n".encode("gbk"),
+        ["城市", "人口"],
+        ["北京", 2189],
+        {"gbk", "gb18030"},
+        ",",
+        ".",
+    ),
+    "european.csv": (
+        "region;revenue;share\nnorth;1,5;0,25\nsouth;2,75;0,5\n".encode(),
+        ["region", "revenue", "share"],
+        ["north", 1.5, 0.25],
+        {"utf-8"},
+        ";",
+        ",",
+    ),
     "tabbed.txt": ("a\tb\tnote\n1\t2\tx, y; z\n".encode(), ["a", "b", "note"], [1, 2, "x, y; z"], {"utf-8"}, "\t", "."),
     "tabbed.tsv": ("a\tb\n1\t2\n".encode(), ["a", "b"], [1, 2], {"utf-8"}, "\t", "."),
     "piped.csv": ("a|b\n1|2\n".encode(), ["a", "b"], [1, 2], {"utf-8"}, "|", "."),
     "wide.csv": ("a,b\ncafé,1\n".encode("utf-16"), ["a", "b"], ["café", 1], {"utf-16"}, ",", "."),
     "marked.csv": ("\ufeffa,b\nx,1\n".encode(), ["a", "b"], ["x", 1], {"utf-8-sig"}, ",", "."),
     # commas inside quotes, semicolons inside quotes: a comma-separated file, not a ';' one
-    "quoted.csv": ('name,note,n\n"Smith, J","a;b;c",1\n"Doe; K","x, y",2\n'.encode(),
-                   ["name", "note", "n"], ["Smith, J", "a;b;c", 1], {"utf-8"}, ",", "."),
-}  # fmt: skip
+    "quoted.csv": (
+        'name,note,n\n"Smith, J","a;b;c",1\n"Doe; K","x, y",2\n'.encode(),
+        ["name", "note", "n"],
+        ["Smith, J", "a;b;c", 1],
+        {"utf-8"},
+        ",",
+        ".",
+    ),
+}
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +88,9 @@ def stored_frame(harness: Harness, session: Any, name: str) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("file", sorted(TABLES))
-def test_a_text_table_loads_with_its_shape_encoding_and_separator_detected(harness: Harness, tmp_path: Path, file: str) -> None:
+def test_a_text_table_loads_with_its_shape_encoding_and_separator_detected(
+    harness: Harness, tmp_path: Path, file: str
+) -> None:
     data, columns, first, encodings, sep, decimal = TABLES[file]
     session = harness.session()
     loaded = load(harness, session, tmp_path, file, data)
@@ -87,7 +120,10 @@ def test_what_is_given_wins_over_what_would_be_detected(harness: Harness, tmp_pa
     detected = load(harness, session, tmp_path, "both.csv", both, name="detected")
     assert detected.result["columns"] == ["a;b", "c"] and detected.result["sep_detected"] is True
     given = load(harness, session, tmp_path, "both.csv", both, name="given", sep=";")
-    assert given.result["columns"] == ["a", "b,c"] and (given.result["sep"], given.result["sep_detected"]) == (";", False)
+    assert given.result["columns"] == ["a", "b,c"] and (given.result["sep"], given.result["sep_detected"]) == (
+        ";",
+        False,
+    )
     tabbed = load(harness, session, tmp_path, "both.csv", "a\tb\n1\t2\n".encode(), name="tabbed", sep="tab")
     assert tabbed.result["columns"] == ["a", "b"] and tabbed.result["sep"] == "\t"
 
@@ -107,17 +143,25 @@ def test_a_file_no_encoding_fits_or_a_wrong_one_given_says_how_to_name_it(harnes
     assert str(tmp_path) not in message and str(harness.runtime.settings.home) not in message
 
     wrong = load(harness, session, tmp_path, "regions.csv", "地区\n华北\n".encode("gbk"), encoding="utf-8")
-    assert wrong.error["code"] == "INVALID_ARGUMENT" and "'regions.csv' cannot be read as utf-8 (as given)" in wrong.error["message"]
+    assert (
+        wrong.error["code"] == "INVALID_ARGUMENT"
+        and "'regions.csv' cannot be read as utf-8 (as given)" in wrong.error["message"]
+    )
 
     # only the first MiB is read to guess: past it, a file that changes encoding is refused with the hint
     mixed = b"a,b\n" + b"x,1\n" * (300 * 1024) + "华北,2\n".encode("gbk")
     late = load(harness, session, tmp_path, "mixed.csv", mixed)
     assert late.error["code"] == "INVALID_ARGUMENT", late.error
     assert "detected from its first 1 MB" in late.error["message"] and "--encoding" in late.error["message"]
-    assert load(harness, session, tmp_path, "mixed.csv", mixed, encoding="gb18030").result["shape"] == [300 * 1024 + 1, 2]
+    assert load(harness, session, tmp_path, "mixed.csv", mixed, encoding="gb18030").result["shape"] == [
+        300 * 1024 + 1,
+        2,
+    ]
 
-    for arguments, said in (({"encoding": "klingon"}, "unknown encoding 'klingon'"),
-                            ({"sep": ";;"}, "the separator must be one character")):  # fmt: skip
+    for arguments, said in (
+        ({"encoding": "klingon"}, "unknown encoding 'klingon'"),
+        ({"sep": ";;"}, "the separator must be one character"),
+    ):
         refused = load(harness, session, tmp_path, "cafes.csv", b"a\n1\n", **arguments)
         assert refused.error["code"] == "INVALID_ARGUMENT" and said in refused.error["message"], refused.error
 
@@ -143,7 +187,9 @@ def test_read_file_reads_an_upload_as_its_load_did(harness: Harness, tmp_path: P
 def write_book(path: Path) -> None:
     pytest.importorskip("openpyxl", reason="the excel extra (openpyxl) writes the workbook")
     with pd.ExcelWriter(path, engine="openpyxl") as writer:
-        pd.DataFrame({"地区": ["华北", "华南"], "revenue": [120.5, 98.0]}).to_excel(writer, sheet_name="Sales", index=False)
+        pd.DataFrame({"地区": ["华北", "华南"], "revenue": [120.5, 98.0]}).to_excel(
+            writer, sheet_name="Sales", index=False
+        )
         pd.DataFrame({"note": ["x", "y", "z"]}).to_excel(writer, sheet_name="Notes", index=False)
 
 
@@ -153,7 +199,11 @@ def test_an_excel_workbook_loads_its_first_sheet_or_the_one_named(harness: Harne
     session = harness.session()
     first = harness.call(session, "load_dataset", path=session.upload(book))
     assert first.success, first.error
-    assert (first.result["sheet"], first.result["sheets"], first.result["shape"]) == ("Sales", ["Sales", "Notes"], [2, 2])
+    assert (first.result["sheet"], first.result["sheets"], first.result["shape"]) == (
+        "Sales",
+        ["Sales", "Notes"],
+        [2, 2],
+    )
     assert first.result["encoding"] is None and first.result["sep"] is None
     assert stored_frame(harness, session, "book")["revenue"].tolist() == [120.5, 98.0]
     assert "sheet 'Sales' (1 of 2)" in harness.runtime.store.get_tool_call(first.tool_call_id)["result_summary"]
@@ -167,9 +217,17 @@ def test_an_excel_workbook_loads_its_first_sheet_or_the_one_named(harness: Harne
 # The real command, as a user runs it --------------------------------------------------------------
 
 
-def nini(project: Path, *args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(NINI), "--project-dir", str(project), *args], input=stdin, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=300)  # fmt: skip
+def nini(
+    project: Path, *args: str, stdin: str = "", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(NINI), "--project-dir", str(project), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
 
 
 def test_the_cli_reads_a_gbk_semicolon_file_detected_or_as_given(project_dir: Path, tmp_path: Path) -> None:
@@ -179,7 +237,9 @@ def test_the_cli_reads_a_gbk_semicolon_file_detected_or_as_given(project_dir: Pa
     given = nini(project_dir, "run-code", "-", "--data", str(sales), "--encoding", "gbk", "--sep", ";", stdin=code)
     assert given.returncode == 0, given.stderr
     assert given.stdout == "['地区', '销售额', '占比'] 2.5 3\n"
-    assert "dataset sales: 3 rows, 3 columns (encoding gbk, given; separator ';', given; decimal comma)\n" in given.stderr
+    assert (
+        "dataset sales: 3 rows, 3 columns (encoding gbk, given; separator ';', given; decimal comma)\n" in given.stderr
+    )
 
     detected = nini(project_dir, "run-code", "-", "--data", str(sales), stdin=code, env={"LANG": "zh_CN.UTF-8"})
     assert detected.returncode == 0, detected.stderr
@@ -194,7 +254,10 @@ def test_ask_reads_its_data_as_given(nini_home: Path, project_dir: Path, tmp_pat
     llm_server.reply(text("loaded"))
     asked = nini(project_dir, "ask", "What is in sales?", "--data", str(sales), "--encoding", "gb18030", "--sep", "|")
     assert asked.returncode == 0, asked.stderr
-    assert "dataset sales: 3 rows, 3 columns (encoding gb18030, given; separator '|', given; decimal comma)\n" in asked.stderr
+    assert (
+        "dataset sales: 3 rows, 3 columns (encoding gb18030, given; separator '|', given; decimal comma)\n"
+        in asked.stderr
+    )
 
 
 def test_the_cli_refuses_a_file_no_encoding_fits_with_the_option_to_name_it(project_dir: Path, tmp_path: Path) -> None:
@@ -208,17 +271,30 @@ def test_the_cli_refuses_a_file_no_encoding_fits_with_the_option_to_name_it(proj
     assert bad.returncode == 1 and "error [INVALID_ARGUMENT]: the separator must be one character" in bad.stderr
 
 
-def test_without_openpyxl_an_xlsx_file_says_to_install_the_excel_extra(nini_home: Path, project_dir: Path, tmp_path: Path) -> None:
+def test_without_openpyxl_an_xlsx_file_says_to_install_the_excel_extra(
+    nini_home: Path, project_dir: Path, tmp_path: Path
+) -> None:
     book = tmp_path / "book.xlsx"
     write_book(book)
-    blocker = tmp_path / "no-openpyxl"  # first on the reader's path: `import openpyxl` fails, as where it is not installed
+    blocker = (
+        tmp_path / "no-openpyxl"
+    )  # first on the reader's path: `import openpyxl` fails, as where it is not installed
     (blocker / "openpyxl").mkdir(parents=True)
     (blocker / "openpyxl" / "__init__.py").write_text("raise ImportError('No module named openpyxl')\n")
     write_settings(nini_home, {"execution": {"sandbox_read_only_paths": [str(blocker)]}})  # seen in the sandbox too
     pythonpath = os.pathsep.join(filter(None, [str(blocker), os.environ.get("PYTHONPATH")]))
-    for language, words in (("C.UTF-8", "reading .xlsx files needs openpyxl, which is not installed: pip install 'nini[excel]'"),
-                            ("zh_CN.UTF-8", "读取 .xlsx 文件需要 openpyxl，但它没有安装：pip install 'nini[excel]'")):  # fmt: skip
-        refused = nini(project_dir, "run-code", "-", "--data", str(book), stdin="print(1)",
-                       env={"PYTHONPATH": pythonpath, "LANG": language})  # fmt: skip
+    for language, words in (
+        ("C.UTF-8", "reading .xlsx files needs openpyxl, which is not installed: pip install 'nini[excel]'"),
+        ("zh_CN.UTF-8", "读取 .xlsx 文件需要 openpyxl，但它没有安装：pip install 'nini[excel]'"),
+    ):
+        refused = nini(
+            project_dir,
+            "run-code",
+            "-",
+            "--data",
+            str(book),
+            stdin="print(1)",
+            env={"PYTHONPATH": pythonpath, "LANG": language},
+        )
         assert refused.returncode == 1 and f"error [INVALID_ARGUMENT]: {words}\n" in refused.stderr, refused.stderr
         assert "Traceback" not in refused.stderr

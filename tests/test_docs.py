@@ -93,13 +93,16 @@ def synopsis_lines(command: str) -> list[str]:
     if command == "nini":
         return [CLI_PAGE]
     blocks = re.findall(r"^```text\n(.*?)^```", CLI_PAGE, flags=re.S | re.M)
-    return [line for block in blocks for line in block.splitlines() if line == command or line.startswith(command + " ")]
+    return [
+        line for block in blocks for line in block.splitlines() if line == command or line.startswith(command + " ")
+    ]
 
 
 @pytest.mark.parametrize(("command", "option"), _options())
 def test_every_cli_option_is_in_its_commands_synopsis(command: str, option: str) -> None:
     assert any(re.search(rf"{re.escape(option)}\b", line) for line in synopsis_lines(command)), (
-        f"{command} {option} is not in the command's synopsis in docs/cli.md")
+        f"{command} {option} is not in the command's synopsis in docs/cli.md"
+    )
 
 
 def anchors(page: Path) -> set[str]:
@@ -146,7 +149,7 @@ def test_readme_is_a_short_way_in() -> None:
     first screenful of text; the reference lives in docs/."""
     assert len(README.split()) < 1000, len(README.split())
     assert README.index("docs/images/sidebar.png") < README.index("## Quick start")
-    quick_start = README[README.index("## Quick start"):README.index("\n## ", README.index("## Quick start") + 1)]
+    quick_start = README[README.index("## Quick start") : README.index("\n## ", README.index("## Quick start") + 1)]
     for step in ("pip install .", "nini models add", "nini ask"):
         assert step in quick_start, step
     assert len(quick_start.splitlines()) < 40

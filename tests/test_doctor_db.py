@@ -16,8 +16,15 @@ from typing import Any
 import pytest
 
 from nini.history.health import database_checks as database_checks_of
-from tests.history.damages import (DAMAGES, HARMLESS, NEEDS_NO_DAC_OVERRIDE, UNSEEN_BY_INTEGRITY_CHECK, UNSEEN_BY_LIST,
-                                   damaged_home, history)
+from tests.history.damages import (
+    DAMAGES,
+    HARMLESS,
+    NEEDS_NO_DAC_OVERRIDE,
+    UNSEEN_BY_INTEGRITY_CHECK,
+    UNSEEN_BY_LIST,
+    damaged_home,
+    history,
+)
 
 NINI = str(Path(sys.executable).with_name("nini"))
 SHOWN = "$NINI_HOME/nini.db"
@@ -34,8 +41,14 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def nini(*args: str, prefix: list[str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*(prefix or []), NINI, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          env=dict(os.environ), timeout=300)  # fmt: skip
+    return subprocess.run(
+        [*(prefix or []), NINI, *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=300,
+    )
 
 
 def database_checks(done: subprocess.CompletedProcess[str]) -> dict[str, dict]:
@@ -50,8 +63,9 @@ def assert_named_db_error(done: subprocess.CompletedProcess[str], home: Path) ->
 
 
 @pytest.mark.parametrize("damage", sorted(set(DAMAGES) - HARMLESS))
-def test_each_damage_is_a_db_error_in_the_cli_and_a_failure_of_the_doctor_check(template: Path, nini_home: Path,
-                                                                                damage: str) -> None:  # fmt: skip
+def test_each_damage_is_a_db_error_in_the_cli_and_a_failure_of_the_doctor_check(
+    template: Path, nini_home: Path, damage: str
+) -> None:
     damaged_home(template, nini_home, damage)
     prefix = NO_DAC if damage in NEEDS_NO_DAC_OVERRIDE else None
     listed = nini("sessions", "list", prefix=prefix)
@@ -75,7 +89,9 @@ def test_nini_doctor_fails_a_damaged_database_and_does_not_crash(template: Path,
     assert SHOWN in check["detail"] and str(nini_home) not in check["detail"], check
 
 
-def test_doctor_reads_a_good_database_whole_and_its_write_probe_changes_nothing(template: Path, nini_home: Path) -> None:
+def test_doctor_reads_a_good_database_whole_and_its_write_probe_changes_nothing(
+    template: Path, nini_home: Path
+) -> None:
     shutil.copytree(template, nini_home)
     before = (nini_home / "nini.db").read_bytes()
     checks = database_checks(nini("doctor", "--json"))
@@ -108,8 +124,13 @@ def test_doctor_fails_a_database_on_a_read_only_mount_and_writes_say_so(template
     failed = [c for c in checks.values() if not c["ok"]]
     assert done.returncode == 1 and failed and "read-only file system" in failed[0]["detail"], checks
 
-    done = in_sandbox(nini_home, f"{NINI} sessions new --title x || {NINI} run-code - --new --session ro < /dev/null",
-                      "--ro-bind", str(nini_home), str(nini_home))  # fmt: skip
+    done = in_sandbox(
+        nini_home,
+        f"{NINI} sessions new --title x || {NINI} run-code - --new --session ro < /dev/null",
+        "--ro-bind",
+        str(nini_home),
+        str(nini_home),
+    )
     assert "INTERNAL" not in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
@@ -118,8 +139,10 @@ def test_doctor_fails_a_database_on_a_full_disk(template: Path, nini_home: Path,
     shutil.copytree(template, nini_home)
     full = tmp_path / "full"
     full.mkdir()
-    script = (f"cp {nini_home / 'nini.db'} {full}/nini.db && (dd if=/dev/zero of={full}/fill bs=64k 2>/dev/null; true) "
-              f"&& NINI_HOME={full} {NINI} doctor --json")  # fmt: skip
+    script = (
+        f"cp {nini_home / 'nini.db'} {full}/nini.db && (dd if=/dev/zero of={full}/fill bs=64k 2>/dev/null; true) "
+        f"&& NINI_HOME={full} {NINI} doctor --json"
+    )
     done = in_sandbox(nini_home, script, "--size", str(8 << 20), "--tmpfs", str(full))
     checks = database_checks(done)  # SQLite may not even make its WAL to read: then reading fails too
     failed = [c for c in checks.values() if not c["ok"]]
@@ -156,7 +179,11 @@ def test_doctor_on_postgresql_fails_a_database_that_refuses_writes(pg_cluster: A
         conn.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
     [read, writes] = database_checks_of(url)
     assert read[1] is True, read
-    assert writes[1] is False and "read-only transaction" in writes[2] and f"127.0.0.1:{pg_cluster.port}/{name}" in writes[2]
+    assert (
+        writes[1] is False
+        and "read-only transaction" in writes[2]
+        and f"127.0.0.1:{pg_cluster.port}/{name}" in writes[2]
+    )
 
 
 def test_doctor_on_postgresql_names_a_server_it_cannot_reach() -> None:

@@ -35,8 +35,9 @@ ADVICE = "free some space"
 def small_disk(folder: Path, size_mb: int) -> Iterator[Path]:
     """A tmpfs of ``size_mb`` MiB mounted at ``folder`` (made), unmounted afterwards."""
     folder.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(folder)],
-                             capture_output=True, text=True)  # fmt: skip
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(folder)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip() or mounted.returncode}")
     try:
@@ -59,12 +60,21 @@ def fill(folder: Path, leave: int = 0) -> Path:
     return filler
 
 
-def nini(home: Path, *args: str, code: str | None = None, cwd: Path | None = None, **settings: str,
-         ) -> subprocess.CompletedProcess:  # fmt: skip
-    env = {**os.environ, "NINI_HOME": str(home), "NINI_UI__LANGUAGE": "en", "NINI_EXECUTION__PYTHON_POLICY": "off",
-           **settings}  # fmt: skip
-    return subprocess.run([str(NINI), *args], input=code, capture_output=True, text=True, timeout=180, env=env,
-                          cwd=cwd)  # fmt: skip
+def nini(
+    home: Path,
+    *args: str,
+    code: str | None = None,
+    cwd: Path | None = None,
+    **settings: str,
+) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "NINI_HOME": str(home),
+        "NINI_UI__LANGUAGE": "en",
+        "NINI_EXECUTION__PYTHON_POLICY": "off",
+        **settings,
+    }
+    return subprocess.run([str(NINI), *args], input=code, capture_output=True, text=True, timeout=180, env=env, cwd=cwd)
 
 
 def run(home: Path, session: str, code: str, *args: str, new: bool = False) -> tuple[int, dict[str, Any] | None, str]:
@@ -95,8 +105,12 @@ def test_code_that_fills_the_workspace_disk_is_no_space_and_not_blamed(home: Pat
     code, first, _ = run(home, "s1", "print('kept')", new=True)
     assert code == 0 and first is not None
     with small_disk(home / "sessions" / "s2", 16) as disk:
-        code, result, stderr = run(home, "s2", "with open('big.bin', 'wb') as f:\n"
-                                               "    for _ in range(64):\n        f.write(b'x' * 2**20)\n", new=True)
+        code, result, stderr = run(
+            home,
+            "s2",
+            "with open('big.bin', 'wb') as f:\n    for _ in range(64):\n        f.write(b'x' * 2**20)\n",
+            new=True,
+        )
         assert code == 1 and result is not None, stderr
         error = result["error"]
         assert error["code"] == "NO_SPACE" and error["line"] in (1, 3), error  # where it happened stays
@@ -115,8 +129,17 @@ def test_code_that_fills_the_workspace_disk_is_no_space_and_not_blamed(home: Pat
 def test_the_sandboxs_own_tmp_filling_up_is_its_limit_not_a_full_disk(home: Path) -> None:
     """The sandbox's /tmp is a tmpfs of execution.tmp_size_mb: filling it is nini's limit (TOO_LARGE
     naming the setting), not a full disk for an administrator to free (the workspace's has room)."""
-    done = nini(home, "run-code", "-", "--session", "s1", "--new", "--json", NINI_EXECUTION__TMP_SIZE_MB="16",
-                code="with open('/tmp/big.bin', 'wb') as f:\n    for _ in range(64):\n        f.write(b'x' * 2**20)\n")
+    done = nini(
+        home,
+        "run-code",
+        "-",
+        "--session",
+        "s1",
+        "--new",
+        "--json",
+        NINI_EXECUTION__TMP_SIZE_MB="16",
+        code="with open('/tmp/big.bin', 'wb') as f:\n    for _ in range(64):\n        f.write(b'x' * 2**20)\n",
+    )
     error = json.loads(done.stdout)["error"]
     assert done.returncode == 1 and error["code"] == "TOO_LARGE", error
     assert "execution.tmp_size_mb" in error["message"] and "16 MiB" in error["message"]
@@ -143,9 +166,14 @@ def test_loading_saving_and_a_report_on_a_full_disk_are_no_space(home: Path, tmp
 
         filler.unlink()
         fill(disk, leave=256 << 10)  # room for the run's own files, not for the dataset it saves
-        code, result, stderr = run(home, "s1", "import numpy as np, pandas as pd\n"
-                                               "output_df = pd.DataFrame(np.random.rand(400_000, 4), columns=list('abcd'))\n",
-                                   "--save-as", "noise")  # fmt: skip
+        code, result, stderr = run(
+            home,
+            "s1",
+            "import numpy as np, pandas as pd\n"
+            "output_df = pd.DataFrame(np.random.rand(400_000, 4), columns=list('abcd'))\n",
+            "--save-as",
+            "noise",
+        )
         assert code == 1 and result is not None, stderr
         assert result["error"]["code"] == "NO_SPACE", result["error"]
         assert_no_space(result["error"]["message"], tmp_path)
@@ -173,8 +201,16 @@ def test_a_full_nini_home_is_no_space_naming_the_database_and_the_library(home: 
 
         pref = nini(home, "prefs", "add", "report.title", "Sales", cwd=project)
         assert pref.returncode == 1 and "error [NO_SPACE]" in pref.stderr and "$NINI_HOME/nini.db" in pref.stderr
-        kept = nini(home, "remember", "--add", "always show the sample size next to a mean because small groups "
-                    "mislead, instead of hiding it", "--level", "team", "--yes", cwd=project)  # fmt: skip
+        kept = nini(
+            home,
+            "remember",
+            "--add",
+            "always show the sample size next to a mean because small groups mislead, instead of hiding it",
+            "--level",
+            "team",
+            "--yes",
+            cwd=project,
+        )
         assert kept.returncode == 1 and "error [NO_SPACE]" in kept.stderr, kept.stderr
         assert "team experience library" in kept.stderr and "nothing was changed" in kept.stderr
         assert_no_space(kept.stderr, tmp_path)
@@ -190,7 +226,9 @@ def test_a_full_nini_home_is_no_space_naming_the_database_and_the_library(home: 
         assert "report.decimals" in listed and "report.title" in listed
         shown = nini(home, "sessions", "show", "s1", "--json").stdout
         assert "before" in shown and "after" in shown
-        assert re.search(r"(OK|WARN)\s+disk of NINI_HOME\s+(nearly full|\d)", nini(home, "doctor").stdout)  # 48 MiB: nearly
+        assert re.search(
+            r"(OK|WARN)\s+disk of NINI_HOME\s+(nearly full|\d)", nini(home, "doctor").stdout
+        )  # 48 MiB: nearly
 
 
 def test_postgresql_on_a_full_disk_is_no_space_naming_the_server() -> None:
@@ -227,16 +265,18 @@ def test_postgresql_on_a_full_disk_is_no_space_naming_the_server() -> None:
                 assert codes == {"NO_SPACE"}
                 filler.unlink()
                 assert store.add_message(session_id, "user", "after")["content"] == "after"
-                assert [m["content"] for m in store.list_messages(session_id)][::len(store.list_messages(session_id)) - 1] \
-                    == ["before", "after"]  # fmt: skip
+                assert [m["content"] for m in store.list_messages(session_id)][
+                    :: len(store.list_messages(session_id)) - 1
+                ] == ["before", "after"]
             finally:
                 store.close()
         finally:
             cluster.stop()
 
 
-def test_loading_a_workspace_file_onto_a_full_disk_is_no_space(home: Path, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_loading_a_workspace_file_onto_a_full_disk_is_no_space(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """load_dataset of a file already in the workspace: its Parquet, written by the limited reader
     child, meets the full disk (was INVALID_ARGUMENT "x.csv could not be read", then INTERNAL)."""
     import asyncio
@@ -247,6 +287,7 @@ def test_loading_a_workspace_file_onto_a_full_disk_is_no_space(home: Path, tmp_p
 
     monkeypatch.setenv("NINI_HOME", str(home))
     with small_disk(home / "sessions", 8) as disk:
+
         async def scenario() -> tuple[Any, Any, list[str]]:
             async with Runtime(load_settings(), project_dir=tmp_path) as runtime:
                 session = runtime.create_session()

@@ -19,8 +19,14 @@ PROCESSES = 8
 
 def nini(*args: str) -> subprocess.Popen[str]:
     """``nini args...`` started in its own process (NINI_HOME comes from the test's environment)."""
-    return subprocess.Popen([str(NINI), *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=dict(os.environ))  # fmt: skip
+    return subprocess.Popen(
+        [str(NINI), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
 
 
 def finished(process: subprocess.Popen[str]) -> tuple[int, str, str]:
@@ -52,7 +58,11 @@ def test_processes_creating_one_new_session_at_once_all_succeed_and_are_all_reco
     assert [c["status"] for c in calls] == ["succeeded"] * PROCESSES
 
 
-BROKEN = {"empty": b"", "garbage": b"not a database at all\n" * 100, "header then garbage": b"SQLite format 3\x00" + b"\xff" * 8000}
+BROKEN = {
+    "empty": b"",
+    "garbage": b"not a database at all\n" * 100,
+    "header then garbage": b"SQLite format 3\x00" + b"\xff" * 8000,
+}
 
 
 @pytest.mark.parametrize("content", BROKEN.values(), ids=BROKEN.keys())

@@ -58,7 +58,9 @@ def announces(session, name: str) -> ToolOutput:  # noqa: ANN001 - session is in
 
 @pytest.fixture
 def runtime(settings, project_dir):  # noqa: ANN001, ANN201
-    registry = SkillRegistry(settings, project_dir, function_skills=[add_numbers, where_am_i, explodes, sleeps, announces])
+    registry = SkillRegistry(
+        settings, project_dir, function_skills=[add_numbers, where_am_i, explodes, sleeps, announces]
+    )
     rt = Runtime(settings, project_dir=project_dir, registry=registry)
     yield rt
     asyncio.run(rt.aclose())
@@ -122,7 +124,9 @@ def test_the_session_is_injected_and_not_part_of_the_schema(runtime: Runtime) ->
         ("explodes", {"kind": "bug"}, "INTERNAL"),
     ],
 )
-def test_every_failure_is_a_recorded_result_with_its_code(runtime: Runtime, name: str, arguments: dict, code: str) -> None:
+def test_every_failure_is_a_recorded_result_with_its_code(
+    runtime: Runtime, name: str, arguments: dict, code: str
+) -> None:
     session = runtime.create_session()
     result = run(invoke(session, name, arguments))
     assert not result.success and result.error["code"] == code
@@ -158,7 +162,9 @@ def test_a_cancelled_call_is_recorded_as_cancelled_not_left_running(runtime: Run
 
 
 def test_using_a_markdown_skill_reads_its_definition_now(runtime: Runtime, settings, project_dir: Path) -> None:  # noqa: ANN001
-    path = write_skill(project_dir / ".nini" / "skills", "tidy-up", skill_md("tidy-up", "Tidy a table.", body="# Steps\n\nfirst\n"))
+    path = write_skill(
+        project_dir / ".nini" / "skills", "tidy-up", skill_md("tidy-up", "Tidy a table.", body="# Steps\n\nfirst\n")
+    )
     runtime.registry.refresh(force=True)
     session = runtime.create_session()
     first = run(invoke(session, "tidy-up", {}))

@@ -28,24 +28,27 @@ EN, ZH = "en_US.UTF-8", "zh_CN.UTF-8"
 needs_r = pytest.mark.skipif(not r_status(Settings())[0], reason="R unavailable")
 
 
-@pytest.mark.parametrize(("environ", "expected"), [
-    ({"LANG": "zh_CN.UTF-8"}, "zh"),
-    ({"LANG": "zh_TW"}, "zh"),
-    ({"LANG": "zh"}, "zh"),
-    ({"LANG": "zh_CN.GB18030"}, "zh"),
-    ({"LANG": "en_US.UTF-8"}, "en"),
-    ({"LANG": "de_DE.UTF-8"}, "en"),
-    ({"LANG": "C"}, "en"),
-    ({"LANG": "C.UTF-8"}, "en"),
-    ({"LANG": "POSIX"}, "en"),
-    ({}, "en"),
-    ({"LANG": ""}, "en"),
-    ({"LC_ALL": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, "zh"),  # LC_ALL first
-    ({"LC_ALL": "C", "LC_MESSAGES": "zh_CN.UTF-8"}, "en"),
-    ({"LC_MESSAGES": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, "zh"),  # then LC_MESSAGES
-    ({"LC_ALL": "", "LC_MESSAGES": "", "LANG": "zh_CN.UTF-8"}, "zh"),  # an empty one is skipped
-    ({"LC_CTYPE": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, "en"),  # messages are not LC_CTYPE's
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({"LANG": "zh_CN.UTF-8"}, "zh"),
+        ({"LANG": "zh_TW"}, "zh"),
+        ({"LANG": "zh"}, "zh"),
+        ({"LANG": "zh_CN.GB18030"}, "zh"),
+        ({"LANG": "en_US.UTF-8"}, "en"),
+        ({"LANG": "de_DE.UTF-8"}, "en"),
+        ({"LANG": "C"}, "en"),
+        ({"LANG": "C.UTF-8"}, "en"),
+        ({"LANG": "POSIX"}, "en"),
+        ({}, "en"),
+        ({"LANG": ""}, "en"),
+        ({"LC_ALL": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, "zh"),  # LC_ALL first
+        ({"LC_ALL": "C", "LC_MESSAGES": "zh_CN.UTF-8"}, "en"),
+        ({"LC_MESSAGES": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, "zh"),  # then LC_MESSAGES
+        ({"LC_ALL": "", "LC_MESSAGES": "", "LANG": "zh_CN.UTF-8"}, "zh"),  # an empty one is skipped
+        ({"LC_CTYPE": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, "en"),  # messages are not LC_CTYPE's
+    ],
+)
 def test_locale_language_reads_lc_all_lc_messages_lang_in_that_order(environ: dict[str, str], expected: str) -> None:
     assert locale_language(environ) == expected
 
@@ -69,7 +72,9 @@ def _in_context(*steps: tuple) -> str:
     return contextvars.copy_context().run(go)
 
 
-def test_the_override_beats_the_setting_which_beats_the_client_which_beats_the_locale(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_override_beats_the_setting_which_beats_the_client_which_beats_the_locale(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("LANG", "zh_CN.UTF-8")
     assert _in_context() == "zh/zh/en"  # auto: the locale
     assert _in_context((set_client_language, "en-GB")) == "en/zh/en"  # the client beats the locale
@@ -85,8 +90,15 @@ def test_the_override_beats_the_setting_which_beats_the_client_which_beats_the_l
 def nini(*args: str, locale: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """The installed ``nini`` with ``locale`` as LANG (LC_ALL and LC_MESSAGES unset), NINI_HOME the test's."""
     env = {key: value for key, value in os.environ.items() if key not in ("LC_ALL", "LC_MESSAGES")} | {"LANG": locale}
-    return subprocess.run([str(NINI), "--project-dir", str(cwd), *args], capture_output=True, text=True, input=stdin,
-                          env=env, cwd=cwd, timeout=180)  # fmt: skip
+    return subprocess.run(
+        [str(NINI), "--project-dir", str(cwd), *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        env=env,
+        cwd=cwd,
+        timeout=180,
+    )
 
 
 @pytest.fixture
@@ -99,7 +111,11 @@ def project(tmp_path: Path) -> Path:
 def test_a_cli_line_follows_the_locale(project: Path) -> None:
     said = {locale: nini("sessions", "list", locale=locale, cwd=project) for locale in (EN, ZH, "C")}
     assert [result.returncode for result in said.values()] == [0, 0, 0]
-    assert {locale: result.stdout for locale, result in said.items()} == {EN: "no sessions yet\n", ZH: "还没有会话\n", "C": "no sessions yet\n"}
+    assert {locale: result.stdout for locale, result in said.items()} == {
+        EN: "no sessions yet\n",
+        ZH: "还没有会话\n",
+        "C": "no sessions yet\n",
+    }
 
 
 @needs_r
@@ -115,13 +131,25 @@ def test_a_python_policy_refusal_follows_the_locale(project: Path) -> None:
     (project / "bad.py").write_text('import os\nos.system("ls")\n', encoding="utf-8")
     said = {locale: nini("run-code", "bad.py", locale=locale, cwd=project) for locale in (EN, ZH)}
     assert [result.returncode for result in said.values()] == [2, 2], said[EN].stderr
-    assert "line 1: import of 'os' is not allowed (rule forbidden-import)" in said[EN].stderr and not CJK.search(said[EN].stderr)
+    assert "line 1: import of 'os' is not allowed (rule forbidden-import)" in said[EN].stderr and not CJK.search(
+        said[EN].stderr
+    )
     assert "第 1 行：不允许导入 'os'（规则 forbidden-import）" in said[ZH].stderr
 
 
 def test_a_new_skills_template_follows_the_locale(project: Path) -> None:
     for locale, name in ((EN, "english-skill"), (ZH, "chinese-skill")):
-        made = nini("skills", "create", name, "-d", "Sum sales by month.", "--dir", str(project / "skills"), locale=locale, cwd=project)
+        made = nini(
+            "skills",
+            "create",
+            name,
+            "-d",
+            "Sum sales by month.",
+            "--dir",
+            str(project / "skills"),
+            locale=locale,
+            cwd=project,
+        )
         assert made.returncode == 0, made.stderr
     english = (project / "skills" / "english-skill" / "SKILL.md").read_text(encoding="utf-8")
     chinese = (project / "skills" / "chinese-skill" / "SKILL.md").read_text(encoding="utf-8")
@@ -142,8 +170,11 @@ def test_experience_words_follow_the_locale(project: Path) -> None:
 
 def _notebook(folder: Path) -> Path:
     """A saved notebook with one computed, printed result (no kernel is needed to report on it)."""
-    cell = nbformat.v4.new_code_cell("total = 41 + 1\nprint('total:', total)", execution_count=1,
-                                     outputs=[nbformat.v4.new_output("stream", name="stdout", text="total: 42\n")])  # fmt: skip
+    cell = nbformat.v4.new_code_cell(
+        "total = 41 + 1\nprint('total:', total)",
+        execution_count=1,
+        outputs=[nbformat.v4.new_output("stream", name="stdout", text="total: 42\n")],
+    )
     path = folder / "sales.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Sales"), cell]), path)
     return path
@@ -151,7 +182,9 @@ def _notebook(folder: Path) -> Path:
 
 def _report(project: Path, locale: str, *options: str) -> str:
     out = project / f"out-{len(list(project.glob('out-*')))}"
-    made = nini("report", str(_notebook(project)), "--format", "md", "--out", str(out), *options, locale=locale, cwd=project)
+    made = nini(
+        "report", str(_notebook(project)), "--format", "md", "--out", str(out), *options, locale=locale, cwd=project
+    )
     assert made.returncode == 0, made.stderr
     [markdown] = out.glob("*.md")
     return markdown.read_text(encoding="utf-8")
@@ -163,11 +196,15 @@ def test_report_headings_follow_the_locale(project: Path) -> None:
     assert "## 关键发现" in chinese and "## Key findings" not in chinese
 
 
-def test_lang_beats_a_forced_ui_language_and_without_it_the_setting_beats_the_locale(project: Path, nini_home: Path) -> None:
+def test_lang_beats_a_forced_ui_language_and_without_it_the_setting_beats_the_locale(
+    project: Path, nini_home: Path
+) -> None:
     write_settings(nini_home, {"ui": {"language": "zh"}})
     assert "## 关键发现" in _report(project, EN)  # the setting, not the English locale
     assert "## Key findings" in _report(project, EN, "--lang", "en")
     listed = nini("--lang", "en", "sessions", "list", locale=ZH, cwd=project)
     assert listed.stdout == "no sessions yet\n", listed.stderr
     assert nini("sessions", "list", locale=EN, cwd=project).stdout == "还没有会话\n"
-    json.loads(nini("--lang", "en", "sessions", "list", "--json", locale=ZH, cwd=project).stdout)  # --json: data, no words
+    json.loads(
+        nini("--lang", "en", "sessions", "list", "--json", locale=ZH, cwd=project).stdout
+    )  # --json: data, no words

@@ -36,8 +36,10 @@ def rows(home: Path) -> dict[str, int]:
     if not path.exists():
         return {}
     with sqlite3.connect(path) as db:
-        return {t: db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                for t in ("sessions", "tool_calls", "executions", "events")}  # fmt: skip
+        return {
+            t: db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("sessions", "tool_calls", "executions", "events")
+        }
 
 
 def nothing_stored(home: Path) -> bool:
@@ -76,12 +78,14 @@ def test_the_checks_name_the_setting_and_refuse_surrogates() -> None:
 
 def nini(home: Path, project: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     env = {"NINI_HOME": str(home), "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"}
-    return subprocess.run([NINI, "--project-dir", str(project), *args], input=stdin, env=env, capture_output=True,
-                          timeout=300)  # fmt: skip
+    return subprocess.run(
+        [NINI, "--project-dir", str(project), *args], input=stdin, env=env, capture_output=True, timeout=300
+    )
 
 
 def test_cli_refuses_10_mb_of_code_a_long_label_and_a_surrogate_before_storing_anything(
-        nini_home: Path, project_dir: Path) -> None:  # fmt: skip
+    nini_home: Path, project_dir: Path
+) -> None:
     big = project_dir / "big.py"
     big.write_text("x = 1\n" * (10 * 1024 * 1024 // 6 + 1))
     ran = nini(nini_home, project_dir, "run-code", str(big))
@@ -105,12 +109,17 @@ def test_mcp_refuses_long_code_and_labels_before_any_record(nini_home: Path, pro
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     async def work() -> list[Any]:
-        server = StdioServerParameters(command=NINI, args=["--project-dir", str(project_dir), "mcp", "--session", "m1", "--new"],
-                                       env={"NINI_HOME": str(nini_home), "LANG": "C.UTF-8"})  # fmt: skip
+        server = StdioServerParameters(
+            command=NINI,
+            args=["--project-dir", str(project_dir), "mcp", "--session", "m1", "--new"],
+            env={"NINI_HOME": str(nini_home), "LANG": "C.UTF-8"},
+        )
         async with stdio_client(server) as (read, write), ClientSession(read, write) as client:
             await client.initialize()
-            return [await client.call_tool("run_code", {"code": "y = 2\n" * 400_000}),  # 2.4 MB
-                    await client.call_tool("run_code", {"code": "1", "label": "L" * 1000})]
+            return [
+                await client.call_tool("run_code", {"code": "y = 2\n" * 400_000}),  # 2.4 MB
+                await client.call_tool("run_code", {"code": "1", "label": "L" * 1000}),
+            ]
 
     code, label = anyio.run(work)  # (the SDK's client cannot send a lone surrogate: its JSON refuses it)
     assert code.is_error and "TOO_LARGE" in code.content[0].text and "limits.max_code_chars" in code.content[0].text
@@ -169,7 +178,9 @@ def test_a_long_title_is_refused_before_a_session_exists(harness: Harness) -> No
 def test_code_is_stored_once_and_every_reader_shows_it(harness: Harness) -> None:
     session = harness.session()
     head, tail = "MARKER_HEAD_91be", "MARKER_TAIL_5c07"
-    code = f"# {head}\n" + "w = 4  # a line of padding for a long step\n" * 3000 + f"last = '{tail}'\nprint(len(last))\n"
+    code = (
+        f"# {head}\n" + "w = 4  # a line of padding for a long step\n" * 3000 + f"last = '{tail}'\nprint(len(last))\n"
+    )
     assert len(code) > EVENT_CODE_CHARS
     result = harness.call(session, "run_code", code=code, label="long step")
     assert result.success and result.result["stdout"] == f"{len(tail)}\n"
@@ -189,6 +200,11 @@ def test_code_is_stored_once_and_every_reader_shows_it(harness: Harness) -> None
     notebook = json.loads(export_session(store, session.id, session.workspace.root, "ipynb"))
     assert any(tail in "".join(cell["source"]) for cell in notebook["cells"])
     assert head in export_session(store, session.id, session.workspace.root, "md")
-    shown = subprocess.run([NINI, "sessions", "show", session.id, "--json"], capture_output=True, text=True, timeout=120,
-                           env={"NINI_HOME": str(home), "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"})  # fmt: skip
+    shown = subprocess.run(
+        [NINI, "sessions", "show", session.id, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"NINI_HOME": str(home), "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"},
+    )
     assert shown.returncode == 0 and f"last = '{tail}'" in shown.stdout, shown.stderr

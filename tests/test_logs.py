@@ -100,7 +100,11 @@ def test_secrets_are_redacted_in_msg_and_data(tmp_path: Path, nini_logger):
         assert secret not in raw
     (entry,) = _lines(path)
     assert entry["msg"] == "calling with [REDACTED] and [REDACTED]"
-    assert entry["data"] == {"headers": {"Authorization": "[REDACTED]"}, "keys": ["[REDACTED]", "plain"], "model": "gpt-x"}
+    assert entry["data"] == {
+        "headers": {"Authorization": "[REDACTED]"},
+        "keys": ["[REDACTED]", "plain"],
+        "model": "gpt-x",
+    }
 
 
 def test_configuring_twice_does_not_duplicate_lines(tmp_path: Path, nini_logger):

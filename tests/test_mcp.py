@@ -24,8 +24,11 @@ async def with_client(home: Path, project: Path, work: Any) -> Any:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    server = StdioServerParameters(command=NINI, args=["--project-dir", str(project), "mcp", "--session", "mcp1", "--new"],
-                                   env={"NINI_HOME": str(home)})  # fmt: skip
+    server = StdioServerParameters(
+        command=NINI,
+        args=["--project-dir", str(project), "mcp", "--session", "mcp1", "--new"],
+        env={"NINI_HOME": str(home)},
+    )
     async with stdio_client(server) as (read, write), ClientSession(read, write) as client:
         await client.initialize()
         return await work(client)
@@ -46,18 +49,39 @@ def test_tools_calls_refusals_and_resources(nini_home: Path, project_dir: Path) 
         resources = (await client.list_resources()).resources
         chart = next(r for r in resources if str(r.uri).endswith(".png"))
         read = await client.read_resource(chart.uri)
-        return {"tools": tools, "ran": ran, "refused": refused, "unknown": unknown, "resources": resources, "read": read}
+        return {
+            "tools": tools,
+            "ran": ran,
+            "refused": refused,
+            "unknown": unknown,
+            "resources": resources,
+            "read": read,
+        }
 
     got = run(nini_home, project_dir, work)
-    assert {"run_code", "load_dataset", "describe_dataset", "list_datasets", "generate_report", "search_skills", "read_file"} <= set(got["tools"])
+    assert {
+        "run_code",
+        "load_dataset",
+        "describe_dataset",
+        "list_datasets",
+        "generate_report",
+        "search_skills",
+        "read_file",
+    } <= set(got["tools"])
     assert got["tools"]["run_code"].input_schema["properties"]["code"]["type"] == "string"
     assert "data-quality-check" in got["tools"]  # a Markdown skill, as a tool that returns its instructions
     ran = got["ran"]
     assert not ran.is_error and "sum 6" in ran.content[0].text and ran.structured_content["success"] is True
     refused = got["refused"]
-    assert refused.is_error and "POLICY_VIOLATION" in refused.content[0].text and "import of 'os' is not allowed" in refused.content[0].text
+    assert (
+        refused.is_error
+        and "POLICY_VIOLATION" in refused.content[0].text
+        and "import of 'os' is not allowed" in refused.content[0].text
+    )
     assert got["unknown"].is_error and "NOT_FOUND" in got["unknown"].content[0].text
-    assert got["read"].contents[0].blob and str(got["read"].contents[0].uri).startswith("nini://sessions/mcp1/artifacts/")
+    assert got["read"].contents[0].blob and str(got["read"].contents[0].uri).startswith(
+        "nini://sessions/mcp1/artifacts/"
+    )
     store = HistoryStore(f"sqlite:///{nini_home / 'nini.db'}")
     try:
         calls = [(c["tool_name"], c["status"]) for c in store.list_tool_calls("mcp1")]
@@ -72,8 +96,10 @@ def test_r_through_mcp(nini_home: Path, project_dir: Path) -> None:
         pytest.skip(f"R is not usable here: {r_status(load_settings())[1]}")
 
     async def work(client: Any) -> Any:
-        return (await client.call_tool("run_r_code", {"code": "result <- sum(1:4)"}),
-                await client.call_tool("run_r_code", {"code": "system('ls')"}))
+        return (
+            await client.call_tool("run_r_code", {"code": "result <- sum(1:4)"}),
+            await client.call_tool("run_r_code", {"code": "system('ls')"}),
+        )
 
     ok, refused = run(nini_home, project_dir, work)
     assert not ok.is_error and ok.structured_content["result"]["result"] in (10, [10])

@@ -28,16 +28,19 @@ def test_cells_take_their_index_from_their_position() -> None:
     assert context.attached_files == {"notes.txt": "remember the returns"} and context.namespace is None
 
 
-@pytest.mark.parametrize("body, why", [
-    ([], "must be an object"),
-    ({"cells": "x"}, "cells must be a list"),
-    ({"cells": [{"cell_type": "widget", "source": ""}]}, "cell 0"),
-    ({"cells": [{"cell_type": "code", "source": ["a", "b"]}]}, "must be strings"),
-    ({**GOOD, "active": 2}, "active"),
-    ({**GOOD, "active": True}, "active"),
-    ({**GOOD, "attached_cells": [5]}, "attached_cells"),
-    ({**GOOD, "attached_files": {"a": 1}}, "attached_files"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "body, why",
+    [
+        ([], "must be an object"),
+        ({"cells": "x"}, "cells must be a list"),
+        ({"cells": [{"cell_type": "widget", "source": ""}]}, "cell 0"),
+        ({"cells": [{"cell_type": "code", "source": ["a", "b"]}]}, "must be strings"),
+        ({**GOOD, "active": 2}, "active"),
+        ({**GOOD, "active": True}, "active"),
+        ({**GOOD, "attached_cells": [5]}, "attached_cells"),
+        ({**GOOD, "attached_files": {"a": 1}}, "attached_files"),
+    ],
+)
 def test_a_body_of_another_shape_is_invalid_argument_saying_what(body: object, why: str) -> None:
     with pytest.raises(NiniError) as caught:
         NotebookContext.from_json(body)

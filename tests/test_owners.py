@@ -36,7 +36,11 @@ def test_a_viewer_sees_their_own_sessions_and_an_admin_all(runtime: Runtime) -> 
     assert [row["id"] for row in runtime.list_sessions(10, ALICE)] == [alice]
     assert [row["id"] for row in runtime.list_sessions(10, UNNAMED)] == [unowned]
     assert runtime.list_sessions(10, BOB) == []
-    assert {row["id"] for row in runtime.list_sessions(10, CAROL)} == {row["id"] for row in runtime.list_sessions(10)} == {alice, unowned}
+    assert (
+        {row["id"] for row in runtime.list_sessions(10, CAROL)}
+        == {row["id"] for row in runtime.list_sessions(10)}
+        == {alice, unowned}
+    )
 
 
 def test_session_or_new_makes_it_the_viewers_and_refuses_anothers(runtime: Runtime) -> None:
@@ -48,7 +52,9 @@ def test_session_or_new_makes_it_the_viewers_and_refuses_anothers(runtime: Runti
     assert refused.value.code == "NOT_FOUND"
 
 
-def test_session_owner_owns_what_the_cli_makes(nini_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_session_owner_owns_what_the_cli_makes(
+    nini_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On a hub the spawner sets NINI_SESSION_OWNER: a user's `nini ask` in their terminal is theirs."""
     monkeypatch.setenv("NINI_SESSION_OWNER", "alice")
     runtime = Runtime(load_settings(), project_dir=tmp_path)
@@ -59,12 +65,14 @@ def test_session_owner_owns_what_the_cli_makes(nini_home: Path, tmp_path: Path, 
         runtime.store.close()
 
 
-def test_a_read_only_team_library_refuses_changes_before_writing(nini_home: Path, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_read_only_team_library_refuses_changes_before_writing(
+    nini_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("NINI_EXPERIENCE__TEAM_WRITABLE", "false")
     memory = ExperienceMemory(load_settings(), tmp_path)
-    kept = memory.capture_statement("use the median for revenue, the revenue column has outliers", level="team",
-                                    trigger="typical revenue by region").kept  # fmt: skip
+    kept = memory.capture_statement(
+        "use the median for revenue, the revenue column has outliers", level="team", trigger="typical revenue by region"
+    ).kept
     for change in (lambda: memory.deposit(memory.plan([kept[0].id]), confirm=True), lambda: memory.library("team")):
         with pytest.raises(NiniError) as refused:
             change()
@@ -74,7 +82,9 @@ def test_a_read_only_team_library_refuses_changes_before_writing(nini_home: Path
     assert memory.deposit(memory.plan([kept[0].id], {kept[0].id: "project"}), confirm=True)
 
 
-def test_a_named_users_skills_are_their_own_and_the_server_users_stay_in_nini_home(runtime: Runtime, nini_home: Path) -> None:
+def test_a_named_users_skills_are_their_own_and_the_server_users_stay_in_nini_home(
+    runtime: Runtime, nini_home: Path
+) -> None:
     from nini.skills.editing import save_markdown_skill
     from nini.skills.function import skill
     from tests.conftest import skill_md
@@ -108,8 +118,11 @@ def test_pending_experience_is_each_users_own(runtime: Runtime) -> None:
     statement = "use the median for revenue, the revenue column has outliers"
     [alices] = memory.capture_statement(statement, owner="alice").kept
     assert memory.pending_view("bob")[1] == [] and memory.pending_view(None)[1] == []
-    for change in (lambda: memory.edit(alices.id, {"title": "x"}, "bob"), lambda: memory.discard([alices.id], "bob"),
-                   lambda: memory.plan([alices.id], owner="bob")):  # fmt: skip
+    for change in (
+        lambda: memory.edit(alices.id, {"title": "x"}, "bob"),
+        lambda: memory.discard([alices.id], "bob"),
+        lambda: memory.plan([alices.id], owner="bob"),
+    ):
         with pytest.raises(NiniError) as refused:
             change()
         assert (refused.value.code, refused.value.message) == ("NOT_FOUND", f"no pending candidate {alices.id}")
@@ -120,7 +133,11 @@ def test_a_taken_id_is_conflict_for_who_sees_it_and_not_found_for_others(runtime
     alice = runtime.create_session(owner="alice").id
     with pytest.raises(NiniError) as hidden:
         runtime.create_session(session_id=alice, owner="bob", viewer=BOB)
-    assert (hidden.value.code, hidden.value.message, hidden.value.details) == ("NOT_FOUND", f"no session {alice}", {"session_id": alice})
+    assert (hidden.value.code, hidden.value.message, hidden.value.details) == (
+        "NOT_FOUND",
+        f"no session {alice}",
+        {"session_id": alice},
+    )
     for viewer in (ALICE, CAROL, None):
         with pytest.raises(NiniError) as taken:
             runtime.create_session(session_id=alice, owner="x", viewer=viewer)

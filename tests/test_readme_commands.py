@@ -58,8 +58,12 @@ def groups(page: Path) -> dict[str, list[str]]:
 
 
 GROUPS = {group: commands for page in PAGES for group, commands in groups(page).items()}
-COMMANDS = {page.relative_to(REPO).as_posix(): [c for g, cs in GROUPS.items() if g.split("#")[0] == page.relative_to(REPO).as_posix()
-                                                for c in cs] for page in PAGES}  # fmt: skip
+COMMANDS = {
+    page.relative_to(REPO).as_posix(): [
+        c for g, cs in GROUPS.items() if g.split("#")[0] == page.relative_to(REPO).as_posix() for c in cs
+    ]
+    for page in PAGES
+}
 RAN: dict[str, str | None] = {}  # each command run so far (without its comment), and why it failed (None: it worked)
 
 
@@ -69,10 +73,19 @@ def after_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str]
     ran to its end."""
     root = tmp_path_factory.mktemp("after-demo")
     env = {k: v for k, v in os.environ.items() if not k.startswith("NINI_")}
-    env.update(NINI_DEMO_OUTPUT=str(root / "demo-output"), PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
-               LANG="en_US.UTF-8")  # fmt: skip
-    demo = subprocess.run([sys.executable, str(REPO / "examples" / "demo.py")], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=1200)  # fmt: skip
+    env.update(
+        NINI_DEMO_OUTPUT=str(root / "demo-output"),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
+        LANG="en_US.UTF-8",
+    )
+    demo = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "demo.py")],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert "demo finished" in demo.stdout
     del env["NINI_DEMO_OUTPUT"]
@@ -89,8 +102,15 @@ def where_to_type(env: dict[str, str], demo_output: Path, folder: Path) -> dict[
 
 def run(command: str, env: dict[str, str], work: Path) -> str | None:
     """Run one documented command as typed; why it failed, or None."""
-    done = subprocess.run(["bash", "-c", command], env=env, cwd=work, stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-c", command],
+        env=env,
+        cwd=work,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     # a command whose comment gives its exit code for a case ("exit 3 if a cell failed") may end so
     documented = {int(code) for code in re.findall(r"# exit (\d) if", command)}
     problems = []
@@ -99,7 +119,9 @@ def run(command: str, env: dict[str, str], work: Path) -> str | None:
     if "Traceback" in done.stderr:
         problems.append("a traceback")
     if done.returncode == 3 and "1 of 7 cells failed: cell 6 (KeyError)" not in done.stderr:
-        problems.append("not the bundled notebook's failed cell")  # cell 6 of all ten, the 4th code cell: no cost column
+        problems.append(
+            "not the bundled notebook's failed cell"
+        )  # cell 6 of all ten, the 4th code cell: no cost column
     if command.startswith("nini sessions list") and not {"demo", "demo-agent"} <= set(done.stdout.split()):
         problems.append("the demo's sessions are not listed")
     if command.startswith("nini report"):  # it names the files it wrote, and they are there
@@ -131,8 +153,9 @@ def test_a_synopsis_is_never_in_a_bash_block() -> None:
 
 
 @pytest.mark.parametrize("group", list(GROUPS))
-def test_every_command_of_a_page_works_after_the_demo(group: str, after_demo: tuple[dict[str, str], Path],
-                                                      tmp_path: Path) -> None:  # fmt: skip
+def test_every_command_of_a_page_works_after_the_demo(
+    group: str, after_demo: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
     env, demo_output = after_demo
     env = where_to_type(env, demo_output, tmp_path)
     failures = []
@@ -141,7 +164,9 @@ def test_every_command_of_a_page_works_after_the_demo(group: str, after_demo: tu
         if typed not in RAN:  # a command another page shows too runs once, on the first page
             RAN[typed] = run(command, env, tmp_path)
         failures += [RAN[typed]] if RAN[typed] else []
-    assert not failures, f"{len(failures)} of {len(GROUPS[group])} commands of {group} failed:\n\n" + "\n\n".join(failures)
+    assert not failures, f"{len(failures)} of {len(GROUPS[group])} commands of {group} failed:\n\n" + "\n\n".join(
+        failures
+    )
 
 
 def test_after_the_demo_ask_needs_a_model_of_ones_own(after_demo: tuple[dict[str, str], Path], tmp_path: Path) -> None:
@@ -150,8 +175,15 @@ def test_after_the_demo_ask_needs_a_model_of_ones_own(after_demo: tuple[dict[str
     env, demo_output = after_demo
     env = where_to_type(env, demo_output, tmp_path)
     assert "replay" not in (tmp_path / "demo-output" / "home" / "settings.json").read_text(encoding="utf-8")
-    done = subprocess.run(["nini", "ask", "anything"], env=env, cwd=tmp_path, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        ["nini", "ask", "anything"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode != 0 and "NO_MODEL_AVAILABLE" in done.stderr, done.stdout + done.stderr
     assert "nini models add" in done.stderr and "Traceback" not in done.stderr
     assert "144" not in done.stdout + done.stderr  # the recorded answer: 144 rows, 12 months, 4 regions

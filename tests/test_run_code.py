@@ -52,8 +52,15 @@ def test_loaded_dataset_chart_and_saved_dataset_are_all_recorded(harness: Harnes
         "by_region.plot.bar(x='region', y='revenue')\n"
         "output_df = by_region\n"
     )
-    result = harness.call(session, "run_code", code=code, dataset_name="sales", save_as="by_region",
-                          label="Revenue by region", purpose="visualization")
+    result = harness.call(
+        session,
+        "run_code",
+        code=code,
+        dataset_name="sales",
+        save_as="by_region",
+        label="Revenue by region",
+        purpose="visualization",
+    )
     assert result.success, result.error
     formats = sorted(a["format"] for a in result.result["artifacts"])
     assert formats == ["png", "svg"]
@@ -94,7 +101,10 @@ def test_a_huge_output_is_stored_once_whole_in_the_workspace_and_bounded_in_the_
     call = store.get_tool_call(result.tool_call_id)
     for text in (row["stdout"], stream["text"], call["result"]["stdout"], result.result["stdout"]):
         assert len(text) < 101_000 and text.startswith("a" * 50_000) and text.endswith("b" * 50_000)
-        assert f"1,100,000 characters left out of the record; the whole output is executions/{result.execution_id}/stdout.txt" in text
+        assert (
+            f"1,100,000 characters left out of the record; the whole output is executions/{result.execution_id}/stdout.txt"
+            in text
+        )
 
 
 def test_when_the_workspace_refuses_the_file_the_record_keeps_the_whole_text(harness: Harness, tmp_path) -> None:  # noqa: ANN001
@@ -187,11 +197,12 @@ def test_upload_copies_into_the_workspace_and_refuses_missing_files(harness: Har
 def test_a_positional_index_left_by_sorting_is_not_a_column(harness) -> None:  # noqa: ANN001
     session = harness.session()
     result = harness.call(
-        session, "run_code",
+        session,
+        "run_code",
         code="import pandas as pd\nframe = pd.DataFrame({'a': [3, 1, 2]})\n"
-             "output_df = frame.sort_values('a')\nby_key = frame.set_index('a')",
+        "output_df = frame.sort_values('a')\nby_key = frame.set_index('a')",
         save_as="sorted",
-    )  # fmt: skip
+    )
     assert result.result["dataframe_preview"]["columns"] == ["a"]
     assert result.result["dataframe_preview"]["rows"] == [[1], [2], [3]]
     named = harness.call(session, "run_code", code="output_df = by_key.assign(b=1)")

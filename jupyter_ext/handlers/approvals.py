@@ -35,9 +35,13 @@ class ApprovalsHandler(NiniHandler):
         session's, and the steps waiting now."""
         await self.session(session_id)
         approvals = self.runtime.approvals
-        self.reply({"required": self.runtime.settings.execution.approve_in_user_kernel,
-                    "allowed_for_session": approvals.allowed_for_session(session_id),
-                    "waiting": approvals.waiting(session_id)})  # fmt: skip
+        self.reply(
+            {
+                "required": self.runtime.settings.execution.approve_in_user_kernel,
+                "allowed_for_session": approvals.allowed_for_session(session_id),
+                "waiting": approvals.waiting(session_id),
+            }
+        )
 
 
 class ApprovalHandler(NiniHandler):
@@ -50,8 +54,11 @@ class ApprovalHandler(NiniHandler):
         check_id("approval_id", approval_id)
         await self.session(session_id)
         if not self.runtime.approvals.decide(session_id, approval_id, decision):
-            raise NiniError(ErrorCode.NOT_FOUND, f"no step {approval_id!r} is waiting for approval in this session",
-                            {"approval_id": approval_id})  # fmt: skip
+            raise NiniError(
+                ErrorCode.NOT_FOUND,
+                f"no step {approval_id!r} is waiting for approval in this session",
+                {"approval_id": approval_id},
+            )
         self.reply({"approval_id": approval_id, "decision": decision, "approved": decision != "reject"})
 
 

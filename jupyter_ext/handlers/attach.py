@@ -33,15 +33,19 @@ from nini.execution.workspace_fs import RootedDir
 ATTACH_MAX_BYTES = 2_000_000  # as the sidebar's (attachments.ts): what is read of a file, at most
 LABEL = "the Jupyter root"
 WORDS = {
-    "zh": {"binary": "{name} 不是文本（没有哪种编码能读它，是二进制文件），不能作为文本附加",
-           "hidden": "{name} 是隐藏文件，Jupyter 不提供（ContentsManager.allow_hidden）",
-           "no_root": "这个 Jupyter 服务器的文件不在它的磁盘上，nini 无法读取",
-           "no_path": "缺少参数 path（相对于 Jupyter 根目录的文件路径）"},
-    "en": {"binary": "{name} is not text (no encoding reads it: a binary file) and cannot be attached as text",
-           "hidden": "{name} is a hidden file, which Jupyter does not serve (ContentsManager.allow_hidden)",
-           "no_root": "this Jupyter server's files are not on its disk, so nini cannot read them",
-           "no_path": "the path query argument is missing (a file's path relative to the Jupyter root)"},
-}  # fmt: skip
+    "zh": {
+        "binary": "{name} 不是文本（没有哪种编码能读它，是二进制文件），不能作为文本附加",
+        "hidden": "{name} 是隐藏文件，Jupyter 不提供（ContentsManager.allow_hidden）",
+        "no_root": "这个 Jupyter 服务器的文件不在它的磁盘上，nini 无法读取",
+        "no_path": "缺少参数 path（相对于 Jupyter 根目录的文件路径）",
+    },
+    "en": {
+        "binary": "{name} is not text (no encoding reads it: a binary file) and cannot be attached as text",
+        "hidden": "{name} is a hidden file, which Jupyter does not serve (ContentsManager.allow_hidden)",
+        "no_root": "this Jupyter server's files are not on its disk, so nini cannot read them",
+        "no_path": "the path query argument is missing (a file's path relative to the Jupyter root)",
+    },
+}
 
 
 def decoded_start(data: bytes, *, complete: bool) -> tuple[str, str] | None:
@@ -96,8 +100,13 @@ class TextFileHandler(NiniHandler):
         if not root or not Path(root).is_dir():
             raise NiniError(ErrorCode.INVALID_ARGUMENT, WORDS.get(language, WORDS["en"])["no_root"])
         allow_hidden = bool(getattr(self.contents_manager, "allow_hidden", False))
-        reply = await asyncio.to_thread(read_text_start, Path(root), self.get_query_argument("path", ""),
-                                        allow_hidden=allow_hidden, language=language)  # fmt: skip
+        reply = await asyncio.to_thread(
+            read_text_start,
+            Path(root),
+            self.get_query_argument("path", ""),
+            allow_hidden=allow_hidden,
+            language=language,
+        )
         self.reply(reply)
 
 

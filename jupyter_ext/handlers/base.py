@@ -79,8 +79,9 @@ def client_error(handler: web.RequestHandler, status_code: int, **kwargs: Any) -
     exc_info = kwargs.get("exc_info")
     status, error = as_error(exc_info[1] if exc_info else None, status_code)
     runtime = handler.settings.get(RUNTIME_SETTING)
-    return status, NiniError(error.code, redact_paths(error.message, nini_home=runtime.settings.home if runtime else None),
-                             error.details)  # fmt: skip
+    return status, NiniError(
+        error.code, redact_paths(error.message, nini_home=runtime.settings.home if runtime else None), error.details
+    )
 
 
 def write_envelope_error(handler: web.RequestHandler, status_code: int, **kwargs: Any) -> None:
@@ -105,7 +106,11 @@ def runtime_of(settings: dict[str, Any]) -> Runtime:
     runtime = settings.get(RUNTIME_SETTING)
     if runtime is None:
         reopener = settings.get(UNAVAILABLE_SETTING)  # jupyter_ext.app.RuntimeReopener
-        raise reopener.error_now() if reopener else NiniError(ErrorCode.INTERNAL, "nini did not start; see the server log")
+        raise (
+            reopener.error_now()
+            if reopener
+            else NiniError(ErrorCode.INTERNAL, "nini did not start; see the server log")
+        )
     return runtime
 
 
@@ -150,8 +155,11 @@ class NiniHandler(APIHandler):
 
     def _body_error(self) -> NiniError:
         limit = self.max_body_bytes
-        return NiniError(ErrorCode.TOO_LARGE, f"the request body is larger than {limit:,} bytes (server.max_body_bytes)",
-                         {"max_body_bytes": limit})  # fmt: skip
+        return NiniError(
+            ErrorCode.TOO_LARGE,
+            f"the request body is larger than {limit:,} bytes (server.max_body_bytes)",
+            {"max_body_bytes": limit},
+        )
 
     @property
     def runtime(self) -> Runtime:
@@ -206,7 +214,9 @@ class NiniHandler(APIHandler):
         if kernel_id is None:
             return None
         if kernel_id not in self.kernel_manager.list_kernel_ids():
-            raise NiniError(ErrorCode.NOT_FOUND, f"no kernel {kernel_id!r} on this Jupyter server", {"kernel_id": kernel_id})
+            raise NiniError(
+                ErrorCode.NOT_FOUND, f"no kernel {kernel_id!r} on this Jupyter server", {"kernel_id": kernel_id}
+            )
         return kernel_id
 
     @property

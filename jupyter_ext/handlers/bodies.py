@@ -26,8 +26,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields as dataclass_fields
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError, ValidationInfo,
-                      create_model, model_validator)
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    model_validator,
+)
 
 from nini.errors import ErrorCode, NiniError, validation_message
 from nini.execution.approvals import DECISIONS
@@ -139,8 +148,11 @@ def _no_surrogate(text: str, path: _Path | None) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         where = _spelled(path)
-        raise refuse(f"{where or 'a key of the body'} holds a lone surrogate (U+{ord(text[exc.start]):04X}), which is "
-                     "not text: send it as UTF-8", where) from None  # fmt: skip
+        raise refuse(
+            f"{where or 'a key of the body'} holds a lone surrogate (U+{ord(text[exc.start]):04X}), which is "
+            "not text: send it as UTF-8",
+            where,
+        ) from None
 
 
 def _json_type(value: Any) -> str:
@@ -152,10 +164,14 @@ def validate(model: type[B], body: Mapping[str, Any], limits: Limits) -> B:
     try:
         return model.model_validate(body, context={LIMITS_CONTEXT: limits})
     except ValidationError as exc:
-        problems = [{"field": shown(".".join(str(p) for p in err["loc"])) or "(body)", "message": validation_message(err)}
-                    for err in exc.errors()]  # fmt: skip
+        problems = [
+            {"field": shown(".".join(str(p) for p in err["loc"])) or "(body)", "message": validation_message(err)}
+            for err in exc.errors()
+        ]
         summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"invalid request body: {summary}", {"problems": problems}) from None
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT, f"invalid request body: {summary}", {"problems": problems}
+        ) from None
 
 
 # -- query and path arguments ----------------------------------------------------------------------
@@ -347,8 +363,13 @@ def _candidate_body() -> type[Body]:
     """A pending candidate's edit: any of its fields as its JSON form spells them (``Candidate``)."""
     lists = ("alternatives", "pointers", "notes")
     spelled = {f.name: Candidate._KEYS.get(f.name, f.name) for f in dataclass_fields(Candidate)}
-    return create_model("CandidateBody", __base__=Body, **{  # type: ignore[call-overload]
-        key: ((list[str] if name in lists else str) | None, None) for name, key in spelled.items()})
+    return create_model(
+        "CandidateBody",
+        __base__=Body,
+        **{  # type: ignore[call-overload]
+            key: ((list[str] if name in lists else str) | None, None) for name, key in spelled.items()
+        },
+    )
 
 
 CandidateBody = _candidate_body()

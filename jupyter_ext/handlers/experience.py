@@ -16,8 +16,15 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
-from jupyter_ext.handlers.bodies import (CandidateBody, DeprecateBody, DepositBody, PlanBody, StatementBody, check_id,
-                                         whole_number)
+from jupyter_ext.handlers.bodies import (
+    CandidateBody,
+    DeprecateBody,
+    DepositBody,
+    PlanBody,
+    StatementBody,
+    check_id,
+    whole_number,
+)
 from nini.errors import ErrorCode, NiniError
 from nini.owners import check_configure
 from nini.memory.experience.curate import Plan, deprecate
@@ -48,9 +55,16 @@ class PendingHandler(NiniHandler):
             session = await self.session(session_id)
             datasets = [row["name"] for row in await self.read(self.runtime.store.list_datasets, session.id)]
         memory = self.runtime.experience
-        result = await asyncio.to_thread(memory.capture_statement, body.text, stage=body.stage, session_id=session_id,
-                                         datasets=datasets, alternatives=body.alternatives or [], owner=self.viewer.name,
-                                         **options)  # fmt: skip
+        result = await asyncio.to_thread(
+            memory.capture_statement,
+            body.text,
+            stage=body.stage,
+            session_id=session_id,
+            datasets=datasets,
+            alternatives=body.alternatives or [],
+            owner=self.viewer.name,
+            **options,
+        )
         self.reply(result.to_dict(), status=201 if result.kept else 200)
 
 
@@ -62,13 +76,17 @@ class CandidateHandler(NiniHandler):
         the edited candidate, which must still pass stage 1."""
         changes = self.parse(CandidateBody).model_dump(exclude_none=True, by_alias=True)
         check_id("candidate id", candidate_id)
-        self.reply((await asyncio.to_thread(self.runtime.experience.edit, candidate_id, changes, self.viewer.name)).to_json())
+        self.reply(
+            (await asyncio.to_thread(self.runtime.experience.edit, candidate_id, changes, self.viewer.name)).to_json()
+        )
 
     @web.authenticated
     @authorized
     async def delete(self, candidate_id: str) -> None:
         """Drop one pending candidate (the user does not want it)."""
-        await asyncio.to_thread(self.runtime.experience.discard, [check_id("candidate id", candidate_id)], self.viewer.name)
+        await asyncio.to_thread(
+            self.runtime.experience.discard, [check_id("candidate id", candidate_id)], self.viewer.name
+        )
         self.reply({"discarded": candidate_id})
 
 
@@ -96,7 +114,11 @@ class DepositHandler(PlanHandler):
         plan = await self._plan(body)
         seen = body.plan
         if seen is not None and seen != plan.describe(memory.language):
-            raise NiniError(ErrorCode.CONFLICT, "the library changed since the plan was shown; look at the new plan", {"plan": plan.describe(memory.language)})
+            raise NiniError(
+                ErrorCode.CONFLICT,
+                "the library changed since the plan was shown; look at the new plan",
+                {"plan": plan.describe(memory.language)},
+            )
         line = await asyncio.to_thread(memory.deposit, plan, confirm=True, owner=self.viewer.name)
         self.reply({"line": line, "plan": plan.describe(memory.language)})
 
@@ -143,13 +165,26 @@ class SessionExperienceHandler(NiniHandler):
         """What each run of the session was warned about and captured: its experience events, oldest first."""
         await self.session(session_id)
         found = await self.read(self.runtime.store.list_events, session_id, 0, EVENTS)
-        self.reply([{"type": e["type"], "turn_id": e["turn_id"], "seq": e["seq"], "ts": e["ts"], "data": e["data"]} for e in found])
+        self.reply(
+            [
+                {"type": e["type"], "turn_id": e["turn_id"], "seq": e["seq"], "ts": e["ts"], "data": e["data"]}
+                for e in found
+            ]
+        )
 
 
 def _plan_json(plan: Plan, language: str) -> dict[str, Any]:
-    actions = [{"kind": a.kind, "level": a.level, "candidates": [c.id for c in a.candidates],
-                "titles": [c.title for c in a.candidates], "replaces": [r.id for r in a.replaces], "reason": a.reason}
-               for a in plan.actions]  # fmt: skip
+    actions = [
+        {
+            "kind": a.kind,
+            "level": a.level,
+            "candidates": [c.id for c in a.candidates],
+            "titles": [c.title for c in a.candidates],
+            "replaces": [r.id for r in a.replaces],
+            "reason": a.reason,
+        }
+        for a in plan.actions
+    ]
     return {"actions": actions, "plan": plan.describe(language)}
 
 

@@ -32,7 +32,9 @@ def upload_name(name: str) -> str:
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
     cleaned = UNSAFE.sub("_", base).strip().lstrip(".")
     if not cleaned or len(cleaned) > 200:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{name[:80]!r} is not a usable file name (1 to 200 characters, not hidden)")
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT, f"{name[:80]!r} is not a usable file name (1 to 200 characters, not hidden)"
+        )
     return cleaned
 
 
@@ -68,8 +70,11 @@ class FilesHandler(NiniHandler):
 
     def _body_error(self) -> NiniError:
         limit = self.max_body_bytes
-        return NiniError(ErrorCode.TOO_LARGE, f"the file is larger than {limit:,} bytes (server.max_upload_bytes)",
-                         {"max_upload_bytes": limit})  # fmt: skip
+        return NiniError(
+            ErrorCode.TOO_LARGE,
+            f"the file is larger than {limit:,} bytes (server.max_upload_bytes)",
+            {"max_upload_bytes": limit},
+        )
 
     @web.authenticated
     @authorized
@@ -90,7 +95,9 @@ class FilesHandler(NiniHandler):
             read = {key: self.get_query_argument(key) for key in READ_OPTIONS if self.get_query_argument(key, "")}
             loaded = await invoke(session, "load_dataset", {"path": path, **read})
             if not loaded.success:
-                raise NiniError((loaded.error or {}).get("code", "INVALID_ARGUMENT"), (loaded.error or {}).get("message", ""))
+                raise NiniError(
+                    (loaded.error or {}).get("code", "INVALID_ARGUMENT"), (loaded.error or {}).get("message", "")
+                )
             reply["dataset"] = loaded.result
         self.reply(reply, status=201)
 

@@ -78,13 +78,22 @@ class MCPHandler(NiniHandler):
         request = self.request
         host, _, port = request.host.partition(":")
         return {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": request.version.removeprefix("HTTP/"),
-            "method": request.method, "scheme": request.protocol, "path": request.path,
-            "raw_path": request.path.encode(), "query_string": request.query.encode("latin-1"), "root_path": "",
-            "headers": [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.get_all()],
-            "server": (host, int(port) if port.isdigit() else None), "client": (request.remote_ip, 0),
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": request.version.removeprefix("HTTP/"),
+            "method": request.method,
+            "scheme": request.protocol,
+            "path": request.path,
+            "raw_path": request.path.encode(),
+            "query_string": request.query.encode("latin-1"),
+            "root_path": "",
+            "headers": [
+                (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.get_all()
+            ],
+            "server": (host, int(port) if port.isdigit() else None),
+            "client": (request.remote_ip, 0),
             VIEWER_SCOPE: self.viewer,
-        }  # fmt: skip
+        }
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """A refusal before MCP (no token, a bad ``session``) as a JSON-RPC error, which MCP clients
@@ -92,8 +101,15 @@ class MCPHandler(NiniHandler):
         nini's stable code is in ``error.data.code``."""
         status, error = client_error(self, status_code, **kwargs)
         message = f"HTTP {status} {error.code.value}: {error.message}"
-        body = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST if status < 500 else INTERNAL_ERROR,
-                                                         "message": message, "data": {"code": error.code.value}}}  # fmt: skip
+        body = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": INVALID_REQUEST if status < 500 else INTERNAL_ERROR,
+                "message": message,
+                "data": {"code": error.code.value},
+            },
+        }
         self.set_status(status)
         self.finish(dumps(body), set_content_type="application/json")
 

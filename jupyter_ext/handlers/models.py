@@ -20,8 +20,15 @@ from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
 from jupyter_ext.handlers.bodies import KeyVariableBody, Passed, ProviderNameBody, check_name
-from nini.agent.model_admin import (delete_provider, describe_models, key_env_status, provider_from_body, save_provider,
-                                     test_provider, test_routes)
+from nini.agent.model_admin import (
+    delete_provider,
+    describe_models,
+    key_env_status,
+    provider_from_body,
+    save_provider,
+    test_provider,
+    test_routes,
+)
 from nini.errors import ErrorCode, NiniError
 from nini.owners import check_configure
 
@@ -105,8 +112,11 @@ class ModelTestHandler(NiniHandler):
             name = self.parse(ProviderNameBody).name
             provider = next((p for p in runtime.settings.llm.providers if p.name == name), None)
             if provider is None:
-                raise NiniError(ErrorCode.NOT_FOUND, f"no provider named {name!r}; send the whole provider "
-                                "to test one that is not saved", {"name": name})  # fmt: skip
+                raise NiniError(
+                    ErrorCode.NOT_FOUND,
+                    f"no provider named {name!r}; send the whole provider to test one that is not saved",
+                    {"name": name},
+                )
         elif not body:
             raise NiniError(ErrorCode.INVALID_ARGUMENT, 'the body must be {"name": "<provider>"} or a whole provider')
         else:
@@ -118,8 +128,11 @@ class ModelTestHandler(NiniHandler):
 def _named(name: str | None) -> str:
     """The provider name of the URL; INVALID_ARGUMENT for none (``PUT .../providers/``: a form saved empty)."""
     if not name:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, "a provider needs a name: PUT /nini/api/models/providers/<name>",
-                        {"field": "name"})  # fmt: skip
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT,
+            "a provider needs a name: PUT /nini/api/models/providers/<name>",
+            {"field": "name"},
+        )
     return check_name("name", name)
 
 

@@ -14,8 +14,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
-from jupyter_ext.handlers.bodies import (FeedbackBody, PreferenceBody, PreferenceEditBody, SwitchesBody,
-                                         whole_number)
+from jupyter_ext.handlers.bodies import FeedbackBody, PreferenceBody, PreferenceEditBody, SwitchesBody, whole_number
 from nini.agent.preferences import comment_reader
 from nini.config import save_setting
 from nini.errors import ErrorCode, NiniError
@@ -39,7 +38,10 @@ class PreferencesHandler(NiniHandler):
         body = self.parse(PreferenceBody)
         memory = self.runtime.preferences
         project = _project(body.project, memory.project_id)
-        self.reply(await self.read(memory.table.put_explicit, project, body.key, body.value, owner=self.viewer.name), status=201)
+        self.reply(
+            await self.read(memory.table.put_explicit, project, body.key, body.value, owner=self.viewer.name),
+            status=201,
+        )
 
 
 class PreferenceHandler(NiniHandler):
@@ -54,8 +56,11 @@ class PreferenceHandler(NiniHandler):
         """Body ``{"value"?, "confidence"?}``: your edit, which makes the preference explicit."""
         body = self.parse(PreferenceEditBody)
         table = self.runtime.preferences.table
-        self.reply(await self.read(table.edit, _id(preference_id), value=body.value, confidence=body.confidence,
-                                   owner=self.viewer.name))  # fmt: skip
+        self.reply(
+            await self.read(
+                table.edit, _id(preference_id), value=body.value, confidence=body.confidence, owner=self.viewer.name
+            )
+        )
 
     @web.authenticated
     @authorized
@@ -71,7 +76,9 @@ class PreviewHandler(NiniHandler):
         """``?skill_type=answer|report|chart&project=ID``: exactly the block the next such run is given."""
         memory = self.runtime.preferences
         skill_type = self.choice("skill_type", ("answer", "report", "chart"), "answer") or "answer"
-        selection = await self.read(memory.select, skill_type, self.get_argument("project", memory.project_id), owner=self.viewer.name)
+        selection = await self.read(
+            memory.select, skill_type, self.get_argument("project", memory.project_id), owner=self.viewer.name
+        )
         self.reply(selection.to_dict())
 
 
@@ -106,9 +113,17 @@ class FeedbackHandler(NiniHandler):
         runtime = self.runtime
         llm = comment_reader(runtime.router) if body.comment else None
         try:
-            learned = await runtime.client_call(runtime.preferences.feedback(
-                body.run_id, body.action, signals=body.signals or [], comment=body.comment, llm=llm, evidence=body.evidence,
-                viewer=self.viewer))
+            learned = await runtime.client_call(
+                runtime.preferences.feedback(
+                    body.run_id,
+                    body.action,
+                    signals=body.signals or [],
+                    comment=body.comment,
+                    llm=llm,
+                    evidence=body.evidence,
+                    viewer=self.viewer,
+                )
+            )
         except asyncio.CancelledError:
             raise NiniError(ErrorCode.CANCELED, "the server is shutting down; the feedback was not recorded") from None
         self.reply(learned.to_dict(), status=201)

@@ -55,13 +55,17 @@ class RunRCodeHandler(RunCodeHandler):
 
     def check_runnable(self, kernel_id: str | None) -> None:
         if kernel_id is not None:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, "kernel_id applies to run-code only: R runs in the session's R worker")
+            raise NiniError(
+                ErrorCode.INVALID_ARGUMENT, "kernel_id applies to run-code only: R runs in the session's R worker"
+            )
         registry = self.runtime.registry
         if not any(record["name"] == self.skill for record in registry.list("function")):
             from nini.skills.builtin.run_r import r_status
 
-            raise NiniError(ErrorCode.R_UNAVAILABLE, r_unavailable(r_status(self.runtime.settings)[1],
-                                                                  self.runtime.kernels.gateway_host))  # fmt: skip
+            raise NiniError(
+                ErrorCode.R_UNAVAILABLE,
+                r_unavailable(r_status(self.runtime.settings)[1], self.runtime.kernels.gateway_host),
+            )
 
 
 def r_unavailable(reason: str, gateway: str | None) -> str:

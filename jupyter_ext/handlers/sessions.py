@@ -14,8 +14,11 @@ from nini.errors import ErrorCode, NiniError
 from nini.history.export import FORMATS, export_session
 from nini.owners import Viewer
 
-EXPORT_TYPES = {"ipynb": "application/x-ipynb+json", "md": "text/markdown; charset=utf-8",
-                "json": "application/json; charset=utf-8"}  # fmt: skip
+EXPORT_TYPES = {
+    "ipynb": "application/x-ipynb+json",
+    "md": "text/markdown; charset=utf-8",
+    "json": "application/json; charset=utf-8",
+}
 MAX_LIST = 1000
 MAX_QUERY = 200  # characters of a search (?q=)
 
@@ -39,8 +42,9 @@ class SessionsHandler(NiniHandler):
         body = self.parse(NewSessionBody)
         runtime = self.runtime
         viewer = self.viewer
-        session = await self.read(runtime.create_session, title=body.title, session_id=body.id, owner=viewer.name,
-                                  viewer=viewer)  # fmt: skip
+        session = await self.read(
+            runtime.create_session, title=body.title, session_id=body.id, owner=viewer.name, viewer=viewer
+        )
         self.reply(await self.read(session.info), status=201)
 
 
@@ -110,8 +114,15 @@ class ExportHandler(NiniHandler):
         fmt = self.choice("format", FORMATS, "ipynb")
         sandboxed = self.choice("sandboxed", ("0", "1", "false", "true"), "0") in ("1", "true")
         session = await self.session(session_id)
-        text = await self.read(export_session, self.runtime.store, session_id, session.workspace.root, fmt,
-                               sandboxed=sandboxed, language=self.runtime.settings.ui.current_language)  # fmt: skip
+        text = await self.read(
+            export_session,
+            self.runtime.store,
+            session_id,
+            session.workspace.root,
+            fmt,
+            sandboxed=sandboxed,
+            language=self.runtime.settings.ui.current_language,
+        )
         self.set_header("Content-Disposition", f'attachment; filename="nini-session-{session_id}.{fmt}"')
         self.finish(text, set_content_type=EXPORT_TYPES[fmt])
 

@@ -46,9 +46,15 @@ class SkillsHandler(NiniHandler):
         ``nini skills create``) in the caller's skills folder; 201 with its record. CONFLICT when a
         skill of that name exists among the caller's skills."""
         body = self.parse(SkillBody)
-        record = await asyncio.to_thread(create_user_skill, self.registry, body.name, body.description,
-                                         category=body.category or "other", type=body.type or "markdown",
-                                         language=self.runtime.settings.ui.current_language)  # fmt: skip
+        record = await asyncio.to_thread(
+            create_user_skill,
+            self.registry,
+            body.name,
+            body.description,
+            category=body.category or "other",
+            type=body.type or "markdown",
+            language=self.runtime.settings.ui.current_language,
+        )
         self.reply(record.to_dict(), status=201)
 
 
@@ -67,7 +73,9 @@ class SkillHandler(NiniHandler):
         It shares this URL pattern with the records, so a skill named "refresh" stays readable by GET.
         """
         if action != "refresh":
-            raise NiniError(ErrorCode.NOT_FOUND, f"no action {action[:80]!r} on skills; POST skills/refresh re-reads them")
+            raise NiniError(
+                ErrorCode.NOT_FOUND, f"no action {action[:80]!r} on skills; POST skills/refresh re-reads them"
+            )
         self.parse(NoBody)
         registry = self.registry
         changed = await asyncio.to_thread(registry.refresh)  # a stat per skill file, parses the changed ones
@@ -97,9 +105,10 @@ class SkillProblemsHandler(NiniHandler):
         counts the files not loaded at all (severity error). Locations are relative to their root."""
         runtime, registry = self.runtime, self.registry
         await asyncio.to_thread(registry.refresh)
-        problems = [{**p, "message": redact_paths(p["message"], nini_home=runtime.settings.home,
-                                                  workspace=runtime.project_dir)}
-                    for p in registry.problems]  # fmt: skip
+        problems = [
+            {**p, "message": redact_paths(p["message"], nini_home=runtime.settings.home, workspace=runtime.project_dir)}
+            for p in registry.problems
+        ]
         skipped = sum(1 for p in problems if p["severity"] == "error")
         self.reply({"problems": problems, "skipped": skipped, "warnings": len(problems) - skipped})
 
@@ -129,11 +138,19 @@ def _save_source(registry: SkillRegistry, name: str, content: str) -> dict[str, 
     record = registry.get_record(name, "markdown").to_dict()
     note = None
     if saved["shadows"]:
-        note = (f"saved as your own skill ({saved['location']} in your skills folder): for you it now hides the "
-                f"{saved['shadows']} skill {name!r}, which is unchanged")  # fmt: skip
+        note = (
+            f"saved as your own skill ({saved['location']} in your skills folder): for you it now hides the "
+            f"{saved['shadows']} skill {name!r}, which is unchanged"
+        )
     elif saved["shadowed_by"]:
         note = f"saved, but the {saved['shadowed_by']} skill {name!r} ranks above your own and is the one used"
-    return {**record, "warnings": saved["warnings"], "backup": saved["backup"], "shadows": saved["shadows"], "note": note}
+    return {
+        **record,
+        "warnings": saved["warnings"],
+        "backup": saved["backup"],
+        "shadows": saved["shadows"],
+        "note": note,
+    }
 
 
 handlers = [

@@ -30,21 +30,34 @@ class AnthropicProvider:
         # the SDK appends /v1/messages itself; accept a base_url written OpenAI-style with /v1
         if base_url and base_url.rstrip("/").endswith("/v1"):
             base_url = base_url.rstrip("/")[: -len("/v1")]
-        self._client = AsyncAnthropic(api_key=api_key or KEYLESS_PLACEHOLDER, base_url=base_url, max_retries=max_retries)
+        self._client = AsyncAnthropic(
+            api_key=api_key or KEYLESS_PLACEHOLDER, base_url=base_url, max_retries=max_retries
+        )
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(name={self.settings.name!r}, base_url={self.settings.base_url!r})"
 
     async def call(
-        self, purpose: str, model: str, messages: list[dict], *, tools: list[dict] | None,
-        temperature: float | None, max_tokens: int | None, timeout_s: float, on_text: OnText | None,
-    ) -> Completion:  # fmt: skip
+        self,
+        purpose: str,
+        model: str,
+        messages: list[dict],
+        *,
+        tools: list[dict] | None,
+        temperature: float | None,
+        max_tokens: int | None,
+        timeout_s: float,
+        on_text: OnText | None,
+    ) -> Completion:
         import anthropic
 
         system, converted = to_anthropic_messages(messages)
         request: dict[str, Any] = {
-            "model": model, "messages": converted, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS, "timeout": timeout_s,
-        }  # fmt: skip
+            "model": model,
+            "messages": converted,
+            "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
+            "timeout": timeout_s,
+        }
         if system:
             request["system"] = system
         if tools:
@@ -66,9 +79,13 @@ class AnthropicProvider:
             if block.type == "tool_use"
         ]
         return Completion(
-            text=text, tool_calls=calls, finish_reason=FINISH_REASONS.get(message.stop_reason, message.stop_reason),
-            provider=self.settings.name, model=message.model or model, usage=usage_dict(message.usage, **USAGE_NAMES),
-        )  # fmt: skip
+            text=text,
+            tool_calls=calls,
+            finish_reason=FINISH_REASONS.get(message.stop_reason, message.stop_reason),
+            provider=self.settings.name,
+            model=message.model or model,
+            usage=usage_dict(message.usage, **USAGE_NAMES),
+        )
 
     async def _collect(self, stream: Any, model: str, on_text: OnText) -> Completion:
         parts: list[str] = []
@@ -96,11 +113,17 @@ class AnthropicProvider:
             for _, b in sorted(blocks.items())
         ]
         return Completion(
-            text="".join(parts), tool_calls=calls, finish_reason=FINISH_REASONS.get(stop, stop) if stop else None,
-            provider=self.settings.name, model=answered_model,
-            usage={"prompt_tokens": counts["input_tokens"], "completion_tokens": counts["output_tokens"],
-                   "total_tokens": counts["input_tokens"] + counts["output_tokens"]},
-        )  # fmt: skip
+            text="".join(parts),
+            tool_calls=calls,
+            finish_reason=FINISH_REASONS.get(stop, stop) if stop else None,
+            provider=self.settings.name,
+            model=answered_model,
+            usage={
+                "prompt_tokens": counts["input_tokens"],
+                "completion_tokens": counts["output_tokens"],
+                "total_tokens": counts["input_tokens"] + counts["output_tokens"],
+            },
+        )
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -111,11 +134,13 @@ def to_anthropic_tools(tools: list[dict]) -> list[dict]:
     converted = []
     for tool in tools:
         function = tool.get("function", tool)
-        converted.append({
-            "name": function["name"],
-            "description": function.get("description", ""),
-            "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
-        })  # fmt: skip
+        converted.append(
+            {
+                "name": function["name"],
+                "description": function.get("description", ""),
+                "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
+            }
+        )
     return converted
 
 
@@ -133,15 +158,26 @@ def to_anthropic_messages(messages: list[dict]) -> tuple[str, list[dict]]:
             system.append(_plain_text(message.get("content")))
             continue
         if role == "tool":
-            blocks = [{"type": "tool_result", "tool_use_id": message.get("tool_call_id", ""),
-                       "content": _plain_text(message.get("content"))}]  # fmt: skip
+            blocks = [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": message.get("tool_call_id", ""),
+                    "content": _plain_text(message.get("content")),
+                }
+            ]
             role = "user"
         elif role == "assistant":
             blocks = _content_blocks(message.get("content"))
             for call in message.get("tool_calls") or []:
                 function = call.get("function", {})
-                blocks.append({"type": "tool_use", "id": call.get("id", ""), "name": function.get("name", ""),
-                               "input": _arguments(function.get("arguments"))})  # fmt: skip
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call.get("id", ""),
+                        "name": function.get("name", ""),
+                        "input": _arguments(function.get("arguments")),
+                    }
+                )
         else:
             blocks, role = _content_blocks(message.get("content")), "user"
         if not blocks:
@@ -163,7 +199,9 @@ def _content_blocks(content: Any) -> list[dict]:
         if part.get("type") == "text":
             blocks.append({"type": "text", "text": part.get("text", "")})
         elif part.get("type") == "image_url":
-            blocks.append(_image_block(part["image_url"]["url"] if isinstance(part["image_url"], dict) else part["image_url"]))
+            blocks.append(
+                _image_block(part["image_url"]["url"] if isinstance(part["image_url"], dict) else part["image_url"])
+            )
     return blocks
 
 

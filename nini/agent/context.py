@@ -49,7 +49,11 @@ def to_chat_message(row: dict[str, Any], cap: int) -> dict[str, Any] | None:
             return None
         return message
     if role == "tool":
-        return {"role": "tool", "tool_call_id": row.get("tool_call_id") or "", "content": cap_tool_text(content or "", cap, row)}
+        return {
+            "role": "tool",
+            "tool_call_id": row.get("tool_call_id") or "",
+            "content": cap_tool_text(content or "", cap, row),
+        }
     return None
 
 

@@ -225,8 +225,12 @@ class EnhanceHook:
     async def __call__(self, context: StopContext) -> str | None:
         session, result = context.session, context.result
         settings = session.settings.skill_enhance
-        decision = await decide(session, result.turn_id, completed_normally=result.completed_normally,
-                                auto_enhance_enabled=settings.auto_enhance)  # fmt: skip
+        decision = await decide(
+            session,
+            result.turn_id,
+            completed_normally=result.completed_normally,
+            auto_enhance_enabled=settings.auto_enhance,
+        )
         outcome = None
         if decision.should_trigger:
             from nini.agent.skill_enhancer import enhance_from_run
@@ -236,14 +240,21 @@ class EnhanceHook:
         return outcome.message if outcome is not None else None
 
 
-async def decide(session: Session, turn_id: str, *, completed_normally: bool, auto_enhance_enabled: bool) -> TriggerDecision:
+async def decide(
+    session: Session, turn_id: str, *, completed_normally: bool, auto_enhance_enabled: bool
+) -> TriggerDecision:
     """The decision for one run: record signals, then the model's clarification count if it matters."""
     settings = session.settings.skill_enhance
     store = session.store
 
     def evaluate(signals: TriggerSignals | dict[str, Any]) -> TriggerDecision:
-        return evaluate_trigger(auto_enhance_enabled=auto_enhance_enabled, completed_normally=completed_normally,
-                                session_id=session.id, signals=signals, profile=settings.trigger_profile)  # fmt: skip
+        return evaluate_trigger(
+            auto_enhance_enabled=auto_enhance_enabled,
+            completed_normally=completed_normally,
+            session_id=session.id,
+            signals=signals,
+            profile=settings.trigger_profile,
+        )
 
     if not auto_enhance_enabled or not completed_normally:
         return evaluate(TriggerSignals())
@@ -265,15 +276,26 @@ async def record_decision(
 ) -> None:
     """One JSON log line and one ``enhance_decision`` event; neither may fail the run."""
     fields: dict[str, Any] = {
-        "reasonCode": decision.reason_code, "shouldTrigger": decision.should_trigger,
-        "totalScore": decision.total_score, "threshold": decision.threshold, "signalHits": decision.signal_hits,
-        "profile": decision.profile, "sessionId": session.id, "turnId": turn_id, "executionStatus": status,
-    }  # fmt: skip
+        "reasonCode": decision.reason_code,
+        "shouldTrigger": decision.should_trigger,
+        "totalScore": decision.total_score,
+        "threshold": decision.threshold,
+        "signalHits": decision.signal_hits,
+        "profile": decision.profile,
+        "sessionId": session.id,
+        "turnId": turn_id,
+        "executionStatus": status,
+    }
     if outcome is not None:
         fields["enhancement"] = {"status": outcome.status, "skill": outcome.skill, "message": outcome.message}
     try:
-        log.info("enhance decision %s (score %d of %d)", decision.reason_code, decision.total_score, decision.threshold,
-                 extra={"data": fields})  # fmt: skip
+        log.info(
+            "enhance decision %s (score %d of %d)",
+            decision.reason_code,
+            decision.total_score,
+            decision.threshold,
+            extra={"data": fields},
+        )
     except Exception:  # a log handler that fails must not reach the run
         pass
     try:

@@ -44,7 +44,9 @@ async def experience_section(session: Session, message: str) -> str | None:
         return None
     turn = CURRENT_TURN.get()
     data = {"stage": stage, "matches": [match.to_dict() for match in matches]}
-    await session.store.call(session.events.publish, session.id, "experience_matched", data, turn_id=turn.turn_id if turn else None)
+    await session.store.call(
+        session.events.publish, session.id, "experience_matched", data, turn_id=turn.turn_id if turn else None
+    )
     return prompt_section(matches, memory.language)
 
 
@@ -67,16 +69,23 @@ class ExperienceCaptureHook:
         turn_messages = _this_turn(messages, context.result.turn_id)
         datasets = [row["name"] for row in await session.store.call(session.store.list_datasets, session.id)]
         stage = await _stage(session, context.result.turn_id)
-        owner = await session.store.call(session.runtime.owner_of, session.id)  # kept pending for the session's owner only
+        owner = await session.store.call(
+            session.runtime.owner_of, session.id
+        )  # kept pending for the session's owner only
         try:
-            result = await memory.capture_conversation(router, turn_messages, session_id=session.id, stage=stage,
-                                                       datasets=datasets, owner=owner)  # fmt: skip
-        except NiniError as exc:  # the model failed (or the pending file could not be written): nothing kept, said in the log
+            result = await memory.capture_conversation(
+                router, turn_messages, session_id=session.id, stage=stage, datasets=datasets, owner=owner
+            )
+        except (
+            NiniError
+        ) as exc:  # the model failed (or the pending file could not be written): nothing kept, said in the log
             log.warning("experience capture skipped: %s: %s", exc.code, exc.message)
             return None
         if result.kept or result.dropped:
             data = {"stage": stage, "kept": [c.title for c in result.kept], "dropped": result.dropped}
-            await session.store.call(session.events.publish, session.id, "experience_captured", data, turn_id=context.result.turn_id)
+            await session.store.call(
+                session.events.publish, session.id, "experience_captured", data, turn_id=context.result.turn_id
+            )
         return result.line(memory.language)
 
 

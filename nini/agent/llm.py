@@ -31,22 +31,38 @@ if TYPE_CHECKING:
 log = logging.getLogger("nini.agent.llm")
 
 PURPOSES = (
-    "chat", "analysis", "fast", "planning", "verification",
-    "deep_reasoning", "title_generation", "summarize", "image_analysis", "report",
-)  # fmt: skip
+    "chat",
+    "analysis",
+    "fast",
+    "planning",
+    "verification",
+    "deep_reasoning",
+    "title_generation",
+    "summarize",
+    "image_analysis",
+    "report",
+)
 # where a purpose without a usable route of its own goes next (chains: deep_reasoning -> planning -> chat)
 FALLBACK_PURPOSE = {
-    "image_analysis": "chat", "title_generation": "chat", "deep_reasoning": "planning",
-    "analysis": "chat", "fast": "chat", "planning": "chat", "verification": "chat", "summarize": "chat",
+    "image_analysis": "chat",
+    "title_generation": "chat",
+    "deep_reasoning": "planning",
+    "analysis": "chat",
+    "fast": "chat",
+    "planning": "chat",
+    "verification": "chat",
+    "summarize": "chat",
     "report": "chat",
-}  # fmt: skip
+}
 
 VISION_PURPOSE = "image_analysis"  # the purpose whose calls carry images: only vision_models serve it
 
 OnText = Callable[[str], Awaitable[None] | None]
 
 
-def provider_problem(provider: ProviderSettings, environ: Mapping[str, str], *, check_enabled: bool = True) -> str | None:
+def provider_problem(
+    provider: ProviderSettings, environ: Mapping[str, str], *, check_enabled: bool = True
+) -> str | None:
     """Why ``provider`` cannot be called now, whatever the model, or None; never a key's value.
 
     Shared by routing (a skipped candidate), ``GET /nini/api/models`` (usable or not) and the
@@ -108,7 +124,9 @@ class ModelRouter:
     until ``aclose()``.
     """
 
-    def __init__(self, settings: LLMSettings, *, environ: Mapping[str, str] | None = None, language: str = "auto") -> None:
+    def __init__(
+        self, settings: LLMSettings, *, environ: Mapping[str, str] | None = None, language: str = "auto"
+    ) -> None:
         self.settings = settings
         self._environ = environ
         self._language = language  # ``ui.language``: the words of its errors (``nini.language``)
@@ -198,9 +216,14 @@ class ModelRouter:
         (``error``, else None). ``image_analysis`` is judged with vision required, as its calls are."""
         vision = purpose == VISION_PURPOSE
         explained = self.explain(purpose, require_vision=vision)
-        chain = [{"provider": c["provider"], "model": c["model"], "source": c["source"]} for c in explained if c["usable"]]
-        skipped = [{"provider": c["provider"], "model": c["model"], "source": c["source"], "reason": c["reason"]}
-                   for c in explained if not c["usable"]]  # fmt: skip
+        chain = [
+            {"provider": c["provider"], "model": c["model"], "source": c["source"]} for c in explained if c["usable"]
+        ]
+        skipped = [
+            {"provider": c["provider"], "model": c["model"], "source": c["source"], "reason": c["reason"]}
+            for c in explained
+            if not c["usable"]
+        ]
         error = None
         if not chain:
             try:
@@ -238,15 +261,31 @@ class ModelRouter:
         """
         self._in_flight += 1
         try:
-            return await self._complete(purpose, messages, tools=tools, temperature=temperature, max_tokens=max_tokens,
-                                        timeout_s=timeout_s, on_text=on_text, require_vision=require_vision)  # fmt: skip
+            return await self._complete(
+                purpose,
+                messages,
+                tools=tools,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                timeout_s=timeout_s,
+                on_text=on_text,
+                require_vision=require_vision,
+            )
         finally:
             self._in_flight -= 1
 
     async def _complete(
-        self, purpose: str, messages: list[dict], *, tools: list[dict] | None, temperature: float | None,
-        max_tokens: int | None, timeout_s: float | None, on_text: OnText | None, require_vision: bool,
-    ) -> Completion:  # fmt: skip
+        self,
+        purpose: str,
+        messages: list[dict],
+        *,
+        tools: list[dict] | None,
+        temperature: float | None,
+        max_tokens: int | None,
+        timeout_s: float | None,
+        on_text: OnText | None,
+        require_vision: bool,
+    ) -> Completion:
         from nini.agent.providers import emit
 
         choices = self.chain(purpose, require_vision=require_vision)
@@ -265,9 +304,15 @@ class ModelRouter:
             try:
                 provider = self._provider(choice.provider)
                 completion = await provider.call(
-                    purpose, choice.model, messages, tools=tools, temperature=temperature, max_tokens=max_tokens,
-                    timeout_s=timeout_s or self.settings.request_timeout_s, on_text=relay if on_text else None,
-                )  # fmt: skip
+                    purpose,
+                    choice.model,
+                    messages,
+                    tools=tools,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                    timeout_s=timeout_s or self.settings.request_timeout_s,
+                    on_text=relay if on_text else None,
+                )
             except asyncio.CancelledError:
                 self._log(purpose, choice, started, "canceled", {}, logging.INFO)
                 raise
@@ -313,7 +358,9 @@ class ModelRouter:
             provider = self._providers[slot] = make_provider(settings, key, self.settings.max_retries)
         return provider
 
-    def _slot(self, name: str) -> tuple[ProviderSettings, str | None, tuple[str, str, asyncio.AbstractEventLoop | None]]:
+    def _slot(
+        self, name: str
+    ) -> tuple[ProviderSettings, str | None, tuple[str, str, asyncio.AbstractEventLoop | None]]:
         """Provider ``name``'s settings, key and place in the client cache."""
         settings = next(p for p in self.settings.providers if p.name == name)
         key = self._environ_map().get(settings.api_key_env) if settings.api_key_env else None
@@ -322,14 +369,25 @@ class ModelRouter:
         return settings, key, (name, hashlib.sha256((key or "").encode()).hexdigest(), loop)
 
     def _log(
-        self, purpose: str, choice: ModelChoice, started: float, outcome: str, usage: dict, level: int,
+        self,
+        purpose: str,
+        choice: ModelChoice,
+        started: float,
+        outcome: str,
+        usage: dict,
+        level: int,
         error: str | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         # never the prompt, the answer or a key: what was called, how long it took and how it ended
         data = {
-            "purpose": purpose, "provider": choice.provider, "model": choice.model, "source": choice.source,
-            "duration_ms": round((time.monotonic() - started) * 1000), "usage": usage, "outcome": outcome,
-        }  # fmt: skip
+            "purpose": purpose,
+            "provider": choice.provider,
+            "model": choice.model,
+            "source": choice.source,
+            "duration_ms": round((time.monotonic() - started) * 1000),
+            "usage": usage,
+            "outcome": outcome,
+        }
         if error:
             data["error"] = error
         log.log(level, "model call %s", outcome, extra={"data": data})

@@ -32,18 +32,32 @@ from nini.redact import redact_paths
 
 KEY_ADVICE = "put the key in an environment variable and name it in api_key_env"
 # what a client may set; ``script`` is the replay kind's recorded script (relative to NINI_HOME)
-EDITABLE_FIELDS = ("kind", "base_url", "model", "api_key_env", "vision_models", "enabled", "script", "input_per_mtok",
-                   "output_per_mtok", "currency")  # fmt: skip
+EDITABLE_FIELDS = (
+    "kind",
+    "base_url",
+    "model",
+    "api_key_env",
+    "vision_models",
+    "enabled",
+    "script",
+    "input_per_mtok",
+    "output_per_mtok",
+    "currency",
+)
 # what GET /models shows of a provider beyond those: a client may send a provider back as it got it
 ECHOED_FIELDS = ("name", "usable", "reason")
 TEST_PROMPT = [{"role": "user", "content": "Reply with OK"}]
 TEST_TIMEOUT_S = 10.0
 UNSAVED_NAME = "unsaved"
 BODY_WORDS = {
-    "zh": {"url": "base_url {url!r} 不是带主机名的 http(s) URL，例如 http://127.0.0.1:11434/v1",
-           "model": "{kind} 类提供方需要一个模型：请给出 model（命令行：--model，例如 --model qwen2.5:7b）"},
-    "en": {"url": "base_url {url!r} is not an http(s) URL with a host, e.g. http://127.0.0.1:11434/v1",
-           "model": "a provider of kind {kind} needs a model: give model (on the command line --model, e.g. --model qwen2.5:7b)"},
+    "zh": {
+        "url": "base_url {url!r} 不是带主机名的 http(s) URL，例如 http://127.0.0.1:11434/v1",
+        "model": "{kind} 类提供方需要一个模型：请给出 model（命令行：--model，例如 --model qwen2.5:7b）",
+    },
+    "en": {
+        "url": "base_url {url!r} is not an http(s) URL with a host, e.g. http://127.0.0.1:11434/v1",
+        "model": "a provider of kind {kind} needs a model: give model (on the command line --model, e.g. --model qwen2.5:7b)",
+    },
 }
 
 _SECRET_FIELD = re.compile(r"key|secret|token|passw|credential|authori[sz]ation|bearer", re.IGNORECASE)
@@ -53,8 +67,9 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _URL_SECRET = re.compile(r"//[^/@?#]*@|[?&](?:api[-_]?key|key|token|access[-_]?token|secret)=", re.IGNORECASE)
 
 
-def provider_from_body(name: str | None, body: Mapping[str, Any], server: ServerSettings,
-                       language: str | None = None) -> ProviderSettings:  # fmt: skip
+def provider_from_body(
+    name: str | None, body: Mapping[str, Any], server: ServerSettings, language: str | None = None
+) -> ProviderSettings:
     """The provider a client sent, validated as settings.json's would be; INVALID_ARGUMENT otherwise,
     in ``language`` (None: ``nini.language``'s for this request) where the words are this module's:
     a base_url that is not an http(s) URL with a host, and a missing model (a replay needs none).
@@ -66,8 +81,11 @@ def provider_from_body(name: str | None, body: Mapping[str, Any], server: Server
     refuse_secrets(body)
     unknown = sorted(set(body) - set(EDITABLE_FIELDS) - set(ECHOED_FIELDS))
     if unknown:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"unknown provider field(s) {', '.join(unknown)}; a provider has "
-                        f"{', '.join(EDITABLE_FIELDS)}", {"fields": unknown})  # fmt: skip
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"unknown provider field(s) {', '.join(unknown)}; a provider has {', '.join(EDITABLE_FIELDS)}",
+            {"fields": unknown},
+        )
     given = body.get("name")
     if given is not None and (not isinstance(given, str) or (name is not None and given != name)):
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"the body's name must be the provider's name in the URL, {name!r}")
@@ -75,14 +93,19 @@ def provider_from_body(name: str | None, body: Mapping[str, Any], server: Server
     words = BODY_WORDS[language or words_language(None)]
     check_base_url(fields.get("base_url"), words)
     if fields.get("kind", "openai") != "replay" and not fields.get("model"):
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, words["model"].format(kind=fields.get("kind", "openai")), {"field": "model"})
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT, words["model"].format(kind=fields.get("kind", "openai")), {"field": "model"}
+        )
     try:
         provider = ProviderSettings(name=name or given or UNSAVED_NAME, **fields)
     except ValidationError as exc:
         # loc and message only: pydantic's text repeats the input, and the input could be anything
-        problems = [f"{'.'.join(str(p) for p in e['loc']) or 'provider'}: {validation_message(e)}" for e in exc.errors()]
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"invalid provider: {'; '.join(problems)}",
-                        {"problems": problems}) from None  # fmt: skip
+        problems = [
+            f"{'.'.join(str(p) for p in e['loc']) or 'provider'}: {validation_message(e)}" for e in exc.errors()
+        ]
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT, f"invalid provider: {'; '.join(problems)}", {"problems": problems}
+        ) from None
     check_key_env(provider, server)
     return provider
 
@@ -106,9 +129,13 @@ def check_key_env(provider: ProviderSettings, server: ServerSettings) -> None:
     value would go to the provider's URL with every call (and with a test, to a URL anyone typed)."""
     name = provider.api_key_env
     if name and server.is_secret_env(name):
-        raise NiniError(ErrorCode.POLICY_VIOLATION, f"api_key_env {name} holds one of this server's own secrets "
-                        "(JUPYTER_TOKEN, JPY_*, JUPYTERHUB_*, NINI_DATABASE_URL, server.secret_env_deny), which is never "
-                        f"sent to a model; {KEY_ADVICE}", {"field": "api_key_env"})  # fmt: skip
+        raise NiniError(
+            ErrorCode.POLICY_VIOLATION,
+            f"api_key_env {name} holds one of this server's own secrets "
+            "(JUPYTER_TOKEN, JPY_*, JUPYTERHUB_*, NINI_DATABASE_URL, server.secret_env_deny), which is never "
+            f"sent to a model; {KEY_ADVICE}",
+            {"field": "api_key_env"},
+        )
 
 
 def refuse_secrets(body: Mapping[str, Any]) -> None:
@@ -118,7 +145,9 @@ def refuse_secrets(body: Mapping[str, Any]) -> None:
         if field == "api_key_env":
             continue
         values = value if isinstance(value, list) else [value]
-        if _SECRET_FIELD.search(str(field)) or any(isinstance(v, str) and _SECRET_VALUE.match(v.strip()) for v in values):
+        if _SECRET_FIELD.search(str(field)) or any(
+            isinstance(v, str) and _SECRET_VALUE.match(v.strip()) for v in values
+        ):
             raise _key_refused(field)
     env = body.get("api_key_env")
     if isinstance(env, str) and env and not _is_variable_name(env):
@@ -186,8 +215,10 @@ def _listed(current: Any) -> list[Any]:
     if current is None:
         return []
     if not isinstance(current, list):
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, "llm.providers in settings.json is not a list; fix it first, "
-                        "nothing was changed")  # fmt: skip
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT,
+            "llm.providers in settings.json is not a list; fix it first, nothing was changed",
+        )
     return current
 
 
@@ -201,13 +232,22 @@ def describe_models(router: ModelRouter, home: Path) -> dict[str, Any]:
     providers = []
     for provider in router.settings.providers:
         reason = router.provider_problem(provider)
-        providers.append({
-            "name": provider.name, "kind": provider.kind, "base_url": provider.base_url, "model": provider.model,
-            "api_key_env": provider.api_key_env, "vision_models": list(provider.vision_models),
-            "enabled": provider.enabled, "usable": reason is None, "reason": _shown(reason, home),
-            "input_per_mtok": provider.input_per_mtok, "output_per_mtok": provider.output_per_mtok,
-            "currency": provider.currency,
-        })  # fmt: skip
+        providers.append(
+            {
+                "name": provider.name,
+                "kind": provider.kind,
+                "base_url": provider.base_url,
+                "model": provider.model,
+                "api_key_env": provider.api_key_env,
+                "vision_models": list(provider.vision_models),
+                "enabled": provider.enabled,
+                "usable": reason is None,
+                "reason": _shown(reason, home),
+                "input_per_mtok": provider.input_per_mtok,
+                "output_per_mtok": provider.output_per_mtok,
+                "currency": provider.currency,
+            }
+        )
     purposes = {}
     for purpose in PURPOSES:
         facts = router.report(purpose)
@@ -241,22 +281,39 @@ async def test_provider(
     started = time.monotonic()
     try:
         completion = await asyncio.wait_for(
-            client.call("chat", provider.model, TEST_PROMPT, tools=None, temperature=0, max_tokens=5,
-                        timeout_s=timeout_s, on_text=None),
+            client.call(
+                "chat",
+                provider.model,
+                TEST_PROMPT,
+                tools=None,
+                temperature=0,
+                max_tokens=5,
+                timeout_s=timeout_s,
+                on_text=None,
+            ),
             timeout_s + 2,  # the SDK's own timeout should win; this one bounds anything else
-        )  # fmt: skip
+        )
     except NiniError as exc:  # with the URL called and what to do next
         if exc.code in (ErrorCode.UPSTREAM_ERROR, ErrorCode.TIMEOUT):
             exc = advised(exc, provider, settings.ui.current_language, suggest_test=False)
         return _failed(provider, exc.code.value, exc.message, home)
     except TimeoutError:
-        late = advised(NiniError(ErrorCode.TIMEOUT, f"no answer within {timeout_s:g} s"), provider,
-                       settings.ui.current_language, suggest_test=False)  # fmt: skip
+        late = advised(
+            NiniError(ErrorCode.TIMEOUT, f"no answer within {timeout_s:g} s"),
+            provider,
+            settings.ui.current_language,
+            suggest_test=False,
+        )
         return _failed(provider, late.code.value, late.message, home)
     finally:
         await client.aclose()
     latency_ms = round((time.monotonic() - started) * 1000)
-    return {"ok": True, "provider": provider.name, "model": completion.model or provider.model, "latency_ms": latency_ms}
+    return {
+        "ok": True,
+        "provider": provider.name,
+        "model": completion.model or provider.model,
+        "latency_ms": latency_ms,
+    }
 
 
 async def test_routes(settings: Settings, name: str | None = None) -> list[tuple[str, bool, str]]:

@@ -21,8 +21,10 @@ if TYPE_CHECKING:
 CELL_SOURCE_CHARS = 3000
 CELL_OUTPUT_CHARS = 1000
 ATTACHED_FILE_CHARS = 8000
-TOOLS_LINE = ("read_notebook gives more of the notebook (a cell range, a cell's whole output); propose_cell "
-              "proposes a cell, which the user accepts or rejects: nothing changes the notebook until they do.")  # fmt: skip
+TOOLS_LINE = (
+    "read_notebook gives more of the notebook (a cell range, a cell's whole output); propose_cell "
+    "proposes a cell, which the user accepts or rejects: nothing changes the notebook until they do."
+)
 
 
 def notebook_section(session: Session, _message: str) -> str | None:
@@ -48,17 +50,26 @@ def _variables(session: Session, described: str) -> str:
     if session.isolation == "user_kernel":
         return described
     if session.variables is None:  # a kernel on a gateway: no copies there
-        return described.replace(HEADER, "## Variables in the user's notebook\n\nThese are in the notebook's kernel, "
-                                 "not in yours, and cannot be copied into it here: use the session's datasets, or "
-                                 "propose a notebook cell (propose_cell) that uses them.", 1)
+        return described.replace(
+            HEADER,
+            "## Variables in the user's notebook\n\nThese are in the notebook's kernel, "
+            "not in yours, and cannot be copied into it here: use the session's datasets, or "
+            "propose a notebook cell (propose_cell) that uses them.",
+            1,
+        )
     limit = session.settings.execution.variable_copy_max_mb
-    return described.replace(HEADER, (
-        "## Variables in the user's notebook\n\nThese are in the notebook's kernel, not in yours: your code runs in "
-        "nini's sandbox. To use one, name it in run_code's `variables` (e.g. variables=[\"sales\"]): your kernel "
-        "gets a copy before the code runs (one the turn copied already is not copied again), and it stays there "
-        "(changing it changes nothing in the notebook). A variable larger than "
-        f"{limit} MiB is not copied: work on a smaller part of it, or propose a notebook cell (propose_cell) for "
-        "the user to run."), 1)
+    return described.replace(
+        HEADER,
+        (
+            "## Variables in the user's notebook\n\nThese are in the notebook's kernel, not in yours: your code runs in "
+            "nini's sandbox. To use one, name it in run_code's `variables` (e.g. variables=[\"sales\"]): your kernel "
+            "gets a copy before the code runs (one the turn copied already is not copied again), and it stays there "
+            "(changing it changes nothing in the notebook). A variable larger than "
+            f"{limit} MiB is not copied: work on a smaller part of it, or propose a notebook cell (propose_cell) for "
+            "the user to run."
+        ),
+        1,
+    )
 
 
 def _cells_section(notebook: NotebookContext, max_tokens: int) -> str:

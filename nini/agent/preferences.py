@@ -22,7 +22,9 @@ async def preference_section(session: Session, _message: str) -> str:
     if selection.ids:  # a run given nothing has nothing to record
         turn = CURRENT_TURN.get()
         data = {"ids": selection.ids, "keys": [row["key"] for row in selection.rows], "lines": selection.lines}
-        await session.store.call(session.events.publish, session.id, "preferences_injected", data, turn_id=turn.turn_id if turn else None)
+        await session.store.call(
+            session.events.publish, session.id, "preferences_injected", data, turn_id=turn.turn_id if turn else None
+        )
     return selection.block
 
 

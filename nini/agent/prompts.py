@@ -43,7 +43,9 @@ async def build_system_prompt(
             if inspect.isawaitable(section):
                 section = await section
         except Exception:
-            log.exception("prompt contributor %s failed; its section is left out", getattr(contributor, "__name__", contributor))
+            log.exception(
+                "prompt contributor %s failed; its section is left out", getattr(contributor, "__name__", contributor)
+            )
             continue
         if section:
             parts.append(str(section).strip())

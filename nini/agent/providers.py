@@ -28,9 +28,17 @@ class Provider(Protocol):
     settings: ProviderSettings
 
     async def call(
-        self, purpose: str, model: str, messages: list[dict], *, tools: list[dict] | None,
-        temperature: float | None, max_tokens: int | None, timeout_s: float, on_text: OnText | None,
-    ) -> Completion: ...  # fmt: skip
+        self,
+        purpose: str,
+        model: str,
+        messages: list[dict],
+        *,
+        tools: list[dict] | None,
+        temperature: float | None,
+        max_tokens: int | None,
+        timeout_s: float,
+        on_text: OnText | None,
+    ) -> Completion: ...
 
     async def aclose(self) -> None: ...
 
@@ -72,9 +80,7 @@ def upstream_error(exc: Exception, provider: str, api_key: str | None, timeout_s
         )
     if name == "APIConnectionError":
         cause = scrub(str(exc.__cause__ or exc), api_key)
-        return NiniError(
-            ErrorCode.UPSTREAM_ERROR, f"cannot reach provider {provider}: {cause}", {"provider": provider}
-        )
+        return NiniError(ErrorCode.UPSTREAM_ERROR, f"cannot reach provider {provider}: {cause}", {"provider": provider})
     return NiniError(ErrorCode.UPSTREAM_ERROR, f"provider {provider} failed: {text}", {"provider": provider})
 
 
@@ -121,9 +127,17 @@ class OpenAIProvider:
         return f"OpenAIProvider(name={self.settings.name!r}, base_url={self.settings.base_url!r})"
 
     async def call(
-        self, purpose: str, model: str, messages: list[dict], *, tools: list[dict] | None,
-        temperature: float | None, max_tokens: int | None, timeout_s: float, on_text: OnText | None,
-    ) -> Completion:  # fmt: skip
+        self,
+        purpose: str,
+        model: str,
+        messages: list[dict],
+        *,
+        tools: list[dict] | None,
+        temperature: float | None,
+        max_tokens: int | None,
+        timeout_s: float,
+        on_text: OnText | None,
+    ) -> Completion:
         import openai
 
         request: dict[str, Any] = {"model": model, "messages": messages, "timeout": timeout_s}
@@ -154,9 +168,13 @@ class OpenAIProvider:
             if getattr(c, "function", None) is not None
         ]
         return Completion(
-            text=choice.message.content or "", tool_calls=calls, finish_reason=choice.finish_reason,
-            provider=self.settings.name, model=response.model or model, usage=usage_dict(response.usage),
-        )  # fmt: skip
+            text=choice.message.content or "",
+            tool_calls=calls,
+            finish_reason=choice.finish_reason,
+            provider=self.settings.name,
+            model=response.model or model,
+            usage=usage_dict(response.usage),
+        )
 
     async def _collect(self, stream: Any, model: str, on_text: OnText) -> Completion:
         parts: list[str] = []
@@ -185,9 +203,13 @@ class OpenAIProvider:
             for index, slot in sorted(calls.items())
         ]
         return Completion(
-            text="".join(parts), tool_calls=tool_calls, finish_reason=finish,
-            provider=self.settings.name, model=answered_model, usage=usage,
-        )  # fmt: skip
+            text="".join(parts),
+            tool_calls=tool_calls,
+            finish_reason=finish,
+            provider=self.settings.name,
+            model=answered_model,
+            usage=usage,
+        )
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -212,9 +234,17 @@ class ReplayProvider:
         return f"ReplayProvider(name={self.settings.name!r}, script={str(self.settings.script)!r})"
 
     async def call(
-        self, purpose: str, model: str, messages: list[dict], *, tools: list[dict] | None,
-        temperature: float | None, max_tokens: int | None, timeout_s: float, on_text: OnText | None,
-    ) -> Completion:  # fmt: skip
+        self,
+        purpose: str,
+        model: str,
+        messages: list[dict],
+        *,
+        tools: list[dict] | None,
+        temperature: float | None,
+        max_tokens: int | None,
+        timeout_s: float,
+        on_text: OnText | None,
+    ) -> Completion:
         if self._queues is None:
             self._queues = await asyncio.to_thread(self._load)
         queue = self._queues.get(purpose) or self._queues.get("*")
@@ -236,9 +266,12 @@ class ReplayProvider:
             text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
             tool_calls.append(ToolCall(id=f"call_{self._calls}", name=call["name"], arguments=text))
         return Completion(
-            text=content, tool_calls=tool_calls, finish_reason="tool_calls" if tool_calls else "stop",
-            provider=self.settings.name, model=model,
-        )  # fmt: skip
+            text=content,
+            tool_calls=tool_calls,
+            finish_reason="tool_calls" if tool_calls else "stop",
+            provider=self.settings.name,
+            model=model,
+        )
 
     def _load(self) -> dict[str, list[dict]]:
         path = Path(self.settings.script or "")
@@ -251,7 +284,7 @@ class ReplayProvider:
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise NiniError(
                 ErrorCode.UPSTREAM_ERROR,
-                f"replay script {path} cannot be used: {exc}; expected {{\"responses\": {{purpose: [reply, ...]}}}}",
+                f'replay script {path} cannot be used: {exc}; expected {{"responses": {{purpose: [reply, ...]}}}}',
                 {"provider": self.settings.name},
             ) from None
         return queues

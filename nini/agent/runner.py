@@ -143,7 +143,9 @@ class AgentRunner:
         # by default the notebook a turn was asked from (its variables and cells, when the client gave
         # them), the experiences that match the request, and the user's preferences
         self.prompt_contributors: list[PromptContributor] = (
-            [notebook_section, experience_section, preference_section] if prompt_contributors is None else list(prompt_contributors)
+            [notebook_section, experience_section, preference_section]
+            if prompt_contributors is None
+            else list(prompt_contributors)
         )
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._cancel_requested: set[str] = set()
@@ -154,11 +156,15 @@ class AgentRunner:
 
     # -- starting, cancelling ----------------------------------------------------------------------
 
-    def start(self, session: Session, message: str, *, turn_id: str | None = None) -> tuple[str, asyncio.Task[RunResult]]:
+    def start(
+        self, session: Session, message: str, *, turn_id: str | None = None
+    ) -> tuple[str, asyncio.Task[RunResult]]:
         """Start a run in the background (REST); CONFLICT when the session has one going."""
         self._claim(session.id)
         turn_id = turn_id or new_turn_id()
-        task = asyncio.get_running_loop().create_task(self.run(session, message, turn_id=turn_id), name=f"nini-run-{turn_id}")
+        task = asyncio.get_running_loop().create_task(
+            self.run(session, message, turn_id=turn_id), name=f"nini-run-{turn_id}"
+        )
         self._running[session.id] = task
         return turn_id, task
 
@@ -200,7 +206,9 @@ class AgentRunner:
         try:
             result = (await self._run(session, message, turn_id)).measured(meter, started)
         except asyncio.CancelledError:
-            result = RunResult(turn_id, "", False, "canceled", 0, {"code": "CANCELED", "message": "the run was cancelled"})
+            result = RunResult(
+                turn_id, "", False, "canceled", 0, {"code": "CANCELED", "message": "the run was cancelled"}
+            )
             await self._publish(session, "done", result.measured(meter, started).to_dict(), turn_id)
             if session.id not in self._cancel_requested:
                 raise  # cancelled from outside (Ctrl-C, shutdown): keep the cancellation going
@@ -253,8 +261,12 @@ class AgentRunner:
                     for skipped in completion.tool_calls[index + 1 :]:
                         await self._add_tool_message(conversation, skipped, None, _NOT_RUN)
                     message = f"{failures} tool calls failed in a row; the last: {error.get('message', '')}"[:500]
-                    return LoopEnd(answer, "tool_failures", iteration, {"code": error.get("code", "INTERNAL"), "message": message})
-        return LoopEnd(answer, "max_iterations", limit, {"code": "TIMEOUT", "message": f"no answer after {limit} model calls"})
+                    return LoopEnd(
+                        answer, "tool_failures", iteration, {"code": error.get("code", "INTERNAL"), "message": message}
+                    )
+        return LoopEnd(
+            answer, "max_iterations", limit, {"code": "TIMEOUT", "message": f"no answer after {limit} model calls"}
+        )
 
     # -- steps ---------------------------------------------------------------------------------------
 
@@ -275,7 +287,8 @@ class AgentRunner:
         message: dict[str, Any] = {"role": "assistant", "content": completion.text or None}
         if calls:
             message["tool_calls"] = [
-                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls
+                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                for c in calls
             ]
         conversation.messages.append(message)
         if conversation.persist:
@@ -283,7 +296,14 @@ class AgentRunner:
             limits = Limits.of(session.settings)  # refused code is not kept in the message either
             kept = [{**c, "arguments": recordable_json(c["arguments"], limits)} for c in calls]
             meta = {"tool_calls": kept, "provider": completion.provider, "model": completion.model}
-            await store.call(store.add_message, session.id, "assistant", completion.text or None, turn_id=conversation.turn_id, metadata=meta)
+            await store.call(
+                store.add_message,
+                session.id,
+                "assistant",
+                completion.text or None,
+                turn_id=conversation.turn_id,
+                metadata=meta,
+            )
             data = {"text": completion.text, "tool_calls": [c["name"] for c in calls], "model": completion.model}
             await self._publish(session, "assistant_message", data, conversation.turn_id)
 
@@ -296,18 +316,30 @@ class AgentRunner:
             await self._add_tool_message(conversation, call, None, json.dumps({"success": False, "error": error}))
             return error
         record_step()
-        result = await invoke(conversation.session, skill_name, _arguments(call.arguments), turn_id=conversation.turn_id)
+        result = await invoke(
+            conversation.session, skill_name, _arguments(call.arguments), turn_id=conversation.turn_id
+        )
         await self._add_tool_message(conversation, call, result, _full_text(result))
         return None if result.success else (result.error or {"code": "INTERNAL", "message": "the tool failed"})
 
-    async def _add_tool_message(self, conversation: Conversation, call: ToolCall, result: ToolResult | None, text: str) -> None:
+    async def _add_tool_message(
+        self, conversation: Conversation, call: ToolCall, result: ToolResult | None, text: str
+    ) -> None:
         cap = conversation.session.settings.execution.output_cap_chars
         shown = result.text_for_llm(cap) if result is not None else cap_tool_text(text, cap)
         conversation.messages.append({"role": "tool", "tool_call_id": call.id, "content": shown})
         if conversation.persist:
             session, store = conversation.session, conversation.session.store
             meta = {"name": call.name, "call_id": result.tool_call_id if result else None}
-            await store.call(store.add_message, session.id, "tool", text, turn_id=conversation.turn_id, tool_call_id=call.id, metadata=meta)
+            await store.call(
+                store.add_message,
+                session.id,
+                "tool",
+                text,
+                turn_id=conversation.turn_id,
+                tool_call_id=call.id,
+                metadata=meta,
+            )
 
     async def _run_stop_hooks(self, context: StopContext) -> list[tuple[str, str]]:
         """Run every hook in order; the (hook name, note) of those that returned a note."""
@@ -332,7 +364,9 @@ class AgentRunner:
 
     def _claim(self, session_id: str) -> None:
         if self.is_running(session_id):
-            raise NiniError(ErrorCode.CONFLICT, f"session {session_id} is already running a turn; wait for it or cancel it")
+            raise NiniError(
+                ErrorCode.CONFLICT, f"session {session_id} is already running a turn; wait for it or cancel it"
+            )
 
 
 class _DeltaSink:

@@ -45,8 +45,10 @@ with exactly one line and nothing else:
 ## The run
 {record}
 """
-RETRY_REMINDER = ("\n\nYour previous answer did not follow the required form. Answer with exactly one of the three "
-                  "lines, naming the skill you saved, if any.")  # fmt: skip
+RETRY_REMINDER = (
+    "\n\nYour previous answer did not follow the required form. Answer with exactly one of the three "
+    "lines, naming the skill you saved, if any."
+)
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,9 @@ async def _meta_skills(session: Session, turn_id: str) -> tuple[str, str]:
 
 async def _run_task(session: Session, turn_id: str, prompt: str, timeout_s: float) -> str:
     try:
-        result = await asyncio.wait_for(invoke(session, "task:skill:enhance", {"prompt": prompt}, turn_id=turn_id), timeout_s)
+        result = await asyncio.wait_for(
+            invoke(session, "task:skill:enhance", {"prompt": prompt}, turn_id=turn_id), timeout_s
+        )
     except TimeoutError:
         raise _Failure("execution timeout") from None
     if not result.success:
@@ -132,8 +136,11 @@ def _outcome(answer: str, saved: list[str], existing: set[str]) -> EnhanceOutcom
 
 def _saved_skills(session: Session, turn_id: str) -> list[str]:
     calls = session.store.list_tool_calls(session.id, turn_id=turn_id)
-    return [c["result"]["name"] for c in calls
-            if c["tool_name"] == "save_skill" and c["status"] == "succeeded" and isinstance(c.get("result"), dict)]  # fmt: skip
+    return [
+        c["result"]["name"]
+        for c in calls
+        if c["tool_name"] == "save_skill" and c["status"] == "succeeded" and isinstance(c.get("result"), dict)
+    ]
 
 
 def _user_skills(session: Session) -> set[str]:

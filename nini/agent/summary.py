@@ -30,7 +30,14 @@ from nini.agent.tools import is_task
 from nini.config import AgentSettings
 from nini.errors import ErrorCode, NiniError
 
-__all__ = ["FALLBACK_PREFIX", "TaskSummary", "bound_tokens", "first_sentence", "should_summarize", "summarize_task_result"]
+__all__ = [
+    "FALLBACK_PREFIX",
+    "TaskSummary",
+    "bound_tokens",
+    "first_sentence",
+    "should_summarize",
+    "summarize_task_result",
+]
 
 log = logging.getLogger("nini.agent.summary")
 
@@ -142,9 +149,15 @@ def _sentence(text: str, limit_chars: int) -> tuple[str, bool]:
 
 
 async def _ask_model(
-    llm: Any, command: str, raw: str, raw_ids: list[int], is_error: bool, timeout: float, read_chars: int,
+    llm: Any,
+    command: str,
+    raw: str,
+    raw_ids: list[int],
+    is_error: bool,
+    timeout: float,
+    read_chars: int,
     notes: dict[str, str],
-) -> tuple[str, bool]:  # fmt: skip
+) -> tuple[str, bool]:
     """The model's first sentence and whether it was cut, or ``("", False)`` with ``notes["llm_error"]``."""
     try:
         messages = _prompt(command, raw, raw_ids, is_error)
@@ -198,8 +211,7 @@ def _prompt(command: str, raw: str, raw_ids: list[int], is_error: bool) -> list[
         "No preamble, no list, no markdown."
     )
     user = (
-        f"Task: {command[:200]}\nStatus: {status}\n"
-        f"Result ({len(raw_ids)} tokens, shown {shown}):\n<<<\n{excerpt}\n>>>"
+        f"Task: {command[:200]}\nStatus: {status}\nResult ({len(raw_ids)} tokens, shown {shown}):\n<<<\n{excerpt}\n>>>"
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
@@ -334,9 +346,14 @@ def _is_cjk(ch: str) -> bool:
 
 
 def _log_summary(
-    command: str, raw: str, is_error: bool, summary: TaskSummary, notes: dict[str, str], started: float,
+    command: str,
+    raw: str,
+    is_error: bool,
+    summary: TaskSummary,
+    notes: dict[str, str],
+    started: float,
     preview: bool,
-) -> None:  # fmt: skip
+) -> None:
     # one line per summary: what was summarized (by hash), how, and never more of it than the preview
     data: dict[str, Any] = {
         "summary_id": uuid.uuid4().hex,

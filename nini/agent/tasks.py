@@ -59,7 +59,8 @@ TASK_KINDS = {
         TaskKind(
             "task:explore",
             "Read-only investigation by a sub-agent (datasets, files, skills; it can change nothing); one sentence back.",
-            _SUB_AGENT + "\nYou are read-only: look at datasets, files and skills; you cannot run code or change anything.",
+            _SUB_AGENT
+            + "\nYou are read-only: look at datasets, files and skills; you cannot run code or change anything.",
             _read_only,
         ),
         TaskKind(
@@ -89,7 +90,9 @@ async def run_task(session: Session, command: str, prompt: str) -> ToolOutput:
     kind = TASK_KINDS[command]
     turn = CURRENT_TURN.get()
     if turn is not None and turn.in_task:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"a task cannot start another task ({command} was called inside a task)")
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT, f"a task cannot start another task ({command} was called inside a task)"
+        )
     if not prompt.strip():
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "the task's prompt is empty")
     runner, settings = session.runtime.agent, session.settings.agent
@@ -112,10 +115,15 @@ async def run_task(session: Session, command: str, prompt: str) -> ToolOutput:
     llm = None if verdict else runner.router
     summary = await summarize_task_result(command, raw, is_error=failed, llm=llm, settings=settings)
     data = {
-        "command": command, "success": not failed, "ended_by": end.ended_by, "summary": summary.text,
-        "raw_tokens": summary.raw_tokens, "summary_tokens": summary.summary_tokens,
-        "truncated": summary.truncated, "fallback_used": summary.fallback_used,
-    }  # fmt: skip
+        "command": command,
+        "success": not failed,
+        "ended_by": end.ended_by,
+        "summary": summary.text,
+        "raw_tokens": summary.raw_tokens,
+        "summary_tokens": summary.summary_tokens,
+        "truncated": summary.truncated,
+        "fallback_used": summary.fallback_used,
+    }
     await session.store.call(session.events.publish, session.id, "task_summary", data, turn_id=turn_id)
     result = {"command": command, "summary": summary.text, "ended_by": end.ended_by}
     error = None if not failed else {"code": (end.error or {}).get("code", "INTERNAL"), "message": summary.text}

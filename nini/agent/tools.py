@@ -57,7 +57,10 @@ class ToolSet:
             return
         self._skills[wire] = skill_name
         self.schemas.append(
-            {"type": "function", "function": {"name": wire, "description": description[:1024], "parameters": parameters}}
+            {
+                "type": "function",
+                "function": {"name": wire, "description": description[:1024], "parameters": parameters},
+            }
         )
 
 

@@ -50,8 +50,12 @@ class RunMeter:
 
     def usage(self) -> dict[str, int]:
         """``{prompt_tokens, completion_tokens, calls, unreported}``."""
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "calls": self.calls,
-                "unreported": self.unreported}  # fmt: skip
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "calls": self.calls,
+            "unreported": self.unreported,
+        }
 
     def priced(self) -> dict[str, float] | None:
         """What the calls cost, ``{currency: amount}`` rounded to a millionth; None when a call's

@@ -9,16 +9,39 @@ import typer.main
 
 from nini import __version__
 from nini.cli import ask, experience, models, prefs, r, report, sessions, skills
-from nini.cli._help import ANALYSIS, HELP_OPTIONS, MEMORY, MODELS, SERVER, SESSIONS, SKILLS, SectionedGroup, examples, help_of
-from nini.cli._common import NEW_SESSION_HELP, CliState, handles_errors, print_json, silence_stdout, state, warn_unsandboxed
+from nini.cli._help import (
+    ANALYSIS,
+    HELP_OPTIONS,
+    MEMORY,
+    MODELS,
+    SERVER,
+    SESSIONS,
+    SKILLS,
+    SectionedGroup,
+    examples,
+    help_of,
+)
+from nini.cli._common import (
+    NEW_SESSION_HELP,
+    CliState,
+    handles_errors,
+    print_json,
+    silence_stdout,
+    state,
+    warn_unsandboxed,
+)
 from nini.cli.terminal import working
 
 app = typer.Typer(
     help="nini: a data-analysis agent that lives inside Jupyter.\n\n\b\n"
-         "Add -h to any command for its options and examples.\n"
-         "Shell completion: nini --install-completion (bash, zsh, fish, PowerShell).",
-    epilog=examples('nini ask "Which region grew fastest?" --data sales.csv', "nini --lang en doctor",
-                    "nini --project-dir ~/analysis sessions list", "nini skills list --json"),
+    "Add -h to any command for its options and examples.\n"
+    "Shell completion: nini --install-completion (bash, zsh, fish, PowerShell).",
+    epilog=examples(
+        'nini ask "Which region grew fastest?" --data sales.csv',
+        "nini --lang en doctor",
+        "nini --project-dir ~/analysis sessions list",
+        "nini skills list --json",
+    ),
     cls=SectionedGroup,
     context_settings=HELP_OPTIONS,
     rich_markup_mode=None,
@@ -28,7 +51,9 @@ app = typer.Typer(
 )
 app.command("ask", rich_help_panel=ANALYSIS, epilog=ask.EXAMPLES)(ask.ask_command)
 app.command("run-code", rich_help_panel=ANALYSIS, epilog=sessions.RUN_CODE_EXAMPLES)(sessions.run_code_command)
-app.command("run-r", help=sessions.RUN_R_HELP, rich_help_panel=ANALYSIS, epilog=sessions.RUN_R_EXAMPLES)(sessions.run_code_command)
+app.command("run-r", help=sessions.RUN_R_HELP, rich_help_panel=ANALYSIS, epilog=sessions.RUN_R_EXAMPLES)(
+    sessions.run_code_command
+)
 app.add_typer(r.app, name="r", rich_help_panel=ANALYSIS)
 app.add_typer(sessions.app, name="sessions", rich_help_panel=SESSIONS)
 app.command("report", rich_help_panel=SESSIONS, epilog=report.EXAMPLES)(report.report_command)
@@ -53,11 +78,23 @@ def _version(value: bool) -> None:
 @handles_errors
 def root(
     ctx: typer.Context,
-    project_dir: Annotated[Path | None, typer.Option("--project-dir", metavar="DIR", help="Project folder (its .nini/, "
-                           ".agents/, .claude/ skills); it must exist. Default: the current folder.")] = None,  # fmt: skip
-    lang: Annotated[Literal["zh", "en"] | None, typer.Option(
-        "--lang", help="Language of nini's words for this command (default: ui.language, auto: the locale's).")] = None,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print nini's version and exit.")] = False,
+    project_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--project-dir",
+            metavar="DIR",
+            help="Project folder (its .nini/, .agents/, .claude/ skills); it must exist. Default: the current folder.",
+        ),
+    ] = None,
+    lang: Annotated[
+        Literal["zh", "en"] | None,
+        typer.Option(
+            "--lang", help="Language of nini's words for this command (default: ui.language, auto: the locale's)."
+        ),
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print nini's version and exit.")
+    ] = False,
 ) -> None:
     """Settings are read by the commands that need them; here only what every command shares."""
     from nini.language import use_language
@@ -81,7 +118,9 @@ def root(
 def doctor(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
-    check_models: Annotated[bool, typer.Option("--check-models", help="Also make one tiny real call per model to try (nini models test).")] = False,
+    check_models: Annotated[
+        bool, typer.Option("--check-models", help="Also make one tiny real call per model to try (nini models test).")
+    ] = False,
 ) -> None:
     """Check Python, packages, R, the sandbox and NINI_HOME; exit 1 if a required part is missing."""
     import asyncio
@@ -113,7 +152,9 @@ def doctor(
 @handles_errors
 def mcp_command(
     ctx: typer.Context,
-    session_id: Annotated[str | None, typer.Option("--session", help="Serve this existing session; default: a new one.")] = None,
+    session_id: Annotated[
+        str | None, typer.Option("--session", help="Serve this existing session; default: a new one.")
+    ] = None,
     new: Annotated[bool, typer.Option("--new", help=NEW_SESSION_HELP)] = False,
 ) -> None:
     """Serve nini's enabled skills as MCP tools over stdio (for Claude Code, Cursor, Jupyter AI, ...)."""

@@ -125,12 +125,22 @@ def print_data(value: Any, as_json: bool, lines: Callable[[Any], list[str]]) -> 
 
 
 # How --data files are read, next to --data in every command that has it (None: detected, the first sheet)
-EncodingOption = Annotated[str | None, typer.Option("--encoding", help="The --data files' text encoding (e.g. gbk, latin-1); default: detected.")]
-SepOption = Annotated[str | None, typer.Option("--sep", help="The --data files' separator (e.g. ';', '|', tab); default: detected.")]
-SheetOption = Annotated[str | None, typer.Option("--sheet", help="The sheet of an Excel --data file, by name or 0-based index; default: the first.")]
+EncodingOption = Annotated[
+    str | None,
+    typer.Option("--encoding", help="The --data files' text encoding (e.g. gbk, latin-1); default: detected."),
+]
+SepOption = Annotated[
+    str | None, typer.Option("--sep", help="The --data files' separator (e.g. ';', '|', tab); default: detected.")
+]
+SheetOption = Annotated[
+    str | None,
+    typer.Option("--sheet", help="The sheet of an Excel --data file, by name or 0-based index; default: the first."),
+]
 
 
-async def load_data_files(session: Any, paths: list[Path], *, announce: bool = True, read: dict[str, Any] | None = None) -> list[str]:
+async def load_data_files(
+    session: Any, paths: list[Path], *, announce: bool = True, read: dict[str, Any] | None = None
+) -> list[str]:
     """``--data FILE``: copy each file into the session and load it as a dataset (recorded through
     load_dataset, with ``read``: ``--encoding``, ``--sep``, ``--sheet``); a file that cannot be loaded
     stops the command with its error. The datasets' names."""

@@ -46,8 +46,12 @@ class SectionedGroup(TyperGroup):
         width = max(len(name) for rows in found.values() for name, _ in rows)  # one column across sections
         for title in sorted(found, key=lambda t: SECTIONS.index(t) if t in SECTIONS else len(SECTIONS)):
             with formatter.section(title):
-                formatter.write_dl([(name.ljust(width), command.get_short_help_str(SHORT_HELP_LIMIT))
-                                    for name, command in found[title]])  # fmt: skip
+                formatter.write_dl(
+                    [
+                        (name.ljust(width), command.get_short_help_str(SHORT_HELP_LIMIT))
+                        for name, command in found[title]
+                    ]
+                )
 
 
 def help_of(root: Any, args: list[str]) -> str | None:
@@ -70,5 +74,12 @@ def help_of(root: Any, args: list[str]) -> str | None:
 
 def group(help: str, example_lines: tuple[str, ...] | list[str], **options: Any) -> typer.Typer:
     """A ``nini`` command group: plain sectioned help, ``-h``, help when called bare, and its examples."""
-    return typer.Typer(help=help, epilog=examples(*example_lines), cls=SectionedGroup, context_settings=HELP_OPTIONS,
-                       rich_markup_mode=None, no_args_is_help=True, **options)  # fmt: skip
+    return typer.Typer(
+        help=help,
+        epilog=examples(*example_lines),
+        cls=SectionedGroup,
+        context_settings=HELP_OPTIONS,
+        rich_markup_mode=None,
+        no_args_is_help=True,
+        **options,
+    )

@@ -11,37 +11,69 @@ from typing import Annotated, Literal
 
 import typer
 
-from nini.cli._common import NEW_SESSION_HELP, EncodingOption, SepOption, SheetOption, handles_errors, load_data_files, print_json, state, warn_unsandboxed
+from nini.cli._common import (
+    NEW_SESSION_HELP,
+    EncodingOption,
+    SepOption,
+    SheetOption,
+    handles_errors,
+    load_data_files,
+    print_json,
+    state,
+    warn_unsandboxed,
+)
 from nini.cli._help import examples
 from nini.cli.terminal import print_progress
 from nini.cli.words import say
 
-EXAMPLES = examples('nini ask "Which region grew fastest last quarter?" --data sales.csv',
-                    'nini ask "Now plot it by month" --session demo-agent',
-                    'nini ask "Summarise the data" --data sales.csv --json')
+EXAMPLES = examples(
+    'nini ask "Which region grew fastest last quarter?" --data sales.csv',
+    'nini ask "Now plot it by month" --session demo-agent',
+    'nini ask "Summarise the data" --data sales.csv --json',
+)
 
 
 @handles_errors
 def ask_command(
     ctx: typer.Context,
     question: Annotated[str, typer.Argument(metavar="QUESTION", help="What you want to know about your data.")],
-    data: Annotated[list[Path] | None, typer.Option("--data", metavar="FILE", help="A data file to load as a dataset first (repeatable).")] = None,
+    data: Annotated[
+        list[Path] | None,
+        typer.Option("--data", metavar="FILE", help="A data file to load as a dataset first (repeatable)."),
+    ] = None,
     encoding: EncodingOption = None,
     sep: SepOption = None,
     sheet: SheetOption = None,
-    session_id: Annotated[str | None, typer.Option("--session", help="Continue this existing session (default: a new one).")] = None,
+    session_id: Annotated[
+        str | None, typer.Option("--session", help="Continue this existing session (default: a new one).")
+    ] = None,
     new: Annotated[bool, typer.Option("--new", help=NEW_SESSION_HELP)] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print only the run's result as JSON at the end.")] = False,
-    stage: Annotated[Literal["init", "analysis", "report", "review"] | None, typer.Option(
-        "--stage", help="The project stage of this question, for experience matching and capture (default: read from the run).")] = None,
+    stage: Annotated[
+        Literal["init", "analysis", "report", "review"] | None,
+        typer.Option(
+            "--stage",
+            help="The project stage of this question, for experience matching and capture (default: read from the run).",
+        ),
+    ] = None,
 ) -> None:
     """Ask nini about your data: it plans, runs Python and R, and answers; exit 1 if the run did not finish."""
     import asyncio
 
     cli = state(ctx)
     try:
-        session, result = asyncio.run(_ask(cli.settings, cli.project_dir, question, data or [], (session_id, new), not as_json, stage,
-                                         read={"encoding": encoding, "sep": sep, "sheet": sheet}))
+        session, result = asyncio.run(
+            _ask(
+                cli.settings,
+                cli.project_dir,
+                question,
+                data or [],
+                (session_id, new),
+                not as_json,
+                stage,
+                read={"encoding": encoding, "sep": sep, "sheet": sheet},
+            )
+        )
     except KeyboardInterrupt:
         typer.echo("\n" + say(ctx, "ask_cancelled"), err=True)
         raise typer.Exit(1) from None
@@ -58,8 +90,16 @@ def ask_command(
         raise typer.Exit(1)
 
 
-async def _ask(settings, project_dir: Path, question: str, data: list[Path], named: tuple[str | None, bool],  # noqa: ANN001, ANN202
-               show: bool, stage: str | None = None, read: dict | None = None):
+async def _ask(
+    settings,
+    project_dir: Path,
+    question: str,
+    data: list[Path],
+    named: tuple[str | None, bool],  # noqa: ANN001, ANN202
+    show: bool,
+    stage: str | None = None,
+    read: dict | None = None,
+):
     """One turn in the named session (``--session``, ``--new``). No model: said (with how to add one)
     before any session is made; a session this command made that holds no step when the turn fails
     is gone again (``Runtime.command_session``)."""

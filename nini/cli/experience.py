@@ -14,9 +14,13 @@ from nini.errors import ErrorCode, NiniError
 if TYPE_CHECKING:  # the libraries (and the model judge) load inside commands: `nini --help` stays fast
     from nini.memory.experience import ExperienceMemory
 
-app = group("The team's and the project's experience libraries.", ["nini experience list", "nini experience show EXP-0001"])
-REMEMBER_EXAMPLES = examples("nini remember",
-                             'nini remember --add "use the median for revenue: the revenue column has outliers" --level project --yes')
+app = group(
+    "The team's and the project's experience libraries.", ["nini experience list", "nini experience show EXP-0001"]
+)
+REMEMBER_EXAMPLES = examples(
+    "nini remember",
+    'nini remember --add "use the median for revenue: the revenue column has outliers" --level project --yes',
+)
 
 Level = Literal["team", "project"]
 Stage = Literal["init", "analysis", "report", "review"]
@@ -35,8 +39,11 @@ def _ask(prompt: str) -> str:
 
 
 def _ask_stage(language: str) -> str:
-    prompt = "这条经验属于哪个阶段（init/analysis/report/review）[analysis]：" if language == "zh" else \
-        "Which stage is it from (init/analysis/report/review) [analysis]: "
+    prompt = (
+        "这条经验属于哪个阶段（init/analysis/report/review）[analysis]："
+        if language == "zh"
+        else "Which stage is it from (init/analysis/report/review) [analysis]: "
+    )
     while True:
         try:
             answer = input(prompt).strip().lower() or "analysis"
@@ -49,14 +56,34 @@ def _ask_stage(language: str) -> str:
 @handles_errors
 def remember_command(
     ctx: typer.Context,
-    add: Annotated[str | None, typer.Option("--add", help="An experience stated explicitly, e.g. \"use the median, the revenue column has outliers\".")] = None,
-    level: Annotated[Level | None, typer.Option("--level", help="Where it goes: team or project (decided from the statement when left out).")] = None,
-    type: Annotated[Literal["standard", "knowledge"] | None, typer.Option("--type", help="standard (a checkable rule) or knowledge (a judgement).")] = None,
+    add: Annotated[
+        str | None,
+        typer.Option(
+            "--add", help='An experience stated explicitly, e.g. "use the median, the revenue column has outliers".'
+        ),
+    ] = None,
+    level: Annotated[
+        Level | None,
+        typer.Option("--level", help="Where it goes: team or project (decided from the statement when left out)."),
+    ] = None,
+    type: Annotated[
+        Literal["standard", "knowledge"] | None,
+        typer.Option("--type", help="standard (a checkable rule) or knowledge (a judgement)."),
+    ] = None,
     trigger: Annotated[str | None, typer.Option("--trigger", help="When to load it (default: the statement).")] = None,
-    stage: Annotated[Stage | None, typer.Option("--stage", help="The stage it belongs to (asked when left out; analysis with --yes).")] = None,
-    alternative: Annotated[list[str] | None, typer.Option("--alternative", metavar="TEXT", help="A rejected alternative (repeatable).")] = None,
-    signal: Annotated[str | None, typer.Option("--signal", help="What tells the choice apart (default: read from the statement).")] = None,
-    yes: Annotated[bool, typer.Option("--yes", help="With --add: the confirmation, given here; deposit without asking.")] = False,
+    stage: Annotated[
+        Stage | None,
+        typer.Option("--stage", help="The stage it belongs to (asked when left out; analysis with --yes)."),
+    ] = None,
+    alternative: Annotated[
+        list[str] | None, typer.Option("--alternative", metavar="TEXT", help="A rejected alternative (repeatable).")
+    ] = None,
+    signal: Annotated[
+        str | None, typer.Option("--signal", help="What tells the choice apart (default: read from the statement).")
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="With --add: the confirmation, given here; deposit without asking.")
+    ] = False,
 ) -> None:
     """Choose which pending experience candidates to keep, or state one with --add."""
     from nini.memory.experience.menu import remember_dialogue
@@ -64,13 +91,17 @@ def remember_command(
     memory = _memory(ctx)
     if add is None:
         if yes:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, "--yes confirms a statement given with --add; the pending list is chosen interactively")
+            raise NiniError(
+                ErrorCode.INVALID_ARGUMENT,
+                "--yes confirms a statement given with --add; the pending list is chosen interactively",
+            )
         remember_dialogue(memory, _ask, typer.echo)
         return
     if stage is None:  # nothing to read it from: the user says, or the scripted form takes analysis
         stage = "analysis" if yes else _ask_stage(memory.language)
-    result = memory.capture_statement(add, stage=stage, level=level, type_=type, trigger=trigger,
-                                      alternatives=alternative or (), signal=signal)  # fmt: skip
+    result = memory.capture_statement(
+        add, stage=stage, level=level, type_=type, trigger=trigger, alternatives=alternative or (), signal=signal
+    )
     if not result.kept:
         reasons = "; ".join(f"{item['reason']}: {item['why']}" for item in result.dropped) or "it is already pending"
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"not kept as a candidate: {reasons}")
@@ -105,13 +136,19 @@ def list_entries(
         typer.echo(say(ctx, "no_experience"))
         return
     for row in rows:
-        typer.echo(f"{row['level']:<8} {row['id']:<9} {row['type']:<9} {row['status']:<10} {row['strength']:<10} {row['title']}")
+        typer.echo(
+            f"{row['level']:<8} {row['id']:<9} {row['type']:<9} {row['status']:<10} {row['strength']:<10} {row['title']}"
+        )
 
 
-@app.command("show", epilog=examples("nini experience show EXP-0001", "nini experience show team/knowledge/EXP-0001.md"))
+@app.command(
+    "show", epilog=examples("nini experience show EXP-0001", "nini experience show team/knowledge/EXP-0001.md")
+)
 @handles_errors
-def show_entry(ctx: typer.Context, reference: Annotated[str, typer.Argument(
-        metavar="ENTRY", help="EXP-0001, or team/knowledge/EXP-0001.md")]) -> None:
+def show_entry(
+    ctx: typer.Context,
+    reference: Annotated[str, typer.Argument(metavar="ENTRY", help="EXP-0001, or team/knowledge/EXP-0001.md")],
+) -> None:
     """Print one experience document."""
     memory = _memory(ctx)
     if "/" not in reference:
@@ -119,7 +156,9 @@ def show_entry(ctx: typer.Context, reference: Annotated[str, typer.Argument(
         if not found:
             raise NiniError(ErrorCode.NOT_FOUND, f"no {reference} in the team or project INDEX.md")
         if len(found) > 1:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{reference} is in both libraries: say team/... or project/...")
+            raise NiniError(
+                ErrorCode.INVALID_ARGUMENT, f"{reference} is in both libraries: say team/... or project/..."
+            )
         reference = found[0]["reference"]
     typer.echo(memory.read(reference), nl=False)
 
@@ -164,7 +203,9 @@ def deprecate_entry(
 
 @app.command("rollback", epilog=examples("nini experience rollback project"))
 @handles_errors
-def rollback_library(ctx: typer.Context, level: Annotated[Level, typer.Argument(metavar="LEVEL", help="team or project")]) -> None:
+def rollback_library(
+    ctx: typer.Context, level: Annotated[Level, typer.Argument(metavar="LEVEL", help="team or project")]
+) -> None:
     """Undo the library's last deposit or deprecation (from its backup; created files are kept aside)."""
     from nini.memory.experience.curate import rollback
 

@@ -13,12 +13,18 @@ from nini.cli.words import say
 from nini.cli.terminal import working
 from nini.errors import ErrorCode, NiniError
 
-app = group("Your preferences: the ones you write and the ones learned from your feedback.",
-            ["nini prefs list", "nini prefs add report.decimals 2", "nini prefs preview --skill-type report"])
-FEEDBACK_EXAMPLES = examples('nini feedback t1a2b3c4d5e6f reject --comment "too many exclamation marks"',
-                             "nini feedback t1a2b3c4d5e6f accept --signal no_exclamation --json")
+app = group(
+    "Your preferences: the ones you write and the ones learned from your feedback.",
+    ["nini prefs list", "nini prefs add report.decimals 2", "nini prefs preview --skill-type report"],
+)
+FEEDBACK_EXAMPLES = examples(
+    'nini feedback t1a2b3c4d5e6f reject --comment "too many exclamation marks"',
+    "nini feedback t1a2b3c4d5e6f accept --signal no_exclamation --json",
+)
 
-ProjectOption = Annotated[str | None, typer.Option("--project", metavar="ID", help="A project id (see prefs list); '.' is this project.")]
+ProjectOption = Annotated[
+    str | None, typer.Option("--project", metavar="ID", help="A project id (see prefs list); '.' is this project.")
+]
 IdArgument = Annotated[int, typer.Argument(metavar="ID", help="The preference's id (nini prefs list).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of the table.")]
 
@@ -48,8 +54,10 @@ def _show(ctx: typer.Context, rows: list[dict[str, Any]]) -> None:
         typer.echo(say(ctx, "no_preferences"))
     for row in rows:
         scope = row["project_id"] or "global"
-        typer.echo(f"{row['id']:>6}  {row['key']:<28} {json.dumps(row['value'], ensure_ascii=False):<16} "
-                   f"{row['source']:<9} {row['confidence']:.2f}  {row['evidence_count']:>3}  {scope}")  # fmt: skip
+        typer.echo(
+            f"{row['id']:>6}  {row['key']:<28} {json.dumps(row['value'], ensure_ascii=False):<16} "
+            f"{row['source']:<9} {row['confidence']:.2f}  {row['evidence_count']:>3}  {scope}"
+        )
 
 
 @app.command("list", epilog=examples("nini prefs list", "nini prefs list --project . --json"))
@@ -81,13 +89,20 @@ def show_pref(ctx: typer.Context, preference_id: IdArgument, as_json: JsonOption
 def add_pref(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(metavar="KEY", help="What it is about, e.g. report.decimals or verbosity.")],
-    value: Annotated[str, typer.Argument(metavar="VALUE", help="JSON (2, true, \"text\"), or text.")],
+    value: Annotated[str, typer.Argument(metavar="VALUE", help='JSON (2, true, "text"), or text.')],
     project: ProjectOption = None,
 ) -> None:
     """Your own preference (confidence 1.0, never changed by learning); global unless --project."""
     memory = _open(ctx)
     try:
-        _show(ctx, [memory.table.put_explicit(_project(memory, project), key, _value(value), owner=memory.settings.session_owner)])
+        _show(
+            ctx,
+            [
+                memory.table.put_explicit(
+                    _project(memory, project), key, _value(value), owner=memory.settings.session_owner
+                )
+            ],
+        )
     finally:
         memory.store.close()
 
@@ -98,13 +113,24 @@ def edit_pref(
     ctx: typer.Context,
     preference_id: IdArgument,
     value: Annotated[str | None, typer.Option("--value", help="A new value (JSON, or text).")] = None,
-    confidence: Annotated[float | None, typer.Option("--confidence", help="0 to 1 (default 1.0: your edit makes it yours).")] = None,
+    confidence: Annotated[
+        float | None, typer.Option("--confidence", help="0 to 1 (default 1.0: your edit makes it yours).")
+    ] = None,
 ) -> None:
     """Change a preference; your edit makes it explicit."""
     memory = _open(ctx)
     try:
-        _show(ctx, [memory.table.edit(preference_id, value=None if value is None else _value(value), confidence=confidence,
-                                 owner=memory.settings.session_owner)])  # fmt: skip
+        _show(
+            ctx,
+            [
+                memory.table.edit(
+                    preference_id,
+                    value=None if value is None else _value(value),
+                    confidence=confidence,
+                    owner=memory.settings.session_owner,
+                )
+            ],
+        )
     finally:
         memory.store.close()
 
@@ -127,7 +153,9 @@ def preview(
     ctx: typer.Context,
     project: ProjectOption = ".",
     skill_type: Annotated[str, typer.Option("--skill-type", help="answer, report or chart.")] = "answer",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the selection (each preference and why) as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the selection (each preference and why) as JSON.")
+    ] = False,
 ) -> None:
     """Exactly the block the next run of this skill type is given."""
     memory = _open(ctx)
@@ -155,16 +183,22 @@ SwitchJsonOption = Annotated[bool, typer.Option("--json", help='Print {"key", "o
 
 @app.command("learning", epilog=examples("nini prefs learning", "nini prefs learning --off"))
 @handles_errors
-def learning(ctx: typer.Context, on: Annotated[bool | None, typer.Option("--on/--off", help="Learn from feedback, or not.")] = None,
-             as_json: SwitchJsonOption = False) -> None:  # fmt: skip
+def learning(
+    ctx: typer.Context,
+    on: Annotated[bool | None, typer.Option("--on/--off", help="Learn from feedback, or not.")] = None,
+    as_json: SwitchJsonOption = False,
+) -> None:
     """Switch learning from feedback (explicit preferences are injected either way)."""
     _switch(ctx, "preferences.learning", on, as_json)
 
 
 @app.command("injection", epilog=examples("nini prefs injection", "nini prefs injection --on"))
 @handles_errors
-def injection(ctx: typer.Context, on: Annotated[bool | None, typer.Option("--on/--off", help="Put preferences into prompts, or not.")] = None,
-              as_json: SwitchJsonOption = False) -> None:  # fmt: skip
+def injection(
+    ctx: typer.Context,
+    on: Annotated[bool | None, typer.Option("--on/--off", help="Put preferences into prompts, or not.")] = None,
+    as_json: SwitchJsonOption = False,
+) -> None:
     """Switch putting preferences into prompts."""
     _switch(ctx, "preferences.injection", on, as_json)
 
@@ -172,13 +206,28 @@ def injection(ctx: typer.Context, on: Annotated[bool | None, typer.Option("--on/
 @handles_errors
 def feedback_command(
     ctx: typer.Context,
-    run_id: Annotated[str, typer.Argument(metavar="RUN", help="A turn id (an answer), report:<artifact id>, or a proposal id.")],
-    action: Annotated[Literal["accept", "reject", "partial"], typer.Argument(metavar="ACTION", help="accept, reject or partial.")],
-    signal: Annotated[list[str] | None, typer.Option("--signal", metavar="KEY", help="A preference it speaks for, e.g. no_exclamation (repeatable).")] = None,
-    comment: Annotated[str | None, typer.Option("--comment", help="Your words; a model (or keyword rules) reads signals from them.")] = None,
-    edited: Annotated[Path | None, typer.Option("--edited", help="Your edit of a report's Markdown: the signals come from the diff.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the feedback's id, the changes learned and the signals "
-                                          "cancelled out as JSON.")] = False,  # fmt: skip
+    run_id: Annotated[
+        str, typer.Argument(metavar="RUN", help="A turn id (an answer), report:<artifact id>, or a proposal id.")
+    ],
+    action: Annotated[
+        Literal["accept", "reject", "partial"], typer.Argument(metavar="ACTION", help="accept, reject or partial.")
+    ],
+    signal: Annotated[
+        list[str] | None,
+        typer.Option("--signal", metavar="KEY", help="A preference it speaks for, e.g. no_exclamation (repeatable)."),
+    ] = None,
+    comment: Annotated[
+        str | None, typer.Option("--comment", help="Your words; a model (or keyword rules) reads signals from them.")
+    ] = None,
+    edited: Annotated[
+        Path | None, typer.Option("--edited", help="Your edit of a report's Markdown: the signals come from the diff.")
+    ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print the feedback's id, the changes learned and the signals cancelled out as JSON."
+        ),
+    ] = False,
 ) -> None:
     """Judge a run's output: what was learned is printed, one change per line."""
     import asyncio
@@ -186,8 +235,14 @@ def feedback_command(
     with working("learning from the feedback"):
         learned = asyncio.run(_feedback(ctx, run_id, action, signal or [], comment, edited))
     if as_json:
-        print_json({"feedback_id": learned.feedback_id, "action": action, "changes": learned.changes,
-                    "canceled": list(learned.canceled)})  # fmt: skip
+        print_json(
+            {
+                "feedback_id": learned.feedback_id,
+                "action": action,
+                "changes": learned.changes,
+                "canceled": list(learned.canceled),
+            }
+        )
         return
     typer.echo(say(ctx, "feedback_recorded", id=learned.feedback_id, action=action))
     for change in learned.changes:
@@ -196,7 +251,9 @@ def feedback_command(
         typer.echo(f"  {name}: cancelled out (accepted and rejected on the same run)")
 
 
-async def _feedback(ctx: typer.Context, run_id: str, action: str, signals: list[str], comment: str | None, edited: Path | None) -> Any:
+async def _feedback(
+    ctx: typer.Context, run_id: str, action: str, signals: list[str], comment: str | None, edited: Path | None
+) -> Any:
     from nini.runtime import Runtime
 
     cli = state(ctx)
@@ -207,9 +264,12 @@ async def _feedback(ctx: typer.Context, run_id: str, action: str, signals: list[
             try:
                 edited_text = edited.read_text(encoding="utf-8")
             except OSError as exc:
-                raise NiniError(ErrorCode.INVALID_ARGUMENT, f"--edited: cannot read {edited.name}: {exc.strerror}") from None
+                raise NiniError(
+                    ErrorCode.INVALID_ARGUMENT, f"--edited: cannot read {edited.name}: {exc.strerror}"
+                ) from None
         from nini.agent.preferences import comment_reader
 
         llm = comment_reader(runtime.router) if comment else None
-        return await runtime.preferences.feedback(run_id, action, signals=signals, comment=comment, original=original,
-                                                  edited=edited_text, llm=llm)  # fmt: skip
+        return await runtime.preferences.feedback(
+            run_id, action, signals=signals, comment=comment, original=original, edited=edited_text, llm=llm
+        )

@@ -8,7 +8,18 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from nini.cli._common import NEW_SESSION_HELP, EncodingOption, SepOption, SheetOption, handles_errors, load_data_files, print_data, print_json, state, warn_unsandboxed
+from nini.cli._common import (
+    NEW_SESSION_HELP,
+    EncodingOption,
+    SepOption,
+    SheetOption,
+    handles_errors,
+    load_data_files,
+    print_data,
+    print_json,
+    state,
+    warn_unsandboxed,
+)
 from nini.cli._help import examples, group
 from nini.cli.terminal import working
 from nini.cli.words import say
@@ -18,18 +29,26 @@ from nini.limits import Limits, check_arguments
 if TYPE_CHECKING:  # the store (sqlalchemy) loads inside commands: `nini --help` stays fast
     from nini.history.store import HistoryStore
 
-app = group("Recorded sessions: list, inspect, export.",
-            ["nini sessions list --limit 5", "nini sessions show demo", "nini sessions export demo --format md --out demo.md"])
+app = group(
+    "Recorded sessions: list, inspect, export.",
+    ["nini sessions list --limit 5", "nini sessions show demo", "nini sessions export demo --format md --out demo.md"],
+)
 
 Purpose = Literal["exploration", "visualization", "export", "transformation"]
 # One command body serves both languages; the name it was called by picks the skill.
 SKILL_OF_COMMAND = {"run-code": "run_code", "run-r": "run_r_code"}
-RUN_CODE_EXAMPLES = examples("nini run-code analysis.py --data sales.csv",
-                             "echo 'print(df.describe())' | nini run-code - --data sales.csv --json",
-                             "nini run-code chart.py --session demo --label revenue-by-month")
-RUN_R_EXAMPLES = examples("nini run-r model.R --data sales.csv",
-                          "echo 'summary(lm(revenue ~ units, data = df))' | nini run-r - --data sales.csv")
-RUN_R_HELP = "Run R through run_r_code in a session's R worker (policy-checked, sandboxed), recorded like any agent step."
+RUN_CODE_EXAMPLES = examples(
+    "nini run-code analysis.py --data sales.csv",
+    "echo 'print(df.describe())' | nini run-code - --data sales.csv --json",
+    "nini run-code chart.py --session demo --label revenue-by-month",
+)
+RUN_R_EXAMPLES = examples(
+    "nini run-r model.R --data sales.csv",
+    "echo 'summary(lm(revenue ~ units, data = df))' | nini run-r - --data sales.csv",
+)
+RUN_R_HELP = (
+    "Run R through run_r_code in a session's R worker (policy-checked, sandboxed), recorded like any agent step."
+)
 
 
 @contextlib.contextmanager
@@ -60,8 +79,10 @@ def list_sessions(
     if not rows:
         typer.echo(say(ctx, "no_sessions"))
     for row in rows:
-        typer.echo(f"{row['id']}  {row['created_at']}  {row.get('tool_call_count', 0):>4} calls  "
-                   f"{row.get('execution_count', 0):>4} runs  {row.get('title') or ''}".rstrip())
+        typer.echo(
+            f"{row['id']}  {row['created_at']}  {row.get('tool_call_count', 0):>4} calls  "
+            f"{row.get('execution_count', 0):>4} runs  {row.get('title') or ''}".rstrip()
+        )
 
 
 IdArgument = Annotated[str, typer.Argument(metavar="ID", help="The session's id (nini sessions list).")]
@@ -72,8 +93,14 @@ IdArgument = Annotated[str, typer.Argument(metavar="ID", help="The session's id 
 def show_session(
     ctx: typer.Context,
     session_id: IdArgument,
-    as_json: Annotated[bool, typer.Option("--json", help="Print everything recorded (messages, tool calls, executions "
-                                          "with their code and output, artifacts, datasets) as JSON.")] = False,  # fmt: skip
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print everything recorded (messages, tool calls, executions "
+            "with their code and output, artifacts, datasets) as JSON.",
+        ),
+    ] = False,
 ) -> None:
     """Show a session: its steps (tool calls and the code they ran), artifacts and datasets."""
     from nini.history.export import session_bundle
@@ -86,17 +113,36 @@ def show_session(
 def _session_lines(bundle: dict[str, Any]) -> list[str]:
     """A session as a person reads it: one line per step; ``--json`` has the code, outputs and messages."""
     session = bundle["session"]
-    lines = [f"session {session['id']}" + (f": {session['title']}" if session.get("title") else ""),
-             f"created {session.get('created_at')}, updated {session.get('updated_at')}, {len(bundle['messages'])} message(s)"]
+    lines = [
+        f"session {session['id']}" + (f": {session['title']}" if session.get("title") else ""),
+        f"created {session.get('created_at')}, updated {session.get('updated_at')}, {len(bundle['messages'])} message(s)",
+    ]
     sections: list[tuple[str, list[str]]] = [
-        ("tool calls", [f"{c['tool_name']:<20} {c['status']:<9} {_seconds(c.get('duration_ms'))}"
-                        f"{'  ' + c['error_code'] if c.get('error_code') else ''}" for c in bundle["tool_calls"]]),
-        ("executions", [f"{e['id']:<14} {e['language']:<7} {e['status']:<9} {_seconds(e.get('duration_ms'))}  {e.get('label') or ''}".rstrip()
-                        for e in bundle["executions"]]),
+        (
+            "tool calls",
+            [
+                f"{c['tool_name']:<20} {c['status']:<9} {_seconds(c.get('duration_ms'))}"
+                f"{'  ' + c['error_code'] if c.get('error_code') else ''}"
+                for c in bundle["tool_calls"]
+            ],
+        ),
+        (
+            "executions",
+            [
+                f"{e['id']:<14} {e['language']:<7} {e['status']:<9} {_seconds(e.get('duration_ms'))}  {e.get('label') or ''}".rstrip()
+                for e in bundle["executions"]
+            ],
+        ),
         ("artifacts", [a["path"] for a in bundle["artifacts"]]),
-        ("datasets", [f"{d['name']:<20} {d.get('rows') if d.get('rows') is not None else '?'} rows, "
-                      f"{len(d.get('columns') or [])} columns" for d in bundle["datasets"]]),
-    ]  # fmt: skip
+        (
+            "datasets",
+            [
+                f"{d['name']:<20} {d.get('rows') if d.get('rows') is not None else '?'} rows, "
+                f"{len(d.get('columns') or [])} columns"
+                for d in bundle["datasets"]
+            ],
+        ),
+    ]
     for title, rows in sections:
         lines.append(f"{title} ({len(rows)})" + (":" if rows else ""))
         lines.extend(f"  {row}" for row in rows)
@@ -107,16 +153,33 @@ def _seconds(milliseconds: int | None) -> str:
     return f"{milliseconds / 1000:>6.1f} s" if milliseconds is not None else f"{'-':>8}"
 
 
-@app.command("export", epilog=examples("nini sessions export demo --format ipynb --out demo.ipynb",
-                                        "nini sessions export demo --format md --out demo.md --sandboxed",
-                                        "nini sessions export demo --format json > demo.json"))
+@app.command(
+    "export",
+    epilog=examples(
+        "nini sessions export demo --format ipynb --out demo.ipynb",
+        "nini sessions export demo --format md --out demo.md --sandboxed",
+        "nini sessions export demo --format json > demo.json",
+    ),
+)
 @handles_errors
 def export(
     ctx: typer.Context,
     session_id: IdArgument,
     format: Annotated[Literal["ipynb", "md", "json"], typer.Option("--format", help="ipynb, md or json.")] = "ipynb",
-    out: Annotated[Path | None, typer.Option("--out", help="Write here instead of to stdout, with <name>_files/ beside it (a notebook's datasets, the Markdown's images).")] = None,
-    sandboxed: Annotated[bool, typer.Option("--sandboxed", help="A notebook whose steps re-run in nini's sandbox (%%nini_run cells), not in the reader's kernel.")] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Write here instead of to stdout, with <name>_files/ beside it (a notebook's datasets, the Markdown's images).",
+        ),
+    ] = None,
+    sandboxed: Annotated[
+        bool,
+        typer.Option(
+            "--sandboxed",
+            help="A notebook whose steps re-run in nini's sandbox (%%nini_run cells), not in the reader's kernel.",
+        ),
+    ] = False,
 ) -> None:
     """Export a session: a notebook that re-runs it, Markdown to read, or JSON.
 
@@ -142,16 +205,25 @@ def export(
 def run_code_command(
     ctx: typer.Context,
     file: Annotated[str, typer.Argument(metavar="FILE|-", help="Source file to run, or - for stdin.")],
-    session_id: Annotated[str | None, typer.Option("--session", help="Run in this existing session (default: a new one).")] = None,
+    session_id: Annotated[
+        str | None, typer.Option("--session", help="Run in this existing session (default: a new one).")
+    ] = None,
     new: Annotated[bool, typer.Option("--new", help=NEW_SESSION_HELP)] = False,
-    data: Annotated[list[Path] | None, typer.Option("--data", metavar="FILE", help="Load a data file as a dataset first (repeatable).")] = None,
+    data: Annotated[
+        list[Path] | None,
+        typer.Option("--data", metavar="FILE", help="Load a data file as a dataset first (repeatable)."),
+    ] = None,
     encoding: EncodingOption = None,
     sep: SepOption = None,
     sheet: SheetOption = None,
-    dataset: Annotated[str | None, typer.Option("--dataset", help="Dataset loaded as df (default: the one --data file).")] = None,
+    dataset: Annotated[
+        str | None, typer.Option("--dataset", help="Dataset loaded as df (default: the one --data file).")
+    ] = None,
     save_as: Annotated[str | None, typer.Option("--save-as", help="Save output_df as this dataset.")] = None,
     label: Annotated[str | None, typer.Option("--label", help="Name of this step (charts are named after it).")] = None,
-    purpose: Annotated[Purpose, typer.Option("--purpose", help="Why the code runs (recorded with the step).")] = "exploration",
+    purpose: Annotated[
+        Purpose, typer.Option("--purpose", help="Why the code runs (recorded with the step).")
+    ] = "exploration",
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds (default from settings).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
 ) -> None:
@@ -167,13 +239,26 @@ def run_code_command(
         if not usable:
             raise NiniError(ErrorCode.R_UNAVAILABLE, f"R cannot be used here: {why}")
     code = sys.stdin.read() if file == "-" else _read_source(Path(file))
-    arguments = {"code": code, "dataset_name": dataset, "save_as": save_as, "label": label,
-                 "purpose": purpose, "timeout_s": timeout}
+    arguments = {
+        "code": code,
+        "dataset_name": dataset,
+        "save_as": save_as,
+        "label": label,
+        "purpose": purpose,
+        "timeout_s": timeout,
+    }
     check_arguments(arguments, Limits.of(cli.settings))  # before any session, row or kernel: TOO_LARGE, a surrogate
     with working("running R" if skill_name == "run_r_code" else "running Python"):
         session_id, result = asyncio.run(
-            _run_code(cli.settings, cli.project_dir, (session_id, new), data or [], skill_name, arguments,
-                      read={"encoding": encoding, "sep": sep, "sheet": sheet})
+            _run_code(
+                cli.settings,
+                cli.project_dir,
+                (session_id, new),
+                data or [],
+                skill_name,
+                arguments,
+                read={"encoding": encoding, "sep": sep, "sheet": sheet},
+            )
         )
     if as_json:
         print_json({"session_id": session_id, **result.to_dict()})
@@ -184,8 +269,15 @@ def run_code_command(
         raise typer.Exit(2 if code_ == ErrorCode.POLICY_VIOLATION.value else 1)
 
 
-async def _run_code(settings, project_dir: Path, named: tuple[str | None, bool], data: list[Path], skill_name: str,  # noqa: ANN001, ANN202
-                    arguments: dict, read: dict | None = None):  # fmt: skip
+async def _run_code(
+    settings,
+    project_dir: Path,
+    named: tuple[str | None, bool],
+    data: list[Path],
+    skill_name: str,  # noqa: ANN001, ANN202
+    arguments: dict,
+    read: dict | None = None,
+):
     """Run in the named session (``--session``, ``--new``); one this command made and nothing ran
     in is gone again when the command fails (``Runtime.command_session``)."""
     from nini.runtime import Runtime

@@ -14,8 +14,14 @@ if TYPE_CHECKING:  # skills (pydantic, the store) load inside commands: `nini --
     from nini.config import Settings
     from nini.skills import SkillRegistry
 
-app = group("Function and Markdown skills.", ["nini skills list --type markdown", "nini skills show data-quality-check",
-                                               'nini skills create revenue-check -d "Check revenue columns before analysis"'])
+app = group(
+    "Function and Markdown skills.",
+    [
+        "nini skills list --type markdown",
+        "nini skills show data-quality-check",
+        'nini skills create revenue-check -d "Check revenue columns before analysis"',
+    ],
+)
 
 SkillType = Literal["function", "markdown"]
 
@@ -50,8 +56,10 @@ def list_skills(
         description = " ".join(r["description"].split())
         description = description if len(description) <= 70 else description[:69] + "…"
         enabled = "yes" if r["enabled"] else "no"
-        typer.echo(f"{r['name']:<{width}}  {r['type']:<8}  {r['category']:<17}  {enabled:<7}  "
-                   f"{r['metadata'].get('source', ''):<7}  {description}")
+        typer.echo(
+            f"{r['name']:<{width}}  {r['type']:<8}  {r['category']:<17}  {enabled:<7}  "
+            f"{r['metadata'].get('source', ''):<7}  {description}"
+        )
     for problem in (p for p in registry.problem_records() if p.kind == "refused"):
         typer.echo(f"refused: {problem.name} ({problem.source}:{problem.location}): {problem.message}")
 
@@ -70,17 +78,22 @@ def show_skill(
 def _skill_lines(record: dict[str, Any]) -> list[str]:
     """The record as a person reads it; ``--json`` has all of it (a function skill's whole input schema)."""
     metadata = record.get("metadata") or {}
-    lines = [f"{record['name']} ({record['type']}, {metadata.get('source', '-')}, "
-             f"{'enabled' if record['enabled'] else 'disabled'})",
-             f"category:    {record['category']}", f"location:    {record['location']}",
-             f"description: {' '.join(record['description'].split())}"]  # fmt: skip
+    lines = [
+        f"{record['name']} ({record['type']}, {metadata.get('source', '-')}, "
+        f"{'enabled' if record['enabled'] else 'disabled'})",
+        f"category:    {record['category']}",
+        f"location:    {record['location']}",
+        f"description: {' '.join(record['description'].split())}",
+    ]
     schema = metadata.get("input_schema") or {}
     required = set(schema.get("required") or [])
     for number, (param, spec) in enumerate((schema.get("properties") or {}).items()):
         kinds = [spec["type"]] if spec.get("type") else [t.get("type", "?") for t in spec.get("anyOf", [])]
         kind = "/".join(k for k in kinds if k != "null") or "any"
-        lines.append(f"{'parameters:' if number == 0 else '':<13}{param} ({kind}{', required' if param in required else ''})"
-                     f"{': ' + ' '.join(spec['description'].split()) if spec.get('description') else ''}")  # fmt: skip
+        lines.append(
+            f"{'parameters:' if number == 0 else '':<13}{param} ({kind}{', required' if param in required else ''})"
+            f"{': ' + ' '.join(spec['description'].split()) if spec.get('description') else ''}"
+        )
     return lines
 
 
@@ -102,7 +115,9 @@ def enable(ctx: typer.Context, name: NameArgument, type: TypeOption = None) -> N
     typer.echo(say(ctx, "enabled", name=name))
 
 
-@app.command("disable", epilog=examples("nini skills disable data-quality-check", "nini skills disable twin --type markdown"))
+@app.command(
+    "disable", epilog=examples("nini skills disable data-quality-check", "nini skills disable twin --type markdown")
+)
 @handles_errors
 def disable(ctx: typer.Context, name: NameArgument, type: TypeOption = None) -> None:
     """Disable a skill (persisted in NINI_HOME/skills_state.json)."""
@@ -143,14 +158,21 @@ def doctor(
         raise typer.Exit(1)  # a skill that could not load is an error, not a remark
 
 
-@app.command("create", epilog=examples('nini skills create revenue-check -d "Check revenue columns before analysis"',
-                                        'nini skills create margin-calc --type function -d "Compute margins" -c statistics'))
+@app.command(
+    "create",
+    epilog=examples(
+        'nini skills create revenue-check -d "Check revenue columns before analysis"',
+        'nini skills create margin-calc --type function -d "Compute margins" -c statistics',
+    ),
+)
 @handles_errors
 def create(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(metavar="NAME", help="kebab-case, at most 64 characters")],
     description: Annotated[str, typer.Option("--description", "-d", help="What it does and when to use it.")],
-    type: Annotated[SkillType, typer.Option("--type", help="markdown (SKILL.md) or function (skill.py + test).")] = "markdown",
+    type: Annotated[
+        SkillType, typer.Option("--type", help="markdown (SKILL.md) or function (skill.py + test).")
+    ] = "markdown",
     category: Annotated[str, typer.Option("--category", "-c", help="data, statistics, visualization, ...")] = "other",
     directory: Annotated[Path | None, typer.Option("--dir", help="Parent folder; default NINI_HOME/skills.")] = None,
 ) -> None:
@@ -160,8 +182,14 @@ def create(
 
     cli = state(ctx)
     target = directory if directory is not None else cli.settings.user_skills_dir
-    created = create_skill(name, type=type, description=description, category=category, directory=target,
-                           language=cli.settings.ui.current_language)
+    created = create_skill(
+        name,
+        type=type,
+        description=description,
+        category=category,
+        directory=target,
+        language=cli.settings.ui.current_language,
+    )
     for path in created:
         typer.echo(say(ctx, "created", path=path))
     registry = _registry(ctx)  # brings the snapshot up to date when the new skill is in a skills root
@@ -170,13 +198,22 @@ def create(
         typer.echo(say(ctx, "skills_dir_unread", folder=target, name=name, resolved=target.resolve()), err=True)
     mine = {Path(path).resolve() for path in created}
     for problem in registry.problem_records():  # the new skill itself hidden by one that ranks higher
-        if problem.kind in ("shadowed", "refused") and problem.path is not None and Path(problem.path).resolve() in mine:
+        if (
+            problem.kind in ("shadowed", "refused")
+            and problem.path is not None
+            and Path(problem.path).resolve() in mine
+        ):
             used = "" if problem.kind == "refused" else ": that one is used, not the skill just created"
             typer.echo(f"warning: {problem.message}{used}", err=True)
 
 
-@app.command("validate", epilog=examples("nini skills validate ~/.nini/skills/revenue-check",
-                                          "nini skills validate .agents/skills/revenue-check/SKILL.md"))
+@app.command(
+    "validate",
+    epilog=examples(
+        "nini skills validate ~/.nini/skills/revenue-check",
+        "nini skills validate .agents/skills/revenue-check/SKILL.md",
+    ),
+)
 @handles_errors
 def validate(
     path: Annotated[Path, typer.Argument(metavar="PATH", help="A SKILL.md file or the folder holding it.")],
@@ -200,18 +237,29 @@ def validate(
     typer.echo(f"ok: {path} is a valid skill")
 
 
-@app.command("enhance", epilog=examples("nini skills enhance --status", "nini skills enhance --on --profile neutral",
-                                         "nini skills enhance --session demo-agent"))
+@app.command(
+    "enhance",
+    epilog=examples(
+        "nini skills enhance --status",
+        "nini skills enhance --on --profile neutral",
+        "nini skills enhance --session demo-agent",
+    ),
+)
 @handles_errors
 def enhance(
     ctx: typer.Context,
-    on: Annotated[bool | None, typer.Option("--on/--off", help="Turn automatic enhancement on or off (settings.json).")] = None,
+    on: Annotated[
+        bool | None, typer.Option("--on/--off", help="Turn automatic enhancement on or off (settings.json).")
+    ] = None,
     profile: Annotated[str | None, typer.Option("--profile", help="conservative, neutral or aggressive.")] = None,
     status: Annotated[bool, typer.Option("--status", help="Show the settings.")] = False,
     session_id: Annotated[
-        str | None, typer.Option("--session", help="Evaluate the last run of this session and, when it qualifies, enhance now.")
+        str | None,
+        typer.Option("--session", help="Evaluate the last run of this session and, when it qualifies, enhance now."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the settings, or the --session decision, as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the settings, or the --session decision, as JSON.")
+    ] = False,
 ) -> None:
     """Automatic skill enhancement after good agent runs: switch it, pick a profile, or run it by hand."""
     import asyncio
@@ -236,8 +284,10 @@ def enhance(
             print_json(decided)
             return
         decision = decided["decision"]
-        typer.echo(f"turn {decided['turn_id']}: {decision['reason_code']} (score {decision['total_score']} of "
-                   f"{decision['threshold']}, profile {decision['profile']})")  # fmt: skip
+        typer.echo(
+            f"turn {decided['turn_id']}: {decision['reason_code']} (score {decision['total_score']} of "
+            f"{decision['threshold']}, profile {decision['profile']})"
+        )
         if decided["message"]:
             typer.echo(decided["message"])
         return
@@ -247,9 +297,11 @@ def enhance(
         print_json({**current.model_dump(), "threshold": threshold})
         return
     if status or not changed:
-        typer.echo(f"auto_enhance: {'on' if current.auto_enhance else 'off'}, profile: {current.trigger_profile} "
-                   f"(threshold {threshold} of 6), "
-                   f"context: {current.max_enhance_context_chars} chars, timeout: {current.sub_agent_timeout_ms} ms")
+        typer.echo(
+            f"auto_enhance: {'on' if current.auto_enhance else 'off'}, profile: {current.trigger_profile} "
+            f"(threshold {threshold} of 6), "
+            f"context: {current.max_enhance_context_chars} chars, timeout: {current.sub_agent_timeout_ms} ms"
+        )
     else:
         typer.echo(f"auto_enhance: {'on' if current.auto_enhance else 'off'}, profile: {current.trigger_profile}")
 
@@ -273,5 +325,8 @@ async def _enhance_by_hand(settings: "Settings", project_dir: Path, session_id: 
         outcome = await enhance_from_run(session, last["turn_id"]) if decision.should_trigger else None
         ended_by = (last["data"] or {}).get("ended_by", "unknown")
         await record_decision(session, last["turn_id"], decision, ended_by, outcome)
-        return {"turn_id": last["turn_id"], "decision": decision.to_dict(),
-                "message": outcome.message if outcome else None}
+        return {
+            "turn_id": last["turn_id"],
+            "decision": decision.to_dict(),
+            "message": outcome.message if outcome else None,
+        }

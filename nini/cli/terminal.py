@@ -118,7 +118,13 @@ def cell_progress(active: bool) -> Iterator[Callable[[str], None] | None]:
     if not console.is_terminal:
         yield lambda line: print(line, file=sys.stderr, flush=True)
         return
-    columns = (TextColumn("running the notebook"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"))
+    columns = (
+        TextColumn("running the notebook"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+    )
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("", total=None)
 
@@ -146,7 +152,12 @@ def working(what: str) -> Iterator[None]:
         return
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(SpinnerColumn(style="cyan"), TextColumn(what, markup=False), TimeElapsedColumn(), console=console,
-                  transient=True) as spinner:  # fmt: skip
+    with Progress(
+        SpinnerColumn(style="cyan"),
+        TextColumn(what, markup=False),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as spinner:
         spinner.add_task(what, total=None)
         yield

@@ -34,7 +34,10 @@ WORDS: dict[str, tuple[str, str]] = {
     "no_preferences": ("no preferences", "没有偏好"),
     "deleted_preference": ("deleted {id} ({pref})", "已删除 {id}（{pref}）"),
     "feedback_recorded": ("feedback {id} recorded ({action})", "已记录反馈 {id}（{action}）"),
-    "no_providers": ("no providers: add one with nini models add NAME", "没有模型提供方：用 nini models add NAME 添加一个"),
+    "no_providers": (
+        "no providers: add one with nini models add NAME",
+        "没有模型提供方：用 nini models add NAME 添加一个",
+    ),
     "removed_provider": ("removed {name}", "已移除 {name}"),
     "no_model_to_test": ("no model to test: nini models add NAME", "没有可测试的模型：nini models add NAME"),
     "ask_cancelled": ("cancelled (the run is recorded as canceled)", "已取消（这次运行记为已取消）"),

@@ -37,23 +37,34 @@ SEPARATORS = (",", ";", "\t", "|")
 PREFERRED = ("gb18030", "cp1252", "latin_1", "big5", "cp932", "shift_jis", "cp949", "euc_kr", "utf_16", "utf_32")
 CHAOS_TOLERANCE = 0.01  # candidates this close to the best one's "chaos" count as equally plausible
 # UTF-32's marks first: UTF-32 LE's starts with UTF-16 LE's
-BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
-        (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))  # fmt: skip
+BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 COMMA_DECIMAL = re.compile(r"[+-]?\d+,\d+")
 POINT_DECIMAL = re.compile(r"[+-]?\d+\.\d+")
 WORDS = {
-    "zh": {"encoding": "无法识别 {name} 的编码（不是 UTF-8，前 1 MB 也不符合其他任何编码）；请指明编码："
-                       "命令行用 --encoding，load_dataset 或上传用 encoding 参数，例如 gb18030 或 latin-1",
-           "decode": "{name} 不能按 {encoding}（{how}）读取：{error}；请指明编码：命令行用 --encoding，"
-                     "load_dataset 或上传用 encoding 参数，例如 gb18030 或 latin-1",
-           "detected": "从前 1 MB 识别", "given": "指定"},
-    "en": {"encoding": "the encoding of {name} could not be detected (not UTF-8, and no other encoding fits its "
-                       "first 1 MB); name it: --encoding on the command line, encoding= for load_dataset or an "
-                       "upload, e.g. gb18030 or latin-1",
-           "decode": "{name} cannot be read as {encoding} ({how}): {error}; name its encoding: --encoding on the "
-                     "command line, encoding= for load_dataset or an upload, e.g. gb18030 or latin-1",
-           "detected": "detected from its first 1 MB", "given": "as given"},
-}  # fmt: skip
+    "zh": {
+        "encoding": "无法识别 {name} 的编码（不是 UTF-8，前 1 MB 也不符合其他任何编码）；请指明编码："
+        "命令行用 --encoding，load_dataset 或上传用 encoding 参数，例如 gb18030 或 latin-1",
+        "decode": "{name} 不能按 {encoding}（{how}）读取：{error}；请指明编码：命令行用 --encoding，"
+        "load_dataset 或上传用 encoding 参数，例如 gb18030 或 latin-1",
+        "detected": "从前 1 MB 识别",
+        "given": "指定",
+    },
+    "en": {
+        "encoding": "the encoding of {name} could not be detected (not UTF-8, and no other encoding fits its "
+        "first 1 MB); name it: --encoding on the command line, encoding= for load_dataset or an "
+        "upload, e.g. gb18030 or latin-1",
+        "decode": "{name} cannot be read as {encoding} ({how}): {error}; name its encoding: --encoding on the "
+        "command line, encoding= for load_dataset or an upload, e.g. gb18030 or latin-1",
+        "detected": "detected from its first 1 MB",
+        "given": "as given",
+    },
+}
 
 
 class UnknownEncoding(Exception):
@@ -61,9 +72,14 @@ class UnknownEncoding(Exception):
 
 
 def read_table(
-    source: BinaryIO, name: str, suffix: str, *, encoding: str | None = None, sep: str | None = None,
+    source: BinaryIO,
+    name: str,
+    suffix: str,
+    *,
+    encoding: str | None = None,
+    sep: str | None = None,
     language: str = "en",
-) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+) -> tuple[Any, dict[str, Any]]:
     """The DataFrame of the text table ``source`` and how it was read: ``encoding``, ``sep``,
     ``decimal`` and whether the first two were ``*_detected``. ``encoding`` and ``sep`` given are
     used as they are (the caller checked them)."""
@@ -79,8 +95,11 @@ def read_table(
         raise UnknownEncoding(words["encoding"].format(name=f"'{name}'"))
     text = _decoded(sample, used, complete)
     if text is None:  # only a given encoding can fail here: a detected one decoded the sample
-        raise UnknownEncoding(words["decode"].format(name=f"'{name}'", encoding=used, how=words["given"],
-                                                     error="the first 1 MB does not decode"))  # fmt: skip
+        raise UnknownEncoding(
+            words["decode"].format(
+                name=f"'{name}'", encoding=used, how=words["given"], error="the first 1 MB does not decode"
+            )
+        )
     records = _records(text, complete)
     used_sep = sep or sniff_separator(records, prefer_tab=suffix == ".tsv")
     decimal = decimal_mark(records, used_sep)
@@ -88,9 +107,16 @@ def read_table(
         frame = pd.read_csv(source, encoding=used, sep=used_sep, decimal=decimal)
     except UnicodeDecodeError as exc:  # past the sample: the file changes encoding, or a given one is wrong
         how = words["given"] if encoding else words["detected"]
-        raise UnknownEncoding(words["decode"].format(name=f"'{name}'", encoding=used, how=how, error=exc.reason)) from None
-    return frame, {"encoding": used, "encoding_detected": encoding is None, "sep": used_sep,
-                   "sep_detected": sep is None, "decimal": decimal}  # fmt: skip
+        raise UnknownEncoding(
+            words["decode"].format(name=f"'{name}'", encoding=used, how=how, error=exc.reason)
+        ) from None
+    return frame, {
+        "encoding": used,
+        "encoding_detected": encoding is None,
+        "sep": used_sep,
+        "sep_detected": sep is None,
+        "decimal": decimal,
+    }
 
 
 def detect_encoding(sample: bytes, complete: bool = True) -> str | None:

@@ -58,7 +58,9 @@ class DatasetMapping(Mapping):
         except Exception as exc:  # damaged, truncated or not Parquet at all: the data is at fault
             if out_of_memory(exc):  # a small file can decode to gigabytes: too large, not damaged
                 raise DatasetTooLarge(dataset_too_large(name, _memory_limit())) from None
-            raise DatasetUnreadable(unreadable_dataset(name, exc, relative, str(self._workspace.root / relative))) from None
+            raise DatasetUnreadable(
+                unreadable_dataset(name, exc, relative, str(self._workspace.root / relative))
+            ) from None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._workspace.indexed_names())
@@ -109,8 +111,14 @@ def prelude(root: str, dataset_name: str | None = None) -> None:
 
 
 def collect(
-    root: str, label: str | None, save_as: str | None, succeeded: bool, max_figures: int = 200,
-    save_file: str | None = None, pending_file: str | None = None, max_bytes: int | None = None,
+    root: str,
+    label: str | None,
+    save_as: str | None,
+    succeeded: bool,
+    max_figures: int = 200,
+    save_file: str | None = None,
+    pending_file: str | None = None,
+    max_bytes: int | None = None,
 ) -> _Json:
     """After a run: save and close figures (at most ``max_figures``), read ``result`` and
     ``output_df`` (saved as ``save_as`` into the new version ``save_file`` the host chose), then
@@ -145,8 +153,9 @@ def _bounded(report: dict[str, Any], max_bytes: int | None) -> _Json:
         size = len(shown.text)
         if limit is None or size <= limit or report.get(key) is None:
             continue
-        report["warnings"].append(f"{words} left out: the run's report took {size / 2**20:.1f} MiB, more than "
-                                  "execution.output_max_mb allows")  # fmt: skip
+        report["warnings"].append(
+            f"{words} left out: the run's report took {size / 2**20:.1f} MiB, more than execution.output_max_mb allows"
+        )
         report[key] = {**report[key], "rows": []} if key == "dataframe_preview" else None
         shown = _Json(report)
     return shown
@@ -199,8 +208,10 @@ def slugify(label: str) -> str:
 
 def too_many_figures(drawn: int, limit: int) -> str:
     """The warning of a run that drew more charts than it may save: Python's and R's words alike."""
-    return (f"{drawn} charts were drawn; only the first {limit} were saved "
-            "(execution.max_artifacts_per_run), the rest were closed unsaved")
+    return (
+        f"{drawn} charts were drawn; only the first {limit} were saved "
+        "(execution.max_artifacts_per_run), the rest were closed unsaved"
+    )
 
 
 def _user_ns() -> dict[str, Any]:
@@ -241,8 +252,10 @@ def _save_figures(
             name = f"{stem}.{fmt}"
             try:
                 announce(workspace, pending_file, name)
-                fs.write_with(f"artifacts/{name}",
-                              lambda handle, fig=figure, fmt=fmt: fig.savefig(handle, format=fmt, bbox_inches="tight"))
+                fs.write_with(
+                    f"artifacts/{name}",
+                    lambda handle, fig=figure, fmt=fmt: fig.savefig(handle, format=fmt, bbox_inches="tight"),
+                )
             except NiniError as exc:
                 warnings_.append(f"figure {number} could not be saved as {fmt}: {exc.message}")
                 continue

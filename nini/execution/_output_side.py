@@ -37,8 +37,9 @@ class _OutputCap:
         self.run_id: str | None = None
         self.run = RunOutputs(limits)
 
-    def send(self, stream: Any, msg_or_type: Any, content: Any = None, parent: Any = None, *args: Any,
-             **kwargs: Any) -> Any:  # fmt: skip
+    def send(
+        self, stream: Any, msg_or_type: Any, content: Any = None, parent: Any = None, *args: Any, **kwargs: Any
+    ) -> Any:
         message = msg_or_type if isinstance(msg_or_type, dict) else None
         kind = message["header"]["msg_type"] if message else msg_or_type
         body = message["content"] if message else content

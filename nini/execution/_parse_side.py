@@ -28,16 +28,27 @@ from nini.execution.workspace import out_of_memory, unreadable_dataset
 from nini.fsutil import no_space, out_of_space
 
 # file suffix -> pandas reader (load_dataset's formats); text tables go through ``_csv_side``
-READERS = {".csv": "read_csv", ".tsv": "read_csv", ".txt": "read_csv", ".parquet": "read_parquet",
-           ".json": "read_json", ".xlsx": "read_excel", ".xls": "read_excel"}  # fmt: skip
+READERS = {
+    ".csv": "read_csv",
+    ".tsv": "read_csv",
+    ".txt": "read_csv",
+    ".parquet": "read_parquet",
+    ".json": "read_json",
+    ".xlsx": "read_excel",
+    ".xls": "read_excel",
+}
 TEXT_TABLES = frozenset({".csv", ".tsv", ".txt"})  # encoding and separator detected, or given
 # workbook suffix -> (pandas engine, how to install it): openpyxl is nini's ``excel`` extra
 EXCEL = {".xlsx": ("openpyxl", "pip install 'nini[excel]'"), ".xls": ("xlrd", "pip install xlrd")}
 EXCEL_WORDS = {
-    "zh": {"missing": "读取 {suffix} 文件需要 {engine}，但它没有安装：{install}",
-           "sheet": "{name} 中没有工作表 {sheet}；它的工作表：{sheets}"},
-    "en": {"missing": "reading {suffix} files needs {engine}, which is not installed: {install}",
-           "sheet": "{name} has no sheet {sheet}; its sheets: {sheets}"},
+    "zh": {
+        "missing": "读取 {suffix} 文件需要 {engine}，但它没有安装：{install}",
+        "sheet": "{name} 中没有工作表 {sheet}；它的工作表：{sheets}",
+    },
+    "en": {
+        "missing": "reading {suffix} files needs {engine}, which is not installed: {install}",
+        "sheet": "{name} has no sheet {sheet}; its sheets: {sheets}",
+    },
 }
 TEXT_LIMIT = 500  # characters of one value in a description: a 100 MB cell must not make the reply 100 MB
 MAX_HEAD_ROWS = 50
@@ -47,7 +58,9 @@ class Unreadable(Exception):
     """The file is not what its name says (or a reader it needs is missing): INVALID_ARGUMENT."""
 
 
-def load(source: BinaryIO, output: BinaryIO, name: str, suffix: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
+def load(
+    source: BinaryIO, output: BinaryIO, name: str, suffix: str, options: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """``source`` read by its suffix's reader, written to ``output`` as Parquet; its shape and how
     it was read (``encoding``/``sep`` of a text table, ``sheet`` of a workbook; None where they do
     not apply). ``options``: the caller's ``encoding``, ``sep``, ``sheet`` (None: detect, first)
@@ -58,8 +71,14 @@ def load(source: BinaryIO, output: BinaryIO, name: str, suffix: str, options: di
     read: dict[str, Any] = {"encoding": None, "encoding_detected": False, "sep": None, "sep_detected": False}
     try:
         if suffix in TEXT_TABLES:
-            frame, how = read_table(source, name, suffix, encoding=options.get("encoding"), sep=options.get("sep"),
-                                    language=str(options.get("language", "en")))  # fmt: skip
+            frame, how = read_table(
+                source,
+                name,
+                suffix,
+                encoding=options.get("encoding"),
+                sep=options.get("sep"),
+                language=str(options.get("language", "en")),
+            )
             read.update(how)
         elif suffix in EXCEL:
             frame, sheet = _read_excel(source, name, suffix, options.get("sheet"), str(options.get("language", "en")))
@@ -80,7 +99,9 @@ def load(source: BinaryIO, output: BinaryIO, name: str, suffix: str, options: di
     return {**shape_of(frame), **read}
 
 
-def _read_excel(source: BinaryIO, name: str, suffix: str, sheet: str | int | None, language: str) -> tuple[Any, dict[str, Any]]:
+def _read_excel(
+    source: BinaryIO, name: str, suffix: str, sheet: str | int | None, language: str
+) -> tuple[Any, dict[str, Any]]:
     """The frame of one sheet of a workbook (``sheet``: a name or a 0-based index; None: the
     first) and ``{sheet, sheets}``: the one read and all there are. Without its reader package
     (openpyxl, nini's ``excel`` extra; xlrd for .xls): Unreadable saying what to install."""
@@ -100,7 +121,9 @@ def _read_excel(source: BinaryIO, name: str, suffix: str, sheet: str | int | Non
         if chosen is None and sheets:
             chosen = sheets[0]
         if chosen not in sheets:
-            raise Unreadable(words["sheet"].format(name=f"'{name}'", sheet=repr(sheet), sheets=", ".join(sheets) or "-"))
+            raise Unreadable(
+                words["sheet"].format(name=f"'{name}'", sheet=repr(sheet), sheets=", ".join(sheets) or "-")
+            )
         frame = book.parse(sheet_name=chosen)
     return frame, {"sheet": chosen, "sheets": sheets}
 
@@ -130,8 +153,11 @@ def describe(source: BinaryIO, name: str, rows: int) -> dict[str, Any]:
 
 
 def shape_of(frame: Any) -> dict[str, Any]:
-    return {"columns": [str(c) for c in frame.columns], "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
-            "shape": [int(frame.shape[0]), int(frame.shape[1])]}  # fmt: skip
+    return {
+        "columns": [str(c) for c in frame.columns],
+        "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
+        "shape": [int(frame.shape[0]), int(frame.shape[1])],
+    }
 
 
 def _record(record: dict[Any, Any], *, drop_missing: bool = False) -> dict[str, Any]:
@@ -179,7 +205,10 @@ def run(request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         if out_of_space(exc):  # writing the dataset's Parquet met a full disk: not the file's doing
             return {"ok": False, "error": no_space(f"the dataset's file of {name} in the session workspace").to_dict()}
         code = "TOO_LARGE" if out_of_memory(exc) else "INVALID_ARGUMENT"
-        return {"ok": False, "error": {"code": code, "message": f"{name} could not be read: {type(exc).__name__}: {exc}"}}
+        return {
+            "ok": False,
+            "error": {"code": code, "message": f"{name} could not be read: {type(exc).__name__}: {exc}"},
+        }
 
 
 def warm_up() -> None:

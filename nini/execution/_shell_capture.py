@@ -137,8 +137,16 @@ class _Publisher(DisplayPublisher):
         super().__init__(shell=None)  # with a shell it would register event hooks at each run
         self._sink = sink
 
-    def publish(self, data: dict[str, Any], metadata: dict | None = None, source: Any = None, *,
-                transient: dict | None = None, update: bool = False, **kwargs: Any) -> None:  # fmt: skip
+    def publish(
+        self,
+        data: dict[str, Any],
+        metadata: dict | None = None,
+        source: Any = None,
+        *,
+        transient: dict | None = None,
+        update: bool = False,
+        **kwargs: Any,
+    ) -> None:
         self._sink("display_data", {"data": _jsonable(data), "metadata": metadata or {}})
 
     def clear_output(self, wait: bool = False) -> None:
@@ -150,6 +158,8 @@ def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for mime, value in data.items():
         if isinstance(value, bytes):
-            value = base64.b64encode(value).decode("ascii") if mime in _BINARY_MIME else value.decode("utf-8", "replace")
+            value = (
+                base64.b64encode(value).decode("ascii") if mime in _BINARY_MIME else value.decode("utf-8", "replace")
+            )
         out[mime] = value
     return out

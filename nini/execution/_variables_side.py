@@ -70,8 +70,11 @@ def export(root: str, names: list[str] | None, limit: int, token: str, deadline:
         value = namespace[name]
         estimate = _estimate(value)
         if estimate is not None and estimate > limit:
-            refused[name] = {"reason": "too_large", "detail": f"about {estimate:,} bytes",
-                             "description": _describe(name, value)}  # fmt: skip
+            refused[name] = {
+                "reason": "too_large",
+                "detail": f"about {estimate:,} bytes",
+                "description": _describe(name, value),
+            }
             continue
         relative = f"{FOLDER}/{token}-{name}.pkl"
         bounded: list[_Bounded] = []
@@ -83,13 +86,19 @@ def export(root: str, names: list[str] | None, limit: int, token: str, deadline:
         try:
             fs.write_with(relative, write, durable=False)  # a copy for this run: worthless after a crash
         except _TooLarge:
-            refused[name] = {"reason": "too_large", "detail": f"more than {limit:,} bytes pickled",
-                             "description": _describe(name, value)}  # fmt: skip
+            refused[name] = {
+                "reason": "too_large",
+                "detail": f"more than {limit:,} bytes pickled",
+                "description": _describe(name, value),
+            }
         except NiniError as exc:
             refused[name] = {"reason": "refused", "detail": exc.message}
         except Exception as exc:  # a lambda, an open file, a connection: not data that can be copied
-            refused[name] = {"reason": "unpicklable", "detail": f"{type(exc).__name__}: {str(exc)[:200]}",
-                             "description": _describe(name, value)}  # fmt: skip
+            refused[name] = {
+                "reason": "unpicklable",
+                "detail": f"{type(exc).__name__}: {str(exc)[:200]}",
+                "description": _describe(name, value),
+            }
         else:
             copied[name] = {"file": relative, "bytes": bounded[-1].written, "type": type(value).__name__}
     return _Json({"copied": copied, "refused": {} if prefetch else refused})

@@ -36,20 +36,25 @@ Asker = Callable[[str, str], Awaitable[Decision]]
 
 # What a person is asked where nini asks in text (``%%nini``'s cell), by ``ui.language``.
 QUESTION = {
-    "zh": {"intro": "nini 想在你的内核中运行这一步（不在沙盒中）：", "ask": "允许一次 [o] · 本会话内允许 [s] · 拒绝 [N]：",
-           "session": "nini：本会话的步骤将在你的内核中直接运行，不再询问（%nini approvals --reset 恢复询问）",
-           "allowed": "nini：本会话已允许（本会话内允许）：步骤在你的内核中运行，不再询问",
-           "reset": "nini：本会话的步骤在你的内核中运行前将再次询问",
-           "off": "nini：步骤在你的内核中运行，不会询问（execution.approve_in_user_kernel 已关闭）",
-           "asks": "nini：每一步在你的内核中运行前都会询问（允许一次、本会话内允许或拒绝）"},
-    "en": {"intro": "nini wants to run this step; it runs in your kernel, not sandboxed:",
-           "ask": "Allow once [o] · Allow for this session [s] · Reject [N]: ",
-           "session": "nini: this session's steps now run in your kernel without asking (%nini approvals --reset asks again)",
-           "allowed": "nini: allowed for this session: steps run in your kernel without asking",
-           "reset": "nini: steps of this session ask again before they run in this kernel",
-           "off": "nini: steps run in this kernel without asking (execution.approve_in_user_kernel is off)",
-           "asks": "nini: each step asks before it runs in this kernel (allow once, for this session, or reject)"},
-}  # fmt: skip
+    "zh": {
+        "intro": "nini 想在你的内核中运行这一步（不在沙盒中）：",
+        "ask": "允许一次 [o] · 本会话内允许 [s] · 拒绝 [N]：",
+        "session": "nini：本会话的步骤将在你的内核中直接运行，不再询问（%nini approvals --reset 恢复询问）",
+        "allowed": "nini：本会话已允许（本会话内允许）：步骤在你的内核中运行，不再询问",
+        "reset": "nini：本会话的步骤在你的内核中运行前将再次询问",
+        "off": "nini：步骤在你的内核中运行，不会询问（execution.approve_in_user_kernel 已关闭）",
+        "asks": "nini：每一步在你的内核中运行前都会询问（允许一次、本会话内允许或拒绝）",
+    },
+    "en": {
+        "intro": "nini wants to run this step; it runs in your kernel, not sandboxed:",
+        "ask": "Allow once [o] · Allow for this session [s] · Reject [N]: ",
+        "session": "nini: this session's steps now run in your kernel without asking (%nini approvals --reset asks again)",
+        "allowed": "nini: allowed for this session: steps run in your kernel without asking",
+        "reset": "nini: steps of this session ask again before they run in this kernel",
+        "off": "nini: steps run in this kernel without asking (execution.approve_in_user_kernel is off)",
+        "asks": "nini: each step asks before it runs in this kernel (allow once, for this session, or reject)",
+    },
+}
 
 
 def decision_of(answer: str) -> Decision:
@@ -72,8 +77,13 @@ class _Pending:
     future: asyncio.Future[Decision] = field(repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"approval_id": self.id, "language": self.language, "code": self.code,
-                "notice": USER_KERNEL_NOTICE, "waiting_s": round(time.monotonic() - self.created_at, 1)}  # fmt: skip
+        return {
+            "approval_id": self.id,
+            "language": self.language,
+            "code": self.code,
+            "notice": USER_KERNEL_NOTICE,
+            "waiting_s": round(time.monotonic() - self.created_at, 1),
+        }
 
 
 class Approvals:
@@ -93,8 +103,14 @@ class Approvals:
         if session.id in self._allowed:
             return True
         timeout_s = session.settings.execution.approval_timeout_s
-        pending = _Pending("a" + uuid.uuid4().hex[:12], session.id, language, code, time.monotonic(),
-                           asyncio.get_running_loop().create_future())  # fmt: skip
+        pending = _Pending(
+            "a" + uuid.uuid4().hex[:12],
+            session.id,
+            language,
+            code,
+            time.monotonic(),
+            asyncio.get_running_loop().create_future(),
+        )
         self._pending[pending.id] = pending
         try:
             await _publish(session, "approval_required", {**pending.to_dict(), "timeout_s": timeout_s})
@@ -109,8 +125,7 @@ class Approvals:
         finally:
             self._pending.pop(pending.id, None)
         approved = decision in ("once", "session")
-        await _publish(session, "approval_resolved", {"approval_id": pending.id, "approved": approved,
-                                                      "how": decision})  # fmt: skip
+        await _publish(session, "approval_resolved", {"approval_id": pending.id, "approved": approved, "how": decision})
         if decision == "session" and session.id not in self._allowed:
             self._allowed.add(session.id)
             await _publish(session, "approval_scope", {"allowed_for_session": True})

@@ -49,8 +49,10 @@ log = logging.getLogger("nini.execution")
 Mechanism = Literal["cgroup v1", "cgroup v2", "systemd", "none"]
 CONTROLLERS = ("memory", "pids")
 # Enter the group(s) named before "--", then become the command after it. A failure says no path.
-ENTER = ('for f; do [ "$f" = -- ] && break; { echo $$ >"$f"; } 2>/dev/null || { echo "nini: the agent process '
-         'could not enter its control group" >&2; exit 125; }; shift; done; shift; exec "$@"')  # fmt: skip
+ENTER = (
+    'for f; do [ "$f" = -- ] && break; { echo $$ >"$f"; } 2>/dev/null || { echo "nini: the agent process '
+    'could not enter its control group" >&2; exit 125; }; shift; done; shift; exec "$@"'
+)
 TREE = re.compile(r"^nini-(\d+-\d+)$")
 RELEASE_WAIT_S = 5.0  # for the killed processes of a released group to be gone
 PROBE_MEMORY = 256 * 1024**2
@@ -94,8 +96,18 @@ class AgentGroup:
     def command(self, cmd: list[str]) -> list[str]:
         """``cmd`` started inside this group: nothing of it runs before it is in."""
         if self.placement.mechanism == "systemd":
-            return [*_systemd_run(self.placement.user), f"--unit={self.name}", "-p", f"MemoryMax={self.memory_bytes}",
-                    "-p", "MemorySwapMax=0", "-p", f"TasksMax={self.max_processes}", "--", *cmd]  # fmt: skip
+            return [
+                *_systemd_run(self.placement.user),
+                f"--unit={self.name}",
+                "-p",
+                f"MemoryMax={self.memory_bytes}",
+                "-p",
+                "MemorySwapMax=0",
+                "-p",
+                f"TasksMax={self.max_processes}",
+                "--",
+                *cmd,
+            ]
         return ["/bin/sh", "-c", ENTER, "nini-cgroup", *(str(p / "cgroup.procs") for p in self.paths), "--", *cmd]
 
     def oom_kills(self) -> int:
@@ -132,8 +144,9 @@ class AgentGroup:
         return removed
 
 
-def agent_group(setting: str, folders: Sequence[Path], workspace: Path, agent: str, memory_bytes: int,
-                max_processes: int) -> AgentGroup | None:
+def agent_group(
+    setting: str, folders: Sequence[Path], workspace: Path, agent: str, memory_bytes: int, max_processes: int
+) -> AgentGroup | None:
     """The group of a new agent process ``agent`` (a unique name: its runtime folder's) of the
     session whose workspace is ``workspace`` (``sessions/ID/workspace``: the session's group is
     named after ID), by the settings ``execution.cgroups`` and ``execution.cgroup_folders``. None
@@ -153,20 +166,33 @@ def oom_error(agent: Literal["kernel", "r"], limit_mb: int, language: str) -> di
     setting = "execution.memory_limit_mb" if agent == "kernel" else "r.memory_limit_mb"
     if language == "en":
         who = "the Python kernel" if agent == "kernel" else "the R worker"
-        lost = ("it was restarted: variables and imports were lost" if agent == "kernel" else
-                "a new one was started: the R session state (variables, loaded packages) was lost")  # fmt: skip
-        message = (f"{who} was stopped: its processes used more than its memory limit of {limit_mb} MiB ({setting}; "
-                   f"files in its /tmp and /dev/shm, memfds and shared memory count too); {lost}, datasets and "
-                   "artifacts saved in the workspace are kept")  # fmt: skip
+        lost = (
+            "it was restarted: variables and imports were lost"
+            if agent == "kernel"
+            else "a new one was started: the R session state (variables, loaded packages) was lost"
+        )
+        message = (
+            f"{who} was stopped: its processes used more than its memory limit of {limit_mb} MiB ({setting}; "
+            f"files in its /tmp and /dev/shm, memfds and shared memory count too); {lost}, datasets and "
+            "artifacts saved in the workspace are kept"
+        )
     else:
         who = "Python 内核" if agent == "kernel" else "R 工作进程"
-        lost = "内核已重启：变量和导入已丢失" if agent == "kernel" else "已启动新的 R 工作进程：R 会话状态（变量、已加载的包）已丢失"
-        message = (f"{who}已被停止：它的进程使用的内存超过了 {limit_mb} MiB 的上限（{setting}；/tmp 和 /dev/shm "
-                   f"中的文件、memfd 和共享内存也计入）；{lost}，工作区中保存的数据集和图表仍在")  # fmt: skip
+        lost = (
+            "内核已重启：变量和导入已丢失"
+            if agent == "kernel"
+            else "已启动新的 R 工作进程：R 会话状态（变量、已加载的包）已丢失"
+        )
+        message = (
+            f"{who}已被停止：它的进程使用的内存超过了 {limit_mb} MiB 的上限（{setting}；/tmp 和 /dev/shm "
+            f"中的文件、memfd 和共享内存也计入）；{lost}，工作区中保存的数据集和图表仍在"
+        )
     return {"code": "TOO_LARGE", "message": message, "limit": setting, "limit_mb": limit_mb}
 
 
-def new_group(where: Placement, session: str, agent: str, *, memory_bytes: int, max_processes: int) -> AgentGroup | None:
+def new_group(
+    where: Placement, session: str, agent: str, *, memory_bytes: int, max_processes: int
+) -> AgentGroup | None:
     """A group for agent ``agent`` (a unique name: its runtime folder's) of ``session``, at ``where``;
     None where no cgroup can be made (RLIMITs only). Raises OSError when the placement stops working
     (what was made of the group is removed again)."""
@@ -383,7 +409,9 @@ def _named(folders: tuple[str, ...], mounts: list[_Mount], reasons: list[str]) -
     versions = set()
     for name in folders:
         folder = Path(name)
-        mount = max((m for m in mounts if folder.is_relative_to(m.point)), key=lambda m: len(m.point.parts), default=None)
+        mount = max(
+            (m for m in mounts if folder.is_relative_to(m.point)), key=lambda m: len(m.point.parts), default=None
+        )
         if mount is None or not folder.is_dir():
             reasons.append(f"execution.cgroup_folders: {folder} is not a cgroup folder")
             continue
@@ -414,14 +442,18 @@ def _tried(candidate: Placement, reasons: list[str]) -> Placement | None:
     """``candidate`` if a group can really be made there and a process put in it."""
     group = None
     try:
-        group = new_group(candidate, "probe", f"probe-{secrets.token_hex(4)}", memory_bytes=PROBE_MEMORY, max_processes=16)
+        group = new_group(
+            candidate, "probe", f"probe-{secrets.token_hex(4)}", memory_bytes=PROBE_MEMORY, max_processes=16
+        )
         assert group is not None
         done = subprocess.run(group.command(["/bin/true"]), capture_output=True, timeout=30)
         if done.returncode != 0:
             raise OSError(f"a process could not enter it (exit status {done.returncode})")
     except (OSError, subprocess.SubprocessError) as exc:
         where = ", ".join(str(base) for base in dict.fromkeys(b for _c, b in candidate.bases))
-        reasons.append(f"{candidate.mechanism} at {where}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}")
+        reasons.append(
+            f"{candidate.mechanism} at {where}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}"
+        )
         return None
     finally:
         if group is not None:
@@ -458,7 +490,8 @@ def _systemd_run(user: bool) -> list[str]:
 
 def _systemctl(user: bool, *args: str) -> str:
     try:
-        return subprocess.run(["systemctl", *(["--user"] if user else []), *args], capture_output=True, text=True,
-                              timeout=30).stdout  # fmt: skip
+        return subprocess.run(
+            ["systemctl", *(["--user"] if user else []), *args], capture_output=True, text=True, timeout=30
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return ""

@@ -113,8 +113,12 @@ def drop_to(uid: int) -> None:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python nini/execution/confine.py")
     parser.add_argument("--memory", type=int, required=True, help="address-space limit in bytes")
-    parser.add_argument("--processes", type=int, default=0, help="RLIMIT_NPROC (tasks of the sandbox user); 0 "
-                        "where a pids cgroup holds the process")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=0,
+        help="RLIMIT_NPROC (tasks of the sandbox user); 0 where a pids cgroup holds the process",
+    )
     parser.add_argument("--file-size", type=int, default=0, help="largest file the process may write, bytes")
     parser.add_argument("--uid", type=int, help="drop to this uid (nini running as root)")
     parser.add_argument("--writable", action="append", default=[], help="a folder where entries may change")
@@ -133,7 +137,9 @@ def main(argv: list[str]) -> None:
     if args.unsandboxed:
         apply_limits(memory_bytes=args.memory)
     else:
-        apply_limits(memory_bytes=args.memory, max_processes=args.processes, file_size_bytes=args.file_size, no_core=True)
+        apply_limits(
+            memory_bytes=args.memory, max_processes=args.processes, file_size_bytes=args.file_size, no_core=True
+        )
         from nini.execution.guard import fork_defaults, restrict
 
         restrict(writable=args.writable, sockets_only=args.sockets)

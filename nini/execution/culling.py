@@ -56,7 +56,7 @@ _WHY = {
 }
 _THEN = {
     "en": "; a new one started for this step, so variables and imports of earlier steps are gone (the workspace's "
-          "files and datasets are kept: load datasets again by name)\n",
+    "files and datasets are kept: load datasets again by name)\n",
     "zh": "；已为这一步启动新的进程，之前步骤的变量和导入已丢失（工作区的文件和数据集都在：按名称重新加载数据集即可）\n",
 }
 _CAP_SETTING = {"python": "execution.max_live_kernels", "r": "r.max_live_workers"}
@@ -128,9 +128,15 @@ class Culler:
             return
         await self._trim(self.cap - 1, keep=session_id)
         if self.pool.live_count() >= self.cap:
-            log.warning("%d %s processes are live and busy (cap %d, %s): starting one more for session %s; the cap "
-                        "is restored as they go idle", self.pool.live_count(), self.kind, self.cap,
-                        _CAP_SETTING[self.kind], session_id)  # fmt: skip
+            log.warning(
+                "%d %s processes are live and busy (cap %d, %s): starting one more for session %s; the cap "
+                "is restored as they go idle",
+                self.pool.live_count(),
+                self.kind,
+                self.cap,
+                _CAP_SETTING[self.kind],
+                session_id,
+            )
 
     def take_notice(self, session_id: str, language: str | None) -> str:
         """What the session's step says when its process had been culled since its last step ("" if

@@ -79,19 +79,19 @@ WORDS = {
         "files": "the session workspace holds {used:,} files, its limit is {limit:,} (execution.workspace_max_files)",
         "files_over": "the session workspace holds at least {used:,} files, its limit is {limit:,} (execution.workspace_max_files)",
         "unreadable": "a folder of the session workspace ('{path}') cannot be read by nini, so its files "
-                      "cannot be counted",
+        "cannot be counted",
         "refused": "{what}: delete files from it, or raise the limit, to run code again",
         "stopped": "this run went over the session workspace's budget and was stopped ({what}); {fate}; delete files "
-                   "from the workspace, or raise the limit, to run code again",
+        "from the workspace, or raise the limit, to run code again",
         "guarded": " (the workspace went on growing after a run ended, so the session's kernel and R worker were "
-                   "stopped: their variables are lost)",
+        "stopped: their variables are lost)",
         "kernel_interrupted": "the kernel was interrupted and keeps its variables",
         "kernel_restarted": "the kernel did not stop and was restarted: variables and imports were lost, datasets and "
-                            "artifacts saved in the workspace are kept",
+        "artifacts saved in the workspace are kept",
         "worker_restarted": "the R worker was restarted: the R session state (variables, loaded packages) was lost, "
-                            "datasets and artifacts saved in the workspace are kept",
+        "datasets and artifacts saved in the workspace are kept",
     },
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)
@@ -144,15 +144,20 @@ class Usage:
         return not self.complete or self.files > earlier.files or self.bytes > earlier.bytes
 
     def details(self, budget: Budget) -> dict[str, Any]:
-        return {"used_bytes": self.bytes, "quota_bytes": budget.bytes, "used_files": self.files,
-                "max_files": budget.files}  # fmt: skip
+        return {
+            "used_bytes": self.bytes,
+            "quota_bytes": budget.bytes,
+            "used_files": self.files,
+            "max_files": budget.files,
+        }
 
 
 def measure(root: Path, cap: Budget | None = None) -> Usage:
     """What ``root`` holds (``RootedDir.usage``: every entry, no link followed), counted up to ``cap``
     when one is given (``Usage.complete`` False past it)."""
     total, files, complete, unreadable = RootedDir(root).usage(
-        max_files=cap.files if cap else None, max_bytes=cap.bytes if cap else None)
+        max_files=cap.files if cap else None, max_bytes=cap.bytes if cap else None
+    )
     return Usage(total, files, complete=complete, unreadable=unreadable)
 
 
@@ -218,8 +223,13 @@ class DiskWatch:
     guard ends them, and the next run's check says why.
     """
 
-    def __init__(self, root: Path, *, agents_alive: Callable[[], bool] = lambda: False,
-                 stop_agents: Callable[[], Awaitable[None]] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        root: Path,
+        *,
+        agents_alive: Callable[[], bool] = lambda: False,
+        stop_agents: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.root = Path(root)
         self.agents_alive = agents_alive
         self.stop_agents = stop_agents
@@ -240,8 +250,12 @@ class DiskWatch:
         """The last count while it still holds (recent, under the budget, and the file system has not
         lost more than the workspace had left since), else a new one."""
         last = self._last
-        if (last is None or last.usage.full(budget) or time.monotonic() - last.done > max(CHECK_AGE_S, last.spacing())
-                or last.may_be_over(budget, _Free.of(self.root))):  # fmt: skip
+        if (
+            last is None
+            or last.usage.full(budget)
+            or time.monotonic() - last.done > max(CHECK_AGE_S, last.spacing())
+            or last.may_be_over(budget, _Free.of(self.root))
+        ):
             last = await self.count(budget)
         return last
 
@@ -286,8 +300,10 @@ class DiskWatch:
             counted = await self.count(budget)
             gap_until = time.monotonic() + min(MAX_GAP_S, GUARD_GAP * counted.seconds)
             if self._runs == 0 and counted.usage.over(budget) and counted.usage.grew_from(last.usage):
-                log.warning("a session workspace went over its budget between runs (%s): its agent processes "
-                            "are stopped", counted.usage.describe(budget, "en"))  # fmt: skip
+                log.warning(
+                    "a session workspace went over its budget between runs (%s): its agent processes are stopped",
+                    counted.usage.describe(budget, "en"),
+                )
                 self._stopped = counted.usage
                 assert self.stop_agents is not None
                 await self.stop_agents()

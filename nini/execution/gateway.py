@@ -109,8 +109,9 @@ class GatewayKernel:
 
         gateway = GatewayClient.instance()
         url = "/".join(
-            part.strip("/") for part in (gateway.ws_url or "", gateway.kernels_endpoint, quote(self.kernel_id), "channels")
-        )  # fmt: skip
+            part.strip("/")
+            for part in (gateway.ws_url or "", gateway.kernels_endpoint, quote(self.kernel_id), "channels")
+        )
         options = gateway.load_connection_args()  # the gateway's token header, TLS and timeouts
         request = HTTPRequest(url, **{k: v for k, v in options.items() if k in _REQUEST_OPTIONS})
         self.channels = GatewayChannels(request)
@@ -159,10 +160,23 @@ class GatewayChannels:
                 return
         raise queue.Empty
 
-    def execute(self, code: str, silent: bool = False, store_history: bool = True, user_expressions: dict | None = None,
-                allow_stdin: bool = False, stop_on_error: bool = True) -> str:  # fmt: skip
-        content = {"code": code, "silent": silent, "store_history": store_history,
-                   "user_expressions": user_expressions or {}, "allow_stdin": allow_stdin, "stop_on_error": stop_on_error}  # fmt: skip
+    def execute(
+        self,
+        code: str,
+        silent: bool = False,
+        store_history: bool = True,
+        user_expressions: dict | None = None,
+        allow_stdin: bool = False,
+        stop_on_error: bool = True,
+    ) -> str:
+        content = {
+            "code": code,
+            "silent": silent,
+            "store_history": store_history,
+            "user_expressions": user_expressions or {},
+            "allow_stdin": allow_stdin,
+            "stop_on_error": stop_on_error,
+        }
         return self._send("shell", "execute_request", content)
 
     async def get_shell_msg(self, timeout: float | None = None) -> dict[str, Any]:

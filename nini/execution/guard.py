@@ -80,8 +80,11 @@ _libc.prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_u
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]  # fmt: skip
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -120,7 +123,9 @@ def landlock_abi() -> int:
     if _arch() is None:
         return 0
     try:
-        return _syscall("landlock_create_ruleset", None, ctypes.c_size_t(0), ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
+        return _syscall(
+            "landlock_create_ruleset", None, ctypes.c_size_t(0), ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION)
+        )
     except OSError:
         return 0
 
@@ -129,7 +134,9 @@ def seccomp_available() -> bool:
     """Whether this kernel takes seccomp filters (its status file has a ``Seccomp_filters`` line)."""
     try:
         with open("/proc/self/status", encoding="ascii", errors="replace") as status:
-            return any(line.startswith("Seccomp_filters:") for line in status) or os.path.exists("/proc/sys/kernel/seccomp")
+            return any(line.startswith("Seccomp_filters:") for line in status) or os.path.exists(
+                "/proc/sys/kernel/seccomp"
+            )
     except OSError:
         return False
 
@@ -164,7 +171,9 @@ def _landlock(abi: int, writable: list[str], sockets_only: list[str]) -> None:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             try:
                 rule = _PathBeneathAttr(access, fd)
-                _syscall("landlock_add_rule", ruleset, _LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0))
+                _syscall(
+                    "landlock_add_rule", ruleset, _LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0)
+                )
             finally:
                 os.close(fd)
         _syscall("landlock_restrict_self", ruleset, ctypes.c_uint32(0))
@@ -191,8 +200,14 @@ def _seccomp() -> None:
     ]
     if platform.machine() == "x86_64":
         program += [(jset_k, 0, 1, _X32_SYSCALL_BIT), refuse(errno.EPERM)]  # the x32 ABI: nothing
-    for name, code in (("execve", errno.EACCES), ("execveat", errno.EACCES), ("fallocate", errno.EOPNOTSUPP),
-                       ("ptrace", errno.EPERM), ("process_vm_writev", errno.EPERM), ("clone3", errno.ENOSYS)):  # fmt: skip
+    for name, code in (
+        ("execve", errno.EACCES),
+        ("execveat", errno.EACCES),
+        ("fallocate", errno.EOPNOTSUPP),
+        ("ptrace", errno.EPERM),
+        ("process_vm_writev", errno.EPERM),
+        ("clone3", errno.ENOSYS),
+    ):
         program += [(jeq_k, 0, 1, _nr(name)), refuse(code)]
     program += [
         (jeq_k, 1, 0, _nr("unshare")),
@@ -225,15 +240,27 @@ def fork_defaults() -> None:
         sys.meta_path.insert(0, _JoblibForks())
 
 
-def _fork_pool(processes: int | None = None, *, initializer: Any = None, initargs: tuple = (),
-               maxtasksperchild: int | None = None, **_memmapping: Any) -> Any:  # fmt: skip
+def _fork_pool(
+    processes: int | None = None,
+    *,
+    initializer: Any = None,
+    initargs: tuple = (),
+    maxtasksperchild: int | None = None,
+    **_memmapping: Any,
+) -> Any:
     """joblib's ``MemmappingPool(n_jobs, **kwargs)`` as a fork pool whose tasks go to the workers
     pickled by cloudpickle, as loky's do: lambdas and functions defined in the notebook work."""
     import multiprocessing.pool
 
     class ForkPool(multiprocessing.pool.Pool):
-        def apply_async(self, func: Any, args: Any = (), kwds: Any = {}, callback: Any = None,  # noqa: B006
-                        error_callback: Any = None) -> Any:  # fmt: skip
+        def apply_async(
+            self,
+            func: Any,
+            args: Any = (),
+            kwds: Any = {},
+            callback: Any = None,  # noqa: B006
+            error_callback: Any = None,
+        ) -> Any:
             return super().apply_async(_Cloudpickled(func), args, kwds, callback, error_callback)
 
     return ForkPool(processes, initializer, initargs, maxtasksperchild, context=multiprocessing.get_context("fork"))

@@ -121,7 +121,9 @@ class InProcessExecutor:
         try:
             await asyncio.wait([waiting], timeout=request.timeout_s)
             if not waiting.done() and job.future.cancel():
-                message = f"the code did not start within {request.timeout_s:g} s: the kernel is busy with an earlier run"
+                message = (
+                    f"the code did not start within {request.timeout_s:g} s: the kernel is busy with an earlier run"
+                )
                 return CodeOutcome.failure("TIMEOUT", message)
             return await waiting
         except asyncio.CancelledError:
@@ -329,9 +331,18 @@ def _call(callback: Callable[[], Any]) -> None:
 def _collect(root: str, request: CodeRequest, succeeded: bool) -> dict[str, Any]:
     save_as = request.save_as if succeeded else None
     try:
-        return json.loads(_kernel_side.collect(root, request.label, save_as, succeeded, request.max_figures,
-                                               request.save_file, request.pending_file,
-                                               request.output_limits.max_bytes).text)  # fmt: skip
+        return json.loads(
+            _kernel_side.collect(
+                root,
+                request.label,
+                save_as,
+                succeeded,
+                request.max_figures,
+                request.save_file,
+                request.pending_file,
+                request.output_limits.max_bytes,
+            ).text
+        )
     except Exception as exc:
         return collect_failure(type(exc).__name__, str(exc))
 
@@ -342,9 +353,12 @@ def _reply(error: BaseException | None, exchange: Exchange, execution_count: int
         return {"status": "ok", "execution_count": execution_count}
     shown = next((o for o in reversed(exchange.outputs) if o["output_type"] == "error"), None)
     return {
-        "status": "error", "ename": type(error).__name__, "evalue": str(error),
-        "traceback": shown["traceback"] if shown else [], "execution_count": execution_count,
-    }  # fmt: skip
+        "status": "error",
+        "ename": type(error).__name__,
+        "evalue": str(error),
+        "traceback": shown["traceback"] if shown else [],
+        "execution_count": execution_count,
+    }
 
 
 def _users_own_bindings(namespace: dict[str, Any], request: CodeRequest) -> dict[str, Any]:

@@ -47,8 +47,14 @@ class KernelHandle:
 
 async def evaluate_silently(kernel: KernelHandle, expression: str, timeout_s: float) -> tuple[str, str]:
     """One silent execute_request whose user_expressions hold ``expression``; see ``KernelPool.evaluate_in``."""
-    msg_id = kernel.client.execute("", silent=True, store_history=False, user_expressions={"value": expression},
-                                   allow_stdin=False, stop_on_error=False)  # fmt: skip
+    msg_id = kernel.client.execute(
+        "",
+        silent=True,
+        store_history=False,
+        user_expressions={"value": expression},
+        allow_stdin=False,
+        stop_on_error=False,
+    )
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while (left := deadline - loop.time()) > 0:

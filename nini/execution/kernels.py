@@ -90,8 +90,13 @@ class KernelPool:
         self.gateway_url = gateway_url(multi_kernel_manager)  # the server's --gateway-url, if any
         self.on_start: KernelStartListener | None = None  # set by the runtime
         # idle kernels shut down and a cap on live ones (execution.cull_idle_seconds, max_live_kernels)
-        self.culler = Culler(self, idle_s=settings.cull_idle_seconds, interval_s=settings.cull_interval_seconds,
-                             cap=settings.max_live_kernels, kind="python")  # fmt: skip
+        self.culler = Culler(
+            self,
+            idle_s=settings.cull_idle_seconds,
+            interval_s=settings.cull_interval_seconds,
+            cap=settings.max_live_kernels,
+            kind="python",
+        )
         sweep_runtime_dirs([sandbox.runtime_base()])  # the folders of kernels whose nini was killed
 
     @property
@@ -129,7 +134,12 @@ class KernelPool:
         return self._sandbox_mode
 
     async def run(
-        self, session_id: str, workspace: Workspace, request: CodeRequest, *, kernel_id: str | None = None,
+        self,
+        session_id: str,
+        workspace: Workspace,
+        request: CodeRequest,
+        *,
+        kernel_id: str | None = None,
         stop: RunStop | None = None,
     ) -> CodeOutcome:
         """Run ``request`` in the session's kernel (started on first use) or in server kernel ``kernel_id``;
@@ -141,11 +151,16 @@ class KernelPool:
             kernel.last_used = time.monotonic()
             try:
                 report = await run_request(
-                    kernel.client, kernel.manager, workspace, request,
+                    kernel.client,
+                    kernel.manager,
+                    workspace,
+                    request,
                     prelude=kernel.needs_prelude or external,  # a server kernel may have been restarted by its user
-                    restartable=not external, mirror=kernel.mirror, stop=None if external else stop,
+                    restartable=not external,
+                    mirror=kernel.mirror,
+                    stop=None if external else stop,
                     guard=kernel.guard,
-                )  # fmt: skip
+                )
             except asyncio.CancelledError:
                 await interrupt(kernel)
                 raise
@@ -155,14 +170,18 @@ class KernelPool:
                 kernel.needs_prelude = False
             # killed by its memory cgroup: the connection goes ("cut") or the process is found dead
             if report.state in ("dead", "cut") and kernel.group is not None and kernel.group.oom_kills():
-                report.outcome.error = cgroups.oom_error("kernel", self.settings.memory_limit_mb, words_language(self.language))
+                report.outcome.error = cgroups.oom_error(
+                    "kernel", self.settings.memory_limit_mb, words_language(self.language)
+                )
             if report.state in ("stuck", "dead", "cut"):
                 if external:
                     await self._forget_external(kernel_id or "")
                 else:
                     await self._restart(session_id, kernel)
             notice = "" if external else self.culler.take_notice(session_id, self.language)
-            return dataclasses.replace(report.outcome, stderr=notice + report.outcome.stderr) if notice else report.outcome
+            return (
+                dataclasses.replace(report.outcome, stderr=notice + report.outcome.stderr) if notice else report.outcome
+            )
 
     async def evaluate(self, kernel_id: str, expression: str, timeout_s: float = 5) -> str | None:
         """The text/plain of ``expression`` evaluated in server kernel ``kernel_id`` (a notebook's),
@@ -188,7 +207,9 @@ class KernelPool:
             kernel = await self._borrow(kernel_id)
             return await evaluate_silently(kernel, expression, timeout_s)
 
-    async def evaluate_own(self, session_id: str, workspace: Workspace, expression: str, timeout_s: float) -> tuple[str, str]:
+    async def evaluate_own(
+        self, session_id: str, workspace: Workspace, expression: str, timeout_s: float
+    ) -> tuple[str, str]:
         """``expression`` evaluated silently in the session's own kernel (started on first use):
         ("ok", text/plain), ("error", "ENAME: evalue") or ("timeout", "") (the kernel is then
         interrupted, as a run past its deadline is)."""
@@ -219,8 +240,11 @@ class KernelPool:
     def idle_sessions(self) -> dict[str, float]:
         """Sessions whose own kernel is live and not running anything -> when it was last used
         (``culling.Cullable``); borrowed kernels are not the pool's to cull."""
-        return {session_id: kernel.last_used for session_id, kernel in self._kernels.items()
-                if not (session_id in self._locks and self._locks[session_id].locked())}  # fmt: skip
+        return {
+            session_id: kernel.last_used
+            for session_id, kernel in self._kernels.items()
+            if not (session_id in self._locks and self._locks[session_id].locked())
+        }
 
     def live_count(self) -> int:
         """How many sessions' own kernels are live (busy ones included)."""
@@ -280,14 +304,18 @@ class KernelPool:
             await self.culler.make_room(session_id)
             where = self._where()
             culled = self.culler.culled(session_id)  # the sidebar can say why a kernel starts again
-            await self._tell(session_id, {"state": "starting", "sandbox": where, **({"culled": culled} if culled else {})})
+            await self._tell(
+                session_id, {"state": "starting", "sandbox": where, **({"culled": culled} if culled else {})}
+            )
             started, state = time.monotonic(), "failed"
             try:
                 kernel = self._kernels[session_id] = await self._start(workspace)
                 state = "ready"
             finally:
                 duration_ms = round((time.monotonic() - started) * 1000)
-                await asyncio.shield(self._tell(session_id, {"state": state, "sandbox": where, "duration_ms": duration_ms}))
+                await asyncio.shield(
+                    self._tell(session_id, {"state": state, "sandbox": where, "duration_ms": duration_ms})
+                )
         return kernel
 
     def _where(self) -> str:  # "gateway", "bwrap" or "none"
@@ -323,20 +351,43 @@ class KernelPool:
         runtime_dir = make_runtime_dir(KERNEL_PREFIX, sandbox.runtime_base())
         ipc_dir = runtime_dir / "ipc"
         ipc_dir.mkdir()
-        cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-               "--HistoryManager.hist_file=:memory:"]  # fmt: skip # parallel kernels must not share a history file
+        cmd = [
+            sys.executable,
+            "-m",
+            "ipykernel_launcher",
+            "-f",
+            "{connection_file}",
+            "--HistoryManager.hist_file=:memory:",
+        ]  # parallel kernels must not share a history file
         limits = sandbox_limits(self.settings)
-        group = await asyncio.to_thread(cgroups.agent_group, self.settings.cgroups, self.settings.cgroup_folders,
-                                        workspace.root, runtime_dir.name, limits.memory_bytes, limits.max_processes)
+        group = await asyncio.to_thread(
+            cgroups.agent_group,
+            self.settings.cgroups,
+            self.settings.cgroup_folders,
+            workspace.root,
+            runtime_dir.name,
+            limits.memory_bytes,
+            limits.max_processes,
+        )
         uid = workspace.owner[0] if workspace.owner and sandbox.runs_as_session_uid(mode) else None
-        cmd = sandbox.agent_command(cmd, mode, limits, workspace=workspace.root, runtime_dir=runtime_dir, shared_dir=ipc_dir,
-                                    uid=uid, group=group)  # fmt: skip
+        cmd = sandbox.agent_command(
+            cmd,
+            mode,
+            limits,
+            workspace=workspace.root,
+            runtime_dir=runtime_dir,
+            shared_dir=ipc_dir,
+            uid=uid,
+            group=group,
+        )
         spec = KernelSpec(
-            argv=cmd, display_name="nini", language="python",
+            argv=cmd,
+            display_name="nini",
+            language="python",
             # SIGINT sent to bwrap does not reach the kernel in its own pid namespace and session;
             # an interrupt_request on the control channel does (ipykernel raises KeyboardInterrupt).
             interrupt_mode="message" if mode == "bwrap" else "signal",
-        )  # fmt: skip
+        )
         # ipc sockets are files in the runtime folder, bound into the sandbox; TCP on 127.0.0.1
         # would not cross the sandbox's network namespace. Used unsandboxed too: no port races.
         manager = _SpecKernelManager(spec, transport="ipc", connection_file=str(ipc_dir / "kernel.json"))
@@ -386,14 +437,25 @@ class KernelPool:
             manager = await GatewayKernel.start(self.multi_kernel_manager, spec)
         except Exception as exc:
             raise NiniError(ErrorCode.KERNEL_DIED, f"the Python kernel did not start {where}: {exc}") from exc
-        kernel = KernelHandle(manager, manager.client(), "gateway", workspace,
-                         mirror=Mirror(kernel_spec=f"kernel spec {spec!r}" if spec else "the gateway's default kernel spec"))  # fmt: skip
+        kernel = KernelHandle(
+            manager,
+            manager.client(),
+            "gateway",
+            workspace,
+            mirror=Mirror(kernel_spec=f"kernel spec {spec!r}" if spec else "the gateway's default kernel spec"),
+        )
         try:
             await kernel.client.start_channels()
             await kernel.client.wait_for_ready(timeout=START_TIMEOUT_S)
         except Exception as exc:
             await stop(kernel, now=True)
-            reason = exc.message if isinstance(exc, NiniError) else "it did not answer" if isinstance(exc, queue.Empty) else exc
+            reason = (
+                exc.message
+                if isinstance(exc, NiniError)
+                else "it did not answer"
+                if isinstance(exc, queue.Empty)
+                else exc
+            )
             raise NiniError(ErrorCode.KERNEL_DIED, f"the Python kernel {where} is not usable: {reason}") from exc
         return kernel
 
@@ -469,4 +531,3 @@ def _tail(path: Path, limit: int = 800) -> str:
         return path.read_text(errors="replace")[-limit:].strip()
     except OSError:
         return ""
-

@@ -69,7 +69,12 @@ def sweep_workspace(
     entries = _entries(workspace, "artifacts")
     for name in entries:
         relative = f"artifacts/{name}"
-        if name.startswith(".") and name.endswith(".tmp") and _older(workspace, relative, now) and _remove(workspace, relative):
+        if (
+            name.startswith(".")
+            and name.endswith(".tmp")
+            and _older(workspace, relative, now)
+            and _remove(workspace, relative)
+        ):
             removed.append(relative)
         elif (pending := _PENDING.match(name)) and not token_alive(pending.group(1)):
             charts = recorded_artifacts() if charts is None else charts
@@ -181,7 +186,8 @@ def sweep_after_start(
 def _has_leftovers(workspace: Workspace) -> bool:
     """Whether the workspace holds anything ``sweep_workspace`` may remove (its names alone)."""
     return any("@" in name or name.endswith(".tmp") for name in _entries(workspace, "datasets")) or any(
-        name.endswith(".tmp") or _PENDING.match(name) for name in _entries(workspace, "artifacts"))
+        name.endswith(".tmp") or _PENDING.match(name) for name in _entries(workspace, "artifacts")
+    )
 
 
 def _old_temps(folder: Path, now: float) -> int:
@@ -194,8 +200,11 @@ def _old_temps(folder: Path, now: float) -> int:
         return 0
     for entry in entries:
         try:
-            if _HOME_TEMP.match(entry.name) and entry.is_file(follow_symlinks=False) \
-                    and now - entry.stat(follow_symlinks=False).st_mtime > ARTIFACT_TEMP_GRACE_S:  # fmt: skip
+            if (
+                _HOME_TEMP.match(entry.name)
+                and entry.is_file(follow_symlinks=False)
+                and now - entry.stat(follow_symlinks=False).st_mtime > ARTIFACT_TEMP_GRACE_S
+            ):
                 os.unlink(entry.path)
                 count += 1
         except OSError:

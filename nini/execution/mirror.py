@@ -55,14 +55,24 @@ class Mirror:
         """Send what the run may read; a RunReport when the kernel cannot take it (then the run does not happen)."""
         deadline = time.monotonic() + request.timeout_s + TRANSFER_GRACE_S
         if not self.root:
-            made = await execute(client, manager, "", deadline, silent=True,
-                                 user_expressions={"root": kernel_call("make_root", self.own, module=_SIDE)})  # fmt: skip
+            made = await execute(
+                client,
+                manager,
+                "",
+                deadline,
+                silent=True,
+                user_expressions={"root": kernel_call("make_root", self.own, module=_SIDE)},
+            )
             value = ((made.reply or {}).get("user_expressions") or {}).get("root") or {}
             if made.state != "ok" or value.get("status") != "ok":
                 return self._refusal(made, value, request, started, restartable)
             self.root = json.loads(value["data"]["text/plain"])
         index = workspace.fs.read_bytes(DATASET_INDEX) if workspace.fs.is_file(DATASET_INDEX) else b""
-        calls = [kernel_call("write", self.root, DATASET_INDEX, _b64(index), False, module=_SIDE)] if index != self.index else []
+        calls = (
+            [kernel_call("write", self.root, DATASET_INDEX, _b64(index), False, module=_SIDE)]
+            if index != self.index
+            else []
+        )
         taken = [name for name in _listing(workspace, "artifacts") if name not in self.names]
         if taken:
             calls.append(kernel_call("touch", self.root, [_ARTIFACT + name for name in taken], module=_SIDE))
@@ -71,8 +81,9 @@ class Mirror:
             sent = await execute(client, manager, code, deadline, silent=True)
             if sent.state != "ok" or (sent.reply or {}).get("status") != "ok":
                 reply = sent.reply or {}
-                return self._refusal(sent, {"ename": reply.get("ename"), "evalue": reply.get("evalue")}, request,
-                                     started, restartable)  # fmt: skip
+                return self._refusal(
+                    sent, {"ename": reply.get("ename"), "evalue": reply.get("evalue")}, request, started, restartable
+                )
         self.names.update(taken)
         self.index = index
         self.sent.update({relative: version for relative, version, _ in files})
@@ -87,7 +98,7 @@ class Mirror:
         kept = []
         for artifact in collected.get("artifacts") or []:
             path = artifact.get("path") if isinstance(artifact, dict) else None
-            name = path[len(_ARTIFACT):] if isinstance(path, str) and path.startswith(_ARTIFACT) else ""
+            name = path[len(_ARTIFACT) :] if isinstance(path, str) and path.startswith(_ARTIFACT) else ""
             if not name or "/" in name or name.startswith("."):
                 continue
             try:
@@ -108,7 +119,9 @@ class Mirror:
                 return
             self._mark_sent(workspace, request.save_file)
 
-    def _changed_files(self, workspace: Workspace, request: CodeRequest) -> list[tuple[str, tuple[int, int], list[str]]]:
+    def _changed_files(
+        self, workspace: Workspace, request: CodeRequest
+    ) -> list[tuple[str, tuple[int, int], list[str]]]:
         """Each file the kernel lacks or has an older copy of: (path, its version, its write calls
         chunk by chunk). A file the workspace refuses to read (a link) is not sent."""
         wanted = list((request.datasets or {}).values()) + [f"uploads/{n}" for n in _listing(workspace, "uploads")]
@@ -121,8 +134,10 @@ class Mirror:
                 data = workspace.fs.read_bytes(relative)
             except NiniError:
                 continue
-            calls = [kernel_call("write", self.root, relative, _b64(data[at:at + CHUNK_BYTES]), at > 0, module=_SIDE)
-                     for at in range(0, max(len(data), 1), CHUNK_BYTES)]  # fmt: skip
+            calls = [
+                kernel_call("write", self.root, relative, _b64(data[at : at + CHUNK_BYTES]), at > 0, module=_SIDE)
+                for at in range(0, max(len(data), 1), CHUNK_BYTES)
+            ]
             files.append((relative, (stat.st_size, stat.st_mtime_ns), calls))
         return files
 
@@ -135,12 +150,19 @@ class Mirror:
         """The bytes of ``relative`` in the kernel's folder, chunk by chunk; NiniError when it cannot be read."""
         data, offset, size = b"", 0, None
         while size is None or offset < size:
-            got = await execute(client, manager, "", time.monotonic() + TRANSFER_GRACE_S + INTERRUPT_GRACE_S, silent=True,
-                                user_expressions={"chunk": kernel_call("read", self.root, relative, offset, CHUNK_BYTES,
-                                                                       module=_SIDE)})  # fmt: skip
+            got = await execute(
+                client,
+                manager,
+                "",
+                time.monotonic() + TRANSFER_GRACE_S + INTERRUPT_GRACE_S,
+                silent=True,
+                user_expressions={"chunk": kernel_call("read", self.root, relative, offset, CHUNK_BYTES, module=_SIDE)},
+            )
             value = ((got.reply or {}).get("user_expressions") or {}).get("chunk") or {}
             if got.state != "ok" or value.get("status") != "ok":
-                raise NiniError("INTERNAL", f"{value.get('ename', 'the kernel did not answer')}: {value.get('evalue', got.state)}")
+                raise NiniError(
+                    "INTERNAL", f"{value.get('ename', 'the kernel did not answer')}: {value.get('evalue', got.state)}"
+                )
             chunk = json.loads(value["data"]["text/plain"])
             size, piece = int(chunk["size"]), base64.b64decode(chunk["data"])
             if not piece and offset < size:
@@ -148,15 +170,18 @@ class Mirror:
             data, offset = data + piece, offset + len(piece)
         return data
 
-    def _refusal(self, exchange: Any, value: dict[str, Any], request: CodeRequest, started: float,
-                 restartable: bool) -> RunReport:  # fmt: skip
+    def _refusal(
+        self, exchange: Any, value: dict[str, Any], request: CodeRequest, started: float, restartable: bool
+    ) -> RunReport:
         """Why the kernel could not take the workspace: it died or hung, or it has no nini to unpack it."""
         if exchange.state != "ok":
             return RunReport(stopped(exchange, request, started, restartable), exchange.state, False)
         ename, evalue = value.get("ename") or "Error", value.get("evalue") or ""
         if ename in ("ModuleNotFoundError", "ImportError"):
-            message = (f"the gateway's kernel ({self.kernel_spec}) cannot import nini ({evalue}): nini's agent kernels "
-                       "need nini installed in the kernel's environment on the gateway (pip install nini in its image)")  # fmt: skip
+            message = (
+                f"the gateway's kernel ({self.kernel_spec}) cannot import nini ({evalue}): nini's agent kernels "
+                "need nini installed in the kernel's environment on the gateway (pip install nini in its image)"
+            )
         else:
             message = f"the session's files could not be sent to the gateway's kernel: {ename}: {evalue}"
         return RunReport(CodeOutcome.failure("INTERNAL", message, duration_ms=elapsed_ms(started)), "ok", False)

@@ -59,8 +59,10 @@ def describe_namespace(namespace: Mapping[str, Any], max_tokens: int) -> str:
 def namespace_expression(max_tokens: int) -> str:
     """A Python expression that, evaluated in a kernel's namespace (``user_expressions``), gives
     ``describe_namespace`` of it; its text/plain is the repr of a str (``ast.literal_eval`` it)."""
-    return (f"__import__('nini.execution.namespace', fromlist=['describe_namespace'])"
-            f".describe_namespace(globals(), {int(max_tokens)})")  # fmt: skip
+    return (
+        f"__import__('nini.execution.namespace', fromlist=['describe_namespace'])"
+        f".describe_namespace(globals(), {int(max_tokens)})"
+    )
 
 
 def _kind(value: Any) -> tuple[int, Callable[[str, Any], str]] | None:
@@ -73,11 +75,15 @@ def _kind(value: Any) -> tuple[int, Callable[[str, Any], str]] | None:
     if module == "pandas" and kind.__name__ == "Series":
         return int(value.memory_usage(index=False, deep=False)), _series
     if module == "numpy" and kind.__name__ == "ndarray":
-        return int(value.nbytes), lambda name, array: f"- `{name}`: ndarray, shape {tuple(array.shape)}, dtype {array.dtype}"
+        return int(
+            value.nbytes
+        ), lambda name, array: f"- `{name}`: ndarray, shape {tuple(array.shape)}, dtype {array.dtype}"
     if isinstance(value, bool | int | float | complex) or (module == "numpy" and hasattr(value, "dtype")):
         return 8, lambda name, scalar: f"- `{name}` = {_short(scalar)} ({type(scalar).__name__})"
     if isinstance(value, str):
-        return len(value), lambda name, text: f"- `{name}` = {_repr.repr(text[:MAX_STRING])} (str, {len(text):,} characters)"
+        return len(
+            value
+        ), lambda name, text: f"- `{name}` = {_repr.repr(text[:MAX_STRING])} (str, {len(text):,} characters)"
     if isinstance(value, list | tuple | dict | set):
         return len(value), lambda name, items: f"- `{name}`: {type(items).__name__} of {len(items):,}; {_short(items)}"
     return None  # modules, functions, classes and other objects are not what the question is about

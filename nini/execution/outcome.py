@@ -75,7 +75,9 @@ class CodeOutcome:
     result: Any = None
     has_dataframe: bool = False
     dataframe_preview: dict[str, Any] | None = None
-    artifacts: list[dict[str, Any]] = field(default_factory=list)  # {name, path, format, kind}; path relative to the workspace
+    artifacts: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # {name, path, format, kind}; path relative to the workspace
     datasets_saved: list[str] = field(default_factory=list)
     error: dict[str, Any] | None = None
     duration_ms: int = 0
@@ -86,7 +88,9 @@ class CodeOutcome:
         error = None
         if self.error is not None:
             # every violation of a policy refusal (R's), with its line and column, for clients to show
-            error = {k: self.error[k] for k in ("code", "message", "line", "violations") if self.error.get(k) is not None}
+            error = {
+                k: self.error[k] for k in ("code", "message", "line", "violations") if self.error.get(k) is not None
+            }
         return {
             "success": self.success,
             "stdout": self.stdout,
@@ -101,7 +105,9 @@ class CodeOutcome:
         }
 
     @classmethod
-    def failure(cls, code: str, message: str, *, line: int | None = None, duration_ms: int = 0, **extra: Any) -> CodeOutcome:
+    def failure(
+        cls, code: str, message: str, *, line: int | None = None, duration_ms: int = 0, **extra: Any
+    ) -> CodeOutcome:
         error: dict[str, Any] = {"code": code, "message": message}
         if line is not None:
             error["line"] = line
@@ -125,9 +131,16 @@ def full_disk(error: dict[str, Any] | None, sandbox_tmp_mb: int | None = None) -
         return error
     message = str(error["message"])
     if sandbox_tmp_mb is not None:
-        return {**error, "code": "TOO_LARGE", "message": (
-            f"the sandbox's /tmp or /dev/shm is full ({message}): each holds at most {sandbox_tmp_mb:,} MiB "
-            "(execution.tmp_size_mb); write large files to the workspace, or raise the limit")}  # fmt: skip
+        return {
+            **error,
+            "code": "TOO_LARGE",
+            "message": (
+                f"the sandbox's /tmp or /dev/shm is full ({message}): each holds at most {sandbox_tmp_mb:,} MiB "
+                "(execution.tmp_size_mb); write large files to the workspace, or raise the limit"
+            ),
+        }
     if not message.startswith("the disk is full"):
-        message = f"the disk is full, so the code could not write ({message}); the code is not at fault: {NO_SPACE_ADVICE}"
+        message = (
+            f"the disk is full, so the code could not write ({message}); the code is not at fault: {NO_SPACE_ADVICE}"
+        )
     return {**error, "code": "NO_SPACE", "message": message}

@@ -36,24 +36,24 @@ _WORDS = {
         "stream": "\n[nini: this output passed {cap} (execution.output_max_mb): the rest of it is not kept]\n",
         "bundle": "[nini: a {mime} output of {size} is not kept: it is larger than {cap} (execution.output_max_mb)]",
         "budget": "\n[nini: this run's outputs reached {budget} or {count} outputs (execution.run_outputs_max_mb, "
-                  "execution.run_outputs_max_count): later outputs are not kept]\n",
+        "execution.run_outputs_max_count): later outputs are not kept]\n",
         "dropped": "{size} of this run's output was not kept ({count} output(s) cut or left out; "
-                   "execution.output_max_mb = {cap} per output, execution.run_outputs_max_mb = {budget} and "
-                   "execution.run_outputs_max_count = {max_count} per run)",
+        "execution.output_max_mb = {cap} per output, execution.run_outputs_max_mb = {budget} and "
+        "execution.run_outputs_max_count = {max_count} per run)",
         "cut": "[nini: {size} more not kept]",
         "refused": "the kernel sent a message larger than {frame} (execution.output_max_mb = {cap} per output): nini "
-                   "refused it before reading it and closed its connection to the kernel, so the run ended; {fate}",
+        "refused it before reading it and closed its connection to the kernel, so the run ended; {fate}",
     },
     "zh": {
         "stream": "\n[nini：此输出超过 {cap}（execution.output_max_mb），其余部分未保留]\n",
         "bundle": "[nini：一个 {size} 的 {mime} 输出未保留：超过 {cap}（execution.output_max_mb）]",
         "budget": "\n[nini：本次运行的输出已达 {budget} 或 {count} 个（execution.run_outputs_max_mb、"
-                  "execution.run_outputs_max_count），之后的输出未保留]\n",
+        "execution.run_outputs_max_count），之后的输出未保留]\n",
         "dropped": "本次运行有 {size} 的输出未保留（{count} 个输出被截断或略去；每个输出上限 execution.output_max_mb = {cap}，"
-                   "每次运行上限 execution.run_outputs_max_mb = {budget}、execution.run_outputs_max_count = {max_count}）",
+        "每次运行上限 execution.run_outputs_max_mb = {budget}、execution.run_outputs_max_count = {max_count}）",
         "cut": "[nini：另有 {size} 未保留]",
         "refused": "内核发送了超过 {frame} 的消息（每个输出上限 execution.output_max_mb = {cap}）：nini 未读取即拒收，"
-                   "并断开了与该内核的连接，本次运行结束；{fate}",
+        "并断开了与该内核的连接，本次运行结束；{fate}",
     },
 }
 
@@ -78,13 +78,20 @@ class OutputLimits:
 
     def for_host(self) -> OutputLimits:
         """What nini's process enforces again: the same caps, with room for the kernel's markers."""
-        return replace(self, max_bytes=self.max_bytes + _HOST_SLACK_BYTES, run_bytes=self.run_bytes + _HOST_SLACK_BYTES,
-                       run_count=self.run_count + _HOST_SLACK_COUNT)  # fmt: skip
+        return replace(
+            self,
+            max_bytes=self.max_bytes + _HOST_SLACK_BYTES,
+            run_bytes=self.run_bytes + _HOST_SLACK_BYTES,
+            run_count=self.run_count + _HOST_SLACK_COUNT,
+        )
 
     def words(self, key: str, **values: Any) -> str:
         return _WORDS["en" if self.language == "en" else "zh"][key].format(
-            cap=human_size(self.max_bytes), budget=human_size(self.run_bytes), max_count=self.run_count,
-            frame=human_size(self.frame_bytes), **values
+            cap=human_size(self.max_bytes),
+            budget=human_size(self.run_bytes),
+            max_count=self.run_count,
+            frame=human_size(self.frame_bytes),
+            **values,
         )
 
 
@@ -203,8 +210,11 @@ class RunOutputs:
         return [self.limits.words("dropped", size=human_size(self.dropped_bytes), count=self.dropped_count)]
 
     def _full(self, new_output: bool, size: int) -> bool:
-        full = self._over_budget or self.kept_bytes + size > self.limits.run_bytes or (
-            new_output and self.kept_count >= self.limits.run_count)
+        full = (
+            self._over_budget
+            or self.kept_bytes + size > self.limits.run_bytes
+            or (new_output and self.kept_count >= self.limits.run_count)
+        )
         if full:
             self._budget_reached()
         return full

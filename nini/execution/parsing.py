@@ -55,14 +55,18 @@ REPLY_LIMIT = 16 * 1024 * 1024  # bytes of a reply nini reads; a description is 
 READER_UID = sandbox.ROOT_UID_BASE - 2
 # What nini says (``ui.language``); a reader's own words for a malformed file come from the child.
 WORDS = {
-    "zh": {"memory": "读取 {name} 所需的内存超过了上限 {mb:,} MiB（execution.memory_limit_mb）；请换用较小的文件，或提高该上限",
-           "time": "读取 {name} 超过了 {seconds:g} 秒（execution.timeout_s），已停止",
-           "reply": "{name} 的读取结果超过了 {mb:,} MiB"},
-    "en": {"memory": "reading {name} needs more memory than the limit of {mb:,} MiB (execution.memory_limit_mb); "
-                     "use a smaller file, or raise the limit",
-           "time": "reading {name} took longer than {seconds:g} s (execution.timeout_s) and was stopped",
-           "reply": "what reading {name} returned is larger than {mb:,} MiB"},
-}  # fmt: skip
+    "zh": {
+        "memory": "读取 {name} 所需的内存超过了上限 {mb:,} MiB（execution.memory_limit_mb）；请换用较小的文件，或提高该上限",
+        "time": "读取 {name} 超过了 {seconds:g} 秒（execution.timeout_s），已停止",
+        "reply": "{name} 的读取结果超过了 {mb:,} MiB",
+    },
+    "en": {
+        "memory": "reading {name} needs more memory than the limit of {mb:,} MiB (execution.memory_limit_mb); "
+        "use a smaller file, or raise the limit",
+        "time": "reading {name} took longer than {seconds:g} s (execution.timeout_s) and was stopped",
+        "reply": "what reading {name} returned is larger than {mb:,} MiB",
+    },
+}
 
 
 @dataclass
@@ -105,9 +109,16 @@ class DataReaders:
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nini-reader")
 
     def read(
-        self, job: Job, source: BinaryIO, *, name: str, output: BinaryIO | None = None, suffix: str = ".parquet",
-        rows: int = 5, options: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        job: Job,
+        source: BinaryIO,
+        *,
+        name: str,
+        output: BinaryIO | None = None,
+        suffix: str = ".parquet",
+        rows: int = 5,
+        options: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Run ``job`` on the open file ``source`` in a limited child; the reply's data. Blocking.
 
         ``name`` is how messages call the file (a file or dataset name, never a host path); ``output``
@@ -119,8 +130,15 @@ class DataReaders:
         language = self.settings.ui.current_language
         words = WORDS.get(language, WORDS["zh"])
         shown = f"'{name}'"
-        request = json.dumps({"job": job, "name": name, "suffix": suffix, "rows": rows,
-                              "options": {**(options or {}), "language": language}}).encode()  # fmt: skip
+        request = json.dumps(
+            {
+                "job": job,
+                "name": name,
+                "suffix": suffix,
+                "rows": rows,
+                "options": {**(options or {}), "language": language},
+            }
+        ).encode()
         child = self._take()
         try:
             with tempfile.TemporaryFile(dir=child.runtime_dir) as reply:
@@ -133,8 +151,11 @@ class DataReaders:
                     socket.send_fds(child.channel, [request], fds)
                 status = _finished(child, execution.timeout_s)
                 if status is None:
-                    raise NiniError(ErrorCode.TIMEOUT, words["time"].format(name=shown, seconds=execution.timeout_s),
-                                    {"timeout_s": execution.timeout_s})  # fmt: skip
+                    raise NiniError(
+                        ErrorCode.TIMEOUT,
+                        words["time"].format(name=shown, seconds=execution.timeout_s),
+                        {"timeout_s": execution.timeout_s},
+                    )
                 reply.seek(0)
                 raw = reply.read(REPLY_LIMIT + 1)
             if len(raw) > REPLY_LIMIT:
@@ -149,10 +170,14 @@ class DataReaders:
             return answer["data"]
         error = answer.get("error") if isinstance(answer.get("error"), dict) else {}
         if error.get("code") == ErrorCode.TOO_LARGE.value:
-            raise NiniError(ErrorCode.TOO_LARGE, words["memory"].format(name=shown, mb=execution.memory_limit_mb),
-                            {"memory_limit_mb": execution.memory_limit_mb})  # fmt: skip
-        if error.get("code") in (ErrorCode.INVALID_ARGUMENT.value, ErrorCode.NO_SPACE.value) \
-                and isinstance(error.get("message"), str):  # fmt: skip
+            raise NiniError(
+                ErrorCode.TOO_LARGE,
+                words["memory"].format(name=shown, mb=execution.memory_limit_mb),
+                {"memory_limit_mb": execution.memory_limit_mb},
+            )
+        if error.get("code") in (ErrorCode.INVALID_ARGUMENT.value, ErrorCode.NO_SPACE.value) and isinstance(
+            error.get("message"), str
+        ):
             raise NiniError(error["code"], error["message"][:2000])
         raise NiniError(ErrorCode.INTERNAL, f"reading {shown} failed: its reader process ended without an answer")
 
@@ -215,9 +240,16 @@ class DataReaders:
             cmd = [sys.executable, "-m", "nini.execution._parse_side", "--channel", str(theirs.fileno())]
             uid = READER_UID if sandbox.runs_as_session_uid(self.mode) else None
             cmd = sandbox.agent_command(cmd, self.mode, limits, workspace=work, runtime_dir=runtime_dir, uid=uid)
-            process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=errors, stderr=errors, cwd=work,
-                                       pass_fds=[theirs.fileno()], env=agent_env(runtime_dir, limits.max_processes),
-                                       start_new_session=True)  # fmt: skip
+            process = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=errors,
+                stderr=errors,
+                cwd=work,
+                pass_fds=[theirs.fileno()],
+                env=agent_env(runtime_dir, limits.max_processes),
+                start_new_session=True,
+            )
         except BaseException:
             ours.close()
             errors.close()
@@ -257,6 +289,7 @@ def _answer(raw: bytes, status: int, errors: BinaryIO) -> dict[str, Any]:
         return {"ok": False, "error": {"code": ErrorCode.TOO_LARGE.value}}
     errors.seek(0, os.SEEK_END)
     errors.seek(max(0, errors.tell() - 2000))
-    log.warning("a data file reader ended with status %s and no reply: %s", status,
-                errors.read().decode("utf-8", "replace"))  # fmt: skip
+    log.warning(
+        "a data file reader ended with status %s and no reply: %s", status, errors.read().decode("utf-8", "replace")
+    )
     return {}

@@ -43,38 +43,48 @@ PATH_OUTSIDE_WORKSPACE = "path-outside-workspace"
 UNCHECKABLE = "uncheckable"  # nested too deeply for the parser, or a magic argument that does not parse
 
 # A dotted name is refused when it or any of its prefixes is listed ("os" refuses "os.path").
-FORBIDDEN_MODULES = frozenset("""
+FORBIDDEN_MODULES = frozenset(
+    """
     os posix nt subprocess pty pexpect signal resource socket socketserver ssl http urllib urllib3
     requests httpx aiohttp ftplib smtplib telnetlib xmlrpc webbrowser ctypes cffi mmap shutil
     multiprocessing concurrent importlib imp zipimport pickle cPickle dill cloudpickle shelve marshal
     builtins code codeop runpy pydoc pdb gc pip asyncio.subprocess ipykernel jupyter_client
     IPython.get_ipython IPython.core.getipython IPython.utils.process
-""".split())
+""".split()
+)
 # Names reached through an imported module that hand out other modules or live frames.
 INTROSPECTION = frozenset({"sys.modules", "sys._getframe", "sys._current_frames", "sys.meta_path"})
 # Attribute names through which allowed libraries re-export forbidden modules (pd.io.common.os).
 REEXPORTED = frozenset("os posix subprocess shutil socket ctypes builtins importlib pickle gc".split())
-DUNDER_ATTRS = frozenset("""
+DUNDER_ATTRS = frozenset(
+    """
     __subclasses__ __globals__ __builtins__ __code__ __closure__ __getattribute__ __bases__ __base__
     __mro__ __loader__ __spec__ __self__ __import__ f_globals f_locals f_builtins f_back gi_frame
     cr_frame ag_frame tb_frame
-""".split())
+""".split()
+)
 DUNDER_NAMES = frozenset({"__builtins__", "__loader__", "__spec__"})
 ESCAPE_STRINGS = frozenset(a for a in DUNDER_ATTRS if a.startswith("__"))
-FORBIDDEN_CALLS = frozenset("""
+FORBIDDEN_CALLS = frozenset(
+    """
     eval exec compile __import__ globals locals vars breakpoint input exit quit get_ipython
-""".split())
+""".split()
+)
 ATTR_FUNCS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
 SUBPROCESS_METHODS = frozenset({"create_subprocess_exec", "create_subprocess_shell"})
 
-PATH_FUNCS = frozenset("""
+PATH_FUNCS = frozenset(
+    """
     open Path PurePath PosixPath load save savez savez_compressed loadtxt savetxt genfromtxt fromfile
     tofile savefig ExcelWriter HDFStore ParquetFile glob iglob
-""".split())
+""".split()
+)
 PATH_PREFIXES = ("read_", "to_", "write_")
-PATH_KEYWORDS = frozenset("""
+PATH_KEYWORDS = frozenset(
+    """
     path filepath_or_buffer path_or_buf fname file filename io excel_writer where source
-""".split())
+""".split()
+)
 
 _OPTIONS = re.compile(r"^(?:\s*-[nrtcpqo]+(?:\s*\d+)?(?=\s|$))*\s*")  # %timeit -n 10 -r3 -q
 

@@ -80,8 +80,16 @@ def strip_ansi(text: str) -> str:
 
 
 async def run_request(
-    client: Any, manager: Any, workspace: Workspace, request: CodeRequest, *, prelude: bool, restartable: bool,
-    mirror: Any = None, stop: RunStop | None = None, guard: Any = None,
+    client: Any,
+    manager: Any,
+    workspace: Workspace,
+    request: CodeRequest,
+    *,
+    prelude: bool,
+    restartable: bool,
+    mirror: Any = None,
+    stop: RunStop | None = None,
+    guard: Any = None,
 ) -> RunReport:
     """Run ``request`` in the kernel of ``client``/``manager``; never raises for anything the code does.
 
@@ -106,16 +114,36 @@ async def run_request(
     ran_prelude = False
     limits = request.output_limits
     if prelude or request.dataset_name is not None:
-        setup = kernel_call("prelude", root, request.dataset_name) + "\n" + kernel_call("install", *limits.args(),
-                                                                                      module=_OUTPUT_SIDE)
+        setup = (
+            kernel_call("prelude", root, request.dataset_name)
+            + "\n"
+            + kernel_call("install", *limits.args(), module=_OUTPUT_SIDE)
+        )
         pre = await execute(client, manager, setup, deadline, silent=True, limits=limits, guard=guard)
         if pre.state != "ok" or _status(pre) != "ok":
             return RunReport(prelude_failure(pre, request, started, restartable), pre.state, False)
         ran_prelude = True
-    collect = kernel_call("collect", root, request.label, request.save_as, True, request.max_figures, request.save_file,
-                    request.pending_file, limits.max_bytes)
-    main = await execute(client, manager, request.code, deadline, user_expressions={"nini": collect}, stop=stop,
-                         limits=limits, guard=guard)
+    collect = kernel_call(
+        "collect",
+        root,
+        request.label,
+        request.save_as,
+        True,
+        request.max_figures,
+        request.save_file,
+        request.pending_file,
+        limits.max_bytes,
+    )
+    main = await execute(
+        client,
+        manager,
+        request.code,
+        deadline,
+        user_expressions={"nini": collect},
+        stop=stop,
+        limits=limits,
+        guard=guard,
+    )
     if main.state in ("stuck", "dead", "cut"):
         return RunReport(_ended_by(stop, main, stopped(main, request, started, restartable)), main.state, ran_prelude)
     collected: dict[str, Any] = {}
@@ -123,13 +151,32 @@ async def run_request(
         collected = _parse_collected(main)
     else:  # failed or interrupted: keep the figures made so far and clear result/output_df
         cleanup = await execute(
-            client, manager, "", time.monotonic() + INTERRUPT_GRACE_S, silent=True,
-            user_expressions={"nini": kernel_call("collect", root, request.label, None, False, request.max_figures, None,
-                                            request.pending_file, limits.max_bytes)}, limits=limits, guard=guard,
-        )  # fmt: skip
+            client,
+            manager,
+            "",
+            time.monotonic() + INTERRUPT_GRACE_S,
+            silent=True,
+            user_expressions={
+                "nini": kernel_call(
+                    "collect",
+                    root,
+                    request.label,
+                    None,
+                    False,
+                    request.max_figures,
+                    None,
+                    request.pending_file,
+                    limits.max_bytes,
+                )
+            },
+            limits=limits,
+            guard=guard,
+        )
         if cleanup.state in ("stuck", "dead", "cut"):  # answered the interrupt, then hung: a restart is due after all
             main.state = cleanup.state
-            return RunReport(_ended_by(stop, main, stopped(main, request, started, restartable)), main.state, ran_prelude)
+            return RunReport(
+                _ended_by(stop, main, stopped(main, request, started, restartable)), main.state, ran_prelude
+            )
         collected = _parse_collected(cleanup) if cleanup.state == "ok" else {}
     if mirror is not None:
         await mirror.pull(client, manager, workspace, request, collected)
@@ -166,9 +213,13 @@ async def execute(
     are kept within ``limits`` as they arrive (``output_caps``).
     """
     msg_id = client.execute(
-        code, silent=silent, store_history=not silent, user_expressions=user_expressions or {},
-        allow_stdin=False, stop_on_error=False,  # never abort requests queued by others (shared kernels)
-    )  # fmt: skip
+        code,
+        silent=silent,
+        store_history=not silent,
+        user_expressions=user_expressions or {},
+        allow_stdin=False,
+        stop_on_error=False,  # never abort requests queued by others (shared kernels)
+    )
     exchange = Exchange(budget=RunOutputs((limits or OutputLimits()).for_host()))
     idle = False
     interrupted_at: float | None = None
@@ -245,9 +296,13 @@ def absorb(exchange: Exchange, msg: dict[str, Any]) -> None:
                 exchange.stdout.append(str(data["text/plain"]) + "\n")
     elif kind == "error" and (error := budget.error(content)) is not None:
         exchange.outputs.append(
-            {"output_type": "error", "ename": str(error.get("ename", "Error")), "evalue": str(error.get("evalue", "")),
-             "traceback": [strip_ansi(str(line)) for line in error.get("traceback") or []]}
-        )  # fmt: skip
+            {
+                "output_type": "error",
+                "ename": str(error.get("ename", "Error")),
+                "evalue": str(error.get("evalue", "")),
+                "traceback": [strip_ansi(str(line)) for line in error.get("traceback") or []],
+            }
+        )
     _add_stream(exchange, "stderr", budget.pop_notice() or "")
 
 
@@ -320,8 +375,9 @@ def build_outcome(
     """The outcome of a finished run: ``main`` is the code's exchange, ``collected`` what
     ``_kernel_side.collect`` reported (or ``collect_failure``)."""
     artifacts = checked_artifacts(workspace, collected.get("artifacts", []))
-    figure_outputs = [out for a in artifacts
-                      if a.get("format") == "png" and (out := _figure_output(workspace, a, main.budget))]  # fmt: skip
+    figure_outputs = [
+        out for a in artifacts if a.get("format") == "png" and (out := _figure_output(workspace, a, main.budget))
+    ]
     notes = list(collected.get("warnings", [])) + main.budget.notes()
     charts_left = max(0, request.max_figures - len({a["name"].split(".", 1)[0] for a in artifacts}))
     if len(main.rich) > charts_left:
@@ -333,8 +389,12 @@ def build_outcome(
     if main.state == "interrupted":
         error = stop_error("interrupted", request.timeout_s, restartable)
     elif reply.get("status") == "error":
-        error = code_error(reply.get("ename", "Error"), reply.get("evalue", ""), reply.get("traceback", []),
-                           reply.get("execution_count"))  # fmt: skip
+        error = code_error(
+            reply.get("ename", "Error"),
+            reply.get("evalue", ""),
+            reply.get("traceback", []),
+            reply.get("execution_count"),
+        )
     elif reply.get("status") != "ok":
         error = {"code": CODE_ERROR, "message": f"the kernel did not run the code (status {reply.get('status')!r})"}
     elif "collect_error" in collected:
@@ -405,10 +465,13 @@ def stopped(exchange: Exchange, request: CodeRequest, started: float, restartabl
     else:
         error = stop_error(exchange.state, request.timeout_s, restartable)
     return CodeOutcome(
-        success=False, stdout="".join(exchange.stdout), error=error, duration_ms=elapsed_ms(started),
+        success=False,
+        stdout="".join(exchange.stdout),
+        error=error,
+        duration_ms=elapsed_ms(started),
         stderr="".join(exchange.stderr) + "".join(f"nini: {n}\n" for n in exchange.budget.notes()),
         outputs=exchange.outputs,
-    )  # fmt: skip
+    )
 
 
 def prelude_failure(pre: Exchange, request: CodeRequest, started: float, restartable: bool) -> CodeOutcome:

@@ -51,10 +51,29 @@ SANDBOX_HOME = "/tmp/home"
 # What of /etc analysis needs: the loader, fonts, certificates, time zones, MIME types, name
 # services for numeric lookups, locales, R's configuration and the alternatives links into /usr.
 ETC_ENTRIES = (
-    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "fonts", "ssl/certs", "ssl/openssl.cnf", "ca-certificates",
-    "ca-certificates.conf", "alternatives", "R", "localtime", "timezone", "mime.types", "nsswitch.conf",
-    "host.conf", "hosts", "protocols", "services", "locale.alias", "locale.conf", "matplotlibrc", "os-release",
-)  # fmt: skip
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "fonts",
+    "ssl/certs",
+    "ssl/openssl.cnf",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "alternatives",
+    "R",
+    "localtime",
+    "timezone",
+    "mime.types",
+    "nsswitch.conf",
+    "host.conf",
+    "hosts",
+    "protocols",
+    "services",
+    "locale.alias",
+    "locale.conf",
+    "matplotlibrc",
+    "os-release",
+)
 _TOP_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")  # usually links into /usr (merged /usr)
 # Namespaces and hardening shared by the probe and every sandbox.
 _ISOLATION = [
@@ -117,8 +136,21 @@ def probe_bwrap() -> tuple[bool, str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return False, "bwrap not found (apt-get install bubblewrap)"
-    probe = [bwrap, *_identity(None), *_system_binds(), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-             "--remount-ro", "/", *_ISOLATION, "true"]  # fmt: skip
+    probe = [
+        bwrap,
+        *_identity(None),
+        *_system_binds(),
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--remount-ro",
+        "/",
+        *_ISOLATION,
+        "true",
+    ]
     try:
         result = subprocess.run(probe, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -147,8 +179,15 @@ def resolve_mode(setting: str) -> SandboxMode:
 
 
 def agent_command(
-    cmd: list[str], mode: SandboxMode, limits: Limits, *, workspace: Path, runtime_dir: Path, shared_dir: Path | None = None,
-    uid: int | None = None, group: AgentGroup | None = None,
+    cmd: list[str],
+    mode: SandboxMode,
+    limits: Limits,
+    *,
+    workspace: Path,
+    runtime_dir: Path,
+    shared_dir: Path | None = None,
+    uid: int | None = None,
+    group: AgentGroup | None = None,
 ) -> list[str]:
     """``cmd`` (``python [flags] -m MODULE args``) as the agent process: confined, and in ``bwrap``
     mode inside the sandbox. ``runtime_dir`` is a private host folder of this process (nini
@@ -167,22 +206,48 @@ def agent_command(
         raise ValueError("a root nini's sandbox runs as the session's uid, and only a root nini's: uid " + repr(uid))
     processes = 0 if group is not None and "pids" in group.holds else limits.max_processes
     inner = confine.command(
-        cmd, memory_bytes=limits.memory_bytes, sandboxed=True, max_processes=processes,
-        file_size_bytes=limits.file_size_bytes, uid=uid,
-        writable=[str(workspace), "/tmp", "/dev/shm"], sockets_only=[str(shared_dir)] if shared_dir else [],
-    )  # fmt: skip
+        cmd,
+        memory_bytes=limits.memory_bytes,
+        sandboxed=True,
+        max_processes=processes,
+        file_size_bytes=limits.file_size_bytes,
+        uid=uid,
+        writable=[str(workspace), "/tmp", "/dev/shm"],
+        sockets_only=[str(shared_dir)] if shared_dir else [],
+    )
     return enter(bwrap_command(inner, workspace, runtime_dir, limits, shared_dir=shared_dir, uid=uid))
 
 
 def bwrap_command(
-    cmd: list[str], workspace: Path, runtime_dir: Path, limits: Limits, *, shared_dir: Path | None = None,
+    cmd: list[str],
+    workspace: Path,
+    runtime_dir: Path,
+    limits: Limits,
+    *,
+    shared_dir: Path | None = None,
     uid: int | None = None,
 ) -> list[str]:
     """The bubblewrap command line running ``cmd`` with ``workspace`` writable, cwd the workspace."""
     args = [shutil.which("bwrap") or "bwrap", *_identity(uid), *_ISOLATION, *_system_binds()]
     size = str(limits.tmp_bytes)
-    args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
-             "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]  # fmt: skip
+    args += [
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--perms",
+        "1777",
+        "--size",
+        size,
+        "--tmpfs",
+        "/tmp",
+        "--perms",
+        "1777",
+        "--size",
+        size,
+        "--tmpfs",
+        "/dev/shm",
+    ]
     args += _etc_binds(runtime_dir, uid)
     made = {Path("/"), Path("/etc"), Path("/tmp"), Path("/dev"), Path("/proc")}
     bound = [Path("/usr"), Path("/dev"), Path("/proc")]
@@ -196,7 +261,18 @@ def bwrap_command(
         if writable is not None:
             args += _parents(writable, made, bound) + ["--bind", str(writable), str(writable)]
             bound.append(writable)
-    args += ["--remount-ro", "/", "--chdir", str(workspace), "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR", "/tmp"]
+    args += [
+        "--remount-ro",
+        "/",
+        "--chdir",
+        str(workspace),
+        "--setenv",
+        "HOME",
+        SANDBOX_HOME,
+        "--setenv",
+        "TMPDIR",
+        "/tmp",
+    ]
     # jupyter_client sets JPY_PARENT_PID to nini's pid; inside the pid namespace the kernel's parent
     # is pid 1, so ipykernel would conclude that its parent died and exit at once.
     args += ["--unsetenv", "JPY_PARENT_PID", "--", *cmd]
@@ -230,8 +306,16 @@ def _identity(uid: int | None) -> list[str]:
     capabilities ``confine`` needs to drop to ``uid``."""
     if running_as_root():
         return ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    return ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--disable-userns",
-            "--cap-drop", "ALL"]  # fmt: skip
+    return [
+        "--unshare-user",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--disable-userns",
+        "--cap-drop",
+        "ALL",
+    ]
 
 
 def _system_binds() -> list[str]:
@@ -263,9 +347,9 @@ def _etc_binds(runtime_dir: Path, uid: int | None) -> list[str]:
     etc.chmod(0o755)
     files = {
         "passwd": f"root:x:0:0:root:/root:/usr/sbin/nologin\nnini:x:{who}:{who}:nini sandbox:{SANDBOX_HOME}:"
-                  "/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+        "/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
         "group": f"root:x:0:\nnini:x:{who}:\nnogroup:x:65534:\n",
-    }  # fmt: skip
+    }
     for name, text in files.items():
         (etc / name).write_text(text)
         (etc / name).chmod(0o644)

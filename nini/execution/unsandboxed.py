@@ -11,10 +11,22 @@ from nini.config import ExecutionSettings
 from nini.execution.sandbox import probe_bwrap
 
 WORDS = {
-    "zh": ("warning: 代码在沙箱之外运行：{why}；请安装 bubblewrap（apt install bubblewrap），或查看 nini doctor",
-           {"setting": "execution.sandbox 设为 none", "missing": "没有安装 bubblewrap", "broken": "bubblewrap 在这里无法运行"}),
-    "en": ("warning: code runs without the sandbox: {why}; install bubblewrap (apt install bubblewrap) or see nini doctor",
-           {"setting": "execution.sandbox is none", "missing": "bubblewrap is not installed", "broken": "bubblewrap cannot run here"}),
+    "zh": (
+        "warning: 代码在沙箱之外运行：{why}；请安装 bubblewrap（apt install bubblewrap），或查看 nini doctor",
+        {
+            "setting": "execution.sandbox 设为 none",
+            "missing": "没有安装 bubblewrap",
+            "broken": "bubblewrap 在这里无法运行",
+        },
+    ),
+    "en": (
+        "warning: code runs without the sandbox: {why}; install bubblewrap (apt install bubblewrap) or see nini doctor",
+        {
+            "setting": "execution.sandbox is none",
+            "missing": "bubblewrap is not installed",
+            "broken": "bubblewrap cannot run here",
+        },
+    ),
 }
 
 

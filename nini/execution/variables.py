@@ -64,8 +64,16 @@ class NotebookVariables:
     """The variables of notebook kernel ``kernel_id`` as copies in session ``session_id``'s sandboxed
     kernel, for one turn."""
 
-    def __init__(self, kernels: KernelPool, kernel_id: str, session_id: str, workspace: Workspace, *,
-                 limit_mb: int, prefetch_mb: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        kernels: KernelPool,
+        kernel_id: str,
+        session_id: str,
+        workspace: Workspace,
+        *,
+        limit_mb: int,
+        prefetch_mb: int,
+    ) -> None:
         self.kernels, self.kernel_id, self.session_id, self.workspace = kernels, kernel_id, session_id, workspace
         self.limit_mb, self.prefetch_mb = limit_mb, prefetch_mb
         self.copied: dict[str, dict[str, Any]] = {}  # name -> {type, bytes} of the copies made this turn
@@ -74,7 +82,9 @@ class NotebookVariables:
     def prefetch(self) -> None:
         """Start copying the notebook's small data variables (on the running loop); ``ensure`` waits for it."""
         if self.prefetch_mb > 0 and self.limit_mb > 0 and self._prefetch is None:
-            self._prefetch = asyncio.get_running_loop().create_task(self._run_prefetch(), name="nini-variables-prefetch")
+            self._prefetch = asyncio.get_running_loop().create_task(
+                self._run_prefetch(), name="nini-variables-prefetch"
+            )
 
     async def _run_prefetch(self) -> None:
         try:
@@ -102,8 +112,10 @@ class NotebookVariables:
         limit = self.limit_mb * 1024 * 1024
         workspace = self.workspace
         workspace.fs.makedirs(FOLDER)  # nini's, with the workspace's owner: the sandbox may remove the copies
-        expression = (f"{_SIDE}.export({str(workspace.root)!r}, {names!r}, {limit}, {secrets.token_hex(6)!r}, "
-                      f"{time.time() + timeout_s!r}, {self.prefetch_mb * 1024 * 1024})")  # fmt: skip
+        expression = (
+            f"{_SIDE}.export({str(workspace.root)!r}, {names!r}, {limit}, {secrets.token_hex(6)!r}, "
+            f"{time.time() + timeout_s!r}, {self.prefetch_mb * 1024 * 1024})"
+        )
         found = await self.kernels.evaluate_in(self.kernel_id, expression, timeout_s)
         if found is None or found[0] != "ok":
             return VariableCopy(refusal=_not_exported(found))
@@ -125,13 +137,17 @@ class NotebookVariables:
             self.copied[name] = {"type": copied[name]["type"], "bytes": copied[name]["bytes"]}
         if loaded["failed"]:
             reasons = "; ".join(f"{name}: {why}" for name, why in loaded["failed"].items())
-            return VariableCopy(refusal=CodeOutcome.failure("INVALID_ARGUMENT", f"could not load the copies in the sandbox: {reasons}"))
+            return VariableCopy(
+                refusal=CodeOutcome.failure("INVALID_ARGUMENT", f"could not load the copies in the sandbox: {reasons}")
+            )
         return VariableCopy()
 
 
 def _note(name: str, copied: dict[str, Any]) -> str:
-    return (f"nini: {name} is a copy of the notebook's ({copied['type']}, {_size(copied['bytes'])}); changing it here "
-            "changes nothing in the notebook\n")  # fmt: skip
+    return (
+        f"nini: {name} is a copy of the notebook's ({copied['type']}, {_size(copied['bytes'])}); changing it here "
+        "changes nothing in the notebook\n"
+    )
 
 
 def _refused(refused: dict[str, Any], limit_mb: int) -> CodeOutcome:
@@ -141,9 +157,11 @@ def _refused(refused: dict[str, Any], limit_mb: int) -> CodeOutcome:
         described = f" ({why['description']})" if why.get("description") else ""
         if why["reason"] == "too_large":
             code = "TOO_LARGE"
-            lines.append(f"{name}{described} is too large to copy into the sandbox ({why['detail']}; the limit is "
-                         f"execution.variable_copy_max_mb = {limit_mb} MiB): work on it in the notebook instead, by "
-                         "proposing a cell (propose_cell), or copy a smaller part of it (a sample, the columns you need)")
+            lines.append(
+                f"{name}{described} is too large to copy into the sandbox ({why['detail']}; the limit is "
+                f"execution.variable_copy_max_mb = {limit_mb} MiB): work on it in the notebook instead, by "
+                "proposing a cell (propose_cell), or copy a smaller part of it (a sample, the columns you need)"
+            )
         elif why["reason"] == "unpicklable":
             lines.append(f"{name}{described} cannot be copied ({why['detail']}): propose a notebook cell that uses it")
         else:
@@ -155,10 +173,16 @@ def _not_exported(found: tuple[str, str] | None) -> CodeOutcome:
     if found is None:
         return CodeOutcome.failure("NOT_FOUND", "the notebook's kernel is gone: no variable could be copied from it")
     if found[0] == "timeout":
-        return CodeOutcome.failure("TIMEOUT", "the notebook's kernel is busy (running a cell): its variables could not "
-                                   "be copied; try again when it is idle")  # fmt: skip
-    return CodeOutcome.failure("INTERNAL", f"the notebook's kernel could not copy its variables ({found[1][:300]}); "
-                               "it needs nini installed in its environment")  # fmt: skip
+        return CodeOutcome.failure(
+            "TIMEOUT",
+            "the notebook's kernel is busy (running a cell): its variables could not "
+            "be copied; try again when it is idle",
+        )
+    return CodeOutcome.failure(
+        "INTERNAL",
+        f"the notebook's kernel could not copy its variables ({found[1][:300]}); "
+        "it needs nini installed in its environment",
+    )
 
 
 def _remove(workspace: Workspace, files: list[str]) -> None:

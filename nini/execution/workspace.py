@@ -107,7 +107,9 @@ class Workspace:
             candidate = candidate.relative_to(PurePosixPath(self.root))
         parts = [part for part in candidate.parts if part not in ("", ".")]
         if ".." in parts:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"path {text!r} leaves the session workspace ('..')", {"path": text})
+            raise NiniError(
+                ErrorCode.INVALID_ARGUMENT, f"path {text!r} leaves the session workspace ('..')", {"path": text}
+            )
         return "/".join(parts) or "."
 
     def dataset_path(self, name: str) -> Path:
@@ -147,7 +149,9 @@ class Workspace:
             return self.dataset_file(name)
         relative = files.get(check_dataset_name(name))
         if relative is None or not relative.startswith("datasets/") or ".." in relative:
-            raise NiniError(ErrorCode.NOT_FOUND, f"no dataset {name!r}; available: {', '.join(sorted(files)) or 'none'}")
+            raise NiniError(
+                ErrorCode.NOT_FOUND, f"no dataset {name!r}; available: {', '.join(sorted(files)) or 'none'}"
+            )
         return relative
 
     def indexed_names(self) -> list[str]:
@@ -182,8 +186,10 @@ def unreadable_dataset(name: str, exc: BaseException, *paths: str) -> str:
     detail = str(exc)
     for path in paths:
         detail = detail.replace(path, name)
-    return (f"dataset {name!r} cannot be read: its file is damaged or not Parquet ({type(exc).__name__}: "
-            f"{detail[:300]}); save it again from its source")  # fmt: skip
+    return (
+        f"dataset {name!r} cannot be read: its file is damaged or not Parquet ({type(exc).__name__}: "
+        f"{detail[:300]}); save it again from its source"
+    )
 
 
 def out_of_memory(exc: BaseException) -> bool:
@@ -194,8 +200,10 @@ def out_of_memory(exc: BaseException) -> bool:
     if isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM):
         return True
     text = str(exc).lower()
-    return any(words in text for words in ("out of memory", "cannot allocate memory", "malloc of size",
-                                           "failed to launch worker thread"))  # fmt: skip
+    return any(
+        words in text
+        for words in ("out of memory", "cannot allocate memory", "malloc of size", "failed to launch worker thread")
+    )
 
 
 def dataset_too_large(name: str, limit_bytes: int | None, setting: str = "execution.memory_limit_mb") -> str:
@@ -203,5 +211,7 @@ def dataset_too_large(name: str, limit_bytes: int | None, setting: str = "execut
     an address-space limit of ``limit_bytes`` (None: no limit known): too large, never "damaged"."""
     if limit_bytes is None:
         return f"dataset {name!r} cannot be read: it needs more memory than this kernel has"
-    return (f"dataset {name!r} cannot be read: it needs more memory than the limit of {limit_bytes // 2**20:,} MiB "
-            f"({setting}); work on a part of it, or raise the limit")  # fmt: skip
+    return (
+        f"dataset {name!r} cannot be read: it needs more memory than the limit of {limit_bytes // 2**20:,} MiB "
+        f"({setting}); work on a part of it, or raise the limit"
+    )

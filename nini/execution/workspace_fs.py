@@ -100,7 +100,9 @@ class RootedDir:
     the sandbox writes as another user.
     """
 
-    def __init__(self, root: Path, *, owner: tuple[int, int] | None = None, label: str = "the session workspace") -> None:
+    def __init__(
+        self, root: Path, *, owner: tuple[int, int] | None = None, label: str = "the session workspace"
+    ) -> None:
         self.root = Path(root)
         self.owner = owner
         self.label = label
@@ -309,7 +311,9 @@ class RootedDir:
         """Atomically put ``data`` at ``relative`` (a temp file renamed over the name)."""
         self.write_with(relative, lambda handle: handle.write(data))
 
-    def write_with(self, relative: str | PurePosixPath, write: Callable[[BinaryIO], object], *, durable: bool = True) -> None:
+    def write_with(
+        self, relative: str | PurePosixPath, write: Callable[[BinaryIO], object], *, durable: bool = True
+    ) -> None:
         """Atomically put at ``relative`` what ``write(file)`` writes: readers see the old file or the
         new one, never half; a crash leaves at most a hidden ``.NAME.*.tmp``. ``durable=False``
         skips the fsync, for a file that is worthless after a crash anyway (a transient copy)."""
@@ -365,6 +369,7 @@ class RootedDir:
 
     def copy_in(self, source: BinaryIO, relative: str | PurePosixPath) -> None:
         """Atomically copy the open file ``source`` to ``relative``."""
+
         def pump(handle: BinaryIO) -> None:
             while chunk := source.read(_COPY_CHUNK):
                 handle.write(chunk)
@@ -441,18 +446,31 @@ class RootedDir:
         if exc.errno == errno.ENOENT:
             return NiniError(ErrorCode.NOT_FOUND, f"no file or folder '{shown}' in {self.label}", {"path": shown})
         swapped = exc.errno == errno.ENOTDIR and kind is not None and stat.S_ISDIR(kind)  # a folder again: raced
-        if exc.errno in (errno.ELOOP, errno.EXDEV, errno.EMLINK) or swapped or (kind is not None and stat.S_ISLNK(kind)):
+        if (
+            exc.errno in (errno.ELOOP, errno.EXDEV, errno.EMLINK)
+            or swapped
+            or (kind is not None and stat.S_ISLNK(kind))
+        ):
             return self._refused(shown)
         if exc.errno in (errno.ENOTDIR, errno.EISDIR):
-            return NiniError(ErrorCode.INVALID_ARGUMENT, f"'{shown}' in {self.label} is not what nini expected "
-                             f"({os.strerror(exc.errno)})", {"path": shown})  # fmt: skip
+            return NiniError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"'{shown}' in {self.label} is not what nini expected ({os.strerror(exc.errno)})",
+                {"path": shown},
+            )
         if out_of_space(exc):  # the disk itself is full: NO_SPACE, not the workspace's budget
             return no_space(f"'{shown}' in {self.label}" if shown else self.label, path=shown)
         if exc.errno == errno.EFBIG:  # RLIMIT_FSIZE, nini's own limit of one file
-            return NiniError(ErrorCode.TOO_LARGE, f"could not write '{shown}' in {self.label}: {os.strerror(exc.errno)}",
-                             {"path": shown})  # fmt: skip
-        return NiniError(ErrorCode.INTERNAL, f"could not use '{shown}' in {self.label}: {exc.strerror or exc}",
-                         {"path": shown, "errno": exc.errno})  # fmt: skip
+            return NiniError(
+                ErrorCode.TOO_LARGE,
+                f"could not write '{shown}' in {self.label}: {os.strerror(exc.errno)}",
+                {"path": shown},
+            )
+        return NiniError(
+            ErrorCode.INTERNAL,
+            f"could not use '{shown}' in {self.label}: {exc.strerror or exc}",
+            {"path": shown, "errno": exc.errno},
+        )
 
 
 def _kind(dir_fd: int, name: str) -> int | None:

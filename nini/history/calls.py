@@ -61,6 +61,7 @@ class ToolCallRecords:
     _commits: GroupCommit
 
     if TYPE_CHECKING:  # the store's own, defined in store.py
+
         def _now(self) -> str: ...
         def _run(self, session_id: str | None, work: Callable[[Transaction], T]) -> T: ...
         def _add_events(self, tx: Transaction, call: dict[str, Any], events: Events) -> list[dict[str, Any]]: ...
@@ -81,9 +82,16 @@ class ToolCallRecords:
         """Record a call as ``running``, owned by this process (see ``_mark_orphans``), with
         ``events`` ((type, data) of this call, e.g. ``tool_call``) in the same transaction: a
         call is never recorded without them. The stored events are the result's ``events``."""
-        row = {"id": call_id or new_id("c"), "session_id": session_id, "turn_id": turn_id, "tool_name": tool_name,
-               "arguments": arguments, "status": "running", "started_at": self._now(),
-               "owner": f"{self._host}:{os.getpid()}"}
+        row = {
+            "id": call_id or new_id("c"),
+            "session_id": session_id,
+            "turn_id": turn_id,
+            "tool_name": tool_name,
+            "arguments": arguments,
+            "status": "running",
+            "started_at": self._now(),
+            "owner": f"{self._host}:{os.getpid()}",
+        }
 
         def record(tx: Transaction) -> list[dict[str, Any]]:
             tx.execute(START_CALL, row)
@@ -129,33 +137,51 @@ class ToolCallRecords:
         everything is recorded or nothing is.
         """
         if status not in FINISHED_STATUSES:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT,
-                            f"a tool call finishes as one of {', '.join(FINISHED_STATUSES)}, not {status!r}")
+            raise NiniError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"a tool call finishes as one of {', '.join(FINISHED_STATUSES)}, not {status!r}",
+            )
         artifact_rows, dataset_rows = list(artifacts), list(datasets)
         check_fields("execution", [execution] if execution else [], EXECUTION_FIELDS)
         check_fields("artifact", artifact_rows, ARTIFACT_FIELDS)
         check_fields("dataset", dataset_rows, DATASET_FIELDS)
 
         def record(tx: Transaction) -> tuple[dict[str, Any], dict[str, Any] | None, list[str | None]]:
-            call = self._end_call(tx, call_id, dict(status=status, error_code=error_code, result=result,
-                                                    result_summary=result_summary))
+            call = self._end_call(
+                tx, call_id, dict(status=status, error_code=error_code, result=result, result_summary=result_summary)
+            )
             session_id, now = call["session_id"], call["ended_at"]
             stored = None
             if execution:
-                row = {"tool_name": call["tool_name"], "tool_call_id": call_id, **execution,
-                       "id": execution.get("id") or execution_id, "session_id": session_id, "created_at": now}
+                row = {
+                    "tool_name": call["tool_name"],
+                    "tool_call_id": call_id,
+                    **execution,
+                    "id": execution.get("id") or execution_id,
+                    "session_id": session_id,
+                    "created_at": now,
+                }
                 # the code once: the call's arguments hold it (code_ref.py)
                 stored = {**tx.one(ADD_EXECUTION, referenced(row, call.get("arguments"))), "code": row.get("code")}
             source = stored["id"] if stored else None
             if artifact_rows:
                 # every row gets every key: an executemany needs the same keys in each row
-                tx.execute(ADD_ARTIFACTS, [
-                    {**{f: a.get(f) for f in ARTIFACT_FIELDS}, "execution_id": a.get("execution_id", source),
-                     "session_id": session_id, "created_at": now}
-                    for a in artifact_rows
-                ])
-            superseded = [upsert_dataset(tx, session_id, {"source_execution_id": source, **dataset}, now)
-                          for dataset in dataset_rows]
+                tx.execute(
+                    ADD_ARTIFACTS,
+                    [
+                        {
+                            **{f: a.get(f) for f in ARTIFACT_FIELDS},
+                            "execution_id": a.get("execution_id", source),
+                            "session_id": session_id,
+                            "created_at": now,
+                        }
+                        for a in artifact_rows
+                    ],
+                )
+            superseded = [
+                upsert_dataset(tx, session_id, {"source_execution_id": source, **dataset}, now)
+                for dataset in dataset_rows
+            ]
             closing = events({**call, "execution": stored, "unrecorded": None}) if events else ()
             return {**call, "execution": stored, "events": self._add_events(tx, call, closing)}, superseded
 
@@ -194,15 +220,19 @@ class ToolCallRecords:
             started = found["started_at"] if found is not None and found["status"] == "running" else None
         if started is not None:
             now = values.get("ended_at") or self._now()
-            ended = tx.first(END_CALL, {**values, "call_id": call_id, "ended_at": now,
-                                        "duration_ms": ms_between(started, now)})  # fmt: skip
+            ended = tx.first(
+                END_CALL, {**values, "call_id": call_id, "ended_at": now, "duration_ms": ms_between(started, now)}
+            )
             if ended is not None:
                 return ended
             found = tx.first(CALL_STATE, {"call_id": call_id})  # another writer ended it meanwhile
         if found is None:
             raise NiniError(ErrorCode.NOT_FOUND, f"no tool call {call_id}", {"tool_call_id": call_id})
-        raise NiniError(ErrorCode.CONFLICT, f"tool call {call_id} is already {found['status']}",
-                        {"tool_call_id": call_id, "status": found["status"]})
+        raise NiniError(
+            ErrorCode.CONFLICT,
+            f"tool call {call_id} is already {found['status']}",
+            {"tool_call_id": call_id, "status": found["status"]},
+        )
 
     def _end_later(self, call_id: str, error: NiniError, events: Callable[[dict[str, Any]], Events] | None) -> None:
         """Keep the end of a call whose record the database could not take: ``failed`` with the
@@ -211,20 +241,35 @@ class ToolCallRecords:
         is back (pending.py): the call does not stay ``running``."""
         known = self._started.get(call_id)
         ended_at = self._now()
-        values = {"status": "failed", "error_code": error.code.value, "result": {"error": error.to_dict()},
-                  "result_summary": f"not recorded: {error.message}", "ended_at": ended_at}
-        call = {**values, "id": call_id, "session_id": known[1] if known else None, "execution": None,
-                "duration_ms": ms_between(known[0], ended_at) if known else None, "unrecorded": error.to_dict()}
+        values = {
+            "status": "failed",
+            "error_code": error.code.value,
+            "result": {"error": error.to_dict()},
+            "result_summary": f"not recorded: {error.message}",
+            "ended_at": ended_at,
+        }
+        call = {
+            **values,
+            "id": call_id,
+            "session_id": known[1] if known else None,
+            "execution": None,
+            "duration_ms": ms_between(known[0], ended_at) if known else None,
+            "unrecorded": error.to_dict(),
+        }
         self._pending.keep(PendingEnd(call_id, call["session_id"], values, list(events(call)) if events else []))
         try:
             self._pending.write()
         except NiniError as again:
-            log.warning("tool call %s could not be ended either; its end is written once the database is back: %s",
-                        call_id, again.message)
+            log.warning(
+                "tool call %s could not be ended either; its end is written once the database is back: %s",
+                call_id,
+                again.message,
+            )
 
     def _write_pending(self, end: PendingEnd) -> None:
         """Write a kept end and its events in one transaction; an end that is no longer needed (the
         call was ended meanwhile, or is gone) is dropped. Database failures are raised."""
+
         def record(tx: Transaction) -> None:
             self._add_events(tx, self._end_call(tx, end.call_id, end.values), end.events)
 
@@ -251,7 +296,7 @@ class ToolCallRecords:
         )
         with self._read() as conn:
             running = conn.execute(query).all()
-        dead = [call_id for call_id, owner in running if not pid_alive(owner[len(prefix):])]
+        dead = [call_id for call_id, owner in running if not pid_alive(owner[len(prefix) :])]
         if not dead:
             return
         with self._commits.exclusive() as conn:

@@ -40,7 +40,9 @@ def executions_query(columns: Iterable[str] | None = None) -> sa.Select[Any]:
     if not any(column.name == "code" for column in chosen):
         return sa.select(*chosen)
     join = sa.and_(tool_calls.c.id == executions.c.tool_call_id, executions.c.code == "")
-    return sa.select(*chosen, tool_calls.c.arguments.label(CALL_ARGUMENTS)).select_from(executions.outerjoin(tool_calls, join))
+    return sa.select(*chosen, tool_calls.c.arguments.label(CALL_ARGUMENTS)).select_from(
+        executions.outerjoin(tool_calls, join)
+    )
 
 
 def resolved(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

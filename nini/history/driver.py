@@ -53,13 +53,20 @@ class Statements:
     def _compile(self, statement: Any, names: frozenset[str]) -> _Plan:
         compiled = statement.compile(dialect=self.dialect, column_keys=sorted(names))
         order = tuple(compiled.positiontup) if compiled.positional else None
-        binds = tuple((name, processor) for name, bind in compiled.binds.items()
-                      if (processor := bind.type.bind_processor(self.dialect)) is not None)  # fmt: skip
-        returned = statement.exported_columns if getattr(statement, "_returning", ()) or isinstance(
-            statement, sa.Select) else ()  # fmt: skip
+        binds = tuple(
+            (name, processor)
+            for name, bind in compiled.binds.items()
+            if (processor := bind.type.bind_processor(self.dialect)) is not None
+        )
+        returned = (
+            statement.exported_columns
+            if getattr(statement, "_returning", ()) or isinstance(statement, sa.Select)
+            else ()
+        )
         columns = tuple((column.key, column.type.result_processor(self.dialect, None)) for column in returned)
-        defaults = {name: bind.value for name, bind in compiled.binds.items()
-                    if name not in names and bind.value is not None}  # fmt: skip
+        defaults = {
+            name: bind.value for name, bind in compiled.binds.items() if name not in names and bind.value is not None
+        }
         return _Plan(compiled.string, order, defaults, binds, columns)
 
 
@@ -74,8 +81,10 @@ class Transaction:
     def rows(self, statement: sa.Executable, params: Params | None = None) -> list[Params]:
         """The rows ``statement`` returns (a SELECT, or DML with RETURNING), as dicts."""
         plan = self._run(statement, params or {})
-        return [{name: (convert(value) if convert else value) for (name, convert), value in zip(plan.columns, row)}
-                for row in self._cursor.fetchall()]  # fmt: skip
+        return [
+            {name: (convert(value) if convert else value) for (name, convert), value in zip(plan.columns, row)}
+            for row in self._cursor.fetchall()
+        ]
 
     def first(self, statement: sa.Executable, params: Params | None = None) -> Params | None:
         found = self.rows(statement, params)
@@ -119,6 +128,7 @@ class Transaction:
             else:
                 self._cursor.execute(plan.sql, values)
         except self._dbapi.Error as exc:
-            raise sa_exc.DBAPIError.instance(plan.sql, values, exc, self._dbapi.Error,
-                                             dialect=self._statements.dialect) from exc  # fmt: skip
+            raise sa_exc.DBAPIError.instance(
+                plan.sql, values, exc, self._dbapi.Error, dialect=self._statements.dialect
+            ) from exc
         return self._cursor.rowcount

@@ -66,8 +66,12 @@ def open_engine(url: str, *, busy_timeout_ms: int = 5000, home: Path | None = No
 def sqlite_path(url: URL) -> Path | None:
     """The file behind an SQLite URL; None for other backends, in-memory and ``file:`` URI databases."""
     database = url.database or ""
-    if url.get_backend_name() != "sqlite" or database in ("", ":memory:") or url.query.get("uri") == "true" \
-            or database.startswith("file:"):  # fmt: skip
+    if (
+        url.get_backend_name() != "sqlite"
+        or database in ("", ":memory:")
+        or url.query.get("uri") == "true"
+        or database.startswith("file:")
+    ):
         return None
     return Path(database).expanduser()
 
@@ -146,9 +150,11 @@ def _prepare_sqlite_file(path: Path, shown: str) -> None:
     file is a fresh start: it is created here, whole.
     """
     if path.is_dir():
-        raise NiniError(ErrorCode.DB_ERROR,
-                        f"the history database path {shown} is a directory; set NINI_DATABASE_URL to a file path",
-                        {"path": shown})  # fmt: skip
+        raise NiniError(
+            ErrorCode.DB_ERROR,
+            f"the history database path {shown} is a directory; set NINI_DATABASE_URL to a file path",
+            {"path": shown},
+        )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists():
@@ -156,9 +162,13 @@ def _prepare_sqlite_file(path: Path, shown: str) -> None:
         with path.open("rb") as file:
             header = file.read(len(SQLITE_HEADER))
     except OSError as exc:
-        raise NiniError(ErrorCode.DB_ERROR, f"cannot open the history database {shown}: {exc.strerror}; make it a "
-                        "file nini may read and write, or move it aside to start a new history (NINI_DATABASE_URL "
-                        "names another)", {"path": shown}) from None  # fmt: skip
+        raise NiniError(
+            ErrorCode.DB_ERROR,
+            f"cannot open the history database {shown}: {exc.strerror}; make it a "
+            "file nini may read and write, or move it aside to start a new history (NINI_DATABASE_URL "
+            "names another)",
+            {"path": shown},
+        ) from None
     if not header:
         raise unusable_database(shown, "is empty (0 bytes)")
     if header != SQLITE_HEADER:
@@ -234,8 +244,11 @@ def _mark_full(exc: BaseException, folder: Path | None) -> None:
     """Mark an SQLite I/O error met on a full disk (``database_full`` reads the mark): writing its WAL
     or shared memory there, SQLite says only "disk I/O error" (SQLITE_IOERR_WRITE, _SHMSIZE, ...),
     so the free space of the database's folder tells."""
-    if folder is not None and str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_IOERR") \
-            and disk_full(folder):  # fmt: skip
+    if (
+        folder is not None
+        and str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_IOERR")
+        and disk_full(folder)
+    ):
         exc.nini_disk_full = True  # type: ignore[attr-defined]
 
 
@@ -291,8 +304,10 @@ def db_errors(database: str | None = None, advice: str | None = None) -> Iterato
             ErrorCode.DB_ERROR,
             f"the history database{named} failed: {redact_paths(driver_message(exc))}"
             + (f"; {advice}" if advice else ""),
-            {"driver_error": type(getattr(exc, "orig", None) or exc).__name__,
-             **({"database": database} if database else {})},
+            {
+                "driver_error": type(getattr(exc, "orig", None) or exc).__name__,
+                **({"database": database} if database else {}),
+            },
         ) from None
 
 
@@ -305,9 +320,12 @@ def database_full(exc: sa_exc.SQLAlchemyError) -> bool:
     if orig is None:
         return False
     state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
-    return getattr(orig, "nini_disk_full", False) or state == "53100" \
-        or str(getattr(orig, "sqlite_errorname", "")).startswith("SQLITE_FULL") \
-        or no_space_text(str(orig))  # fmt: skip
+    return (
+        getattr(orig, "nini_disk_full", False)
+        or state == "53100"
+        or str(getattr(orig, "sqlite_errorname", "")).startswith("SQLITE_FULL")
+        or no_space_text(str(orig))
+    )
 
 
 def driver_message(exc: sa_exc.SQLAlchemyError) -> str:

@@ -37,9 +37,15 @@ def session_bundle(store: Any, session_id: str) -> dict[str, Any]:
 
 
 def export_session(
-    store: Any, session_id: str, workspace: Path, format: str, *, stem: str | None = None, sandboxed: bool = False,
+    store: Any,
+    session_id: str,
+    workspace: Path,
+    format: str,
+    *,
+    stem: str | None = None,
+    sandboxed: bool = False,
     language: str = "zh",
-) -> str:  # fmt: skip
+) -> str:
     """The session in ``format`` (ipynb, md or json), as text.
 
     A notebook reads its datasets from ``<stem>_files/`` next to it (``stem`` defaults to
@@ -47,14 +53,27 @@ def export_session(
     """
     _check_format(format, sandboxed)
     bundle = session_bundle(store, session_id)
-    return _render(bundle, _isolation(store, session_id), workspace, format, stem or f"nini-session-{session_id}",
-                   sandboxed, language)  # fmt: skip
+    return _render(
+        bundle,
+        _isolation(store, session_id),
+        workspace,
+        format,
+        stem or f"nini-session-{session_id}",
+        sandboxed,
+        language,
+    )
 
 
 def write_session_export(
-    store: Any, session_id: str, workspace: Path, format: str, out: Path, *, sandboxed: bool = False,
+    store: Any,
+    session_id: str,
+    workspace: Path,
+    format: str,
+    out: Path,
+    *,
+    sandboxed: bool = False,
     language: str = "zh",
-) -> Path:  # fmt: skip
+) -> Path:
     """Write the export to ``out`` with ``<out stem>_files/`` beside it: a notebook's datasets, so
     the two together re-run anywhere, or the Markdown's images. Returns ``out``."""
     _check_format(format, sandboxed)
@@ -66,7 +85,9 @@ def write_session_export(
         try:
             copy(bundle, workspace, out.parent / files_dir_name(out.stem))
         except OSError as exc:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"cannot write the export's files next to {out.name}: {exc}") from None
+            raise NiniError(
+                ErrorCode.INVALID_ARGUMENT, f"cannot write the export's files next to {out.name}: {exc}"
+            ) from None
     atomic_write_text(out, text)
     return out
 
@@ -81,11 +102,20 @@ def _check_format(format: str, sandboxed: bool) -> None:
 def _isolation(store: Any, session_id: str) -> dict[str, str | None]:
     """Where each execution ran, as its ``code_execution`` event said (the executions table does not)."""
     events = store.list_events(session_id, types=["code_execution"])
-    return {e["data"].get("execution_id"): e["data"].get("isolation") for e in events if isinstance(e.get("data"), dict)}
+    return {
+        e["data"].get("execution_id"): e["data"].get("isolation") for e in events if isinstance(e.get("data"), dict)
+    }
 
 
-def _render(bundle: dict[str, Any], isolation: dict[str, str | None], workspace: Path, format: str, stem: str,
-            sandboxed: bool, language: str) -> str:  # fmt: skip
+def _render(
+    bundle: dict[str, Any],
+    isolation: dict[str, str | None],
+    workspace: Path,
+    format: str,
+    stem: str,
+    sandboxed: bool,
+    language: str,
+) -> str:
     if format == "json":
         return json.dumps(bundle, ensure_ascii=False, indent=2)
     mode = "markdown" if format == "md" else "sandboxed" if sandboxed else "notebook"

@@ -27,38 +27,54 @@ _BACKTICKS = re.compile(r"`+")
 WORDING: dict[str, dict[str, str]] = {
     "zh": {
         "written": "**这些代码由 nini 的智能体（语言模型）编写**，不是你写的。标记为 `{tag}` 的单元是它的步骤，"
-                   "{when}在 nini 的沙箱中运行（会话 `{session}`；沙箱：无网络，只有会话工作区可写）。",
-        "when": "于 {start} 至 {end}（UTC）", "when_one": "于 {start}（UTC）", "when_none": "",
+        "{when}在 nini 的沙箱中运行（会话 `{session}`；沙箱：无网络，只有会话工作区可写）。",
+        "when": "于 {start} 至 {end}（UTC）",
+        "when_one": "于 {start}（UTC）",
+        "when_none": "",
         "notebook": "**直接运行这些单元时，它们在本笔记本的内核中以你的身份运行，没有沙箱**：能读写你的文件、访问网络和"
-                    "环境变量。在沙箱里没有作用的代码在这里可能会起作用。运行前请先读代码，或用 "
-                    "`nini sessions export --sandboxed` 导出在 nini 沙箱中重新运行的版本。",
+        "环境变量。在沙箱里没有作用的代码在这里可能会起作用。运行前请先读代码，或用 "
+        "`nini sessions export --sandboxed` 导出在 nini 沙箱中重新运行的版本。",
         "sandboxed": "这些单元用 `%%nini_run` 把代码交给一个新的 nini 会话，在 nini 的沙箱内核中运行，和原来一样受限，"
-                     "并像智能体的步骤一样被记录；本内核不执行智能体的代码（需要安装 nini）。",
+        "并像智能体的步骤一样被记录；本内核不执行智能体的代码（需要安装 nini）。",
         "markdown": "把这里的代码复制到你自己的 Python 或 R 中运行，就是以你的身份、在沙箱之外运行。",
-        "outside": "以下步骤当时不在 nini 的沙箱中运行：", "flagged": "静态策略标记的步骤：",
+        "outside": "以下步骤当时不在 nini 的沙箱中运行：",
+        "flagged": "静态策略标记的步骤：",
         "no_flags": "静态策略没有标记任何步骤（它只在运行前检查代码文本，边界是沙箱）。",
-        "refused": "被拒绝，未运行", "flagged_now": "运行过，但现在的策略会拒绝它", "step": "第 {n} 步{label}（{language}）",
-        "flag_line": "- {step}（{state}）：{reasons}", "outside_line": "- {step}：{where}",
-        "user_kernel": "在用户的笔记本内核中", "unsandboxed": "未启用沙箱", "gateway": "在 Kernel Gateway 的沙箱中",
+        "refused": "被拒绝，未运行",
+        "flagged_now": "运行过，但现在的策略会拒绝它",
+        "step": "第 {n} 步{label}（{language}）",
+        "flag_line": "- {step}（{state}）：{reasons}",
+        "outside_line": "- {step}：{where}",
+        "user_kernel": "在用户的笔记本内核中",
+        "unsandboxed": "未启用沙箱",
+        "gateway": "在 Kernel Gateway 的沙箱中",
     },
     "en": {
         "written": "**This code was written by nini's agent (a language model)**, not by you. The cells tagged `{tag}` "
-                   "are its steps; they ran in nini's sandbox{when} (session `{session}`; the sandbox has no network "
-                   "and only the session's workspace is writable).",
-        "when": " from {start} to {end} UTC", "when_one": " at {start} UTC", "when_none": "",
+        "are its steps; they ran in nini's sandbox{when} (session `{session}`; the sandbox has no network "
+        "and only the session's workspace is writable).",
+        "when": " from {start} to {end} UTC",
+        "when_one": " at {start} UTC",
+        "when_none": "",
         "notebook": "**Run as they are, these cells run in this notebook's kernel, as you, without a sandbox**: they can "
-                    "read and write your files and reach the network and your environment. Code that did nothing in "
-                    "the sandbox may act here. Read it before you run it, or export with "
-                    "`nini sessions export --sandboxed` for a notebook that re-runs it in nini's sandbox.",
+        "read and write your files and reach the network and your environment. Code that did nothing in "
+        "the sandbox may act here. Read it before you run it, or export with "
+        "`nini sessions export --sandboxed` for a notebook that re-runs it in nini's sandbox.",
         "sandboxed": "These cells hand their code to a fresh nini session with `%%nini_run`: it runs in nini's "
-                     "sandboxed kernel, as contained as the first run, and is recorded like any agent step; this "
-                     "kernel runs none of the agent's code (nini must be installed).",
+        "sandboxed kernel, as contained as the first run, and is recorded like any agent step; this "
+        "kernel runs none of the agent's code (nini must be installed).",
         "markdown": "Copying this code into your own Python or R runs it as you, outside any sandbox.",
-        "outside": "These steps did not run in nini's sandbox:", "flagged": "Steps the static policy flags:",
+        "outside": "These steps did not run in nini's sandbox:",
+        "flagged": "Steps the static policy flags:",
         "no_flags": "The static policy flags no step (it reads the code before it runs; the sandbox is the boundary).",
-        "refused": "refused, never ran", "flagged_now": "ran, but the policy would refuse it now",
-        "step": "step {n}{label} ({language})", "flag_line": "- {step} ({state}): {reasons}", "outside_line": "- {step}: {where}",
-        "user_kernel": "in the user's notebook kernel", "unsandboxed": "with no sandbox", "gateway": "in the Kernel Gateway's sandbox",
+        "refused": "refused, never ran",
+        "flagged_now": "ran, but the policy would refuse it now",
+        "step": "step {n}{label} ({language})",
+        "flag_line": "- {step} ({state}): {reasons}",
+        "outside_line": "- {step}: {where}",
+        "user_kernel": "in the user's notebook kernel",
+        "unsandboxed": "with no sandbox",
+        "gateway": "in the Kernel Gateway's sandbox",
     },
 }
 
@@ -99,19 +115,30 @@ def provenance_header(
     (the ``code_execution`` events say: sandbox, unsandboxed, gateway, user_kernel)."""
     words = WORDING.get(language, WORDING["zh"])
     executions = bundle["executions"]
-    lines = [words["written"].format(tag=AGENT_CODE_TAG, session=bundle["session"]["id"], when=_when(executions, words)),
-             "", words[mode]]
+    lines = [
+        words["written"].format(tag=AGENT_CODE_TAG, session=bundle["session"]["id"], when=_when(executions, words)),
+        "",
+        words[mode],
+    ]
     outside = [(n, e) for n, e in enumerate(executions, 1) if isolation.get(e["id"]) not in (None, "sandbox")]
     if outside:
         lines += ["", words["outside"]]
-        lines += [words["outside_line"].format(step=_step(n, e, words), where=words.get(str(isolation[e["id"]]), isolation[e["id"]]))
-                  for n, e in outside]  # fmt: skip
+        lines += [
+            words["outside_line"].format(
+                step=_step(n, e, words), where=words.get(str(isolation[e["id"]]), isolation[e["id"]])
+            )
+            for n, e in outside
+        ]
     flags = flagged_steps(executions, workspace, language)
     lines += ["", words["flagged"] if flags else words["no_flags"]]
     for flag in flags:
-        lines.append(words["flag_line"].format(step=_step(flag.step, flag.execution, words),
-                                               state=words["flagged_now"] if flag.ran else words["refused"],
-                                               reasons="; ".join(_code(reason) for reason in flag.reasons)))
+        lines.append(
+            words["flag_line"].format(
+                step=_step(flag.step, flag.execution, words),
+                state=words["flagged_now"] if flag.ran else words["refused"],
+                reasons="; ".join(_code(reason) for reason in flag.reasons),
+            )
+        )
     return "\n".join(lines)
 
 

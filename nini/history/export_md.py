@@ -43,23 +43,39 @@ def to_markdown(bundle: dict[str, Any], files: str, header: str) -> str:
     """The session as Markdown; ``files`` is the folder beside it that holds its images, ``header``
     the provenance text under the title."""
     session = bundle["session"]
-    out = [f"# {session.get('title') or 'nini session ' + session['id']}", "",
-           f"Session `{session['id']}`, created {session.get('created_at')}.", "", header, ""]
+    out = [
+        f"# {session.get('title') or 'nini session ' + session['id']}",
+        "",
+        f"Session `{session['id']}`, created {session.get('created_at')}.",
+        "",
+        header,
+        "",
+    ]
     for message in bundle["messages"]:
         out += _message(message)
     for number, execution in enumerate(bundle["executions"], 1):
         error = execution.get("error") or {}
         status = "ok" if execution.get("status") == "succeeded" else f"failed ({error.get('code')})"
         language = execution.get("language")
-        out += [f"## Step {number}: {execution.get('label') or execution.get('purpose') or ''} ({language}, {status})",
-                "", f"```{language}", execution["code"].rstrip(), "```", ""]
+        out += [
+            f"## Step {number}: {execution.get('label') or execution.get('purpose') or ''} ({language}, {status})",
+            "",
+            f"```{language}",
+            execution["code"].rstrip(),
+            "```",
+            "",
+        ]
         if execution.get("stdout"):
             out += ["Output:", "", "```text", execution["stdout"].rstrip(), "```", ""]
         if error:
             out += [f"Error: {error.get('message')}", ""]
         for artifact in execution.get("artifacts") or []:
             target = quote(f"{files}/{artifact['path']}")  # a space would end a Markdown link
-            link = f"![{artifact['name']}]({target})" if artifact.get("format") in IMAGE_FORMATS else f"[{artifact['name']}]({target})"
+            link = (
+                f"![{artifact['name']}]({target})"
+                if artifact.get("format") in IMAGE_FORMATS
+                else f"[{artifact['name']}]({target})"
+            )
             out += [link, ""]
     return "\n".join(out)
 
@@ -95,8 +111,11 @@ def _render(value: Any) -> list[str]:
     if isinstance(value, dict):
         if value.get("success") is False and isinstance(value.get("error"), dict):
             return [f"failed ({value['error'].get('code')}): {value['error'].get('message')}"]
-        if isinstance(value.get("columns"), list) and isinstance(value.get("rows"), list) \
-                and all(isinstance(row, list) for row in value["rows"]):  # a data frame preview
+        if (
+            isinstance(value.get("columns"), list)
+            and isinstance(value.get("rows"), list)
+            and all(isinstance(row, list) for row in value["rows"])
+        ):  # a data frame preview
             rows = value["rows"]
             more = [f"({len(rows) - _MAX_TABLE_ROWS} more rows)"] if len(rows) > _MAX_TABLE_ROWS else []
             return _table(value["columns"], rows[:_MAX_TABLE_ROWS]) + more
@@ -126,10 +145,17 @@ def _is_scalar(value: Any) -> bool:
 
 def _cell(value: Any) -> str:
     if isinstance(value, (dict, list)):
-        value = ", ".join(f"{k}={_cell(v)}" for k, v in value.items()) if isinstance(value, dict) else ", ".join(map(_cell, value))
+        value = (
+            ", ".join(f"{k}={_cell(v)}" for k, v in value.items())
+            if isinstance(value, dict)
+            else ", ".join(map(_cell, value))
+        )
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
-    return ["| " + " | ".join(map(_cell, header)) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(_cell(v) for v in row) + " |" for row in rows)]
+    return [
+        "| " + " | ".join(map(_cell, header)) + " |",
+        "|" + "---|" * len(header),
+        *("| " + " | ".join(_cell(v) for v in row) + " |" for row in rows),
+    ]

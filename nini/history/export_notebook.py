@@ -28,14 +28,19 @@ from nini.errors import ErrorCode, NiniError
 from nini.execution.workspace_fs import RootedDir
 from nini.history.export_header import AGENT_CODE_TAG
 
-NOT_RERUN = {"POLICY_VIOLATION": "refused by the policy, never ran", "TIMEOUT": "stopped after its time limit",
-             "KERNEL_DIED": "it ended the kernel", "WORKER_DIED": "it ended the R worker",
-             "INVALID_ARGUMENT": "never ran (bad arguments)", "NOT_FOUND": "never ran (its dataset did not exist)"}
+NOT_RERUN = {
+    "POLICY_VIOLATION": "refused by the policy, never ran",
+    "TIMEOUT": "stopped after its time limit",
+    "KERNEL_DIED": "it ended the kernel",
+    "WORKER_DIED": "it ended the R worker",
+    "INVALID_ARGUMENT": "never ran (bad arguments)",
+    "NOT_FOUND": "never ran (its dataset did not exist)",
+}
 CODE_LANGUAGES = ("python", "r")
 # `datasets$name` and `datasets[["name"]]` in R code: the session datasets an R step reads.
 _R_DATASET_REF = re.compile(r"""datasets\s*(?:\$\s*`?([A-Za-z0-9_.]+)`?|\[\[\s*["']([A-Za-z0-9_.-]+)["']\s*\]\])""")
 
-SETUP_CELL = '''# Recreates nini's kernel for session {session_id}. nini ran this code with the session
+SETUP_CELL = """# Recreates nini's kernel for session {session_id}. nini ran this code with the session
 # workspace as working directory; here that is the folder {files!r} next to this notebook,
 # which holds the datasets the steps read. datasets[name] loads a dataset by name.
 import os
@@ -59,19 +64,19 @@ class _Datasets(dict):
             raise AttributeError(name) from None
 
 
-datasets = _Datasets()'''
+datasets = _Datasets()"""
 
-SANDBOXED_SETUP = '''# Re-runs nini session {session_id} in nini's sandbox: every step below is a %%nini_run cell, whose
+SANDBOXED_SETUP = """# Re-runs nini session {session_id} in nini's sandbox: every step below is a %%nini_run cell, whose
 # code goes to a fresh nini session's sandboxed kernel (or R worker) and is recorded there, as the
 # agent's steps were; this kernel runs none of it. The datasets the steps read are loaded first.
 %load_ext nini
-%nini session --new --title {title}'''
+%nini session --new --title {title}"""
 # a line of a magic is expanded by IPython ($name, {expression}) before the magic reads it
 _EXPANDED = str.maketrans({"$": "$$", "{": "{{", "}": "}}"})
 
-R_SETUP = '''
+R_SETUP = """
 # R steps run through rpy2's %%R magic, in one embedded R shared by all R cells.
-get_ipython().run_line_magic("load_ext", "rpy2.ipython")'''
+get_ipython().run_line_magic("load_ext", "rpy2.ipython")"""
 
 
 def files_dir_name(stem: str) -> str:
@@ -103,7 +108,9 @@ def copy_inputs(bundle: dict[str, Any], workspace: Path, files_dir: Path) -> lis
     return copied
 
 
-def to_notebook_json(bundle: dict[str, Any], workspace: Path, files: str, header: str, *, sandboxed: bool = False) -> str:
+def to_notebook_json(
+    bundle: dict[str, Any], workspace: Path, files: str, header: str, *, sandboxed: bool = False
+) -> str:
     """The notebook as nbformat JSON; ``files`` is the name of the folder next to it (relative),
     ``header`` the provenance text (``export_header``) its first cell holds under the title;
     ``sandboxed``: steps as ``%%nini_run`` cells (see the module docstring)."""
@@ -114,11 +121,17 @@ def to_notebook_json(bundle: dict[str, Any], workspace: Path, files: str, header
     inputs = input_datasets(bundle)
     intro = f"# {session.get('title') or 'nini session ' + session['id']}\n\n{header}"
     if inputs:
-        intro += ("\n\nIt reads these files, relative to this notebook (`nini sessions export --out` writes them): "
-                  + ", ".join(f"`{files}/datasets/{d['name']}.parquet`" for d in inputs) + ".")
+        intro += (
+            "\n\nIt reads these files, relative to this notebook (`nini sessions export --out` writes them): "
+            + ", ".join(f"`{files}/datasets/{d['name']}.parquet`" for d in inputs)
+            + "."
+        )
     has_r = any(_is_code_cell(e) and e.get("language") == "r" for e in bundle["executions"])
-    setup = (_sandboxed_setup(session["id"], files, inputs) if sandboxed
-             else SETUP_CELL.format(session_id=session["id"], files=files) + (R_SETUP if has_r else ""))
+    setup = (
+        _sandboxed_setup(session["id"], files, inputs)
+        if sandboxed
+        else SETUP_CELL.format(session_id=session["id"], files=files) + (R_SETUP if has_r else "")
+    )
     cells = [new_markdown_cell(intro), new_code_cell(setup)]
     scrub = _scrubber(workspace)
     # names a `datasets$name` in R code can mean (a comment may mention others): passing an
@@ -129,8 +142,12 @@ def to_notebook_json(bundle: dict[str, Any], workspace: Path, files: str, header
         language = execution.get("language")
         if not _is_code_cell(execution):
             reason = _not_rerun_reason(execution) or f"it ran in {language}, which the notebook cannot run"
-            cells.append(new_markdown_cell(f"Skipped step {_step_name(execution)}: {reason}.{_policy_reasons(execution)}"
-                                           f"\n\n```{language}\n{execution['code'].rstrip()}\n```"))
+            cells.append(
+                new_markdown_cell(
+                    f"Skipped step {_step_name(execution)}: {reason}.{_policy_reasons(execution)}"
+                    f"\n\n```{language}\n{execution['code'].rstrip()}\n```"
+                )
+            )
             continue
         if sandboxed:
             before, source, after = [], _nini_run_source(execution, timeouts.get(execution.get("tool_call_id"))), []
@@ -140,21 +157,31 @@ def to_notebook_json(bundle: dict[str, Any], workspace: Path, files: str, header
             before, source, after = [], _python_source(execution), []
         cells += [new_code_cell(text, metadata={"nini": {"bridge_for": execution["id"]}}) for text in before]
         cell = new_code_cell(source, outputs=_outputs(execution, workspace, scrub))
-        cell.metadata["nini"] = {"execution_id": execution["id"], "step": number, "language": language,
-                                 "status": execution.get("status"), "purpose": execution.get("purpose"),
-                                 "label": execution.get("label")}  # fmt: skip
+        cell.metadata["nini"] = {
+            "execution_id": execution["id"],
+            "step": number,
+            "language": language,
+            "status": execution.get("status"),
+            "purpose": execution.get("purpose"),
+            "label": execution.get("label"),
+        }
         if execution.get("error"):  # e.g. an R step that did not parse: failed, never "ran"
-            cell.metadata["nini"]["error"] = {"code": execution["error"].get("code"),
-                                              "message": scrub(execution["error"].get("message") or "")}
+            cell.metadata["nini"]["error"] = {
+                "code": execution["error"].get("code"),
+                "message": scrub(execution["error"].get("message") or ""),
+            }
         cell.metadata["tags"] = [AGENT_CODE_TAG]
         if execution.get("status") == "failed":
             cell.metadata["tags"].append("raises-exception")  # nbclient goes on past it, like the session did
         cells.append(cell)
         cells += [new_code_cell(text, metadata={"nini": {"bridge_for": execution["id"]}}) for text in after]
-    notebook = new_notebook(cells=cells, metadata={
-        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-        "language_info": {"name": "python"},
-    })
+    notebook = new_notebook(
+        cells=cells,
+        metadata={
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+            "language_info": {"name": "python"},
+        },
+    )
     nbformat.validate(notebook)
     return nbformat.writes(notebook)
 
@@ -172,9 +199,13 @@ def _nini_run_source(execution: dict[str, Any], timeout_s: Any) -> str:
     expand its line, and every value is one shell word (``--label=...``), so an agent's label
     stays a label."""
     options = ["--r"] if execution.get("language") == "r" else []
-    values = {"dataset": execution.get("dataset_name"), "save-as": execution.get("save_as"),
-              "label": " ".join((execution.get("label") or "").split()) or None, "purpose": execution.get("purpose"),
-              "timeout": timeout_s if isinstance(timeout_s, int | float) and not isinstance(timeout_s, bool) else None}  # fmt: skip
+    values = {
+        "dataset": execution.get("dataset_name"),
+        "save-as": execution.get("save_as"),
+        "label": " ".join((execution.get("label") or "").split()) or None,
+        "purpose": execution.get("purpose"),
+        "timeout": timeout_s if isinstance(timeout_s, int | float) and not isinstance(timeout_s, bool) else None,
+    }
     options += [shlex.quote(f"--{key}={value}") for key, value in values.items() if value is not None]
     return "\n".join([" ".join(["%%nini_run", *options]), execution["code"].rstrip()])
 
@@ -248,8 +279,15 @@ def _outputs(execution: dict[str, Any], workspace: Path, scrub: Any) -> list[Any
         except NiniError:
             continue
         if encoded not in shown:
-            outputs.append(from_dict({"output_type": "display_data", "metadata": {},
-                                      "data": {"image/png": encoded, "text/plain": f"<{artifact['name']}>"}}))
+            outputs.append(
+                from_dict(
+                    {
+                        "output_type": "display_data",
+                        "metadata": {},
+                        "data": {"image/png": encoded, "text/plain": f"<{artifact['name']}>"},
+                    }
+                )
+            )
     return outputs
 
 

@@ -49,8 +49,14 @@ def database_checks(url: str, home: Path | None = None) -> list[tuple[str, bool,
         if not read[1]:
             problem = _read_only(path, path.resolve().parent) if path is not None else None
             if problem:  # SQLite cannot even read a WAL database it cannot write its index beside
-                return [(READ, False, f"{read[2]} ({shown} {problem}: make it writable, or point NINI_DATABASE_URL "
-                                      "at a writable place)")]  # fmt: skip
+                return [
+                    (
+                        READ,
+                        False,
+                        f"{read[2]} ({shown} {problem}: make it writable, or point NINI_DATABASE_URL "
+                        "at a writable place)",
+                    )
+                ]
             return [read]
         return [read, _write_check(engine, shown, path)]
     finally:
@@ -62,18 +68,35 @@ def _read_check(engine: Engine, shown: str, path: Path | None) -> tuple[str, boo
         with db_errors(shown), unusable_file_errors(shown), engine.connect() as conn:
             version = stored_version(conn)
             missing = missing_tables(conn) if version == SCHEMA_VERSION else []
-            problems = [] if path is None else [
-                row for row in conn.exec_driver_sql(f"PRAGMA integrity_check({INTEGRITY_LINES})").scalars() if row != "ok"]
+            problems = (
+                []
+                if path is None
+                else [
+                    row
+                    for row in conn.exec_driver_sql(f"PRAGMA integrity_check({INTEGRITY_LINES})").scalars()
+                    if row != "ok"
+                ]
+            )
     except NiniError as exc:
         return READ, False, exc.message
     except Exception as exc:  # noqa: BLE001 - doctor reports, never crashes
         return READ, False, f"{shown} cannot be read ({type(exc).__name__}); restore a backup, or move it aside"
     if problems or missing:
         found = [f"tables missing: {', '.join(missing)}"] if missing else problems[:3]
-        return READ, False, (f"{shown} is damaged (integrity_check: {'; '.join(found)}); restore a backup, or move "
-                             "it aside to start a new history")  # fmt: skip
+        return (
+            READ,
+            False,
+            (
+                f"{shown} is damaged (integrity_check: {'; '.join(found)}); restore a backup, or move "
+                "it aside to start a new history"
+            ),
+        )
     if version > SCHEMA_VERSION:
-        return READ, False, f"{shown} has schema version {version}, newer than this nini ({SCHEMA_VERSION}); upgrade nini"
+        return (
+            READ,
+            False,
+            f"{shown} has schema version {version}, newer than this nini ({SCHEMA_VERSION}); upgrade nini",
+        )
     if version < SCHEMA_VERSION:
         return READ, True, f"{shown}: schema version {version}, brought to {SCHEMA_VERSION} at the next open"
     return READ, True, f"{shown}: schema version {version}" + (", integrity_check ok" if path else "")
@@ -86,8 +109,12 @@ def _write_check(engine: Engine, shown: str, path: Path | None) -> tuple[str, bo
         folder = path.resolve().parent
         problem = _read_only(path, folder)
         if problem:
-            return WRITES, False, f"{shown} {problem}: every write of nini fails; make it writable, or point " \
-                                  "NINI_DATABASE_URL at a writable place"  # fmt: skip
+            return (
+                WRITES,
+                False,
+                f"{shown} {problem}: every write of nini fails; make it writable, or point "
+                "NINI_DATABASE_URL at a writable place",
+            )
         if disk_full(folder):
             return WRITES, False, f"the disk of {shown} is full: every write of nini fails; {NO_SPACE_ADVICE}"
     try:

@@ -59,8 +59,12 @@ class PendingEnds:
         with self._ends_lock:
             if len(self._ends) >= MAX_PENDING:
                 dropped = self._ends.popleft()
-                log.warning("more than %d call ends wait for the database: the end of %s is dropped "
-                            "(the call is marked interrupted after this process ends)", MAX_PENDING, dropped.call_id)
+                log.warning(
+                    "more than %d call ends wait for the database: the end of %s is dropped "
+                    "(the call is marked interrupted after this process ends)",
+                    MAX_PENDING,
+                    dropped.call_id,
+                )
             self._ends.append(end)
             if self._thread is None and not self._stopping.is_set():
                 self._thread = threading.Thread(target=self._retry, name="nini-pending-ends", daemon=True)
@@ -104,8 +108,12 @@ class PendingEnds:
         try:
             self.write()
         except NiniError as exc:
-            log.warning("%d call ends could not be written (%s); the next process to open the database "
-                        "marks those calls interrupted", len(self._ends), exc.message)
+            log.warning(
+                "%d call ends could not be written (%s); the next process to open the database "
+                "marks those calls interrupted",
+                len(self._ends),
+                exc.message,
+            )
 
     def _owes(self, session_id: str) -> bool:
         with self._ends_lock:
@@ -118,8 +126,9 @@ class PendingEnds:
                 self.write()
             except NiniError as exc:
                 delay = min(delay * 2, LAST_RETRY_S)
-                log.info("%d call ends wait for the database (%s); retrying in %s s", len(self._ends), exc.message,
-                         delay)
+                log.info(
+                    "%d call ends wait for the database (%s); retrying in %s s", len(self._ends), exc.message, delay
+                )
                 continue
             except Exception:  # noqa: BLE001 - a bug must not end the retries silently
                 log.exception("writing the kept call ends failed")

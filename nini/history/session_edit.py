@@ -31,8 +31,9 @@ def rename_session(store: HistoryStore, session_id: str, title: str, limits: Lim
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "a title has at least one character")
     check_text("title", title, limits)
     with store.writing() as conn:
-        row = conn.execute(sessions.update().where(sessions.c.id == session_id).values(title=title)
-                           .returning(*sessions.c)).first()  # fmt: skip
+        row = conn.execute(
+            sessions.update().where(sessions.c.id == session_id).values(title=title).returning(*sessions.c)
+        ).first()
     if row is None:
         raise no_session(session_id)
     return dict(row._mapping)
@@ -62,8 +63,11 @@ def delete_session(store: HistoryStore, session_id: str) -> None:
             raise no_session(session_id)
         running = _running(conn, session_id)
         if running:
-            raise NiniError(ErrorCode.CONFLICT, f"session {session_id} has {running} step(s) running; stop them first",
-                            {"session_id": session_id, "running": running})  # fmt: skip
+            raise NiniError(
+                ErrorCode.CONFLICT,
+                f"session {session_id} has {running} step(s) running; stop them first",
+                {"session_id": session_id, "running": running},
+            )
         for table in OWNED_ROWS:
             conn.execute(table.delete().where(table.c.session_id == session_id))
         conn.execute(sessions.delete().where(sessions.c.id == session_id))

@@ -77,19 +77,26 @@ def wal_problem(path: Path, shown: str) -> NiniError | None:
         except OSError:
             return None  # SQLite will say what it cannot open
         if len(magic) == 4 and magic not in WAL_MAGIC and magic != bytes(4):
-            return NiniError(ErrorCode.DB_ERROR, f"the history database's write-ahead log {shown}-wal is damaged (it is "
-                             "not a write-ahead log), and the changes it held cannot be read: stop every nini process, "
-                             f"move {shown}-wal aside (those changes are lost) or restore a backup", {"path": shown})  # fmt: skip
+            return NiniError(
+                ErrorCode.DB_ERROR,
+                f"the history database's write-ahead log {shown}-wal is damaged (it is "
+                "not a write-ahead log), and the changes it held cannot be read: stop every nini process, "
+                f"move {shown}-wal aside (those changes are lost) or restore a backup",
+                {"path": shown},
+            )
         if before is None or wal_size is not None and wal_size >= WAL_HEADER + before[0] * (FRAME_HEADER + before[1]):
             return None
         if _frames_not_in_database(shm) == before:
             break
     else:
         return None  # still moving: a process is at work on it, and SQLite will say what fails
-    return NiniError(ErrorCode.DB_ERROR, f"the history database's write-ahead log {shown}-wal was removed or cut while "
-                     f"nini was running, with changes not yet in {shown}: stop every nini process (one still running "
-                     "saves them as it stops), then run nini doctor; restore a backup if it finds damage",
-                     {"path": shown, "reason": "wal_missing"})  # fmt: skip
+    return NiniError(
+        ErrorCode.DB_ERROR,
+        f"the history database's write-ahead log {shown}-wal was removed or cut while "
+        f"nini was running, with changes not yet in {shown}: stop every nini process (one still running "
+        "saves them as it stops), then run nini doctor; restore a backup if it finds damage",
+        {"path": shown, "reason": "wal_missing"},
+    )
 
 
 def _frames_not_in_database(shm: Path) -> tuple[int, int] | None:
@@ -100,12 +107,12 @@ def _frames_not_in_database(shm: Path) -> tuple[int, int] | None:
             head = file.read(2 * SHM_HEADER + 4)
     except OSError:
         return None
-    if len(head) < 2 * SHM_HEADER + 4 or head[:SHM_HEADER] != head[SHM_HEADER:2 * SHM_HEADER] or head[12] != 1:
+    if len(head) < 2 * SHM_HEADER + 4 or head[:SHM_HEADER] != head[SHM_HEADER : 2 * SHM_HEADER] or head[12] != 1:
         return None
     order = sys.byteorder  # shared memory: in this machine's byte order (isInit at 12)
     page = int.from_bytes(head[14:16], order)
     frames = int.from_bytes(head[16:20], order)
-    backfilled = int.from_bytes(head[2 * SHM_HEADER:2 * SHM_HEADER + 4], order)
+    backfilled = int.from_bytes(head[2 * SHM_HEADER : 2 * SHM_HEADER + 4], order)
     if frames <= backfilled:
         return None
     return frames, 65536 if page == 1 else page
@@ -149,12 +156,14 @@ class DatabaseFile:
 
     def damaged(self, reason: str) -> None:
         """Remember that the file is damaged: writes are refused until another file is at the path."""
-        self._remember(NiniError(
-            ErrorCode.DB_ERROR,
-            f"the history database {self.shown} is damaged ({reason}); nini writes nothing more into it: "
-            "restore a backup, or move it aside to start a new history",
-            {"path": self.shown, "reason": "damaged"},
-        ))  # fmt: skip
+        self._remember(
+            NiniError(
+                ErrorCode.DB_ERROR,
+                f"the history database {self.shown} is damaged ({reason}); nini writes nothing more into it: "
+                "restore a backup, or move it aside to start a new history",
+                {"path": self.shown, "reason": "damaged"},
+            )
+        )
 
     def _remember(self, problem: NiniError) -> None:
         with self._lock:
@@ -181,23 +190,27 @@ class DatabaseFile:
         opened_file, opened_wal = connection.opened_files
         if opened_file is not None and now != opened_file:
             self.on_replaced()
-            raise FileProblem(NiniError(
-                ErrorCode.DB_ERROR,
-                f"the history database {self.shown} was {'removed' if now is None else 'replaced'} while nini was "
-                f"running; {'what was just written is not in the file at that path; ' if committed else ''}"
-                "nini opens the file there at the next write",
-                {"path": self.shown, "reason": "replaced"},
-            ))  # fmt: skip
+            raise FileProblem(
+                NiniError(
+                    ErrorCode.DB_ERROR,
+                    f"the history database {self.shown} was {'removed' if now is None else 'replaced'} while nini was "
+                    f"running; {'what was just written is not in the file at that path; ' if committed else ''}"
+                    "nini opens the file there at the next write",
+                    {"path": self.shown, "reason": "replaced"},
+                )
+            )
         if opened_wal is not None and identity(self._paths[1]) != opened_wal:
             _save_into_database(connection)
-            self._remember(NiniError(
-                ErrorCode.DB_ERROR,
-                f"the history database's write-ahead log {self.shown}-wal was removed or replaced while nini was "
-                "running, so what nini records now would be lost; nini writes nothing more: stop nini (its "
-                "processes save what they hold as they stop), then check the history with nini doctor, and "
-                "restore a backup if it finds damage",
-                {"path": self.shown, "reason": "wal_missing"},
-            ))  # fmt: skip
+            self._remember(
+                NiniError(
+                    ErrorCode.DB_ERROR,
+                    f"the history database's write-ahead log {self.shown}-wal was removed or replaced while nini was "
+                    "running, so what nini records now would be lost; nini writes nothing more: stop nini (its "
+                    "processes save what they hold as they stop), then check the history with nini doctor, and "
+                    "restore a backup if it finds damage",
+                    {"path": self.shown, "reason": "wal_missing"},
+                )
+            )
         if self._problem is not None:
             raise FileProblem(self._problem)
 

@@ -33,7 +33,8 @@ END_CALL = (
 ADD_EXECUTION = executions.insert().returning(*executions.c)
 ADD_ARTIFACTS = artifact_table.insert()
 DATASET_KEY = (dataset_table.c.session_id == sa.bindparam("key_session")) & (
-    dataset_table.c.name == sa.bindparam("key_name"))
+    dataset_table.c.name == sa.bindparam("key_name")
+)
 DATASET_PATH = sa.select(dataset_table.c.path).where(DATASET_KEY)
 UPDATE_DATASET = dataset_table.update().where(DATASET_KEY)
 ADD_DATASET = dataset_table.insert()

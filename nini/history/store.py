@@ -144,13 +144,23 @@ class HistoryStore(ToolCallRecords):
     # sessions
 
     def create_session(
-        self, session_id: str | None = None, title: str | None = None, metadata: dict[str, Any] | None = None,
-        *, owner: str | None = None,
+        self,
+        session_id: str | None = None,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        owner: str | None = None,
     ) -> dict[str, Any]:
         """A new session, owned by ``owner`` (a Jupyter identity; None where there is none: the CLI)."""
         now = self._now()
-        row = {"id": session_id or new_id("s"), "title": title, "created_at": now, "updated_at": now,
-               "metadata": metadata, "owner": owner}
+        row = {
+            "id": session_id or new_id("s"),
+            "title": title,
+            "created_at": now,
+            "updated_at": now,
+            "metadata": metadata,
+            "owner": owner,
+        }
         try:
             with self.writing() as conn:
                 return one_row(conn.execute(sessions.insert().returning(*sessions.c), row))
@@ -158,8 +168,12 @@ class HistoryStore(ToolCallRecords):
             raise refused(exc, f"session {row['id']}") from None
 
     def ensure_session(
-        self, session_id: str, title: str | None = None, metadata: dict[str, Any] | None = None,
-        *, owner: str | None = None,
+        self,
+        session_id: str,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        owner: str | None = None,
     ) -> dict[str, Any]:
         """Session ``session_id``, created with ``title`` and ``metadata`` if there is none yet.
 
@@ -168,8 +182,14 @@ class HistoryStore(ToolCallRecords):
         row is read in the same transaction. ``create_session`` is for a session that must be new.
         """
         now = self._now()
-        row = {"id": session_id, "title": title, "created_at": now, "updated_at": now, "metadata": metadata,
-               "owner": owner}
+        row = {
+            "id": session_id,
+            "title": title,
+            "created_at": now,
+            "updated_at": now,
+            "metadata": metadata,
+            "owner": owner,
+        }
         insert = INSERT_OR_NOTHING[self.engine.dialect.name](sessions).on_conflict_do_nothing(index_elements=["id"])
         with self.writing() as conn:
             conn.execute(insert, row)
@@ -182,8 +202,9 @@ class HistoryStore(ToolCallRecords):
             raise no_session(session_id)
         return dict(row._mapping)
 
-    def list_sessions(self, limit: int = 100, *, owner: str | None = None, unowned: bool = False,
-                      text: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    def list_sessions(
+        self, limit: int = 100, *, owner: str | None = None, unowned: bool = False, text: str | None = None
+    ) -> list[dict[str, Any]]:
         """Newest first, each with ``tool_call_count`` and ``execution_count``; only those of
         ``owner`` when given, only those without an owner with ``unowned``; with ``text``, only
         those whose title or a message (the user's or the model's) contains it, in any case."""
@@ -198,9 +219,11 @@ class HistoryStore(ToolCallRecords):
             query = query.where(sessions.c.owner.is_(None))
         if text:
             pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            said = sa.select(messages.c.id).where(messages.c.session_id == sessions.c.id,
-                                                  messages.c.role.in_(("user", "assistant")),
-                                                  messages.c.content.ilike(pattern, escape="\\"))  # fmt: skip
+            said = sa.select(messages.c.id).where(
+                messages.c.session_id == sessions.c.id,
+                messages.c.role.in_(("user", "assistant")),
+                messages.c.content.ilike(pattern, escape="\\"),
+            )
             query = query.where(sa.or_(sessions.c.title.ilike(pattern, escape="\\"), sa.exists(said)))
         with self._read() as conn:
             return all_rows(conn.execute(query))
@@ -226,8 +249,15 @@ class HistoryStore(ToolCallRecords):
         tool_call_id: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        row = {"session_id": session_id, "turn_id": turn_id, "role": role, "content": content,
-               "tool_call_id": tool_call_id, "metadata": metadata, "created_at": self._now()}
+        row = {
+            "session_id": session_id,
+            "turn_id": turn_id,
+            "role": role,
+            "content": content,
+            "tool_call_id": tool_call_id,
+            "metadata": metadata,
+            "created_at": self._now(),
+        }
         try:
             return self._run(session_id, lambda tx: tx.one(ADD_MESSAGE, row))
         except IntegrityError as exc:
@@ -279,13 +309,15 @@ class HistoryStore(ToolCallRecords):
         return self._list(query.order_by(dataset_table.c.name))
 
     def get_dataset(self, session_id: str, name: str) -> dict[str, Any]:
-        query = sa.select(dataset_table).where(dataset_table.c.session_id == session_id,
-                                                dataset_table.c.name == name)
+        query = sa.select(dataset_table).where(dataset_table.c.session_id == session_id, dataset_table.c.name == name)
         with self._read() as conn:
             row = conn.execute(query).first()
         if row is None:
-            raise NiniError(ErrorCode.NOT_FOUND, f"session {session_id} has no dataset {name!r}",
-                            {"session_id": session_id, "name": name})
+            raise NiniError(
+                ErrorCode.NOT_FOUND,
+                f"session {session_id} has no dataset {name!r}",
+                {"session_id": session_id, "name": name},
+            )
         return dict(row._mapping)
 
     # events
@@ -308,8 +340,9 @@ class HistoryStore(ToolCallRecords):
         """
         for attempt in range(EVENT_RETRIES):
             try:
-                return self._run(session_id,
-                                 lambda tx: self._add_event(tx, session_id, type, data, turn_id, tool_call_id))
+                return self._run(
+                    session_id, lambda tx: self._add_event(tx, session_id, type, data, turn_id, tool_call_id)
+                )
             except IntegrityError as exc:
                 if constraint_kind(exc) != "unique" or attempt == EVENT_RETRIES - 1:
                     raise refused(exc, "the event", missing=no_session(session_id)) from None
@@ -324,13 +357,27 @@ class HistoryStore(ToolCallRecords):
 
     # internals
 
-    def _add_event(self, tx: Transaction, session_id: str, type: str, data: Any,  # noqa: A002 - as above
-                   turn_id: str | None, tool_call_id: str | None) -> dict[str, Any]:
+    def _add_event(
+        self,
+        tx: Transaction,
+        session_id: str,
+        type: str,
+        data: Any,  # noqa: A002 - as above
+        turn_id: str | None,
+        tool_call_id: str | None,
+    ) -> dict[str, Any]:
         if self._row_locks and tx.first(LOCK_SESSION, {"session_id": session_id}) is None:
             raise no_session(session_id)
         seq = tx.scalar(NEXT_SEQ, {"session_id": session_id})
-        row = {"session_id": session_id, "seq": seq, "type": type, "ts": self._now(), "turn_id": turn_id,
-               "tool_call_id": tool_call_id, "data": data}
+        row = {
+            "session_id": session_id,
+            "seq": seq,
+            "type": type,
+            "ts": self._now(),
+            "turn_id": turn_id,
+            "tool_call_id": tool_call_id,
+            "data": data,
+        }
         event = tx.one(ADD_EVENT, row)
         if self._row_locks:  # i.e. PostgreSQL; SQLite's watchers poll
             tx.execute(NOTIFY_EVENT, {"payload": f"{session_id}:{seq}"})
@@ -338,8 +385,9 @@ class HistoryStore(ToolCallRecords):
 
     def _add_events(self, tx: Transaction, call: dict[str, Any], events: Events) -> list[dict[str, Any]]:
         """Store ``events`` of tool call ``call`` (with its session and turn ids), in order."""
-        return [self._add_event(tx, call["session_id"], type_, data, call["turn_id"], call["id"])
-                for type_, data in events]  # fmt: skip
+        return [
+            self._add_event(tx, call["session_id"], type_, data, call["turn_id"], call["id"]) for type_, data in events
+        ]
 
     def _get(self, table: sa.Table, row_id: str, what: str) -> dict[str, Any]:
         with self._read() as conn:

@@ -19,8 +19,9 @@ from nini.history.engine import constraint_kind, driver_message
 def check_fields(what: str, rows: list[dict[str, Any]], allowed: Iterable[str]) -> None:
     unknown = sorted({key for row in rows for key in row} - set(allowed))
     if unknown:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"unknown {what} field(s): {', '.join(unknown)}",
-                        {"fields": unknown})
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT, f"unknown {what} field(s): {', '.join(unknown)}", {"fields": unknown}
+        )
 
 
 def refused(exc: IntegrityError, what: str, missing: NiniError | None = None) -> NiniError:

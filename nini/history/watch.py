@@ -92,8 +92,11 @@ class EventWatcher:
                     with self._store.failures():  # DB_ERROR naming the database, as everywhere
                         tail()
                 except Exception as exc:  # noqa: BLE001 - the database went away: watch again later
-                    log.warning("watching for other processes' events failed, retrying in %s s: %s", RETRY_S,
-                                getattr(exc, "message", exc))  # fmt: skip
+                    log.warning(
+                        "watching for other processes' events failed, retrying in %s s: %s",
+                        RETRY_S,
+                        getattr(exc, "message", exc),
+                    )
                     self._stopping.wait(RETRY_S)
         finally:
             self._wake_in.close()

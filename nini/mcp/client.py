@@ -125,19 +125,34 @@ class MCPConnections:
             try:
                 result = await asyncio.wait_for(session.call_tool(tool.name, arguments), CALL_TIMEOUT_S)
             except TimeoutError:
-                raise NiniError(ErrorCode.TIMEOUT, f"MCP server {server}: {tool.name} gave no answer in {CALL_TIMEOUT_S} s") from None
+                raise NiniError(
+                    ErrorCode.TIMEOUT, f"MCP server {server}: {tool.name} gave no answer in {CALL_TIMEOUT_S} s"
+                ) from None
             except Exception as exc:
-                raise NiniError(ErrorCode.UPSTREAM_ERROR, f"MCP server {server}: {type(exc).__name__}: {exc}"[:500]) from None
+                raise NiniError(
+                    ErrorCode.UPSTREAM_ERROR, f"MCP server {server}: {type(exc).__name__}: {exc}"[:500]
+                ) from None
             text = "\n".join(getattr(part, "text", "") for part in result.content if getattr(part, "text", None))
             payload = {"server": server, "tool": tool.name, "text": text, "structured": result.structured_content}
             if result.is_error:
-                return ToolOutput(result=payload, success=False, error={"code": "UPSTREAM_ERROR", "message": text[:1000] or "the tool failed"})
+                return ToolOutput(
+                    result=payload,
+                    success=False,
+                    error={"code": "UPSTREAM_ERROR", "message": text[:1000] or "the tool failed"},
+                )
             return ToolOutput(result=payload, summary=f"{server}.{tool.name}: {text[:120]}")
 
         description = f"{tool.description or tool.name} (tool {tool.name} of the MCP server {server})"
-        return MCPToolSkill(name=name, description=description[:1024], category="other", func=call, input_model=_AnyArguments,
-                            metadata={"source": "mcp", "server": server}, source_location=f"mcp:{server}/{tool.name}",
-                            schema=dict(tool.input_schema or {}))  # fmt: skip
+        return MCPToolSkill(
+            name=name,
+            description=description[:1024],
+            category="other",
+            func=call,
+            input_model=_AnyArguments,
+            metadata={"source": "mcp", "server": server},
+            source_location=f"mcp:{server}/{tool.name}",
+            schema=dict(tool.input_schema or {}),
+        )
 
     async def aclose(self) -> None:
         for stop in self._stops:
@@ -154,13 +169,17 @@ async def _transport(server: MCPServerSettings) -> Any:
 
         # the SDK's own timeouts: a server may hold a response stream open for a long call
         timeout = httpx2.Timeout(30, read=300)
-        async with (httpx2.AsyncClient(headers=_headers(server), timeout=timeout) as http,
-                    streamable_http_client(server.url, http_client=http) as streams):  # fmt: skip
+        async with (
+            httpx2.AsyncClient(headers=_headers(server), timeout=timeout) as http,
+            streamable_http_client(server.url, http_client=http) as streams,
+        ):
             yield streams[0], streams[1]
         return
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    env = {name: os.environ[name] for name in server.env if name in os.environ}  # secrets by name, from nini's environment
+    env = {
+        name: os.environ[name] for name in server.env if name in os.environ
+    }  # secrets by name, from nini's environment
     parameters = StdioServerParameters(command=server.command or "", args=list(server.args), env=env or None)
     with open(os.devnull, "w") as quiet:  # a server's own stderr is not nini's output
         async with stdio_client(parameters, errlog=quiet) as (read, write):

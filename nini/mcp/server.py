@@ -53,9 +53,14 @@ def build_server(runtime: Runtime, session_of: SessionOf) -> Server:
         return build_toolset(runtime.registry_for(viewer.name if viewer is not None else None), lambda record: True)
 
     async def list_tools(ctx: Any, _params: Any) -> types.ListToolsResult:
-        tools = [types.Tool(name=s["function"]["name"], description=s["function"].get("description", ""),
-                            input_schema=s["function"].get("parameters") or {"type": "object"})
-                 for s in toolset(ctx).schemas]  # fmt: skip
+        tools = [
+            types.Tool(
+                name=s["function"]["name"],
+                description=s["function"].get("description", ""),
+                input_schema=s["function"].get("parameters") or {"type": "object"},
+            )
+            for s in toolset(ctx).schemas
+        ]
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -70,15 +75,23 @@ def build_server(runtime: Runtime, session_of: SessionOf) -> Server:
         session = await session_of(ctx)
         result = await invoke(session, skill, arguments)
         text = result.text_for_llm(runtime.settings.execution.output_cap_chars)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=not result.success,
-                                    structured_content=result.to_dict())  # fmt: skip
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            is_error=not result.success,
+            structured_content=result.to_dict(),
+        )
 
     async def list_resources(ctx: Any, _params: Any) -> types.ListResourcesResult:
         session = await session_of(ctx)
         rows = await runtime.store.call(runtime.store.list_artifacts, session.id)
-        resources = [types.Resource(uri=f"{URI_PREFIX}{session.id}/artifacts/{row['path']}", name=row["name"],
-                                    mime_type=mimetypes.guess_type(row["path"])[0] or "application/octet-stream")
-                     for row in rows]  # fmt: skip
+        resources = [
+            types.Resource(
+                uri=f"{URI_PREFIX}{session.id}/artifacts/{row['path']}",
+                name=row["name"],
+                mime_type=mimetypes.guess_type(row["path"])[0] or "application/octet-stream",
+            )
+            for row in rows
+        ]
         return types.ListResourcesResult(resources=resources)
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
@@ -87,17 +100,27 @@ def build_server(runtime: Runtime, session_of: SessionOf) -> Server:
         prefix = f"{URI_PREFIX}{session.id}/artifacts/"
         if not uri.startswith(prefix):
             raise NiniError(ErrorCode.NOT_FOUND, f"{uri}: this connection serves {prefix}...")
-        relative = uri[len(prefix):]
+        relative = uri[len(prefix) :]
         # no link followed, nothing outside; off the event loop, which may be a Jupyter server's
         data = await asyncio.to_thread(session.workspace.fs.read_bytes, relative, limit=50_000_000)
         mime = mimetypes.guess_type(relative)[0] or "application/octet-stream"
         if relative.rsplit(".", 1)[-1].lower() in TEXT_FORMATS:
-            return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=data.decode("utf-8", "replace"))])
-        return types.ReadResourceResult(contents=[types.BlobResourceContents(uri=uri, mime_type=mime, blob=base64.b64encode(data).decode())])
+            return types.ReadResourceResult(
+                contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=data.decode("utf-8", "replace"))]
+            )
+        return types.ReadResourceResult(
+            contents=[types.BlobResourceContents(uri=uri, mime_type=mime, blob=base64.b64encode(data).decode())]
+        )
 
-    return Server("nini", instructions="nini: sandboxed Python and policy-checked R on your data, recorded; "
-                  "datasets persist across calls in this session.", on_list_tools=list_tools, on_call_tool=call_tool,
-                  on_list_resources=list_resources, on_read_resource=read_resource)  # fmt: skip
+    return Server(
+        "nini",
+        instructions="nini: sandboxed Python and policy-checked R on your data, recorded; "
+        "datasets persist across calls in this session.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
 
 
 def _principal(viewer: Any) -> Any:

@@ -9,5 +9,12 @@ from nini.report.model import ReportInput
 from nini.report.output import write_report
 from nini.report.sources import from_notebook, from_session
 
-__all__ = ["RenderedReport", "ReportInput", "ReportOptions", "build_report", "from_notebook", "from_session",
-           "write_report"]
+__all__ = [
+    "RenderedReport",
+    "ReportInput",
+    "ReportOptions",
+    "build_report",
+    "from_notebook",
+    "from_session",
+    "write_report",
+]

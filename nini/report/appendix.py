@@ -20,7 +20,9 @@ def appendix(data: ReportInput, relevant: list[Step], t: dict[str, str], narrate
 
     def usage(name: str, statuses: list[str], durations: list[int | None]) -> str:
         failed = sum(status in ("failed", "interrupted") for status in statuses)
-        return t["calls"].format(name=md_name(name), count=len(statuses), failed=failed, duration=_duration(_total(durations)))
+        return t["calls"].format(
+            name=md_name(name), count=len(statuses), failed=failed, duration=_duration(_total(durations))
+        )
 
     calls: dict[str, list[ToolCallInfo]] = {}
     for call in data.tool_calls:
@@ -33,29 +35,46 @@ def appendix(data: ReportInput, relevant: list[Step], t: dict[str, str], narrate
     standing = sum(step.status == "succeeded" and not step.rolled_back for step in data.steps)
     durations = [step.duration_ms for step in data.steps if step.duration_ms is not None]
     sections = {
-        "tool_calls": [usage(name, [c.status for c in group], [c.duration_ms for c in group]) for name, group in calls.items()],
-        "executions": [usage(LANGUAGES.get(language, language), [s.status for s in group], [s.duration_ms for s in group])
-                       for language, group in languages.items()],
+        "tool_calls": [
+            usage(name, [c.status for c in group], [c.duration_ms for c in group]) for name, group in calls.items()
+        ],
+        "executions": [
+            usage(LANGUAGES.get(language, language), [s.status for s in group], [s.duration_ms for s in group])
+            for language, group in languages.items()
+        ],
         "failures": [
             t["failed_steps"].format(n=len(failed))
-            + (t["error_kinds"].format(kinds=t["sep"].join(f"{md_name(k)} {n}" for k, n in kinds.most_common())) if kinds else ""),
+            + (
+                t["error_kinds"].format(kinds=t["sep"].join(f"{md_name(k)} {n}" for k, n in kinds.most_common()))
+                if kinds
+                else ""
+            ),
             t["superseded"].format(n=standing - len(relevant)),
             t["rolled_back"].format(n=sum(step.rolled_back for step in data.steps)),
             t["failed_calls"].format(n=sum(call.status in ("failed", "interrupted") for call in data.tool_calls)),
             *_failed_cells(data, t),
         ],
         "durations": [
-            t["execution_time"].format(total=_duration(_total(durations)), longest=_duration(max(durations, default=None))),
+            t["execution_time"].format(
+                total=_duration(_total(durations)), longest=_duration(max(durations, default=None))
+            ),
             t["tool_time"].format(total=_duration(_total([call.duration_ms for call in data.tool_calls]))),
         ],
-        "dataset_rows": [t["dataset_line"].format(name=md_name(d.name), rows=t["unknown"] if d.rows is None
-                                                  else t["rows"].format(n=f"{d.rows:,}")) for d in data.datasets],
+        "dataset_rows": [
+            t["dataset_line"].format(
+                name=md_name(d.name), rows=t["unknown"] if d.rows is None else t["rows"].format(n=f"{d.rows:,}")
+            )
+            for d in data.datasets
+        ],
         "source": [md_name(data.source)],
-    }  # fmt: skip
+    }
     if narrated:
         sections["narrative"] = narrated
-    return templates().get_template("appendix.md.j2").render(
-        t=t, sections=[{"heading": t[key], "lines": lines} for key, lines in sections.items()])
+    return (
+        templates()
+        .get_template("appendix.md.j2")
+        .render(t=t, sections=[{"heading": t[key], "lines": lines} for key, lines in sections.items()])
+    )
 
 
 def _failed_cells(data: ReportInput, t: dict[str, str]) -> list[str]:
@@ -63,8 +82,10 @@ def _failed_cells(data: ReportInput, t: dict[str, str]) -> list[str]:
     run = data.execution
     if run is None or not run.failed:
         return []
-    cells = t["sep"].join(t["why"].format(ref=t["cell"].format(n=n), why=t[RUN_REASONS[why]] if why in RUN_REASONS else md_name(why))
-                          for n, why in run.failed)  # fmt: skip
+    cells = t["sep"].join(
+        t["why"].format(ref=t["cell"].format(n=n), why=t[RUN_REASONS[why]] if why in RUN_REASONS else md_name(why))
+        for n, why in run.failed
+    )
     return [t["failed_cells"].format(n=len(run.failed), total=run.cells, cells=cells)]
 
 

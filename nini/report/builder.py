@@ -92,7 +92,11 @@ class _Parts:
 
 
 def build_report(
-    data: ReportInput, options: ReportOptions, *, embed_images: bool = True, link_base: Path | None = None,
+    data: ReportInput,
+    options: ReportOptions,
+    *,
+    embed_images: bool = True,
+    link_base: Path | None = None,
     narrative: Narrative | None = None,
 ) -> RenderedReport:
     """The report of ``data``.
@@ -111,52 +115,98 @@ def build_report(
     for group in group_charts(data.charts):
         (dropped if group.files[0].step_id in failed_ids else shown).append(group)
     title = " ".join(business_text(options.title or data.title or t["title"]).split()) or t["title"]
-    open_sections = [section for section, given in (("summary", options.summary_text),
-                                                    ("conclusions", options.conclusions or data.conclusion)) if not given]
+    open_sections = [
+        section
+        for section, given in (
+            ("summary", options.summary_text),
+            ("conclusions", options.conclusions or data.conclusion),
+        )
+        if not given
+    ]
     model_text = {s: text for s, text in (narrative.sections if narrative else {}).items() if s in open_sections}
     model_refused = {s: why for s, why in (narrative.refused if narrative else {}).items() if s in open_sections}
     parts = _Parts(
-        data=data, options=options, t=t, title=title, link_base=link_base, steps=relevant_steps(data.steps),
-        findings=key_findings(data.steps, digits=options.decimals, notes=data.notes), groups=shown, failures=cells.failures(data),
-        left_out=[group.base for group in dropped], model_text=model_text,
+        data=data,
+        options=options,
+        t=t,
+        title=title,
+        link_base=link_base,
+        steps=relevant_steps(data.steps),
+        findings=key_findings(data.steps, digits=options.decimals, notes=data.notes),
+        groups=shown,
+        failures=cells.failures(data),
+        left_out=[group.base for group in dropped],
+        model_text=model_text,
         mark=t["model_wrote"].format(model=_model_name(narrative, t)) if model_text else "",
         by_id={step.id: step for step in data.steps},
-    )  # fmt: skip
+    )
     referred = _referred(parts)
     shared = _shared_sections(parts, referred)
     body = _body(parts, shared, linked=False)
     narrated = _narrative_lines(narrative, list(model_text), model_refused, t)
     extra = appendix(data, parts.steps, t, narrated) if options.include_session_stats else ""
     anchors = (_referred_heading(parts), {entry["heading"]: entry["anchor"] for entry in referred})
-    page = render_html(_body(parts, shared, linked=True) + extra, title, options.lang, shown if embed_images else [],
-                       link_base, anchors if referred else None)  # fmt: skip
-    return RenderedReport(title=title, markdown=body + extra, html=page, body_markdown=body, charts=shown,
-                          findings=parts.findings, link_base=link_base, model_written=tuple(model_text),
-                          model_refused=model_refused, failures=parts.failures)  # fmt: skip
+    page = render_html(
+        _body(parts, shared, linked=True) + extra,
+        title,
+        options.lang,
+        shown if embed_images else [],
+        link_base,
+        anchors if referred else None,
+    )
+    return RenderedReport(
+        title=title,
+        markdown=body + extra,
+        html=page,
+        body_markdown=body,
+        charts=shown,
+        findings=parts.findings,
+        link_base=link_base,
+        model_written=tuple(model_text),
+        model_refused=model_refused,
+        failures=parts.failures,
+    )
 
 
 def _shared_sections(parts: _Parts, referred: list[dict[str, str]]) -> dict[str, Any]:
     """The template's values that name no cell by link: the same in the Markdown and on the page,
     so made once (a notebook of 1,000 cells and 300 charts has a long methods list and manifest)."""
     t, options, data = parts.t, parts.options, parts.data
-    summary = (md_prose(options.summary_text) if options.summary_text
-               else _model_section(parts.model_text["summary"], parts.mark) if "summary" in parts.model_text
-               else _summary(parts))  # fmt: skip
-    conclusions = (_model_section(parts.model_text["conclusions"], parts.mark) if "conclusions" in parts.model_text
-                   else _conclusions(options.conclusions, data, t))  # fmt: skip
+    summary = (
+        md_prose(options.summary_text)
+        if options.summary_text
+        else _model_section(parts.model_text["summary"], parts.mark)
+        if "summary" in parts.model_text
+        else _summary(parts)
+    )
+    conclusions = (
+        _model_section(parts.model_text["conclusions"], parts.mark)
+        if "conclusions" in parts.model_text
+        else _conclusions(options.conclusions, data, t)
+    )
     return {
-        "t": t, "title": md_inline(parts.title), "datasets": _datasets(data, options, t),
-        "methods": _methods(options.methods, parts.steps, _method_notes(data, parts.title, t), t), "summary": summary,
-        "charts": _charts(parts) if options.include_charts else None, "conclusions": conclusions,
-        "referred": referred, "referred_heading": _referred_heading(parts),
-    }  # fmt: skip
+        "t": t,
+        "title": md_inline(parts.title),
+        "datasets": _datasets(data, options, t),
+        "methods": _methods(options.methods, parts.steps, _method_notes(data, parts.title, t), t),
+        "summary": summary,
+        "charts": _charts(parts) if options.include_charts else None,
+        "conclusions": conclusions,
+        "referred": referred,
+        "referred_heading": _referred_heading(parts),
+    }
 
 
 def _body(parts: _Parts, shared: dict[str, Any], *, linked: bool) -> str:
     """The business sections' Markdown; ``linked``: each cell named links to its code (the page's)."""
     findings = [_finding(f, parts, linked) for f in parts.findings] if parts.options.include_key_findings else None
-    return templates().get_template("report.md.j2").render(
-        {**shared, "summary": "\n\n".join([*_standing(parts, linked), shared["summary"]]), "findings": findings})
+    return (
+        templates()
+        .get_template("report.md.j2")
+        .render(
+            {**shared, "summary": "\n\n".join([*_standing(parts, linked), shared["summary"]]), "findings": findings}
+        )
+    )
 
 
 def _standing(parts: _Parts, linked: bool) -> list[str]:
@@ -164,8 +214,12 @@ def _standing(parts: _Parts, linked: bool) -> list[str]:
     and which cells failed, timed out or never ran (their results are missing)."""
     t, run, out = parts.t, parts.data.execution, []
     if run is not None and run.missing_kernel:
-        out.append((t["ran_saved"] if run.kernel is None else t["ran_with"]).format(
-            missing=md_name(run.missing_kernel), kernel=md_name(run.kernel or "")) + t["stop"])
+        out.append(
+            (t["ran_saved"] if run.kernel is None else t["ran_with"]).format(
+                missing=md_name(run.missing_kernel), kernel=md_name(run.kernel or "")
+            )
+            + t["stop"]
+        )
     if parts.failures:
         out.append(cells.failure_paragraph(parts.failures, parts.data.steps, parts.left_out, t, linked=linked))
     return out
@@ -173,8 +227,12 @@ def _standing(parts: _Parts, linked: bool) -> list[str]:
 
 def _referred(parts: _Parts) -> list[dict[str, str]]:
     """The "Cells referred to" entries: the cells of the findings shown and of the failures named."""
-    steps = [step for f in parts.findings if (step := parts.step_of(f.step_id))] if parts.options.include_key_findings else []
-    steps += [failure.step for failure in parts.failures[:cells.MAX_NAMED_FAILURES]]
+    steps = (
+        [step for f in parts.findings if (step := parts.step_of(f.step_id))]
+        if parts.options.include_key_findings
+        else []
+    )
+    steps += [failure.step for failure in parts.failures[: cells.MAX_NAMED_FAILURES]]
     return cells.referred_section(steps, parts.t)
 
 
@@ -220,8 +278,8 @@ def _method_notes(data: ReportInput, title: str, t: dict[str, str]) -> list[str]
         if not first or (concluding and concluding in " ".join(note.split())):
             continue
         heading = _HEADING.match(first)
-        if heading and _plain(first[heading.end():]) in repeated:
-            note = "\n".join(lines[lines.index(first) + 1:]).strip("\n")
+        if heading and _plain(first[heading.end() :]) in repeated:
+            note = "\n".join(lines[lines.index(first) + 1 :]).strip("\n")
         if note.strip():
             kept.append(note)
     return kept
@@ -280,7 +338,9 @@ def _summary(parts: _Parts) -> str:
     charts = [chart_title(group, data.steps) for group in parts.groups]
     if charts:
         shown = t["sep"].join(md_name(name) for name in dict.fromkeys(charts[:SUMMARY_CHARTS]))
-        charted = t["summary_charts"].format(n=len(charts), names=shown + (t["more"] if len(charts) > SUMMARY_CHARTS else ""))
+        charted = t["summary_charts"].format(
+            n=len(charts), names=shown + (t["more"] if len(charts) > SUMMARY_CHARTS else "")
+        )
     if not findings:
         return "\n\n".join(lines + [charted if charts else t["summary_none"]])
     highlights = []
@@ -290,16 +350,16 @@ def _summary(parts: _Parts) -> str:
         first = finding.text.splitlines()[0]
         highlights.append("- " + md_inline(first if len(first) <= 120 else first[:119].rstrip() + "…"))
     said = t["summary_finding"] if len(findings) == 1 else t["summary_findings"].format(n=len(findings))
-    return "\n\n".join(lines + [said, "\n".join(highlights)]
-                       + ([charted] if charts else []))
+    return "\n\n".join(lines + [said, "\n".join(highlights)] + ([charted] if charts else []))
 
 
 def _finding(finding: Finding, parts: _Parts, linked: bool) -> str:
     """One finding as a list item's Markdown: its text and the cell it comes from, then its table
     (indented into the item)."""
     step = parts.step_of(finding.step_id)
-    text = md_inline(finding.text) + (parts.t["cited"].format(ref=cells.reference(step, parts.t, linked=linked))
-                                      if step is not None else "")  # fmt: skip
+    text = md_inline(finding.text) + (
+        parts.t["cited"].format(ref=cells.reference(step, parts.t, linked=linked)) if step is not None else ""
+    )
     if not finding.table:
         return text
     return text + "\n\n" + "\n".join("  " + line for line in md_table(finding.table).splitlines())
@@ -327,7 +387,9 @@ def _charts(parts: _Parts) -> list[dict[str, str]]:
             shown = f"![{name}]({link})"
         else:
             shown = f"[{t.get(f'open_{kind}', t['open_file'])}]({link})"  # open_html, open_interactive (charts.preview_kind)
-        downloads = t["sep"].join(f"[{md_name(file.name)}]({chart_link(file, parts.link_base)})" for file in group.files)
+        downloads = t["sep"].join(
+            f"[{md_name(file.name)}]({chart_link(file, parts.link_base)})" for file in group.files
+        )
         step = parts.step_of(group.files[0].step_id)
         cited = t["cited"].format(ref=cells.reference(step, t)) if step is not None else ""
         heading = t["figure"].format(n=number, name=md_name(chart_title(group, parts.data.steps))) + cited

@@ -28,7 +28,7 @@ class Failure:
 
 
 def kind(step: Step) -> str:
-    """"cell" for a notebook's step, "step" for a session's."""
+    """ "cell" for a notebook's step, "step" for a session's."""
     return "cell" if step.cell is not None else "step"
 
 
@@ -56,7 +56,9 @@ def failures(data: ReportInput) -> list[Failure]:
     with ``--execute`` (whose ``ExecutionSummary`` adds why a cell stopped: a timeout, a dead kernel).
     """
     ordered = sorted(data.steps, key=lambda step: step.order)
-    run = {cell: RUN_REASONS[why] for cell, why in (data.execution.failed if data.execution else []) if why in RUN_REASONS}
+    run = {
+        cell: RUN_REASONS[why] for cell, why in (data.execution.failed if data.execution else []) if why in RUN_REASONS
+    }
     retried: dict[str, int] = {}  # a failed step's id -> the order of the last step that retried it
     labelled: dict[str, int] = {}  # a label -> the order of the last step under it that stands
     for step in ordered:
@@ -92,13 +94,16 @@ def _why(step: Step) -> str:
     return found.group(1) if found else code or "error"
 
 
-def failure_paragraph(found: list[Failure], steps: list[Step], left_out: list[str], t: dict[str, str],
-                      *, linked: bool = False) -> str:  # fmt: skip
+def failure_paragraph(
+    found: list[Failure], steps: list[Step], left_out: list[str], t: dict[str, str], *, linked: bool = False
+) -> str:
     """The summary's account of failures: "72 of 121 cells failed; results are partial", the
     first failed cells by name ("cell 4 (NameError)"), and what the report leaves out for them."""
     unit = "cells" if any(kind(f.step) == "cell" for f in found) else "steps"
-    named = [t["why"].format(ref=reference(f.step, t, linked=linked), why=_why_words(f.why, t))
-             for f in found[:MAX_NAMED_FAILURES]]  # fmt: skip
+    named = [
+        t["why"].format(ref=reference(f.step, t, linked=linked), why=_why_words(f.why, t))
+        for f in found[:MAX_NAMED_FAILURES]
+    ]
     more = t["and_more"].format(n=len(found) - MAX_NAMED_FAILURES) if len(found) > MAX_NAMED_FAILURES else ""
     sentences = [
         t[f"failed_{unit}_summary"].format(n=len(found), total=len(steps)) + t["stop"],
@@ -106,7 +111,9 @@ def failure_paragraph(found: list[Failure], steps: list[Step], left_out: list[st
         t["left_out"],
     ]
     if left_out:
-        sentences.append(t["left_out_charts"].format(names=t["sep"].join(md_name(name) for name in left_out)) + t["stop"])
+        sentences.append(
+            t["left_out_charts"].format(names=t["sep"].join(md_name(name) for name in left_out)) + t["stop"]
+        )
     return t["space"].join(sentences)
 
 

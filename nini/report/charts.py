@@ -96,8 +96,16 @@ def group_charts(files: list[ChartFile]) -> list[ChartGroup]:
     for base, members in by_base.items():
         ordered = sorted(members.values(), key=_rank)
         siblings = per_step[ordered[0].step_id] if ordered[0].step_id is not None else [base]
-        groups.append(ChartGroup(base=base, files=ordered, preview=ordered[0], order=created[base],
-                                 index_in_step=siblings.index(base), step_charts=len(siblings)))  # fmt: skip
+        groups.append(
+            ChartGroup(
+                base=base,
+                files=ordered,
+                preview=ordered[0],
+                order=created[base],
+                index_in_step=siblings.index(base),
+                step_charts=len(siblings),
+            )
+        )
     return groups  # already in creation order: files were visited oldest first
 
 
@@ -107,8 +115,9 @@ def chart_title(group: ChartGroup, steps: list[Step]) -> str:
     no step drew (a notebook's Markdown image), made readable."""
     step_id = group.files[0].step_id if group.files else None
     step = _steps_by_id(steps).get(step_id) if step_id is not None else None
-    own = _spec_title(group) or (_code_title(step.code, step.language, group.index_in_step, group.step_charts)
-                                  if step is not None else None)  # fmt: skip
+    own = _spec_title(group) or (
+        _code_title(step.code, step.language, group.index_in_step, group.step_charts) if step is not None else None
+    )
     if own:
         return own
     if step is not None:
@@ -212,9 +221,17 @@ def _figure_titles(code: str) -> tuple[str | None, ...]:
 
 def _title_call(node: ast.Call) -> tuple[int, str] | None:
     """``(rank, title)`` of a matplotlib title call with a string literal, else None."""
-    name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id if isinstance(node.func, ast.Name) else ""
+    name = (
+        node.func.attr
+        if isinstance(node.func, ast.Attribute)
+        else node.func.id
+        if isinstance(node.func, ast.Name)
+        else ""
+    )
     if name in _MPL_TITLES:
-        argument = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg in ("label", "t")), None)
+        argument = (
+            node.args[0] if node.args else next((k.value for k in node.keywords if k.arg in ("label", "t")), None)
+        )
         rank = _MPL_TITLES[name]
     elif name == "set":
         argument, rank = next((k.value for k in node.keywords if k.arg == "title"), None), 1

@@ -112,9 +112,16 @@ def key_findings(
     for index, (step, found) in enumerate(candidates):
         following = candidates[index + 1][0] if index + 1 < len(candidates) else None
         last_in_section = bool(step.section) and (following is None or following.section != step.section)
-        value = score(step, found.names, found.text, headers=found.headers, path=paths.get(step.id, ()),
-                      last_in_section=last_in_section, quoted=prose.quotes(found.variables, found.values),
-                      has_table=found.table is not None)  # fmt: skip
+        value = score(
+            step,
+            found.names,
+            found.text,
+            headers=found.headers,
+            path=paths.get(step.id, ()),
+            last_in_section=last_in_section,
+            quoted=prose.quotes(found.variables, found.values),
+            has_table=found.table is not None,
+        )
         scored.append((value, step.order, step, found))
     kept: list[tuple[int, Step, Candidate]] = []
     seen: set[str] = set()
@@ -134,8 +141,9 @@ def _finding(step: Step, found: Candidate, rank: int) -> Finding:
     # a printed line that already names its value ("total: 3" in a step labelled total) keeps its own
     labelled = label and text and not re.match(rf"{re.escape(label)}\s*[:=：]", text, re.IGNORECASE)
     prefixed = f"{label}: {text}" if labelled else (text or label or "")
-    return Finding(text=prefixed, step_id=step.id, label=label, table=found.table, cell=step.cell, order=step.order,
-                   rank=rank)  # fmt: skip
+    return Finding(
+        text=prefixed, step_id=step.id, label=label, table=found.table, cell=step.cell, order=step.order, rank=rank
+    )
 
 
 @dataclass(frozen=True)
@@ -147,7 +155,9 @@ class Candidate:
     names: tuple[str, ...]  # what its values are called: expressions, printed labels, keys
     values: str  # its values as shown, before rounding (numbers the prose may quote)
     headers: tuple[str, ...] = ()  # its table's header row and row names ("Estimate", "(Intercept)")
-    variables: tuple[str, ...] = ()  # the variables it shows (``final_rmse``, ``grid.best_params_``): what prose may name
+    variables: tuple[
+        str, ...
+    ] = ()  # the variables it shows (``final_rmse``, ``grid.best_params_``): what prose may name
 
 
 def candidate(step: Step, *, digits: int = DEFAULT_DIGITS) -> Candidate | None:
@@ -164,7 +174,9 @@ def candidate(step: Step, *, digits: int = DEFAULT_DIGITS) -> Candidate | None:
     expression = last_expression(step.code, step.language)
     got = _Gathered(step, expression, digits)
     # what stdout printed as tables and named statistics (R's summaries); the rest is read as lines
-    rest, printed = printed_values(plain_output(scan_window(step.stdout)), step.language) if step.stdout.strip() else ("", [])
+    rest, printed = (
+        printed_values(plain_output(scan_window(step.stdout)), step.language) if step.stdout.strip() else ("", [])
+    )
     shown = [*step.values, *(value for value in printed if value not in step.values)]
     for value in shown:
         if value.table is not None:
@@ -228,8 +240,11 @@ class _Gathered:
             return  # a value with nothing saying what it is
         for index, line in enumerate(rendered):
             named = not keyed and not self.labelled and index == 0
-            self.line(f"{self.expression}: {round_numbers(line, self.digits)}" if named else round_numbers(line, self.digits),
-                      str(result), self.expression if named else None)  # fmt: skip
+            self.line(
+                f"{self.expression}: {round_numbers(line, self.digits)}" if named else round_numbers(line, self.digits),
+                str(result),
+                self.expression if named else None,
+            )
         if keyed:
             self.names += [str(key) for key in list(result)[:MAX_ITEMS]]
             self.variables += [str(key) for key in list(result)[:MAX_ITEMS]]
@@ -252,12 +267,19 @@ class _Gathered:
         lines = [line.strip() for line in strip_reprs(summarise_reprs(clean_output(text))).splitlines() if line.strip()]
         bare = [is_bare_value(line) for line in lines]
         printers = print_names(self.step.code, self.step.language, len(lines)) if any(bare) else []
-        literals = {match.group(2) for match in _STRING_LITERAL.finditer(self.step.code)} if "print" in self.step.code else set()
+        literals = (
+            {match.group(2) for match in _STRING_LITERAL.finditer(self.step.code)}
+            if "print" in self.step.code
+            else set()
+        )
         for index, line in enumerate(lines):
             if literals and _R_INDEX.sub("", line).strip("'\"") in literals:
                 continue  # print("Welcome to Machine Learning!"): a message the code wrote, not a result
-            if noise_value(line) or numpy_vector(line, self.step.language) or (
-                    self.versions and (bare[index] or version_line(line))):
+            if (
+                noise_value(line)
+                or numpy_vector(line, self.step.language)
+                or (self.versions and (bare[index] or version_line(line)))
+            ):
                 continue
             name = printers[index] if printers and bare[index] else None
             if bare[index] and not name and not self.labelled:
@@ -269,7 +291,9 @@ class _Gathered:
         lines = self.lines
         headers: tuple[str, ...] = ()
         if table:
-            headers = tuple(dict.fromkeys([cell for cell in table[0] if cell] + [row[0] for row in table[1:] if row and row[0]]))
+            headers = tuple(
+                dict.fromkeys([cell for cell in table[0] if cell] + [row[0] for row in table[1:] if row and row[0]])
+            )
             self.raw += [cell for row in table[1:] for cell in row]
             if not lines and not self.labelled:
                 if self.expression is None:
@@ -280,8 +304,14 @@ class _Gathered:
         if not (text or table):
             return None
         variables = tuple(name for name in dict.fromkeys(self.variables) if _SIMPLE_NAME.match(name))
-        return Candidate(text=text, table=table, names=tuple(dict.fromkeys(self.names)), values="\n".join(self.raw),
-                         variables=variables, headers=headers)  # fmt: skip
+        return Candidate(
+            text=text,
+            table=table,
+            names=tuple(dict.fromkeys(self.names)),
+            values="\n".join(self.raw),
+            variables=variables,
+            headers=headers,
+        )
 
 
 _STRING_LITERAL = re.compile(r"""(['"])((?:\\.|(?!\1)[^\\\n])*)\1""")
@@ -300,10 +330,16 @@ def print_names(code: str, language: str, lines: int) -> list[str]:
     tree = pycode.parse(code)
     if tree is None:
         return []
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-             and node.func.id == "print"]  # fmt: skip
-    top = [statement.value for statement in tree.body if isinstance(statement, ast.Expr)
-           and isinstance(statement.value, ast.Call) and statement.value in calls]  # fmt: skip
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+    ]
+    top = [
+        statement.value
+        for statement in tree.body
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) and statement.value in calls
+    ]
     if len(top) != len(calls) or len(top) != lines:
         return []
     names = []
@@ -325,14 +361,16 @@ def scan_window(text: str, limit: int = SCAN_CHARS) -> str:
     and last ``limit / 2`` characters, whole lines (a 25 MB training log ends with its metrics)."""
     if len(text) <= limit:
         return text
-    head, tail = text[: limit // 2], text[-(limit // 2):]
-    return head[: head.rfind("\n") + 1] + tail[tail.find("\n") + 1:]
+    head, tail = text[: limit // 2], text[-(limit // 2) :]
+    return head[: head.rfind("\n") + 1] + tail[tail.find("\n") + 1 :]
 
 
 def render_value(value: Any, *, nested: bool = False, digits: int = DEFAULT_DIGITS) -> str:
     """A JSON value as text a reader follows: ``key: value`` pairs, plain scalars, short lists."""
     if isinstance(value, dict):
-        pairs = [f"{key}: {render_value(item, nested=True, digits=digits)}" for key, item in list(value.items())[:MAX_ITEMS]]
+        pairs = [
+            f"{key}: {render_value(item, nested=True, digits=digits)}" for key, item in list(value.items())[:MAX_ITEMS]
+        ]
         if len(value) > MAX_ITEMS:
             pairs.append("…")
         return f"({', '.join(pairs)})" if nested else "; ".join(pairs)

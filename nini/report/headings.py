@@ -37,17 +37,26 @@ _ANCHOR = re.compile(r"\s*\{#[^}]*\}\s*$")  # ``## Results {#results}``
 _RULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _BOLD_LINE = re.compile(r"^\s*(\*\*|__)(?!\s)(.+?)(?<!\s)\1\s*$")
 # Level-1 headings that open a notebook's chores, not its subject: never its title.
-_SET_UP = re.compile(r"^(?:setup|set[ -]up|imports?|installation|install|requirements|prerequisites|dependencies"
-                     r"|environment|configuration|table of contents|contents|环境|准备|安装|目录)\W*$", re.IGNORECASE)  # fmt: skip
+_SET_UP = re.compile(
+    r"^(?:setup|set[ -]up|imports?|installation|install|requirements|prerequisites|dependencies"
+    r"|environment|configuration|table of contents|contents|环境|准备|安装|目录)\W*$",
+    re.IGNORECASE,
+)
 _FRONT_MATTER_TITLE = re.compile(r"^title\s*:\s*(.+?)\s*$", re.MULTILINE)
 # Headings a notebook closes with. The conclusion kind ranks above a summary, which ranks above
 # a discussion or results section; within one kind the last such heading wins.
-_NUMBERING = re.compile(r"^(?:(?:step|part|section|chapter)\s*[\dIVX]+[.:)]?\s*|[\dIVX]+(?:\.\d+)*[.:)]?\s+"
-                        r"|第?[\d一二三四五六七八九十]+[章节部分]?[、.．:：)）]?\s*)", re.IGNORECASE)  # fmt: skip
+_NUMBERING = re.compile(
+    r"^(?:(?:step|part|section|chapter)\s*[\dIVX]+[.:)]?\s*|[\dIVX]+(?:\.\d+)*[.:)]?\s+"
+    r"|第?[\d一二三四五六七八九十]+[章节部分]?[、.．:：)）]?\s*)",
+    re.IGNORECASE,
+)
 _JOINED = r"(?:\s*(?:and|&|与|和|及|、|/)\s*.*)?"
 _CONCLUSION_KINDS = (
-    re.compile(rf"^(?:final |main |key |overall )?(?:conclusions?|takeaways?|key findings|wrap[- ]?up){_JOINED}[.:!]?$"
-               r"|^(?:结论|总结)", re.IGNORECASE),  # fmt: skip
+    re.compile(
+        rf"^(?:final |main |key |overall )?(?:conclusions?|takeaways?|key findings|wrap[- ]?up){_JOINED}[.:!]?$"
+        r"|^(?:结论|总结)",
+        re.IGNORECASE,
+    ),
     re.compile(rf"^(?:summary|in summary|小结|summing up){_JOINED}[.:!]?$|^小结", re.IGNORECASE),
     re.compile(rf"^(?:discussion|results?|findings|结果与讨论|讨论){_JOINED}[.:!]?$", re.IGNORECASE),
 )
@@ -91,8 +100,15 @@ def headings(source: str) -> list[Heading]:
             continue
         if atx := _ATX.match(line):
             found.append(Heading(len(atx.group(1)), _bounded(plain(atx.group(2) or "")), number, number))
-        elif (under := _SETEXT.match(line)) and number and lines[number - 1].strip() and not _ATX.match(lines[number - 1][:MAX_LINE_CHARS]):
-            found.append(Heading(1 if under.group(1)[0] == "=" else 2, _bounded(plain(lines[number - 1])), number - 1, number))
+        elif (
+            (under := _SETEXT.match(line))
+            and number
+            and lines[number - 1].strip()
+            and not _ATX.match(lines[number - 1][:MAX_LINE_CHARS])
+        ):
+            found.append(
+                Heading(1 if under.group(1)[0] == "=" else 2, _bounded(plain(lines[number - 1])), number - 1, number)
+            )
         else:
             for tag in _HTML_HEADING.finditer(line):
                 found.append(Heading(int(tag.group(1)), _bounded(plain(tag.group(2))), number, number))
@@ -143,8 +159,12 @@ def conclusion(cells: list[Any]) -> str | None:
     Discussion, Takeaways, 结论, 总结, 小结, at any level): its Markdown up to the next heading of
     the same or a higher level, HTML stripped, at most ``MAX_CONCLUSION_CHARS``; None when the
     notebook heads no section so, or leaves it empty."""
-    sections = [(cell_index, heading) for cell_index, cell in enumerate(cells) if cell.cell_type == "markdown"
-                for heading in headings(cell_text(cell.get("source")))]  # fmt: skip
+    sections = [
+        (cell_index, heading)
+        for cell_index, cell in enumerate(cells)
+        if cell.cell_type == "markdown"
+        for heading in headings(cell_text(cell.get("source")))
+    ]
     for kind in _CONCLUSION_KINDS:
         chosen = [(i, at, h) for at, (i, h) in enumerate(sections) if kind.match(_NUMBERING.sub("", h.text).strip())]
         for cell_index, at, heading in reversed(chosen):
@@ -153,7 +173,9 @@ def conclusion(cells: list[Any]) -> str | None:
     return None
 
 
-def _section_text(cells: list[Any], sections: list[tuple[int, Heading]], cell_index: int, at: int, heading: Heading) -> str:
+def _section_text(
+    cells: list[Any], sections: list[tuple[int, Heading]], cell_index: int, at: int, heading: Heading
+) -> str:
     """The Markdown under ``heading`` (the ``at``-th of ``sections``), as plain paragraphs."""
     end = next(((i, h) for i, h in sections[at + 1 :] if h.level <= heading.level), None)
     parts: list[str] = []
@@ -190,7 +212,7 @@ def _paragraphs(lines: list[str]) -> str:
         item = re.match(r"^\s*(?:[-*+]|\d+[.)])\s+", line)
         words = plain(_ATX.sub(lambda m: m.group(2) or "", line))
         if words:
-            current.append(f"- {plain(line[item.end():])}" if item else words)
+            current.append(f"- {plain(line[item.end() :])}" if item else words)
     return "\n\n".join(blocks)
 
 

@@ -22,8 +22,13 @@ from nini.execution.workspace_fs import RootedDir
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
 # Extensions of the images a report shows, and the attachment mime types that give them.
 IMAGE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "gif", "webp", "svg"})
-ATTACHMENT_TYPES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp",
-                    "image/svg+xml": "svg"}  # fmt: skip
+ATTACHMENT_TYPES = {
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+    "image/svg+xml": "svg",
+}
 # ![alt](target) or ![alt](<target> "title"); the alt text holds no brackets here (good enough for
 # notebooks, and a miss only leaves an image as the text it was).
 MARKDOWN_IMAGE = re.compile(r"!\[([^\[\]]*)\]\(\s*(<[^>]*>|[^\s)]+)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")

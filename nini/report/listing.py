@@ -24,24 +24,31 @@ REPORT_SKILL = "generate_report"
 def list_reports(store: Any, session_id: str, workspace: Workspace) -> list[dict[str, Any]]:
     """``[{title, created_at, tool_call_id, files: {format: path}, charts: [{name, formats: {format:
     path}}]}]``, newest first; every path relative to the workspace. Blocking: the store's thread."""
-    calls = [c for c in store.list_tool_calls(session_id)
-             if c["tool_name"] == REPORT_SKILL and c["status"] == "succeeded" and isinstance(c.get("result"), dict)]  # fmt: skip
+    calls = [
+        c
+        for c in store.list_tool_calls(session_id)
+        if c["tool_name"] == REPORT_SKILL and c["status"] == "succeeded" and isinstance(c.get("result"), dict)
+    ]
     if not calls:
         return []
-    rolled_back = {row["id"]: row["rolled_back_at"] for row in store.list_executions(session_id) if row.get("rolled_back_at")}
+    rolled_back = {
+        row["id"]: row["rolled_back_at"] for row in store.list_executions(session_id) if row.get("rolled_back_at")
+    }
     charts = [row for row in store.list_artifacts(session_id) if is_chart_artifact(row)]
     reports = []
     for call in calls:
         arguments = call.get("arguments") if isinstance(call.get("arguments"), dict) else {}
         started = call["started_at"]  # store timestamps are ISO-8601 UTC and strictly increasing
         shown = [row for row in charts if row["created_at"] < started and _still_done(row, rolled_back, started)]
-        reports.append({
-            "title": call["result"].get("title"),
-            "created_at": call.get("ended_at") or call["started_at"],
-            "tool_call_id": call["id"],
-            "files": dict(call["result"].get("paths") or {}),
-            "charts": _charts(shown, workspace) if arguments.get("include_charts", True) is not False else [],
-        })  # fmt: skip
+        reports.append(
+            {
+                "title": call["result"].get("title"),
+                "created_at": call.get("ended_at") or call["started_at"],
+                "tool_call_id": call["id"],
+                "files": dict(call["result"].get("paths") or {}),
+                "charts": _charts(shown, workspace) if arguments.get("include_charts", True) is not False else [],
+            }
+        )
     reports.sort(key=lambda report: report["created_at"], reverse=True)
     return reports
 
@@ -59,7 +66,9 @@ def _charts(rows: list[dict[str, Any]], workspace: Workspace) -> list[dict[str, 
             relative = workspace.relative(row["path"])
         except NiniError:  # a recorded path outside the workspace: the report left it out too
             continue
-        files.append(ChartFile(name=PurePosixPath(relative).name, path=Path(relative), order=len(files), relative=relative))
+        files.append(
+            ChartFile(name=PurePosixPath(relative).name, path=Path(relative), order=len(files), relative=relative)
+        )
     charts = []
     for group in group_charts(files):
         formats: dict[str, str] = {}

@@ -29,8 +29,11 @@ def md_inline(text: Any, *, indent: str = "  ") -> str:
         line = " ".join(line.split())
         if line:
             line = _MD_ENTITY.sub(r"\\&", _MD_UNDERSCORE.sub(r"\\_", _MD_SPECIAL.sub(r"\\\1", line)))
-            lines.append(_MD_LINE_START.sub(lambda m: "\\" + m.group(1) if not m.group(1)[0].isdigit()
-                                            else m.group(1) + "\\", line))
+            lines.append(
+                _MD_LINE_START.sub(
+                    lambda m: "\\" + m.group(1) if not m.group(1)[0].isdigit() else m.group(1) + "\\", line
+                )
+            )
     return f"\\\n{indent}".join(lines)
 
 
@@ -87,7 +90,7 @@ def md_prose(text: str) -> str:
             continue
         heading = _HEADING.match(line)
         if heading:
-            line = "#" * max(4, len(heading.group(1))) + line[heading.end():]
+            line = "#" * max(4, len(heading.group(1))) + line[heading.end() :]
         elif _SETEXT.match(line) and out and out[-1].strip():
             out.append("")
         parts = _CODE_SPAN.split(line)
@@ -95,7 +98,6 @@ def md_prose(text: str) -> str:
     if fence:
         out.append(fence)
     return "\n".join(out)
-
 
 
 def md_table(table: Table) -> str:
@@ -110,7 +112,6 @@ def md_table(table: Table) -> str:
 
     header, *rows = table
     return "\n".join([row(header), "|" + "|".join(" --- " for _ in header) + "|", *(row(r) for r in rows)])
-
 
 
 def md_code(code: str, *, max_lines: int = 30, max_chars: int = 3000) -> str:

@@ -170,7 +170,11 @@ def _cut_rows(markup: str) -> str:
     for index, piece in enumerate(pieces[1:], 1):
         if len(piece) > ROW_CHARS:
             end = piece.rfind("</tr")
-            pieces[index] = piece[: max(0, piece.rfind("<t", 0, ROW_CHARS))] + "<td>…</td>" + (piece[end:] if end > ROW_CHARS else "")
+            pieces[index] = (
+                piece[: max(0, piece.rfind("<t", 0, ROW_CHARS))]
+                + "<td>…</td>"
+                + (piece[end:] if end > ROW_CHARS else "")
+            )
     return "<tr".join(pieces)
 
 
@@ -178,8 +182,9 @@ def markdown_table(text: str) -> RawTable | None:
     """A Markdown pipe table (``| a | b |`` then ``|---|---|``), the first in ``text``, or None."""
     lines = text.splitlines()
     for index in range(len(lines) - 1):
-        if lines[index].lstrip().startswith("|") and re.fullmatch(r"\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*\|?\s*",
-                                                                   lines[index + 1]):  # fmt: skip
+        if lines[index].lstrip().startswith("|") and re.fullmatch(
+            r"\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*\|?\s*", lines[index + 1]
+        ):
             table = RawTable(head=[_pipe_cells(lines[index])])
             for line in lines[index + 2 :]:
                 if not line.lstrip().startswith("|"):
@@ -208,15 +213,22 @@ def schema_table(value: Any, limit: int) -> RawTable | None:
             value = json.loads(value)
         except ValueError:
             return None
-    if not isinstance(value, dict) or not isinstance(value.get("schema"), dict) or not isinstance(value.get("data"), list):
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("schema"), dict)
+        or not isinstance(value.get("data"), list)
+    ):
         return None
     fields = [f.get("name") for f in value["schema"].get("fields") or [] if isinstance(f, dict)]
     keys = [key for key in value["schema"].get("primaryKey") or [] if key in fields]
     names = keys + [name for name in fields if name not in keys]
     if not names:
         return None
-    table = RawTable(head=[[_schema_cell(name) for name in names[:MAX_CELLS]]], more_columns=len(names) > MAX_CELLS,
-                     more_rows=len(value["data"]) > MAX_ROWS + 1)  # fmt: skip
+    table = RawTable(
+        head=[[_schema_cell(name) for name in names[:MAX_CELLS]]],
+        more_columns=len(names) > MAX_CELLS,
+        more_rows=len(value["data"]) > MAX_ROWS + 1,
+    )
     for record in value["data"][: MAX_ROWS + 1]:
         if isinstance(record, dict):
             table.body.append([_schema_cell(record.get(name)) for name in names[:MAX_CELLS]])
@@ -265,4 +277,6 @@ def words(text: str) -> str | None:
 
 _LIST_ITEM = re.compile(r"^\s*(?:\d+\.|[-*])\s+")
 # a widget, a chart or a progress bar: its words ("100.00% [60000/60000 ...]") are no value
-_ACTIVE_HTML = re.compile(r"<(?:script|iframe|svg|canvas|object|embed|video|audio|progress|input|button|form|select)\b", re.I)
+_ACTIVE_HTML = re.compile(
+    r"<(?:script|iframe|svg|canvas|object|embed|video|audio|progress|input|button|form|select)\b", re.I
+)

@@ -160,9 +160,12 @@ def languages_text(steps: Iterable[Step], t: dict[str, str]) -> str:
     和 R（MASS）", in the order the code first used them."""
     steps = list(steps)
     used = libraries(steps)
-    names = [t["libs"].format(lang=name, names=t["sep"].join(used[language])) if used.get(language) else name
-             for language, name in {language: LANGUAGES.get(language, language.capitalize())
-                                    for language in map(step_language, steps)}.items()]  # fmt: skip
+    names = [
+        t["libs"].format(lang=name, names=t["sep"].join(used[language])) if used.get(language) else name
+        for language, name in {
+            language: LANGUAGES.get(language, language.capitalize()) for language in map(step_language, steps)
+        }.items()
+    ]
     return t["sep"].join(names[:-1]) + t["and"] + names[-1] if len(names) > 1 else names[0] if names else ""
 
 

@@ -112,7 +112,9 @@ class ExecutionSummary:
     """
 
     cells: int  # the code cells that were to run
-    failed: list[tuple[int, str]] = field(default_factory=list)  # (cell number, exception name | TIMED_OUT | NOT_RUN | KERNEL_DIED)
+    failed: list[tuple[int, str]] = field(
+        default_factory=list
+    )  # (cell number, exception name | TIMED_OUT | NOT_RUN | KERNEL_DIED)
     kernel: str | None = None  # the kernelspec that ran it; None: nothing ran, the saved outputs are reported
     missing_kernel: str | None = None  # the kernel the notebook (or --kernel auto) asked for that is not installed
     kernel_problem: str = "not installed"  # or "could not start" (its program is gone, or it died starting)
@@ -147,7 +149,9 @@ class ReportInput:
     datasets: list[DatasetInfo] = field(default_factory=list)
     tool_calls: list[ToolCallInfo] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # markdown text written by people (notebook cells)
-    title: str | None = None  # the source's title: the session's; a notebook's metadata title, first heading before code, or file name
+    title: str | None = (
+        None  # the source's title: the session's; a notebook's metadata title, first heading before code, or file name
+    )
     execution: ExecutionSummary | None = None  # a notebook run first (--execute): what failed, which kernel
     # the text of the notebook's own concluding section (Conclusion, Summary, 结论, ...), bounded; None: it has none
     conclusion: str | None = None

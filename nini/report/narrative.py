@@ -58,7 +58,9 @@ class Narrative:
     refused: dict[str, Refusal] = field(default_factory=dict)
 
 
-async def narrate(data: ReportInput, *, lang: str, digits: int, complete: Complete, style: str | None = None) -> Narrative:
+async def narrate(
+    data: ReportInput, *, lang: str, digits: int, complete: Complete, style: str | None = None
+) -> Narrative:
     """Ask the model for both sections and keep each whose numbers all come from the facts;
     ``style`` (the user's preferences block) says how they like their reports written.
 
@@ -67,7 +69,11 @@ async def narrate(data: ReportInput, *, lang: str, digits: int, complete: Comple
     """
     facts = report_facts(data, digits)
     messages = [
-        {"role": "system", "content": SYSTEM_PROMPT.format(language=_LANGUAGE.get(lang, "English")) + (f"\n\n{style}" if style else "")},
+        {
+            "role": "system",
+            "content": SYSTEM_PROMPT.format(language=_LANGUAGE.get(lang, "English"))
+            + (f"\n\n{style}" if style else ""),
+        },
         {"role": "user", "content": facts},
     ]
     try:
@@ -139,7 +145,7 @@ def _json_object(reply: str) -> dict | None:
     if start < 0 or end < start:
         return None
     try:
-        parsed = json.loads(reply[start:end + 1])
+        parsed = json.loads(reply[start : end + 1])
     except json.JSONDecodeError:
         return None
     return parsed if isinstance(parsed, dict) else None

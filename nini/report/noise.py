@@ -17,14 +17,20 @@ from nini.report.model import Table
 from nini.report.values import _closing  # the one bracket matcher: reprs are summarised and stripped alike
 
 # Code about the machine, not the analysis: all its output is noise.
-ENVIRONMENT_CODE = re.compile(r"\bsession_?[Ii]nfo\s*\(|%(?:load_ext\s+)?watermark\b|!\s*(?:pip|conda|mamba)\s+(?:list|freeze)"
-                              r"|\bpip\s+freeze\b|\binstalled\.packages\s*\(")  # fmt: skip
+ENVIRONMENT_CODE = re.compile(
+    r"\bsession_?[Ii]nfo\s*\(|%(?:load_ext\s+)?watermark\b|!\s*(?:pip|conda|mamba)\s+(?:list|freeze)"
+    r"|\bpip\s+freeze\b|\binstalled\.packages\s*\("
+)
 # Code printing versions: its bare numbers ("1.24.3") are versions, not results.
-VERSION_CODE = re.compile(r"__version__|\bsys\.version\b|\bpython_version\s*\(|\bpackageVersion\s*\(|\bR\.version"
-                          r"|\bversion\s*\(|!\s*\w+\s+--version|\[['\"]version['\"]\]")  # fmt: skip
-_PACKAGES = (r"python|numpy|np|pandas|pd|scipy|sklearn|scikit-learn|matplotlib|mpl|seaborn|sns|tensorflow|tf"
-             r"|keras|torch|pytorch|torchvision|xgboost|lightgbm|catboost|statsmodels|altair|plotly|bokeh|pymc\d?"
-             r"|arviz|theano|jax|jupyter|jupyterlab|ipython|notebook|nltk|spacy|cv2|opencv|pillow|pil|polars|pyarrow")  # fmt: skip
+VERSION_CODE = re.compile(
+    r"__version__|\bsys\.version\b|\bpython_version\s*\(|\bpackageVersion\s*\(|\bR\.version"
+    r"|\bversion\s*\(|!\s*\w+\s+--version|\[['\"]version['\"]\]"
+)
+_PACKAGES = (
+    r"python|numpy|np|pandas|pd|scipy|sklearn|scikit-learn|matplotlib|mpl|seaborn|sns|tensorflow|tf"
+    r"|keras|torch|pytorch|torchvision|xgboost|lightgbm|catboost|statsmodels|altair|plotly|bokeh|pymc\d?"
+    r"|arviz|theano|jax|jupyter|jupyterlab|ipython|notebook|nltk|spacy|cv2|opencv|pillow|pil|polars|pyarrow"
+)
 VERSION_LINE = re.compile(
     r"^\W*(?:\[\w+\]\s*)?(?:(?:[A-Za-z][\w.\-]*\s+){0,3}(?:version|ver\.?)\s*(?:is\s*)?[:=]?\s*v?\d+\.\d+"
     rf"|(?:{_PACKAGES})\s*(?:version)?\s*[:=]?\s*v?\d+\.\d+[\w.+\-]*(?:\s*\(.*)?[\s\])]*$"
@@ -44,6 +50,7 @@ def version_line(line: str) -> bool:
         return False
     return bool(VERSION_LINE.match(line))
 
+
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _PREFIX = re.compile(r"^\s*(?:\[(?:stdout|stderr|out|err)\]|(?:stdout|stderr)\s*:|(?:stdout|stderr)\s*>)\s?", re.I)
 _TRACEBACK_START = re.compile(r"^\s*(?:\S+\s+)?Traceback \(most recent call last\)")
@@ -60,26 +67,34 @@ _NOISE_START = re.compile(
     + "|".join(
         [
             # warnings, errors and what R prints around them
-            r"There (?:were|was) \d+ (?:or more )?warnings?", r"(?:Calls|In addition|Execution halted)\b",
-            r"During handling of the above exception", r"The above exception was the direct cause",
+            r"There (?:were|was) \d+ (?:or more )?warnings?",
+            r"(?:Calls|In addition|Execution halted)\b",
+            r"During handling of the above exception",
+            r"The above exception was the direct cause",
             # package installation (pip, conda, R)
             r"(?:Collecting|Downloading|Installing collected packages|Successfully (?:installed|built|uninstalled)"
             r"|Requirement already satisfied|Using cached|Building wheels?|Created wheel|Stored in directory"
             r"|Preparing metadata|Attempting uninstall|Found existing installation|Uninstalling|Looking in indexes"
             r"|Installing build dependencies|Getting requirements|\[notice\])",
-            r"trying URL", r"Content type '", r"downloaded \d", r"\*\* (?:libs|R|inst|byte-compile|help|building|testing)",
+            r"trying URL",
+            r"Content type '",
+            r"downloaded \d",
+            r"\*\* (?:libs|R|inst|byte-compile|help|building|testing)",
             r"\* DONE \(",
             # a headless browser's log line
             r"\[\d+/\d+\.\d+:[A-Z]+:",
             # %time, %%time and %timeit
-            r"(?:CPU times|Wall time|Compiler time|Parser\s*)\s*:", r"The slowest run took\b",
+            r"(?:CPU times|Wall time|Compiler time|Parser\s*)\s*:",
+            r"The slowest run took\b",
             # a shell that has no such command
             r"/bin/\w*sh: ",
             # an application's log ("[NbConvertApp] WARNING | ...", "[NbConvertApp] Converting notebook ...")
-            r"\[[A-Z]\w*App\]", r"(?-i:\[[A-Z]\w*\]\s+(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b)",
+            r"\[[A-Z]\w*App\]",
+            r"(?-i:\[[A-Z]\w*\]\s+(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b)",
             # downloads (urllib, wget, Keras, figures saved by a book's helper)
             r"(?:Downloading|Downloaded|Extracting|Unzipping|Saving figure|Resolving|Connecting to|HTTP request sent"
-            r"|Saving to:)\b", r"--\d{4}-\d{2}-\d{2} [\d:]+--\s",
+            r"|Saving to:)\b",
+            r"--\d{4}-\d{2}-\d{2} [\d:]+--\s",
             # log records
             r"(?-i:(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?::|\s+[-:\[]))",
             r"\d{4}-\d{2}-\d{2}[ T][\d:.,]+\s*(?:[-|]\s*)?\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b",
@@ -93,30 +108,66 @@ _NOISE = re.compile(
     "|".join(
         [
             # warnings and deprecation notices (Python and R)
-            r"(?-i:Warning\b)", r"warnings\.warn", r"\bdeprecat",
+            r"(?-i:Warning\b)",
+            r"warnings\.warn",
+            r"\bdeprecat",
             # progress bars
-            r"\d{1,3}%\|", r"\|[█▉▊▋▌▍▎▏#▓▒░ ]*[█▉▊▋▌▍▎▏#▓▒░]{2,}[█▉▊▋▌▍▎▏#▓▒░ ]*\|",
-            r"\[[=#>.\- ]*[=#]{2,}[=#>.\- ]*\]", r"\b\d+(?:\.\d+)?\s*(?:it/s|s/it)\b", r"\bETA:? ?\d",
+            r"\d{1,3}%\|",
+            r"\|[█▉▊▋▌▍▎▏#▓▒░ ]*[█▉▊▋▌▍▎▏#▓▒░]{2,}[█▉▊▋▌▍▎▏#▓▒░ ]*\|",
+            r"\[[=#>.\- ]*[=#]{2,}[=#>.\- ]*\]",
+            r"\b\d+(?:\.\d+)?\s*(?:it/s|s/it)\b",
+            r"\bETA:? ?\d",
             # package installation (R)
-            r"installing \*(?:source|binary)\* package", r"The downloaded (?:source|binary) packages are in",
-            r"Installing packages? into", r"also installing the dependenc",
+            r"installing \*(?:source|binary)\* package",
+            r"The downloaded (?:source|binary) packages are in",
+            r"Installing packages? into",
+            r"also installing the dependenc",
             # headless browsers (kaleido, Chromium)
-            r"kaleido", r"chromium", r"\bchrome\b", r"DevTools listening", r"Fontconfig", r"\bchoreographer\b",
+            r"kaleido",
+            r"chromium",
+            r"\bchrome\b",
+            r"DevTools listening",
+            r"Fontconfig",
+            r"\bchoreographer\b",
             r"\bheadless\b",
             # timeouts
-            r"TimeoutError", r"\btimed out\b", r"\btimeout\b",
+            r"TimeoutError",
+            r"\btimed out\b",
+            r"\btimeout\b",
             # %timeit
-            r"\bper loop\b", r"\bloops?,? best of \d",
+            r"\bper loop\b",
+            r"\bloops?,? best of \d",
             # a shell command that is not there ("zsh:1: command not found: pip"), wget's progress dots
-            r"\bcommand not found\b", r"\b\d+K(?: \.{5,}){2}",
+            r"\bcommand not found\b",
+            r"\b\d+K(?: \.{5,}){2}",
         ]
     ),
     re.I,
 )
 # Words one of which every _NOISE match holds: most lines hold none and skip the long pattern.
-_NOISE_HINTS = ("warn", "deprecat", "|", "[", "it/s", "s/it", "eta", "install", "packages are in", "kaleido", "chrom",
-                "devtools", "fontconfig", "choreographer", "headless", "timeout", "timed out", "per loop", "best of",
-                "command not found", "k .")  # fmt: skip
+_NOISE_HINTS = (
+    "warn",
+    "deprecat",
+    "|",
+    "[",
+    "it/s",
+    "s/it",
+    "eta",
+    "install",
+    "packages are in",
+    "kaleido",
+    "chrom",
+    "devtools",
+    "fontconfig",
+    "choreographer",
+    "headless",
+    "timeout",
+    "timed out",
+    "per loop",
+    "best of",
+    "command not found",
+    "k .",
+)
 
 
 def noise_anywhere(line: str) -> bool:
@@ -168,8 +219,13 @@ def clean_output(text: str) -> str:
             skipping = "message"
         elif _R_ERROR.match(line) or _WARNING_WITH_SOURCE.match(line):
             skipping = "block"
-        elif (_EXCEPTION_LINE.match(line) or _MEANINGLESS.match(line) or _NOISE_START.match(line) or noise_anywhere(line)
-              or version_line(line)):  # fmt: skip
+        elif (
+            _EXCEPTION_LINE.match(line)
+            or _MEANINGLESS.match(line)
+            or _NOISE_START.match(line)
+            or noise_anywhere(line)
+            or version_line(line)
+        ):
             continue
         else:
             kept.append(line)
@@ -190,10 +246,17 @@ _ARRAY_SUMMARY = re.compile(r"^[\[(]?(?:(?:array|matrix)(?: of shape [\d×]+)?,?
 # "From URL: https://…/iris.data", "saved to /tmp/x.csv": where data came from or went, not a result
 _LOCATION = re.compile(r"^(?:[^:]{0,40}:\s*)?(?:(?:https?|ftp|file|s3|gs)://\S+|(?:~|[A-Za-z]:)?[\\/][^\s:]+)$")
 _VERSION_VALUE = re.compile(r"^['\"]?v?\d+\.\d+\.\d+[\w.+\-]*['\"]?$")  # "6.1.0": a version, never a result
-_VIEW_REPR = re.compile(r"^(?:dict_keys|dict_values|dict_items|odict_keys|odict_values|odict_items|functools\.partial)\(")
-_PATH_VALUE = re.compile(r"^(?:(?:Posix|Windows)?Path\(['\"][^'\"]*['\"]\)|(?=.*[A-Za-z])['\"]?(?:~|\.{0,2}/|[A-Za-z]:\\\\)?[\w.\-]+(?:[/\\\\][\w.\-]+)+['\"]?)$")
-_FILE_NAME = re.compile(r"^[\w.\-/\\\\ ]+\.(?:pkl|pickle|joblib|h5|hdf5|keras|pt|pth|onnx|json|csv|tsv|txt|parquet|feather"
-                        r"|xlsx?|png|jpe?g|svg|pdf|html|npy|npz|zip|gz|tar|model|bin|rds|rdata)$", re.I)  # fmt: skip
+_VIEW_REPR = re.compile(
+    r"^(?:dict_keys|dict_values|dict_items|odict_keys|odict_values|odict_items|functools\.partial)\("
+)
+_PATH_VALUE = re.compile(
+    r"^(?:(?:Posix|Windows)?Path\(['\"][^'\"]*['\"]\)|(?=.*[A-Za-z])['\"]?(?:~|\.{0,2}/|[A-Za-z]:\\\\)?[\w.\-]+(?:[/\\\\][\w.\-]+)+['\"]?)$"
+)
+_FILE_NAME = re.compile(
+    r"^[\w.\-/\\\\ ]+\.(?:pkl|pickle|joblib|h5|hdf5|keras|pt|pth|onnx|json|csv|tsv|txt|parquet|feather"
+    r"|xlsx?|png|jpe?g|svg|pdf|html|npy|npz|zip|gz|tar|model|bin|rds|rdata)$",
+    re.I,
+)
 
 
 def strip_reprs(text: str) -> str:
@@ -246,8 +309,10 @@ def noise_value(text: str) -> bool:
 
 # A numpy vector as parsers give it ("442737, 457566, 105965., …") or as print() writes it ("[1 2 3]"):
 # a Python list keeps its brackets and commas, an R vector is a value (R has no other kind)
-_NUMPY_VECTOR = re.compile(r"^(?:-?[\d.]+(?:[eE][-+]?\d+)?,\s+)+(?:-?[\d.]+(?:[eE][-+]?\d+)?|…)(?:,\s*…(?:\s*\(\d+\))?)?$"
-                           r"|^\[\[?\s*-?[\d.]+(?:[eE][-+]?\d+)?(?:\s+-?[\d.]+(?:[eE][-+]?\d+)?)+\s*\]?\]?$")  # fmt: skip
+_NUMPY_VECTOR = re.compile(
+    r"^(?:-?[\d.]+(?:[eE][-+]?\d+)?,\s+)+(?:-?[\d.]+(?:[eE][-+]?\d+)?|…)(?:,\s*…(?:\s*\(\d+\))?)?$"
+    r"|^\[\[?\s*-?[\d.]+(?:[eE][-+]?\d+)?(?:\s+-?[\d.]+(?:[eE][-+]?\d+)?)+\s*\]?\]?$"
+)
 
 
 def numpy_vector(text: str, language: str) -> bool:

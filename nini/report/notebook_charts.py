@@ -40,8 +40,9 @@ SPEC_EXTENSIONS = ("plotly.json", "vegalite.json", "vega.json")  # a chart as JS
 _SCRIPT = re.compile(r"<script\b", re.IGNORECASE)
 # A page that loads code from elsewhere: a script with a src, an AMD loader (require/requirejs,
 # whose paths point at a CDN), a dynamic import, or any http(s) or protocol-relative URL in it.
-_REMOTE = re.compile(r"<script\b[^>]*\bsrc\s*=|\brequire(?:js)?(?:\.config)?\s*\(|\bimport\s*\(|https?:|[\"']//",
-                     re.IGNORECASE)  # fmt: skip
+_REMOTE = re.compile(
+    r"<script\b[^>]*\bsrc\s*=|\brequire(?:js)?(?:\.config)?\s*\(|\bimport\s*\(|https?:|[\"']//", re.IGNORECASE
+)
 # Plotly's notebook-mode bootstrap (offline.init_notebook_mode, the first fig.show()): a loader, not a chart.
 _LOADER = re.compile(r"window\.PlotlyConfig|define\(\s*['\"]plotly", re.IGNORECASE)
 # Where Altair's HTML holds its spec: ``})({spec}, {"mode": "vega-lite"})`` (Altair 4-6) or
@@ -63,8 +64,11 @@ def cell_charts(
 ) -> list[ChartFile]:
     """The cell's charts as files, one base name per output (its png and svg are one chart)."""
     charts: list[ChartFile] = []
-    bundles = [o.get("data") or {} for o in cell.get("outputs") or []
-               if o.get("output_type") in ("display_data", "execute_result")]  # fmt: skip
+    bundles = [
+        o.get("data") or {}
+        for o in cell.get("outputs") or []
+        if o.get("output_type") in ("display_data", "execute_result")
+    ]
     bundles = [kinds for bundle in bundles if (kinds := chart_formats(bundle))]
     for index, kinds in enumerate(bundles, start=1):
         name = names.next(stem if len(bundles) == 1 else f"{stem}-{index}")

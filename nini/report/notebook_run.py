@@ -50,9 +50,12 @@ def choose_kernel(notebook: Any, requested: str | None, language: str) -> tuple[
     own = str((notebook.metadata.get("kernelspec") or {}).get("name") or LANGUAGE_KERNELS.get(language, "python3"))
     if requested and requested != AUTO:
         if requested not in installed:
-            raise NiniError(ErrorCode.NOT_FOUND, f"no Jupyter kernel named {requested!r} is installed; installed: "
-                            f"{', '.join(sorted(installed)) or 'none'} (or --kernel auto)",
-                            {"kernel": requested, "installed": sorted(installed)})  # fmt: skip
+            raise NiniError(
+                ErrorCode.NOT_FOUND,
+                f"no Jupyter kernel named {requested!r} is installed; installed: "
+                f"{', '.join(sorted(installed)) or 'none'} (or --kernel auto)",
+                {"kernel": requested, "installed": sorted(installed)},
+            )
         return requested, None
     if own in installed:
         return own, None
@@ -68,7 +71,9 @@ def _installed_kernels() -> set[str]:
 
 def runnable_cells(notebook: Any) -> list[int]:
     """The indexes of the cells a run executes: code cells with source (nbclient skips the rest)."""
-    return [i for i, cell in enumerate(notebook.cells) if cell.cell_type == "code" and cell_text(cell.get("source")).strip()]
+    return [
+        i for i, cell in enumerate(notebook.cells) if cell.cell_type == "code" and cell_text(cell.get("source")).strip()
+    ]
 
 
 def run_notebook(
@@ -115,10 +120,16 @@ def run_notebook(
             run.summary.failed.append((cell_index + 1, str(errors[-1].get("ename") or "Error")))
 
     client = NotebookClient(
-        notebook, timeout=timeout_s, allow_errors=True, resources={"metadata": {"path": str(folder)}},
-        kernel_name=kernel, record_timing=False, on_cell_start=on_start, on_cell_executed=on_executed,
+        notebook,
+        timeout=timeout_s,
+        allow_errors=True,
+        resources={"metadata": {"path": str(folder)}},
+        kernel_name=kernel,
+        record_timing=False,
+        on_cell_start=on_start,
+        on_cell_executed=on_executed,
         interrupt_on_timeout=True,  # a cell past its time limit is interrupted and fails; the rest still run
-    )  # fmt: skip
+    )
     try:
         # on an event loop of its own: nbclient's sync `execute` takes jupyter_core's loop from a
         # context variable, which asyncio.to_thread copies, so a worker thread could run the loop
@@ -139,5 +150,7 @@ def run_notebook(
         # the kernelspec is there but its kernel never came up (its program is gone, it died
         # starting): nothing ran, so the saved outputs are still the notebook's to report
         log.warning("kernel %s could not start: %s", kernel, exc)
-        return NotebookRun(ExecutionSummary(cells=len(runnable), missing_kernel=kernel, kernel_problem="could not start"))
+        return NotebookRun(
+            ExecutionSummary(cells=len(runnable), missing_kernel=kernel, kernel_problem="could not start")
+        )
     return run

@@ -37,8 +37,10 @@ _SAFE_PREFIX = re.compile(r"^[^/\\\x00.][^/\\\x00]{0,100}$")
 _IMAGE = re.compile(r'!\[([^\]]*)\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)')
 _DATA_URI = re.compile(r"^data:(image/[\w.+-]+);base64,([A-Za-z0-9+/=\s]+)$")
 _ATTACHABLE = {"image/png", "image/jpeg", "image/gif", "image/svg+xml", "image/webp"}
-PDF_INSTALL_HINT = ("install one of: weasyprint (`pip install weasyprint`), wkhtmltopdf (`apt-get install "
-                    "wkhtmltopdf`) or Chromium (`apt-get install chromium`)")  # fmt: skip
+PDF_INSTALL_HINT = (
+    "install one of: weasyprint (`pip install weasyprint`), wkhtmltopdf (`apt-get install "
+    "wkhtmltopdf`) or Chromium (`apt-get install chromium`)"
+)
 
 
 def check_formats(formats: Iterable[str]) -> list[str]:
@@ -51,8 +53,11 @@ def check_formats(formats: Iterable[str]) -> list[str]:
     chosen = list(dict.fromkeys(f for f in asked if f))
     unknown = [f for f in chosen if f not in FORMATS]
     if unknown or not chosen:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"report formats are {', '.join(FORMATS)}; got "
-                        f"{', '.join(unknown) if unknown else 'none'}", {"formats": asked})  # fmt: skip
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"report formats are {', '.join(FORMATS)}; got {', '.join(unknown) if unknown else 'none'}",
+            {"formats": asked},
+        )
     if "pdf" in chosen:
         pdf_converter()
     return chosen
@@ -92,13 +97,17 @@ def _target(folder: Path, within: RootedDir | None) -> tuple[RootedDir, str]:
         try:
             return within, folder.relative_to(within.root).as_posix()
         except ValueError:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, "the report folder is not inside the session workspace") from None
+            raise NiniError(
+                ErrorCode.INVALID_ARGUMENT, "the report folder is not inside the session workspace"
+            ) from None
     try:
         folder.mkdir(parents=True, exist_ok=True)  # a folder the user named: made as they name it
     except OSError as exc:
         if out_of_space(exc):
             raise no_space("the report folder") from None
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"cannot create the report folder {folder}: {exc.strerror}") from None
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT, f"cannot create the report folder {folder}: {exc.strerror}"
+        ) from None
     return RootedDir(folder, label="the report folder"), ""
 
 
@@ -283,12 +292,26 @@ def pdf_converter() -> Callable[[Path, Path], None]:
         return lambda html, pdf: _run(exe, [exe, "--quiet", "--enable-local-file-access", str(html), str(pdf)])
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
         if exe := shutil.which(name):
-            return lambda html, pdf, exe=exe: _run(exe, [exe, "--headless", "--disable-gpu", "--no-sandbox",
-                                                         "--no-pdf-header-footer", f"--print-to-pdf={pdf}", html.as_uri()])  # fmt: skip
+            return lambda html, pdf, exe=exe: _run(
+                exe,
+                [
+                    exe,
+                    "--headless",
+                    "--disable-gpu",
+                    "--no-sandbox",
+                    "--no-pdf-header-footer",
+                    f"--print-to-pdf={pdf}",
+                    html.as_uri(),
+                ],
+            )
     if exe := shutil.which("pandoc"):
         return lambda html, pdf: _run(exe, [exe, str(html), "--from", "html", "--output", str(pdf)])
-    raise NiniError(ErrorCode.NOT_FOUND, f"PDF output needs a converter and none was found: {PDF_INSTALL_HINT}. "
-                    "Markdown, HTML and ipynb reports need none.", {"format": "pdf"})  # fmt: skip
+    raise NiniError(
+        ErrorCode.NOT_FOUND,
+        f"PDF output needs a converter and none was found: {PDF_INSTALL_HINT}. "
+        "Markdown, HTML and ipynb reports need none.",
+        {"format": "pdf"},
+    )
 
 
 def _pdf(html: str, convert: Callable[[Path, Path], None] | None) -> bytes:
@@ -323,5 +346,7 @@ def _run(exe: str, argv: list[str]) -> None:
         raise NiniError(ErrorCode.INTERNAL, f"{name} could not be started: {exc.strerror or exc}") from None
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        raise NiniError(ErrorCode.INTERNAL, f"{name} could not convert the report to PDF (exit {done.returncode}): "
-                        f"{' '.join(tail) or 'no message'}")  # fmt: skip
+        raise NiniError(
+            ErrorCode.INTERNAL,
+            f"{name} could not convert the report to PDF (exit {done.returncode}): {' '.join(tail) or 'no message'}",
+        )

@@ -24,8 +24,14 @@ from nini.report.model import ChartFile
 from nini.safe_html import clean_html
 
 TEMPLATES = Path(__file__).parent / "templates"
-IMAGE_TYPES = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "webp": "image/webp",
-               "gif": "image/gif", "svg": "image/svg+xml"}
+IMAGE_TYPES = {
+    "png": "image/png",
+    "jpg": "image/jpeg",
+    "jpeg": "image/jpeg",
+    "webp": "image/webp",
+    "gif": "image/gif",
+    "svg": "image/svg+xml",
+}
 _IMG_SRC = re.compile(r'(<img src=")([^"]*)(")')
 _IMG_TAG = re.compile(r'<img src="([^"]*)" alt="([^"]*)"[^>]*>')  # as markdown-it writes them, attributes escaped
 _CONTENT_SLOT = "<!-- nini report content -->"
@@ -36,7 +42,10 @@ def templates() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default_for_string=False),
-        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
     )
 
 
@@ -52,7 +61,11 @@ def chart_link(file: ChartFile, link_base: Path | None) -> str:
 
 
 def render_html(
-    markdown: str, title: str, lang: str, embedded: list[ChartGroup], link_base: Path | None,
+    markdown: str,
+    title: str,
+    lang: str,
+    embedded: list[ChartGroup],
+    link_base: Path | None,
     anchors: tuple[str, dict[str, str]] | None = None,
 ) -> str:
     """``markdown`` as a self-contained page; ``embedded`` charts' image previews as data: URIs.
@@ -62,8 +75,11 @@ def render_html(
     The sanitizer keeps no ``id`` (model text must not set one), so they are added after it, and
     only in that section, whose headings the report wrote."""
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
-    previews = {md.normalizeLink(chart_link(group.preview, link_base)): group.preview
-                for group in embedded if group.preview and preview_kind(group.preview) == "image"}
+    previews = {
+        md.normalizeLink(chart_link(group.preview, link_base)): group.preview
+        for group in embedded
+        if group.preview and preview_kind(group.preview) == "image"
+    }
     uris: dict[str, str | None] = {}  # a preview's link -> its data: URI (None: gone or refused), read once
 
     def image_or_link(match: re.Match[str]) -> str:
@@ -94,8 +110,11 @@ def render_html(
         content = _IMG_SRC.sub(embed, content)
     if anchors is not None:
         content = _with_anchors(content, *anchors)
-    page = templates().get_template("page.html.j2").render(
-        lang="zh-CN" if lang == "zh" else lang, title=title, content=Markup(_CONTENT_SLOT))
+    page = (
+        templates()
+        .get_template("page.html.j2")
+        .render(lang="zh-CN" if lang == "zh" else lang, title=title, content=Markup(_CONTENT_SLOT))
+    )
     # The content joins the page after rendering: passed through jinja, a 20 MB page of embedded
     # images is copied several times over (escape checks, Markup, concatenation) for nothing.
     head, _, tail = page.partition(_CONTENT_SLOT)

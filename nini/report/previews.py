@@ -51,11 +51,22 @@ RENDER_TIMEOUT_S = 60.0  # one chart; the first Plotly chart also waits for the 
 FORMATS = {"vegalite": "svg", "vega": "svg", "plotly": "png"}
 RENDERER_MODULES = {"vegalite": "vl_convert", "vega": "vl_convert", "plotly": "kaleido"}
 # Why a chart has no preview (PreviewStats.missing): stable codes a caller may print.
-NO_RENDERER, FAILED, TIMEOUT, TOO_LARGE, UNREADABLE = "no_renderer", "render_failed", "timeout", "too_large", "unreadable"
+NO_RENDERER, FAILED, TIMEOUT, TOO_LARGE, UNREADABLE = (
+    "no_renderer",
+    "render_failed",
+    "timeout",
+    "too_large",
+    "unreadable",
+)
 # Chromium sends every request to a proxy nobody listens on (loopback included), resolves no name.
-OFFLINE_FLAGS = ("--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
-                 "--host-resolver-rules=MAP * ~NOTFOUND", "--disable-background-networking", "--no-pings",
-                 "--dns-prefetch-disable")  # fmt: skip
+OFFLINE_FLAGS = (
+    "--proxy-server=http://127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--disable-background-networking",
+    "--no-pings",
+    "--dns-prefetch-disable",
+)
 _URL = re.compile(r"^\s*(?:[a-zA-Z][a-zA-Z0-9+.-]*:|//)")
 _SVG_HREF = re.compile(r"""\s(?:xlink:)?href\s*=\s*("[^"]*"|'[^']*')""")
 _SVG_URL = re.compile(r"""url\(\s*(?!['"]?#)[^)]*\)""")
@@ -139,7 +150,11 @@ def _read(source: ChartFile) -> bytes | None:
     """The chart's JSON, None when larger than MAX_SPEC_BYTES; OSError or NiniError when unreadable."""
     if source.fs is not None and source.relative is not None:
         size = source.fs.file_size(source.relative)
-        return None if size is None or size > MAX_SPEC_BYTES else source.fs.read_bytes(source.relative, limit=MAX_SPEC_BYTES)
+        return (
+            None
+            if size is None or size > MAX_SPEC_BYTES
+            else source.fs.read_bytes(source.relative, limit=MAX_SPEC_BYTES)
+        )
     with open(source.path, "rb") as handle:
         raw = handle.read(MAX_SPEC_BYTES + 1)
     return raw if len(raw) <= MAX_SPEC_BYTES else None
@@ -221,12 +236,16 @@ def _run_child(jobs: list[_Job], folder: Path, timeout_s: float) -> dict[str, by
     listing = folder / "jobs.jsonl"
     with listing.open("w", encoding="utf-8") as file:
         for job in jobs:
-            file.write(json.dumps({"key": job.key, "kind": job.kind, "spec": job.spec.decode("utf-8", "replace")}) + "\n")
+            file.write(
+                json.dumps({"key": job.key, "kind": job.kind, "spec": job.spec.decode("utf-8", "replace")}) + "\n"
+            )
     process = subprocess.Popen(
         renderer_command([sys.executable, "-m", "nini.report.previews", str(listing), str(timeout_s)], folder),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         start_new_session=True,  # its own process group: the browser it starts is killed with it
-    )  # fmt: skip
+    )
     results: dict[str, bytes | str] = {}
     buffer = b""
     selector = selectors.DefaultSelector()
@@ -266,9 +285,29 @@ def renderer_command(cmd: list[str], folder: Path) -> list[str]:
     if not probe_bwrap()[0]:
         return cmd
     where = str(folder)
-    return [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--tmpfs", "/tmp", "--tmpfs", "/dev/shm", "--ro-bind", where, where, "--unshare-net", "--unshare-pid",
-            "--unshare-ipc", "--die-with-parent", "--", *cmd]  # fmt: skip
+    return [
+        shutil.which("bwrap") or "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--tmpfs",
+        "/dev/shm",
+        "--ro-bind",
+        where,
+        where,
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--die-with-parent",
+        "--",
+        *cmd,
+    ]
 
 
 def _result(line: bytes) -> tuple[str | None, bytes | str]:
@@ -306,7 +345,11 @@ def _child(listing: Path, timeout_s: float) -> None:
 
 
 def _say(key: str, result: bytes | str) -> None:
-    message = {"key": key, "image": base64.b64encode(result).decode()} if isinstance(result, bytes) else {"key": key, "error": result}
+    message = (
+        {"key": key, "image": base64.b64encode(result).decode()}
+        if isinstance(result, bytes)
+        else {"key": key, "error": result}
+    )
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
 
@@ -372,7 +415,9 @@ async def _plotly_pngs(jobs: list[dict[str, Any]], timeout_s: float) -> None:
             return [arg for arg in super().get_cli() if arg != "--disable-web-security"] + list(OFFLINE_FLAGS)
 
     try:
-        browser = kaleido.Kaleido(n=1, timeout=timeout_s, plotlyjs=plotly_js, mathjax=False, browser_cls=OfflineChromium)
+        browser = kaleido.Kaleido(
+            n=1, timeout=timeout_s, plotlyjs=plotly_js, mathjax=False, browser_cls=OfflineChromium
+        )
         await browser.open()
     except Exception:  # noqa: BLE001 - no Chromium, or one that does not start: no Plotly previews
         for job in jobs:

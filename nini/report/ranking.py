@@ -39,8 +39,11 @@ _METRIC = re.compile(rf"(?<![a-z0-9])(?:{_WORDS})s?(?![a-z0-9])")
 _STATISTIC = re.compile(r"(?<![\w.])(?:[tFzp]|df)\s*(?:=|:|<|>)\s*-?\.?\d")
 _FINAL = re.compile(r"(?<![a-z0-9])(?:final|test|testing|holdout|hold-out|validation|val)(?![a-z0-9])")
 _EXERCISE = re.compile(r"exercis|\bhomework\b|练习|习题|作业", re.I)
-_SETUP = re.compile(r"^\W*(?:setup|set[- ]up|imports?|installation|install|environment|requirements|dependencies"
-                    r"|preliminaries|configuration|准备|环境|安装|导入)\b", re.I)  # fmt: skip
+_SETUP = re.compile(
+    r"^\W*(?:setup|set[- ]up|imports?|installation|install|environment|requirements|dependencies"
+    r"|preliminaries|configuration|准备|环境|安装|导入)\b",
+    re.I,
+)
 _PREVIEW = re.compile(r"\.(?:head|tail|sample|info|dtypes|columns|keys)\b(?:\([^()]*\))?$")
 _IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_]\w*_\w+")  # snake_case: a variable the prose names
 # a number as prose writes it: 41,424 / 0.8376 / 10.7%
@@ -140,8 +143,15 @@ def _prose_number(text: str, percent: bool) -> set[tuple[int, Decimal]]:
 
 
 def score(
-    step: Step, names: Sequence[str], text: str, *, headers: Sequence[str] = (), path: Sequence[str],
-    last_in_section: bool, quoted: bool, has_table: bool,
+    step: Step,
+    names: Sequence[str],
+    text: str,
+    *,
+    headers: Sequence[str] = (),
+    path: Sequence[str],
+    last_in_section: bool,
+    quoted: bool,
+    has_table: bool,
 ) -> int:
     """How much a candidate matters (higher first; ties go to the later step, nearer the conclusion).
 

@@ -24,16 +24,53 @@ MAX_VALUES = 60  # values taken from one output; the rest of it stays text
 MAX_HEADER_CHARS = 400
 
 # R's matrix column headers that contain spaces or symbols (summary.lm, summary.glm, anova, aov).
-_R_COLUMNS = sorted([
-    "Estimate", "Std. Error", "t value", "z value", "Pr(>|t|)", "Pr(>|z|)", "Df", "Sum Sq", "Mean Sq",
-    "F value", "Pr(>F)", "Deviance", "Resid. Df", "Resid. Dev", "Pr(>Chi)", "Pr(>Chisq)", "Sum of Sq", "RSS",
-    "Chisq", "LR Chisq", "Res.Df", "Df Sum of Sq", "Rao", "Cp", "AIC",
-], key=len, reverse=True)  # fmt: skip
+_R_COLUMNS = sorted(
+    [
+        "Estimate",
+        "Std. Error",
+        "t value",
+        "z value",
+        "Pr(>|t|)",
+        "Pr(>|z|)",
+        "Df",
+        "Sum Sq",
+        "Mean Sq",
+        "F value",
+        "Pr(>F)",
+        "Deviance",
+        "Resid. Df",
+        "Resid. Dev",
+        "Pr(>Chi)",
+        "Pr(>Chisq)",
+        "Sum of Sq",
+        "RSS",
+        "Chisq",
+        "LR Chisq",
+        "Res.Df",
+        "Df Sum of Sq",
+        "Rao",
+        "Cp",
+        "AIC",
+    ],
+    key=len,
+    reverse=True,
+)
 _HEADER_WORD = re.compile("|".join(re.escape(name) for name in _R_COLUMNS) + r"|\S+")
-_STATS = ("Residual standard error", "Multiple R-squared", "Adjusted R-squared", "F-statistic", "p-value",
-          "Null deviance", "Residual deviance", "AIC", "BIC")  # fmt: skip
-_QUIET = re.compile(r"^\s*(?:---|Signif\. codes:|Number of Fisher Scoring|\(Dispersion parameter|\(\d+ observations? del"
-                    r"|alternative hypothesis:|true \w)")  # fmt: skip
+_STATS = (
+    "Residual standard error",
+    "Multiple R-squared",
+    "Adjusted R-squared",
+    "F-statistic",
+    "p-value",
+    "Null deviance",
+    "Residual deviance",
+    "AIC",
+    "BIC",
+)
+_QUIET = re.compile(
+    r"^\s*(?:---|Signif\. codes:|Number of Fisher Scoring|\(Dispersion parameter|\(\d+ observations? del"
+    r"|alternative hypothesis:|true \w)"
+)
 _TEST_STAT = re.compile(r"([^,=<>]+?)\s*([=<>])\s*([^,]+)")
 _INDEXED = re.compile(r"^\s*\[\d+\]\s?")
 
@@ -48,7 +85,11 @@ def r_printed(text: str) -> tuple[str, list[Value]]:
     values: list[Value] = []
     index = 0
     while index < len(lines):
-        found = None if len(values) >= MAX_VALUES else _summary(lines, index) or _anova(lines, index) or _htest(lines, index)
+        found = (
+            None
+            if len(values) >= MAX_VALUES
+            else _summary(lines, index) or _anova(lines, index) or _htest(lines, index)
+        )
         if found is None:
             kept.append(lines[index])
             index += 1
@@ -112,10 +153,19 @@ def _htest(lines: list[str], start: int) -> tuple[int, list[Value]] | None:
     its title, ``data:``, the statistics line, the interval and the sample estimates."""
     title = lines[start].strip()
     data_at = start if title.startswith("data:") else start + 2
-    if data_at >= len(lines) or not lines[data_at].startswith("data:") or (data_at > start and lines[start + 1].strip()):
+    if (
+        data_at >= len(lines)
+        or not lines[data_at].startswith("data:")
+        or (data_at > start and lines[start + 1].strip())
+    ):
         return None
-    values = [Value(text=f"{title} ({lines[data_at][5:].strip()})" if data_at > start else lines[data_at][5:].strip(),
-                    name="test", origin="printed")]  # fmt: skip
+    values = [
+        Value(
+            text=f"{title} ({lines[data_at][5:].strip()})" if data_at > start else lines[data_at][5:].strip(),
+            name="test",
+            origin="printed",
+        )
+    ]
     index = data_at + 1
     while index < len(lines) and index - start < 30 and lines[index].strip():
         line = lines[index]
@@ -130,8 +180,10 @@ def _htest(lines: list[str], start: int) -> tuple[int, list[Value]] | None:
         elif _QUIET.match(line):
             index += 1
         elif stats := [(m.group(1).strip(), m.group(2), m.group(3).strip()) for m in _TEST_STAT.finditer(line)]:
-            values += [Value(text=value if sign == "=" else f"{sign} {value}", name=name, origin="printed")
-                       for name, sign, value in stats]  # fmt: skip
+            values += [
+                Value(text=value if sign == "=" else f"{sign} {value}", name=name, origin="printed")
+                for name, sign, value in stats
+            ]
             index += 1
         else:
             break
@@ -228,9 +280,18 @@ def r_column(name: str) -> str:
     return re.sub(r"\s*<\w+>$", "", name.replace("<!--/-->", "")).strip()
 
 
-_LATEX_COMMANDS = {**dict(zip("alpha beta gamma delta epsilon theta lambda mu pi rho sigma tau phi chi omega".split(),
-                                "αβγδεθλμπρστφχω")),
-                   "times": "×", "cdot": "·", "pm": "±", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥"}  # fmt: skip
+_LATEX_COMMANDS = {
+    **dict(
+        zip("alpha beta gamma delta epsilon theta lambda mu pi rho sigma tau phi chi omega".split(), "αβγδεθλμπρστφχω")
+    ),
+    "times": "×",
+    "cdot": "·",
+    "pm": "±",
+    "le": "≤",
+    "leq": "≤",
+    "ge": "≥",
+    "geq": "≥",
+}
 _ESCAPED = "%_&$#{}"  # \% and the like: kept through the clean-up as private-use characters
 
 

@@ -80,9 +80,17 @@ def resolve_style(settings: Settings, preferences: Selection | None, lang: str |
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"lang must be one of {', '.join(TEXT)}, not {lang!r}")
     rows = preferences.rows if preferences is not None else []
     low, high = DECIMALS_RANGE
-    decimals = next((row["value"] for row in rows if row["key"] == DECIMALS_KEY and isinstance(row["value"], int)
-                     and not isinstance(row["value"], bool) and low <= row["value"] <= high),
-                    settings.report.decimals)  # fmt: skip
+    decimals = next(
+        (
+            row["value"]
+            for row in rows
+            if row["key"] == DECIMALS_KEY
+            and isinstance(row["value"], int)
+            and not isinstance(row["value"], bool)
+            and low <= row["value"] <= high
+        ),
+        settings.report.decimals,
+    )
     return ReportStyle(lang=lang or settings.ui.current_language, decimals=decimals, preferences=preferences)
 
 
@@ -101,9 +109,20 @@ def wants_model_text(settings: Settings, request: ReportRequest) -> bool:
 
 
 async def session_report(
-    store: Any, session_id: str, workspace: Any, request: ReportRequest, *, settings: Settings,
-    memory: PreferenceMemory | None, owner: str | None, folder: Path, formats: list[str],
-    complete: Complete | None = None, within: Any = None, charts_to: Path | None = None, stem: str | None = None,
+    store: Any,
+    session_id: str,
+    workspace: Any,
+    request: ReportRequest,
+    *,
+    settings: Settings,
+    memory: PreferenceMemory | None,
+    owner: str | None,
+    folder: Path,
+    formats: list[str],
+    complete: Complete | None = None,
+    within: Any = None,
+    charts_to: Path | None = None,
+    stem: str | None = None,
 ) -> WrittenReport:
     """The report of session ``session_id`` (its ``workspace``), written into ``folder``.
 
@@ -117,42 +136,86 @@ async def session_report(
     if charts_to is not None:
         data = await asyncio.to_thread(copy_charts, data, charts_to)
     style = resolve_style(settings, await select_preferences(memory, owner), request.lang)
-    return await write(data, request, style, settings=settings, complete=complete, folder=folder, formats=formats,
-                       within=within, stem=stem)  # fmt: skip
+    return await write(
+        data,
+        request,
+        style,
+        settings=settings,
+        complete=complete,
+        folder=folder,
+        formats=formats,
+        within=within,
+        stem=stem,
+    )
 
 
 async def notebook_report(
-    path: Path, request: ReportRequest, *, settings: Settings, memory: PreferenceMemory | None, folder: Path,
-    files_dir: Path, formats: list[str], execute: bool = False, timeout_s: float = 600, kernel: str | None = None,
-    progress: Callable[[str], None] | None = None, complete: Complete | None = None, stem: str | None = None,
+    path: Path,
+    request: ReportRequest,
+    *,
+    settings: Settings,
+    memory: PreferenceMemory | None,
+    folder: Path,
+    files_dir: Path,
+    formats: list[str],
+    execute: bool = False,
+    timeout_s: float = 600,
+    kernel: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    complete: Complete | None = None,
+    stem: str | None = None,
 ) -> WrittenReport:
     """The report of the notebook at ``path`` (run first with ``execute``, by ``kernel`` or the
     notebook's own; when that kernel is missing, from its saved outputs, which the report says),
     its charts written into ``files_dir``, the report into ``folder``."""
     from nini.report.sources import from_notebook
 
-    data, _ = await asyncio.to_thread(from_notebook, path, execute=execute, timeout_s=timeout_s, kernel_name=kernel,
-                                      files_dir=files_dir, progress=progress)  # fmt: skip
+    data, _ = await asyncio.to_thread(
+        from_notebook,
+        path,
+        execute=execute,
+        timeout_s=timeout_s,
+        kernel_name=kernel,
+        files_dir=files_dir,
+        progress=progress,
+    )
     style = resolve_style(settings, await select_preferences(memory, None), request.lang)
-    return await write(data, request, style, settings=settings, complete=complete, folder=folder, formats=formats,
-                       stem=stem)  # fmt: skip
+    return await write(
+        data, request, style, settings=settings, complete=complete, folder=folder, formats=formats, stem=stem
+    )
 
 
 async def write(
-    data: ReportInput, request: ReportRequest, style: ReportStyle, *, settings: Settings, complete: Complete | None,
-    folder: Path, formats: list[str], within: Any = None, stem: str | None = None,
+    data: ReportInput,
+    request: ReportRequest,
+    style: ReportStyle,
+    *,
+    settings: Settings,
+    complete: Complete | None,
+    folder: Path,
+    formats: list[str],
+    within: Any = None,
+    stem: str | None = None,
 ) -> WrittenReport:
     """Build ``data``'s report in ``style`` (the model's sections first, when one is to write
     them) and write it; reading charts, rendering and writing files run off the event loop."""
     options = ReportOptions(
-        title=request.title, methods=request.methods, summary_text=request.summary_text,
-        conclusions=request.conclusions, dataset_names=request.dataset_names, include_charts=request.include_charts,
-        include_key_findings=request.include_key_findings, include_session_stats=request.include_session_stats,
-        lang=style.lang, decimals=style.decimals,  # type: ignore[arg-type] - build_report checks the language
-    )  # fmt: skip
+        title=request.title,
+        methods=request.methods,
+        summary_text=request.summary_text,
+        conclusions=request.conclusions,
+        dataset_names=request.dataset_names,
+        include_charts=request.include_charts,
+        include_key_findings=request.include_key_findings,
+        include_session_stats=request.include_session_stats,
+        lang=style.lang,
+        decimals=style.decimals,  # type: ignore[arg-type] - build_report checks the language
+    )
     narrative = None
     if complete is not None and wants_model_text(settings, request):
-        narrative = await narrate(data, lang=style.lang, digits=style.decimals, complete=complete, style=style.model_style)
+        narrative = await narrate(
+            data, lang=style.lang, digits=style.decimals, complete=complete, style=style.model_style
+        )
     if request.include_charts:  # Plotly and Vega charts get a static preview (previews.py), cached under NINI_HOME
         data, _ = await asyncio.to_thread(add_previews, data, preview_cache(settings.home))
     rendered = await asyncio.to_thread(build_report, data, options, link_base=folder, narrative=narrative)

@@ -24,8 +24,15 @@ from nini.report.images import note_text
 from nini.report.model import ChartFile, DatasetInfo, ExecutionSummary, ReportInput, Step, ToolCallInfo, Value
 from nini.report.notebook_charts import NameAllocator, cell_charts, markdown_charts, slug
 from nini.report.notebook_run import choose_kernel, run_notebook, runnable_cells
-from nini.report.values import (Table, html_table, last_expression, output_values, printed_values, split_text_tables,
-                                summarise_reprs)  # fmt: skip
+from nini.report.values import (
+    Table,
+    html_table,
+    last_expression,
+    output_values,
+    printed_values,
+    split_text_tables,
+    summarise_reprs,
+)
 
 # Artifact formats a report shows as charts (the rest, e.g. csv or parquet, are data files).
 CHART_FORMATS = frozenset({"png", "jpg", "jpeg", "webp", "svg", "html", "json", "pdf"})
@@ -63,16 +70,33 @@ def from_session(store: Any, session_id: str, workspace: Workspace | Path) -> Re
         except NiniError:
             continue
         if fs.is_file(relative):
-            charts.append(ChartFile(name=PurePosixPath(relative).name, path=workspace.root / relative, order=len(charts),
-                                    step_id=row.get("execution_id"), fs=fs, relative=relative))  # fmt: skip
-    datasets = [DatasetInfo(row["name"], row.get("rows"), list(row.get("columns") or []))
-                for row in store.list_datasets(session_id)]  # fmt: skip
+            charts.append(
+                ChartFile(
+                    name=PurePosixPath(relative).name,
+                    path=workspace.root / relative,
+                    order=len(charts),
+                    step_id=row.get("execution_id"),
+                    fs=fs,
+                    relative=relative,
+                )
+            )
+    datasets = [
+        DatasetInfo(row["name"], row.get("rows"), list(row.get("columns") or []))
+        for row in store.list_datasets(session_id)
+    ]
     calls = [  # finished calls only: a report made by a skill would otherwise count its own running call
         ToolCallInfo(row["tool_name"], row["status"], row.get("duration_ms"))
-        for row in store.list_tool_calls(session_id) if row["status"] != "running"
+        for row in store.list_tool_calls(session_id)
+        if row["status"] != "running"
     ]
-    return ReportInput(source=f"session {session_id}", steps=steps, charts=charts, datasets=datasets,
-                       tool_calls=calls, title=session.get("title") or None)  # fmt: skip
+    return ReportInput(
+        source=f"session {session_id}",
+        steps=steps,
+        charts=charts,
+        datasets=datasets,
+        tool_calls=calls,
+        title=session.get("title") or None,
+    )
 
 
 def _step(order: int, row: dict[str, Any]) -> Step:
@@ -80,17 +104,33 @@ def _step(order: int, row: dict[str, Any]) -> Step:
     a notebook's), so a session's DataFrame is a table the same way a notebook's is."""
     outputs, succeeded = row.get("outputs") or [], row["status"] == "succeeded"
     # the row's stdout ends with the last expression's text too; its printed part is the stream outputs'
-    printed = "".join(cell_text(o.get("text")) for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stdout")
+    printed = "".join(
+        cell_text(o.get("text")) for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stdout"
+    )
     return Step(
-        id=row["id"], order=order, language=row["language"], status=row["status"], code=row["code"],
-        label=row.get("label"), purpose=row.get("purpose"), stdout=row.get("stdout") or "",
-        stderr=row.get("stderr") or "", result=row.get("result"), error=row.get("error"),
-        dataset_name=row.get("dataset_name"), save_as=row.get("save_as"), retry_of=row.get("retry_of"),
-        rolled_back=bool(row.get("rolled_back_at")), tool_name=row.get("tool_name"),
-        duration_ms=row.get("duration_ms"), created_at=row.get("created_at"),
+        id=row["id"],
+        order=order,
+        language=row["language"],
+        status=row["status"],
+        code=row["code"],
+        label=row.get("label"),
+        purpose=row.get("purpose"),
+        stdout=row.get("stdout") or "",
+        stderr=row.get("stderr") or "",
+        result=row.get("result"),
+        error=row.get("error"),
+        dataset_name=row.get("dataset_name"),
+        save_as=row.get("save_as"),
+        retry_of=row.get("retry_of"),
+        rolled_back=bool(row.get("rolled_back_at")),
+        tool_name=row.get("tool_name"),
+        duration_ms=row.get("duration_ms"),
+        created_at=row.get("created_at"),
         table=_frame_table(outputs) if succeeded else None,
-        values=_step_values(outputs, printed if outputs else row.get("stdout") or "", row["code"] or "", row["language"]),
-    )  # fmt: skip
+        values=_step_values(
+            outputs, printed if outputs else row.get("stdout") or "", row["code"] or "", row["language"]
+        ),
+    )
 
 
 def is_chart_artifact(row: dict[str, Any]) -> bool:
@@ -146,7 +186,9 @@ def from_notebook(
             if run.ran:
                 run.summary.missing_kernel = missing
                 _write_notebook(notebook, files / f"{path.stem}.executed.ipynb")
-    ran = any(c.cell_type == "code" and (c.get("execution_count") is not None or c.get("outputs")) for c in notebook.cells)
+    ran = any(
+        c.cell_type == "code" and (c.get("execution_count") is not None or c.get("outputs")) for c in notebook.cells
+    )
     names, labels = NameAllocator(), NameAllocator(" ({n})")
     section: str | None = None  # the nearest heading above
     label_heading: str | None = None  # the sub-heading of the Markdown cell just above, naming the next code cell
@@ -167,8 +209,9 @@ def from_notebook(
             # a `# label:` is the author saying "same step"; titles from comments are made unique
             # so that two cells both headed "# plot" do not hide each other's findings
             label = labels.take(explicit) if explicit else (labels.next(title) if title else None)
-            step = _cell_step(cell, number, len(data.steps), _cell_language(source, language), label, section,
-                              states.get(index), ran)  # fmt: skip
+            step = _cell_step(
+                cell, number, len(data.steps), _cell_language(source, language), label, section, states.get(index), ran
+            )
             data.steps.append(step)
             if step.status == "failed":  # what a failed cell drew is not a result; the report lists the cell
                 continue
@@ -192,8 +235,11 @@ def _read_notebook(path: Path) -> Any:
     except ValidationError as exc:
         # JSON that is not a notebook ({} or a cell without its keys); nbformat's message says what is missing
         reason = exc.message if isinstance(exc.message, str) else str(exc)
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{path.name} is not a valid notebook: {reason.splitlines()[0]}",
-                        {"validation": reason.splitlines()[0]}) from None  # fmt: skip
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"{path.name} is not a valid notebook: {reason.splitlines()[0]}",
+            {"validation": reason.splitlines()[0]},
+        ) from None
     except FileNotFoundError:
         raise NiniError(ErrorCode.NOT_FOUND, f"no such notebook: {path}") from None
     except IsADirectoryError:
@@ -271,8 +317,16 @@ _FAILURES = {
 }
 
 
-def _cell_step(cell: Any, number: int, order: int, language: str, label: str | None, section: str | None,
-               state: str | None, ran: bool) -> Step:  # fmt: skip
+def _cell_step(
+    cell: Any,
+    number: int,
+    order: int,
+    language: str,
+    label: str | None,
+    section: str | None,
+    state: str | None,
+    ran: bool,
+) -> Step:
     """One code cell as a step. ``state`` is a failure its run recorded (TIMEOUT, ...); ``ran``
     whether the notebook ran at all (in one that never did, an unrun cell is not a failure)."""
     source = cell_text(cell.get("source"))
@@ -283,20 +337,33 @@ def _cell_step(cell: Any, number: int, order: int, language: str, label: str | N
         if output.get("output_type") == "stream" and output.get("name") in streams:
             streams[output["name"]] += cell_text(output.get("text"))
         elif output.get("output_type") == "error":
-            error = {"code": "CODE_ERROR", "message": f"{output.get('ename', 'Error')}: {output.get('evalue', '')}".rstrip(": "),
-                     "ename": output.get("ename")}  # fmt: skip
+            error = {
+                "code": "CODE_ERROR",
+                "message": f"{output.get('ename', 'Error')}: {output.get('evalue', '')}".rstrip(": "),
+                "ename": output.get("ename"),
+            }
     if state is None and ran and error is None and cell.get("execution_count") is None and not outputs:
         state = "NOT_EXECUTED"
     if state is not None:
         error = {"code": state, "message": _FAILURES[state], "ename": (error or {}).get("ename")}
     table = None if error else _frame_table(outputs)
     return Step(
-        id=str(cell.get("id") or f"cell-{number}"), order=order, language=language,
-        status="failed" if error else "succeeded", code=source, label=label, stdout=streams["stdout"],
-        stderr=streams["stderr"], result=None if error or table else _short_result(outputs), error=error,
-        tool_name="notebook", table=table, cell=number, section=section,
+        id=str(cell.get("id") or f"cell-{number}"),
+        order=order,
+        language=language,
+        status="failed" if error else "succeeded",
+        code=source,
+        label=label,
+        stdout=streams["stdout"],
+        stderr=streams["stderr"],
+        result=None if error or table else _short_result(outputs),
+        error=error,
+        tool_name="notebook",
+        table=table,
+        cell=number,
+        section=section,
         values=_step_values(outputs, streams["stdout"], source, language),
-    )  # fmt: skip
+    )
 
 
 def _step_values(outputs: list[Any], stdout: str, code: str, language: str) -> tuple[Value, ...]:
@@ -375,5 +442,20 @@ def _is_code(text: str) -> bool:
     return any(not isinstance(node, _PROSE_NODES) for node in ast.walk(tree))
 
 
-_PROSE_NODES = (ast.Module, ast.Expr, ast.Name, ast.Load, ast.Constant, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp,
-                ast.Not, ast.Compare, ast.In, ast.NotIn, ast.Is, ast.IsNot)  # fmt: skip
+_PROSE_NODES = (
+    ast.Module,
+    ast.Expr,
+    ast.Name,
+    ast.Load,
+    ast.Constant,
+    ast.BoolOp,
+    ast.And,
+    ast.Or,
+    ast.UnaryOp,
+    ast.Not,
+    ast.Compare,
+    ast.In,
+    ast.NotIn,
+    ast.Is,
+    ast.IsNot,
+)

@@ -144,7 +144,9 @@ def _summary(kind: str, inner: str) -> str:
     if kind == "RangeIndex":
         bounds = dict(re.findall(r"(start|stop|step)=(-?\d+)", inner))
         values = range(int(bounds.get("start", 0)), int(bounds.get("stop", 0)), int(bounds.get("step", 1)) or 1)
-        return f"RangeIndex of {len(values)} values, {values[0]} to {values[-1]}" if values else "RangeIndex of 0 values"
+        return (
+            f"RangeIndex of {len(values)} values, {values[0]} to {values[-1]}" if values else "RangeIndex of 0 values"
+        )
     body = inner.split("], ")[0] if "], " in inner else inner
     items = [m.group(1) or m.group(2) for m in _QUOTED.finditer(body.split("dtype=")[0])]
     if not items:
@@ -225,8 +227,13 @@ def output_values(output: dict[str, Any], language: str = "python") -> list[Valu
     if _BARE_REPR.search(bare) and not _REPR_START.match(bare) and not _DISPLAY_OBJECT.match(bare):
         return []
     plain = "" if _DISPLAY_OBJECT.match(bare) else plain
-    text = (r_html_text(markup) or latex_text(_mime(data, "text/latex")) or markdown_words(markdown)
-            or html_words(markup) or _plain_text(plain, language))  # fmt: skip
+    text = (
+        r_html_text(markup)
+        or latex_text(_mime(data, "text/latex"))
+        or markdown_words(markdown)
+        or html_words(markup)
+        or _plain_text(plain, language)
+    )
     if text and len(text) <= MAX_TEXT_CHARS:
         return [Value(text=text, origin=origin)]
     if plain and (table := text_table(plain.splitlines())) is not None:
@@ -245,8 +252,10 @@ def printed_values(text: str, language: str = "python") -> tuple[str, list[Value
         head, tail = text[: MAX_PARSE_CHARS // 2], text[-(MAX_PARSE_CHARS // 2) :]
         text = head[: head.rfind("\n") + 1] + tail[tail.find("\n") + 1 :]
     rest, values = r_printed(text)
-    values = [replace(value, table=bound_table([list(row) for row in value.table])) if value.table else value
-              for value in values]  # fmt: skip
+    values = [
+        replace(value, table=bound_table([list(row) for row in value.table])) if value.table else value
+        for value in values
+    ]
     rest, tables = split_text_tables(rest)
     return rest, values + [Value(table=table, origin="printed") for table in tables]
 
@@ -299,7 +308,9 @@ def _pairs(raw: RawTable) -> list[tuple[str, str]]:
     """``[(label, value)]`` when every row is label/value pairs whose labels end in a colon."""
     rows = raw.head + raw.body
     pairs = [(row[n].rstrip(":").strip(), row[n + 1]) for row in rows for n in range(0, len(row) - 1, 2) if row[n]]
-    labelled = all(len(row) % 2 == 0 and all(not row[n] or row[n].endswith(":") for n in range(0, len(row), 2)) for row in rows)
+    labelled = all(
+        len(row) % 2 == 0 and all(not row[n] or row[n].endswith(":") for n in range(0, len(row), 2)) for row in rows
+    )
     return [(name, value) for name, value in pairs if value] if labelled and pairs else []
 
 
@@ -307,7 +318,7 @@ def _mime(data: dict[str, Any], kind: str) -> str:
     """A text mime of the bundle (a string or nbformat's list of lines), cut before parsing."""
     value = data.get(kind)
     if isinstance(value, list):
-        value = "".join(str(part) for part in value[:MAX_PARSE_CHARS // 20])
+        value = "".join(str(part) for part in value[: MAX_PARSE_CHARS // 20])
     return value[:MAX_PARSE_CHARS] if isinstance(value, str) else ""
 
 
@@ -329,8 +340,13 @@ def _plain_text(plain: str, language: str) -> str | None:
     return words(text)
 
 
-_CHART_TYPES = ("image/", "application/vnd.vegalite", "application/vnd.vega", "application/vnd.plotly",
-                "application/vnd.jupyter.widget-view")  # fmt: skip
+_CHART_TYPES = (
+    "image/",
+    "application/vnd.vegalite",
+    "application/vnd.vega",
+    "application/vnd.plotly",
+    "application/vnd.jupyter.widget-view",
+)
 # A repr that names an object instead of giving a value: <Figure ...>, [<Line2D ...>], Text(0.5, 1, 't'),
 # alt.Chart(...), LinearRegression(), <Axes: ...>, [] from ax.plot().
 _BARE_REPR = re.compile(
@@ -406,8 +422,10 @@ def _aligned(lines: list[str], more: bool, index: int | None = None) -> Table | 
     for row in head[:-1]:  # a sparse column level names the columns after it too
         for k in range(index + 1, len(row)):
             row[k] = row[k] or row[k - 1]
-    header = [(names[k] if names else head[-1][k]) if k < index else " ".join(r[k] for r in head if r[k])
-              for k in range(len(spans))]  # fmt: skip
+    header = [
+        (names[k] if names else head[-1][k]) if k < index else " ".join(r[k] for r in head if r[k])
+        for k in range(len(spans))
+    ]
     if not all(_COLUMN_NAME.fullmatch(word) for name in header[index:] for word in (name.split() or [""])):
         return None
     if not all(any(row[index:]) for row in head):
@@ -485,12 +503,20 @@ def split_text_tables(text: str) -> tuple[str, list[Table]]:
         end = index
         while end < len(lines) and _in_frame(lines, end, index):
             end += 1
-        if end < len(lines) and (_SERIES_FOOTER.match(lines[end].strip()) or _FRAME_FOOTER.fullmatch(lines[end].strip())):
+        if end < len(lines) and (
+            _SERIES_FOOTER.match(lines[end].strip()) or _FRAME_FOOTER.fullmatch(lines[end].strip())
+        ):
             end += 1  # a Series' "Name: revenue, dtype: float64" or a frame's "[5 rows x 3 columns]" closes it
         # a header whose columns are one space apart (R's " region monthly_trend") above such rows
-        if (end - index >= 2 and kept and kept[-1].strip() and kept[-1] == lines[index - 1]
-                and not _COLUMNS.search(kept[-1].strip()) and all(map(_COLUMN_NAME.fullmatch, kept[-1].split()))
-                and (table := text_table(lines[index - 1:end])) is not None):
+        if (
+            end - index >= 2
+            and kept
+            and kept[-1].strip()
+            and kept[-1] == lines[index - 1]
+            and not _COLUMNS.search(kept[-1].strip())
+            and all(map(_COLUMN_NAME.fullmatch, kept[-1].split()))
+            and (table := text_table(lines[index - 1 : end])) is not None
+        ):
             kept.pop()
             tables.append(table)
             index = end
@@ -498,7 +524,9 @@ def split_text_tables(text: str) -> tuple[str, list[Table]]:
         if end - index >= 3:
             # the frame may start one line into the run (a title with a gap in it); a run that is no
             # frame is passed whole, so that a long aligned log costs one look, not one per line
-            offset = next((n for n in (0, 1) if end - index - n >= 3 and (table := text_table(lines[index + n:end]))), None)
+            offset = next(
+                (n for n in (0, 1) if end - index - n >= 3 and (table := text_table(lines[index + n : end]))), None
+            )
             kept += lines[index : index + offset] if offset is not None else lines[index:end]
             tables += [table] if offset is not None and table else []
             index = end
@@ -516,5 +544,10 @@ def _in_frame(lines: list[str], at: int, start: int) -> bool:
     if at <= start + 1 and _COLUMN_NAME.fullmatch(line):
         return True  # a header of one column, or an index name
     # pandas' index-name line below MultiIndex column levels ("region month"), then a row
-    return (at <= start + 3 and bool(_NAMES_LINE.fullmatch(line)) and at + 1 < len(lines)
-            and bool(_COLUMNS.search(lines[at + 1].strip())) and at > start)  # fmt: skip
+    return (
+        at <= start + 3
+        and bool(_NAMES_LINE.fullmatch(line))
+        and at + 1 < len(lines)
+        and bool(_COLUMNS.search(lines[at + 1].strip()))
+        and at > start
+    )

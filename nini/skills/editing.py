@@ -53,18 +53,23 @@ def check_skill_content(name: str, content: str) -> list[str]:
         draft.write_text(content, encoding="utf-8")
         errors, warnings = validate_skill_file(draft)
     if errors:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"the SKILL.md breaks the rules: {'; '.join(errors)}", {"errors": errors})
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT, f"the SKILL.md breaks the rules: {'; '.join(errors)}", {"errors": errors}
+        )
     return warnings
 
 
 def check_skill_name(name: str) -> None:
     problems = name_problems(name)
     if problems:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"invalid skill name {name!r}: {'; '.join(problems)}",
-                        {"problems": problems})  # fmt: skip
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT, f"invalid skill name {name!r}: {'; '.join(problems)}", {"problems": problems}
+        )
 
 
-def save_markdown_skill(registry: SkillRegistry, name: str, content: str, *, folder: Path | None = None) -> dict[str, Any]:
+def save_markdown_skill(
+    registry: SkillRegistry, name: str, content: str, *, folder: Path | None = None
+) -> dict[str, Any]:
     """Validate and save ``content`` as user skill ``name``, then refresh the registry.
 
     Written over the user's own skill of that name where it is (its previous file kept as
@@ -83,7 +88,11 @@ def save_markdown_skill(registry: SkillRegistry, name: str, content: str, *, fol
     relative = before.location if before is not None and registry.root_of(before) == root else f"{name}/SKILL.md"
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
-    fs = user_skills_fs(registry) if folder is None else RootedDir(folder, label="the skills folder of skill_enhance.skills_dir")
+    fs = (
+        user_skills_fs(registry)
+        if folder is None
+        else RootedDir(folder, label="the skills folder of skill_enhance.skills_dir")
+    )
     backup = None
     if fs.is_file(relative):
         backup = f"{relative}.bak"
@@ -92,17 +101,26 @@ def save_markdown_skill(registry: SkillRegistry, name: str, content: str, *, fol
     registry.refresh(force=True)
     after = markdown_record(registry, name)
     return {
-        "name": name, "location": relative, "backup": PurePosixPath(backup).name if backup else None, "warnings": warnings,
-        "shadows": before.source if before is not None and before.source in SHADOWABLE_SOURCES
-        and registry.root_of(before) != root else None,
+        "name": name,
+        "location": relative,
+        "backup": PurePosixPath(backup).name if backup else None,
+        "warnings": warnings,
+        "shadows": before.source
+        if before is not None and before.source in SHADOWABLE_SOURCES and registry.root_of(before) != root
+        else None,
         "shadowed_by": after.source if after is not None and registry.root_of(after) != root else None,
-    }  # fmt: skip
+    }
 
 
 def create_user_skill(
-    registry: SkillRegistry, name: str, description: str, *,
-    category: str = "other", type: Literal["markdown", "function"] = "markdown", language: str = "zh",
-) -> SkillRecord:  # fmt: skip
+    registry: SkillRegistry,
+    name: str,
+    description: str,
+    *,
+    category: str = "other",
+    type: Literal["markdown", "function"] = "markdown",
+    language: str = "zh",
+) -> SkillRecord:
     """A new skill from the scaffold (as ``nini skills create``) in the user skills folder, registered;
     its sections worded in ``language``.
 
@@ -112,19 +130,31 @@ def create_user_skill(
     check_skill_name(name)
     taken = [r for r in registry.list() if r["name"] == name]
     if taken:
-        where = ", ".join(f"{r['type']} skill from {r['metadata'].get('source', 'code')} ({r['location']})" for r in taken)
+        where = ", ".join(
+            f"{r['type']} skill from {r['metadata'].get('source', 'code')} ({r['location']})" for r in taken
+        )
         raise NiniError(ErrorCode.CONFLICT, f"a skill named {name!r} already exists: {where}", {"name": name})
     fs = user_skills_fs(registry)
     if fs.lstat(name) is not None:  # a folder of that name (a broken skill, a link): never written into
-        raise NiniError(ErrorCode.CONFLICT, f"'{name}' already exists in {USER_FOLDER_LABEL}; nothing was written",
-                        {"name": name})  # fmt: skip
+        raise NiniError(
+            ErrorCode.CONFLICT, f"'{name}' already exists in {USER_FOLDER_LABEL}; nothing was written", {"name": name}
+        )
     try:
-        create_skill(name, type=type, description=description, category=category, directory=registry.user_skills_dir,
-                     language=language)
+        create_skill(
+            name,
+            type=type,
+            description=description,
+            category=category,
+            directory=registry.user_skills_dir,
+            language=language,
+        )
     except NiniError as exc:
         if exc.code is ErrorCode.CONFLICT:  # its message and details hold the host path
-            raise NiniError(ErrorCode.CONFLICT, f"'{name}' already holds a skill file in {USER_FOLDER_LABEL}; "
-                            "nothing was written", {"name": name}) from None  # fmt: skip
+            raise NiniError(
+                ErrorCode.CONFLICT,
+                f"'{name}' already holds a skill file in {USER_FOLDER_LABEL}; nothing was written",
+                {"name": name},
+            ) from None
         raise
     registry.refresh(force=True)
     return registry.get_record(name, type)
@@ -159,8 +189,15 @@ def skill_source(registry: SkillRegistry, name: str) -> dict[str, Any]:
         data = RootedDir(root, label=label).read_bytes(record.location, limit=MAX_SKILL_FILE_BYTES)
         location, source = record.location, record.source
     reason = project_reason(name) if source in PROJECT_SOURCES else None
-    return {"name": name, "type": "markdown", "source": source, "location": location,
-            "content": data.decode("utf-8-sig", errors="replace"), "editable": reason is None, "reason": reason}  # fmt: skip
+    return {
+        "name": name,
+        "type": "markdown",
+        "source": source,
+        "location": location,
+        "content": data.decode("utf-8-sig", errors="replace"),
+        "editable": reason is None,
+        "reason": reason,
+    }
 
 
 def check_editable(registry: SkillRegistry, name: str) -> SkillRecord | None:
@@ -185,14 +222,22 @@ def skipped_user_skill(registry: SkillRegistry, name: str) -> str:
 
 
 def project_reason(name: str) -> str:
-    return (f"skill {name!r} comes from the project's skills folder, which ranks above your own skills: a copy saved "
-            "here would stay hidden behind it; edit the file in the project instead")  # fmt: skip
+    return (
+        f"skill {name!r} comes from the project's skills folder, which ranks above your own skills: a copy saved "
+        "here would stay hidden behind it; edit the file in the project instead"
+    )
 
 
 def not_markdown(registry: SkillRegistry, name: str) -> NiniError:
     """Why ``name`` has no SKILL.md: a function skill (INVALID_ARGUMENT) or no skill at all (NOT_FOUND)."""
     if any(r["name"] == name and r["type"] == "function" for r in registry.list()):
-        return NiniError(ErrorCode.INVALID_ARGUMENT, f"{name!r} is a function skill: it is Python code, with no "
-                         "SKILL.md to show or edit", {"name": name, "type": "function"})  # fmt: skip
-    return NiniError(ErrorCode.NOT_FOUND, f"no Markdown skill named {name!r}; create it first (nini skills create, POST /nini/api/skills)",
-                     {"name": name})  # fmt: skip
+        return NiniError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"{name!r} is a function skill: it is Python code, with no SKILL.md to show or edit",
+            {"name": name, "type": "function"},
+        )
+    return NiniError(
+        ErrorCode.NOT_FOUND,
+        f"no Markdown skill named {name!r}; create it first (nini skills create, POST /nini/api/skills)",
+        {"name": name},
+    )

@@ -32,7 +32,9 @@ log = logging.getLogger("nini.skills.invoke")
 EVENT_CODE_CHARS = 65_536  # a step's code in its tool_call event; a viewer reads longer code from the call's record
 
 
-async def invoke(session: Session, name: str, arguments: dict[str, Any] | None, *, turn_id: str | None = None) -> ToolResult:
+async def invoke(
+    session: Session, name: str, arguments: dict[str, Any] | None, *, turn_id: str | None = None
+) -> ToolResult:
     """Run skill ``name`` for ``session`` and return its recorded result.
 
     Errors a caller can cause (unknown skill, bad arguments, the skill's own NiniError) come back
@@ -48,7 +50,9 @@ async def invoke(session: Session, name: str, arguments: dict[str, Any] | None, 
         check_arguments(arguments, limits)
     except NiniError as exc:
         call_id = await store.call(_start, session, name, recordable(arguments, limits), turn_id)
-        return await _finish(session, call_id, name, turn_id, ToolOutput(result=None, success=False, error=exc.to_dict()))
+        return await _finish(
+            session, call_id, name, turn_id, ToolOutput(result=None, success=False, error=exc.to_dict())
+        )
     call_id = await store.call(_start, session, name, arguments, turn_id)
     try:
         output = await _run(session, name, arguments)
@@ -129,27 +133,46 @@ async def _finish(session: Session, call_id: str, name: str, turn_id: str | None
     _redact(session, output)
     execution = dict(output.execution, tool_call_id=call_id) if output.execution else None
     execution_id = await session.store.call(_end, session, call_id, name, turn_id, output, execution)
-    return ToolResult(call_id, name, output.success, output.result, output.error, execution_id, output.full_text_at,
-                      output.isolation, output.gateway)  # fmt: skip
+    return ToolResult(
+        call_id,
+        name,
+        output.success,
+        output.result,
+        output.error,
+        execution_id,
+        output.full_text_at,
+        output.isolation,
+        output.gateway,
+    )
 
 
-def _end(session: Session, call_id: str, name: str, turn_id: str | None, output: ToolOutput,
-         execution: dict[str, Any] | None) -> str | None:  # fmt: skip
+def _end(
+    session: Session, call_id: str, name: str, turn_id: str | None, output: ToolOutput, execution: dict[str, Any] | None
+) -> str | None:
     """Record the result with ``code_execution``, the skill's events and ``tool_result`` (one
     transaction), remove the files it made obsolete, publish the events (on a store thread); the
     execution's id."""
+
     def closing(call: dict[str, Any]) -> list[tuple[str, Any]]:
         """The events that close the call, as recorded (a pure function: it may run twice)."""
         if call["unrecorded"]:  # the database could not take the record: the call ends failed, with only this
-            return [("tool_result", {"name": name, "success": False, "error": call["unrecorded"],
-                                     "duration_ms": call["duration_ms"]})]  # fmt: skip
+            return [
+                (
+                    "tool_result",
+                    {"name": name, "success": False, "error": call["unrecorded"], "duration_ms": call["duration_ms"]},
+                )
+            ]
         events: list[tuple[str, Any]] = []
         # code_execution comes before tool_result: a viewer can treat tool_result as "this call is over"
         if execution is not None:
             events.append(("code_execution", _execution_event(execution, (call["execution"] or {}).get("id"), output)))
         events += output.events
-        events.append(("tool_result", {"name": name, "success": output.success, "error": output.error,
-                                       "duration_ms": call["duration_ms"]}))  # fmt: skip
+        events.append(
+            (
+                "tool_result",
+                {"name": name, "success": output.success, "error": output.error, "duration_ms": call["duration_ms"]},
+            )
+        )
         return events
 
     try:
@@ -210,6 +233,7 @@ def _remove_quietly(session: Session, relative: str) -> None:
 def _redact(session: Session, output: ToolOutput) -> None:
     """No host path in what the call tells anyone: its error message and summary (in place: a
     code skill's result holds the same error dict)."""
+
     def redact(text: str) -> str:
         return redact_paths(text, nini_home=session.settings.home, workspace=session.workspace.root)
 

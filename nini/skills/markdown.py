@@ -167,9 +167,7 @@ def parse_skill_text(text: str, folder_name: str) -> ParsedSkill:
     if description is None or not description.strip():
         description = first_body_line(body)
     if not description:
-        raise SkillFileError(
-            "no description: add 'description:' to the frontmatter or a first paragraph to the body"
-        )
+        raise SkillFileError("no description: add 'description:' to the frontmatter or a first paragraph to the body")
 
     meta_value = frontmatter.get("metadata")
     metadata: dict[str, Any] = dict(meta_value) if isinstance(meta_value, dict) else {}
@@ -194,8 +192,10 @@ def parse_skill_text(text: str, folder_name: str) -> ParsedSkill:
     return ParsedSkill(name, description, category, _json_safe(metadata), tuple(warnings))
 
 
-NO_FRONTMATTER = ("no YAML frontmatter: the name is the folder's and the description the first paragraph; "
-                  "add a --- block with name and description")
+NO_FRONTMATTER = (
+    "no YAML frontmatter: the name is the folder's and the description the first paragraph; "
+    "add a --- block with name and description"
+)
 
 
 def validate_skill_file(path: Path) -> tuple[list[str], list[str]]:
@@ -217,7 +217,9 @@ def validate_skill_file(path: Path) -> tuple[list[str], list[str]]:
         return [f"{path} cannot be checked: {exc}"], []
     if frontmatter is None:  # loads as it does (name from the folder, description from the body), with a warning
         description = first_body_line(_body)
-        errors = name_problems(path.parent.name) + ([] if description else ["no description: no frontmatter and no first paragraph"])
+        errors = name_problems(path.parent.name) + (
+            [] if description else ["no description: no frontmatter and no first paragraph"]
+        )
         return errors, [NO_FRONTMATTER]
 
     errors: list[str] = []
@@ -284,9 +286,7 @@ def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
     def convert(item: Any, depth: int) -> Any:
         budget[0] -= 1
         if budget[0] < 0:
-            raise SkillFileError(
-                f"frontmatter expands to more than {MAX_FRONTMATTER_VALUES} values (YAML aliases?)"
-            )
+            raise SkillFileError(f"frontmatter expands to more than {MAX_FRONTMATTER_VALUES} values (YAML aliases?)")
         if item is None or isinstance(item, (bool, int, str)):
             return item
         if isinstance(item, float):

@@ -24,13 +24,17 @@ def refusal(name: str, source: str) -> str | None:
     """Why skill ``name`` from root ``source`` is refused, or None when it may be used."""
     if name not in META_SKILLS or source == META_SOURCE:
         return None
-    return (f"{name!r} is one of nini's own meta-skills (how skills are written and improved); only nini's bundled "
-            f"copy is used, this one from the {source} skills is refused")  # fmt: skip
+    return (
+        f"{name!r} is one of nini's own meta-skills (how skills are written and improved); only nini's bundled "
+        f"copy is used, this one from the {source} skills is refused"
+    )
 
 
 def check_not_meta(name: str) -> None:
     """POLICY_VIOLATION for saving a skill named like a meta-skill: it could only be refused."""
     if name in META_SKILLS:
-        raise NiniError(ErrorCode.POLICY_VIOLATION,
-                        f"{name!r} is one of nini's own meta-skills: it cannot be saved, replaced or shadowed",
-                        {"name": name})  # fmt: skip
+        raise NiniError(
+            ErrorCode.POLICY_VIOLATION,
+            f"{name!r} is one of nini's own meta-skills: it cannot be saved, replaced or shadowed",
+            {"name": name},
+        )

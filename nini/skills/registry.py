@@ -78,7 +78,9 @@ class SkillRegistry:
         """Add a function skill defined in code (built-ins use this too)."""
         with self._lock:
             if function_skill.name in self._registered:
-                raise NiniError(ErrorCode.CONFLICT, f"a function skill named {function_skill.name!r} is already registered")
+                raise NiniError(
+                    ErrorCode.CONFLICT, f"a function skill named {function_skill.name!r} is already registered"
+                )
             self._registered[function_skill.name] = function_skill
             self._rebuild(self._scan or self._rescan())
             self._update_views()
@@ -97,8 +99,12 @@ class SkillRegistry:
         in ``user_dir`` is seen by the view only. Its snapshot goes to ``snapshot_path``."""
         roots = [replace(root, path=user_dir) if root.kind == "user" else root for root in self._roots]
         with self._lock:
-            view = SkillRegistry(self._settings, roots=roots, function_skills=list(self._registered.values()),
-                                 snapshot_path=snapshot_path)  # fmt: skip
+            view = SkillRegistry(
+                self._settings,
+                roots=roots,
+                function_skills=list(self._registered.values()),
+                snapshot_path=snapshot_path,
+            )
             self._views.add(view)
         return view
 
@@ -289,9 +295,15 @@ class SkillRegistry:
         for record in markdown:
             if record.name in function_names:
                 record = replace(record, enabled=False, metadata={**record.metadata, "conflict_with": "function"})
-                problems.append(_problem_for(record, "warning", "conflict",
-                                             f"Markdown skill {record.name!r} has the same name as a function "
-                                             "skill; it is listed disabled and the function skill is used"))
+                problems.append(
+                    _problem_for(
+                        record,
+                        "warning",
+                        "conflict",
+                        f"Markdown skill {record.name!r} has the same name as a function "
+                        "skill; it is listed disabled and the function skill is used",
+                    )
+                )
             else:
                 record = replace(record, enabled=overrides.get(record.name, True))
             records.append(record)
@@ -314,14 +326,23 @@ class SkillRegistry:
         found = dict(self._registered)
         for file in (f for f in scan.files if f.kind == "python"):
             if not file.root.trust_code:
-                problems.append(_file_problem(file, "warning", "untrusted",
-                                              "skill.py not loaded: Python skills load only from the user skills "
-                                              "dir and extra dirs in settings, not from project folders"))
+                problems.append(
+                    _file_problem(
+                        file,
+                        "warning",
+                        "untrusted",
+                        "skill.py not loaded: Python skills load only from the user skills "
+                        "dir and extra dirs in settings, not from project folders",
+                    )
+                )
                 continue
             loaded = self._load_module(file)
             if isinstance(loaded, Exception):
-                problems.append(_file_problem(file, "error", "invalid",
-                                              f"skill.py failed to import: {type(loaded).__name__}: {loaded}"))
+                problems.append(
+                    _file_problem(
+                        file, "error", "invalid", f"skill.py failed to import: {type(loaded).__name__}: {loaded}"
+                    )
+                )
                 continue
             for function_skill in loaded:
                 refused = meta_skills.refusal(function_skill.name, file.root.kind)
@@ -329,10 +350,16 @@ class SkillRegistry:
                     problems.append(_file_problem(file, "warning", "refused", refused, function_skill.name))
                     continue
                 if function_skill.name in found:
-                    problems.append(_file_problem(file, "warning", "shadowed",
-                                                  f"function skill {function_skill.name!r} is shadowed by one "
-                                                  f"already registered ({found[function_skill.name].location})",
-                                                  function_skill.name))
+                    problems.append(
+                        _file_problem(
+                            file,
+                            "warning",
+                            "shadowed",
+                            f"function skill {function_skill.name!r} is shadowed by one "
+                            f"already registered ({found[function_skill.name].location})",
+                            function_skill.name,
+                        )
+                    )
                     continue
                 meta = {**function_skill.metadata, "source": file.root.kind}
                 found[function_skill.name] = replace(function_skill, metadata=meta, source_location=file.location)
@@ -367,15 +394,22 @@ class SkillRegistry:
                 problems.append(_file_problem(file, "warning", "rule", warning, parsed.name))
             if parsed.name in winners:
                 winner = winners[parsed.name]
-                problems.append(_file_problem(file, "warning", "shadowed",
-                                              f"{parsed.name!r} is shadowed by {winner.source}:{winner.location}",
-                                              parsed.name))
+                problems.append(
+                    _file_problem(
+                        file,
+                        "warning",
+                        "shadowed",
+                        f"{parsed.name!r} is shadowed by {winner.source}:{winner.location}",
+                        parsed.name,
+                    )
+                )
                 continue
             metadata = {**parsed.metadata, "source": file.root.kind}
             if parsed.warnings:
                 metadata["warnings"] = list(parsed.warnings)
-            winners[parsed.name] = SkillRecord(parsed.name, parsed.description, "markdown", file.location,
-                                               True, parsed.category, metadata, file.path)
+            winners[parsed.name] = SkillRecord(
+                parsed.name, parsed.description, "markdown", file.location, True, parsed.category, metadata, file.path
+            )
         # forget parses of files that are gone or changed, so the cache does not grow forever
         self._parsed = {k: v for k, v in self._parsed.items() if k in live_keys}
         return list(winners.values())
@@ -398,8 +432,15 @@ class SkillRegistry:
 
 def _function_record(function_skill: FunctionSkill, enabled: bool) -> SkillRecord:
     metadata = {"source": "code", **function_skill.metadata, "input_schema": function_skill.input_schema()}
-    return SkillRecord(function_skill.name, function_skill.description, "function", function_skill.location,
-                       enabled, function_skill.category, metadata)
+    return SkillRecord(
+        function_skill.name,
+        function_skill.description,
+        "function",
+        function_skill.location,
+        enabled,
+        function_skill.category,
+        metadata,
+    )
 
 
 def _file_problem(file: FoundFile, severity, kind, message: str, name: str | None = None) -> SkillProblem:

@@ -84,9 +84,7 @@ def description_problems(description: str) -> list[str]:
     if not description.strip():
         problems.append("description is empty; say what the skill does and when to use it")
     if len(description) > MAX_DESCRIPTION_LENGTH:
-        problems.append(
-            f"description is {len(description)} characters; the limit is {MAX_DESCRIPTION_LENGTH}"
-        )
+        problems.append(f"description is {len(description)} characters; the limit is {MAX_DESCRIPTION_LENGTH}")
     if "<" in description or ">" in description:
         problems.append("description must not contain angle brackets (< or >)")
     return problems

@@ -157,7 +157,9 @@ def create_skill(
     for filename in (*SKILL_FILENAMES, PYTHON_SKILL_FILE, *files):
         existing = folder / filename
         if os.path.lexists(existing):
-            raise NiniError(ErrorCode.CONFLICT, f"{existing} already exists; nothing was written", {"path": str(existing)})
+            raise NiniError(
+                ErrorCode.CONFLICT, f"{existing} already exists; nothing was written", {"path": str(existing)}
+            )
     written = []
     for filename, text in files.items():
         atomic_write_text(folder / filename, text)

@@ -43,4 +43,6 @@ def write_override(path: Path, name: str, enabled: bool) -> None:
         os.replace(path, aside)
         log.warning("moved malformed %s aside to %s", path.name, aside.name)
     overrides[name] = enabled
-    atomic_write_text(path, json.dumps({"version": STATE_VERSION, "skills": dict(sorted(overrides.items()))}, indent=2) + "\n")
+    atomic_write_text(
+        path, json.dumps({"version": STATE_VERSION, "skills": dict(sorted(overrides.items()))}, indent=2) + "\n"
+    )

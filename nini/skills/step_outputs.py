@@ -24,7 +24,7 @@ def preview(text: Any, limit: int = EVENT_OUTPUT_CHARS) -> str:
     if len(text) <= limit:
         return text
     head = limit * 3 // 4
-    return f"{text[:head]}\n[... {len(text) - limit} characters left out ...]\n{text[-(limit - head):]}"
+    return f"{text[:head]}\n[... {len(text) - limit} characters left out ...]\n{text[-(limit - head) :]}"
 
 
 def event_outputs(outputs: Any, stderr: Any) -> list[dict[str, Any]]:
@@ -44,9 +44,14 @@ def event_outputs(outputs: Any, stderr: Any) -> list[dict[str, Any]]:
                 shown.append({"output_type": kind, "data": data})
         elif kind == "error":
             traceback = [line for line in output.get("traceback") or [] if isinstance(line, str)]
-            shown.append({"output_type": "error", "ename": str(output.get("ename", "Error")),
-                          "evalue": preview(str(output.get("evalue", ""))),
-                          "traceback": preview("\n".join(traceback)).split("\n") if traceback else []})  # fmt: skip
+            shown.append(
+                {
+                    "output_type": "error",
+                    "ename": str(output.get("ename", "Error")),
+                    "evalue": preview(str(output.get("evalue", ""))),
+                    "traceback": preview("\n".join(traceback)).split("\n") if traceback else [],
+                }
+            )
     notes = _notes(stderr, shown)
     if shown and notes:
         shown.append({"output_type": "stream", "name": "stderr", "text": preview(notes)})

@@ -18,7 +18,9 @@ SALES = REPO_ROOT / "examples" / "data" / "sales.csv"
 @pytest.mark.slow
 def test_ask_loads_data_streams_progress_and_prints_the_answer(nini: Any, llm_server: ScriptedLLM) -> None:
     llm_server.reply(
-        tool_call("run_code", code="result = round(float(df['revenue'].sum()), 1)", dataset_name="sales", label="total"),
+        tool_call(
+            "run_code", code="result = round(float(df['revenue'].sum()), 1)", dataset_name="sales", label="total"
+        ),
         text("Total revenue is 2857565.0.", chunks=5),
     )
     outcome = nini("ask", "What is the total revenue?", "--data", str(SALES), "--session", "ask1", "--new")
@@ -34,7 +36,11 @@ def test_ask_loads_data_streams_progress_and_prints_the_answer(nini: Any, llm_se
     again = nini("ask", "Say it again", "--session", "ask1", "--new", "--json")
     assert again.exit_code == 0, again.output
     payload = json.loads(again.stdout)
-    assert (payload["session_id"], payload["answer"], payload["completed_normally"]) == ("ask1", "As I said, 2857565.0.", True)
+    assert (payload["session_id"], payload["answer"], payload["completed_normally"]) == (
+        "ask1",
+        "As I said, 2857565.0.",
+        True,
+    )
     assert [m["role"] for m in llm_server.requests[-1]["messages"]][:2] == ["system", "user"]
     assert len(llm_server.requests[-1]["messages"]) == 6  # system, 1st turn (user, assistant, tool, assistant), user
 
@@ -43,7 +49,10 @@ def test_ask_without_a_model_exits_1_with_the_reason(nini: Any, nini_home: Path)
     (nini_home / "settings.json").write_text("{}")
     outcome = nini("ask", "anything?")
     assert outcome.exit_code == 1
-    assert outcome.stderr.startswith("error [NO_MODEL_AVAILABLE]") and "nini models add ollama --base-url" in outcome.stderr
+    assert (
+        outcome.stderr.startswith("error [NO_MODEL_AVAILABLE]")
+        and "nini models add ollama --base-url" in outcome.stderr
+    )
     assert "Traceback" not in outcome.output
 
 
@@ -61,5 +70,8 @@ def test_ask_with_a_stage_matches_the_teams_experience_of_that_stage_only(nini: 
     assert nini("ask", "What is the typical revenue by region?", "--stage", "analysis").exit_code == 0
     init, analysis = (request["messages"][0]["content"] for request in llm_server.requests)
     assert "⚠️" not in init  # init reads the team library only; this experience is the project's
-    assert "⚠️ 高风险：Use the median for revenue, the revenue column has a few very large orders（参考 project/EXP-0001.md）" in analysis
+    assert (
+        "⚠️ 高风险：Use the median for revenue, the revenue column has a few very large orders（参考 project/EXP-0001.md）"
+        in analysis
+    )
     assert nini("ask", "x", "--stage", "later").exit_code != 0

@@ -50,13 +50,19 @@ def test_a_broken_settings_file_is_not_overwritten(nini: Any, nini_home: Path) -
 @pytest.mark.slow
 def test_a_recorded_run_is_evaluated_and_enhanced_by_hand(nini: Any, llm_server: ScriptedLLM, nini_home: Path) -> None:
     # auto enhance is off: the run ends with no note
-    llm_server.reply(tool_call("list_datasets"), tool_call("search_skills", query="trend"), tool_call("list_datasets"),
-                     text("No datasets yet."))  # fmt: skip
+    llm_server.reply(
+        tool_call("list_datasets"),
+        tool_call("search_skills", query="trend"),
+        tool_call("list_datasets"),
+        text("No datasets yet."),
+    )
     asked = nini("ask", "What data is there?", "--session", "byhand", "--new")
     assert asked.exit_code == 0 and "[Skill]" not in asked.output
     assert nini("skills", "enhance", "--profile", "neutral").exit_code == 0
     content = skill_md("data-inventory", "List what data a session holds.", "# Inventory\n\nCall list_datasets.\n")
-    llm_server.reply(tool_call("save_skill", name="data-inventory", content=content), text("[Skill] Created: data-inventory"))
+    llm_server.reply(
+        tool_call("save_skill", name="data-inventory", content=content), text("[Skill] Created: data-inventory")
+    )
     outcome = nini("skills", "enhance", "--session", "byhand", "--json")
     assert outcome.exit_code == 0, outcome.output
     payload = json.loads(outcome.stdout)

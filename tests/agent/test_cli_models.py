@@ -30,10 +30,27 @@ def dead_url() -> str:
 
 def test_add_list_test_and_remove(project_dir: Path, nini_home: Path, llm_server: ScriptedLLM) -> None:
     run = cli(project_dir)
-    added = run("models", "add", "local", "--kind", "openai", "--base-url", llm_server.base_url, "--model", "m", "--api-key-env", "")
+    added = run(
+        "models",
+        "add",
+        "local",
+        "--kind",
+        "openai",
+        "--base-url",
+        llm_server.base_url,
+        "--model",
+        "m",
+        "--api-key-env",
+        "",
+    )
     assert added.exit_code == 0, added.output
     [saved] = json.loads((nini_home / "settings.json").read_text())["llm"]["providers"]
-    assert (saved["name"], saved["kind"], saved["base_url"], saved["model"]) == ("local", "openai", llm_server.base_url, "m")
+    assert (saved["name"], saved["kind"], saved["base_url"], saved["model"]) == (
+        "local",
+        "openai",
+        llm_server.base_url,
+        "m",
+    )
     assert not saved.get("api_key_env")
     listed = run("models", "list", "--json")
     assert json.loads(listed.stdout)["providers"][0]["usable"] is True
@@ -46,7 +63,11 @@ def test_add_list_test_and_remove(project_dir: Path, nini_home: Path, llm_server
 
     llm_server.reply(error(401, message="invalid api key"))
     refused = run("models", "test", "local")
-    assert refused.exit_code == 1 and refused.stdout.startswith("FAIL  local/m  UPSTREAM_ERROR") and "401" in refused.stdout
+    assert (
+        refused.exit_code == 1
+        and refused.stdout.startswith("FAIL  local/m  UPSTREAM_ERROR")
+        and "401" in refused.stdout
+    )
 
     assert run("models", "remove", "local").exit_code == 0
     assert run("models", "test").exit_code == 1 and "no model to test" in run("models", "test").stdout
@@ -54,7 +75,12 @@ def test_add_list_test_and_remove(project_dir: Path, nini_home: Path, llm_server
 
 def test_an_unreachable_endpoint_and_the_doctor(project_dir: Path, nini_home: Path) -> None:
     run = cli(project_dir)
-    assert run("models", "add", "gone", "--kind", "openai", "--base-url", dead_url(), "--model", "m", "--api-key-env", "").exit_code == 0
+    assert (
+        run(
+            "models", "add", "gone", "--kind", "openai", "--base-url", dead_url(), "--model", "m", "--api-key-env", ""
+        ).exit_code
+        == 0
+    )
     tested = run("models", "test", "gone")
     assert tested.exit_code == 1 and "FAIL  gone/m  UPSTREAM_ERROR: cannot reach provider gone" in tested.stdout
     doctor = {c["name"]: c for c in json.loads(run("doctor", "--check-models", "--json").stdout)}
@@ -69,10 +95,32 @@ def test_add_asks_nothing_takes_its_defaults_and_never_takes_a_key(project_dir: 
     assert not (nini_home / "settings.json").exists() or "ds" not in (nini_home / "settings.json").read_text()
     bad_url = run("models", "add", "ds", "--base-url", "api.deepseek.com", "--model", "deepseek-chat")
     assert bad_url.exit_code == 1 and "'api.deepseek.com'" in bad_url.output
-    asked = run("models", "add", "ds", "--base-url", "https://api.deepseek.com/v1", "--model", "deepseek-chat",
-                "--api-key-env", "DEEPSEEK_API_KEY", input="")
+    asked = run(
+        "models",
+        "add",
+        "ds",
+        "--base-url",
+        "https://api.deepseek.com/v1",
+        "--model",
+        "deepseek-chat",
+        "--api-key-env",
+        "DEEPSEEK_API_KEY",
+        input="",
+    )
     assert asked.exit_code == 0, asked.output
     [saved] = json.loads((nini_home / "settings.json").read_text())["llm"]["providers"]
     assert (saved["kind"], saved["model"], saved["api_key_env"]) == ("openai", "deepseek-chat", "DEEPSEEK_API_KEY")
-    key = run("models", "add", "leak", "--kind", "openai", "--base-url", "https://x/v1", "--model", "m", "--api-key-env", "sk-" + "a" * 40)
+    key = run(
+        "models",
+        "add",
+        "leak",
+        "--kind",
+        "openai",
+        "--base-url",
+        "https://x/v1",
+        "--model",
+        "m",
+        "--api-key-env",
+        "sk-" + "a" * 40,
+    )
     assert key.exit_code == 1 and "sk-aaaa" not in key.output

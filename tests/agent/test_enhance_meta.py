@@ -36,13 +36,17 @@ def impostor(name: str = "skill-enhance") -> str:
 def harness(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[Any]:
     """A runtime whose project brings a skill-enhance and a skill-creator of its own and a team skill,
     and whose user skills folder holds a skill-enhance too; team-skills is an extra dir."""
-    values = scripted_model_settings(llm) | {"skill_enhance": {"auto_enhance": True, "trigger_profile": "neutral"},
-                                             "skills": {"extra_dirs": ["team-skills"]}}  # fmt: skip
+    values = scripted_model_settings(llm) | {
+        "skill_enhance": {"auto_enhance": True, "trigger_profile": "neutral"},
+        "skills": {"extra_dirs": ["team-skills"]},
+    }
     for harness in runtime_harness(tmp_path_factory, values):
         project = harness.runtime.project_dir
         write_skill(project / ".nini" / "skills", "skill-enhance", impostor())
         write_skill(project / ".agents" / "skills", "creator", impostor("skill-creator"))
-        write_skill(project / ".nini" / "skills", "team-cleaning", skill_md("team-cleaning", "The team's cleaning steps."))
+        write_skill(
+            project / ".nini" / "skills", "team-cleaning", skill_md("team-cleaning", "The team's cleaning steps.")
+        )
         write_skill(harness.runtime.settings.user_skills_dir, "skill-enhance", impostor())
         harness.runtime.registry.refresh(force=True)
         yield harness
@@ -62,8 +66,9 @@ def skills_dir(harness: Any) -> Iterator[Any]:
 
 
 def qualifying_run(llm: ScriptedLLM) -> None:
-    llm.reply(tool_call("list_datasets"), tool_call("list_datasets"), tool_call("search_skills", query="growth"),
-              text(ANSWER))  # fmt: skip
+    llm.reply(
+        tool_call("list_datasets"), tool_call("list_datasets"), tool_call("search_skills", query="growth"), text(ANSWER)
+    )
 
 
 def files_under(*folders: Path) -> dict[str, bytes]:
@@ -81,8 +86,11 @@ def test_the_registry_keeps_nini_s_meta_skills_and_lists_the_impostors_refused(h
         assert registry.get(name)["metadata"]["source"] == "bundled"
         assert registry.load_definition(name).folder == BUNDLED_DIR / name
     refused = sorted((p["name"], p["source"], p["location"]) for p in registry.problems if p["kind"] == "refused")
-    assert refused == [("skill-creator", "agents", "creator/SKILL.md"), ("skill-enhance", "project", "skill-enhance/SKILL.md"),
-                       ("skill-enhance", "user", "skill-enhance/SKILL.md")]  # fmt: skip
+    assert refused == [
+        ("skill-creator", "agents", "creator/SKILL.md"),
+        ("skill-enhance", "project", "skill-enhance/SKILL.md"),
+        ("skill-enhance", "user", "skill-enhance/SKILL.md"),
+    ]
     assert all("nini's own meta-skills" in p["message"] for p in registry.problems if p["kind"] == "refused")
 
 
@@ -94,18 +102,24 @@ def test_an_enhancement_reads_nini_s_meta_skills_and_its_saves_outside_its_folde
     before = files_under(project, user)
     session = harness.session()
     qualifying_run(llm)
-    llm.reply(tool_call("save_skill", name="skill-enhance", content=impostor()),  # the user's global meta-skill
-              tool_call("save_skill", name="team-cleaning", content=skill_md("team-cleaning", "Rewritten.")),  # the project's
-              text("[Skill] No enhancement needed"))  # fmt: skip
+    llm.reply(
+        tool_call("save_skill", name="skill-enhance", content=impostor()),  # the user's global meta-skill
+        tool_call("save_skill", name="team-cleaning", content=skill_md("team-cleaning", "Rewritten.")),  # the project's
+        text("[Skill] No enhancement needed"),
+    )
     result = run(harness, session, QUESTION)
 
     assert (result.answer, result.notes) == (ANSWER, ["[Skill] No enhancement needed"])
-    assert saves(harness, session, result.turn_id) == [("skill-enhance", "failed", "POLICY_VIOLATION"),
-                                                       ("team-cleaning", "failed", "POLICY_VIOLATION")]  # fmt: skip
+    assert saves(harness, session, result.turn_id) == [
+        ("skill-enhance", "failed", "POLICY_VIOLATION"),
+        ("team-cleaning", "failed", "POLICY_VIOLATION"),
+    ]
     assert files_under(project, user) == before  # nothing written, in the project or the user's skills
     prompt = llm.requests[4]["messages"][-1]["content"]
     assert IMPOSTOR not in prompt
-    assert (BUNDLED_DIR / "skill-enhance" / "SKILL.md").read_text(encoding="utf-8").split("---\n", 2)[2].strip()[:200] in prompt
+    assert (BUNDLED_DIR / "skill-enhance" / "SKILL.md").read_text(encoding="utf-8").split("---\n", 2)[2].strip()[
+        :200
+    ] in prompt
     replies = [m["content"] for r in llm.requests[5:] for m in r["messages"] if m["role"] == "tool"]
     assert any("POLICY_VIOLATION" in reply and "meta-skills" in reply for reply in replies)
 
@@ -126,16 +140,23 @@ def test_a_setting_that_names_a_project_folder_fails_the_enhancement_before_any_
     assert str(project) not in note
 
 
-def test_the_enhancement_writes_into_the_extra_dir_the_setting_names(harness: Any, llm: ScriptedLLM, skills_dir: Any) -> None:
+def test_the_enhancement_writes_into_the_extra_dir_the_setting_names(
+    harness: Any, llm: ScriptedLLM, skills_dir: Any
+) -> None:
     team = harness.runtime.settings.home / "team-skills"
     user = harness.runtime.settings.user_skills_dir
     before = files_under(user)
     skills_dir(team)
     session = harness.session()
     qualifying_run(llm)
-    llm.reply(tool_call("save_skill", name="region-growth",
-                        content=skill_md("region-growth", "Rank regions by growth.", "# region-growth\n\nTotal by region.\n")),
-              text("[Skill] Created: region-growth"))  # fmt: skip
+    llm.reply(
+        tool_call(
+            "save_skill",
+            name="region-growth",
+            content=skill_md("region-growth", "Rank regions by growth.", "# region-growth\n\nTotal by region.\n"),
+        ),
+        text("[Skill] Created: region-growth"),
+    )
     result = run(harness, session, QUESTION)
 
     assert result.notes == ["[Skill] Created: region-growth"]

@@ -42,8 +42,9 @@ def enhance_settings(harness: Any) -> Iterator[Any]:
 
 def qualifying_run(llm: ScriptedLLM) -> None:
     """A run that scores 2 (3 calls, 2 distinct tools): enough for the neutral profile."""
-    llm.reply(tool_call("list_datasets"), tool_call("list_datasets"), tool_call("search_skills", query="growth"),
-              text(ANSWER))  # fmt: skip
+    llm.reply(
+        tool_call("list_datasets"), tool_call("list_datasets"), tool_call("search_skills", query="growth"), text(ANSWER)
+    )
 
 
 def skill_text(name: str, body: str = "Steps: total by region, then fit a trend per region.") -> str:
@@ -87,7 +88,12 @@ def test_a_qualifying_run_creates_a_skill_and_the_note_follows_the_answer(harnes
     assert "region-growth" in harness.runtime.settings.snapshot_path.read_text(encoding="utf-8")
     # the meta-skills were read through invoke before the sub-agent ran, under the enhancement's own turn
     enhancement = [c for c in harness.runtime.store.list_tool_calls(session.id) if c["turn_id"] != result.turn_id]
-    assert [c["tool_name"] for c in enhancement] == ["skill-creator", "skill-enhance", "task:skill:enhance", "save_skill"]
+    assert [c["tool_name"] for c in enhancement] == [
+        "skill-creator",
+        "skill-enhance",
+        "task:skill:enhance",
+        "save_skill",
+    ]
     prompt = llm.requests[4]["messages"][-1]["content"]
     creator = harness.runtime.registry.load_definition("skill-creator").body.strip()
     assert creator[:80] in prompt and QUESTION in prompt and "list_datasets (succeeded)" in prompt
@@ -168,7 +174,9 @@ def test_the_record_is_compacted_to_the_setting(harness: Any, llm: ScriptedLLM, 
     assert record.startswith(f"User request: {QUESTION}") and record.endswith(f"Answer: {ANSWER}")
 
 
-def test_a_timeout_fails_the_enhancement_and_not_the_answer(harness: Any, llm: ScriptedLLM, enhance_settings: Any) -> None:
+def test_a_timeout_fails_the_enhancement_and_not_the_answer(
+    harness: Any, llm: ScriptedLLM, enhance_settings: Any
+) -> None:
     enhance_settings.sub_agent_timeout_ms = 400
     session = harness.session()
     qualifying_run(llm)
@@ -246,7 +254,9 @@ def test_a_low_score_is_logged_and_enhances_nothing(harness: Any, llm: ScriptedL
     assert (decision["reasonCode"], decision["totalScore"], decision["signalHits"]) == ("LOW_SCORE", 0, [])
 
 
-def test_the_log_line_has_the_fields_and_no_content(harness: Any, llm: ScriptedLLM, caplog: pytest.LogCaptureFixture) -> None:
+def test_the_log_line_has_the_fields_and_no_content(
+    harness: Any, llm: ScriptedLLM, caplog: pytest.LogCaptureFixture
+) -> None:
     session = harness.session()
     qualifying_run(llm)
     saves(llm, "logged-skill", "[Skill] Created: logged-skill")
@@ -254,7 +264,9 @@ def test_the_log_line_has_the_fields_and_no_content(harness: Any, llm: ScriptedL
         result = run(harness, session, QUESTION)
     (line,) = [r for r in caplog.records if r.name == "nini.agent.enhance" and hasattr(r, "data")]
     data = line.data
-    assert {"reasonCode", "totalScore", "threshold", "signalHits", "profile", "sessionId", "executionStatus"} <= set(data)
+    assert {"reasonCode", "totalScore", "threshold", "signalHits", "profile", "sessionId", "executionStatus"} <= set(
+        data
+    )
     assert (data["sessionId"], data["executionStatus"], data["profile"]) == (session.id, "finished", "neutral")
     assert data["enhancement"]["message"] == "[Skill] Created: logged-skill"
     everything = json.dumps(data) + line.getMessage() + json.dumps(decision_event(harness, session))
@@ -325,7 +337,9 @@ def test_one_clarification_is_not_enough(harness: Any, llm: ScriptedLLM) -> None
 
 
 @pytest.mark.parametrize("calls", [["list_datasets"] * 3 + ["search_skills"], ["list_datasets"]])
-def test_no_model_is_asked_when_the_answer_cannot_change_the_decision(harness: Any, llm: ScriptedLLM, calls: list[str]) -> None:
+def test_no_model_is_asked_when_the_answer_cannot_change_the_decision(
+    harness: Any, llm: ScriptedLLM, calls: list[str]
+) -> None:
     session, turn = conversation(harness, CLARIFIED, calls)  # already reached (2), or out of reach (0)
     decision = decided(harness, session, turn)
     assert llm.requests == [] and "USER_CLARIFICATIONS_GTE_2" not in decision.signal_hits
@@ -336,10 +350,13 @@ def test_a_single_user_message_needs_no_model(harness: Any, llm: ScriptedLLM) ->
     assert decided(harness, session, turn).reason_code == "LOW_SCORE" and llm.requests == []
 
 
-@pytest.mark.parametrize("reply", [text("two of them"), text('{"clarification_count": -1}'), text('{"count": 3}'),
-                                   error(500, message="model down")])  # fmt: skip
-def test_an_unusable_or_missing_answer_is_not_a_hit(harness: Any, llm: ScriptedLLM, reply: Any,
-                                                    caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    "reply",
+    [text("two of them"), text('{"clarification_count": -1}'), text('{"count": 3}'), error(500, message="model down")],
+)
+def test_an_unusable_or_missing_answer_is_not_a_hit(
+    harness: Any, llm: ScriptedLLM, reply: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     session, turn = conversation(harness, CLARIFIED, ["list_datasets"] * 3)
     llm.reply(reply)
     with caplog.at_level(logging.WARNING, logger="nini.agent.enhance"):

@@ -56,7 +56,12 @@ def test_the_score_runs_from_0_to_6_and_equal_to_the_threshold_triggers() -> Non
     assert decide(TriggerSignals(100, 50, True, True, 9)).total_score == 6
     # conservative: 3 reached exactly by calls + tools + a write
     exact = decide(TriggerSignals(3, 2, False, True, 0))
-    assert (exact.total_score, exact.threshold, exact.should_trigger, exact.reason_code) == (3, 3, True, "SCORE_REACHED")
+    assert (exact.total_score, exact.threshold, exact.should_trigger, exact.reason_code) == (
+        3,
+        3,
+        True,
+        "SCORE_REACHED",
+    )
     short = decide(TriggerSignals(3, 2, False, False, 1))
     assert (short.total_score, short.should_trigger, short.reason_code) == (2, False, "LOW_SCORE")
     # an error recovered alone is worth 2: neutral triggers on it, conservative does not
@@ -82,7 +87,9 @@ def test_gates_come_first_in_their_order() -> None:
 
 
 @pytest.mark.parametrize("profile", [None, "", "fast", "CONSERVATIVE!", 3, ["neutral"], {"name": "neutral"}])
-def test_an_unknown_or_malformed_profile_is_conservative_with_a_warning(profile: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_an_unknown_or_malformed_profile_is_conservative_with_a_warning(
+    profile: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING, logger="nini.agent.enhance"):
         decision = decide(TriggerSignals(3, 2, False, False, 0), profile)
     assert (decision.profile, decision.threshold, decision.should_trigger) == ("conservative", 3, False)
@@ -95,8 +102,21 @@ def test_profile_names_are_read_whatever_their_case_and_spaces() -> None:
 
 @pytest.mark.parametrize(
     ("count", "hit"),
-    [(-5, False), (-1, False), (2.99, False), (3.0, True), (3.7, True), ("3", True), (" 4 ", True), ("2.9", False),
-     ("3.2", True), ("-3", False), (True, False), (float("nan"), False), (float("inf"), False)],
+    [
+        (-5, False),
+        (-1, False),
+        (2.99, False),
+        (3.0, True),
+        (3.7, True),
+        ("3", True),
+        (" 4 ", True),
+        ("2.9", False),
+        ("3.2", True),
+        ("-3", False),
+        (True, False),
+        (float("nan"), False),
+        (float("inf"), False),
+    ],
 )
 def test_counts_are_made_non_negative_integers(count: Any, hit: bool) -> None:
     decision = decide({**TriggerSignals().__dict__, "tool_call_count": count})
@@ -105,26 +125,57 @@ def test_counts_are_made_non_negative_integers(count: Any, hit: bool) -> None:
 
 @pytest.mark.parametrize("junk", ["many", [3], {"n": 3}, object()])
 def test_a_count_that_is_no_number_is_0_with_a_warning(junk: Any, caplog: pytest.LogCaptureFixture) -> None:
-    signals = {"tool_call_count": 5, "unique_tool_count": junk, "has_error_recovered": False,
-               "has_write_or_edit": True, "user_clarification_count": junk}  # fmt: skip
+    signals = {
+        "tool_call_count": 5,
+        "unique_tool_count": junk,
+        "has_error_recovered": False,
+        "has_write_or_edit": True,
+        "user_clarification_count": junk,
+    }
     with caplog.at_level(logging.WARNING, logger="nini.agent.enhance"):
         decision = decide(signals)
     assert decision.signal_hits == ["TOOL_CALLS_GTE_3", "HAS_WRITE_OR_EDIT"] and decision.total_score == 2
     assert sum("not a number" in r.getMessage() for r in caplog.records) == 2
 
 
-@pytest.mark.parametrize(("flag", "hit"), [(True, True), (1, True), ("yes", True), ("true", True), (0, False),
-                                           ("no", False), ("", False), ("maybe", False), ([1], False)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("flag", "hit"),
+    [
+        (True, True),
+        (1, True),
+        ("yes", True),
+        ("true", True),
+        (0, False),
+        ("no", False),
+        ("", False),
+        ("maybe", False),
+        ([1], False),
+    ],
+)
 def test_flags_accept_plain_yes_and_no(flag: Any, hit: bool) -> None:
-    decision = decide({"tool_call_count": 0, "unique_tool_count": 0, "has_error_recovered": flag,
-                       "has_write_or_edit": False, "user_clarification_count": 0})  # fmt: skip
+    decision = decide(
+        {
+            "tool_call_count": 0,
+            "unique_tool_count": 0,
+            "has_error_recovered": flag,
+            "has_write_or_edit": False,
+            "user_clarification_count": 0,
+        }
+    )
     assert ("ERROR_RECOVERED" in decision.signal_hits) is hit
 
 
 def test_a_signal_whose_extraction_failed_is_not_hit_and_the_rest_still_count(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="nini.agent.enhance"):
-        failed = decide(TriggerSignals(tool_call_count=None, unique_tool_count=4, has_error_recovered=None,
-                                       has_write_or_edit=True, user_clarification_count=None))  # fmt: skip
+        failed = decide(
+            TriggerSignals(
+                tool_call_count=None,
+                unique_tool_count=4,
+                has_error_recovered=None,
+                has_write_or_edit=True,
+                user_clarification_count=None,
+            )
+        )
         missing = decide({"unique_tool_count": 2, "has_error_recovered": True})  # three keys absent
     assert failed.signal_hits == ["UNIQUE_TOOLS_GTE_2", "HAS_WRITE_OR_EDIT"] and failed.reason_code == "LOW_SCORE"
     assert missing.signal_hits == ["UNIQUE_TOOLS_GTE_2", "ERROR_RECOVERED"] and missing.should_trigger
@@ -136,7 +187,9 @@ def test_reason_codes_are_always_one_of_five() -> None:
     seen = set()
     for enabled, normal, session in itertools.product([True, False], [True, False], ["s", None]):
         for signals in (TriggerSignals(), TriggerSignals(5, 5, True, True, 5)):
-            seen.add(decide(signals, auto_enhance_enabled=enabled, completed_normally=normal, session_id=session).reason_code)
+            seen.add(
+                decide(signals, auto_enhance_enabled=enabled, completed_normally=normal, session_id=session).reason_code
+            )
     assert seen == set(REASON_CODES)
 
 
@@ -169,7 +222,9 @@ def store(tmp_path: Path) -> Iterator[HistoryStore]:
 
 def record(store: HistoryStore, turn: str, tool: str, status: str, result: Any = None) -> None:
     call = store.start_tool_call("s1", tool, {"code": "secret()"}, turn_id=turn)
-    store.finish_tool_call(call["id"], status=status, result=result, error_code="EXECUTION_ERROR" if status == "failed" else None)
+    store.finish_tool_call(
+        call["id"], status=status, result=result, error_code="EXECUTION_ERROR" if status == "failed" else None
+    )
 
 
 def test_an_error_then_a_success_is_recovered(store: HistoryStore) -> None:
@@ -199,17 +254,21 @@ def test_only_this_turns_calls_count(store: HistoryStore) -> None:
 
 @pytest.mark.parametrize(
     ("tool", "status", "result", "wrote"),
-    [("run_code", "succeeded", {"artifacts": ["charts/a.png"], "datasets_saved": []}, True),
-     ("run_r_code", "succeeded", {"artifacts": [], "datasets_saved": ["model"]}, True),
-     ("run_code", "succeeded", {"artifacts": [], "datasets_saved": []}, False),
-     ("run_code", "failed", {"artifacts": ["charts/a.png"], "datasets_saved": ["x"]}, False),
-     ("load_dataset", "succeeded", {"name": "sales"}, True),
-     ("generate_report", "succeeded", {"path": "reports/r.md"}, True),
-     ("save_skill", "succeeded", {"name": "k"}, True),
-     ("save_skill", "failed", None, False),
-     ("describe_dataset", "succeeded", {"rows": 3}, False),
-     ("read_file", "succeeded", "text", False)],
-)  # fmt: skip
-def test_a_write_is_something_durable_that_succeeded(store: HistoryStore, tool: str, status: str, result: Any, wrote: bool) -> None:
+    [
+        ("run_code", "succeeded", {"artifacts": ["charts/a.png"], "datasets_saved": []}, True),
+        ("run_r_code", "succeeded", {"artifacts": [], "datasets_saved": ["model"]}, True),
+        ("run_code", "succeeded", {"artifacts": [], "datasets_saved": []}, False),
+        ("run_code", "failed", {"artifacts": ["charts/a.png"], "datasets_saved": ["x"]}, False),
+        ("load_dataset", "succeeded", {"name": "sales"}, True),
+        ("generate_report", "succeeded", {"path": "reports/r.md"}, True),
+        ("save_skill", "succeeded", {"name": "k"}, True),
+        ("save_skill", "failed", None, False),
+        ("describe_dataset", "succeeded", {"rows": 3}, False),
+        ("read_file", "succeeded", "text", False),
+    ],
+)
+def test_a_write_is_something_durable_that_succeeded(
+    store: HistoryStore, tool: str, status: str, result: Any, wrote: bool
+) -> None:
     record(store, "t1", tool, status, result)
     assert extract_signals(store, "s1", "t1").has_write_or_edit is wrote

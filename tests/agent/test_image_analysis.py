@@ -20,10 +20,21 @@ PNG_1x1 = base64.b64decode(
 def harness(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[Any]:
     providers = [
         {"name": "text", "kind": "openai", "base_url": llm.base_url, "model": "text-model"},
-        {"name": "eyes", "kind": "openai", "base_url": llm.base_url, "model": "eyes-small", "vision_models": ["eyes-large"]},
+        {
+            "name": "eyes",
+            "kind": "openai",
+            "base_url": llm.base_url,
+            "model": "eyes-small",
+            "vision_models": ["eyes-large"],
+        },
     ]
-    settings = {"llm": {"providers": providers, "max_retries": 0,
-                        "purposes": {"image_analysis": {"provider": "eyes", "model": "eyes-large"}}}}
+    settings = {
+        "llm": {
+            "providers": providers,
+            "max_retries": 0,
+            "purposes": {"image_analysis": {"provider": "eyes", "model": "eyes-large"}},
+        }
+    }
     yield from runtime_harness(tmp_path_factory, settings)
 
 
@@ -77,7 +88,9 @@ def test_without_a_vision_model_the_error_says_so(tmp_path_factory: pytest.TempP
     ("name", "data", "code"),
     [("notes.txt", b"hello", "INVALID_ARGUMENT"), ("missing.png", None, "NOT_FOUND")],
 )
-def test_bad_images_are_refused_before_any_model_call(harness: Any, llm: ScriptedLLM, name: str, data: bytes | None, code: str) -> None:
+def test_bad_images_are_refused_before_any_model_call(
+    harness: Any, llm: ScriptedLLM, name: str, data: bytes | None, code: str
+) -> None:
     session = harness.session()
     image = write_image(session, name, data) if data is not None else f"uploads/{name}"
     before = len(llm.requests)

@@ -30,7 +30,9 @@ def test_the_agent_calls_an_mcp_servers_tool_and_a_broken_server_is_left_out(har
     result = harness.loop.run_until_complete(harness.runtime.agent.run(session, "add 2 and 3"))
     assert result.completed_normally and result.answer == "2 + 3 = 5."
     offered = {tool["function"]["name"] for tool in llm.requests[0]["tools"]}
-    assert {"mcp__calc__add", "mcp__calc__fail"} <= offered and not any(name.startswith("mcp__broken") for name in offered)
+    assert {"mcp__calc__add", "mcp__calc__fail"} <= offered and not any(
+        name.startswith("mcp__broken") for name in offered
+    )
     add_message = [m for m in llm.requests[1]["messages"] if m["role"] == "tool"][-1]["content"]
     assert "sum is 5" in add_message
     calls = [(c["tool_name"], c["status"]) for c in harness.runtime.store.list_tool_calls(session.id)]

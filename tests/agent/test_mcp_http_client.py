@@ -28,7 +28,11 @@ def lab() -> Iterator[tuple[ServerProcess, Path]]:
         root = Path(tmp)
         (root / "home").mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NINI_", "JUPYTER_"))}
-        env.update(NINI_HOME=str(root / "home"), JUPYTER_CONFIG_DIR=str(root / "config"), JUPYTER_RUNTIME_DIR=str(root / "runtime"))
+        env.update(
+            NINI_HOME=str(root / "home"),
+            JUPYTER_CONFIG_DIR=str(root / "config"),
+            JUPYTER_RUNTIME_DIR=str(root / "runtime"),
+        )
         server = ServerProcess.start(root_dir=root, env=env)
         try:
             yield server, root / "home"
@@ -37,13 +41,20 @@ def lab() -> Iterator[tuple[ServerProcess, Path]]:
 
 
 @pytest.fixture(scope="module")
-def harness(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM, lab: tuple[ServerProcess, Path]) -> Iterator[Any]:
+def harness(
+    tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM, lab: tuple[ServerProcess, Path]
+) -> Iterator[Any]:
     server, _ = lab
     url = server.url + "nini/mcp"
     servers = [
         {"name": "lab", "url": url, "env": ["LAB_TOKEN"], "headers": {"Authorization": "Bearer ${LAB_TOKEN}"}},
         {"name": "anonymous", "url": url},
-        {"name": "unset", "url": url, "env": ["NOT_SET_ANYWHERE"], "headers": {"Authorization": "Bearer ${NOT_SET_ANYWHERE}"}},
+        {
+            "name": "unset",
+            "url": url,
+            "env": ["NOT_SET_ANYWHERE"],
+            "headers": {"Authorization": "Bearer ${NOT_SET_ANYWHERE}"},
+        },
     ]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LAB_TOKEN", server.token)
@@ -51,16 +62,21 @@ def harness(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM, lab: tup
         yield from runtime_harness(tmp_path_factory, scripted_model_settings(llm) | {"mcp": {"servers": servers}})
 
 
-def test_the_agent_runs_code_on_a_jupyter_server_through_its_mcp_endpoint(harness: Any, llm: ScriptedLLM,
-                                                                          lab: tuple[ServerProcess, Path]) -> None:  # fmt: skip
+def test_the_agent_runs_code_on_a_jupyter_server_through_its_mcp_endpoint(
+    harness: Any, llm: ScriptedLLM, lab: tuple[ServerProcess, Path]
+) -> None:
     session = harness.session()
     llm.reply(tool_call("mcp__lab__run_code", code="print(6 * 7)", label="remote"), text("It printed 42."))
     result = harness.loop.run_until_complete(harness.runtime.agent.run(session, "what is 6 times 7, computed there?"))
     assert result.completed_normally and result.answer == "It printed 42."
     offered = {tool["function"]["name"] for tool in llm.requests[0]["tools"]}
-    assert {"mcp__lab__run_code", "mcp__lab__run_r_code"} & offered and not any("anonymous" in n or "unset" in n for n in offered)
+    assert {"mcp__lab__run_code", "mcp__lab__run_r_code"} & offered and not any(
+        "anonymous" in n or "unset" in n for n in offered
+    )
     assert "42" in [m for m in llm.requests[1]["messages"] if m["role"] == "tool"][-1]["content"]
-    assert [(c["tool_name"], c["status"]) for c in harness.runtime.store.list_tool_calls(session.id)] == [("mcp__lab__run_code", "succeeded")]
+    assert [(c["tool_name"], c["status"]) for c in harness.runtime.store.list_tool_calls(session.id)] == [
+        ("mcp__lab__run_code", "succeeded")
+    ]
     problems = harness.runtime._mcp.problems
     assert "HTTP 403 POLICY_VIOLATION" in problems["anonymous"], problems
     assert "the environment variable NOT_SET_ANYWHERE is not set" in problems["unset"]

@@ -10,8 +10,13 @@ from nini.notebook import NotebookCell, NotebookContext
 from nini.tokens import count_tokens
 
 
-def turn(notebook: NotebookContext | None, cells_tokens: int = 4000, *, isolation: str = "user_kernel",
-         variables: object = None) -> SimpleNamespace:  # fmt: skip
+def turn(
+    notebook: NotebookContext | None,
+    cells_tokens: int = 4000,
+    *,
+    isolation: str = "user_kernel",
+    variables: object = None,
+) -> SimpleNamespace:
     """What notebook_section reads of a Session: its notebook, its settings, where its code runs
     (%%nini's user kernel unless said) and its copies of the notebook's variables."""
     settings = load_settings(home="/nonexistent-nini-home", agent={"notebook_cells_tokens": cells_tokens})
@@ -27,8 +32,14 @@ def test_no_notebook_no_section() -> None:
 
 
 def test_the_active_cell_and_those_above_it_within_the_budget_plus_attached_ones() -> None:
-    notebook = NotebookContext(name="big.ipynb", cells=cells(200, size=20), active=150, attached_cells=[3],
-                               namespace="## Variables\n- `df`: DataFrame", attached_files={"notes.txt": "see Q3"})  # fmt: skip
+    notebook = NotebookContext(
+        name="big.ipynb",
+        cells=cells(200, size=20),
+        active=150,
+        attached_cells=[3],
+        namespace="## Variables\n- `df`: DataFrame",
+        attached_files={"notes.txt": "see Q3"},
+    )
     text = notebook_section(turn(notebook, cells_tokens=1500), "why?")
     shown = [int(line.split(",")[0].removeprefix("[cell ")) for line in text.splitlines() if line.startswith("[cell ")]
     assert shown[0] == 3 and shown[-1] == 150 and shown == sorted(shown)  # in notebook order
@@ -52,7 +63,7 @@ def test_the_variables_are_introduced_by_where_the_code_runs() -> None:
     here = notebook_section(turn(notebook), "q")
     assert "These are in the kernel where your code runs; use them by name." in here
     sandbox = notebook_section(turn(notebook, isolation="sandbox", variables=object()), "q")
-    assert "These are in the notebook's kernel, not in yours" in sandbox and "variables=[\"sales\"]" in sandbox
+    assert "These are in the notebook's kernel, not in yours" in sandbox and 'variables=["sales"]' in sandbox
     assert "larger than 512 MiB is not copied" in sandbox and "- `sales` = 1.5" in sandbox
     gateway = notebook_section(turn(notebook, isolation="gateway"), "q")
     assert "cannot be copied into it here" in gateway and "use them by name" not in gateway

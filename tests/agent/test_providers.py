@@ -17,10 +17,16 @@ from nini.logs import LOG_FILE, configure_logging
 from tests.llm_server import Reply, ScriptedLLM, error, text, tool_call
 
 USER = [{"role": "user", "content": "hi"}]
-TOOLS = [{"type": "function", "function": {
-    "name": "run_code", "description": "Run Python.",
-    "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
-}}]  # fmt: skip
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "run_code",
+            "description": "Run Python.",
+            "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
+        },
+    }
+]
 SECRET = "sk-test-" + "Q7w8E9r0T1y2U3i4O5p6"
 
 
@@ -65,10 +71,15 @@ def test_keyless_provider_sends_a_placeholder(llm_server: ScriptedLLM):
 
 
 def test_non_streaming_tool_calls(llm_server: ScriptedLLM):
-    llm_server.reply(Reply(content="Let me run it.", tool_calls=[
-        {"name": "run_code", "arguments": {"code": "1+1"}, "id": "call_abc"},
-        {"name": "load", "arguments": {"name": "iris"}},
-    ]))  # fmt: skip
+    llm_server.reply(
+        Reply(
+            content="Let me run it.",
+            tool_calls=[
+                {"name": "run_code", "arguments": {"code": "1+1"}, "id": "call_abc"},
+                {"name": "load", "arguments": {"name": "iris"}},
+            ],
+        )
+    )
     result = complete(router(openai_provider(llm_server)), tools=TOOLS)
     assert result.text == "Let me run it." and result.finish_reason == "tool_calls"
     assert result.tool_calls[0] == ToolCall("call_abc", "run_code", '{"code": "1+1"}')
@@ -99,10 +110,17 @@ def test_streaming_with_an_async_callback(llm_server: ScriptedLLM):
 
 def test_streamed_tool_calls_are_assembled(llm_server: ScriptedLLM):
     arguments = {"code": "import pandas as pd\nprint(pd.__version__)", "label": "ünïcode"}
-    llm_server.reply(Reply(content="Running.", chunks=5, tool_calls=[
-        {"name": "run_code", "arguments": arguments}, {"name": "noop", "arguments": {}},
-        {"name": "raw", "arguments": '{"broken": '},
-    ]))  # fmt: skip
+    llm_server.reply(
+        Reply(
+            content="Running.",
+            chunks=5,
+            tool_calls=[
+                {"name": "run_code", "arguments": arguments},
+                {"name": "noop", "arguments": {}},
+                {"name": "raw", "arguments": '{"broken": '},
+            ],
+        )
+    )
     seen: list[str] = []
     result = complete(router(openai_provider(llm_server)), on_text=seen.append, tools=TOOLS)
     assert "".join(seen) == "Running." and result.finish_reason == "tool_calls"
@@ -123,45 +141,64 @@ def test_finish_reason_length_is_passed_on(llm_server: ScriptedLLM):
 
 CONVERSATION = [
     {"role": "system", "content": "You analyse data."},
-    {"role": "user", "content": [
-        {"type": "text", "text": "What is in this chart?"},
-        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
-    ]},
-    {"role": "assistant", "content": "Checking.", "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "run_code", "arguments": '{"code": "1+1"}'}},
-        {"id": "call_2", "type": "function", "function": {"name": "run_code", "arguments": '{"code": "2"}'}},
-    ]},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "What is in this chart?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": "Checking.",
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "run_code", "arguments": '{"code": "1+1"}'}},
+            {"id": "call_2", "type": "function", "function": {"name": "run_code", "arguments": '{"code": "2"}'}},
+        ],
+    },
     {"role": "tool", "tool_call_id": "call_1", "content": "2"},
     {"role": "tool", "tool_call_id": "call_2", "content": "2"},
     {"role": "user", "content": "And now?"},
-]  # fmt: skip
+]
 
 EXPECTED_ANTHROPIC = [
-    {"role": "user", "content": [
-        {"type": "text", "text": "What is in this chart?"},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
-    ]},
-    {"role": "assistant", "content": [
-        {"type": "text", "text": "Checking."},
-        {"type": "tool_use", "id": "call_1", "name": "run_code", "input": {"code": "1+1"}},
-        {"type": "tool_use", "id": "call_2", "name": "run_code", "input": {"code": "2"}},
-    ]},
-    {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "call_1", "content": "2"},
-        {"type": "tool_result", "tool_use_id": "call_2", "content": "2"},
-        {"type": "text", "text": "And now?"},
-    ]},
-]  # fmt: skip
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "What is in this chart?"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Checking."},
+            {"type": "tool_use", "id": "call_1", "name": "run_code", "input": {"code": "1+1"}},
+            {"type": "tool_use", "id": "call_2", "name": "run_code", "input": {"code": "2"}},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "call_1", "content": "2"},
+            {"type": "tool_result", "tool_use_id": "call_2", "content": "2"},
+            {"type": "text", "text": "And now?"},
+        ],
+    },
+]
 
 
 def test_anthropic_conversion_round_trip_over_http(llm_server: ScriptedLLM):
-    llm_server.reply(Reply(content="A bar chart.", tool_calls=[{"name": "run_code", "arguments": {"code": "df.describe()"}}]))
+    llm_server.reply(
+        Reply(content="A bar chart.", tool_calls=[{"name": "run_code", "arguments": {"code": "df.describe()"}}])
+    )
     result = complete(router(anthropic_provider(llm_server)), messages=CONVERSATION, tools=TOOLS, max_tokens=500)
     [sent] = llm_server.requests
     assert llm_server.paths == ["/v1/messages"]
     assert sent["system"] == "You analyse data." and sent["messages"] == EXPECTED_ANTHROPIC
-    assert sent["tools"] == [{"name": "run_code", "description": "Run Python.",
-                              "input_schema": TOOLS[0]["function"]["parameters"]}]  # fmt: skip
+    assert sent["tools"] == [
+        {"name": "run_code", "description": "Run Python.", "input_schema": TOOLS[0]["function"]["parameters"]}
+    ]
     assert sent["max_tokens"] == 500 and sent["model"] == "claude-x"
     assert result.text == "A bar chart." and result.finish_reason == "tool_calls"
     [call] = result.tool_calls
@@ -193,16 +230,26 @@ def test_anthropic_errors_and_fallback(llm_server: ScriptedLLM):
 
 
 def test_anthropic_system_only_text_parts_and_plain_user():
-    system, turns = to_anthropic_messages([
-        {"role": "system", "content": [{"type": "text", "text": "a"}]}, {"role": "system", "content": "b"},
-        {"role": "user", "content": "hello"}, {"role": "assistant", "content": ""},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "x", "type": "function", "function": {"name": "f", "arguments": "not json"}}]},
-    ])  # fmt: skip
+    system, turns = to_anthropic_messages(
+        [
+            {"role": "system", "content": [{"type": "text", "text": "a"}]},
+            {"role": "system", "content": "b"},
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": ""},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "x", "type": "function", "function": {"name": "f", "arguments": "not json"}}],
+            },
+        ]
+    )
     assert system == "a\n\nb"
     assert turns == [
         {"role": "user", "content": [{"type": "text", "text": "hello"}]},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "x", "name": "f", "input": {"_raw_arguments": "not json"}}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "x", "name": "f", "input": {"_raw_arguments": "not json"}}],
+        },
     ]
 
 
@@ -215,11 +262,16 @@ def write_script(path: Path, responses: dict) -> Path:
 
 
 def test_replay_per_purpose_queues_then_the_shared_one(tmp_path: Path):
-    script = write_script(tmp_path / "demo.json", {
-        "title_generation": [{"content": "Iris summary"}],
-        "*": [{"content": "Let me look.", "tool_calls": [{"name": "run_code", "arguments": {"code": "df.head()"}}]},
-              {"content": "Done.", "tool_calls": []}],
-    })  # fmt: skip
+    script = write_script(
+        tmp_path / "demo.json",
+        {
+            "title_generation": [{"content": "Iris summary"}],
+            "*": [
+                {"content": "Let me look.", "tool_calls": [{"name": "run_code", "arguments": {"code": "df.head()"}}]},
+                {"content": "Done.", "tool_calls": []},
+            ],
+        },
+    )
     r = router({"name": "demo", "kind": "replay", "model": "recorded", "script": str(script)})
 
     async def run() -> list:
@@ -255,9 +307,9 @@ def test_replay_script_relative_to_nini_home(nini_home: Path):
 
     nini_home.mkdir(parents=True)
     write_script(nini_home / "demo.json", {"*": [{"content": "hello"}]})
-    (nini_home / "settings.json").write_text(json.dumps(
-        {"llm": {"providers": [{"name": "demo", "kind": "replay", "model": "r", "script": "demo.json"}]}}
-    ))  # fmt: skip
+    (nini_home / "settings.json").write_text(
+        json.dumps({"llm": {"providers": [{"name": "demo", "kind": "replay", "model": "r", "script": "demo.json"}]}})
+    )
     assert complete(ModelRouter(load_settings().llm, environ={})).text == "hello"
 
 

@@ -37,31 +37,91 @@ THREE = (provider("a"), provider("b"), provider("c"))
 
 CHAINS = [
     # (settings, purpose, expected chain)
-    (settings(*THREE), "chat", [("a", "a-default", "priority"), ("b", "b-default", "priority"), ("c", "c-default", "priority")]),
-    (settings(*THREE, preferred_provider="c"), "chat",
-     [("c", "c-default", "preferred"), ("a", "a-default", "priority"), ("b", "b-default", "priority")]),
-    (settings(*THREE, purposes={"chat": {"provider": "b", "model": "big"}}), "chat",
-     [("b", "big", "purpose:chat"), ("a", "a-default", "priority"), ("b", "b-default", "priority"), ("c", "c-default", "priority")]),
+    (
+        settings(*THREE),
+        "chat",
+        [("a", "a-default", "priority"), ("b", "b-default", "priority"), ("c", "c-default", "priority")],
+    ),
+    (
+        settings(*THREE, preferred_provider="c"),
+        "chat",
+        [("c", "c-default", "preferred"), ("a", "a-default", "priority"), ("b", "b-default", "priority")],
+    ),
+    (
+        settings(*THREE, purposes={"chat": {"provider": "b", "model": "big"}}),
+        "chat",
+        [
+            ("b", "big", "purpose:chat"),
+            ("a", "a-default", "priority"),
+            ("b", "b-default", "priority"),
+            ("c", "c-default", "priority"),
+        ],
+    ),
     # provider only: that provider's default model (deduplicated against the priority entry)
-    (settings(*THREE, purposes={"fast": {"provider": "c"}}), "fast",
-     [("c", "c-default", "purpose:fast"), ("a", "a-default", "priority"), ("b", "b-default", "priority")]),
+    (
+        settings(*THREE, purposes={"fast": {"provider": "c"}}),
+        "fast",
+        [("c", "c-default", "purpose:fast"), ("a", "a-default", "priority"), ("b", "b-default", "priority")],
+    ),
     # model only: the preferred provider with that model, else the first provider
-    (settings(*THREE, preferred_provider="b", purposes={"fast": {"model": "tiny"}}), "fast",
-     [("b", "tiny", "purpose:fast"), ("b", "b-default", "preferred"), ("a", "a-default", "priority"), ("c", "c-default", "priority")]),
-    (settings(*THREE, purposes={"fast": {"model": "tiny"}}), "fast",
-     [("a", "tiny", "purpose:fast"), ("a", "a-default", "priority"), ("b", "b-default", "priority"), ("c", "c-default", "priority")]),
+    (
+        settings(*THREE, preferred_provider="b", purposes={"fast": {"model": "tiny"}}),
+        "fast",
+        [
+            ("b", "tiny", "purpose:fast"),
+            ("b", "b-default", "preferred"),
+            ("a", "a-default", "priority"),
+            ("c", "c-default", "priority"),
+        ],
+    ),
+    (
+        settings(*THREE, purposes={"fast": {"model": "tiny"}}),
+        "fast",
+        [
+            ("a", "tiny", "purpose:fast"),
+            ("a", "a-default", "priority"),
+            ("b", "b-default", "priority"),
+            ("c", "c-default", "priority"),
+        ],
+    ),
     # fallback purposes, recursively: deep_reasoning -> planning -> chat
-    (settings(*THREE, preferred_provider="a", purposes={
-        "deep_reasoning": {"provider": "c", "model": "r1"}, "planning": {"provider": "b", "model": "plan"},
-        "chat": {"provider": "a", "model": "chat"}}), "deep_reasoning",
-     [("c", "r1", "purpose:deep_reasoning"), ("b", "plan", "fallback:planning"), ("a", "chat", "fallback:chat"),
-      ("a", "a-default", "preferred"), ("b", "b-default", "priority"), ("c", "c-default", "priority")]),
-    (settings(*THREE, purposes={"chat": {"provider": "b", "model": "chat"}}), "deep_reasoning",
-     [("b", "chat", "fallback:chat"), ("a", "a-default", "priority"), ("b", "b-default", "priority"), ("c", "c-default", "priority")]),
+    (
+        settings(
+            *THREE,
+            preferred_provider="a",
+            purposes={
+                "deep_reasoning": {"provider": "c", "model": "r1"},
+                "planning": {"provider": "b", "model": "plan"},
+                "chat": {"provider": "a", "model": "chat"},
+            },
+        ),
+        "deep_reasoning",
+        [
+            ("c", "r1", "purpose:deep_reasoning"),
+            ("b", "plan", "fallback:planning"),
+            ("a", "chat", "fallback:chat"),
+            ("a", "a-default", "preferred"),
+            ("b", "b-default", "priority"),
+            ("c", "c-default", "priority"),
+        ],
+    ),
+    (
+        settings(*THREE, purposes={"chat": {"provider": "b", "model": "chat"}}),
+        "deep_reasoning",
+        [
+            ("b", "chat", "fallback:chat"),
+            ("a", "a-default", "priority"),
+            ("b", "b-default", "priority"),
+            ("c", "c-default", "priority"),
+        ],
+    ),
     # the same (provider, model) from several sources is listed once, where it first appears
-    (settings(*THREE, preferred_provider="a", purposes={"summarize": {"provider": "a"}, "chat": {"provider": "a"}}), "summarize",
-     [("a", "a-default", "purpose:summarize"), ("b", "b-default", "priority"), ("c", "c-default", "priority")]),
-]  # fmt: skip
+    (
+        settings(*THREE, preferred_provider="a", purposes={"summarize": {"provider": "a"}, "chat": {"provider": "a"}}),
+        "summarize",
+        [("a", "a-default", "purpose:summarize"), ("b", "b-default", "priority"), ("c", "c-default", "priority")],
+    ),
+]
 
 
 @pytest.mark.parametrize(("llm", "purpose", "expected"), CHAINS)
@@ -107,8 +167,13 @@ def test_unusable_reasons(tmp_path: Path):
         "ok": None,
     }
     assert [e["usable"] for e in explained] == [False] * 6 + [True]
-    assert explained[0] == {"provider": "ghost", "model": "m", "source": "purpose:chat", "usable": False,
-                            "reason": "no provider named ghost"}  # fmt: skip
+    assert explained[0] == {
+        "provider": "ghost",
+        "model": "m",
+        "source": "purpose:chat",
+        "usable": False,
+        "reason": "no provider named ghost",
+    }
     assert chain(llm, "chat") == [("ok", "ok-default", "priority")]
 
 
@@ -121,7 +186,9 @@ def test_keys_are_read_from_os_environ_at_call_time(monkeypatch: pytest.MonkeyPa
 
 
 def test_no_model_available_names_the_purpose_and_every_candidate():
-    llm = settings(provider("off", enabled=False), provider("keyed", api_key_env="NINI_TEST_K"), preferred_provider="ghost")
+    llm = settings(
+        provider("off", enabled=False), provider("keyed", api_key_env="NINI_TEST_K"), preferred_provider="ghost"
+    )
     with pytest.raises(NiniError) as caught:
         ModelRouter(llm, environ={}).chain("planning")
     err = caught.value
@@ -135,8 +202,10 @@ def test_no_providers_at_all():
     with pytest.raises(NiniError) as caught:
         ModelRouter(settings(), environ={}, language="en").chain("chat")
     assert caught.value.code is ErrorCode.NO_MODEL_AVAILABLE
-    assert caught.value.message == ("no model is configured; add one, e.g. "
-                                    "nini models add ollama --base-url http://127.0.0.1:11434/v1 --model qwen2.5:7b")
+    assert caught.value.message == (
+        "no model is configured; add one, e.g. "
+        "nini models add ollama --base-url http://127.0.0.1:11434/v1 --model qwen2.5:7b"
+    )
 
 
 def test_unknown_purpose_is_invalid_argument():
@@ -227,8 +296,9 @@ def test_all_failing_raises_the_last_error_with_every_attempt(llm_server: Script
     assert "502" in err.message and "p-b" in err.message and "b is down" in err.message
     assert err.details["status"] == 502
     assert [(a["provider"], a["model"], a["code"]) for a in err.details["attempts"]] == [
-        ("p-a", "a", "UPSTREAM_ERROR"), ("p-b", "b", "UPSTREAM_ERROR"),
-    ]  # fmt: skip
+        ("p-a", "a", "UPSTREAM_ERROR"),
+        ("p-b", "b", "UPSTREAM_ERROR"),
+    ]
     assert "a is down" in err.details["attempts"][0]["message"]
 
 
@@ -305,8 +375,10 @@ def test_a_broken_replay_script_falls_back(tmp_path: Path, llm_server: ScriptedL
     script = tmp_path / "script.json"
     script.write_text("{not json")
     llm_server.reply(text("unused"))
-    llm = settings({"name": "r", "kind": "replay", "model": "m", "script": str(script)},
-                   {"name": "live", "model": "y", "base_url": llm_server.base_url})  # fmt: skip
+    llm = settings(
+        {"name": "r", "kind": "replay", "model": "m", "script": str(script)},
+        {"name": "live", "model": "y", "base_url": llm_server.base_url},
+    )
     # a broken script is an upstream failure of that provider: the next one answers
     assert complete(ModelRouter(llm, environ={})).provider == "live"
 
@@ -335,15 +407,23 @@ def test_doctor_shows_each_purposes_chain_and_why_none(nini_home: Path):
     from nini.doctor import run_checks
 
     nini_home.mkdir(parents=True)
-    (nini_home / "settings.json").write_text(json.dumps({"llm": {
-        "providers": [provider("local"), provider("cloud", api_key_env="NINI_TEST_DOCTOR_KEY")],
-        "purposes": {"planning": {"provider": "cloud", "model": "thinker"}},
-    }}))  # fmt: skip
+    (nini_home / "settings.json").write_text(
+        json.dumps(
+            {
+                "llm": {
+                    "providers": [provider("local"), provider("cloud", api_key_env="NINI_TEST_DOCTOR_KEY")],
+                    "purposes": {"planning": {"provider": "cloud", "model": "thinker"}},
+                }
+            }
+        )
+    )
     checks = {c.name: c for c in run_checks(load_settings()) if c.name.startswith("model")}
     assert set(checks) == {f"model {p}" for p in PURPOSES}
     assert not any(c.required for c in checks.values())
     deep = checks["model deep_reasoning"]
-    assert deep.ok and deep.detail.startswith("local/local-default (priority); skipped: cloud/thinker (fallback:planning)")
+    assert deep.ok and deep.detail.startswith(
+        "local/local-default (priority); skipped: cloud/thinker (fallback:planning)"
+    )
     assert "NINI_TEST_DOCTOR_KEY" in deep.detail
     assert not checks["model image_analysis"].ok and "vision" in checks["model image_analysis"].detail
 

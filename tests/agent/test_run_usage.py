@@ -32,7 +32,10 @@ def priced(harness: Any) -> Iterator[ProviderSettings]:
 def test_done_carries_steps_tokens_and_duration_without_a_cost(harness: Any, llm: ScriptedLLM) -> None:
     session = harness.session()
     llm.reply(
-        Reply(tool_calls=[{"name": "list_datasets", "arguments": {}}], usage={"prompt_tokens": 120, "completion_tokens": 7}),
+        Reply(
+            tool_calls=[{"name": "list_datasets", "arguments": {}}],
+            usage={"prompt_tokens": 120, "completion_tokens": 7},
+        ),
         text("There is no data yet.", usage={"prompt_tokens": 150, "completion_tokens": 9}),
     )
     result = run(harness, session, "What data do we have?")
@@ -43,12 +46,15 @@ def test_done_carries_steps_tokens_and_duration_without_a_cost(harness: Any, llm
     assert isinstance(done["duration_ms"], int) and done["duration_ms"] >= 0
 
 
-def test_a_configured_price_gives_the_cost_and_a_task_counts_its_sub_agent(harness: Any, llm: ScriptedLLM,
-                                                                         priced: ProviderSettings) -> None:  # fmt: skip
+def test_a_configured_price_gives_the_cost_and_a_task_counts_its_sub_agent(
+    harness: Any, llm: ScriptedLLM, priced: ProviderSettings
+) -> None:
     session = harness.session()
     usage = {"prompt_tokens": 1000, "completion_tokens": 100}
     llm.reply(
-        Reply(tool_calls=[{"name": "task__explore", "arguments": {"prompt": "Which datasets are there?"}}], usage=usage),
+        Reply(
+            tool_calls=[{"name": "task__explore", "arguments": {"prompt": "Which datasets are there?"}}], usage=usage
+        ),
         Reply(tool_calls=[{"name": "list_datasets", "arguments": {}}], usage=usage),  # the sub-agent
         text("None.", usage=usage),  # the sub-agent's answer
         text("There are none.", usage=usage),  # purpose summarize
@@ -85,19 +91,30 @@ def test_a_canceled_turn_still_says_what_it_took(harness: Any, llm: ScriptedLLM)
     ("calls", "expected"),
     [
         ([({"prompt_tokens": 10, "completion_tokens": 5}, (1.0, 2.0, "USD"))], {"USD": 0.00002}),
-        ([({"prompt_tokens": 10, "completion_tokens": 5}, (1.0, 2.0, "USD")),
-          ({"prompt_tokens": 10, "completion_tokens": 5}, (None, 2.0, "USD"))], None),  # a call unpriced: no cost
+        (
+            [
+                ({"prompt_tokens": 10, "completion_tokens": 5}, (1.0, 2.0, "USD")),
+                ({"prompt_tokens": 10, "completion_tokens": 5}, (None, 2.0, "USD")),
+            ],
+            None,
+        ),  # a call unpriced: no cost
         ([({}, (1.0, 2.0, "USD"))], None),  # no usage reported: no cost
-        ([({"prompt_tokens": 1_000_000, "completion_tokens": 0}, (1.0, 2.0, "USD")),
-          ({"prompt_tokens": 1_000_000, "completion_tokens": 0}, (3.0, 2.0, "CNY"))], {"USD": 1.0, "CNY": 3.0}),
+        (
+            [
+                ({"prompt_tokens": 1_000_000, "completion_tokens": 0}, (1.0, 2.0, "USD")),
+                ({"prompt_tokens": 1_000_000, "completion_tokens": 0}, (3.0, 2.0, "CNY")),
+            ],
+            {"USD": 1.0, "CNY": 3.0},
+        ),
         ([], None),  # no model call: nothing to price
     ],
-)  # fmt: skip
+)
 def test_meter_prices(calls: list[tuple[dict, tuple]], expected: dict | None) -> None:
     meter = RunMeter()
     for usage, (prompt_price, completion_price, currency) in calls:
-        provider = ProviderSettings(name="p", model="m", input_per_mtok=prompt_price, output_per_mtok=completion_price,
-                                    currency=currency)  # fmt: skip
+        provider = ProviderSettings(
+            name="p", model="m", input_per_mtok=prompt_price, output_per_mtok=completion_price, currency=currency
+        )
         meter.add_call(usage, provider)
     assert meter.priced() == expected
     assert meter.usage()["unreported"] == sum(1 for usage, _ in calls if not usage)

@@ -31,11 +31,15 @@ def test_a_run_calls_python_and_r_and_ends_normally(harness: Any, llm: ScriptedL
         pytest.skip(f"R is not usable here: {r_status(harness.runtime.settings)[1]}")
     session = harness.session()
     llm.reply(
-        tool_call("run_code", code="import pandas as pd\noutput_df = pd.DataFrame({'x': [1, 2, 3, 4]})\nresult = int(output_df.x.sum())",
-                  save_as="nums", label="make numbers"),
+        tool_call(
+            "run_code",
+            code="import pandas as pd\noutput_df = pd.DataFrame({'x': [1, 2, 3, 4]})\nresult = int(output_df.x.sum())",
+            save_as="nums",
+            label="make numbers",
+        ),
         tool_call("run_r_code", code="result <- mean(df$x)", dataset_name="nums", label="mean in R"),
         text("The numbers sum to 10 and their mean is 2.5.", chunks=4),
-    )  # fmt: skip
+    )
     result = run(harness, session, "What is the sum and the mean?")
 
     assert (result.completed_normally, result.ended_by, result.iterations) == (True, "finished", 3)
@@ -163,7 +167,11 @@ def test_no_model_ends_with_no_model_available(harness: Any, tmp_path_factory: p
     try:
         session = bare.session()
         result = run(bare, session, "hello?")
-        assert (result.completed_normally, result.ended_by, result.error["code"]) == (False, "error", "NO_MODEL_AVAILABLE")
+        assert (result.completed_normally, result.ended_by, result.error["code"]) == (
+            False,
+            "error",
+            "NO_MODEL_AVAILABLE",
+        )
         kinds = [e["type"] for e in events(bare, session)]
         assert kinds[-2:] == ["error", "done"]
     finally:
@@ -200,21 +208,32 @@ def test_dangling_tool_calls_are_answered_in_the_context(harness: Any) -> None:
     store.add_message(session.id, "user", "again")
     context = load_context(session)
     assert [(m["role"], m.get("tool_call_id")) for m in context] == [
-        ("user", None), ("assistant", None), ("tool", "c1"), ("tool", "c2"), ("user", None)
+        ("user", None),
+        ("assistant", None),
+        ("tool", "c1"),
+        ("tool", "c2"),
+        ("user", None),
     ]
     assert context[3]["content"] == UNANSWERED
 
 
 def test_several_tool_calls_in_one_answer_run_in_order(harness: Any, llm: ScriptedLLM) -> None:
     session = harness.session()
-    both = Reply(tool_calls=[{"name": "list_datasets", "arguments": {}, "id": "a1"},
-                             {"name": "search_skills", "arguments": {"query": "quality"}, "id": "a2"}])
+    both = Reply(
+        tool_calls=[
+            {"name": "list_datasets", "arguments": {}, "id": "a1"},
+            {"name": "search_skills", "arguments": {"query": "quality"}, "id": "a2"},
+        ]
+    )
     llm.reply(both, text("Both done."))
     result = run(harness, session, "two at once")
     assert (result.completed_normally, result.iterations) == (True, 2)
     answered = [(m["role"], m.get("tool_call_id")) for m in llm.requests[1]["messages"][-3:]]
     assert answered == [("assistant", None), ("tool", "a1"), ("tool", "a2")]
-    assert [c["tool_name"] for c in harness.runtime.store.list_tool_calls(session.id)] == ["list_datasets", "search_skills"]
+    assert [c["tool_name"] for c in harness.runtime.store.list_tool_calls(session.id)] == [
+        "list_datasets",
+        "search_skills",
+    ]
 
 
 def test_older_turns_past_the_token_budget_are_left_out(harness: Any) -> None:

@@ -57,7 +57,9 @@ def with_router(
 
 
 def summarize_with(server: ScriptedLLM | None, raw: str, *, is_error: bool = False, **options: Any) -> TaskSummary:
-    return with_router(server, lambda router: summarize_task_result("task:explore", raw, is_error=is_error, llm=router, **options))
+    return with_router(
+        server, lambda router: summarize_task_result("task:explore", raw, is_error=is_error, llm=router, **options)
+    )
 
 
 def user_prompt(request: dict[str, Any]) -> str:
@@ -102,6 +104,7 @@ def summary_log() -> Iterator[LogCapture]:
 
 # -- which commands are summarized ----------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
@@ -132,11 +135,23 @@ def test_should_summarize_exactly_task_commands(name: str, expected: bool) -> No
 FIRST_SENTENCES = [
     # (text, expected first sentence)
     ("The mean revenue was 3.14 million. It rose later.", "The mean revenue was 3.14 million."),
-    ("Upgraded pandas from v1.2 to 2.0.1 without errors. Then ran tests.", "Upgraded pandas from v1.2 to 2.0.1 without errors."),
+    (
+        "Upgraded pandas from v1.2 to 2.0.1 without errors. Then ran tests.",
+        "Upgraded pandas from v1.2 to 2.0.1 without errors.",
+    ),
     ("Saved data.csv and report.v2.html for review. More follows.", "Saved data.csv and report.v2.html for review."),
-    ("Compared OLS vs. ridge, e.g. on sales, i.e. two fits. Next.", "Compared OLS vs. ridge, e.g. on sales, i.e. two fits."),
-    ("Dr. Smith checked columns a, b, etc. and found no gaps. Next.", "Dr. Smith checked columns a, b, etc. and found no gaps."),
-    ("Fetched https://example.com/v1.2/data.csv?x=1.5&y=2 today! Next.", "Fetched https://example.com/v1.2/data.csv?x=1.5&y=2 today!"),
+    (
+        "Compared OLS vs. ridge, e.g. on sales, i.e. two fits. Next.",
+        "Compared OLS vs. ridge, e.g. on sales, i.e. two fits.",
+    ),
+    (
+        "Dr. Smith checked columns a, b, etc. and found no gaps. Next.",
+        "Dr. Smith checked columns a, b, etc. and found no gaps.",
+    ),
+    (
+        "Fetched https://example.com/v1.2/data.csv?x=1.5&y=2 today! Next.",
+        "Fetched https://example.com/v1.2/data.csv?x=1.5&y=2 today!",
+    ),
     ("See https://example.com/a.b. Then stop.", "See https://example.com/a.b."),
     ("Did the model converge? Yes, after 12 epochs.", "Did the model converge?"),
     ("数据清洗完成，共 1,234 行。第二句不应出现。", "数据清洗完成，共 1,234 行。"),
@@ -144,7 +159,10 @@ FIRST_SENTENCES = [
     ("是否继续？是的。", "是否继续？"),
     ("模型 v2.1 在 test.csv 上的准确率为 0.93。Next sentence.", "模型 v2.1 在 test.csv 上的准确率为 0.93。"),
     ("Loaded sales.csv.然后开始分析。", "Loaded sales.csv."),
-    ("He used pandas 2.0.1 和 R 4.2.0 处理 data.csv，结果 p=0.05。之后。", "He used pandas 2.0.1 和 R 4.2.0 处理 data.csv，结果 p=0.05。"),
+    (
+        "He used pandas 2.0.1 和 R 4.2.0 处理 data.csv，结果 p=0.05。之后。",
+        "He used pandas 2.0.1 和 R 4.2.0 处理 data.csv，结果 p=0.05。",
+    ),
     ("他说：“完成了。”然后离开。", "他说：“完成了。”"),
     ('She said "done." Then left.', 'She said "done."'),
     ("  Line one\n   continues\there.\n\nSecond.", "Line one continues here."),
@@ -177,20 +195,27 @@ def test_first_sentence_reads_only_a_bounded_prefix() -> None:
 
 # -- local path (no model) ------------------------------------------------------------------------
 
+
 def test_success_result_gives_its_first_sentence() -> None:
     raw = "The dataset has 1,234 rows and revenue grew 3.5% in Q2 (see data.csv). Details follow.\n" * 3
     result = summarize(raw)
     assert result == TaskSummary(
         "The dataset has 1,234 rows and revenue grew 3.5% in Q2 (see data.csv).",
-        tokens.count_tokens(raw), tokens.count_tokens(result.text), False, "local",
-    )  # fmt: skip
+        tokens.count_tokens(raw),
+        tokens.count_tokens(result.text),
+        False,
+        "local",
+    )
 
 
 def test_failure_result_gives_its_first_sentence_without_stderr_marker() -> None:
     raw = "[stderr] Traceback (most recent call last):\n  File \"x.py\", line 3\nValueError: could not convert 'abc' to float. Exit 1."
     result = summarize(raw, is_error=True)
     assert result.fallback_used == "local"
-    assert result.text == "Traceback (most recent call last): File \"x.py\", line 3 ValueError: could not convert 'abc' to float."
+    assert (
+        result.text
+        == "Traceback (most recent call last): File \"x.py\", line 3 ValueError: could not convert 'abc' to float."
+    )
 
 
 def test_chinese_result() -> None:
@@ -225,6 +250,7 @@ def test_max_tokens_must_be_positive() -> None:
 
 
 # -- the token bound ------------------------------------------------------------------------------
+
 
 def ok_words(n: int) -> str:
     """A text of exactly ``n`` tokens and no sentence end ("ok ok ok ...")."""
@@ -302,6 +328,7 @@ def test_200k_token_result_is_summarized_quickly_and_bounded(monkeypatch: pytest
 
 # -- tokenizer failure ----------------------------------------------------------------------------
 
+
 def broken_encoding() -> Any:
     raise RuntimeError("tokenizer exploded")
 
@@ -350,7 +377,11 @@ def test_model_sentence_is_used_and_the_request_is_a_summarize_call(llm_server: 
     [request] = llm_server.requests
     assert request["temperature"] == 0 and 0 < request["max_tokens"] <= 512
     prompt = user_prompt(request)
-    assert "task:explore" in prompt and "Status: success" in prompt and "failure" not in prompt.split("Status:")[1].split("\n")[0]
+    assert (
+        "task:explore" in prompt
+        and "Status: success" in prompt
+        and "failure" not in prompt.split("Status:")[1].split("\n")[0]
+    )
     assert raw.strip() in prompt
 
 
@@ -450,6 +481,7 @@ def test_over_long_model_answer_is_truncated(llm_server: ScriptedLLM) -> None:
 
 # -- cancellation ---------------------------------------------------------------------------------
 
+
 def test_cancelling_during_the_model_call_propagates(llm_server: ScriptedLLM, summary_log: LogCapture) -> None:
     llm_server.reply(Reply(content="Never used.", delay_s=5))
 
@@ -504,6 +536,7 @@ def test_the_call_asks_for_purpose_summarize() -> None:
 
 # -- the log line ---------------------------------------------------------------------------------
 
+
 def test_one_log_line_with_the_fields_and_no_raw_text_beyond_the_preview(summary_log: LogCapture) -> None:
     raw = "Opening sentence of the result. " + "filler " * 50 + "HIDDEN-TAIL-MARKER with secrets."
     result = summarize(raw, is_error=True, command="task:skill:search")
@@ -512,8 +545,11 @@ def test_one_log_line_with_the_fields_and_no_raw_text_beyond_the_preview(summary
     assert line["logger"] == "nini.agent.summary" and line["level"] == "INFO"
     assert data["command"] == "task:skill:search" and data["is_error"] is True
     assert (data["raw_tokens"], data["summary_tokens"], data["truncated"], data["fallback_used"]) == (
-        result.raw_tokens, result.summary_tokens, result.truncated, result.fallback_used,
-    )  # fmt: skip
+        result.raw_tokens,
+        result.summary_tokens,
+        result.truncated,
+        result.fallback_used,
+    )
     assert data["raw_sha256"] == hashlib.sha256(raw.encode()).hexdigest()
     assert len(data["preview"]) <= 120 and raw.startswith(data["preview"])
     assert len(data["summary_id"]) == 32
@@ -539,7 +575,9 @@ def test_concurrent_summaries_write_complete_distinct_lines(tmp_path: Any) -> No
     raws = [f"Result number {i} has {i * 3.5} rows. " * (1 + i % 7) for i in range(60)]
 
     async def many(batch: list[str]) -> list[TaskSummary]:
-        return await asyncio.gather(*(summarize_task_result(f"task:general#{r.split()[2]}", r, is_error=False) for r in batch))
+        return await asyncio.gather(
+            *(summarize_task_result(f"task:general#{r.split()[2]}", r, is_error=False) for r in batch)
+        )
 
     with summary_log_to(logging.FileHandler(path, encoding="utf-8")):
         results = asyncio.run(many(raws[:30]))  # concurrently on one loop

@@ -15,7 +15,9 @@ from tests.llm_server import ScriptedLLM, error, text, tool_call
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_script")]
 
 RAW_MARK = "Detail sentence number"
-LONG_ANSWER = "The session has no datasets yet. " + " ".join(f"{RAW_MARK} {i} mentions v1.2 and 3.14." for i in range(300))
+LONG_ANSWER = "The session has no datasets yet. " + " ".join(
+    f"{RAW_MARK} {i} mentions v1.2 and 3.14." for i in range(300)
+)
 
 
 def offered(request: dict[str, Any]) -> set[str]:
@@ -116,14 +118,20 @@ def test_skill_search_finds_the_matching_skill(harness: Any, llm: ScriptedLLM) -
     run(harness, session, "find a skill")
     sub_result = [m for m in llm.requests[2]["messages"] if m["role"] == "tool"][-1]["content"]
     assert json.loads(sub_result)[0]["name"] == "data-quality-check"
-    assert offered(llm.requests[1]) <= {"search_skills"} | {r["name"] for r in harness.runtime.registry.list("markdown")}
+    assert offered(llm.requests[1]) <= {"search_skills"} | {
+        r["name"] for r in harness.runtime.registry.list("markdown")
+    }
     event = [e["data"] for e in harness.runtime.store.list_events(session.id) if e["type"] == "task_summary"][0]
     assert event["summary"] == "data-quality-check fits best: it checks missing values and types."
 
 
 def test_skill_enhance_saves_a_better_skill(harness: Any, llm: ScriptedLLM) -> None:
     session = harness.session()
-    content = skill_md("tidy-columns", "Rename columns to snake_case before analysis.", body="# Tidy\n\n1. Lower-case.\n2. Underscores.\n")
+    content = skill_md(
+        "tidy-columns",
+        "Rename columns to snake_case before analysis.",
+        body="# Tidy\n\n1. Lower-case.\n2. Underscores.\n",
+    )
     llm.reply(
         tool_call("task__skill__enhance", prompt="Improve tidy-columns with the underscore step."),
         tool_call("save_skill", name="tidy-columns", content=content),
@@ -134,5 +142,7 @@ def test_skill_enhance_saves_a_better_skill(harness: Any, llm: ScriptedLLM) -> N
     run(harness, session, "improve the skill")
     saved = harness.runtime.settings.user_skills_dir / "tidy-columns" / "SKILL.md"
     assert saved.read_text(encoding="utf-8") == content
-    assert harness.runtime.registry.get("tidy-columns")["description"] == "Rename columns to snake_case before analysis."
+    assert (
+        harness.runtime.registry.get("tidy-columns")["description"] == "Rename columns to snake_case before analysis."
+    )
     assert "save_skill" in offered(llm.requests[1]) and "run_code" not in offered(llm.requests[1])

@@ -88,14 +88,30 @@ def test_piped_output_is_the_plain_answer(tmp_path: Path, llm_server: ScriptedLL
 
 def test_a_notebook_run_for_its_report_shows_a_progress_bar(tmp_path: Path) -> None:
     notebook = tmp_path / "steps.ipynb"
-    notebook.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
-        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": f"x = {n}"} for n in range(3)]}))
+    notebook.write_text(
+        json.dumps(
+            {
+                "nbformat": 4,
+                "nbformat_minor": 5,
+                "metadata": {},
+                "cells": [
+                    {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": f"x = {n}"}
+                    for n in range(3)
+                ],
+            }
+        )
+    )
     environ = {k: v for k, v in os.environ.items() if not k.startswith("NINI_")}
     environ.update(NINI_HOME=str(tmp_path / "home"), COLUMNS="100", TERM="xterm-256color")
     shown = in_terminal([NINI, "report", str(notebook), "--execute", "--out", str(tmp_path / "out")], environ)
     assert "running the notebook" in shown and "3/3" in text_of(shown)
-    piped = subprocess.run([NINI, "report", str(notebook), "--execute", "--out", str(tmp_path / "out2")], env=environ,
-                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    piped = subprocess.run(
+        [NINI, "report", str(notebook), "--execute", "--out", str(tmp_path / "out2")],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert piped.returncode == 0 and "cell 3/3 x = 2" in piped.stderr and "running the notebook" not in piped.stderr
 
 
@@ -108,6 +124,11 @@ def test_a_step_of_run_code_shows_a_spinner_on_a_terminal_only(tmp_path: Path) -
     shown = text_of(in_terminal([NINI, "--project-dir", str(tmp_path), "run-code", str(script)], environ))
     assert "running Python" in shown and re.search(r"running Python\s+0:00:0[1-9]", shown), shown
     assert "done 42" in shown
-    piped = subprocess.run([NINI, "--project-dir", str(tmp_path), "run-code", str(script)], env=environ, capture_output=True,
-                           text=True, timeout=120)  # fmt: skip
+    piped = subprocess.run(
+        [NINI, "--project-dir", str(tmp_path), "run-code", str(script)],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert piped.returncode == 0 and piped.stdout == "done 42\n" and "running Python" not in piped.stderr

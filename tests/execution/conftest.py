@@ -53,8 +53,11 @@ def assert_cancel_interrupts(kernels: Kernels, session: str, kernel_id: str | No
     workspace = kernels.workspace(session)
 
     async def cancel_after(delay: float) -> None:
-        task = asyncio.ensure_future(kernels.pool.run(session, workspace, CodeRequest("import time\ntime.sleep(30)\nlate = 1"),
-                                                      kernel_id=kernel_id))  # fmt: skip
+        task = asyncio.ensure_future(
+            kernels.pool.run(
+                session, workspace, CodeRequest("import time\ntime.sleep(30)\nlate = 1"), kernel_id=kernel_id
+            )
+        )
         await asyncio.sleep(delay)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -58,16 +58,25 @@ def outside_tmp() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def limited(event_loop_for_module: asyncio.AbstractEventLoop, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernels]:
+def limited(
+    event_loop_for_module: asyncio.AbstractEventLoop, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Kernels]:
     """Sandboxed kernels with 512 MiB each and tmpfs folders larger than that (so the memory limit,
     not their size, is what stops a fill)."""
-    yield from make_kernels(event_loop_for_module, tmp_path_factory.mktemp("limited"), sandbox="bwrap",
-                            memory_limit_mb=512, tmp_size_mb=4096)  # fmt: skip
+    yield from make_kernels(
+        event_loop_for_module,
+        tmp_path_factory.mktemp("limited"),
+        sandbox="bwrap",
+        memory_limit_mb=512,
+        tmp_size_mb=4096,
+    )
 
 
 @pytest.mark.skipif(PLACED.mechanism == "systemd", reason="a systemd scope is named, not a folder of nini's")
 def test_the_process_is_in_its_group_before_it_runs_anything(group: cgroups.AgentGroup) -> None:
-    shown = subprocess.run(group.command(["cat", "/proc/self/cgroup"]), capture_output=True, text=True, check=True).stdout
+    shown = subprocess.run(
+        group.command(["cat", "/proc/self/cgroup"]), capture_output=True, text=True, check=True
+    ).stdout
     for path in group.paths:
         assert any(line.endswith(path.name) and path.parent.name in line for line in shown.splitlines()), shown
     for path in group.paths:
@@ -75,7 +84,9 @@ def test_the_process_is_in_its_group_before_it_runs_anything(group: cgroups.Agen
 
 
 @pytest.mark.skipif(PLACED.mechanism == "systemd", reason="a systemd scope is named, not a folder of nini's")
-def test_a_group_that_cannot_be_entered_runs_nothing_and_names_no_path(group: cgroups.AgentGroup, tmp_path: Path) -> None:
+def test_a_group_that_cannot_be_entered_runs_nothing_and_names_no_path(
+    group: cgroups.AgentGroup, tmp_path: Path
+) -> None:
     marker = tmp_path / "ran"
     broken = cgroups.AgentGroup(PLACED, group.name, (tmp_path / "missing",))
     done = subprocess.run(broken.command(["touch", str(marker)]), capture_output=True, text=True)
@@ -172,7 +183,9 @@ def test_a_flood_in_one_session_leaves_another_sessions_kernel_to_start(limited:
     )
 
     async def both() -> tuple[object, object]:
-        holding = asyncio.ensure_future(limited.pool.run(flooder, limited.workspace(flooder), CodeRequest(flood, timeout_s=150)))
+        holding = asyncio.ensure_future(
+            limited.pool.run(flooder, limited.workspace(flooder), CodeRequest(flood, timeout_s=150))
+        )
         try:
             while not release.with_name("held").exists():
                 assert not holding.done(), holding.result()
@@ -191,16 +204,35 @@ def test_a_flood_in_one_session_leaves_another_sessions_kernel_to_start(limited:
 @pytest.mark.slow
 @pytest.mark.skipif(not r_status(Settings())[0], reason=f"R unavailable: {r_status(Settings())[1]}")
 def test_an_r_worker_past_its_memory_limit_fails_with_the_limit_named(tmp_path: Path) -> None:
-    code = ('con <- file("/tmp/fill", "wb")\nblock <- as.raw(rep(1L, 8 * 2^20))\n'
-            "for (i in 1:384) writeBin(block, con)\nclose(con)\n")  # 3 GiB in its tmpfs /tmp, 8 MiB at a time
-    env = {**os.environ, "NINI_R__MEMORY_LIMIT_MB": "512", "NINI_EXECUTION__TMP_SIZE_MB": "4096", "NINI_UI__LANGUAGE": "en"}
-    done = subprocess.run([str(NINI), "run-r", "-", "--session", "rfill", "--new", "--json"], input=code, capture_output=True,
-                          text=True, env=env, timeout=300)  # fmt: skip
+    code = (
+        'con <- file("/tmp/fill", "wb")\nblock <- as.raw(rep(1L, 8 * 2^20))\n'
+        "for (i in 1:384) writeBin(block, con)\nclose(con)\n"
+    )  # 3 GiB in its tmpfs /tmp, 8 MiB at a time
+    env = {
+        **os.environ,
+        "NINI_R__MEMORY_LIMIT_MB": "512",
+        "NINI_EXECUTION__TMP_SIZE_MB": "4096",
+        "NINI_UI__LANGUAGE": "en",
+    }
+    done = subprocess.run(
+        [str(NINI), "run-r", "-", "--session", "rfill", "--new", "--json"],
+        input=code,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     out = json.loads(done.stdout)
     assert not out["success"] and out["error"]["code"] == "TOO_LARGE", out
     assert "512 MiB" in out["error"]["message"] and "r.memory_limit_mb" in out["error"]["message"]
-    again = subprocess.run([str(NINI), "run-r", "-", "--session", "rfill", "--new", "--json"], input="result <- 1 + 1",
-                           capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    again = subprocess.run(
+        [str(NINI), "run-r", "-", "--session", "rfill", "--new", "--json"],
+        input="result <- 1 + 1",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert json.loads(again.stdout)["success"], again.stdout
 
 
@@ -208,7 +240,9 @@ def test_an_r_worker_past_its_memory_limit_fails_with_the_limit_named(tmp_path: 
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="preparing a cgroup delegated to another user needs root")
 @pytest.mark.skipif(PLACED.mechanism != "cgroup v1", reason="the delegated folders made here are cgroup v1's")
-@pytest.mark.skipif(shutil.which("setpriv") is None or shutil.which("unshare") is None, reason="needs setpriv and unshare")
+@pytest.mark.skipif(
+    shutil.which("setpriv") is None or shutil.which("unshare") is None, reason="needs setpriv and unshare"
+)
 def test_a_non_root_nini_holds_the_same_limits_in_a_delegated_cgroup(outside_tmp: Path) -> None:
     """nini as uid 65534 (bwrap in a user namespace) with cgroup folders delegated to it (chowned,
     as an administrator would): its kernel's threads stop at max_processes with no RLIMIT_NPROC,
@@ -222,16 +256,25 @@ def test_a_non_root_nini_holds_the_same_limits_in_a_delegated_cgroup(outside_tmp
         folder.mkdir()
         for entry in [folder, *folder.iterdir()]:
             os.chown(entry, 65534, 65534)
-    env = {"HOME": str(home), "NINI_HOME": str(home / "nini"), "PATH": os.environ["PATH"], "NINI_UI__LANGUAGE": "en",
-           "NINI_EXECUTION__PYTHON_POLICY": "off", "NINI_EXECUTION__SANDBOX": "bwrap", "NINI_EXECUTION__MEMORY_LIMIT_MB": "512",
-           "NINI_EXECUTION__CGROUP_FOLDERS": json.dumps([str(f) for f in delegated])}  # fmt: skip
+    env = {
+        "HOME": str(home),
+        "NINI_HOME": str(home / "nini"),
+        "PATH": os.environ["PATH"],
+        "NINI_UI__LANGUAGE": "en",
+        "NINI_EXECUTION__PYTHON_POLICY": "off",
+        "NINI_EXECUTION__SANDBOX": "bwrap",
+        "NINI_EXECUTION__MEMORY_LIMIT_MB": "512",
+        "NINI_EXECUTION__CGROUP_FOLDERS": json.dumps([str(f) for f in delegated]),
+    }
     threads = (
         "import os, resource, threading\nevent, started = threading.Event(), 0\n"
         "try:\n    for _ in range(1000):\n        threading.Thread(target=event.wait).start()\n        started += 1\n"
         "except RuntimeError:\n    pass\nevent.set()\nresult = [started, resource.getrlimit(resource.RLIMIT_NPROC)[0]]\n"
     )
-    memfd = ("import os\nheld = []\nfor _ in range(48):\n    fd = os.memfd_create('fill')\n"
-             "    os.write(fd, b'x' * (64 << 20))\n    held.append(fd)\n")  # fmt: skip
+    memfd = (
+        "import os\nheld = []\nfor _ in range(48):\n    fd = os.memfd_create('fill')\n"
+        "    os.write(fd, b'x' * (64 << 20))\n    held.append(fd)\n"
+    )
     try:
         counted = _as_nobody(env, home, threads)
         assert counted["success"], counted
@@ -250,18 +293,33 @@ def test_a_non_root_nini_holds_the_same_limits_in_a_delegated_cgroup(outside_tmp
 def _as_nobody(env: dict[str, str], home: Path, code: str) -> dict:
     """``nini run-code`` as uid 65534, the interpreter's folder visible to it (see the test)."""
     interpreter = Path(sys.executable).resolve()
-    hidden = next((p for p in reversed(interpreter.parents) if not p.stat().st_mode & 0o001), None)  # others may not pass
+    hidden = next(
+        (p for p in reversed(interpreter.parents) if not p.stat().st_mode & 0o001), None
+    )  # others may not pass
     script = home / "code.py"
     script.write_text(code)
     os.chown(script, 65534, 65534)
-    run = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(NINI), "run-code", str(script),
-           "--session", "nobody", "--new", "--json"]  # fmt: skip
+    run = [
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        str(NINI),
+        "run-code",
+        str(script),
+        "--session",
+        "nobody",
+        "--new",
+        "--json",
+    ]
     if hidden is not None:  # e.g. /root (0700) above /root/.pyenv: a tmpfs there in a mount namespace of its own
         inner = next(p for p in interpreter.parents if p.parent == hidden)
         view = home.parent / "interpreter-view"
         view.mkdir(exist_ok=True)
-        shell = (f"mount --bind {inner} {view} && mount -t tmpfs -o mode=0755 tmpfs {hidden} && mkdir -p {inner} && "
-                 f'mount --bind {view} {inner} && exec "$@"')  # fmt: skip
+        shell = (
+            f"mount --bind {inner} {view} && mount -t tmpfs -o mode=0755 tmpfs {hidden} && mkdir -p {inner} && "
+            f'mount --bind {view} {inner} && exec "$@"'
+        )
         run = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", shell, "sh", *run]
     done = subprocess.run(run, capture_output=True, text=True, env=env, cwd=home, timeout=300)
     assert done.returncode in (0, 1) and done.stdout.startswith("{"), (done.returncode, done.stdout, done.stderr)

@@ -76,6 +76,7 @@ def processes_of(pid: int) -> list[psutil.Process]:
 def all_gone(processes: list[psutil.Process]) -> bool:
     """The first (nini's child, which nini reaps) no longer exists; its descendants have ended (a
     zombie left for this machine's init to reap has ended too)."""
+
     def ended(process: psutil.Process) -> bool:
         try:
             return not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
@@ -132,8 +133,12 @@ def test_an_idle_kernel_goes_and_the_next_run_starts_a_new_one_that_says_so(idle
     kernels.wait(until(lambda: pool.kernel_info(session) is None, "the second kernel culled"))
     # waited for, not read once: this worker process may hold a short-lived descriptor of its own
     # (a temporary file, a socket of an earlier test's server closing); a leak never goes
-    kernels.wait(until(lambda: open_descriptors() == descriptors,
-                       f"this process's descriptors back to those after the first kernel: {descriptors}"))
+    kernels.wait(
+        until(
+            lambda: open_descriptors() == descriptors,
+            f"this process's descriptors back to those after the first kernel: {descriptors}",
+        )
+    )
 
 
 def test_the_cap_shuts_the_least_recently_used_kernel_down_first(capped_pool: Kernels) -> None:
@@ -151,8 +156,10 @@ def test_the_cap_shuts_the_least_recently_used_kernel_down_first(capped_pool: Ke
 
     back = kernels.run("result = 'name' in dir()", a)  # a again: b is now the least recently used
     assert back.result is False
-    assert back.stderr.startswith("nini: the session's Python kernel was shut down to make room for another "
-                                  "session's (at most 2 run at once on this server, execution.max_live_kernels)")
+    assert back.stderr.startswith(
+        "nini: the session's Python kernel was shut down to make room for another "
+        "session's (at most 2 run at once on this server, execution.max_live_kernels)"
+    )
     assert LOST in back.stderr
     assert pool.kernel_info(b) is None and kernels.run("result = name", c).result == c
 
@@ -194,7 +201,9 @@ def one_kernel_pool(loop: asyncio.AbstractEventLoop, tmp_path: Path) -> Iterator
     yield from make_pool(loop, tmp_path, cull_idle_seconds=0, max_live_kernels=1)
 
 
-def test_over_the_cap_while_all_are_busy_a_kernel_starts_anyway_and_the_cap_comes_back(one_kernel_pool: Kernels) -> None:
+def test_over_the_cap_while_all_are_busy_a_kernel_starts_anyway_and_the_cap_comes_back(
+    one_kernel_pool: Kernels,
+) -> None:
     kernels, pool = one_kernel_pool, one_kernel_pool.pool
     busy, other = new_session(), new_session()
     workspace = kernels.workspace(busy)
@@ -221,14 +230,19 @@ def test_the_notice_is_worded_in_the_language_of_nini(one_kernel_pool: Kernels) 
     pool.language = "zh"  # ui.language
     back = kernels.run("result = 'x' in dir()", first)
     assert back.result is False
-    assert back.stderr.startswith("nini: 本会话的 Python 内核为给其他会话腾出位置已被关闭（本服务器最多同时运行 1 个，"
-                                  "execution.max_live_kernels）；已为这一步启动新的进程，之前步骤的变量和导入已丢失")
+    assert back.stderr.startswith(
+        "nini: 本会话的 Python 内核为给其他会话腾出位置已被关闭（本服务器最多同时运行 1 个，"
+        "execution.max_live_kernels）；已为这一步启动新的进程，之前步骤的变量和导入已丢失"
+    )
 
 
 @needs_r
 def test_an_idle_r_worker_goes_and_the_next_run_says_so(loop: asyncio.AbstractEventLoop, tmp_path: Path) -> None:
-    settings = Settings(execution={"cull_idle_seconds": 1, "cull_interval_seconds": 0.2}, r={"max_live_workers": 0},
-                        ui={"language": "en"})  # fmt: skip
+    settings = Settings(
+        execution={"cull_idle_seconds": 1, "cull_interval_seconds": 0.2},
+        r={"max_live_workers": 0},
+        ui={"language": "en"},
+    )
     pool = new_worker_pool(settings, sandbox_uid)
     session = new_session()
     workspace = tmp_path / "sessions" / session / "workspace"
@@ -242,7 +256,9 @@ def test_an_idle_r_worker_goes_and_the_next_run_says_so(loop: asyncio.AbstractEv
         assert first["success"], first["error"]
         pid = pool.worker_info(session)["pid"]
         processes = processes_of(pid)
-        loop.run_until_complete(until(lambda: pool.worker_info(session) is None and all_gone(processes), "the R worker culled"))
+        loop.run_until_complete(
+            until(lambda: pool.worker_info(session) is None and all_gone(processes), "the R worker culled")
+        )
         after = run("print(x)")
         assert not after["success"] and "'x' not found" in after["error"]["message"]
         assert after["stderr"].startswith("nini: the session's R worker had been " + IDLE_NOTICE)
@@ -269,16 +285,21 @@ def test_the_r_cap_shuts_the_least_recently_used_worker_down(loop: asyncio.Abstr
         assert pool.worker_info(first) is None and pool.worker_info(second) is not None
         back = run(first, "result <- exists('x')")
         assert back["result"] is False
-        assert back["stderr"].startswith("nini: the session's R worker was shut down to make room for another "
-                                         "session's (at most 1 run at once on this server, r.max_live_workers)")
+        assert back["stderr"].startswith(
+            "nini: the session's R worker was shut down to make room for another "
+            "session's (at most 1 run at once on this server, r.max_live_workers)"
+        )
     finally:
         loop.run_until_complete(pool.aclose())
 
 
 @needs_r
 def test_a_busy_r_worker_is_never_culled(loop: asyncio.AbstractEventLoop, tmp_path: Path) -> None:
-    settings = Settings(execution={"cull_idle_seconds": 1, "cull_interval_seconds": 0.2}, r={"max_live_workers": 0},
-                        ui={"language": "en"})  # fmt: skip
+    settings = Settings(
+        execution={"cull_idle_seconds": 1, "cull_interval_seconds": 0.2},
+        r={"max_live_workers": 0},
+        ui={"language": "en"},
+    )
     pool = new_worker_pool(settings, sandbox_uid)
     busy, other = new_session(), new_session()
 
@@ -291,7 +312,9 @@ def test_a_busy_r_worker_is_never_culled(loop: asyncio.AbstractEventLoop, tmp_pa
         assert (await pool.run(busy, workspace(busy), {"code": "x <- 'kept'"}))["success"]
         pid = pool.worker_info(busy)["pid"]
         waiting = "while (!file.exists('go')) Sys.sleep(0.05)\nresult <- x"
-        long_run = asyncio.ensure_future(pool.run(busy, workspace(busy), {"code": waiting, "timeout_s": DEADLINE_S * 2}))
+        long_run = asyncio.ensure_future(
+            pool.run(busy, workspace(busy), {"code": waiting, "timeout_s": DEADLINE_S * 2})
+        )
         await until(lambda: busy not in pool.idle_sessions(), "the long run started")
         assert (await pool.run(other, workspace(other), {"code": "y <- 1"}))["success"]
         # other was used after the long run started: once it is culled, the busy worker was past the

@@ -25,8 +25,15 @@ WRITERS = 5  # concurrent saves: more than the 2 cores, so they interleave; each
 
 
 def _run(env: dict[str, str], cwd: Path, code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([NINI, "run-code", "-", "--session", "s", "--new", *args], input=code, env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=180)  # fmt: skip
+    return subprocess.run(
+        [NINI, "run-code", "-", "--session", "s", "--new", *args],
+        input=code,
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def _save(writer: int) -> str:
@@ -61,7 +68,10 @@ def test_each_save_is_a_new_file_and_readers_open_the_recorded_one(env, nini_hom
     assert first != second and first.startswith("datasets/ds@") and "writer': [2]" in execution["code"]
     assert sorted(p.name for p in folder.iterdir()) == [second.removeprefix("datasets/")]  # the replaced one is gone
     # a complete version nothing recorded (a save killed before its commit, by a nini still alive)
-    stray = folder / f"ds@{os.getpid()}-{Path(f'/proc/{os.getpid()}/stat').read_text().rsplit(')', 1)[1].split()[19]}-0000abcd.parquet"
+    stray = (
+        folder
+        / f"ds@{os.getpid()}-{Path(f'/proc/{os.getpid()}/stat').read_text().rsplit(')', 1)[1].split()[19]}-0000abcd.parquet"
+    )
     pd.DataFrame({"writer": [99]}).to_parquet(stray)
     read = _run(env, tmp_path, "print(int(df['writer'].iloc[0]), sorted(datasets))", "--dataset", "ds")
     assert read.returncode == 0 and read.stdout == "2 ['ds']\n"
@@ -70,7 +80,9 @@ def test_each_save_is_a_new_file_and_readers_open_the_recorded_one(env, nini_hom
 
 @pytest.mark.slow
 def test_concurrent_saves_all_land_and_the_record_names_the_file_with_its_writers_data(
-    env, nini_home: Path, tmp_path: Path  # noqa: ANN001
+    env,
+    nini_home: Path,
+    tmp_path: Path,  # noqa: ANN001
 ) -> None:
     # concurrent kernels of one session share its sandbox user, whose process limit (execution.max_processes,
     # 64 threads and processes) could stop some of them starting: that is the limit working, not this test's
@@ -87,7 +99,9 @@ def test_concurrent_saves_all_land_and_the_record_names_the_file_with_its_writer
 
 @pytest.mark.slow
 def test_a_save_killed_between_the_file_and_the_record_leaves_the_record_true(
-    env, nini_home: Path, tmp_path: Path  # noqa: ANN001
+    env,
+    nini_home: Path,
+    tmp_path: Path,  # noqa: ANN001
 ) -> None:
     """SIGKILL the moment the new version's file appears (before, or just after, the commit):
     the record and the file it names agree, and the next start leaves no stray file."""
@@ -95,8 +109,14 @@ def test_a_save_killed_between_the_file_and_the_record_leaves_the_record_true(
     folder = _datasets_folder(nini_home)
     for writer in (1, 2):  # two kills, each the moment its file appears
         before = set(os.listdir(folder))
-        cli = subprocess.Popen([NINI, "run-code", "-", "--session", "s", "--new", "--save-as", "ds"], stdin=subprocess.PIPE,
-                               env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        cli = subprocess.Popen(
+            [NINI, "run-code", "-", "--session", "s", "--new", "--save-as", "ds"],
+            stdin=subprocess.PIPE,
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         cli.stdin.write((_save(writer) + "import time\ntime.sleep(0.5)\n").encode())
         cli.stdin.close()
         deadline = time.monotonic() + 120
@@ -113,19 +133,30 @@ def test_a_save_killed_between_the_file_and_the_record_leaves_the_record_true(
         assert read.returncode == 0 and read.stdout == f"{int(recorded['writer'].iloc[0])}\n"
         assert sorted(os.listdir(folder)) == [_record(nini_home)[0].removeprefix("datasets/")]
     assert json.loads((nini_home / "sessions" / "s" / "workspace" / ".nini-datasets.json").read_text())["files"] == {
-        "ds": _record(nini_home)[0]}
+        "ds": _record(nini_home)[0]
+    }
 
 
 @pytest.mark.slow
 def test_charts_of_a_run_killed_while_saving_them_are_removed_by_the_next_start(
-    env, nini_home: Path, tmp_path: Path  # noqa: ANN001
+    env,
+    nini_home: Path,
+    tmp_path: Path,  # noqa: ANN001
 ) -> None:
     artifacts = nini_home / "sessions" / "s" / "workspace" / "artifacts"
     kept = _run(env, tmp_path, "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n", "--label", "kept")
     assert kept.returncode == 0 and sorted(os.listdir(artifacts)) == ["kept.png", "kept.svg"]  # no list left behind
-    cli = subprocess.Popen([NINI, "run-code", "-", "--session", "s", "--new", "--label", "flood"], stdin=subprocess.PIPE,
-                           env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    cli.stdin.write(b"import matplotlib.pyplot as plt\nfor i in range(150):\n    plt.figure(); plt.plot(range(i + 2))\n")
+    cli = subprocess.Popen(
+        [NINI, "run-code", "-", "--session", "s", "--new", "--label", "flood"],
+        stdin=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    cli.stdin.write(
+        b"import matplotlib.pyplot as plt\nfor i in range(150):\n    plt.figure(); plt.plot(range(i + 2))\n"
+    )
     cli.stdin.close()
     deadline = time.monotonic() + 120
     while not any(name.startswith("flood") for name in os.listdir(artifacts)):

@@ -35,8 +35,13 @@ FLOOD = "import os\nos.makedirs('{0}', exist_ok=True)\nfor n in range(200_000):\
 
 
 def nini(*args: str, code: str | None = None, **env: str) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "NINI_EXECUTION__PYTHON_POLICY": "off", "NINI_EXECUTION__SANDBOX": "bwrap",
-                   "NINI_UI__LANGUAGE": "en", **env}  # fmt: skip
+    environment = {
+        **os.environ,
+        "NINI_EXECUTION__PYTHON_POLICY": "off",
+        "NINI_EXECUTION__SANDBOX": "bwrap",
+        "NINI_UI__LANGUAGE": "en",
+        **env,
+    }
     return subprocess.run([str(NINI), *args], input=code, capture_output=True, text=True, timeout=180, env=environment)
 
 
@@ -152,8 +157,9 @@ def test_r_writing_past_the_quota_is_stopped(nini_home: Path) -> None:
     assert again["success"] and again["result"]["result"] in (42, [42]), again
 
 
-def test_the_kernel_keeps_its_variables_and_a_writer_left_running_is_stopped(nini_home: Path,
-                                                                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_the_kernel_keeps_its_variables_and_a_writer_left_running_is_stopped(
+    nini_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """In one process (as a Jupyter server keeps its kernels): a stopped run leaves the kernel
     usable, with its variables, once files are removed; a thread the code left writing after its run
     ended is stopped by the guard between runs (the kernel with it), and the next run says why."""
@@ -164,8 +170,11 @@ def test_the_kernel_keeps_its_variables_and_a_writer_left_running_is_stopped(nin
     for key, value in {"PYTHON_POLICY": "off", "SANDBOX": "bwrap", "WORKSPACE_MAX_FILES": "1000"}.items():
         monkeypatch.setenv(f"NINI_EXECUTION__{key}", value)
     monkeypatch.setenv("NINI_UI__LANGUAGE", "en")
-    in_background = "import threading\ndef flood():\n" + "".join(f"    {line}\n" for line in FLOOD.format("bg").splitlines()) + \
-        "threading.Thread(target=flood, daemon=True).start()\n"  # fmt: skip
+    in_background = (
+        "import threading\ndef flood():\n"
+        + "".join(f"    {line}\n" for line in FLOOD.format("bg").splitlines())
+        + "threading.Thread(target=flood, daemon=True).start()\n"
+    )
 
     async def scenario() -> None:
         async with Runtime(load_settings()) as runtime:

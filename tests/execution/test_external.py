@@ -92,4 +92,3 @@ def test_cancelling_a_run_interrupts_the_server_kernel(server: tuple[Kernels, As
     kernels, _manager, kernel_id = server
     kernels.run("before = 'kept'", "notebook", kernel_id=kernel_id)
     assert_cancel_interrupts(kernels, "notebook", kernel_id)
-

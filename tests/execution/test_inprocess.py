@@ -91,10 +91,12 @@ class Kernel:
     def outcomes(self, requests: list[dict[str, Any]], workspace: Path, **options: Any) -> tuple[list[dict], dict]:
         """Run ``requests`` through the executor; (outcomes as dicts, what else the cell showed)."""
         args = ", ".join(f"{k}={v!r}" for k, v in options.items() if k != "interrupt_after")
-        out = self.run(f"_nini_run({requests!r}, {str(workspace)!r}{', ' + args if args else ''})",
-                       interrupt_after=options.get("interrupt_after"))  # fmt: skip
+        out = self.run(
+            f"_nini_run({requests!r}, {str(workspace)!r}{', ' + args if args else ''})",
+            interrupt_after=options.get("interrupt_after"),
+        )
         lines = out["stdout"].splitlines()
-        found = [json.loads(line[len(MARK):]) for line in lines if line.startswith(MARK)]
+        found = [json.loads(line[len(MARK) :]) for line in lines if line.startswith(MARK)]
         assert found, out
         out["other_lines"] = [line for line in lines if not line.startswith(MARK)]
         return found[0], out
@@ -123,11 +125,15 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def test_the_notebooks_variables_are_visible_and_results_come_back(kernel: Kernel, workspace: Path) -> None:
-    kernel.run("import pandas as pd\nsales = pd.DataFrame({'region': ['n', 's', 'n'], 'amount': [1.0, 2.0, 4.0]})\n"
-               "result = 'the user keeps this'")  # fmt: skip
-    code = ("print('rows', len(sales))\n"
-            "output_df = sales.groupby('region', as_index=False)['amount'].sum()\n"
-            "result = float(sales['amount'].sum())")  # fmt: skip
+    kernel.run(
+        "import pandas as pd\nsales = pd.DataFrame({'region': ['n', 's', 'n'], 'amount': [1.0, 2.0, 4.0]})\n"
+        "result = 'the user keeps this'"
+    )
+    code = (
+        "print('rows', len(sales))\n"
+        "output_df = sales.groupby('region', as_index=False)['amount'].sum()\n"
+        "result = float(sales['amount'].sum())"
+    )
     out = kernel.outcome(code, workspace, save_as="totals")
     assert out["success"], out["error"]
     assert out["stdout"] == "rows 3\n" and out["result"] == 7.0
@@ -162,13 +168,17 @@ def test_a_module_planted_in_the_workspace_is_never_imported(kernel: Kernel, wor
     workspace.mkdir(parents=True, exist_ok=True)
     marker = workspace.parent / "planted-ran"
     (workspace / "nini_planted_lib.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\nplanted = True\n")
-    out = kernel.outcome("try:\n    import nini_planted_lib\n    result = 'imported'\n"
-                         "except ImportError:\n    result = 'not found'", workspace)  # fmt: skip
+    out = kernel.outcome(
+        "try:\n    import nini_planted_lib\n    result = 'imported'\nexcept ImportError:\n    result = 'not found'",
+        workspace,
+    )
     assert out["result"] == "not found"
     assert not marker.exists()
 
 
-def test_links_planted_in_the_workspace_are_not_followed_by_the_kernel_side(kernel: Kernel, workspace: Path, tmp_path: Path) -> None:
+def test_links_planted_in_the_workspace_are_not_followed_by_the_kernel_side(
+    kernel: Kernel, workspace: Path, tmp_path: Path
+) -> None:
     """A link where nini's kernel side writes (charts, the pending list, a saved dataset) or reads
     (the dataset index, a dataset) is refused: nothing is written or read outside the workspace."""
     outside = tmp_path / "outside"
@@ -182,12 +192,17 @@ def test_links_planted_in_the_workspace_are_not_followed_by_the_kernel_side(kern
     (workspace / "artifacts").unlink()
     (workspace / "artifacts").mkdir()
     (workspace / "artifacts" / "pending.txt").symlink_to(outside / "pending.txt")
-    listed = kernel.outcome("import matplotlib.pyplot as plt\nplt.plot([3])", workspace, label="again",
-                            pending_file="artifacts/pending.txt")  # fmt: skip
+    listed = kernel.outcome(
+        "import matplotlib.pyplot as plt\nplt.plot([3])", workspace, label="again", pending_file="artifacts/pending.txt"
+    )
     assert listed["artifacts"] == [] and not (outside / "pending.txt").exists()
     (workspace / "datasets" / "sneaky@1-1-00000000.parquet").symlink_to(outside / "written.parquet")
-    saved = kernel.outcome("import pandas as pd\noutput_df = pd.DataFrame({'v': [2]})", workspace, save_as="sneaky",
-                           save_file="datasets/sneaky@1-1-00000000.parquet")  # fmt: skip
+    saved = kernel.outcome(
+        "import pandas as pd\noutput_df = pd.DataFrame({'v': [2]})",
+        workspace,
+        save_as="sneaky",
+        save_file="datasets/sneaky@1-1-00000000.parquet",
+    )
     assert saved["datasets_saved"] == ["sneaky"] and not (outside / "written.parquet").exists()
     assert (workspace / "datasets" / "sneaky@1-1-00000000.parquet").is_file()  # the link was replaced, not followed
     secret = outside / "secret.parquet"
@@ -209,21 +224,36 @@ def test_unknown_dataset_is_refused_before_the_code_runs(kernel: Kernel, workspa
 # Code whose outcome must match the kernel path's (nini's own kernel, KernelPool).
 SAME_AS_KERNEL = [
     pytest.param("result = {'n': 1}\nprint('hi')", {}, id="result-and-print"),
-    pytest.param("import pandas as pd\noutput_df = pd.DataFrame({'a': [1, 2]})\nresult = 2", {"save_as": "ab"}, id="save-as"),
+    pytest.param(
+        "import pandas as pd\noutput_df = pd.DataFrame({'a': [1, 2]})\nresult = 2", {"save_as": "ab"}, id="save-as"
+    ),
     pytest.param("import pandas as pd\nprint('printed')\npd.DataFrame({'col': [5]})", {}, id="last-expression"),
     pytest.param("x = 41\nx + 1;", {}, id="semicolon-hides-value"),
-    pytest.param("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.figure()\nplt.bar(['a'], [1])", {"label": "Two Charts"},
-                 id="figures"),
-    pytest.param("import matplotlib.pyplot as plt\nplt.plot([1])\nraise ValueError('late')", {"label": "partial"}, id="figure-then-error"),
-    pytest.param("from IPython.display import HTML, display\ndisplay(HTML('<b>bold</b>'))", {"label": "rich"}, id="rich-output"),
+    pytest.param(
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.figure()\nplt.bar(['a'], [1])",
+        {"label": "Two Charts"},
+        id="figures",
+    ),
+    pytest.param(
+        "import matplotlib.pyplot as plt\nplt.plot([1])\nraise ValueError('late')",
+        {"label": "partial"},
+        id="figure-then-error",
+    ),
+    pytest.param(
+        "from IPython.display import HTML, display\ndisplay(HTML('<b>bold</b>'))", {"label": "rich"}, id="rich-output"
+    ),
     pytest.param("a = 1\nb = 0\nc = a / b\nd = 2", {}, id="zero-division"),
     pytest.param("def f():\n    return missing\n\nf()", {}, id="name-error"),
     pytest.param("x = 1\ny = (\nz = 3", {}, id="syntax-error"),
     pytest.param("if True:\nprint(1)", {}, id="indentation-error"),
     pytest.param("output_df = 3", {"save_as": "nope"}, id="save-as-without-a-frame"),
-    pytest.param("class Thing:\n    def __repr__(self):\n        return 'Thing()'\nresult = Thing()", {}, id="result-not-json"),
-    pytest.param("import sys, warnings\nwarnings.warn('careful')\nprint('to stderr', file=sys.stderr)", {}, id="stderr"),
-]  # fmt: skip
+    pytest.param(
+        "class Thing:\n    def __repr__(self):\n        return 'Thing()'\nresult = Thing()", {}, id="result-not-json"
+    ),
+    pytest.param(
+        "import sys, warnings\nwarnings.warn('careful')\nprint('to stderr', file=sys.stderr)", {}, id="stderr"
+    ),
+]
 
 
 def _comparable(outcome: dict[str, Any]) -> dict[str, Any]:
@@ -237,8 +267,9 @@ def _comparable(outcome: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("code", "request_args"), SAME_AS_KERNEL)
-def test_the_contract_is_the_kernel_paths(kernel: Kernel, kernels: Kernels, tmp_path: Path, code: str,
-                                         request_args: dict[str, Any]) -> None:  # fmt: skip
+def test_the_contract_is_the_kernel_paths(
+    kernel: Kernel, kernels: Kernels, tmp_path: Path, code: str, request_args: dict[str, Any]
+) -> None:
     session = new_session()
     expected = kernels.run(code, session, **request_args)
     got = kernel.outcome(code, tmp_path / "workspace", **request_args)
@@ -319,4 +350,3 @@ def test_serve_refuses_other_threads() -> None:
     thread.start()
     thread.join(5)
     assert failed and "main thread" in str(failed[0])
-

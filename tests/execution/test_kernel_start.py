@@ -14,7 +14,9 @@ from .conftest import Kernels, make_kernels, new_session
 
 
 @pytest.fixture(scope="module")
-def kernels(event_loop_for_module: asyncio.AbstractEventLoop, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernels]:
+def kernels(
+    event_loop_for_module: asyncio.AbstractEventLoop, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Kernels]:
     yield from make_kernels(event_loop_for_module, tmp_path_factory.mktemp("kernel-start"))
 
 

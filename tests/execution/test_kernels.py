@@ -135,8 +135,11 @@ def test_figures_without_label_are_counted(kernels: Kernels) -> None:
     first = kernels.run("import matplotlib.pyplot as plt\nplt.plot([1])", session)
     second = kernels.run("plt.plot([2])", session)
     assert [a["name"] for a in first.artifacts + second.artifacts] == [
-        "figure-1.png", "figure-1.svg", "figure-2.png", "figure-2.svg",
-    ]  # fmt: skip
+        "figure-1.png",
+        "figure-1.svg",
+        "figure-2.png",
+        "figure-2.svg",
+    ]
 
 
 def test_figures_made_before_an_error_are_kept(kernels: Kernels) -> None:

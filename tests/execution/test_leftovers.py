@@ -63,7 +63,10 @@ def test_the_sweep_removes_only_dead_writers_leftovers(tmp_path: Path) -> None:
     assert set(removed) == {files[key] for key in gone} | {f"datasets/sales@{dead}-0000ffff.parquet"}
     for key, relative in files.items():
         assert (tmp_path / relative).exists() is (key not in gone), key
-    assert outside.read_bytes() == b"keep" and sorted(p.name for p in artifacts.iterdir()) == [".fig2.png.q1w2.tmp", "fig.png"]
+    assert outside.read_bytes() == b"keep" and sorted(p.name for p in artifacts.iterdir()) == [
+        ".fig2.png.q1w2.tmp",
+        "fig.png",
+    ]
 
 
 def test_a_dead_runs_chart_list_removes_the_charts_no_record_names(tmp_path: Path) -> None:
@@ -80,9 +83,17 @@ def test_a_dead_runs_chart_list_removes_the_charts_no_record_names(tmp_path: Pat
         return {"artifacts/kept.png"}
 
     removed = sweep_workspace(workspace, [], recorded)
-    assert sorted(removed) == ["artifacts/.pending-" + dead + "-00000001.txt", "artifacts/lost.png", "artifacts/lost.svg"]
+    assert sorted(removed) == [
+        "artifacts/.pending-" + dead + "-00000001.txt",
+        "artifacts/lost.png",
+        "artifacts/lost.svg",
+    ]
     assert sorted(p.name for p in workspace.artifacts_dir.iterdir()) == [
-        f".pending-{live}-00000002.txt", "kept.png", "mine.png", "other.png"]
+        f".pending-{live}-00000002.txt",
+        "kept.png",
+        "mine.png",
+        "other.png",
+    ]
     assert asked == [1]
 
 

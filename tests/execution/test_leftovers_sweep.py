@@ -50,9 +50,14 @@ def _wait_until_gone(paths: list[Path], timeout: float = 90) -> None:
 
 def test_the_next_server_sweeps_a_dead_servers_leftovers_and_keeps_a_live_ones(nini_home: Path, tmp_path: Path) -> None:
     env = {**os.environ, "NINI_HOME": str(nini_home), "NINI_UI__LANGUAGE": "en"}
-    saved = subprocess.run([str(NINI), "run-code", "-", "--session", "s1", "--new", "--save-as", "sales", "--json"],
-                           input="import pandas as pd\noutput_df = pd.DataFrame({'a': [1, 2, 3]})\n",
-                           capture_output=True, text=True, timeout=180, env=env)  # fmt: skip
+    saved = subprocess.run(
+        [str(NINI), "run-code", "-", "--session", "s1", "--new", "--save-as", "sales", "--json"],
+        input="import pandas as pd\noutput_df = pd.DataFrame({'a': [1, 2, 3]})\n",
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
     assert saved.returncode == 0, saved.stderr
     workspace = nini_home / "sessions" / "s1" / "workspace"
     recorded = [p for p in (workspace / "datasets").iterdir() if p.name.startswith("sales@")]
@@ -85,7 +90,9 @@ def test_the_next_server_sweeps_a_dead_servers_leftovers_and_keeps_a_live_ones(n
         "live_kernel": _runtime_dir(sandbox.runtime_base(), "nini-kernel-", os.getpid(), process_start(os.getpid())),
         "live_r": _runtime_dir(R_RUNTIME_BASE, "nini-r-", os.getpid(), process_start(os.getpid())),
     }
-    gone = [planted[k] for k in ("dead_version", "dead_temp", "dead_list", "dead_chart", "old_home_temp", "old_db_temp")]
+    gone = [
+        planted[k] for k in ("dead_version", "dead_temp", "dead_list", "dead_chart", "old_home_temp", "old_db_temp")
+    ]
     gone += [folders["dead_kernel"], folders["dead_r"]]
     try:
         root = tmp_path / "root"
@@ -103,10 +110,10 @@ def test_the_next_server_sweeps_a_dead_servers_leftovers_and_keeps_a_live_ones(n
             subprocess.run(["rm", "-rf", str(folder)], check=False)
 
 
-
 @pytest.mark.slow
-def test_a_runs_new_dataset_version_goes_when_the_database_fails_after_the_run(project_dir: Path,
-                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_runs_new_dataset_version_goes_when_the_database_fails_after_the_run(
+    project_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The run saved ``output_df`` as a new version, then PostgreSQL went down before the call's end:
     no record will name that file, and this process (alive: the sweep keeps its files) removes it."""
     import asyncio
@@ -122,8 +129,10 @@ def test_a_runs_new_dataset_version_goes_when_the_database_fails_after_the_run(p
     try:
         monkeypatch.setenv("NINI_DATABASE_URL", cluster.create_database())
         monkeypatch.setenv("NINI_EXECUTION__PYTHON_POLICY", "off")  # the code waits on a file with os
-        code = ("import os, time\nimport pandas as pd\nopen('ready', 'w').close()\n"
-                "while not os.path.exists('go'):\n    time.sleep(0.02)\noutput_df = pd.DataFrame({'a': [1, 2]})\n")
+        code = (
+            "import os, time\nimport pandas as pd\nopen('ready', 'w').close()\n"
+            "while not os.path.exists('go'):\n    time.sleep(0.02)\noutput_df = pd.DataFrame({'a': [1, 2]})\n"
+        )
 
         async def scenario() -> tuple[list[str], list[str]]:
             async with Runtime(load_settings(), project_dir=project_dir) as runtime:
@@ -155,8 +164,9 @@ def test_nini_mcp_sweeps_a_dead_servers_leftovers_when_it_starts(nini_home: Path
     for path in (gone, kept):
         path.write_bytes(b"left behind")
     env = {**os.environ, "NINI_HOME": str(nini_home)}
-    server = subprocess.Popen([str(NINI), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, env=env)  # fmt: skip
+    server = subprocess.Popen(
+        [str(NINI), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     try:
         _wait_until_gone([gone])
         assert kept.exists()

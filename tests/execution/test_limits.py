@@ -97,7 +97,9 @@ def test_confine_sets_the_limit_and_runs_the_module_in_its_own_process(tmp_path:
         "import os, resource, sys\nprint(resource.getrlimit(resource.RLIMIT_AS)[0], os.getpid(), sys.argv[1:])\n"
     )
     cmd = confine.command([sys.executable, "-m", "probe_limits", "a", "b"], memory_bytes=1024**3, sandboxed=False)
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(tmp_path)}
+    )
     limit, _pid, argv = proc.stdout.split(maxsplit=2)
     assert int(limit) == 1024**3
     assert argv.strip() == "['a', 'b']"

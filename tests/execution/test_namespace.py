@@ -23,14 +23,32 @@ class Hostile:
 
 def test_data_is_described_and_the_rest_left_out() -> None:
     sales = pd.DataFrame({"region": ["East", "West"] * 5, "revenue": np.arange(10.0)})
-    text = describe_namespace({
-        "sales": sales, "growth": sales["revenue"], "matrix": np.zeros((3, 4)), "rate": 0.25, "title": "Q3",
-        "os": os, "helper": lambda: 1, "_private": 5, "In": ["x"], "Hostile": Hostile, "broken": [Hostile()],
-        "evil": HostileSized(),
-    }, 2000)  # fmt: skip
+    text = describe_namespace(
+        {
+            "sales": sales,
+            "growth": sales["revenue"],
+            "matrix": np.zeros((3, 4)),
+            "rate": 0.25,
+            "title": "Q3",
+            "os": os,
+            "helper": lambda: 1,
+            "_private": 5,
+            "In": ["x"],
+            "Hostile": Hostile,
+            "broken": [Hostile()],
+            "evil": HostileSized(),
+        },
+        2000,
+    )
     region = sales.dtypes["region"]  # str in pandas 3, object before
-    assert f"- `sales`: DataFrame, 10 rows × 2 columns: `region` {region} ('East', 'West', 'East'); `revenue` float64 (0.0, 1.0, 2.0)" in text
-    assert "`growth`: Series, length 10, dtype float64" in text and "`matrix`: ndarray, shape (3, 4), dtype float64" in text
+    assert (
+        f"- `sales`: DataFrame, 10 rows × 2 columns: `region` {region} ('East', 'West', 'East'); `revenue` float64 (0.0, 1.0, 2.0)"
+        in text
+    )
+    assert (
+        "`growth`: Series, length 10, dtype float64" in text
+        and "`matrix`: ndarray, shape (3, 4), dtype float64" in text
+    )
     assert "`rate` = 0.25 (float)" in text and "`title` = 'Q3' (str, 2 characters)" in text
     for absent in ("`os`", "`helper`", "_private", "`In`", "`Hostile`", "`evil`"):
         assert absent not in text
@@ -42,7 +60,9 @@ class HostileSized(list):
 
 
 def test_largest_first_and_within_the_budget_with_200_variables() -> None:
-    namespace = {f"frame_{n:03d}": pd.DataFrame({"a": np.arange(n + 1), "b": np.arange(n + 1) * 2.0}) for n in range(200)}
+    namespace = {
+        f"frame_{n:03d}": pd.DataFrame({"a": np.arange(n + 1), "b": np.arange(n + 1) * 2.0}) for n in range(200)
+    }
     text = describe_namespace(namespace, 2000)
     assert count_tokens(text) <= 2000
     names = [line.split("`")[1] for line in text.splitlines() if line.startswith("- `")]

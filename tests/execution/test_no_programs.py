@@ -93,8 +93,10 @@ def payload_hex(tmp_path_factory: pytest.TempPathFactory) -> str:
     loader = sorted(glob.glob("/lib*/ld-linux*.so*"))[0]
     folder = tmp_path_factory.mktemp("payload")
     (folder / "payload.c").write_text(CONSTRUCTOR_C)
-    subprocess.run([gcc, "-shared", "-fPIC", f'-DLOADER="{loader}"', "-o", str(folder / "payload.so"),
-                    str(folder / "payload.c")], check=True)  # fmt: skip
+    subprocess.run(
+        [gcc, "-shared", "-fPIC", f'-DLOADER="{loader}"', "-o", str(folder / "payload.so"), str(folder / "payload.c")],
+        check=True,
+    )
     return (folder / "payload.so").read_bytes().hex()
 
 
@@ -127,10 +129,18 @@ def test_no_python_route_starts_a_program(nini_home: Path) -> None:
     out = run_code("routes", code)
     assert out["success"], out
     assert out["result"]["result"] == {
-        "loader": REFUSED, "shell-through-loader": REFUSED, "binary-in-tmp": REFUSED, "binary-in-workspace": REFUSED,
-        "memfd-proc-path": 13, "memfd-fexecve": 13, "memfd-execveat": 13, "subprocess": REFUSED,
-        "posix_spawn": REFUSED, "os.system": SHELL_NOT_RUN, "libc.system": SHELL_NOT_RUN,
-    }  # fmt: skip
+        "loader": REFUSED,
+        "shell-through-loader": REFUSED,
+        "binary-in-tmp": REFUSED,
+        "binary-in-workspace": REFUSED,
+        "memfd-proc-path": 13,
+        "memfd-fexecve": 13,
+        "memfd-execveat": 13,
+        "subprocess": REFUSED,
+        "posix_spawn": REFUSED,
+        "os.system": SHELL_NOT_RUN,
+        "libc.system": SHELL_NOT_RUN,
+    }
     assert_nothing_ran(out, workspace_of(nini_home, "routes"))
 
 
@@ -148,8 +158,13 @@ def test_process_pools_fork_and_work(nini_home: Path) -> None:
     out = run_code("pools", code)
     assert out["success"], out
     factorials = [1, 1, 2, 6, 24, 120, 720, 5040]
-    assert out["result"]["result"] == {"start": "fork", "pool": factorials, "executor": factorials,
-                                       "joblib": factorials, "joblib_inline": False}  # fmt: skip
+    assert out["result"]["result"] == {
+        "start": "fork",
+        "pool": factorials,
+        "executor": factorials,
+        "joblib": factorials,
+        "joblib_inline": False,
+    }
 
 
 def test_a_dropped_shared_object_runs_no_program_from_python(payload_hex: str, nini_home: Path) -> None:
@@ -178,7 +193,11 @@ def test_a_dropped_shared_object_runs_no_program_from_r(payload_hex: str, nini_h
     code = drop + 'load_it <- getElement(baseenv(), "dyn.load")\nresult <- ' + load
     out = json.loads(nini("run-r", "-", "--session", "so-r", "--new", "--json", code=code).stdout)
     assert_nothing_ran(out, workspace_of(nini_home, "so-r"))
-    assert (out["result"]["result"] == CONSTRUCTOR_REFUSED) if out["success"] else out["error"]["code"] == "POLICY_VIOLATION"
+    assert (
+        (out["result"]["result"] == CONSTRUCTOR_REFUSED)
+        if out["success"]
+        else out["error"]["code"] == "POLICY_VIOLATION"
+    )
     # R's real dyn.load, past any policy: R embedded in a sandboxed process as the worker embeds it
     embedded = run_code("so-r-embedded", in_embedded_r(drop + "load_it <- dyn.load\n" + load))
     assert embedded["success"], embedded

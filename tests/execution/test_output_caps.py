@@ -30,9 +30,12 @@ NINI = Path(sys.executable).with_name("nini")
 OUTPUT_MAX = 2 * MIB
 RUN_BUDGET = 4 * MIB
 ENV = {
-    "NINI_EXECUTION__OUTPUT_MAX_MB": "2", "NINI_EXECUTION__RUN_OUTPUTS_MAX_MB": "4", "NINI_UI__LANGUAGE": "en",
-    "NINI_EXECUTION__PYTHON_POLICY": "off", "NINI_EXECUTION__SANDBOX": "bwrap",
-}  # fmt: skip
+    "NINI_EXECUTION__OUTPUT_MAX_MB": "2",
+    "NINI_EXECUTION__RUN_OUTPUTS_MAX_MB": "4",
+    "NINI_UI__LANGUAGE": "en",
+    "NINI_EXECUTION__PYTHON_POLICY": "off",
+    "NINI_EXECUTION__SANDBOX": "bwrap",
+}
 OVERHEAD = 512 * 1024  # the rows, events and JSON around a run's outputs
 # Sent with the kernel's own session and socket, past the cooperative cap on session.send
 HOSTILE = (
@@ -52,8 +55,9 @@ def nini(home: Path, *args: str, code: str) -> tuple[subprocess.CompletedProcess
     """Run the CLI with ``code`` on stdin; its result and the peak resident memory of its own
     process (VmHWM, a high-water mark: the last reading before it exits is its peak so far)."""
     env = {**os.environ, "NINI_HOME": str(home), **ENV}
-    process = subprocess.Popen([str(NINI), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    process = subprocess.Popen(
+        [str(NINI), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     streams: list[str] = []
     reader = threading.Thread(target=lambda: streams.extend(process.communicate(code, timeout=900)))
     reader.start()
@@ -119,8 +123,10 @@ def test_a_120_mb_display_never_enters_nini_whole(nini_home: Path, baseline: int
 
 def test_20000_html_displays_keep_at_most_the_run_budget(nini_home: Path) -> None:
     before = fresh_store(nini_home)
-    code = ("from IPython.display import HTML, display\n"
-            "for i in range(20_000):\n    display(HTML('<table>' + '<tr><td>%d</td></tr>' % i * 100 + '</table>'))\n")  # fmt: skip
+    code = (
+        "from IPython.display import HTML, display\n"
+        "for i in range(20_000):\n    display(HTML('<table>' + '<tr><td>%d</td></tr>' % i * 100 + '</table>'))\n"
+    )
     result, _ = run_code(nini_home, "flood", code)
     assert result["success"], result
     stderr = result["result"]["stderr"]
@@ -162,8 +168,16 @@ def test_a_link_planted_as_executions_keeps_an_output_once_and_gets_nothing(nini
 @pytest.mark.skipif(not r_status(Settings())[0], reason="R is not available")
 def test_a_huge_r_print_is_capped(nini_home: Path) -> None:
     before = fresh_store(nini_home)
-    done, _ = nini(nini_home, "run-r", "-", "--session", "rprint", "--new", "--json",
-                   code='cat(strrep("x", 50000000))\ncat("\\ndone\\n")\nresult <- 1\n')  # fmt: skip
+    done, _ = nini(
+        nini_home,
+        "run-r",
+        "-",
+        "--session",
+        "rprint",
+        "--new",
+        "--json",
+        code='cat(strrep("x", 50000000))\ncat("\\ndone\\n")\nresult <- 1\n',
+    )
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     result = answer["result"]
@@ -176,8 +190,7 @@ def test_a_huge_r_print_is_capped(nini_home: Path) -> None:
 
 @pytest.fixture(scope="module")
 def kernels(event_loop_for_module: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    yield from make_kernels(event_loop_for_module, tmp_path_factory.mktemp("kernels"), sandbox="bwrap",
-                            output_max_mb=1)  # fmt: skip
+    yield from make_kernels(event_loop_for_module, tmp_path_factory.mktemp("kernels"), sandbox="bwrap", output_max_mb=1)
 
 
 def test_after_a_refused_message_the_session_gets_a_fresh_kernel(kernels: Kernels) -> None:

@@ -13,7 +13,7 @@ from tests.conftest import Harness, runtime_harness
 
 LIMIT = 3
 R_USABLE, R_WHY = r_status(load_settings(home="/nonexistent-nini-home"))
-PNG_1PX = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
 
 @pytest.fixture(scope="module")
@@ -30,22 +30,36 @@ def _files_match_the_record(harness: Harness, session) -> list[str]:  # noqa: AN
 
 def test_python_figures_past_the_limit_are_closed_unsaved(harness: Harness) -> None:
     session = harness.session()
-    flood = harness.call(session, "run_code", label="flood", code=(
-        "import matplotlib.pyplot as plt\nkept = 41\nfor i in range(60):\n    plt.figure(); plt.plot([0, i])\n"))
+    flood = harness.call(
+        session,
+        "run_code",
+        label="flood",
+        code=("import matplotlib.pyplot as plt\nkept = 41\nfor i in range(60):\n    plt.figure(); plt.plot([0, i])\n"),
+    )
     assert flood.success, flood.error
     assert sorted(a["name"] for a in flood.result["artifacts"]) == sorted(
-        f"{stem}.{fmt}" for stem in ("flood", "flood-2", "flood-3") for fmt in ("png", "svg"))
-    assert "60 charts were drawn; only the first 3 were saved (execution.max_artifacts_per_run)" in flood.result["stderr"]
+        f"{stem}.{fmt}" for stem in ("flood", "flood-2", "flood-3") for fmt in ("png", "svg")
+    )
+    assert (
+        "60 charts were drawn; only the first 3 were saved (execution.max_artifacts_per_run)" in flood.result["stderr"]
+    )
     assert len(_files_match_the_record(harness, session)) == 2 * LIMIT
-    after = harness.call(session, "run_code", code="import matplotlib.pyplot as plt\nprint(kept, len(plt.get_fignums()))")
+    after = harness.call(
+        session, "run_code", code="import matplotlib.pyplot as plt\nprint(kept, len(plt.get_fignums()))"
+    )
     assert after.success and after.result["stdout"] == "41 0\n"  # same kernel, every figure closed
 
 
 def test_rich_outputs_count_against_the_same_limit(harness: Harness) -> None:
     session = harness.session()
-    shown = harness.call(session, "run_code", code=(
-        "import base64\nfrom IPython.display import Image, display\n"
-        f"png = base64.b64decode('{PNG_1PX}')\nfor _ in range(10):\n    display(Image(data=png, format='png'))\n"))
+    shown = harness.call(
+        session,
+        "run_code",
+        code=(
+            "import base64\nfrom IPython.display import Image, display\n"
+            f"png = base64.b64decode('{PNG_1PX}')\nfor _ in range(10):\n    display(Image(data=png, format='png'))\n"
+        ),
+    )
     assert shown.success, shown.error
     assert [a["format"] for a in shown.result["artifacts"]] == ["png"] * LIMIT
     assert "10 charts were drawn; only the first 3 were saved" in shown.result["stderr"]

@@ -110,7 +110,11 @@ VIOLATIONS = [
     ("pq.read_table('/data/t.parquet')", "path-outside-workspace", 1),
     ("pq.write_table(table, '/tmp/t.parquet')", "path-outside-workspace", 1),
     ("pq.write_table(table, where='../t.parquet')", "path-outside-workspace", 1),
-    ("df.to_csv(\n    'ok.csv',\n)\ndf.to_csv(\n    index=False,\n    path_or_buf='/tmp/x.csv',\n)", "path-outside-workspace", 6),
+    (
+        "df.to_csv(\n    'ok.csv',\n)\ndf.to_csv(\n    index=False,\n    path_or_buf='/tmp/x.csv',\n)",
+        "path-outside-workspace",
+        6,
+    ),
     # IPython syntax: shell escapes and magics other than the harmless ones
     ("!ls", "forbidden-call", 1),
     ("x = 1\n!ls -la", "forbidden-call", 2),
@@ -252,7 +256,9 @@ def test_violation(code: str, rule: str, line: int, workspace: Path) -> None:
 
 
 @pytest.mark.parametrize("module", FORBIDDEN_MODULES)
-@pytest.mark.parametrize("template", ["import {m}", "import {m} as alias", "from {m} import thing", "x = 1\nif x:\n    import {m}"])
+@pytest.mark.parametrize(
+    "template", ["import {m}", "import {m} as alias", "from {m} import thing", "x = 1\nif x:\n    import {m}"]
+)
 def test_every_forbidden_module(module: str, template: str, workspace: Path) -> None:
     code = template.format(m=module)
     found = find_violations(code, workspace)

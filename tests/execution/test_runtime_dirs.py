@@ -15,7 +15,12 @@ import pytest
 from nini.config import load_settings
 from nini.execution import sandbox
 from nini.execution.runtime_dirs import (
-    OWNER_FILE, make_runtime_dir, owner_token, process_start, sweep_runtime_dirs, token_alive,
+    OWNER_FILE,
+    make_runtime_dir,
+    owner_token,
+    process_start,
+    sweep_runtime_dirs,
+    token_alive,
 )
 from nini.skills.builtin.run_r import R_RUNTIME_BASE, r_status
 
@@ -87,8 +92,14 @@ def test_the_folder_of_a_killed_cli_is_swept_by_the_next_run(language: str, tmp_
         "r": ("run-r", "Sys.sleep(60)\n", R_RUNTIME_BASE, "nini-r-"),
     }[language]
     env = {**os.environ, "NINI_HOME": str(nini_home)}
-    cli = subprocess.Popen([NINI, command, "-", "--session", "killed", "--new"], stdin=subprocess.PIPE, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)  # fmt: skip
+    cli = subprocess.Popen(
+        [NINI, command, "-", "--session", "killed", "--new"],
+        stdin=subprocess.PIPE,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
+    )
     cli.stdin.write(code.encode())
     cli.stdin.close()
     deadline = time.monotonic() + 60
@@ -100,7 +111,13 @@ def test_the_folder_of_a_killed_cli_is_swept_by_the_next_run(language: str, tmp_
     cli.wait()
     assert folder.is_dir()  # nothing could remove it
 
-    after = subprocess.run([NINI, command, "-", "--session", "next", "--new"], input=b"1\n" if language == "python" else b"x <- 1\n",
-                           env=env, capture_output=True, cwd=tmp_path, timeout=120)  # fmt: skip
+    after = subprocess.run(
+        [NINI, command, "-", "--session", "next", "--new"],
+        input=b"1\n" if language == "python" else b"x <- 1\n",
+        env=env,
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert after.returncode == 0, after.stderr
     assert not folder.exists()

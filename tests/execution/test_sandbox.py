@@ -34,9 +34,12 @@ def sandboxed(
     if not probe_bwrap()[0]:
         pytest.skip(f"no working bubblewrap: {probe_bwrap()[1]}")
     yield from make_kernels(
-        event_loop_for_module, tmp_path_factory.mktemp("sandboxed"), sandbox="bwrap", tmp_size_mb=32,
+        event_loop_for_module,
+        tmp_path_factory.mktemp("sandboxed"),
+        sandbox="bwrap",
+        tmp_size_mb=32,
         workspace_quota_mb=64,
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture
@@ -81,7 +84,9 @@ def test_sandboxed_kernel_runs_code(sandboxed: Kernels) -> None:
 def test_network_is_blocked(sandboxed: Kernels, listening_server: int) -> None:
     with socket.create_connection(("127.0.0.1", listening_server), timeout=2):
         pass  # the host itself reaches its server: only the sandbox is cut off
-    out = sandboxed.run(f"import socket\ns = socket.socket()\ns.settimeout(3)\ns.connect(('127.0.0.1', {listening_server}))")
+    out = sandboxed.run(
+        f"import socket\ns = socket.socket()\ns.settimeout(3)\ns.connect(('127.0.0.1', {listening_server}))"
+    )
     assert not out.success
     # Landlock refuses the connect (PermissionError); without it the empty network namespace does
     assert out.error["ename"] in ("PermissionError", "ConnectionRefusedError", "OSError", "TimeoutError")
@@ -165,8 +170,13 @@ def test_writing_outside_the_workspace_does_not_reach_the_host(sandboxed: Kernel
     session = "writer"
     workspace = sandboxed.workspace(session)
     nini_home = workspace.root.parents[2]
-    folder = {"etc": Path("/etc"), "repo": REPO_ROOT, "home": Path.home(), "nini_home": nini_home,
-              "usr": Path("/usr/lib")}[where]  # fmt: skip
+    folder = {
+        "etc": Path("/etc"),
+        "repo": REPO_ROOT,
+        "home": Path.home(),
+        "nini_home": nini_home,
+        "usr": Path("/usr/lib"),
+    }[where]
     target = folder / f"nini-sandbox-probe-{uuid.uuid4().hex[:8]}"
     try:
         out = sandboxed.run(f"open({str(target)!r}, 'w').write('escaped')", session)
@@ -274,7 +284,16 @@ def test_a_fork_bomb_stops_at_the_process_limit_and_the_kernel_stays_usable(sand
         "        os._exit(3)\nresult = os.waitpid(pid, 0)[1]",
         "import subprocess, sys\nsubprocess.run([sys.executable, '-c', 'open(\"pwned.txt\", \"w\")'])",
     ],
-    ids=["os.system", "subprocess", "resolve_name", "pandas-os", "ctypes-libc", "posix_spawn", "fork-execv", "python-again"],
+    ids=[
+        "os.system",
+        "subprocess",
+        "resolve_name",
+        "pandas-os",
+        "ctypes-libc",
+        "posix_spawn",
+        "fork-execv",
+        "python-again",
+    ],
 )
 def test_no_program_can_run_whatever_the_spelling(sandboxed: Kernels, code: str) -> None:
     session = new_session()

@@ -105,7 +105,10 @@ def test_special_files_are_refused_without_blocking(layout: tuple[Workspace, Pat
     os.mkfifo(workspace.root / "artifacts" / "pipe.png")
     error = refused(workspace.fs.read_bytes, "artifacts/pipe.png")  # must not wait for a writer
     assert error.code is ErrorCode.POLICY_VIOLATION and "regular file" in error.message
-    assert refused(workspace.fs.read_bytes, "artifacts").code in (ErrorCode.POLICY_VIOLATION, ErrorCode.INVALID_ARGUMENT)
+    assert refused(workspace.fs.read_bytes, "artifacts").code in (
+        ErrorCode.POLICY_VIOLATION,
+        ErrorCode.INVALID_ARGUMENT,
+    )
 
 
 def test_paths_that_leave_the_root_are_invalid(layout: tuple[Workspace, Path]) -> None:

@@ -50,5 +50,14 @@ def session_id(store: HistoryStore) -> str:
 
 def execution_row(**overrides: object) -> dict:
     """An executions row as run_code hands it to finish_tool_call."""
-    return {"language": "python", "tool_name": "run_code", "code": "x = 1", "stdout": "", "stderr": "",
-            "status": "succeeded", "purpose": "exploration", "duration_ms": 5, **overrides}
+    return {
+        "language": "python",
+        "tool_name": "run_code",
+        "code": "x = 1",
+        "stdout": "",
+        "stderr": "",
+        "status": "succeeded",
+        "purpose": "exploration",
+        "duration_ms": 5,
+        **overrides,
+    }

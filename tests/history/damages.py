@@ -32,9 +32,12 @@ def history(home: Path, steps: int = 120) -> Path:
         for n in range(steps):
             store.add_message(session_id, "user", f"第 {n} 步: é ü " * 20)
             call = store.start_tool_call(session_id, "run_code", {"code": f"x = {n}"})
-            store.finish_tool_call(call["id"], status="succeeded", result={"n": n, "text": "ünïcode"},
-                                   execution={"language": "python", "code": f"x = {n}", "status": "succeeded",
-                                              "stdout": "o" * 300})  # fmt: skip
+            store.finish_tool_call(
+                call["id"],
+                status="succeeded",
+                result={"n": n, "text": "ünïcode"},
+                execution={"language": "python", "code": f"x = {n}", "status": "succeeded", "stdout": "o" * 300},
+            )
             store.append_event(session_id, "tool_result", {"n": n, "text": "é" * 40})
     finally:
         store.close()  # the last connection: SQLite moves the WAL into the file and removes it

@@ -54,10 +54,22 @@ def record_of(url: str, session_id: str) -> tuple[list[dict[str, Any]], list[dic
     engine = sa.create_engine(url)
     try:
         with engine.connect() as conn:
-            calls = conn.execute(sa.text("SELECT id, status, error_code, ended_at FROM tool_calls "
-                                         "WHERE session_id = :s"), {"s": session_id}).mappings().all()
-            events = conn.execute(sa.text("SELECT seq, type, tool_call_id, data FROM events WHERE session_id = :s "
-                                          "ORDER BY seq"), {"s": session_id}).mappings().all()
+            calls = (
+                conn.execute(
+                    sa.text("SELECT id, status, error_code, ended_at FROM tool_calls WHERE session_id = :s"),
+                    {"s": session_id},
+                )
+                .mappings()
+                .all()
+            )
+            events = (
+                conn.execute(
+                    sa.text("SELECT seq, type, tool_call_id, data FROM events WHERE session_id = :s ORDER BY seq"),
+                    {"s": session_id},
+                )
+                .mappings()
+                .all()
+            )
     finally:
         engine.dispose()
     return [dict(c) for c in calls], [dict(e) for e in events]

@@ -41,8 +41,9 @@ class OtherProcess:
     """A child process appending events to the database at ``url`` when asked."""
 
     def __init__(self, url: str) -> None:
-        self._child = subprocess.Popen([sys.executable, "-c", CHILD, url], cwd=ROOT, text=True,
-                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+        self._child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, url], cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
         self._turn = threading.Lock()  # one request at a time: a line written, its answer read
 
     def append(self, session_id: str, count: int = 1) -> list[int]:

@@ -51,7 +51,9 @@ def test_each_damage_is_a_db_error_naming_the_file(template: Path, tmp_path: Pat
     error = caught.value
     assert error.code is ErrorCode.DB_ERROR, error
     assert SHOWN in error.message and str(tmp_path) not in error.message, error.message
-    assert any(words in error.message for words in ("restore a backup", "upgrade nini", "NINI_DATABASE_URL")), error.message
+    assert any(words in error.message for words in ("restore a backup", "upgrade nini", "NINI_DATABASE_URL")), (
+        error.message
+    )
 
 
 def test_harmless_shared_memory_garbage_leaves_the_history_whole(template: Path, tmp_path: Path) -> None:
@@ -131,8 +133,9 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 def test_a_wal_removed_under_a_running_store_is_told_and_no_acknowledged_write_is_lost(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    done = subprocess.run([sys.executable, "-c", WAL_REMOVED, str(home)], cwd=REPO_ROOT, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", WAL_REMOVED, str(home)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert done.stdout.startswith("DB_ERROR"), done.stdout + done.stderr
     assert "write-ahead log $NINI_HOME/nini.db-wal was removed or replaced" in done.stdout

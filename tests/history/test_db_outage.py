@@ -69,8 +69,9 @@ def small_disk() -> Iterator[Path]:
     temp dir, where PostgreSQL's own user can reach it too (pytest's folders are the owner's only)."""
     mount = Path(tempfile.mkdtemp(prefix="nini-small-disk-"))
     mount.chmod(0o755)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m,mode=1777", "tmpfs", str(mount)],
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64m,mode=1777", "tmpfs", str(mount)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         mount.rmdir()
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
@@ -105,8 +106,13 @@ def runtime_on(url: str | None, project_dir: Path, monkeypatch: pytest.MonkeyPat
     return Runtime(settings, project_dir=project_dir, registry=registry)
 
 
-async def calls_ending_while(runtime: Runtime, session_id: str, n: int, size: int, broken: Callable[[], Any],
-                             ) -> list[Any]:  # fmt: skip
+async def calls_ending_while(
+    runtime: Runtime,
+    session_id: str,
+    n: int,
+    size: int,
+    broken: Callable[[], Any],
+) -> list[Any]:
     """Start ``n`` calls, make the database fail (``broken``) while they run, let them end; what
     each caller got (a result or an exception)."""
     RELEASE.clear()
@@ -141,19 +147,22 @@ def ends_after_a_full_disk(runtime: Runtime, url: str, disk: Path, size: int) ->
 # PostgreSQL stopped and started again
 
 
-def test_every_store_path_says_db_error_naming_the_server_while_postgresql_is_down(cluster: pg_cluster.Cluster,
-                                                                                   ) -> None:  # fmt: skip
+def test_every_store_path_says_db_error_naming_the_server_while_postgresql_is_down(
+    cluster: pg_cluster.Cluster,
+) -> None:
     store = HistoryStore(with_password(cluster.create_database()))
     try:
         session_id = store.create_session()["id"]
         store.add_message(session_id, "user", "before")  # the write connection is kept open from here
         cluster.halt()
 
-        for attempt in (lambda: store.add_message(session_id, "user", "during"),  # grouped, on the driver
-                        lambda: store.append_event(session_id, "tick", {}),
-                        lambda: store.start_tool_call(session_id, "run_code", {}),
-                        lambda: store.create_session(),  # a transaction of its own
-                        lambda: store.list_messages(session_id)):  # a read  # fmt: skip
+        for attempt in (
+            lambda: store.add_message(session_id, "user", "during"),  # grouped, on the driver
+            lambda: store.append_event(session_id, "tick", {}),
+            lambda: store.start_tool_call(session_id, "run_code", {}),
+            lambda: store.create_session(),  # a transaction of its own
+            lambda: store.list_messages(session_id),
+        ):  # a read
             assert_names_the_server(raised(attempt), cluster)
 
         cluster.resume()  # the same store goes on: broken connections are replaced at the next write
@@ -166,8 +175,8 @@ def test_every_store_path_says_db_error_naming_the_server_while_postgresql_is_do
 
 @pytest.mark.slow
 def test_calls_ending_while_postgresql_is_down_end_failed_with_their_tool_result_once_it_is_back(
-        cluster: pg_cluster.Cluster, project_dir: Path, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+    cluster: pg_cluster.Cluster, project_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     url = with_password(cluster.create_database())
     runtime = runtime_on(url, project_dir, monkeypatch)
 
@@ -205,7 +214,8 @@ def test_calls_ending_while_postgresql_is_down_end_failed_with_their_tool_result
 
 @pytest.mark.slow
 def test_calls_ending_while_postgresql_s_disk_is_full_end_failed_with_their_tool_result_once_space_is_freed(
-        small_disk: Path, project_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    small_disk: Path, project_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if pg_cluster.unavailable():
         pytest.skip(pg_cluster.unavailable())
     cluster = pg_cluster.start(small_disk)
@@ -232,9 +242,14 @@ def test_an_end_the_locked_database_refused_is_written_in_order_when_the_lock_go
         holder = sqlite3.connect(path, isolation_level=None)  # another process's long write, say
         holder.execute("BEGIN IMMEDIATE")
 
-        error = raised(lambda: store.finish_tool_call(
-            call["id"], status="succeeded", result={"n": 1},
-            events=lambda c: [("tool_result", {"success": c["status"] == "succeeded", "error": c["unrecorded"]})]))
+        error = raised(
+            lambda: store.finish_tool_call(
+                call["id"],
+                status="succeeded",
+                result={"n": 1},
+                events=lambda c: [("tool_result", {"success": c["status"] == "succeeded", "error": c["unrecorded"]})],
+            )
+        )
         assert error.code is ErrorCode.DB_ERROR and "$NINI_HOME/nini.db" in error.message
         assert str(tmp_path) not in error.message
         # a later event of the session must not come before the end it owes
@@ -257,7 +272,8 @@ def test_an_end_the_locked_database_refused_is_written_in_order_when_the_lock_go
 @pytest.mark.slow
 @pytest.mark.sqlite_only
 def test_calls_ending_on_a_full_disk_end_failed_with_their_tool_result_once_space_is_freed(
-        small_disk: Path, project_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    small_disk: Path, project_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     url = f"sqlite:///{small_disk / 'nini.db'}"
     runtime = runtime_on(url, project_dir, monkeypatch)
     try:
@@ -267,16 +283,21 @@ def test_calls_ending_on_a_full_disk_end_failed_with_their_tool_result_once_spac
 
 
 @pytest.mark.sqlite_only
-def test_a_call_ends_with_its_tool_result_or_not_at_all(project_dir: Path, nini_home: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_call_ends_with_its_tool_result_or_not_at_all(
+    project_dir: Path, nini_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The end and its tool_result are one transaction: when the event cannot be stored (a
     trigger refuses it), neither is; the call is not left ended without its event."""
     runtime = runtime_on(None, project_dir, monkeypatch)
     try:
         session = runtime.create_session()
         with runtime.store.writing() as conn:
-            conn.execute(sa.text("CREATE TRIGGER refuse_results BEFORE INSERT ON events WHEN NEW.type = 'tool_result' "
-                                 "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"))  # fmt: skip
+            conn.execute(
+                sa.text(
+                    "CREATE TRIGGER refuse_results BEFORE INSERT ON events WHEN NEW.type = 'tool_result' "
+                    "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+                )
+            )
         RELEASE.set()
         with pytest.raises(NiniError):
             asyncio.run(invoke(session, "waits_for_the_test", {"n": 1}))

@@ -62,8 +62,9 @@ while True:
 
 
 def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 def dead_pid() -> int:
@@ -129,8 +130,13 @@ def test_only_calls_of_dead_processes_on_this_host_are_marked(
 
 def test_a_writer_killed_at_any_moment_leaves_no_half_written_call(backend: str, db_path: Path, db_url: str) -> None:
     for _ in range(3):
-        writer = subprocess.Popen([sys.executable, "-c", WRITE_FOREVER, db_url], cwd=REPO_ROOT,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        writer = subprocess.Popen(
+            [sys.executable, "-c", WRITE_FOREVER, db_url],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert writer.stdout.readline().strip() == "writing", writer.stderr.read()
             # a random moment: most of the writer's time is spent inside a transaction
@@ -188,6 +194,7 @@ def test_a_read_only_file_fails_writes_with_db_error(db_path: Path, store: Histo
 
 def limit_growth(store: HistoryStore) -> None:
     """From now on the database file cannot grow: SQLite answers SQLITE_FULL, as on a full disk."""
+
     @event.listens_for(store.engine, "connect")
     def _no_room_to_grow(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI objects
         pages = dbapi_connection.execute("PRAGMA page_count").fetchone()[0]
@@ -233,7 +240,9 @@ def test_a_full_disk_fails_the_write_with_db_error_and_keeps_the_rest(store: His
     with pytest.raises(NiniError) as caught:
         store.add_message(session_id, "user", SECRET * 10000)
 
-    assert_db_error_without_content(caught.value, ErrorCode.NO_SPACE)  # SQLITE_FULL: one code for a full disk (issue 36)
+    assert_db_error_without_content(
+        caught.value, ErrorCode.NO_SPACE
+    )  # SQLITE_FULL: one code for a full disk (issue 36)
     assert "full" in caught.value.message and not re.search(r"(^|\s)/\w", caught.value.message)  # no host path
     assert store.list_messages(session_id) == []
     assert store.get_session(session_id)["id"] == session_id
@@ -276,8 +285,12 @@ def test_a_call_whose_record_does_not_fit_ends_failed_with_db_error(store: Histo
     limit_growth(store)
 
     with pytest.raises(NiniError) as caught:
-        store.finish_tool_call(call["id"], status="succeeded", result={"stdout": SECRET * 10000},
-                               execution={"language": "python", "code": "big()", "status": "succeeded"})
+        store.finish_tool_call(
+            call["id"],
+            status="succeeded",
+            result={"stdout": SECRET * 10000},
+            execution={"language": "python", "code": "big()", "status": "succeeded"},
+        )
 
     assert_db_error_without_content(caught.value, ErrorCode.NO_SPACE)  # SQLITE_FULL (issue 36)
     ended = store.get_tool_call(call["id"])

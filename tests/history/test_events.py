@@ -52,7 +52,11 @@ def test_an_event_has_the_contract_shape(store: HistoryStore, session_id: str) -
     assert list(event) == ["type", "session_id", "seq", "ts", "turn_id", "tool_call_id", "data"]
     assert event == {**store.list_events(session_id)[0]}
     assert (event["type"], event["turn_id"], event["tool_call_id"], event["data"]) == (
-        "tool_call", "t1", "c1", {"name": "run_code"})
+        "tool_call",
+        "t1",
+        "c1",
+        {"name": "run_code"},
+    )
 
 
 def test_list_events_since_returns_only_what_came_after(store: HistoryStore, session_id: str) -> None:
@@ -72,8 +76,10 @@ def test_an_event_for_an_unknown_session_is_not_found(store: HistoryStore) -> No
 def test_two_stores_on_one_file_never_share_a_seq(db_url: str, store: HistoryStore, session_id: str) -> None:
     other = HistoryStore(db_url)
     try:
-        threads = [threading.Thread(target=lambda s=s: [s.append_event(session_id, "t", {}) for _ in range(100)])
-                   for s in (store, other)]
+        threads = [
+            threading.Thread(target=lambda s=s: [s.append_event(session_id, "t", {}) for _ in range(100)])
+            for s in (store, other)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -147,9 +153,11 @@ def test_two_subscribers_both_get_everything_and_other_sessions_nothing(store: H
 
     async def main() -> tuple[list[dict], list[dict]]:
         async with bus.subscribe(session_id) as first, bus.subscribe(session_id) as second:
-            publisher = threading.Thread(target=lambda: [
-                bus.publish(sid, "tick", {"n": n}) for n in range(50) for sid in (elsewhere, session_id)
-            ])
+            publisher = threading.Thread(
+                target=lambda: [
+                    bus.publish(sid, "tick", {"n": n}) for n in range(50) for sid in (elsewhere, session_id)
+                ]
+            )
             publisher.start()
             try:
                 return await asyncio.gather(take(first, 50), take(second, 50))
@@ -254,8 +262,9 @@ def test_a_queued_write_survives_the_cancellation_of_its_caller(store: HistorySt
     async def main() -> None:
         busy = asyncio.gather(*(store.call(time.sleep, 0.3) for _ in range(CALL_THREADS)))  # every thread taken
         await asyncio.sleep(0.05)
-        finishing = asyncio.ensure_future(store.call(store.finish_tool_call, call["id"], status="failed",
-                                                     error_code="CANCELED"))  # fmt: skip
+        finishing = asyncio.ensure_future(
+            store.call(store.finish_tool_call, call["id"], status="failed", error_code="CANCELED")
+        )
         await asyncio.sleep(0.05)
         finishing.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -268,7 +277,10 @@ def test_a_queued_write_survives_the_cancellation_of_its_caller(store: HistorySt
             await asyncio.sleep(0.02)
 
     asyncio.run(main())
-    assert (store.get_tool_call(call["id"])["status"], store.get_tool_call(call["id"])["error_code"]) == ("failed", "CANCELED")
+    assert (store.get_tool_call(call["id"])["status"], store.get_tool_call(call["id"])["error_code"]) == (
+        "failed",
+        "CANCELED",
+    )
 
 
 def test_close_finishes_queued_calls_and_can_be_repeated(db_url: str) -> None:

@@ -26,14 +26,31 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Harness
         session = harness.session()
         steps = {
             "load": harness.call(session, "load_dataset", path=session.upload(SALES), name="sales"),
-            "summary": harness.call(session, "run_code", code=(ANALYSIS / "01_summary.py").read_text(),
-                                    dataset_name="sales", save_as="region_summary", label="summary"),
-            "trend": harness.call(session, "run_code", code=(ANALYSIS / "02_trend.py").read_text(),
-                                  dataset_name="sales", label="trend", purpose="visualization"),
-            "broken": harness.call(session, "run_code", code="share = datasets['region_summary']['missing']",
-                                   label="share"),
-            "fixed": harness.call(session, "run_code", code="share = datasets['region_summary']['share']\n"
-                                  "print(round(float(share.sum()), 3))", label="share"),
+            "summary": harness.call(
+                session,
+                "run_code",
+                code=(ANALYSIS / "01_summary.py").read_text(),
+                dataset_name="sales",
+                save_as="region_summary",
+                label="summary",
+            ),
+            "trend": harness.call(
+                session,
+                "run_code",
+                code=(ANALYSIS / "02_trend.py").read_text(),
+                dataset_name="sales",
+                label="trend",
+                purpose="visualization",
+            ),
+            "broken": harness.call(
+                session, "run_code", code="share = datasets['region_summary']['missing']", label="share"
+            ),
+            "fixed": harness.call(
+                session,
+                "run_code",
+                code="share = datasets['region_summary']['share']\nprint(round(float(share.sum()), 3))",
+                label="share",
+            ),
             "refused": harness.call(session, "run_code", code="import subprocess"),
         }
         assert [s.success for s in steps.values()] == [True, True, True, False, True, False]
@@ -66,14 +83,18 @@ def test_the_notebook_re_executes_to_the_same_numbers(recorded, tmp_path: Path) 
     out = write_session_export(harness.runtime.store, session.id, session.workspace.root, "ipynb", tmp_path / "s.ipynb")
     assert sorted(p.name for p in (tmp_path / "s_files" / "datasets").iterdir()) == ["sales.parquet"]
     notebook = nbformat.read(out, as_version=4)
-    NotebookClient(notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(
+        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     checked = 0
     for cell in notebook.cells:
         meta = cell.metadata.get("nini") if cell.cell_type == "code" else None
         if not meta:
             continue
         recorded_stdout = harness.runtime.store.get_execution(meta["execution_id"])["stdout"]
-        rerun_stdout = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream" and o.name == "stdout")
+        rerun_stdout = "".join(
+            o.get("text", "") for o in cell.outputs if o.output_type == "stream" and o.name == "stdout"
+        )
         assert rerun_stdout == recorded_stdout, meta
         checked += bool(recorded_stdout)
     assert checked == 3  # summary table, growth figures, share total
@@ -117,10 +138,19 @@ def test_markdown_copies_its_images_and_shows_tool_results_as_text(recorded, tmp
     store = harness.runtime.store
     chat = harness.session()
     store.add_message(chat.id, "user", "Summarise revenue by region")
-    store.add_message(chat.id, "assistant", None, metadata={"tool_calls": [{"id": "c1", "name": "run_code", "arguments": "{}"}]})
-    store.add_message(chat.id, "tool", json.dumps(steps["summary"].result), tool_call_id="c1", metadata={"name": "run_code"})
-    store.add_message(chat.id, "tool", json.dumps({"success": False, "error": {"code": "NOT_FOUND", "message": "no such dataset"}}),
-                      tool_call_id="c2", metadata={"name": "run_code"})
+    store.add_message(
+        chat.id, "assistant", None, metadata={"tool_calls": [{"id": "c1", "name": "run_code", "arguments": "{}"}]}
+    )
+    store.add_message(
+        chat.id, "tool", json.dumps(steps["summary"].result), tool_call_id="c1", metadata={"name": "run_code"}
+    )
+    store.add_message(
+        chat.id,
+        "tool",
+        json.dumps({"success": False, "error": {"code": "NOT_FOUND", "message": "no such dataset"}}),
+        tool_call_id="c2",
+        metadata={"name": "run_code"},
+    )
     text = export_session(store, chat.id, chat.workspace.root, "md")
     assert "None" not in text and '{"' not in text
     assert "**assistant** calls `run_code`." in text and "**tool** `run_code`:" in text
@@ -130,6 +160,6 @@ def test_markdown_copies_its_images_and_shows_tool_results_as_text(recorded, tmp
     assert "failed (NOT_FOUND): no such dataset" in text
 
     out = write_session_export(store, session.id, session.workspace.root, "md", tmp_path / "report.md")
-    links = [line[line.index("](") + 2:-1] for line in out.read_text().splitlines() if line.startswith("![")]
+    links = [line[line.index("](") + 2 : -1] for line in out.read_text().splitlines() if line.startswith("![")]
     assert links and all(link.startswith("report_files/artifacts/") for link in links)
     assert all((tmp_path / link).is_file() for link in links)

@@ -31,21 +31,45 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Harness
         session = harness.session()
         steps = {
             "load": harness.call(session, "load_dataset", path=session.upload(SALES), name="sales"),
-            "summary": harness.call(session, "run_code", code=(ANALYSIS / "01_summary.py").read_text(),
-                                    dataset_name="sales", save_as="region_summary", label="summary"),
-            "model": harness.call(session, "run_r_code", code=(ANALYSIS / "03_model.R").read_text(),
-                                  dataset_name="sales", save_as="model_terms", label="model"),
-            "terms": harness.call(session, "run_code", label="terms", code=(
-                "terms = datasets['model_terms']\n"
-                "print(len(terms), round(float(terms['estimate'].abs().sum()), 4))\n")),
+            "summary": harness.call(
+                session,
+                "run_code",
+                code=(ANALYSIS / "01_summary.py").read_text(),
+                dataset_name="sales",
+                save_as="region_summary",
+                label="summary",
+            ),
+            "model": harness.call(
+                session,
+                "run_r_code",
+                code=(ANALYSIS / "03_model.R").read_text(),
+                dataset_name="sales",
+                save_as="model_terms",
+                label="model",
+            ),
+            "terms": harness.call(
+                session,
+                "run_code",
+                label="terms",
+                code=(
+                    "terms = datasets['model_terms']\n"
+                    "print(len(terms), round(float(terms['estimate'].abs().sum()), 4))\n"
+                ),
+            ),
             "r_fails": harness.call(session, "run_r_code", code="x <- 1\nstop('no good')", label="stops"),
             "r_parse": harness.call(session, "run_r_code", code="x <- (1 +", label="unparsed"),
             "r_refused": harness.call(session, "run_r_code", code="system('ls')", label="shell"),
-            "after": harness.call(session, "run_r_code", code="cat(sprintf('%.2f\\n', sum(df$revenue)))",
-                                  dataset_name="sales", label="total"),
+            "after": harness.call(
+                session,
+                "run_r_code",
+                code="cat(sprintf('%.2f\\n', sum(df$revenue)))",
+                dataset_name="sales",
+                label="total",
+            ),
         }
-        assert [s.success for s in steps.values()] == [True, True, True, True, False, False, False, True], \
-            {k: s.error for k, s in steps.items()}
+        assert [s.success for s in steps.values()] == [True, True, True, True, False, False, False, True], {
+            k: s.error for k, s in steps.items()
+        }
         yield harness, session, steps
 
 
@@ -56,8 +80,9 @@ def _stdout(cell: Any) -> str:
 @needs_r
 def test_the_exported_folder_moves_and_re_runs_to_the_same_numbers(recorded, tmp_path: Path) -> None:  # noqa: ANN001
     harness, session, steps = recorded
-    out = write_session_export(harness.runtime.store, session.id, session.workspace.root, "ipynb",
-                               tmp_path / "first" / "analysis.ipynb")
+    out = write_session_export(
+        harness.runtime.store, session.id, session.workspace.root, "ipynb", tmp_path / "first" / "analysis.ipynb"
+    )
     text = out.read_text()
     assert ABSOLUTE.findall(text) == []
     assert str(session.workspace.root) not in text and str(tmp_path) not in text
@@ -69,8 +94,11 @@ def test_the_exported_folder_moves_and_re_runs_to_the_same_numbers(recorded, tmp
     NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(moved)}}).execute()
 
     store = harness.runtime.store
-    cells = {c.metadata["nini"]["execution_id"]: c for c in notebook.cells
-             if c.cell_type == "code" and "execution_id" in c.metadata.get("nini", {})}
+    cells = {
+        c.metadata["nini"]["execution_id"]: c
+        for c in notebook.cells
+        if c.cell_type == "code" and "execution_id" in c.metadata.get("nini", {})
+    }
     for key in ("summary", "terms", "after"):
         assert _stdout(cells[steps[key].execution_id]) == store.get_execution(steps[key].execution_id)["stdout"], key
     model_out = _stdout(cells[steps["model"].execution_id])
@@ -85,11 +113,15 @@ def test_r_steps_are_r_magic_cells_with_their_datasets_passed_in_and_out(recorde
     harness, session, steps = recorded
     from nini.history.export import export_session
 
-    notebook = nbformat.reads(export_session(harness.runtime.store, session.id, session.workspace.root, "ipynb"),
-                              as_version=4)
+    notebook = nbformat.reads(
+        export_session(harness.runtime.store, session.id, session.workspace.root, "ipynb"), as_version=4
+    )
     nbformat.validate(notebook)
-    by_id = {c.metadata["nini"].get("execution_id"): c for c in notebook.cells
-             if c.cell_type == "code" and "nini" in c.metadata}
+    by_id = {
+        c.metadata["nini"].get("execution_id"): c
+        for c in notebook.cells
+        if c.cell_type == "code" and "nini" in c.metadata
+    }
     model = by_id[steps["model"].execution_id]
     first = model.source.splitlines()[0]
     assert first.startswith("%%R") and "-i df=datasets.sales" in first and "-o output_df" in first

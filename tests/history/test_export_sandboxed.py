@@ -26,14 +26,14 @@ SALES = REPO_ROOT / "examples" / "data" / "sales.csv"
 TAG = "nini-agent-code"
 # quiet in the sandbox (no such folder there, and the error is swallowed); the path is built at
 # run time, so the static policy cannot see it leaves the workspace
-PAYLOAD = '''target = bytes.fromhex({hex!r}).decode()
+PAYLOAD = """target = bytes.fromhex({hex!r}).decode()
 try:
     with open(target, "w") as handle:
         handle.write("the agent's code ran outside the sandbox")
 except OSError:
     pass
 print(round(float(df["revenue"].sum()), 2))
-'''
+"""
 needs_bwrap = pytest.mark.skipif(not probe_bwrap()[0], reason=f"no working bubblewrap: {probe_bwrap()[1]}")
 
 
@@ -42,11 +42,14 @@ class Recorded:
         self.harness, self.session, self.steps, self.marker, self.expanded = harness, session, steps, marker, expanded
 
     def export(self, format: str = "ipynb", **options: Any) -> str:
-        return export_session(self.harness.runtime.store, self.session.id, self.session.workspace.root, format, **options)
+        return export_session(
+            self.harness.runtime.store, self.session.id, self.session.workspace.root, format, **options
+        )
 
     def write(self, out: Path, **options: Any) -> nbformat.NotebookNode:
-        write_session_export(self.harness.runtime.store, self.session.id, self.session.workspace.root, "ipynb", out,
-                             **options)  # fmt: skip
+        write_session_export(
+            self.harness.runtime.store, self.session.id, self.session.workspace.root, "ipynb", out, **options
+        )
         return nbformat.read(out, as_version=4)
 
 
@@ -62,10 +65,16 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
         execution = harness.runtime.settings.execution
         steps = {
             "load": harness.call(session, "load_dataset", path=session.upload(SALES), name="sales"),
-            "payload": harness.call(session, "run_code", code=PAYLOAD.format(hex=str(marker).encode().hex()),
-                                    dataset_name="sales", label=f"total {{open({str(expanded)!r}, 'w')}} $HOME"),
-            "refused": harness.call(session, "run_code", code="import subprocess\nsubprocess.run(['id'])",
-                                    label="shell"),
+            "payload": harness.call(
+                session,
+                "run_code",
+                code=PAYLOAD.format(hex=str(marker).encode().hex()),
+                dataset_name="sales",
+                label=f"total {{open({str(expanded)!r}, 'w')}} $HOME",
+            ),
+            "refused": harness.call(
+                session, "run_code", code="import subprocess\nsubprocess.run(['id'])", label="shell"
+            ),
         }
         execution.python_policy = "off"
         try:
@@ -73,12 +82,19 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
         finally:
             execution.python_policy = "strict"
         if R_USABLE:
-            steps["r_sum"] = harness.call(session, "run_r_code", dataset_name="sales", save_as="by_region", label="by region",
-                                          code="output_df <- aggregate(revenue ~ region, data = df, FUN = sum)\n"
-                                               "cat(sprintf('%.2f\\n', max(output_df$revenue)))")  # fmt: skip
+            steps["r_sum"] = harness.call(
+                session,
+                "run_r_code",
+                dataset_name="sales",
+                save_as="by_region",
+                label="by region",
+                code="output_df <- aggregate(revenue ~ region, data = df, FUN = sum)\n"
+                "cat(sprintf('%.2f\\n', max(output_df$revenue)))",
+            )
             steps["reads_r"] = harness.call(session, "run_code", code="print(len(datasets['by_region']))")
-        assert {k: s.success for k, s in steps.items()} == {k: k != "refused" for k in steps}, \
-            {k: s.error for k, s in steps.items()}
+        assert {k: s.success for k, s in steps.items()} == {k: k != "refused" for k in steps}, {
+            k: s.error for k, s in steps.items()
+        }
         assert not marker.exists() and not expanded.exists()  # the sandbox held the first time
         yield Recorded(harness, session, steps, marker, expanded)
 
@@ -88,12 +104,17 @@ def _stdout(cell: Any) -> str:
 
 
 def _step_cells(notebook: Any) -> dict[str, Any]:
-    return {c.metadata["nini"]["execution_id"]: c for c in notebook.cells
-            if c.cell_type == "code" and "execution_id" in c.metadata.get("nini", {})}  # fmt: skip
+    return {
+        c.metadata["nini"]["execution_id"]: c
+        for c in notebook.cells
+        if c.cell_type == "code" and "execution_id" in c.metadata.get("nini", {})
+    }
 
 
 def _execute(notebook: Any, folder: Path) -> None:
-    NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
+    NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+    ).execute()
 
 
 @pytest.mark.parametrize("sandboxed", [False, True])
@@ -105,7 +126,7 @@ def test_the_header_says_whose_code_it_is_and_names_the_flagged_steps(recorded: 
     assert "written by nini's agent" in text and recorded.session.id in text and " UTC" in text
     refused, unchecked = recorded.steps["refused"], recorded.steps["unchecked"]
     store = recorded.harness.runtime.store
-    flagged = text[text.index("Steps the static policy flags:"):]
+    flagged = text[text.index("Steps the static policy flags:") :]
     assert "step 2 `shell` (python) (refused, never ran)" in flagged and "'subprocess'" in flagged
     assert "step 3 `sep` (python) (ran, but the policy would refuse it now)" in flagged and "'os'" in flagged
     assert "payload" not in flagged and "total" not in flagged  # quiet code is not flagged: the sandbox is the boundary

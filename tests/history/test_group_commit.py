@@ -41,7 +41,8 @@ def queued_behind_a_transaction(store: HistoryStore, writes: list) -> list:
 def test_writes_queued_during_a_commit_share_the_next_one(db_url: str, store: HistoryStore, session_id: str) -> None:
     before = store._commits.commits
     outcomes = queued_behind_a_transaction(
-        store, [lambda n=n: store.add_message(session_id, "user", f"m{n}") for n in range(WRITERS)])
+        store, [lambda n=n: store.add_message(session_id, "user", f"m{n}") for n in range(WRITERS)]
+    )
 
     assert store._commits.commits - before == 1  # one transaction for all of them
     assert sorted(o["content"] for o in outcomes) == sorted(f"m{n}" for n in range(WRITERS))
@@ -69,7 +70,8 @@ def test_a_failing_write_of_a_group_fails_alone(store: HistoryStore, session_id:
 
 def test_events_of_one_session_written_in_one_group_get_consecutive_seqs(store: HistoryStore, session_id: str) -> None:
     outcomes = queued_behind_a_transaction(
-        store, [lambda n=n: store.append_event(session_id, "tick", {"n": n}) for n in range(WRITERS)])
+        store, [lambda n=n: store.append_event(session_id, "tick", {"n": n}) for n in range(WRITERS)]
+    )
 
     assert sorted(o["seq"] for o in outcomes) == list(range(1, WRITERS + 1))
     stored = store.list_events(session_id)
@@ -80,7 +82,8 @@ def test_events_of_one_session_written_in_one_group_get_consecutive_seqs(store: 
 def test_a_call_ended_twice_in_one_group_ends_once(store: HistoryStore, session_id: str, ending: str) -> None:
     call = store.start_tool_call(session_id, "run_code", {})["id"]
     outcomes = queued_behind_a_transaction(
-        store, [lambda: store.finish_tool_call(call, status=ending) for _ in range(3)])
+        store, [lambda: store.finish_tool_call(call, status=ending) for _ in range(3)]
+    )
 
     assert sorted(type(o).__name__ for o in outcomes) == ["NiniError", "NiniError", "dict"]
     assert all(o.code is ErrorCode.CONFLICT for o in outcomes if isinstance(o, NiniError))

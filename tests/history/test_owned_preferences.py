@@ -20,11 +20,15 @@ def test_a_version_4_database_gains_the_owner_columns_and_keeps_its_rows(db_url:
     kept = PreferenceStore(store).put_explicit(None, "custom.tone", "Answer formally.")
     store.close()
     # as nini 4 left it: no owner columns, the preference indexes without them
-    for statement in ("DROP INDEX ix_user_preferences_owner_selection", "DROP INDEX ix_user_preferences_owner_key",
-                      "ALTER TABLE user_preferences DROP COLUMN owner", "ALTER TABLE skill_run_feedback DROP COLUMN owner",
-                      "CREATE INDEX ix_user_preferences_selection ON user_preferences (project_id, confidence)",
-                      "CREATE INDEX ix_user_preferences_key ON user_preferences (project_id, key)",
-                      "UPDATE schema_version SET version = 4"):  # fmt: skip
+    for statement in (
+        "DROP INDEX ix_user_preferences_owner_selection",
+        "DROP INDEX ix_user_preferences_owner_key",
+        "ALTER TABLE user_preferences DROP COLUMN owner",
+        "ALTER TABLE skill_run_feedback DROP COLUMN owner",
+        "CREATE INDEX ix_user_preferences_selection ON user_preferences (project_id, confidence)",
+        "CREATE INDEX ix_user_preferences_key ON user_preferences (project_id, key)",
+        "UPDATE schema_version SET version = 4",
+    ):
         execute(db_url, statement)
 
     store = HistoryStore(db_url)
@@ -38,7 +42,10 @@ def test_a_version_4_database_gains_the_owner_columns_and_keeps_its_rows(db_url:
         store.close()
     assert versions(db_url) == [schema.SCHEMA_VERSION]
     inspector = sa.inspect(sa.create_engine(db_url))
-    assert {i["name"] for i in inspector.get_indexes("user_preferences")} == {"ix_user_preferences_owner_selection", "ix_user_preferences_owner_key"}
+    assert {i["name"] for i in inspector.get_indexes("user_preferences")} == {
+        "ix_user_preferences_owner_selection",
+        "ix_user_preferences_owner_key",
+    }
     assert "owner" in {c["name"] for c in inspector.get_columns("skill_run_feedback")}
 
 
@@ -47,8 +54,12 @@ def test_each_owner_reads_changes_and_is_given_only_their_own(store: HistoryStor
     alice = table.put_explicit(None, "custom.rule", "Answer formally.", owner="alice")
     bob = table.put_explicit(None, "custom.rule", "Run os.system first.", owner="bob")
     assert alice["id"] != bob["id"]
-    for change in (lambda: table.get(alice["id"], owner="bob"), lambda: table.edit(alice["id"], value="x", owner="bob"),
-                   lambda: table.delete(alice["id"], owner="bob"), lambda: table.get(alice["id"])):  # fmt: skip
+    for change in (
+        lambda: table.get(alice["id"], owner="bob"),
+        lambda: table.edit(alice["id"], value="x", owner="bob"),
+        lambda: table.delete(alice["id"], owner="bob"),
+        lambda: table.get(alice["id"]),
+    ):
         try:
             change()
         except NiniError as refused:
@@ -67,8 +78,12 @@ def test_feedback_teaches_only_its_owners_preferences(store: HistoryStore) -> No
     alices = table.get(learned["id"], owner="alice")
     assert alices["source"] == "implicit"
     # bob's feedback, naming alice's preference as one his run was given: his own learns, hers stays
-    bobs = ingest(store, Feedback("t1", "accept", "answer", None, ["no_exclamation"], None, [alices["id"]], owner="bob"))
+    bobs = ingest(
+        store, Feedback("t1", "accept", "answer", None, ["no_exclamation"], None, [alices["id"]], owner="bob")
+    )
     [change] = bobs.changes
     assert table.get(change["id"], owner="bob")["key"] == "punctuation.no_exclamation"
     assert table.list(None, owner="alice") == [alices]
-    assert [row["owner"] for row in table.feedback_for("t1", owner="bob")] == ["bob"] and table.feedback_for("t1", owner="alice") == []
+    assert [row["owner"] for row in table.feedback_for("t1", owner="bob")] == ["bob"] and table.feedback_for(
+        "t1", owner="alice"
+    ) == []

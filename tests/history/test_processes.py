@@ -42,9 +42,16 @@ print(own)
 def test_processes_writing_at_once_lose_and_double_nothing(db_url: str, store: HistoryStore) -> None:
     shared = store.create_session(title="watched by everyone")["id"]
     at = time.time() + 4
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, db_url, shared, f"w{n}", str(at), str(WRITES)],
-                                cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-               for n in range(PROCESSES)]  # fmt: skip
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, db_url, shared, f"w{n}", str(at), str(WRITES)],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(PROCESSES)
+    ]
     outcomes = [writer.communicate(timeout=300) for writer in writers]
     assert [w.returncode for w in writers] == [0] * PROCESSES, [err[-2000:] for _, err in outcomes]
 

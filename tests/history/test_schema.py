@@ -18,8 +18,19 @@ from nini.history import schema
 from nini.history.store import HistoryStore
 from tests.conftest import REPO_ROOT
 
-TABLES = {"sessions", "messages", "tool_calls", "executions", "artifacts", "datasets", "events", "schema_version",
-          "user_preferences", "skill_run_feedback", "session_uids"}
+TABLES = {
+    "sessions",
+    "messages",
+    "tool_calls",
+    "executions",
+    "artifacts",
+    "datasets",
+    "events",
+    "schema_version",
+    "user_preferences",
+    "skill_run_feedback",
+    "session_uids",
+}
 
 
 def versions(db_url: str) -> list[int]:
@@ -128,8 +139,16 @@ store.close()
 @pytest.mark.slow
 def test_processes_opening_a_fresh_database_at_once_migrate_it_once(db_url: str) -> None:
     at = time.time() + 3  # after every interpreter has started
-    processes = [subprocess.Popen([sys.executable, "-c", OPEN_AT_ONCE, db_url, str(at)], cwd=REPO_ROOT,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_AT_ONCE, db_url, str(at)],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     outcomes = [process.communicate(timeout=120) for process in processes]
 
     assert [process.returncode for process in processes] == [0] * 4, [err for _, err in outcomes]

@@ -19,9 +19,13 @@ def filled_session(store: HistoryStore, title: str) -> str:
     session_id = store.create_session(title=title)["id"]
     store.add_message(session_id, "user", "How did revenue develop?")
     first = store.start_tool_call(session_id, "run_code", {})
-    done = store.finish_tool_call(first["id"], status="succeeded", execution=execution_row(save_as="sales"),
-                                  artifacts=[{"name": "chart.png", "path": "charts/chart.png"}],
-                                  datasets=[{"name": "sales", "path": "datasets/sales.parquet"}])  # fmt: skip
+    done = store.finish_tool_call(
+        first["id"],
+        status="succeeded",
+        execution=execution_row(save_as="sales"),
+        artifacts=[{"name": "chart.png", "path": "charts/chart.png"}],
+        datasets=[{"name": "sales", "path": "datasets/sales.parquet"}],
+    )
     retry = store.start_tool_call(session_id, "run_code", {})
     store.finish_tool_call(retry["id"], status="succeeded", execution=execution_row(retry_of=done["execution"]["id"]))
     store.append_event(session_id, "done", {"ended_by": "finished"})
@@ -32,8 +36,12 @@ def filled_session(store: HistoryStore, title: str) -> str:
 def test_rename_trims_to_one_line_and_checks_the_length(store: HistoryStore, session_id: str) -> None:
     assert rename_session(store, session_id, "  Q3\n revenue\treview ", LIMITS)["title"] == "Q3 revenue review"
     assert store.get_session(session_id)["title"] == "Q3 revenue review"
-    for title, code in (("", "INVALID_ARGUMENT"), (" \n ", "INVALID_ARGUMENT"), ("x" * (LIMITS.title + 1), "TOO_LARGE"),
-                        ("a\ud800", "INVALID_ARGUMENT")):  # fmt: skip
+    for title, code in (
+        ("", "INVALID_ARGUMENT"),
+        (" \n ", "INVALID_ARGUMENT"),
+        ("x" * (LIMITS.title + 1), "TOO_LARGE"),
+        ("a\ud800", "INVALID_ARGUMENT"),
+    ):
         with pytest.raises(NiniError) as refused:
             rename_session(store, session_id, title, LIMITS)
         assert refused.value.code.value == code
@@ -48,8 +56,14 @@ def test_delete_takes_every_row_of_the_session_and_no_other(store: HistoryStore)
     delete_session(store, gone)
     with pytest.raises(NiniError):
         store.get_session(gone)
-    for rows in (store.list_messages(gone), store.list_tool_calls(gone), store.list_executions(gone),
-                 store.list_artifacts(gone), store.list_datasets(gone), store.list_events(gone)):  # fmt: skip
+    for rows in (
+        store.list_messages(gone),
+        store.list_tool_calls(gone),
+        store.list_executions(gone),
+        store.list_artifacts(gone),
+        store.list_datasets(gone),
+        store.list_events(gone),
+    ):
         assert rows == []
     assert [row["id"] for row in store.list_sessions()] == [kept]
     assert len(store.list_executions(kept)) == 2 and len(store.list_events(kept)) == 1

@@ -12,8 +12,7 @@ from nini.errors import ErrorCode, NiniError
 from nini.history.store import HistoryStore
 from tests.history.conftest import execution_row
 
-UNICODE = {"标题": "销售分析 📈", "nested": {"list": [1, 2.5, None, True, "ü"], "empty": {}},
-           "quote": "a\"b\\c\n"}
+UNICODE = {"标题": "销售分析 📈", "nested": {"list": [1, 2.5, None, True, "ü"], "empty": {}}, "quote": 'a"b\\c\n'}
 
 
 def raises(code: ErrorCode, fn, *args, **kwargs) -> NiniError:  # noqa: ANN001 - any store method
@@ -82,7 +81,9 @@ def test_messages_come_back_in_the_order_they_were_added(store: HistoryStore, se
     listed = store.list_messages(session_id)
 
     assert [(m["role"], m["content"]) for m in listed] == [
-        ("user", "分析一下销售数据"), ("assistant", None), ("tool", '{"ok": true}')
+        ("user", "分析一下销售数据"),
+        ("assistant", None),
+        ("tool", '{"ok": true}'),
     ]
     assert listed[0]["metadata"] == {"lang": "zh"} and listed[2]["tool_call_id"] == "call_1"
     assert store.list_messages("other") == []
@@ -105,8 +106,9 @@ def test_a_tool_call_starts_running_and_finishes_with_its_result(store: HistoryS
     assert finished["status"] == "succeeded" and finished["result"] == UNICODE
     assert finished["ended_at"] >= finished["started_at"] and finished["duration_ms"] >= 0
     assert finished["execution"] is None
-    assert store.get_tool_call(started["id"]) == {k: v for k, v in finished.items()
-                                                   if k not in ("execution", "superseded_files", "events")}
+    assert store.get_tool_call(started["id"]) == {
+        k: v for k, v in finished.items() if k not in ("execution", "superseded_files", "events")
+    }
 
 
 def test_a_failed_call_keeps_its_error_code(store: HistoryStore, session_id: str) -> None:
@@ -131,8 +133,10 @@ def test_finishing_a_call_twice_is_a_conflict(store: HistoryStore, session_id: s
         ({"status": "done"}, ErrorCode.INVALID_ARGUMENT),
         ({"status": "succeeded", "execution": {**execution_row(), "colour": "red"}}, ErrorCode.INVALID_ARGUMENT),
         ({"status": "succeeded", "artifacts": [{"name": "a", "path": "a", "bytes": 1}]}, ErrorCode.INVALID_ARGUMENT),
-        ({"status": "succeeded", "datasets": [{"name": "d", "path": "d", "session_id": "x"}]},
-         ErrorCode.INVALID_ARGUMENT),
+        (
+            {"status": "succeeded", "datasets": [{"name": "d", "path": "d", "session_id": "x"}]},
+            ErrorCode.INVALID_ARGUMENT,
+        ),
     ],
 )
 def test_bad_finish_arguments_are_refused_and_the_call_stays_running(
@@ -163,7 +167,11 @@ def test_tool_calls_are_listed_in_start_order(store: HistoryStore, session_id: s
 def test_finish_records_execution_artifacts_and_datasets_together(store: HistoryStore, session_id: str) -> None:
     call = store.start_tool_call(session_id, "run_code", {"code": "plot()"})
     execution = execution_row(
-        id="x-given", label="sales chart", result={"total": 3}, error=None, save_as="clean",
+        id="x-given",
+        label="sales chart",
+        result={"total": 3},
+        error=None,
+        save_as="clean",
         outputs=[{"output_type": "stream", "name": "stdout", "text": "hi\n"}],
         artifacts=[{"name": "chart", "path": "artifacts/chart.png", "format": "png", "kind": "chart"}],
         datasets_saved=["clean"],
@@ -171,8 +179,9 @@ def test_finish_records_execution_artifacts_and_datasets_together(store: History
     artifact = {"name": "chart", "path": "artifacts/chart.png", "format": "png", "kind": "chart", "size_bytes": 1234}
     dataset = {"name": "clean", "path": "datasets/clean.parquet", "rows": 10, "columns": ["a", "b"]}
 
-    finished = store.finish_tool_call(call["id"], status="succeeded", execution=execution,
-                                      artifacts=[artifact], datasets=[dataset])
+    finished = store.finish_tool_call(
+        call["id"], status="succeeded", execution=execution, artifacts=[artifact], datasets=[dataset]
+    )
 
     stored = finished["execution"]
     assert stored == store.get_execution("x-given")
@@ -193,10 +202,16 @@ def test_a_dataset_saved_again_names_the_file_it_replaced(store: HistoryStore, s
         call = store.start_tool_call(session_id, "run_code", {})
         finished = store.finish_tool_call(call["id"], status="succeeded", datasets=[{"name": "clean", "path": path}])
         replaced.append(finished["superseded_files"])
-    assert replaced == [[], versions[:1], versions[1:2]] and store.get_dataset(session_id, "clean")["path"] == versions[2]
+    assert (
+        replaced == [[], versions[:1], versions[1:2]] and store.get_dataset(session_id, "clean")["path"] == versions[2]
+    )
     call = store.start_tool_call(session_id, "run_code", {})  # the same file again replaces nothing
-    assert store.finish_tool_call(call["id"], status="succeeded",
-                                  datasets=[{"name": "clean", "path": versions[2]}])["superseded_files"] == []
+    assert (
+        store.finish_tool_call(call["id"], status="succeeded", datasets=[{"name": "clean", "path": versions[2]}])[
+            "superseded_files"
+        ]
+        == []
+    )
 
 
 def test_an_execution_id_is_generated_when_none_is_given(store: HistoryStore, session_id: str) -> None:
@@ -210,7 +225,10 @@ def test_a_failure_midway_through_finish_leaves_nothing_behind(store: HistorySto
     call = store.start_tool_call(session_id, "run_code", {})
     # the tool call update succeeds, then the execution insert violates the status CHECK constraint
     error = raises(
-        ErrorCode.INVALID_ARGUMENT, store.finish_tool_call, call["id"], status="succeeded",
+        ErrorCode.INVALID_ARGUMENT,
+        store.finish_tool_call,
+        call["id"],
+        status="succeeded",
         execution=execution_row(status="bogus", code="secret_token = 'hunter2'"),
         artifacts=[{"name": "a", "path": "artifacts/a.png"}],
         datasets=[{"name": "d", "path": "datasets/d.parquet"}],
@@ -228,8 +246,14 @@ def test_a_failure_midway_through_finish_leaves_nothing_behind(store: HistorySto
 def test_a_late_failure_in_finish_rolls_back_the_execution_too(store: HistoryStore, session_id: str) -> None:
     call = store.start_tool_call(session_id, "run_code", {})
     # the last write (an artifact naming an execution that does not exist) fails
-    raises(ErrorCode.INVALID_ARGUMENT, store.finish_tool_call, call["id"], status="succeeded",
-           execution=execution_row(), artifacts=[{"name": "a", "path": "a", "execution_id": "x-missing"}])
+    raises(
+        ErrorCode.INVALID_ARGUMENT,
+        store.finish_tool_call,
+        call["id"],
+        status="succeeded",
+        execution=execution_row(),
+        artifacts=[{"name": "a", "path": "a", "execution_id": "x-missing"}],
+    )
     assert store.get_tool_call(call["id"])["status"] == "running"
     assert store.list_executions(session_id) == [] and store.list_artifacts(session_id) == []
 
@@ -237,8 +261,9 @@ def test_a_late_failure_in_finish_rolls_back_the_execution_too(store: HistorySto
 def test_a_dataset_saved_again_replaces_its_row(store: HistoryStore, session_id: str) -> None:
     for rows in (10, 7):
         call = store.start_tool_call(session_id, "load_dataset", {})
-        store.finish_tool_call(call["id"], status="succeeded",
-                               datasets=[{"name": "sales", "path": "datasets/sales.parquet", "rows": rows}])
+        store.finish_tool_call(
+            call["id"], status="succeeded", datasets=[{"name": "sales", "path": "datasets/sales.parquet", "rows": rows}]
+        )
     (dataset,) = store.list_datasets(session_id)
     assert dataset["rows"] == 7 and dataset["updated_at"] > dataset["created_at"]
     assert dataset["source_execution_id"] is None
@@ -271,16 +296,30 @@ def test_every_api_returns_json_serialisable_values(store: HistoryStore, session
     store.add_message(session_id, "user", "hi", metadata=UNICODE)
     call = store.start_tool_call(session_id, "run_code", UNICODE)
     finished = store.finish_tool_call(
-        call["id"], status="succeeded", result=UNICODE, execution=execution_row(result=UNICODE, error=UNICODE),
-        artifacts=[{"name": "a", "path": "a.png"}], datasets=[{"name": "d", "path": "d.parquet", "columns": ["é"]}],
+        call["id"],
+        status="succeeded",
+        result=UNICODE,
+        execution=execution_row(result=UNICODE, error=UNICODE),
+        artifacts=[{"name": "a", "path": "a.png"}],
+        datasets=[{"name": "d", "path": "d.parquet", "columns": ["é"]}],
     )
     event = store.append_event(session_id, "tool_result", UNICODE)
     results = [
-        store.get_session(session_id), store.list_sessions(), store.touch_session(session_id),
-        store.list_messages(session_id), call, finished, store.get_tool_call(call["id"]),
-        store.list_tool_calls(session_id), store.list_executions(session_id),
-        store.get_execution(finished["execution"]["id"]), store.list_artifacts(session_id),
-        store.list_datasets(session_id), store.get_dataset(session_id, "d"), event, store.list_events(session_id),
+        store.get_session(session_id),
+        store.list_sessions(),
+        store.touch_session(session_id),
+        store.list_messages(session_id),
+        call,
+        finished,
+        store.get_tool_call(call["id"]),
+        store.list_tool_calls(session_id),
+        store.list_executions(session_id),
+        store.get_execution(finished["execution"]["id"]),
+        store.list_artifacts(session_id),
+        store.list_datasets(session_id),
+        store.get_dataset(session_id, "d"),
+        event,
+        store.list_events(session_id),
     ]
     for result in results:
         assert json.loads(json.dumps(result, ensure_ascii=False)) == result

@@ -40,11 +40,13 @@ needs_r = pytest.mark.skipif(not r_usable()[0], reason=f"run_r_code unavailable:
 
 @pytest.fixture
 def jp_server_config(nini_home: Path) -> Config:
-    return Config({
-        "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
-        "MultiKernelManager": {"default_kernel_name": "python3"},
-        "NiniExtensionApp": {"nini_home": str(nini_home)},
-    })  # fmt: skip
+    return Config(
+        {
+            "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
+            "MultiKernelManager": {"default_kernel_name": "python3"},
+            "NiniExtensionApp": {"nini_home": str(nini_home)},
+        }
+    )
 
 
 @dataclass
@@ -70,15 +72,30 @@ class Reply:
 def api(jp_fetch: Any) -> Any:
     """``await api(method, *path, body=..., params=..., headers=...)``: a ``Reply`` whatever the status."""
 
-    async def call(method: str, *path: str, body: Any = None, params: dict | None = None,
-                   headers: dict | None = None, **kwargs: Any) -> Reply:  # fmt: skip
+    async def call(
+        method: str,
+        *path: str,
+        body: Any = None,
+        params: dict | None = None,
+        headers: dict | None = None,
+        **kwargs: Any,
+    ) -> Reply:
         if body is None and method in ("POST", "PUT", "PATCH"):
             body = b""
         elif body is not None and not isinstance(body, str | bytes):
             body = json.dumps(body)
         try:
-            response = await jp_fetch("nini", "api", *path, method=method, body=body, params=params,
-                                      headers=headers, request_timeout=120, **kwargs)  # fmt: skip
+            response = await jp_fetch(
+                "nini",
+                "api",
+                *path,
+                method=method,
+                body=body,
+                params=params,
+                headers=headers,
+                request_timeout=120,
+                **kwargs,
+            )
         except HTTPClientError as exc:
             response = exc.response
             assert response is not None, exc
@@ -105,8 +122,12 @@ async def new_session(api: Any, title: str = "test") -> str:
 def nini_env(home: Path, tmp: Path) -> dict[str, str]:
     """Environment of a child process (server, kernel): our NINI_HOME, Jupyter dirs in ``tmp``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NINI_", "JUPYTER_"))}
-    env.update(NINI_HOME=str(home), JUPYTER_CONFIG_DIR=str(tmp / "jupyter-config"),
-               JUPYTER_RUNTIME_DIR=str(tmp / "jupyter-runtime"), PYTHONPATH=str(Path(__file__).parents[2]))  # fmt: skip
+    env.update(
+        NINI_HOME=str(home),
+        JUPYTER_CONFIG_DIR=str(tmp / "jupyter-config"),
+        JUPYTER_RUNTIME_DIR=str(tmp / "jupyter-runtime"),
+        PYTHONPATH=str(Path(__file__).parents[2]),
+    )
     return env
 
 

@@ -21,10 +21,12 @@ def jp_server_config(nini_home: Path, llm_server: ScriptedLLM) -> Config:
     # automatic enhancement on: a run that scores 2 (neutral) is followed by its note on the socket
     enhance = {"skill_enhance": {"auto_enhance": True, "trigger_profile": "neutral"}}
     write_settings(nini_home, scripted_model_settings(llm_server) | enhance)
-    return Config({
-        "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
-        "NiniExtensionApp": {"nini_home": str(nini_home)},
-    })  # fmt: skip
+    return Config(
+        {
+            "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
+            "NiniExtensionApp": {"nini_home": str(nini_home)},
+        }
+    )
 
 
 async def events_until_done(ws: Any, timeout: float = 60) -> list[dict[str, Any]]:
@@ -41,8 +43,9 @@ def collapsed(types: list[str]) -> list[str]:
     return [t for i, t in enumerate(types) if t != "assistant_delta" or i == 0 or types[i - 1] != t]
 
 
-async def test_ask_runs_code_and_streams_every_step_ending_with_done(api: Any, jp_ws_fetch: Any,
-                                                                     llm_server: ScriptedLLM) -> None:  # fmt: skip
+async def test_ask_runs_code_and_streams_every_step_ending_with_done(
+    api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM
+) -> None:
     llm_server.reply(tool_call("run_code", code="result = 6 * 7", label="answer"), text("The answer is **42**."))
     session_id = await new_session(api)
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
@@ -50,9 +53,17 @@ async def test_ask_runs_code_and_streams_every_step_ending_with_done(api: Any, j
     assert reply.status == 202 and set(reply.data) == {"turn_id"}
     events = await events_until_done(ws)
     assert collapsed([e["type"] for e in events]) == [
-        "user_message", "assistant_message", "tool_call", "kernel_start", "kernel_start", "code_execution",
-        "tool_result", "assistant_delta", "assistant_message", "done",
-    ]  # fmt: skip
+        "user_message",
+        "assistant_message",
+        "tool_call",
+        "kernel_start",
+        "kernel_start",
+        "code_execution",
+        "tool_result",
+        "assistant_delta",
+        "assistant_message",
+        "done",
+    ]
     # the session's first step starts its kernel: said before and after, for the sidebar's status line
     starting, ready = [e["data"] for e in events if e["type"] == "kernel_start"]
     assert starting["state"] == "starting" and ready["state"] == "ready" and ready["duration_ms"] > 0
@@ -66,7 +77,11 @@ async def test_ask_runs_code_and_streams_every_step_ending_with_done(api: Any, j
     assert streamed == "The answer is **42**."
     done = events[-1]["data"]
     assert (done["answer"], done["completed_normally"], done["ended_by"], done["iterations"]) == (
-        "The answer is **42**.", True, "finished", 2)  # fmt: skip
+        "The answer is **42**.",
+        True,
+        "finished",
+        2,
+    )
     tool_message = [m for m in llm_server.requests[1]["messages"] if m["role"] == "tool"][0]
     assert '"result":42' in tool_message["content"].replace(" ", "")
     calls = (await api("GET", "sessions", session_id, "tool-calls")).data
@@ -74,20 +89,31 @@ async def test_ask_runs_code_and_streams_every_step_ending_with_done(api: Any, j
     ws.close()
 
 
-async def test_the_socket_carries_the_enhancement_note_after_done(api: Any, jp_ws_fetch: Any,
-                                                                  llm_server: ScriptedLLM) -> None:  # fmt: skip
-    skill = "---\nname: list-then-search\ndescription: See what data there is, then find a skill for it.\n---\n\nSteps.\n"
-    llm_server.reply(tool_call("list_datasets"), tool_call("list_datasets"), tool_call("search_skills", query="x"),
-                     text("Nothing loaded yet."), tool_call("save_skill", name="list-then-search", content=skill),
-                     text("[Skill] Created: list-then-search"))  # fmt: skip
+async def test_the_socket_carries_the_enhancement_note_after_done(
+    api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM
+) -> None:
+    skill = (
+        "---\nname: list-then-search\ndescription: See what data there is, then find a skill for it.\n---\n\nSteps.\n"
+    )
+    llm_server.reply(
+        tool_call("list_datasets"),
+        tool_call("list_datasets"),
+        tool_call("search_skills", query="x"),
+        text("Nothing loaded yet."),
+        tool_call("save_skill", name="list-then-search", content=skill),
+        text("[Skill] Created: list-then-search"),
+    )
     session_id = await new_session(api)
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
     reply = await api("POST", "sessions", session_id, "ask", body={"message": "What is there?"})
     events = await events_until_done(ws)
     while events[-1]["type"] != "stop_hook_note":
         events.append(json.loads(await asyncio.wait_for(ws.read_message(), 60)))
-    after = [e for e in events[events.index(next(e for e in events if e["type"] == "done")):]
-             if e["turn_id"] == reply.data["turn_id"]]  # fmt: skip
+    after = [
+        e
+        for e in events[events.index(next(e for e in events if e["type"] == "done")) :]
+        if e["turn_id"] == reply.data["turn_id"]
+    ]
     assert [e["type"] for e in after] == ["done", "enhance_decision", "stop_hook_note"]
     assert after[0]["data"]["answer"] == "Nothing loaded yet."
     assert after[1]["data"]["enhancement"]["status"] == "created"
@@ -152,8 +178,9 @@ async def test_ask_without_a_model_says_so_up_front(api: Any) -> None:
     assert (await api("GET", "sessions", session_id)).data["id"] == session_id  # nothing else changed
 
 
-async def test_stopping_the_extension_cancels_running_turns(api: Any, jp_serverapp: Any, nini_home: Path,
-                                                            llm_server: ScriptedLLM) -> None:  # fmt: skip
+async def test_stopping_the_extension_cancels_running_turns(
+    api: Any, jp_serverapp: Any, nini_home: Path, llm_server: ScriptedLLM
+) -> None:
     llm_server.reply(text("never sent", delay_s=30))
     session_id = await new_session(api)
     assert (await api("POST", "sessions", session_id, "ask", body={"message": "slow"})).status == 202

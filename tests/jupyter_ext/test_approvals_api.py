@@ -27,11 +27,13 @@ def approval_settings() -> dict[str, Any]:
 @pytest.fixture
 def jp_server_config(nini_home: Path, llm_server: ScriptedLLM, approval_settings: dict[str, Any]) -> Config:
     write_settings(nini_home, {**scripted_model_settings(llm_server), **approval_settings})
-    return Config({
-        "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
-        "MultiKernelManager": {"default_kernel_name": "python3"},
-        "NiniExtensionApp": {"nini_home": str(nini_home)},
-    })  # fmt: skip
+    return Config(
+        {
+            "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
+            "MultiKernelManager": {"default_kernel_name": "python3"},
+            "NiniExtensionApp": {"nini_home": str(nini_home)},
+        }
+    )
 
 
 async def notebook_kernel(jp_fetch: Any) -> str:
@@ -40,7 +42,9 @@ async def notebook_kernel(jp_fetch: Any) -> str:
 
 
 def run_in(api: Any, session_id: str, kernel_id: str, code: str) -> asyncio.Future:
-    return asyncio.ensure_future(api("POST", "sessions", session_id, "run-code", body={"code": code, "kernel_id": kernel_id}))
+    return asyncio.ensure_future(
+        api("POST", "sessions", session_id, "run-code", body={"code": code, "kernel_id": kernel_id})
+    )
 
 
 async def decide(api: Any, session_id: str, approval_id: str, decision: str) -> Any:
@@ -56,7 +60,9 @@ async def test_a_step_allowed_once_runs_and_says_where(api: Any, jp_fetch: Any, 
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
     call = run_in(api, session_id, kernel_id, "flag = 'ran'\nresult = flag")
     (pending,) = await waiting(api, session_id)
-    assert pending["code"] == "flag = 'ran'\nresult = flag" and pending["notice"] == "runs in your kernel, not sandboxed"
+    assert (
+        pending["code"] == "flag = 'ran'\nresult = flag" and pending["notice"] == "runs in your kernel, not sandboxed"
+    )
     assert not call.done()  # nothing ran yet
     decided = await decide(api, session_id, pending["approval_id"], "once")
     assert decided.data == {"approval_id": pending["approval_id"], "decision": "once", "approved": True}
@@ -64,8 +70,13 @@ async def test_a_step_allowed_once_runs_and_says_where(api: Any, jp_fetch: Any, 
     assert reply.data["success"] and reply.data["result"]["result"] == "ran"
     assert reply.data["isolation"] == "user_kernel" and reply.data["notice"] == "runs in your kernel, not sandboxed"
     events = await read_events(ws, 5)
-    assert [e["type"] for e in events] == ["tool_call", "approval_required", "approval_resolved", "code_execution",
-                                           "tool_result"]  # fmt: skip
+    assert [e["type"] for e in events] == [
+        "tool_call",
+        "approval_required",
+        "approval_resolved",
+        "code_execution",
+        "tool_result",
+    ]
     assert events[1]["data"]["code"] == pending["code"] and events[2]["data"]["how"] == "once"
     assert events[3]["data"]["isolation"] == "user_kernel" and events[3]["data"]["notice"]
     again = run_in(api, session_id, kernel_id, "result = 2")  # once is once: the next step asks again
@@ -84,11 +95,22 @@ async def test_allowed_for_the_session_until_withdrawn(api: Any, jp_fetch: Any, 
     await decide(api, session_id, pending["approval_id"], "session")
     assert (await first).data["success"]
     assert (await api("GET", "sessions", session_id, "approvals")).data["allowed_for_session"] is True
-    second = await api("POST", "sessions", session_id, "run-code", body={"code": "result = step + 1", "kernel_id": kernel_id})
+    second = await api(
+        "POST", "sessions", session_id, "run-code", body={"code": "result = step + 1", "kernel_id": kernel_id}
+    )
     assert second.data["result"]["result"] == 2  # ran without asking
     events = await read_events(ws, 9)
-    assert [e["type"] for e in events] == ["tool_call", "approval_required", "approval_resolved", "approval_scope",
-                                           "code_execution", "tool_result", "tool_call", "code_execution", "tool_result"]  # fmt: skip
+    assert [e["type"] for e in events] == [
+        "tool_call",
+        "approval_required",
+        "approval_resolved",
+        "approval_scope",
+        "code_execution",
+        "tool_result",
+        "tool_call",
+        "code_execution",
+        "tool_result",
+    ]
     assert events[2]["data"]["how"] == "session" and events[3]["data"] == {"allowed_for_session": True}
     elsewhere = run_in(api, other, kernel_id, "result = 3")  # another session still asks
     (pending,) = await waiting(api, other)
@@ -116,7 +138,9 @@ async def test_a_rejected_step_never_runs(api: Any, jp_fetch: Any) -> None:
     assert "not approved" in reply.data["error"]["message"]
     check = run_in(api, session_id, kernel_id, "result = 'refused' in dir()")
     (pending,) = await waiting(api, session_id)
-    await api("POST", "sessions", session_id, "approvals", pending["approval_id"], body={"approve": True})  # the old form
+    await api(
+        "POST", "sessions", session_id, "approvals", pending["approval_id"], body={"approve": True}
+    )  # the old form
     assert (await check).data["result"]["result"] is False
 
 
@@ -130,7 +154,9 @@ async def test_a_step_nobody_answers_is_refused_after_the_timeout(api: Any, jp_f
 
 
 @pytest.mark.parametrize("approval_settings", [{"execution": {"approve_in_user_kernel": False}}])
-async def test_with_approval_turned_off_steps_run_and_the_api_says_so(api: Any, jp_fetch: Any, notebook_folder: Path) -> None:
+async def test_with_approval_turned_off_steps_run_and_the_api_says_so(
+    api: Any, jp_fetch: Any, notebook_folder: Path
+) -> None:
     """The negative control of the attack below: unasked, the same code writes into the notebook's folder."""
     kernel_id = await notebook_kernel(jp_fetch)
     session_id = await new_session(api)
@@ -141,8 +167,9 @@ async def test_with_approval_turned_off_steps_run_and_the_api_says_so(api: Any, 
     assert reply.data["result"]["result"] == 5 and (notebook_folder / "pwned-by-csv").read_text() == "x"
 
 
-async def test_an_agent_turn_in_the_notebook_kernel_asks_before_each_step(api: Any, jp_fetch: Any, jp_ws_fetch: Any,
-                                                                         llm_server: ScriptedLLM, notebook_folder: Path) -> None:  # fmt: skip
+async def test_an_agent_turn_in_the_notebook_kernel_asks_before_each_step(
+    api: Any, jp_fetch: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM, notebook_folder: Path
+) -> None:
     """Prompt injection through the user's data: text in an uploaded CSV tells an obedient model to
     run code in the user's kernel. Under the default settings nothing runs there without a person."""
     kernel_id = await notebook_kernel(jp_fetch)
@@ -152,7 +179,9 @@ async def test_an_agent_turn_in_the_notebook_kernel_asks_before_each_step(api: A
     payload = "open('pwned-by-csv', 'w').write('x')"  # passes the static policy: a file in the working folder
     llm_server.reply(tool_call("run_code", code=payload), text("Done as the file said."))
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
-    asked = await api("POST", "sessions", session_id, "ask", body={"message": "Summarise notes.csv", "kernel_id": kernel_id})
+    asked = await api(
+        "POST", "sessions", session_id, "ask", body={"message": "Summarise notes.csv", "kernel_id": kernel_id}
+    )
     assert asked.status == 202, asked.body
     (pending,) = await waiting(api, session_id)
     assert pending["code"] == payload

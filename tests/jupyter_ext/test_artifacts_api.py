@@ -38,10 +38,17 @@ async def test_a_chart_from_run_code_is_served_as_png(api: Any) -> None:
 
 @pytest.mark.parametrize(
     ("name", "content_type"),
-    [("report.html", "text/html; charset=utf-8"), ("chart.svg", "image/svg+xml"), ("table.csv", "text/csv; charset=utf-8"),
-     ("data.parquet", "application/vnd.apache.parquet"), ("blob.xyz123", "application/octet-stream")],
+    [
+        ("report.html", "text/html; charset=utf-8"),
+        ("chart.svg", "image/svg+xml"),
+        ("table.csv", "text/csv; charset=utf-8"),
+        ("data.parquet", "application/vnd.apache.parquet"),
+        ("blob.xyz123", "application/octet-stream"),
+    ],
 )
-async def test_content_types_and_the_restrictive_policy(api: Any, nini_home: Path, name: str, content_type: str) -> None:
+async def test_content_types_and_the_restrictive_policy(
+    api: Any, nini_home: Path, name: str, content_type: str
+) -> None:
     session_id = await new_session(api)
     target = workspace(nini_home, session_id) / "artifacts" / name
     target.write_text("<script>alert(1)</script>" if name.endswith((".html", ".svg")) else "a,b\n1,2\n")

@@ -20,9 +20,12 @@ from tests.llm_server import ScriptedLLM, text, tool_call
 
 @pytest.fixture
 def jp_server_config(nini_home: Path, llm_server: ScriptedLLM) -> Config:
-    write_settings(nini_home, without_approval(scripted_model_settings(llm_server)))  # where the turn runs, not approval
-    return Config({"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
-                   "NiniExtensionApp": {"nini_home": str(nini_home)}})  # fmt: skip
+    write_settings(
+        nini_home, without_approval(scripted_model_settings(llm_server))
+    )  # where the turn runs, not approval
+    return Config(
+        {"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}}, "NiniExtensionApp": {"nini_home": str(nini_home)}}
+    )
 
 
 async def notebook_kernel(jp_fetch: Any) -> str:
@@ -37,14 +40,17 @@ async def in_kernel(api: Any, session_id: str, kernel_id: str, code: str) -> dic
     return reply.data
 
 
-async def test_the_turn_runs_in_the_notebook_kernel(api: Any, jp_fetch: Any, jp_ws_fetch: Any, jp_serverapp: Any,
-                                                    llm_server: ScriptedLLM) -> None:  # fmt: skip
+async def test_the_turn_runs_in_the_notebook_kernel(
+    api: Any, jp_fetch: Any, jp_ws_fetch: Any, jp_serverapp: Any, llm_server: ScriptedLLM
+) -> None:
     kernel_id = await notebook_kernel(jp_fetch)
     session_id = await new_session(api)
     assert (await in_kernel(api, session_id, kernel_id, "sales_total = 40"))["success"]
     llm_server.reply(tool_call("run_code", code="answer = sales_total + 2\nresult = answer"), text("It is 42."))
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
-    reply = await api("POST", "sessions", session_id, "ask", body={"message": "total plus two?", "kernel_id": kernel_id})
+    reply = await api(
+        "POST", "sessions", session_id, "ask", body={"message": "total plus two?", "kernel_id": kernel_id}
+    )
     assert reply.status == 202 and reply.data["notice"] == "runs in your kernel, not sandboxed"
     events = await events_until_done(ws)
     execution = next(e["data"] for e in events if e["type"] == "code_execution")
@@ -56,14 +62,19 @@ async def test_the_turn_runs_in_the_notebook_kernel(api: Any, jp_fetch: Any, jp_
     ws.close()
 
 
-async def test_cancel_interrupts_the_code_and_the_kernel_lives_on(api: Any, jp_fetch: Any, jp_ws_fetch: Any,
-                                                                   jp_serverapp: Any, llm_server: ScriptedLLM) -> None:  # fmt: skip
+async def test_cancel_interrupts_the_code_and_the_kernel_lives_on(
+    api: Any, jp_fetch: Any, jp_ws_fetch: Any, jp_serverapp: Any, llm_server: ScriptedLLM
+) -> None:
     kernel_id = await notebook_kernel(jp_fetch)
     session_id = await new_session(api)
     assert (await in_kernel(api, session_id, kernel_id, "kept = 'still here'"))["success"]
-    llm_server.reply(tool_call("run_code", code="import time\ntime.sleep(30)\nlate = True", timeout_s=60), text("never"))
+    llm_server.reply(
+        tool_call("run_code", code="import time\ntime.sleep(30)\nlate = True", timeout_s=60), text("never")
+    )
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
-    assert (await api("POST", "sessions", session_id, "ask", body={"message": "wait", "kernel_id": kernel_id})).status == 202
+    assert (
+        await api("POST", "sessions", session_id, "ask", body={"message": "wait", "kernel_id": kernel_id})
+    ).status == 202
     while json.loads(await asyncio.wait_for(ws.read_message(), 30))["type"] != "tool_call":
         pass
     await asyncio.sleep(1.0)  # past the run's prelude: the sleep is running in the kernel
@@ -81,9 +92,12 @@ async def test_cancel_interrupts_the_code_and_the_kernel_lives_on(api: Any, jp_f
     ws.close()
 
 
-@pytest.mark.parametrize(("kernel_id", "status", "code"), [("no-such-kernel", 404, "NOT_FOUND"), (7, 400, "INVALID_ARGUMENT")])
-async def test_a_wrong_kernel_is_refused_before_the_turn(api: Any, llm_server: ScriptedLLM, kernel_id: Any,
-                                                         status: int, code: str) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("kernel_id", "status", "code"), [("no-such-kernel", 404, "NOT_FOUND"), (7, 400, "INVALID_ARGUMENT")]
+)
+async def test_a_wrong_kernel_is_refused_before_the_turn(
+    api: Any, llm_server: ScriptedLLM, kernel_id: Any, status: int, code: str
+) -> None:
     session_id = await new_session(api)
     reply = await api("POST", "sessions", session_id, "ask", body={"message": "hi", "kernel_id": kernel_id})
     assert reply.status == status and reply.error["code"] == code

@@ -42,7 +42,9 @@ async def test_text_in_any_encoding_reads_as_load_dataset_reads_it(api: Any, jp_
     files = {"data/sales_gbk.csv": GBK, "data/villes.csv": LATIN1, "notes.tsv": UTF8}
     for path, data in files.items():
         (jp_root_dir / path).write_bytes(data)
-    with pytest.raises(HTTPClientError) as contents:  # Jupyter's contents API reads UTF-8 only: why the sidebar asks here
+    with pytest.raises(
+        HTTPClientError
+    ) as contents:  # Jupyter's contents API reads UTF-8 only: why the sidebar asks here
         await jp_fetch("api", "contents", "data", "sales_gbk.csv", params={"format": "text", "type": "file"})
     assert contents.value.code == 400
 
@@ -79,7 +81,9 @@ async def test_binary_files_are_refused_as_not_text(api: Any, jp_root_dir: Path)
         assert f"'{name}' is not text" in refused.error["message"]
 
 
-async def test_paths_outside_the_root_links_and_hidden_files_are_refused(api: Any, jp_root_dir: Path, tmp_path: Path) -> None:
+async def test_paths_outside_the_root_links_and_hidden_files_are_refused(
+    api: Any, jp_root_dir: Path, tmp_path: Path
+) -> None:
     secret = tmp_path / "outside" / "secret.csv"
     secret.parent.mkdir()
     secret.write_text("password,hunter2\n")
@@ -87,14 +91,23 @@ async def test_paths_outside_the_root_links_and_hidden_files_are_refused(api: An
     os.symlink(secret, jp_root_dir / "linked.csv")
     os.symlink(secret.parent, jp_root_dir / "sub" / "out")  # a folder on the way is a link
     (jp_root_dir / ".hidden.csv").write_text("a,b\n")
-    cases = {"../outside/secret.csv": "INVALID_ARGUMENT", "sub/../../outside/secret.csv": "INVALID_ARGUMENT",
-             "linked.csv": "POLICY_VIOLATION", "sub/out/secret.csv": "POLICY_VIOLATION", ".hidden.csv": "NOT_FOUND",
-             "missing.csv": "NOT_FOUND", "sub": "POLICY_VIOLATION", "": "INVALID_ARGUMENT"}  # fmt: skip
+    cases = {
+        "../outside/secret.csv": "INVALID_ARGUMENT",
+        "sub/../../outside/secret.csv": "INVALID_ARGUMENT",
+        "linked.csv": "POLICY_VIOLATION",
+        "sub/out/secret.csv": "POLICY_VIOLATION",
+        ".hidden.csv": "NOT_FOUND",
+        "missing.csv": "NOT_FOUND",
+        "sub": "POLICY_VIOLATION",
+        "": "INVALID_ARGUMENT",
+    }
     for path, code in cases.items():
         refused = await text_of(api, path)
         assert refused.error["code"] == code, (path, refused.body)
         assert "hunter2" not in str(refused.body) and str(tmp_path) not in str(refused.body), path
-    assert (await text_of(api, str(secret))).error["code"] == "NOT_FOUND"  # an absolute path is the root's, as Jupyter's
+    assert (await text_of(api, str(secret))).error[
+        "code"
+    ] == "NOT_FOUND"  # an absolute path is the root's, as Jupyter's
 
 
 async def test_refusals_follow_the_clients_language(api: Any, jp_root_dir: Path) -> None:
@@ -111,8 +124,9 @@ class NiniOnlyAuthorizer(Authorizer):
 
 
 @pytest.mark.parametrize("allowed", [True, False])
-async def test_reading_a_file_needs_the_contents_permission(api: Any, jp_root_dir: Path, jp_serverapp: Any,
-                                                            allowed: bool) -> None:  # fmt: skip
+async def test_reading_a_file_needs_the_contents_permission(
+    api: Any, jp_root_dir: Path, jp_serverapp: Any, allowed: bool
+) -> None:
     (jp_root_dir / "a.csv").write_text("x,y\n1,2\n")
     if not allowed:
         jp_serverapp.web_app.settings["authorizer"] = NiniOnlyAuthorizer(parent=jp_serverapp)

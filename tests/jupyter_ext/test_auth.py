@@ -86,8 +86,11 @@ REQUESTS = [
 
 
 def implemented_methods(handler: type[RequestHandler]) -> list[str]:
-    return [m for m in handler.SUPPORTED_METHODS if m != "OPTIONS"
-            and getattr(handler, m.lower()) is not RequestHandler._unimplemented_method]  # fmt: skip
+    return [
+        m
+        for m in handler.SUPPORTED_METHODS
+        if m != "OPTIONS" and getattr(handler, m.lower()) is not RequestHandler._unimplemented_method
+    ]
 
 
 def test_the_request_table_covers_every_route() -> None:

@@ -38,19 +38,24 @@ BODY_ROUTES: dict[tuple[str, str], tuple[str, Any]] = {
     (r"/nini/api/sessions/([^/]+)/ask", "post"): ("sessions/{s}/ask", {"message": "hi", "stage": 7}),
     (r"/nini/api/sessions/([^/]+)/cancel", "post"): ("sessions/{s}/cancel", "[]"),
     (r"/nini/api/sessions/([^/]+)/approvals/([^/]+)", "post"): ("sessions/{s}/approvals/a123", {"approve": "yes"}),
-    (r"/nini/api/sessions/([^/]+)/proposals/([^/]+)", "post"): ("sessions/{s}/proposals/p1", {"decision": "accept", "ran": "yes"}),
+    (r"/nini/api/sessions/([^/]+)/proposals/([^/]+)", "post"): (
+        "sessions/{s}/proposals/p1",
+        {"decision": "accept", "ran": "yes"},
+    ),
     (r"/nini/api/experience/pending", "post"): ("experience/pending", {"text": 7}),
     (r"/nini/api/experience/pending/([0-9a-f]+)", "put"): ("experience/pending/abc123", {"alternatives": 7}),
     (r"/nini/api/experience/plan", "post"): ("experience/plan", {"ids": "abc"}),
     (r"/nini/api/experience/deposit", "post"): ("experience/deposit", {"ids": ["abc"], "confirm": "yes"}),
-    (r"/nini/api/experience/entries/(team|project)/(EXP-\d+)/deprecate", "post"):
-        ("experience/entries/team/EXP-0001/deprecate", {"confirm": True, "replaced_by": 7}),
+    (r"/nini/api/experience/entries/(team|project)/(EXP-\d+)/deprecate", "post"): (
+        "experience/entries/team/EXP-0001/deprecate",
+        {"confirm": True, "replaced_by": 7},
+    ),
     (r"/nini/api/preferences", "post"): ("preferences", {"key": 7, "value": 1}),
     (r"/nini/api/preferences/switches", "put"): ("preferences/switches", {"learning": "yes"}),
     (r"/nini/api/preferences/(\d+)", "put"): ("preferences/1", {"confidence": "high"}),
     (r"/nini/api/feedback", "post"): ("feedback", {"run_id": 7, "action": "accept"}),
     (r"/nini/api/sessions/([^/]+)/report", "post"): ("sessions/{s}/report", {"title": 7}),
-}  # fmt: skip
+}
 # Routes whose body is not a JSON object nini reads: an uploaded file's bytes, MCP's JSON-RPC (the SDK's).
 NOT_JSON = {FilesHandler, MCPHandler}
 
@@ -72,7 +77,9 @@ def body_routes() -> set[tuple[str, str]]:
         if handler is UnknownRouteHandler or handler in NOT_JSON:
             continue
         for verb in ("post", "put", "patch"):
-            if callable(getattr(handler, verb, None)) and getattr(handler, verb) is not getattr(UnknownRouteHandler.__mro__[1], verb):
+            if callable(getattr(handler, verb, None)) and getattr(handler, verb) is not getattr(
+                UnknownRouteHandler.__mro__[1], verb
+            ):
                 found.add((pattern, verb))
     return found
 

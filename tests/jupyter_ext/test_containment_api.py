@@ -29,11 +29,13 @@ needs_bwrap = pytest.mark.skipif(not probe_bwrap()[0], reason=f"no working bubbl
 @pytest.fixture
 def jp_server_config(nini_home: Path) -> Config:
     write_settings(nini_home, {"execution": {"python_policy": "off"}, "server": {"max_body_bytes": 1_000_000}})
-    return Config({
-        "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
-        "MultiKernelManager": {"default_kernel_name": "python3"},
-        "NiniExtensionApp": {"nini_home": str(nini_home)},
-    })  # fmt: skip
+    return Config(
+        {
+            "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
+            "MultiKernelManager": {"default_kernel_name": "python3"},
+            "NiniExtensionApp": {"nini_home": str(nini_home)},
+        }
+    )
 
 
 @pytest.fixture
@@ -68,7 +70,8 @@ async def test_reports_and_exports_never_embed_a_hidden_host_file(api: Any, hidd
     session_id = await new_session(api)
     await run(api, session_id, "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])", label="chart")
     plant = f"import os\nos.symlink({str(hidden / 'chart.png')!r}, 'artifacts/chart-link')\n" + swapper(
-        "artifacts/chart.png", "artifacts/chart-link")
+        "artifacts/chart.png", "artifacts/chart-link"
+    )
     await run(api, session_id, plant)
     secret_b64 = base64.b64encode(SECRET).decode()
     embedded = 0
@@ -104,7 +107,9 @@ async def test_the_artifacts_route_never_serves_a_hidden_host_file(api: Any, hid
         statuses[reply.status] = statuses.get(reply.status, 0) + 1
         if reply.status == 404:
             assert reply.error["code"] == "NOT_FOUND" and str(hidden) not in reply.raw.decode()
-    assert set(statuses) <= {200, 404} and statuses.get(200, 0) > 0 and statuses.get(404, 0) > 0  # both sides of the race
+    assert (
+        set(statuses) <= {200, 404} and statuses.get(200, 0) > 0 and statuses.get(404, 0) > 0
+    )  # both sides of the race
     direct = await api("GET", "sessions", session_id, "artifacts", "artifacts", "direct.txt")
     assert direct.status == 404 and SECRET not in direct.raw
 
@@ -129,8 +134,16 @@ async def test_a_chunked_body_over_the_limit_is_refused(api: Any, jp_fetch: Any)
         await write(b'"}')
 
     try:
-        response = await jp_fetch("nini", "api", "sessions", session_id, "run-code", method="POST",
-                                  body_producer=producer, headers={"Content-Type": "application/json"})  # fmt: skip
+        response = await jp_fetch(
+            "nini",
+            "api",
+            "sessions",
+            session_id,
+            "run-code",
+            method="POST",
+            body_producer=producer,
+            headers={"Content-Type": "application/json"},
+        )
     except HTTPClientError as exc:
         response = exc.response
     assert response.code == 413 and json.loads(response.body)["error"]["code"] == "TOO_LARGE"

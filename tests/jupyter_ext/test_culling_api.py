@@ -25,10 +25,12 @@ DEADLINE_S = 90.0
 def jp_server_config(nini_home: Path, llm_server: ScriptedLLM) -> Config:
     culling = {"execution": {"cull_idle_seconds": 1, "cull_interval_seconds": 0.2, "max_live_kernels": 4}}
     write_settings(nini_home, scripted_model_settings(llm_server) | culling)
-    return Config({
-        "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
-        "NiniExtensionApp": {"nini_home": str(nini_home)},
-    })  # fmt: skip
+    return Config(
+        {
+            "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
+            "NiniExtensionApp": {"nini_home": str(nini_home)},
+        }
+    )
 
 
 def descendants(pid: int) -> list[psutil.Process]:
@@ -64,15 +66,18 @@ async def test_idle_sessions_kernels_go_until_none_is_live(api: Any, jp_serverap
     assert all(kernels.kernel_info(s) is None for s in sessions)
 
 
-async def test_the_next_turn_says_the_kernel_was_culled(api: Any, jp_serverapp: Any, jp_ws_fetch: Any,
-                                                        llm_server: ScriptedLLM) -> None:  # fmt: skip
+async def test_the_next_turn_says_the_kernel_was_culled(
+    api: Any, jp_serverapp: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM
+) -> None:
     kernels = jp_serverapp.web_app.settings["nini_runtime"].kernels
     session_id = await new_session(api)
     reply = await api("POST", "sessions", session_id, "run-code", body={"code": "x = 1"})
     assert reply.data["success"] is True
     await until(lambda: kernels.kernel_info(session_id) is None, "the idle kernel shut down")
 
-    llm_server.reply(tool_call("run_code", code="print(x)", label="x again"), text("x is gone; I will reload the data."))
+    llm_server.reply(
+        tool_call("run_code", code="print(x)", label="x again"), text("x is gone; I will reload the data.")
+    )
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
     assert (await api("POST", "sessions", session_id, "ask", body={"message": "Print x"})).status == 202
     events = await events_until_done(ws)

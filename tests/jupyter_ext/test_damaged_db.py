@@ -19,8 +19,9 @@ from tests.history.damages import DAMAGES, HARMLESS, NEEDS_NO_DAC_OVERRIDE, UNSE
 
 SHOWN = "$NINI_HOME/nini.db"
 # damages the store meets when it opens: the server cannot open nini's Runtime
-AT_OPEN = sorted(set(DAMAGES) - HARMLESS - UNSEEN_BY_LIST - NEEDS_NO_DAC_OVERRIDE - {"a title not UTF-8",
-                                                                                     "JSON that is not JSON"})
+AT_OPEN = sorted(
+    set(DAMAGES) - HARMLESS - UNSEEN_BY_LIST - NEEDS_NO_DAC_OVERRIDE - {"a title not UTF-8", "JSON that is not JSON"}
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +39,12 @@ def damage() -> str:
 @pytest.fixture
 def jp_server_config(nini_home: Path, template: Path, damage: str) -> Config:
     damaged_home(template, nini_home, damage)
-    return Config({
-        "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
-        "NiniExtensionApp": {"nini_home": str(nini_home), "reopen_interval": 0.1},
-    })  # fmt: skip
+    return Config(
+        {
+            "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
+            "NiniExtensionApp": {"nini_home": str(nini_home), "reopen_interval": 0.1},
+        }
+    )
 
 
 def assert_db_error(reply: Any, nini_home: Path) -> dict[str, Any]:
@@ -57,12 +60,18 @@ async def test_every_damage_is_503_db_error_on_a_nini_route(api: Any, nini_home:
     assert "Traceback" not in error["message"]
 
 
-async def test_every_nini_route_answers_the_clis_message(api: Any, jp_fetch: Any, jp_ws_fetch: Any,
-                                                         nini_home: Path) -> None:  # fmt: skip
+async def test_every_nini_route_answers_the_clis_message(
+    api: Any, jp_fetch: Any, jp_ws_fetch: Any, nini_home: Path
+) -> None:
     expected = "the history database $NINI_HOME/nini.db is empty (0 bytes); move it aside to start a new history, or restore a backup"
-    replies = [await api("GET", "sessions"), await api("POST", "sessions", body={"title": "x"}),
-               await api("GET", "skills"), await api("GET", "ui"), await api("POST", "sessions", "s1", "files", body=b"a,b\n1,2\n", params={"name": "t.csv"}),
-               await api("POST", "run_code", body={"code": "1"})]  # fmt: skip
+    replies = [
+        await api("GET", "sessions"),
+        await api("POST", "sessions", body={"title": "x"}),
+        await api("GET", "skills"),
+        await api("GET", "ui"),
+        await api("POST", "sessions", "s1", "files", body=b"a,b\n1,2\n", params={"name": "t.csv"}),
+        await api("POST", "run_code", body={"code": "1"}),
+    ]
     for reply in replies:
         assert assert_db_error(reply, nini_home)["message"] == expected
 
@@ -71,8 +80,13 @@ async def test_every_nini_route_answers_the_clis_message(api: Any, jp_fetch: Any
     assert refused.value.code == 503
 
     try:
-        response = await jp_fetch("nini", "mcp", method="POST", body=json.dumps({"jsonrpc": "2.0", "id": 1,
-                                  "method": "tools/list"}), headers={"Accept": "application/json, text/event-stream"})  # fmt: skip
+        response = await jp_fetch(
+            "nini",
+            "mcp",
+            method="POST",
+            body=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            headers={"Accept": "application/json, text/event-stream"},
+        )
         status, body = response.code, json.loads(response.body)
     except HTTPClientError as exc:
         status, body = exc.code, json.loads(exc.response.body)
@@ -88,7 +102,9 @@ async def test_unauthenticated_requests_still_get_403(jp_fetch: Any) -> None:
     assert refused.value.code == 403 and b"nini.db" not in (refused.value.response.body or b"")
 
 
-async def test_nini_serves_once_a_good_file_is_back_without_a_restart(api: Any, nini_home: Path, tmp_path: Path) -> None:
+async def test_nini_serves_once_a_good_file_is_back_without_a_restart(
+    api: Any, nini_home: Path, tmp_path: Path
+) -> None:
     assert_db_error(await api("GET", "sessions"), nini_home)
     good = history(tmp_path / "good")
     shutil.move(nini_home / "nini.db", tmp_path / "damaged.db")  # what the message says: move it aside...

@@ -31,12 +31,15 @@ def jp_server_config(jp_server_config: Config, database_url: str) -> Config:
 
 
 async def test_run_code_while_postgresql_is_down_answers_503_and_the_call_ends_once_it_is_back(
-        api: Any, cluster: pg_cluster.Cluster, database_url: str, nini_home: Path) -> None:  # fmt: skip
+    api: Any, cluster: pg_cluster.Cluster, database_url: str, nini_home: Path
+) -> None:
     session_id = await new_session(api)
     go = nini_home / "sessions" / session_id / "workspace" / "go"
     # waits for the test's go file (no os: the static policy refuses it, and the step would end at once)
-    code = ("import time\nwhile True:\n    try:\n        open('go').close()\n        break\n"
-            "    except FileNotFoundError:\n        time.sleep(0.02)\nresult = 1")
+    code = (
+        "import time\nwhile True:\n    try:\n        open('go').close()\n        break\n"
+        "    except FileNotFoundError:\n        time.sleep(0.02)\nresult = 1"
+    )
     running = asyncio.ensure_future(api("POST", "sessions", session_id, "run-code", body={"code": code}))
 
     def started() -> bool:

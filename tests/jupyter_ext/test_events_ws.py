@@ -97,8 +97,15 @@ async def test_a_watcher_sees_what_the_cli_runs_live(
     session_id = await new_session(api)
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
     cli = await asyncio.create_subprocess_exec(
-        str(Path(sys.executable).with_name("nini")), "run-code", "--session", session_id, "--new", "-",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        str(Path(sys.executable).with_name("nini")),
+        "run-code",
+        "--session",
+        session_id,
+        "--new",
+        "-",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
         env=nini_env(nini_home, tmp_path),
     )
     _, stderr = await cli.communicate(b"from_cli = 1\n")
@@ -115,10 +122,17 @@ async def test_a_watcher_sees_what_the_cli_runs_live(
 
 @pytest.mark.parametrize(
     ("session", "params", "status"),
-    [("nope", {}, 404), ("bad.id", {}, 400), (None, {"since": "-1"}, 400), (None, {"since": "last"}, 400),
-     (None, {"batch": "yes"}, 400)],
+    [
+        ("nope", {}, 404),
+        ("bad.id", {}, 400),
+        (None, {"since": "-1"}, 400),
+        (None, {"since": "last"}, 400),
+        (None, {"batch": "yes"}, 400),
+    ],
 )
-async def test_refused_before_upgrade(api: Any, jp_ws_fetch: Any, session: str | None, params: dict, status: int) -> None:
+async def test_refused_before_upgrade(
+    api: Any, jp_ws_fetch: Any, session: str | None, params: dict, status: int
+) -> None:
     session_id = session or await new_session(api)
     with pytest.raises(HTTPClientError) as refused:
         await jp_ws_fetch("nini", "api", "sessions", session_id, "events", params=params)

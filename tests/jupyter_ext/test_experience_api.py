@@ -28,21 +28,33 @@ async def pending_ids(api: Any) -> list[str]:
     return [item["candidate"]["id"] for item in (await api("GET", "experience", "pending")).data["candidates"]]
 
 
-async def test_a_statement_is_deposited_only_with_the_users_confirmation(api: Any, jp_root_dir: Path, nini_home: Path) -> None:
+async def test_a_statement_is_deposited_only_with_the_users_confirmation(
+    api: Any, jp_root_dir: Path, nini_home: Path
+) -> None:
     added = await api("POST", "experience", "pending", body={"text": STATEMENT, "level": "team"})
     assert added.status == 201 and added.data["kept"][0]["alternatives"] == ["mean"]
     [item] = (await api("GET", "experience", "pending")).data["candidates"]
-    assert item["number"] == 1 and set(item["evaluation"]) >= {"structure", "judgement", "reusability", "fit", "overall"}
+    assert item["number"] == 1 and set(item["evaluation"]) >= {
+        "structure",
+        "judgement",
+        "reusability",
+        "fit",
+        "overall",
+    }
     ids = [item["candidate"]["id"]]
 
     plan = (await api("POST", "experience", "plan", body={"ids": ids})).data
     assert [a["kind"] for a in plan["actions"]] == ["keep"] and plan["plan"][0].endswith("→ team")
     refused = await api("POST", "experience", "deposit", body={"ids": ids})
-    assert refused.status == 400 and refused.error["code"] == "INVALID_ARGUMENT" and "confirm" in refused.error["message"]
+    assert (
+        refused.status == 400 and refused.error["code"] == "INVALID_ARGUMENT" and "confirm" in refused.error["message"]
+    )
     assert not team_index(nini_home).exists() and await pending_ids(api) == ids  # nothing written, still pending
 
     done = (await api("POST", "experience", "deposit", body={"ids": ids, "confirm": True, "plan": plan["plan"]})).data
-    assert done["line"].startswith("已沉淀 1 条经验：EXP-0001（team）") and "nini experience rollback team" in done["line"]
+    assert (
+        done["line"].startswith("已沉淀 1 条经验：EXP-0001（team）") and "nini experience rollback team" in done["line"]
+    )
     assert await pending_ids(api) == []
     [entry] = (await api("GET", "experience", "entries")).data["entries"]
     assert (entry["id"], entry["level"], entry["reference"]) == ("EXP-0001", "team", "team/knowledge/EXP-0001.md")
@@ -54,7 +66,9 @@ async def test_a_statement_is_deposited_only_with_the_users_confirmation(api: An
 async def test_a_plan_that_changed_since_it_was_shown_is_not_carried_out(api: Any, nini_home: Path) -> None:
     await api("POST", "experience", "pending", body={"text": STATEMENT, "level": "team"})
     ids = await pending_ids(api)
-    stale = await api("POST", "experience", "deposit", body={"ids": ids, "confirm": True, "plan": ["[新增] something else → team"]})
+    stale = await api(
+        "POST", "experience", "deposit", body={"ids": ids, "confirm": True, "plan": ["[新增] something else → team"]}
+    )
     assert stale.status == 409 and stale.error["code"] == "CONFLICT"
     assert not team_index(nini_home).exists()
 
@@ -62,7 +76,11 @@ async def test_a_plan_that_changed_since_it_was_shown_is_not_carried_out(api: An
 async def test_the_users_statement_is_kept_unjudged_but_not_twice(api: Any) -> None:
     # stage 1 judges a model's candidates only: what the user states is kept, even general advice (issue 35)
     reply = await api("POST", "experience", "pending", body={"text": "数据分析前要先清洗数据"})
-    assert reply.status == 201 and [c["quote"] for c in reply.data["kept"]] == ["数据分析前要先清洗数据"] and reply.data["dropped"] == []
+    assert (
+        reply.status == 201
+        and [c["quote"] for c in reply.data["kept"]] == ["数据分析前要先清洗数据"]
+        and reply.data["dropped"] == []
+    )
     again = await api("POST", "experience", "pending", body={"text": "数据分析前要先清洗数据"})
     assert again.status == 200 and again.data["kept"] == []  # already pending
     bad = await api("POST", "experience", "pending", body={"text": STATEMENT, "level": "everyone"})
@@ -82,7 +100,9 @@ async def test_deprecating_needs_confirmation_and_keeps_the_file(api: Any, nini_
     assert row["status"] == "deprecated" and (nini_home / "experience" / "team" / "knowledge" / "EXP-0001.md").is_file()
 
 
-async def test_a_run_is_warned_and_the_warning_is_recorded_with_it(api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM) -> None:
+async def test_a_run_is_warned_and_the_warning_is_recorded_with_it(
+    api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM
+) -> None:
     await api("POST", "experience", "pending", body={"text": STATEMENT, "level": "team"})
     await api("POST", "experience", "deposit", body={"ids": await pending_ids(api), "confirm": True})
     session_id = await new_session(api)
@@ -95,7 +115,9 @@ async def test_a_run_is_warned_and_the_warning_is_recorded_with_it(api: Any, jp_
     assert "⚠️" not in second and "经验提醒" not in second
     recorded = (await api("GET", "sessions", session_id, "experience")).data
     [matched] = [e for e in recorded if e["type"] == "experience_matched"]
-    assert matched["data"]["matches"][0]["file"] == "team/knowledge/EXP-0001.md" and matched["data"]["stage"] == "analysis"
+    assert (
+        matched["data"]["matches"][0]["file"] == "team/knowledge/EXP-0001.md" and matched["data"]["stage"] == "analysis"
+    )
 
 
 async def ask_when_free(api: Any, jp_ws_fetch: Any, session_id: str, message: str) -> list[dict[str, Any]]:
@@ -122,7 +144,13 @@ async def test_the_client_gives_the_stage_of_a_run(api: Any, jp_ws_fetch: Any, l
     assert bad.status == 400 and bad.error["code"] == "INVALID_ARGUMENT"
     llm_server.reply(text("Done."))
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
-    reply = await api("POST", "sessions", session_id, "ask", body={"message": "What is the typical revenue by region?", "stage": "review"})
+    reply = await api(
+        "POST",
+        "sessions",
+        session_id,
+        "ask",
+        body={"message": "What is the typical revenue by region?", "stage": "review"},
+    )
     assert reply.status == 202
     events = await events_until_done(ws)
     ws.close()

@@ -19,7 +19,9 @@ CSV = b"region,revenue\nnorth,10\nsouth,12\n"
 def jp_server_config(nini_home: Path) -> Config:
     (nini_home).mkdir(parents=True, exist_ok=True)
     (nini_home / "settings.json").write_text('{"server": {"max_upload_bytes": 4096}}')
-    return Config({"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}}, "NiniExtensionApp": {"nini_home": str(nini_home)}})
+    return Config(
+        {"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}}, "NiniExtensionApp": {"nini_home": str(nini_home)}}
+    )
 
 
 async def upload(api: Any, session_id: str, name: str, data: bytes, **params: str) -> Any:

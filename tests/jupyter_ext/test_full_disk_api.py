@@ -26,8 +26,12 @@ def small_home(nini_home: Path) -> Iterator[Path]:
 
 @pytest.fixture
 def jp_server_config(small_home: Path) -> Config:
-    return Config({"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
-                   "NiniExtensionApp": {"nini_home": str(small_home)}})  # fmt: skip
+    return Config(
+        {
+            "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
+            "NiniExtensionApp": {"nini_home": str(small_home)},
+        }
+    )
 
 
 def assert_no_space(reply: Any, home: Path, where: str) -> None:
@@ -42,8 +46,9 @@ async def test_writes_on_a_full_disk_answer_507_no_space_and_work_again_once_fre
     filler = fill(small_home)
 
     assert_no_space(await api("POST", "sessions", body={"title": "more"}), small_home, "$NINI_HOME/nini.db")
-    assert_no_space(await api("POST", "preferences", body={"key": "tone", "value": "formal"}), small_home,
-                    "$NINI_HOME/nini.db")  # fmt: skip
+    assert_no_space(
+        await api("POST", "preferences", body={"key": "tone", "value": "formal"}), small_home, "$NINI_HOME/nini.db"
+    )
     uploaded = await api("POST", "sessions", kept, "files", body=b"a,b\n1,2\n", params={"name": "t.csv"})
     assert_no_space(uploaded, small_home, "the session workspace")
 

@@ -59,15 +59,21 @@ def test_run_code_runs_in_a_kernel_the_gateway_started(lab: GatewayLab) -> None:
 @pytest.mark.slow
 def test_datasets_and_charts_cross_the_kernel_protocol(lab: GatewayLab) -> None:
     session_id = lab.new_session()
-    made = lab.run_code(session_id, "import pandas as pd\nimport matplotlib.pyplot as plt\n"
-                        "output_df = pd.DataFrame({'a': range(200_000)})\nplt.plot([1, 3, 2])",
-                        save_as="numbers", label="line")  # fmt: skip
+    made = lab.run_code(
+        session_id,
+        "import pandas as pd\nimport matplotlib.pyplot as plt\n"
+        "output_df = pd.DataFrame({'a': range(200_000)})\nplt.plot([1, 3, 2])",
+        save_as="numbers",
+        label="line",
+    )
     assert made["success"], made["error"]
     assert made["result"]["datasets_saved"] == ["numbers"]
     assert [a["path"] for a in made["result"]["artifacts"]] == ["artifacts/line.png", "artifacts/line.svg"]
     chart = workspace(lab, session_id) / "artifacts" / "line.png"
     assert chart.read_bytes().startswith(b"\x89PNG")  # brought back to the server's workspace
-    second = lab.run_code(session_id, "plt.plot([1])\nresult = int(df['a'].sum())", dataset_name="numbers", label="line")
+    second = lab.run_code(
+        session_id, "plt.plot([1])\nresult = int(df['a'].sum())", dataset_name="numbers", label="line"
+    )
     assert second["success"], second["error"]
     assert second["result"]["result"] == sum(range(200_000))
     # the server's line.png is not overwritten: the kernel knew the name was taken
@@ -80,7 +86,10 @@ def test_a_timeout_interrupts_the_gateway_kernel_which_keeps_its_variables(lab: 
     session_id = lab.new_session()
     assert lab.run_code(session_id, "kept = 41")["success"]
     stopped = lab.run_code(session_id, "while True:\n    pass", timeout_s=2)
-    assert stopped["error"]["code"] == "TIMEOUT" and "was interrupted and keeps its variables" in stopped["error"]["message"]
+    assert (
+        stopped["error"]["code"] == "TIMEOUT"
+        and "was interrupted and keeps its variables" in stopped["error"]["message"]
+    )
     after = lab.run_code(session_id, "result = kept + 1")
     assert after["success"] and after["result"]["result"] == 42
 
@@ -88,14 +97,18 @@ def test_a_timeout_interrupts_the_gateway_kernel_which_keeps_its_variables(lab: 
 @pytest.mark.slow
 def test_a_killed_gateway_kernel_is_kernel_died_and_the_next_call_gets_a_fresh_one(lab: GatewayLab) -> None:
     session_id = lab.new_session()
-    first = lab.run_code(session_id, "import os\nimport pandas as pd\nkept = 1\nresult = os.getpid()\n"
-                         "output_df = pd.DataFrame({'a': [1, 2]})", save_as="survivor")  # fmt: skip
+    first = lab.run_code(
+        session_id,
+        "import os\nimport pandas as pd\nkept = 1\nresult = os.getpid()\noutput_df = pd.DataFrame({'a': [1, 2]})",
+        save_as="survivor",
+    )
     assert first["success"], first["error"]
     died = lab.run_code(session_id, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
     assert died["success"] is False and died["error"]["code"] == "KERNEL_DIED"
     assert "variables and imports were lost" in died["error"]["message"]
-    after = lab.run_code(session_id, "import os\nresult = ['kept' in dir(), os.getpid(), int(df['a'].sum())]",
-                         dataset_name="survivor")  # fmt: skip
+    after = lab.run_code(
+        session_id, "import os\nresult = ['kept' in dir(), os.getpid(), int(df['a'].sum())]", dataset_name="survivor"
+    )
     assert after["success"], after["error"]
     fresh, pid, total = after["result"]["result"]
     assert fresh is False and pid != first["result"]["result"] and total == 3  # the dataset is sent to the new kernel
@@ -135,8 +148,13 @@ def test_doctor_says_kernels_run_on_the_configured_gateway(tmp_path: Path) -> No
     detail = checks["kernels"]["detail"]
     assert checks["kernels"]["ok"] and "run on the gateway at 127.0.0.1:8765" in detail
     assert "the sandbox there is the gateway's" in detail and "s3cret" not in done.stdout
-    local = _nini("doctor", "--json", tmp_path=tmp_path, NINI_EXECUTION__KERNELS="local",
-                  JUPYTER_GATEWAY_URL="http://127.0.0.1:8765")  # fmt: skip
+    local = _nini(
+        "doctor",
+        "--json",
+        tmp_path=tmp_path,
+        NINI_EXECUTION__KERNELS="local",
+        JUPYTER_GATEWAY_URL="http://127.0.0.1:8765",
+    )
     assert "run on this machine" in {c["name"]: c for c in json.loads(local.stdout)}["kernels"]["detail"]
 
 

@@ -52,11 +52,17 @@ def test_disable_turns_the_installed_extension_off(tmp_path: Path) -> None:
     config_d.mkdir(parents=True)
     shutil.copy(REPO_ROOT / "jupyter-config" / "jupyter_server_config.d" / "jupyter_ext.json", config_d)
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER_")} | {
-        "JUPYTER_CONFIG_DIR": str(tmp_path / "user-config")}
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "user-config")
+    }
 
     def toggle(*args: str) -> str:
-        run = subprocess.run([str(prefix / "bin" / "python"), "-m", "jupyter_server.extension.serverextension", *args],
-                             env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+        run = subprocess.run(
+            [str(prefix / "bin" / "python"), "-m", "jupyter_server.extension.serverextension", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert run.returncode == 0, run.stderr
         return _plain(run.stdout + run.stderr)
 
@@ -77,8 +83,14 @@ def _plain(text: str) -> str:
 
 @pytest.mark.parametrize(
     "jp_server_config",
-    [Config({"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
-             "NiniExtensionApp": {"sandbox": "none", "r_enabled": False}})],  # fmt: skip
+    [
+        Config(
+            {
+                "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
+                "NiniExtensionApp": {"sandbox": "none", "r_enabled": False},
+            }
+        )
+    ],
 )
 def test_traits_override_settings(jp_serverapp: Any, nini_home: Path) -> None:
     settings = jp_serverapp.web_app.settings["nini_runtime"].settings
@@ -100,8 +112,9 @@ def test_unset_traits_fall_back_to_settings_json(settings_json: None, jp_servera
     assert (runtime.settings.logs_dir / "nini.jsonl").parent.is_dir()
 
 
-def test_nini_home_trait_wins_over_the_environment(jp_server_config: Config, tmp_path: Path,
-                                                   jp_configurable_serverapp: Any) -> None:  # fmt: skip
+def test_nini_home_trait_wins_over_the_environment(
+    jp_server_config: Config, tmp_path: Path, jp_configurable_serverapp: Any
+) -> None:
     jp_server_config["NiniExtensionApp"]["nini_home"] = str(tmp_path / "elsewhere")
     app = jp_configurable_serverapp(config=jp_server_config)
     assert app.web_app.settings["nini_runtime"].settings.home == tmp_path / "elsewhere"

@@ -99,20 +99,41 @@ def hub(pg_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[H
     (team_skills / "team-chart" / "SKILL.md").write_text(skill_md("team-chart", "How our team draws revenue charts."))
     public, admin_token = free_port(), secrets.token_hex(16)
     config = tmp / "jupyterhub_config.py"
-    config.write_text(TEST_CONFIG.format(
-        example=str(EXAMPLE), public=public, hub=free_port(), proxy_api=free_port(), proxy=proxy,
-        pid_file=str(tmp / "proxy.pid"), tmp=str(tmp), password=secrets.token_hex(8),
-        singleuser=str(BIN / "jupyterhub-singleuser"), args=["--allow-root"] if os.geteuid() == 0 else [],
-        timeout=START_TIMEOUT_S, admin_token=admin_token,
-    ))  # fmt: skip
+    config.write_text(
+        TEST_CONFIG.format(
+            example=str(EXAMPLE),
+            public=public,
+            hub=free_port(),
+            proxy_api=free_port(),
+            proxy=proxy,
+            pid_file=str(tmp / "proxy.pid"),
+            tmp=str(tmp),
+            password=secrets.token_hex(8),
+            singleuser=str(BIN / "jupyterhub-singleuser"),
+            args=["--allow-root"] if os.geteuid() == 0 else [],
+            timeout=START_TIMEOUT_S,
+            admin_token=admin_token,
+        )
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NINI_", "JUPYTER", "JPY_"))}
-    env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(REPO_ROOT),
-               NINI_HUB_DATABASE_URL=pg_cluster.create_database(), NINI_HUB_TEAM_SKILLS=str(team_skills),
-               NINI_HUB_TEAM_EXPERIENCE=str(team_experience), NINI_HUB_MAINTAINERS="alice")  # fmt: skip
+    env.update(
+        PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        PYTHONPATH=str(REPO_ROOT),
+        NINI_HUB_DATABASE_URL=pg_cluster.create_database(),
+        NINI_HUB_TEAM_SKILLS=str(team_skills),
+        NINI_HUB_TEAM_EXPERIENCE=str(team_experience),
+        NINI_HUB_MAINTAINERS="alice",
+    )
     log = tmp / "jupyterhub.log"
     with open(log, "wb") as out:
-        process = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(config)], cwd=tmp, env=env,
-                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        process = subprocess.Popen(
+            [str(BIN / "jupyterhub"), "-f", str(config)],
+            cwd=tmp,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     hub = Hub(f"http://127.0.0.1:{public}", {"admin": admin_token}, log, team_experience)
     try:
         _wait(lambda: _answers(hub.url + "/hub/api/"), "the hub to answer", process, log)
@@ -123,8 +144,12 @@ def hub(pg_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[H
         for user in ("alice", "bob"):
             assert hub.call("admin", "POST", f"/hub/api/users/{user}/server").status_code in (201, 202)
         for user in ("alice", "bob"):
-            _wait(lambda: hub.call("admin", "GET", f"/hub/api/users/{user}").json()["servers"].get("", {}).get("ready"),
-                  f"{user}'s server", process, log)  # fmt: skip
+            _wait(
+                lambda: hub.call("admin", "GET", f"/hub/api/users/{user}").json()["servers"].get("", {}).get("ready"),
+                f"{user}'s server",
+                process,
+                log,
+            )
         yield hub
     finally:
         os.killpg(process.pid, signal.SIGTERM)  # the hub stops the servers and the proxy it started
@@ -147,7 +172,9 @@ def _wait(ready: Any, what: str, process: subprocess.Popen, log: Path) -> None:
     while not ready():
         if process.poll() is not None or time.monotonic() > deadline:
             tail = log.read_text(errors="replace")[-4000:]
-            pytest.fail(f"waiting for {what}: the hub {'exited' if process.poll() is not None else 'timed out'}:\n{tail}")
+            pytest.fail(
+                f"waiting for {what}: the hub {'exited' if process.poll() is not None else 'timed out'}:\n{tail}"
+            )
         time.sleep(0.5)
 
 
@@ -179,8 +206,11 @@ def test_a_session_is_seen_by_its_owner_and_hub_admins_only(hub: Hub) -> None:
 
 
 def test_the_team_library_is_read_only_except_for_maintainers(hub: Hub) -> None:
-    statement = {"text": "use the median for revenue, the revenue column has outliers", "level": "team",
-                 "trigger": "typical revenue by region"}  # fmt: skip
+    statement = {
+        "text": "use the median for revenue, the revenue column has outliers",
+        "level": "team",
+        "trigger": "typical revenue by region",
+    }
 
     def deposit(user: str) -> httpx2.Response:
         kept = hub.nini(user, user, "POST", "experience/pending", json=statement).json()["data"]["kept"]
@@ -206,10 +236,14 @@ def test_preferences_in_the_shared_database_and_skills_are_each_users_own(hub: H
         absent = hub.nini("bob", "bob", method, f"preferences/{missing}", json=body)
         assert refused.status_code == absent.status_code == 404
         assert refused.json()["error"] == json.loads(json.dumps(absent.json()["error"]).replace(missing, theirs))
-    assert [p["value"] for p in hub.nini("alice", "alice", "GET", "preferences").json()["data"]["preferences"]] == ["Answer formally."]
+    assert [p["value"] for p in hub.nini("alice", "alice", "GET", "preferences").json()["data"]["preferences"]] == [
+        "Answer formally."
+    ]
     assert hub.nini("bob", "bob", "GET", "preferences").json()["data"]["preferences"] == []
 
-    created = hub.nini("bob", "bob", "POST", "skills", json={"name": "bob-chart", "description": "How bob draws charts."})
+    created = hub.nini(
+        "bob", "bob", "POST", "skills", json={"name": "bob-chart", "description": "How bob draws charts."}
+    )
     assert created.status_code == 201, created.text
     assert "bob-chart" in {s["name"] for s in hub.nini("bob", "bob", "GET", "skills").json()["data"]}
     assert "bob-chart" not in {s["name"] for s in hub.nini("alice", "alice", "GET", "skills").json()["data"]}

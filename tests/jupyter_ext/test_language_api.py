@@ -35,7 +35,9 @@ def ui_language(request: pytest.FixtureRequest) -> str | None:
 def jp_server_config(ui_language: str | None, nini_home: Path, llm_server: ScriptedLLM) -> Config:
     values = scripted_model_settings(llm_server) | ({"ui": {"language": ui_language}} if ui_language else {})
     write_settings(nini_home, values)
-    return Config({"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}}, "NiniExtensionApp": {"nini_home": str(nini_home)}})
+    return Config(
+        {"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}}, "NiniExtensionApp": {"nini_home": str(nini_home)}}
+    )
 
 
 @pytest.fixture
@@ -57,8 +59,12 @@ async def test_the_sidebar_reads_ui_language_auto_by_default(api: Any) -> None:
 
 
 @needs_r
-async def test_an_r_refusal_is_worded_in_the_requests_language(api: Any, EN: dict, ZH: dict,  # noqa: N803
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_r_refusal_is_worded_in_the_requests_language(
+    api: Any,
+    EN: dict,
+    ZH: dict,  # noqa: N803
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     session_id = await new_session(api)
     said = {}
     for language, headers in (("en", EN), ("zh", ZH), ("none", None)):
@@ -67,12 +73,21 @@ async def test_an_r_refusal_is_worded_in_the_requests_language(api: Any, EN: dic
     monkeypatch.setenv("LANG", "zh_CN.UTF-8")  # no client: the server's locale, read at each request
     reply = await api("POST", "sessions", session_id, "run-r-code", body={"code": 'system("ls")'})
     said["none, zh_CN locale"] = reply.data["error"]["message"]
-    assert said == {"en": REFUSAL["en"], "zh": REFUSAL["zh"], "none": REFUSAL["en"], "none, zh_CN locale": REFUSAL["zh"]}
+    assert said == {
+        "en": REFUSAL["en"],
+        "zh": REFUSAL["zh"],
+        "none": REFUSAL["en"],
+        "none, zh_CN locale": REFUSAL["zh"],
+    }
 
 
-async def test_the_preview_template_report_and_export_follow_the_requests_language(api: Any, nini_home: Path, EN: dict,  # noqa: N803
-                                                                                   ZH: dict,  # noqa: N803
-                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_preview_template_report_and_export_follow_the_requests_language(
+    api: Any,
+    nini_home: Path,
+    EN: dict,  # noqa: N803
+    ZH: dict,  # noqa: N803
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     assert (await api("POST", "preferences", body={"key": "tone", "value": "formal"})).status == 201
     for language, headers in (("en", EN), ("zh", ZH)):
         lines = (await preview(api, headers)).splitlines()
@@ -92,7 +107,9 @@ async def test_the_preview_template_report_and_export_follow_the_requests_langua
     session_id = await new_session(api)
     reports = nini_home / "sessions" / session_id / "workspace"
     english = (await api("POST", "sessions", session_id, "report", body={"formats": ["md"]}, headers=EN)).data
-    chosen = (await api("POST", "sessions", session_id, "report", body={"formats": ["md"], "lang": "zh"}, headers=EN)).data
+    chosen = (
+        await api("POST", "sessions", session_id, "report", body={"formats": ["md"], "lang": "zh"}, headers=EN)
+    ).data
     english, chosen = ((reports / made["paths"]["md"]).read_text(encoding="utf-8") for made in (english, chosen))
     assert "## Key findings" in english and not CJK.search(english)
     assert "## 关键发现" in chosen  # the body's lang wins over the client's
@@ -104,8 +121,9 @@ async def test_the_preview_template_report_and_export_follow_the_requests_langua
 
 
 @needs_r
-async def test_a_turn_asked_in_english_is_worded_in_english_to_its_end(api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM,
-                                                                       EN: dict) -> None:  # noqa: N803 # fmt: skip
+async def test_a_turn_asked_in_english_is_worded_in_english_to_its_end(
+    api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM, EN: dict
+) -> None:  # noqa: N803
     """The turn runs in a task of its own, its store calls on the store's threads and its R in the
     session's worker: the language of the request that started it reaches all of them."""
     assert (await api("POST", "preferences", body={"key": "tone", "value": "formal"})).status == 201

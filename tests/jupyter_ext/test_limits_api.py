@@ -26,11 +26,13 @@ MAX_CODE = 70_000
 @pytest.fixture
 def jp_server_config(nini_home: Path, llm_server: ScriptedLLM) -> Config:
     write_settings(nini_home, {**scripted_model_settings(llm_server), "limits": {"max_code_chars": MAX_CODE}})
-    return Config({
-        "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
-        "MultiKernelManager": {"default_kernel_name": "python3"},
-        "NiniExtensionApp": {"nini_home": str(nini_home)},
-    })  # fmt: skip
+    return Config(
+        {
+            "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
+            "MultiKernelManager": {"default_kernel_name": "python3"},
+            "NiniExtensionApp": {"nini_home": str(nini_home)},
+        }
+    )
 
 
 async def test_rest_refuses_long_code_and_serves_a_long_steps_code_whole(api: Any) -> None:
@@ -51,8 +53,9 @@ async def test_rest_refuses_long_code_and_serves_a_long_steps_code_whole(api: An
     assert missing.status == 404 and missing.error["code"] == "NOT_FOUND"
 
 
-async def test_a_models_too_long_code_is_refused_and_the_turn_goes_on(api: Any, jp_ws_fetch: Any, nini_home: Path,
-                                                                       llm_server: ScriptedLLM) -> None:  # fmt: skip
+async def test_a_models_too_long_code_is_refused_and_the_turn_goes_on(
+    api: Any, jp_ws_fetch: Any, nini_home: Path, llm_server: ScriptedLLM
+) -> None:
     session = await new_session(api)
     marker = "MARKER_MODEL_2e77"
     llm_server.reply(tool_call("run_code", code=f"# {marker}\n" + "y = 2\n" * (MAX_CODE // 6 + 1)))

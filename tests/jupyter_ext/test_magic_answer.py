@@ -21,7 +21,9 @@ ANSWER = "\n\n".join(["North sold **5.0**.", "| region | amount |\n|---|---|\n| 
 
 
 @pytest.mark.slow
-def test_the_answer_is_sanitized_html_while_it_streams_and_once_whole(kernel: AskKernel, llm_server: ScriptedLLM) -> None:  # noqa: F811
+def test_the_answer_is_sanitized_html_while_it_streams_and_once_whole(
+    kernel: AskKernel, llm_server: ScriptedLLM
+) -> None:  # noqa: F811
     displays: list[dict[str, Any]] = []
 
     def collect(message: dict[str, Any]) -> None:
@@ -44,8 +46,14 @@ def test_the_answer_is_sanitized_html_while_it_streams_and_once_whole(kernel: As
 def test_model_words_in_a_step_block_are_escaped(tmp_path: Path, attack: str) -> None:
     """A step's block is nini's own markup (pygments' inline colours included): the label, code,
     output, table and task summary the model or its data wrote are text in it."""
-    step = Step("run_code", {"code": attack, "label": attack}, stdout=attack, stderr=attack, summary=attack,
-                table={"columns": [attack], "rows": [[attack]], "shape": [1, 1]})  # fmt: skip
+    step = Step(
+        "run_code",
+        {"code": attack, "label": attack},
+        stdout=attack,
+        stderr=attack,
+        summary=attack,
+        table={"columns": [attack], "rows": [[attack]], "shape": [1, 1]},
+    )
     step.ended = {"success": False, "error": {"code": "CODE_ERROR", "message": attack}}
     shown = step.html(RootedDir(tmp_path))
     assert [found for found in inspect(shown).found if not found.endswith("[style]")] == [], shown

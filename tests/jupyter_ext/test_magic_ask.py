@@ -23,11 +23,22 @@ from tests.llm_server import ScriptedLLM, text, tool_call
 class AskKernel(Kernel):
     """A kernel whose cell runs also collect displays (the answer is one) and can be interrupted."""
 
-    def ask(self, cell: str, *, answers: list[str] | None = None, interrupt_at_first_step: bool = False) -> dict[str, Any]:
+    def ask(
+        self, cell: str, *, answers: list[str] | None = None, interrupt_at_first_step: bool = False
+    ) -> dict[str, Any]:
         """The cell's outputs; with ``interrupt_at_first_step``, the kernel is interrupted a second
         after the first step shows (its code is running by then), as a user stopping the cell would."""
-        out: dict[str, Any] = {"stdout": "", "stderr": "", "errors": [], "markdown": [], "images": 0, "steps": {}, "plain": [],
-                               "html": [], "prompts": []}
+        out: dict[str, Any] = {
+            "stdout": "",
+            "stderr": "",
+            "errors": [],
+            "markdown": [],
+            "images": 0,
+            "steps": {},
+            "plain": [],
+            "html": [],
+            "prompts": [],
+        }
 
         def collect(message: dict[str, Any]) -> None:
             kind, content = message["msg_type"], message["content"]
@@ -44,7 +55,9 @@ class AskKernel(Kernel):
                     if interrupt_at_first_step and not out["steps"]:
                         threading.Timer(1.0, self.manager.interrupt_kernel).start()
                     out["steps"][display_id] = {"text": data["text/plain"], "html": data["text/html"]}
-                elif "nini-answer" in data.get("text/html", ""):  # the answer: sanitized HTML, its Markdown as plain text
+                elif "nini-answer" in data.get(
+                    "text/html", ""
+                ):  # the answer: sanitized HTML, its Markdown as plain text
                     out["markdown"].append(data["text/plain"])
                 else:  # a plain-text line shown in place (the model's thinking time), a step's code to approve
                     out["plain"].append(data.get("text/plain", ""))
@@ -71,10 +84,14 @@ def kernel(tmp_path: Path, llm_server: ScriptedLLM) -> Iterator[AskKernel]:
 
 @pytest.mark.slow
 def test_the_agents_code_uses_the_notebooks_dataframe(kernel: AskKernel, llm_server: ScriptedLLM) -> None:
-    setup = kernel.run("import pandas as pd\nsales = pd.DataFrame({'region': ['n', 's', 'n'], 'amount': [1.0, 2.0, 4.0]})")
+    setup = kernel.run(
+        "import pandas as pd\nsales = pd.DataFrame({'region': ['n', 's', 'n'], 'amount': [1.0, 2.0, 4.0]})"
+    )
     assert setup.errors == []
-    code = ("by_region = sales.groupby('region')['amount'].sum().to_dict()\nprint(len(sales))\nresult = by_region\n"
-            "import matplotlib.pyplot as plt\n_ = plt.bar(list(by_region), list(by_region.values()))")  # fmt: skip
+    code = (
+        "by_region = sales.groupby('region')['amount'].sum().to_dict()\nprint(len(sales))\nresult = by_region\n"
+        "import matplotlib.pyplot as plt\n_ = plt.bar(list(by_region), list(by_region.values()))"
+    )
     llm_server.reply(tool_call("run_code", code=code, label="by region"), text("North sold **5.0**, south **2.0**."))
     out = kernel.ask("%%nini\nHow much did each region sell?")
     assert out["errors"] == [] and out["stderr"] == "", out
@@ -169,8 +186,9 @@ def test_by_default_each_step_shows_its_code_and_runs_only_once_the_user_allows_
 ) -> None:
     """Approval is on by default: each step shows its whole code (highlighted) and asks; "once" runs
     it, "s" runs it and every later step of the session without asking, anything else rejects."""
-    llm_server.reply(tool_call("run_code", code="approved_step = 1"), tool_call("run_code", code="refused_step = 1"),
-                     text("Done."))  # fmt: skip
+    llm_server.reply(
+        tool_call("run_code", code="approved_step = 1"), tool_call("run_code", code="refused_step = 1"), text("Done.")
+    )
     out = default_kernel.ask("%%nini\nSet two flags.", answers=["o", "n"])
     assert out["errors"] == [], out
     assert out["stdout"].count("nini wants to run this step; it runs in your kernel, not sandboxed:") == 2
@@ -180,8 +198,13 @@ def test_by_default_each_step_shows_its_code_and_runs_only_once_the_user_allows_
     assert any(step["text"].startswith("✗ run_code: CANCELED") for step in out["steps"])
     flags = default_kernel.run("print('approved_step' in dir(), 'refused_step' in dir())").stdout
     assert flags == "True False\n", out["steps"]
-    llm_server.reply(tool_call("run_code", code="first = 1"), tool_call("run_code", code="second = 2"), text("Done."),
-                     tool_call("run_code", code="third = 3"), text("Done."))  # fmt: skip
+    llm_server.reply(
+        tool_call("run_code", code="first = 1"),
+        tool_call("run_code", code="second = 2"),
+        text("Done."),
+        tool_call("run_code", code="third = 3"),
+        text("Done."),
+    )
     allowed = default_kernel.ask("%%nini\nTwo more.", answers=["s"])
     assert len(allowed["prompts"]) == 1  # the second step ran without asking
     assert "this session's steps now run in your kernel without asking" in allowed["stdout"]
@@ -223,12 +246,15 @@ def test_a_link_a_sandboxed_step_planted_is_not_followed_when_a_later_step_draws
     kernel side saves nothing through the link."""
     home, outside = tmp_path / "home", tmp_path / "outside"
     outside.mkdir()
-    plant = ("import pathlib\npathlib.Path('artifacts').rename('artifacts-was')\n"
-             f"pathlib.Path('artifacts').symlink_to({str(outside)!r})")
+    plant = (
+        "import pathlib\npathlib.Path('artifacts').rename('artifacts-was')\n"
+        f"pathlib.Path('artifacts').symlink_to({str(outside)!r})"
+    )
     assert default_kernel.run(f"%%nini_run\n{plant}").errors == []  # in the session's sandbox
     assert next(home.glob("sessions/*/workspace/artifacts")).is_symlink()
-    llm_server.reply(tool_call("run_code", code="import matplotlib.pyplot as plt\nplt.plot([1, 2])", label="chart"),
-                     text("Drawn."))  # fmt: skip
+    llm_server.reply(
+        tool_call("run_code", code="import matplotlib.pyplot as plt\nplt.plot([1, 2])", label="chart"), text("Drawn.")
+    )
     out = default_kernel.ask("%%nini\nDraw it.", answers=["o"])
     assert len(out["prompts"]) == 1 and out["errors"] == []
     assert any("charts were not saved" in step["text"] for step in out["steps"]), out["steps"]
@@ -240,13 +266,19 @@ def test_a_qualifying_run_becomes_a_skill_that_nini_skills_list_shows(tmp_path: 
     """End to end in a notebook kernel: an error recovered and three code runs score 3, the
     conservative threshold; the enhancement saves a skill after the answer, and its note follows."""
     home = tmp_path / "home"
-    write_settings(home, without_approval({**scripted_model_settings(llm_server), "skill_enhance": {"auto_enhance": True}}))
+    write_settings(
+        home, without_approval({**scripted_model_settings(llm_server), "skill_enhance": {"auto_enhance": True}})
+    )
     asker = AskKernel(home, tmp_path)
     try:
         assert asker.run("%load_ext nini").errors == []
-        assert asker.run("import pandas as pd\nsales = pd.DataFrame({'m': [1, 2, 3], 'v': [5.0, 7.0, 9.0]})").errors == []
-        skill = ("---\nname: monthly-slope\ndescription: Fit the monthly slope of a value column.\n---\n\n"
-                 "# Monthly slope\n\nUse numpy.polyfit on month and value; check the column names first.\n")
+        assert (
+            asker.run("import pandas as pd\nsales = pd.DataFrame({'m': [1, 2, 3], 'v': [5.0, 7.0, 9.0]})").errors == []
+        )
+        skill = (
+            "---\nname: monthly-slope\ndescription: Fit the monthly slope of a value column.\n---\n\n"
+            "# Monthly slope\n\nUse numpy.polyfit on month and value; check the column names first.\n"
+        )
         llm_server.reply(
             tool_call("run_code", code="slope = sales['value'].diff().mean()"),  # wrong column: fails
             tool_call("run_code", code="print(list(sales.columns))"),
@@ -262,8 +294,15 @@ def test_a_qualifying_run_becomes_a_skill_that_nini_skills_list_shows(tmp_path: 
         assert asker.run("print(round(slope, 6))").stdout == "2.0\n"
     finally:
         asker.shutdown()
-    listed = subprocess.run([str(Path(sys.executable).with_name("nini")), "skills", "list", "--json"], check=False, cwd=tmp_path,
-                            env=nini_env(home, tmp_path), capture_output=True, text=True, timeout=60)  # fmt: skip
+    listed = subprocess.run(
+        [str(Path(sys.executable).with_name("nini")), "skills", "list", "--json"],
+        check=False,
+        cwd=tmp_path,
+        env=nini_env(home, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert listed.returncode == 0, listed.stderr
     record = {r["name"]: r for r in json.loads(listed.stdout)}["monthly-slope"]
     assert (record["type"], record["description"]) == ("markdown", "Fit the monthly slope of a value column.")

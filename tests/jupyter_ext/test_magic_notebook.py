@@ -26,25 +26,36 @@ STEP = "by_region = sales.groupby('region').amount.sum()\nprint(by_region.to_str
 
 
 @pytest.mark.slow
-def test_a_saved_notebook_keeps_each_step_and_the_prompt_stays_within_its_budget(tmp_path: Path, llm_server: ScriptedLLM) -> None:
+def test_a_saved_notebook_keeps_each_step_and_the_prompt_stays_within_its_budget(
+    tmp_path: Path, llm_server: ScriptedLLM
+) -> None:
     configure(tmp_path / "home", llm_server)
-    llm_server.reply(tool_call("read_notebook", start=0, end=2), tool_call("run_code", code=STEP), text("North 2450, south 2500."))
-    notebook = new_notebook(cells=[new_code_cell("%load_ext nini"), new_code_cell(SETUP),
-                                   new_code_cell("%%nini\nTotal amount by region?")])  # fmt: skip
-    client = NotebookClient(notebook, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+    llm_server.reply(
+        tool_call("read_notebook", start=0, end=2), tool_call("run_code", code=STEP), text("North 2450, south 2500.")
+    )
+    notebook = new_notebook(
+        cells=[new_code_cell("%load_ext nini"), new_code_cell(SETUP), new_code_cell("%%nini\nTotal amount by region?")]
+    )
+    client = NotebookClient(
+        notebook, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
     client.execute(env=nini_env(tmp_path / "home", tmp_path))
     nbformat.write(notebook, tmp_path / "saved.ipynb")
     saved = nbformat.read(tmp_path / "saved.ipynb", as_version=4)
 
     system = llm_server.requests[0]["messages"][0]["content"]
-    variables = system[system.index(HEADER):].split("\n\n## ")[0]
-    assert count_tokens(variables) <= 2000 and variables.rstrip().splitlines()[-1].startswith("- … and ")  # some left out
+    variables = system[system.index(HEADER) :].split("\n\n## ")[0]
+    assert count_tokens(variables) <= 2000 and variables.rstrip().splitlines()[-1].startswith(
+        "- … and "
+    )  # some left out
     assert "`sales`: DataFrame, 100 rows × 2 columns" in variables and "`amount` float64" in variables
     assert "Total amount by region?" in system and "globals()[f'series_" in system  # the cells run before
 
     outputs = saved.cells[2].outputs
     html = [o["data"]["text/html"] for o in outputs if "nini-step" in o.get("data", {}).get("text/html", "")]
-    plain = "\n".join(o["data"].get("text/plain", "") for o in outputs if "data" in o) + "".join(o.get("text", "") for o in outputs)
+    plain = "\n".join(o["data"].get("text/plain", "") for o in outputs if "data" in o) + "".join(
+        o.get("text", "") for o in outputs
+    )
     assert len(html) == 2, plain  # read_notebook and run_code, each one block updated in place
     assert "groupby" in html[1] and "north    2450.0" in html[1]  # its highlighted code and its stdout
     assert "✓ run_code (" in plain and "north    2450.0" in plain

@@ -24,7 +24,10 @@ def test_a_statement_is_pending_and_the_dialogue_deposits_it_on_yes(kernel: AskK
 
     kept = kernel.ask("%nini remember", answers=["1", "y"])
     assert "待沉淀的经验候选（1 条）：" in kept["stdout"] and "已沉淀 1 条经验：EXP-0001（project）" in kept["stdout"]
-    assert "| Use the median, the revenue column has outliers |" in (kernel.cwd / ".nini" / "experience" / "project" / "INDEX.md").read_text()
+    assert (
+        "| Use the median, the revenue column has outliers |"
+        in (kernel.cwd / ".nini" / "experience" / "project" / "INDEX.md").read_text()
+    )
 
 
 @pytest.mark.slow

@@ -33,7 +33,8 @@ def test_a_fresh_session_and_a_loaded_dataset(kernel: Kernel) -> None:
     assert fresh and fresh != first and kernel.run("%nini session").stdout.strip() == fresh
     loaded = kernel.run(f"%nini load {SALES} --name sales")
     assert loaded.errors == [] and loaded.stdout.strip() == (
-        "nini: dataset sales: 144 rows, 6 columns (encoding utf-8, detected; separator ',', detected)"), loaded
+        "nini: dataset sales: 144 rows, 6 columns (encoding utf-8, detected; separator ',', detected)"
+    ), loaded
     missing = kernel.run("%nini load no-such.csv")
     assert "NOT_FOUND" in missing.stderr and str(kernel.cwd) not in missing.stderr
     store = kernel.store()
@@ -49,11 +50,13 @@ def test_the_cell_runs_in_the_sandbox_not_in_the_kernel(kernel: Kernel, tmp_path
     marker, expanded = tmp_path / "marker.txt", tmp_path / "expanded.txt"
     kernel.run(f"%nini load {SALES} --name sales")
     label = f'count {{open("{expanded}", "w")}} $HOME'  # what IPython would expand, were the line expanded
-    cell = (f"%%nini_run --dataset=sales '--label={label}'\n"
-            f"planted = 'from the agent'\n"
-            f"try:\n    open(bytes.fromhex({str(marker).encode().hex()!r}).decode(), 'w').write('escaped')\n"
-            f"except OSError:\n    pass\n"
-            f"print(len(df))\nresult = {{'rows': len(df)}}\n")
+    cell = (
+        f"%%nini_run --dataset=sales '--label={label}'\n"
+        f"planted = 'from the agent'\n"
+        f"try:\n    open(bytes.fromhex({str(marker).encode().hex()!r}).decode(), 'w').write('escaped')\n"
+        f"except OSError:\n    pass\n"
+        f"print(len(df))\nresult = {{'rows': len(df)}}\n"
+    )
     out = kernel.run(cell)
     assert out.errors == [] and out.stdout.startswith("144\n"), out
     assert not marker.exists() and not expanded.exists()  # neither the code nor its line ran here
@@ -80,8 +83,10 @@ def test_a_refused_step_says_why_and_a_bad_line_is_a_usage_error(kernel: Kernel)
 @needs_r
 def test_r_cells_run_in_the_session_s_r_worker(kernel: Kernel) -> None:
     kernel.run(f"%nini load {SALES} --name sales")
-    out = kernel.run("%%nini_run --r --dataset=sales --save-as=regions\n"
-                     "output_df <- aggregate(revenue ~ region, data = df, FUN = sum)\ncat(nrow(output_df), '\\n')")  # fmt: skip
+    out = kernel.run(
+        "%%nini_run --r --dataset=sales --save-as=regions\n"
+        "output_df <- aggregate(revenue ~ region, data = df, FUN = sum)\ncat(nrow(output_df), '\\n')"
+    )
     assert out.errors == [] and out.stdout.strip() == "4", out
     assert "regions" not in kernel.run("print(sorted(dir()))").stdout  # the dataset stays in the session
 

@@ -38,7 +38,11 @@ def test_a_proposal_prints_as_a_cell_to_copy_and_is_recorded(kernel: AskKernel, 
         [call] = store.list_tool_calls(session_id)
     finally:
         store.close()
-    assert (call["tool_name"], call["status"], call["result"]["source"]) == ("propose_cell", "succeeded", "%%nini_r\nsummary(df)")
+    assert (call["tool_name"], call["status"], call["result"]["source"]) == (
+        "propose_cell",
+        "succeeded",
+        "%%nini_r\nsummary(df)",
+    )
 
 
 @pytest.mark.slow
@@ -50,14 +54,22 @@ def test_thinking_time_shows_while_the_model_answers(kernel: AskKernel, llm_serv
 
 
 @pytest.mark.slow
-def test_isolated_keeps_the_notebooks_names_but_brings_back_the_saved_dataset(kernel: AskKernel, llm_server: ScriptedLLM) -> None:  # noqa: F811
-    assert kernel.run("import pandas as pd\nsales = pd.DataFrame({'m': [1, 2], 'v': [3.0, 4.0]})\ntotal = 7").errors == []
+def test_isolated_keeps_the_notebooks_names_but_brings_back_the_saved_dataset(
+    kernel: AskKernel, llm_server: ScriptedLLM
+) -> None:  # noqa: F811
+    assert (
+        kernel.run("import pandas as pd\nsales = pd.DataFrame({'m': [1, 2], 'v': [3.0, 4.0]})\ntotal = 7").errors == []
+    )
     code = "total = 0\nscratch = 1\nsales = None\noutput_df = pd.DataFrame({'m': [1], 'v': [7.0]})"
     llm_server.reply(tool_call("run_code", code=code, save_as="monthly"), text("Saved monthly."))
     out = kernel.ask("%%nini --isolated\nsave monthly")
     assert out["errors"] == [], out
     [step] = out["steps"]  # output_df shows as a table in its step
-    assert "<th>m</th><th>v</th>" in step["html"] and "<td>7.0</td>" in step["html"] and "1 rows × 2 columns" in step["html"]
+    assert (
+        "<th>m</th><th>v</th>" in step["html"]
+        and "<td>7.0</td>" in step["html"]
+        and "1 rows × 2 columns" in step["html"]
+    )
     assert "  table: 1 rows × 2 columns (m, v)" in step["text"]
     assert "; new: monthly" in out["stdout"] and "changed" not in out["stdout"]
     probe = kernel.run("print(total, 'scratch' in dir(), type(sales).__name__, monthly['v'].tolist())")

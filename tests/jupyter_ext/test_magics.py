@@ -28,8 +28,7 @@ class Output:
 class Kernel:
     def __init__(self, home: Path, cwd: Path, **env: str) -> None:
         self.home, self.cwd = home, cwd
-        self.manager, self.client = start_new_kernel(kernel_name="python3", cwd=str(cwd),
-                                                     env=nini_env(home, cwd) | env)  # fmt: skip
+        self.manager, self.client = start_new_kernel(kernel_name="python3", cwd=str(cwd), env=nini_env(home, cwd) | env)
 
     def run(self, code: str) -> Output:
         out = Output()
@@ -55,8 +54,9 @@ class Kernel:
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
     # JPY_SESSION_NAME is how a Jupyter server tells a kernel its notebook
-    started = Kernel(tmp_path_factory.mktemp("home"), tmp_path_factory.mktemp("notebooks"),
-                     JPY_SESSION_NAME="analysis.ipynb")  # fmt: skip
+    started = Kernel(
+        tmp_path_factory.mktemp("home"), tmp_path_factory.mktemp("notebooks"), JPY_SESSION_NAME="analysis.ipynb"
+    )
     assert started.run("%load_ext nini").errors == []
     yield started
     started.shutdown()
@@ -110,8 +110,10 @@ def test_df_that_is_not_a_dataframe_is_a_usage_error(kernel: Kernel) -> None:
 @pytest.mark.slow
 def test_nini_r_takes_and_returns_dataframes_and_is_recorded(kernel: Kernel) -> None:
     kernel.run("import pandas as pd\nsales = pd.DataFrame({'region': ['n', 's', 'n'], 'amount': [1.0, 2.0, 4.0]})")
-    out = kernel.run("%%nini_r --df sales --save-as out\n"
-                     "output_df <- aggregate(amount ~ region, data = df, FUN = sum)\nprint(nrow(output_df))")  # fmt: skip
+    out = kernel.run(
+        "%%nini_r --df sales --save-as out\n"
+        "output_df <- aggregate(amount ~ region, data = df, FUN = sum)\nprint(nrow(output_df))"
+    )
     assert out.errors == [] and "2" in out.stdout, out
     assert kernel.run("print(out.sort_values('region')['amount'].tolist())").stdout == "[5.0, 2.0]\n"
     session_id = kernel.run("%nini session").stdout.strip()

@@ -30,9 +30,11 @@ def mcp_url(jp_serverapp: Any, http_server_client: Any, jp_http_port: int, jp_ba
 
 @contextlib.asynccontextmanager
 async def connect(url: str, headers: dict[str, str]) -> AsyncIterator[ClientSession]:
-    async with (httpx2.AsyncClient(headers=headers, timeout=120) as http,
-                streamable_http_client(url, http_client=http) as (read, write),
-                ClientSession(read, write) as client):  # fmt: skip
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=120) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as client,
+    ):
         await client.initialize()
         yield client
 
@@ -40,12 +42,17 @@ async def connect(url: str, headers: dict[str, str]) -> AsyncIterator[ClientSess
 def recorded(home: Path) -> dict[str, list[tuple[str, str]]]:
     store = HistoryStore(f"sqlite:///{home / 'nini.db'}")
     try:
-        return {s["id"]: [(c["tool_name"], c["status"]) for c in store.list_tool_calls(s["id"])] for s in store.list_sessions()}
+        return {
+            s["id"]: [(c["tool_name"], c["status"]) for c in store.list_tool_calls(s["id"])]
+            for s in store.list_sessions()
+        }
     finally:
         store.close()
 
 
-async def test_tools_calls_refusals_and_resources_over_http(mcp_url: str, jp_auth_header: dict[str, str], nini_home: Path) -> None:
+async def test_tools_calls_refusals_and_resources_over_http(
+    mcp_url: str, jp_auth_header: dict[str, str], nini_home: Path
+) -> None:
     bearer = {"Authorization": "Bearer " + jp_auth_header["Authorization"].split()[1]}
     async with connect(mcp_url, bearer) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
@@ -65,8 +72,9 @@ async def test_tools_calls_refusals_and_resources_over_http(mcp_url: str, jp_aut
     assert str(nini_home) not in ran.model_dump_json()
 
 
-async def test_each_connection_has_its_own_session_unless_it_names_one(mcp_url: str, jp_auth_header: dict[str, str],
-                                                                         nini_home: Path) -> None:  # fmt: skip
+async def test_each_connection_has_its_own_session_unless_it_names_one(
+    mcp_url: str, jp_auth_header: dict[str, str], nini_home: Path
+) -> None:
     code = {"code": "result = 1"}
     async with connect(mcp_url, jp_auth_header) as first, connect(mcp_url, jp_auth_header) as second:
         await first.call_tool("run_code", code)
@@ -82,12 +90,19 @@ async def test_each_connection_has_its_own_session_unless_it_names_one(mcp_url: 
 
 
 async def test_a_request_without_the_token_is_refused(mcp_url: str, nini_home: Path) -> None:
-    message = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-               "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
     async with httpx2.AsyncClient(timeout=30) as http:
         anonymous = await http.post(mcp_url, json=message, headers={"Accept": "application/json, text/event-stream"})
-        wrong = await http.post(mcp_url, json=message, headers={"Accept": "application/json, text/event-stream",
-                                                                "Authorization": "Bearer not-the-token"})  # fmt: skip
+        wrong = await http.post(
+            mcp_url,
+            json=message,
+            headers={"Accept": "application/json, text/event-stream", "Authorization": "Bearer not-the-token"},
+        )
     assert anonymous.status_code == 403 and wrong.status_code == 403
     # a JSON-RPC error, which MCP clients show as it is, with nini's code
     assert anonymous.json()["error"]["data"]["code"] == "POLICY_VIOLATION" and anonymous.json()["jsonrpc"] == "2.0"
@@ -95,7 +110,9 @@ async def test_a_request_without_the_token_is_refused(mcp_url: str, nini_home: P
     assert not (nini_home / "nini.db").exists() or recorded(nini_home) == {}  # nothing ran, no session made
     async with httpx2.AsyncClient(timeout=30) as http:  # the event stream and ending a session alike
         for method in ("GET", "DELETE"):
-            refused = await http.request(method, mcp_url, headers={"Accept": "text/event-stream", "Mcp-Session-Id": "abc"})
+            refused = await http.request(
+                method, mcp_url, headers={"Accept": "text/event-stream", "Mcp-Session-Id": "abc"}
+            )
             assert refused.status_code == 403 and refused.json()["error"]["data"]["code"] == "POLICY_VIOLATION", method
     with pytest.raises(Exception):  # noqa: B017 - the SDK's client fails its handshake on the 403
         async with connect(mcp_url, {}):
@@ -117,8 +134,9 @@ async def test_r_over_http(mcp_url: str, jp_auth_header: dict[str, str]) -> None
     assert refused.is_error and "system" in refused.content[0].text
 
 
-async def test_an_mcp_client_cannot_reach_a_notebooks_kernel(mcp_url: str, jp_auth_header: dict[str, str], jp_fetch: Any,
-                                                             jp_serverapp: Any) -> None:  # fmt: skip
+async def test_an_mcp_client_cannot_reach_a_notebooks_kernel(
+    mcp_url: str, jp_auth_header: dict[str, str], jp_fetch: Any, jp_serverapp: Any
+) -> None:
     """MCP's run_code always runs in the session's sandbox: no argument names a notebook's kernel
     (the user's own kernel is chosen by the user's client only, and asks there: issue 31)."""
     import json
@@ -135,7 +153,9 @@ async def test_an_mcp_client_cannot_reach_a_notebooks_kernel(mcp_url: str, jp_au
     client_of_kernel = jp_serverapp.kernel_manager.get_kernel(kernel_id).client()
     client_of_kernel.start_channels()
     try:
-        reply = await client_of_kernel.execute_interactive("", user_expressions={"x": "'reached' in globals()"}, timeout=30)
+        reply = await client_of_kernel.execute_interactive(
+            "", user_expressions={"x": "'reached' in globals()"}, timeout=30
+        )
     finally:
         client_of_kernel.stop_channels()
     assert reply["content"]["user_expressions"]["x"]["data"]["text/plain"] == "False"

@@ -26,15 +26,29 @@ def jp_server_config(nini_home: Path, llm_server: ScriptedLLM, monkeypatch: pyte
     monkeypatch.delenv("NINI_TEST_UNSET_KEY", raising=False)
     providers = [
         {"name": "local", "kind": "openai", "base_url": llm_server.base_url, "model": "m", "vision_models": ["m-vl"]},
-        {"name": "keyed", "kind": "openai", "base_url": llm_server.base_url, "model": "k", "api_key_env": "NINI_TEST_KEY"},
-        {"name": "nokey", "kind": "openai", "base_url": "https://example.invalid/v1", "model": "x",
-         "api_key_env": "NINI_TEST_UNSET_KEY"},
+        {
+            "name": "keyed",
+            "kind": "openai",
+            "base_url": llm_server.base_url,
+            "model": "k",
+            "api_key_env": "NINI_TEST_KEY",
+        },
+        {
+            "name": "nokey",
+            "kind": "openai",
+            "base_url": "https://example.invalid/v1",
+            "model": "x",
+            "api_key_env": "NINI_TEST_UNSET_KEY",
+        },
         {"name": "off", "kind": "openai", "base_url": llm_server.base_url, "model": "o", "enabled": False},
-    ]  # fmt: skip
-    write_settings(nini_home, {"llm": {"providers": providers, "max_retries": 0,
-                                       "purposes": {"deep_reasoning": {"provider": "nokey"}}}})  # fmt: skip
-    return Config({"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
-                   "NiniExtensionApp": {"nini_home": str(nini_home)}})  # fmt: skip
+    ]
+    write_settings(
+        nini_home,
+        {"llm": {"providers": providers, "max_retries": 0, "purposes": {"deep_reasoning": {"provider": "nokey"}}}},
+    )
+    return Config(
+        {"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}}, "NiniExtensionApp": {"nini_home": str(nini_home)}}
+    )
 
 
 def stored_providers(home: Path) -> list[dict[str, Any]]:
@@ -53,10 +67,20 @@ async def test_models_show_every_provider_and_each_purpose_chain_without_a_key(a
     assert reply.status == 200 and SECRET.encode() not in reply.raw
     providers = {p["name"]: p for p in reply.data["providers"]}
     assert list(providers) == ["local", "keyed", "nokey", "off"]
-    assert providers["local"] == {"name": "local", "kind": "openai", "base_url": providers["local"]["base_url"],
-                                  "model": "m", "api_key_env": None, "vision_models": ["m-vl"], "enabled": True,
-                                  "input_per_mtok": None, "output_per_mtok": None, "currency": None,
-                                  "usable": True, "reason": None}  # fmt: skip
+    assert providers["local"] == {
+        "name": "local",
+        "kind": "openai",
+        "base_url": providers["local"]["base_url"],
+        "model": "m",
+        "api_key_env": None,
+        "vision_models": ["m-vl"],
+        "enabled": True,
+        "input_per_mtok": None,
+        "output_per_mtok": None,
+        "currency": None,
+        "usable": True,
+        "reason": None,
+    }
     assert providers["keyed"]["usable"] is True and providers["keyed"]["api_key_env"] == "NINI_TEST_KEY"
     assert providers["nokey"]["usable"] is False and "NINI_TEST_UNSET_KEY" in providers["nokey"]["reason"]
     assert providers["off"]["usable"] is False and "disabled" in providers["off"]["reason"]
@@ -69,34 +93,53 @@ async def test_models_show_every_provider_and_each_purpose_chain_without_a_key(a
     assert purposes["chat"]["error"] is None
 
 
-async def test_a_saved_provider_is_used_at_once_and_the_others_are_kept(api: Any, nini_home: Path,
-                                                                         llm_server: ScriptedLLM) -> None:  # fmt: skip
+async def test_a_saved_provider_is_used_at_once_and_the_others_are_kept(
+    api: Any, nini_home: Path, llm_server: ScriptedLLM
+) -> None:
     body = {"kind": "openai", "base_url": llm_server.base_url, "model": "fresh", "vision_models": []}
     reply = await api("PUT", "models", "providers", "brand-new", body=body)
     assert reply.status == 200 and reply.data["provider"]["usable"] is True
     assert [p["name"] for p in stored_providers(nini_home)] == ["local", "keyed", "nokey", "off", "brand-new"]
-    assert stored_providers(nini_home)[-1] == {"name": "brand-new", "kind": "openai", "base_url": llm_server.base_url,
-                                               "model": "fresh", "vision_models": [], "enabled": True}  # fmt: skip
+    assert stored_providers(nini_home)[-1] == {
+        "name": "brand-new",
+        "kind": "openai",
+        "base_url": llm_server.base_url,
+        "model": "fresh",
+        "vision_models": [],
+        "enabled": True,
+    }
     # replacing one: its new fields, nothing else of the file changed
     settings_before = json.loads((nini_home / "settings.json").read_text())
-    edited = await api("PUT", "models", "providers", "local", body={"name": "local", "kind": "openai", "model": "m2",
-                                                                     "base_url": llm_server.base_url, "usable": True})  # fmt: skip
+    edited = await api(
+        "PUT",
+        "models",
+        "providers",
+        "local",
+        body={"name": "local", "kind": "openai", "model": "m2", "base_url": llm_server.base_url, "usable": True},
+    )
     assert edited.status == 200 and edited.data["provider"]["model"] == "m2"
     settings_after = json.loads((nini_home / "settings.json").read_text())
     assert settings_after["llm"]["providers"][0]["model"] == "m2"
     assert {k: v for k, v in settings_after["llm"].items() if k != "providers"} == {
-        k: v for k, v in settings_before["llm"].items() if k != "providers"}  # fmt: skip
+        k: v for k, v in settings_before["llm"].items() if k != "providers"
+    }
     chain = (await api("GET", "models")).data["purposes"]["chat"]["chain"]
     assert chain[0] == {"provider": "local", "model": "m2", "source": "priority"}
 
 
 @pytest.mark.parametrize("jp_server_config", [Config({"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}}})])
-async def test_without_a_model_ask_is_refused_until_a_provider_is_saved(api: Any, jp_ws_fetch: Any,
-                                                                         llm_server: ScriptedLLM) -> None:  # fmt: skip
+async def test_without_a_model_ask_is_refused_until_a_provider_is_saved(
+    api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM
+) -> None:
     session_id = (await api("POST", "sessions")).data["id"]
     assert (await api("POST", "sessions", session_id, "ask", body={"message": "hi"})).status == 503
-    saved = await api("PUT", "models", "providers", "ollama", body={"kind": "openai", "base_url": llm_server.base_url,
-                                                                    "model": "qwen"})  # fmt: skip
+    saved = await api(
+        "PUT",
+        "models",
+        "providers",
+        "ollama",
+        body={"kind": "openai", "base_url": llm_server.base_url, "model": "qwen"},
+    )
     assert saved.status == 200
     llm_server.reply(text("hello from the new provider"))
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
@@ -106,13 +149,17 @@ async def test_without_a_model_ask_is_refused_until_a_provider_is_saved(api: Any
     ws.close()
 
 
-async def test_saving_during_a_model_call_does_not_break_it(api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM) -> None:
+async def test_saving_during_a_model_call_does_not_break_it(
+    api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM
+) -> None:
     llm_server.reply(text("slow but whole", delay_s=1.5))
     session_id = (await api("POST", "sessions")).data["id"]
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
     assert (await api("POST", "sessions", session_id, "ask", body={"message": "take your time"})).status == 202
     await asyncio.sleep(0.4)  # the call is under way on the current router
-    assert (await api("PUT", "models", "providers", "other", body={"model": "o2", "base_url": llm_server.base_url})).status == 200
+    assert (
+        await api("PUT", "models", "providers", "other", body={"model": "o2", "base_url": llm_server.base_url})
+    ).status == 200
     done = (await events_until_done(ws))[-1]["data"]
     assert (done["answer"], done["ended_by"]) == ("slow but whole", "finished")
     ws.close()
@@ -154,7 +201,9 @@ async def test_a_key_is_never_accepted(api: Any, nini_home: Path, body: dict[str
         ("[1]", "JSON object"),
     ],
 )
-async def test_invalid_providers_are_refused_and_nothing_is_written(api: Any, nini_home: Path, body: Any, needle: str) -> None:
+async def test_invalid_providers_are_refused_and_nothing_is_written(
+    api: Any, nini_home: Path, body: Any, needle: str
+) -> None:
     before = (nini_home / "settings.json").read_bytes()
     reply = await api("PUT", "models", "providers", "bad", body=body)
     assert reply.status == 400 and reply.error["code"] == "INVALID_ARGUMENT" and needle in reply.error["message"]
@@ -164,7 +213,9 @@ async def test_invalid_providers_are_refused_and_nothing_is_written(api: Any, ni
 async def test_a_broken_settings_file_is_left_as_it_is(api: Any, nini_home: Path) -> None:
     (nini_home / "settings.json").write_text('{"llm": {"providers": [ broken')
     reply = await api("PUT", "models", "providers", "new", body={"model": "m"})
-    assert reply.status == 400 and reply.error["code"] == "INVALID_ARGUMENT" and "settings.json" in reply.error["message"]
+    assert (
+        reply.status == 400 and reply.error["code"] == "INVALID_ARGUMENT" and "settings.json" in reply.error["message"]
+    )
     assert str(nini_home) not in reply.error["message"]
     assert (nini_home / "settings.json").read_text() == '{"llm": {"providers": [ broken'
 
@@ -196,7 +247,11 @@ async def test_testing_an_unsaved_provider_saves_nothing(api: Any, nini_home: Pa
     llm_server.reply(text("OK"))
     body = {"name": "draft", "kind": "openai", "base_url": llm_server.base_url, "model": "draft-model"}
     reply = await api("POST", "models", "test", body=body)
-    assert reply.data["ok"] is True and reply.data["provider"] == "draft" and llm_server.requests[0]["model"] == "draft-model"
+    assert (
+        reply.data["ok"] is True
+        and reply.data["provider"] == "draft"
+        and llm_server.requests[0]["model"] == "draft-model"
+    )
     assert (nini_home / "settings.json").read_bytes() == before
 
 
@@ -216,9 +271,12 @@ async def test_an_upstream_error_and_a_missing_key_are_reasons(api: Any, llm_ser
     refused = (await api("POST", "models", "test", body={"name": "local"})).data
     assert refused["ok"] is False and refused["reason"].startswith("UPSTREAM_ERROR: provider local answered HTTP 401")
     missing = (await api("POST", "models", "test", body={"name": "nokey"})).data
-    assert missing == {"ok": False, "provider": "nokey",
-                       "reason": "NO_MODEL_AVAILABLE: environment variable NINI_TEST_UNSET_KEY (its API key) is not set; "
-                                 "set the variable NINI_TEST_UNSET_KEY"}
+    assert missing == {
+        "ok": False,
+        "provider": "nokey",
+        "reason": "NO_MODEL_AVAILABLE: environment variable NINI_TEST_UNSET_KEY (its API key) is not set; "
+        "set the variable NINI_TEST_UNSET_KEY",
+    }
     assert len(llm_server.requests) == 1  # no call without the key
 
 
@@ -237,8 +295,9 @@ async def test_testing_every_purposes_first_choice_for_the_sidebar(api: Any, llm
     assert [request["model"] for request in llm_server.requests] == ["m", "m-vl"]  # never the unusable provider
 
 
-async def test_the_single_user_may_edit_but_never_test_with_the_servers_token(api: Any, monkeypatch: pytest.MonkeyPatch,
-                                                                              nini_home: Path) -> None:  # fmt: skip
+async def test_the_single_user_may_edit_but_never_test_with_the_servers_token(
+    api: Any, monkeypatch: pytest.MonkeyPatch, nini_home: Path
+) -> None:
     """A personal server's one user administers it (GET says editable), and still no test sends
     JUPYTER_TOKEN to the URL in the form: a capture server on 127.0.0.1 receives nothing."""
     monkeypatch.setenv("JUPYTER_TOKEN", "the-servers-own-token-0123")

@@ -25,8 +25,9 @@ def jp_server_config(nini_home: Path, llm_server: ScriptedLLM, monkeypatch: pyte
     monkeypatch.setenv("NINI_GUIDED_KEY", SECRET)
     monkeypatch.delenv("NINI_GUIDED_UNSET", raising=False)
     write_settings(nini_home, scripted_model_settings(llm_server))
-    return Config({"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
-                   "NiniExtensionApp": {"nini_home": str(nini_home)}})  # fmt: skip
+    return Config(
+        {"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}}, "NiniExtensionApp": {"nini_home": str(nini_home)}}
+    )
 
 
 @pytest.mark.parametrize("jp_server_config", [NO_MODEL])
@@ -39,8 +40,9 @@ async def test_an_ask_refused_for_want_of_a_model_leaves_no_session(api: Any) ->
     assert (await api("GET", "sessions")).data == before == []
 
 
-async def test_an_ask_without_a_session_makes_one_and_runs_the_turn(api: Any, jp_ws_fetch: Any,
-                                                                     llm_server: ScriptedLLM) -> None:  # fmt: skip
+async def test_an_ask_without_a_session_makes_one_and_runs_the_turn(
+    api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM
+) -> None:
     llm_server.reply(text("Forty-two rows."))
     started = await api("POST", "ask", body={"message": "How many rows are there in sales?"})
     assert started.status == 202 and set(started.data) == {"turn_id", "session_id"}
@@ -57,20 +59,27 @@ async def test_an_ask_without_a_session_makes_one_and_runs_the_turn(api: Any, jp
 
 
 @pytest.mark.parametrize("path", [("models", "providers", ""), ("models", "providers")])
-async def test_a_provider_saved_without_a_name_is_invalid_not_an_unknown_route(api: Any, nini_home: Path,
-                                                                               path: tuple[str, ...]) -> None:  # fmt: skip
+async def test_a_provider_saved_without_a_name_is_invalid_not_an_unknown_route(
+    api: Any, nini_home: Path, path: tuple[str, ...]
+) -> None:
     before = (nini_home / "settings.json").read_bytes()
     reply = await api("PUT", *path, body={"kind": "openai", "base_url": "http://localhost:11434/v1", "model": "m"})
-    assert reply.status == 400 and reply.error["code"] == "INVALID_ARGUMENT" and "needs a name" in reply.error["message"]
+    assert (
+        reply.status == 400 and reply.error["code"] == "INVALID_ARGUMENT" and "needs a name" in reply.error["message"]
+    )
     assert (await api("DELETE", *path)).error["code"] == "INVALID_ARGUMENT"
     assert (nini_home / "settings.json").read_bytes() == before
 
 
 async def test_whether_a_key_variable_is_set_never_its_value(api: Any) -> None:
     assert (await api("POST", "models", "key-variable", body={"name": "NINI_GUIDED_KEY"})).data == {
-        "name": "NINI_GUIDED_KEY", "set": True}  # fmt: skip
+        "name": "NINI_GUIDED_KEY",
+        "set": True,
+    }
     assert (await api("POST", "models", "key-variable", body={"name": "NINI_GUIDED_UNSET"})).data == {
-        "name": "NINI_GUIDED_UNSET", "set": False}  # fmt: skip
+        "name": "NINI_GUIDED_UNSET",
+        "set": False,
+    }
     for pasted in (SECRET, "a1b2c3d4e5f6a7b8c9d0e1f2", "", None):
         refused = await api("POST", "models", "key-variable", body={"name": pasted})
         assert refused.status == 400 and refused.error["code"] == "INVALID_ARGUMENT"
@@ -79,8 +88,9 @@ async def test_whether_a_key_variable_is_set_never_its_value(api: Any) -> None:
     assert secret.status == 403 and secret.error["code"] == "POLICY_VIOLATION"
 
 
-async def test_the_feedback_on_a_session_is_read_back_latest_first(api: Any, jp_ws_fetch: Any,
-                                                                    llm_server: ScriptedLLM) -> None:  # fmt: skip
+async def test_the_feedback_on_a_session_is_read_back_latest_first(
+    api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM
+) -> None:
     llm_server.reply(text("One."), text("Two."))
     session_id = (await api("POST", "sessions")).data["id"]
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")

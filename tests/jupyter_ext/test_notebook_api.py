@@ -42,8 +42,9 @@ async def test_the_prompt_describes_the_notebook_and_its_kernels_variables(
     count_before = (await in_kernel(api, session_id, kernel_id, "result = len(In)"))["result"]["result"]
     llm_server.reply(tool_call("read_notebook", start=1, end=3), text("Read it."))
 
-    events = await ask(api, jp_ws_fetch, session_id, {"message": "what is in sales?", "kernel_id": kernel_id,
-                                                      "notebook": NOTEBOOK})  # fmt: skip
+    events = await ask(
+        api, jp_ws_fetch, session_id, {"message": "what is in sales?", "kernel_id": kernel_id, "notebook": NOTEBOOK}
+    )
 
     system = llm_server.requests[0]["messages"][0]["content"]
     assert "`sales`: DataFrame, 100 rows × 2 columns" in system and "`revenue` int64" in system
@@ -77,7 +78,10 @@ async def test_proposals_are_listed_and_answered_once(api: Any, jp_ws_fetch: Any
     first, second = (e["tool_call_id"] for e in proposed)
 
     listed = (await api("GET", "sessions", session_id, "proposals")).data
-    assert [(p["proposal_id"], p["status"], p["position"]) for p in listed] == [(first, "pending", 2), (second, "pending", 3)]
+    assert [(p["proposal_id"], p["status"], p["position"]) for p in listed] == [
+        (first, "pending", 2),
+        (second, "pending", 3),
+    ]
     assert "\n-sales.groupby('region').revenue.sum()\n+sales.plot()\n" in listed[0]["diff"]  # a line each
     assert listed[1]["source"] == "%%nini_r\nsummary(df)" and listed[1]["cell_type"] == "code"
 
@@ -93,7 +97,10 @@ async def test_proposals_are_listed_and_answered_once(api: Any, jp_ws_fetch: Any
     assert again.status == 409 and again.error["code"] == "CONFLICT"
     rejected = await api("POST", "sessions", session_id, "proposals", second, body={"decision": "reject", "ran": True})
     assert rejected.data["status"] == "rejected" and rejected.data["ran"] is False
-    assert [p["status"] for p in (await api("GET", "sessions", session_id, "proposals")).data] == ["accepted", "rejected"]
+    assert [p["status"] for p in (await api("GET", "sessions", session_id, "proposals")).data] == [
+        "accepted",
+        "rejected",
+    ]
 
     unknown = await api("POST", "sessions", session_id, "proposals", "nope", body={"decision": "accept"})
     assert unknown.status == 404 and unknown.error["code"] == "NOT_FOUND"

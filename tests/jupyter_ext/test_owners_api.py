@@ -23,10 +23,19 @@ from tests.jupyter_ext.test_auth import REQUESTS
 HEADER = "X-Test-User"
 MISSING = "s0123456789ab"  # a well-formed id no session has
 # A body each session route accepts, so that only the session's owner decides the answer.
-BODIES = {"run-code": {"code": "1"}, "run-r-code": {"code": "1"}, "ask": {"message": "hi"},
-          "approvals/a123": {"approve": True}, "proposals/p123": {"decision": "accept"}}  # fmt: skip
+BODIES = {
+    "run-code": {"code": "1"},
+    "run-r-code": {"code": "1"},
+    "ask": {"message": "hi"},
+    "approvals/a123": {"approve": True},
+    "proposals/p123": {"decision": "accept"},
+}
 PARAMS = {"files": {"name": "a.csv"}}
-SESSION_ROUTES = [(method, path.removeprefix("sessions/s1").lstrip("/")) for method, path in REQUESTS if path.startswith("sessions/s1")]
+SESSION_ROUTES = [
+    (method, path.removeprefix("sessions/s1").lstrip("/"))
+    for method, path in REQUESTS
+    if path.startswith("sessions/s1")
+]
 
 
 class HeaderIdentityProvider(IdentityProvider):
@@ -43,11 +52,16 @@ class HeaderIdentityProvider(IdentityProvider):
 def jp_server_config(nini_home: Path) -> Config:
     nini_home.mkdir(parents=True, exist_ok=True)
     (nini_home / "settings.json").write_text(json.dumps({"server": {"admins": ["carol"]}}))
-    return Config({
-        "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}, "identity_provider_class": HeaderIdentityProvider},
-        "MultiKernelManager": {"default_kernel_name": "python3"},
-        "NiniExtensionApp": {"nini_home": str(nini_home)},
-    })  # fmt: skip
+    return Config(
+        {
+            "ServerApp": {
+                "jpserver_extensions": {"jupyter_ext": True},
+                "identity_provider_class": HeaderIdentityProvider,
+            },
+            "MultiKernelManager": {"default_kernel_name": "python3"},
+            "NiniExtensionApp": {"nini_home": str(nini_home)},
+        }
+    )
 
 
 @pytest.fixture
@@ -125,12 +139,15 @@ async def test_websocket_of_another_users_session_is_refused_before_upgrade(as_u
         await jp_ws_fetch("nini", "api", "sessions", alice, "events", headers={HEADER: "bob"})
     assert refused.value.code == 404
     for name in ("alice", "carol"):
-        ws = await jp_ws_fetch("nini", "api", "sessions", alice, "events", params={"since": "0"}, headers={HEADER: name})
+        ws = await jp_ws_fetch(
+            "nini", "api", "sessions", alice, "events", params={"since": "0"}, headers={HEADER: name}
+        )
         ws.close()
 
 
-async def test_mcp_cannot_name_another_users_session(as_user: Any, jp_serverapp: Any, http_server_client: Any,
-                                                     jp_http_port: int, jp_base_url: str, jp_auth_header: dict) -> None:  # fmt: skip
+async def test_mcp_cannot_name_another_users_session(
+    as_user: Any, jp_serverapp: Any, http_server_client: Any, jp_http_port: int, jp_base_url: str, jp_auth_header: dict
+) -> None:
     alice = await new_session(as_user, "alice")
     url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}nini/mcp"
     async with httpx2.AsyncClient(headers={**jp_auth_header, HEADER: "bob"}, timeout=60) as http:
@@ -140,13 +157,18 @@ async def test_mcp_cannot_name_another_users_session(as_user: Any, jp_serverapp:
 
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}  # fmt: skip
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
 
 
-async def test_an_mcp_session_answers_only_the_user_who_opened_it(jp_serverapp: Any, http_server_client: Any, jp_http_port: int,
-                                                                  jp_base_url: str, jp_auth_header: dict) -> None:  # fmt: skip
+async def test_an_mcp_session_answers_only_the_user_who_opened_it(
+    jp_serverapp: Any, http_server_client: Any, jp_http_port: int, jp_base_url: str, jp_auth_header: dict
+) -> None:
     """alice's MCP session id, used by bob (a call, its event stream, a DELETE ending it), gets the
     answer an unknown MCP session id gets; alice's session goes on working."""
     url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}nini/mcp"
@@ -156,11 +178,17 @@ async def test_an_mcp_session_answers_only_the_user_who_opened_it(jp_serverapp: 
         mcp_id = opened.headers["mcp-session-id"]
         version = {"mcp-protocol-version": "2025-06-18"}
         initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        assert (await http.post(url, json=initialized, headers={HEADER: "alice", "mcp-session-id": mcp_id, **version})).status_code == 202
+        assert (
+            await http.post(url, json=initialized, headers={HEADER: "alice", "mcp-session-id": mcp_id, **version})
+        ).status_code == 202
 
         async def as_bob(method: str, session: str) -> httpx2.Response:
-            return await http.request(method, url, json=LIST_TOOLS if method == "POST" else None,
-                                      headers={HEADER: "bob", "mcp-session-id": session, **version})  # fmt: skip
+            return await http.request(
+                method,
+                url,
+                json=LIST_TOOLS if method == "POST" else None,
+                headers={HEADER: "bob", "mcp-session-id": session, **version},
+            )
 
         for method in ("POST", "GET", "DELETE"):
             refused, unknown = await as_bob(method, mcp_id), await as_bob(method, "0" * 32)

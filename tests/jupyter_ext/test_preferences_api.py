@@ -26,7 +26,9 @@ RULE = "- 规则: 不使用感叹号（confidence=0.70, source=implicit）"
 
 def jp_server_config(nini_home: Path, llm_server: ScriptedLLM) -> Config:
     write_settings(nini_home, scripted_model_settings(llm_server) | {"preferences": {"timeout_s": 1}})
-    return Config({"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}}, "NiniExtensionApp": {"nini_home": str(nini_home)}})
+    return Config(
+        {"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}}, "NiniExtensionApp": {"nini_home": str(nini_home)}}
+    )
 
 
 jp_server_config = __import__("pytest").fixture(jp_server_config)
@@ -37,9 +39,13 @@ async def turn(api: Any, jp_ws_fetch: Any, session_id: str, message: str) -> str
     return events[-1]["turn_id"]
 
 
-async def test_three_rejections_make_a_rule_and_deleting_it_works_at_once(api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM) -> None:
+async def test_three_rejections_make_a_rule_and_deleting_it_works_at_once(
+    api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM
+) -> None:
     session_id = await new_session(api)
-    llm_server.reply(*(text(f"Revenue is up {n}%!") for n in range(3)), text("Revenue is up 4%."), text("Revenue is up 5%."))
+    llm_server.reply(
+        *(text(f"Revenue is up {n}%!") for n in range(3)), text("Revenue is up 4%."), text("Revenue is up 5%.")
+    )
     for n in range(3):
         run = await turn(api, jp_ws_fetch, session_id, f"How is revenue {n}?")
         learned = await api("POST", "feedback", body={"run_id": run, "action": "reject", "signals": ["no_exclamation"]})
@@ -72,13 +78,18 @@ async def test_explicit_preferences_the_switches_and_the_project(api: Any) -> No
     assert edited.data["value"] == "casual"
 
 
-async def test_every_error_comes_in_the_envelope_with_its_code(api: Any, llm_server: ScriptedLLM, jp_serverapp: Any) -> None:
+async def test_every_error_comes_in_the_envelope_with_its_code(
+    api: Any, llm_server: ScriptedLLM, jp_serverapp: Any
+) -> None:
     unknown = await api("POST", "feedback", body={"run_id": "tnothing", "action": "accept"})
     assert (unknown.status, unknown.error["code"]) == (404, "NOT_FOUND")
     session_id = await new_session(api)
     assert session_id
-    for body in ({"run_id": "t1", "action": "love"}, {"run_id": "t1", "action": "accept", "signals": "x"},
-                 {"run_id": "t1", "action": "accept", "evidence": "the whole text"}):  # fmt: skip
+    for body in (
+        {"run_id": "t1", "action": "love"},
+        {"run_id": "t1", "action": "accept", "signals": "x"},
+        {"run_id": "t1", "action": "accept", "evidence": "the whole text"},
+    ):
         bad = await api("POST", "feedback", body=body)
         assert (bad.status, bad.error["code"]) == (400, "INVALID_ARGUMENT"), body
     assert (await api("GET", "preferences", "77")).error["code"] == "NOT_FOUND"
@@ -95,14 +106,18 @@ async def test_every_error_comes_in_the_envelope_with_its_code(api: Any, llm_ser
     # the server stopping while a feedback waits: CANCELED (499), nothing recorded
     await asyncio.sleep(3)  # the slow reply above has been served
     llm_server.reply(Reply(content='{"signals": []}', delay_s=0.9))
-    pending = asyncio.ensure_future(api("POST", "feedback", body={"run_id": "tslow", "action": "reject", "comment": "too long"}))
+    pending = asyncio.ensure_future(
+        api("POST", "feedback", body={"run_id": "tslow", "action": "reject", "comment": "too long"})
+    )
     await asyncio.sleep(0.3)
     await runtime.aclose()
     stopped = await pending
     assert (stopped.status, stopped.error["code"]) == (499, "CANCELED")
 
 
-async def test_a_proposal_answer_is_feedback_on_that_proposal(api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM, jp_serverapp: Any) -> None:
+async def test_a_proposal_answer_is_feedback_on_that_proposal(
+    api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM, jp_serverapp: Any
+) -> None:
     session_id = await new_session(api)
     llm_server.reply(tool_call("propose_cell", source="sales.plot()"), text("Proposed."))
     events = await ask_when_free(api, jp_ws_fetch, session_id, "plot it")

@@ -20,7 +20,11 @@ async def test_a_report_is_written_recorded_and_announced(api: Any, jp_serverapp
     run = await api("POST", "sessions", session_id, "run-code", body={"code": CHART_CODE, "label": "peak"})
     assert run.data["success"], run.data
 
-    body = {"title": "季度报告", "conclusions": "<script>alert(1)</script> 继续观察", "formats": ["md", "html", "ipynb"]}
+    body = {
+        "title": "季度报告",
+        "conclusions": "<script>alert(1)</script> 继续观察",
+        "formats": ["md", "html", "ipynb"],
+    }
     reply = await api("POST", "sessions", session_id, "report", body=body)
 
     assert reply.status == 200
@@ -37,7 +41,11 @@ async def test_a_report_is_written_recorded_and_announced(api: Any, jp_serverapp
     assert page.status == 200 and b"data:image/png;base64," in page.raw and b"<script>alert" not in page.raw
 
     store = jp_serverapp.web_app.settings["nini_runtime"].store
-    events = [e for e in store.list_events(session_id) if e["tool_call_id"] == data["tool_call_id"] or e["type"] == "report_ready"]
+    events = [
+        e
+        for e in store.list_events(session_id)
+        if e["tool_call_id"] == data["tool_call_id"] or e["type"] == "report_ready"
+    ]
     assert [e["type"] for e in events] == ["tool_call", "report_ready", "tool_result"]
     assert events[1]["data"] == {"paths": data["paths"], "title": "季度报告"}
     assert events[1]["tool_call_id"] == data["tool_call_id"]  # published by invoke, after the rows it names
@@ -53,7 +61,11 @@ async def test_a_report_is_written_recorded_and_announced(api: Any, jp_serverapp
 async def test_an_empty_body_gives_the_default_report(api: Any, nini_home: Path) -> None:
     session_id = (await api("POST", "sessions")).data["id"]  # no title to suggest one
     reply = await api("POST", "sessions", session_id, "report")
-    assert reply.status == 200 and reply.data["title"] == "科研数据分析报告" and list(reply.data["paths"]) == ["md", "html"]
+    assert (
+        reply.status == 200
+        and reply.data["title"] == "科研数据分析报告"
+        and list(reply.data["paths"]) == ["md", "html"]
+    )
     again = await api("POST", "sessions", session_id, "report", body={"lang": "en"})
     assert again.data["title"] == "Data Analysis Report"
     assert again.data["paths"]["md"] != reply.data["paths"]["md"]

@@ -29,8 +29,11 @@ async def test_reports_newest_first_with_their_files_and_charts(api: Any, nini_h
     first = (await api("POST", "sessions", session_id, "report", body={"title": "First"})).data
     await run_chart(api, session_id, "costs")
     await api("POST", "sessions", session_id, "report", body={"formats": ["docx"]})  # failed: not a report
-    second = (await api("POST", "sessions", session_id, "report",
-                        body={"title": "Second", "formats": ["md", "html", "ipynb"]})).data  # fmt: skip
+    second = (
+        await api(
+            "POST", "sessions", session_id, "report", body={"title": "Second", "formats": ["md", "html", "ipynb"]}
+        )
+    ).data
 
     reports = (await api("GET", "sessions", session_id, "reports")).data
     assert [r["title"] for r in reports] == ["Second", "First"]

@@ -93,13 +93,16 @@ async def test_run_code_in_an_existing_notebook_kernel(api: Any, jp_fetch: Any, 
     response = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "python3"}))
     kernel_id = json.loads(response.body)["id"]
     session_id = await new_session(api)
-    call = asyncio.ensure_future(api("POST", "sessions", session_id, "run-code", body={"code": "shared = 20", "kernel_id": kernel_id}))
+    call = asyncio.ensure_future(
+        api("POST", "sessions", session_id, "run-code", body={"code": "shared = 20", "kernel_id": kernel_id})
+    )
     (pending,) = await waiting(api, session_id)  # the user's kernel: a person allows it (here for the session)
     await api("POST", "sessions", session_id, "approvals", pending["approval_id"], body={"decision": "session"})
     first = await call
     assert first.data["success"] is True, first.body
-    second = await api("POST", "sessions", session_id, "run-code",
-                       body={"code": "result = shared * 2 + 2", "kernel_id": kernel_id})  # fmt: skip
+    second = await api(
+        "POST", "sessions", session_id, "run-code", body={"code": "result = shared * 2 + 2", "kernel_id": kernel_id}
+    )
     assert second.data["result"]["result"] == 42
     runtime = jp_serverapp.web_app.settings["nini_runtime"]
     assert runtime.kernels.kernel_info(session_id) is None  # nini started no kernel of its own

@@ -19,10 +19,12 @@ from tests.llm_server import ScriptedLLM, text
 @pytest.fixture
 def jp_server_config(nini_home: Path, llm_server: ScriptedLLM) -> Config:
     write_settings(nini_home, scripted_model_settings(llm_server))
-    return Config({
-        "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
-        "NiniExtensionApp": {"nini_home": str(nini_home)},
-    })  # fmt: skip
+    return Config(
+        {
+            "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
+            "NiniExtensionApp": {"nini_home": str(nini_home)},
+        }
+    )
 
 
 async def done_of_turn(api: Any, jp_ws_fetch: Any, session_id: str) -> dict[str, Any]:
@@ -34,8 +36,9 @@ async def done_of_turn(api: Any, jp_ws_fetch: Any, session_id: str) -> dict[str,
     return event["data"]
 
 
-async def test_a_price_saved_over_rest_gives_the_turns_cost(api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM,
-                                                            nini_home: Path) -> None:  # fmt: skip
+async def test_a_price_saved_over_rest_gives_the_turns_cost(
+    api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM, nini_home: Path
+) -> None:
     session_id = await new_session(api)
     usage = {"prompt_tokens": 2000, "completion_tokens": 100}
     llm_server.reply(text("unpriced", usage=usage))
@@ -51,7 +54,9 @@ async def test_a_price_saved_over_rest_gives_the_turns_cost(api: Any, jp_ws_fetc
     assert (stored["input_per_mtok"], stored["output_per_mtok"], stored["currency"]) == (1.0, 2.0, "CNY")
 
     llm_server.reply(text("priced", usage=usage))
-    assert (await done_of_turn(api, jp_ws_fetch, session_id))["cost"] == {"CNY": pytest.approx((2000 * 1 + 100 * 2) / 1e6)}
+    assert (await done_of_turn(api, jp_ws_fetch, session_id))["cost"] == {
+        "CNY": pytest.approx((2000 * 1 + 100 * 2) / 1e6)
+    }
 
     refused = await api("PUT", "models", "providers", "local", body={**priced, "input_per_mtok": -1})
     assert (refused.status, refused.error["code"]) == (400, "INVALID_ARGUMENT")

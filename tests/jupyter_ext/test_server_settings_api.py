@@ -24,8 +24,12 @@ from tests.jupyter_ext.test_owners_api import HeaderIdentityProvider, as_user  #
 from tests.llm_server import ScriptedLLM, text
 
 KEY = "sk-test-provider-key-0123456789"
-SECRETS = {"JUPYTER_TOKEN": "jupyter-token-value-0123", "JPY_API_TOKEN": "hub-token-value-0123",
-           "COMPANY_DB_PASSWORD": "db-password-value-0123", "NINI_TEST_ARBITRARY": "arbitrary-value-0123"}  # fmt: skip
+SECRETS = {
+    "JUPYTER_TOKEN": "jupyter-token-value-0123",
+    "JPY_API_TOKEN": "hub-token-value-0123",
+    "COMPANY_DB_PASSWORD": "db-password-value-0123",
+    "NINI_TEST_ARBITRARY": "arbitrary-value-0123",
+}
 
 
 @pytest.fixture
@@ -39,13 +43,31 @@ def capture() -> Iterator[ScriptedLLM]:
 def jp_server_config(nini_home: Path, llm_server: ScriptedLLM, monkeypatch: pytest.MonkeyPatch) -> Config:
     for name, value in {**SECRETS, "NINI_TEST_KEY": KEY}.items():
         monkeypatch.setenv(name, value)
-    providers = [{"name": "shared", "kind": "openai", "base_url": llm_server.base_url, "model": "m", "api_key_env": "NINI_TEST_KEY"}]
-    write_settings(nini_home, {"llm": {"providers": providers, "max_retries": 0},
-                               "server": {"admins": ["carol"], "secret_env_deny": ["COMPANY_*"]}})  # fmt: skip
-    return Config({
-        "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}, "identity_provider_class": HeaderIdentityProvider},
-        "NiniExtensionApp": {"nini_home": str(nini_home)},
-    })  # fmt: skip
+    providers = [
+        {
+            "name": "shared",
+            "kind": "openai",
+            "base_url": llm_server.base_url,
+            "model": "m",
+            "api_key_env": "NINI_TEST_KEY",
+        }
+    ]
+    write_settings(
+        nini_home,
+        {
+            "llm": {"providers": providers, "max_retries": 0},
+            "server": {"admins": ["carol"], "secret_env_deny": ["COMPANY_*"]},
+        },
+    )
+    return Config(
+        {
+            "ServerApp": {
+                "jpserver_extensions": {"jupyter_ext": True},
+                "identity_provider_class": HeaderIdentityProvider,
+            },
+            "NiniExtensionApp": {"nini_home": str(nini_home)},
+        }
+    )
 
 
 def settings_bytes(home: Path) -> bytes:
@@ -57,8 +79,9 @@ def leaked(server: ScriptedLLM) -> str:
     return json.dumps([server.paths, server.requests, server.request_headers])
 
 
-async def test_bob_sees_the_providers_read_only_and_cannot_repoint_them(as_user: Any, nini_home: Path, capture: ScriptedLLM,
-                                                                       llm_server: ScriptedLLM) -> None:  # fmt: skip
+async def test_bob_sees_the_providers_read_only_and_cannot_repoint_them(
+    as_user: Any, nini_home: Path, capture: ScriptedLLM, llm_server: ScriptedLLM
+) -> None:
     before = settings_bytes(nini_home)
     shown = (await as_user("bob", "GET", "models")).data
     assert shown["editable"] is False and [p["name"] for p in shown["providers"]] == ["shared"]
@@ -82,7 +105,9 @@ async def test_bob_sees_the_providers_read_only_and_cannot_repoint_them(as_user:
 
 
 @pytest.mark.parametrize("variable", sorted(SECRETS))
-async def test_models_test_sends_no_variable_to_a_url_the_caller_names(as_user: Any, capture: ScriptedLLM, variable: str) -> None:
+async def test_models_test_sends_no_variable_to_a_url_the_caller_names(
+    as_user: Any, capture: ScriptedLLM, variable: str
+) -> None:
     """The attack as it was: a provider form naming the capture server and a variable. bob is
     refused outright; carol, an admin, may test a form, but never with a server secret."""
     form = {"kind": "openai", "base_url": capture.base_url, "model": "m", "api_key_env": variable}
@@ -95,7 +120,9 @@ async def test_models_test_sends_no_variable_to_a_url_the_caller_names(as_user: 
     assert capture.requests == [] and SECRETS[variable] not in leaked(capture)
 
 
-async def test_a_provider_naming_a_server_secret_is_never_saved(as_user: Any, nini_home: Path, capture: ScriptedLLM) -> None:
+async def test_a_provider_naming_a_server_secret_is_never_saved(
+    as_user: Any, nini_home: Path, capture: ScriptedLLM
+) -> None:
     before = settings_bytes(nini_home)
     for variable in ("JUPYTER_TOKEN", "JPY_API_TOKEN", "jupyter_token", "COMPANY_DB_PASSWORD"):
         body = {"kind": "openai", "base_url": capture.base_url, "model": "m", "api_key_env": variable}
@@ -104,7 +131,9 @@ async def test_a_provider_naming_a_server_secret_is_never_saved(as_user: Any, ni
     assert settings_bytes(nini_home) == before and capture.requests == []
 
 
-async def test_an_admin_saves_and_tests_a_provider_of_their_own(as_user: Any, nini_home: Path, llm_server: ScriptedLLM) -> None:
+async def test_an_admin_saves_and_tests_a_provider_of_their_own(
+    as_user: Any, nini_home: Path, llm_server: ScriptedLLM
+) -> None:
     form = {"kind": "openai", "base_url": llm_server.base_url, "model": "n", "api_key_env": "NINI_TEST_KEY"}
     llm_server.reply(text("OK"), text("OK"))
     assert (await as_user("carol", "POST", "models", "test", body=form)).data["ok"] is True

@@ -19,11 +19,13 @@ from tests.llm_server import ScriptedLLM, text
 @pytest.fixture
 def jp_server_config(nini_home: Path, llm_server: ScriptedLLM) -> Config:
     write_settings(nini_home, scripted_model_settings(llm_server))  # ui.language auto: the client's language
-    return Config({
-        "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
-        "MultiKernelManager": {"default_kernel_name": "python3"},
-        "NiniExtensionApp": {"nini_home": str(nini_home)},
-    })  # fmt: skip
+    return Config(
+        {
+            "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
+            "MultiKernelManager": {"default_kernel_name": "python3"},
+            "NiniExtensionApp": {"nini_home": str(nini_home)},
+        }
+    )
 
 
 async def listed(api: Any, q: str | None = None) -> list[str]:
@@ -41,7 +43,9 @@ async def turn(api: Any, jp_ws_fetch: Any, session_id: str, message: str) -> lis
     return events
 
 
-async def test_search_finds_titles_and_what_was_said_in_any_case(api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM) -> None:
+async def test_search_finds_titles_and_what_was_said_in_any_case(
+    api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM
+) -> None:
     sales = await new_session(api, "Sales by region")
     await new_session(api, "Churn 50%_model")
     llm_server.reply(text("Revenue grew in Q3."))
@@ -69,8 +73,9 @@ async def test_rename_is_stored_and_checked(api: Any) -> None:
     assert (missing.status, missing.error["code"]) == (404, "NOT_FOUND")
 
 
-async def test_delete_removes_the_record_and_the_workspace_but_follows_no_link(api: Any, nini_home: Path,
-                                                                              tmp_path: Path) -> None:  # fmt: skip
+async def test_delete_removes_the_record_and_the_workspace_but_follows_no_link(
+    api: Any, nini_home: Path, tmp_path: Path
+) -> None:
     session_id = await new_session(api, "to delete")
     ran = await api("POST", "sessions", session_id, "run-code", body={"code": "open('made.txt', 'w').write('x')"})
     assert ran.data["success"] is True

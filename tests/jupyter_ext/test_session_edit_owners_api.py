@@ -17,7 +17,11 @@ async def test_only_the_owner_renames_and_deletes(as_user: Any) -> None:  # noqa
         assert refused.status == missing.status == 404
         assert refused.error["message"] == missing.error["message"].replace(MISSING, alice)
         admin = await as_user("carol", method, "sessions", alice, body=body)
-        assert (admin.status, admin.error["code"], admin.error["details"]["needs"]) == (403, "POLICY_VIOLATION", "owner")
+        assert (admin.status, admin.error["code"], admin.error["details"]["needs"]) == (
+            403,
+            "POLICY_VIOLATION",
+            "owner",
+        )
     assert (await as_user("alice", "GET", "sessions", alice)).data["title"] == "alice's"  # nothing changed
     assert (await as_user("alice", "PATCH", "sessions", alice, body={"title": "mine"})).data["title"] == "mine"
     assert (await as_user("alice", "DELETE", "sessions", alice)).data == {"deleted": alice}

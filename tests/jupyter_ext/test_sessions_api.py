@@ -121,7 +121,8 @@ async def test_the_export_says_whose_code_it_is_and_re_runs_sandboxed_on_request
     assert "没有沙箱" in plain.cells[0].source and "%%nini_run" not in plain.cells[2].source
     assert "%%nini_run" in contained.cells[0].source and contained.cells[1].source.count("%load_ext nini") == 1
     assert [c for c in contained.cells if "nini-agent-code" in c.metadata.get("tags", [])][0].source.startswith(
-        "%%nini_run --label=answer --purpose=exploration\n")
+        "%%nini_run --label=answer --purpose=exploration\n"
+    )
     markdown = await api("GET", "sessions", session_id, "export", params={"format": "md", "sandboxed": "1"})
     assert markdown.status == 400 and markdown.error["code"] == "INVALID_ARGUMENT"
     bad = await api("GET", "sessions", session_id, "export", params={"sandboxed": "maybe"})

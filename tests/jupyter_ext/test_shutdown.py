@@ -37,7 +37,9 @@ def test_sigterm_stops_every_kernel_and_worker(tmp_path: Path, nini_home: Path) 
         own = call(server, "POST", f"nini/api/sessions/{session_id}/run-code", {"code": "x = 1"})
         assert own["data"]["success"], own
         kernel_id = call(server, "POST", "api/kernels", {"name": "python3"})["id"]
-        borrowed = call(server, "POST", f"nini/api/sessions/{session_id}/run-code", {"code": "y = 2", "kernel_id": kernel_id})
+        borrowed = call(
+            server, "POST", f"nini/api/sessions/{session_id}/run-code", {"code": "y = 2", "kernel_id": kernel_id}
+        )
         assert borrowed["data"]["success"], borrowed
         if r_usable()[0]:
             r_run = call(server, "POST", f"nini/api/sessions/{session_id}/run-r-code", {"code": "z <- 3"})
@@ -69,9 +71,13 @@ def test_sigterm_to_serve_stops_the_server_and_cancels_the_call_in_flight(tmp_pa
 
     from nini.history.store import HistoryStore
 
-    wrapper = subprocess.Popen([sys.executable, "-m", "jupyter_ext.serve", "--port", "0", "--root-dir", str(tmp_path)],
-                               env=nini_env(nini_home, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True)  # fmt: skip
+    wrapper = subprocess.Popen(
+        [sys.executable, "-m", "jupyter_ext.serve", "--port", "0", "--root-dir", str(tmp_path)],
+        env=nini_env(nini_home, tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         lines = iter(wrapper.stdout.readline, "")
         url = next(line for line in lines if "nini is running in Jupyter at" in line).split(" at ")[1].split("?")[0]
@@ -82,8 +88,14 @@ def test_sigterm_to_serve_stops_the_server_and_cancels_the_call_in_flight(tmp_pa
 
         def run_long() -> None:
             try:
-                replies.append(call(server, "POST", f"nini/api/sessions/{session_id}/run-code",
-                                    {"code": "import time\nprint('started', flush=True)\ntime.sleep(120)"}))  # fmt: skip
+                replies.append(
+                    call(
+                        server,
+                        "POST",
+                        f"nini/api/sessions/{session_id}/run-code",
+                        {"code": "import time\nprint('started', flush=True)\ntime.sleep(120)"},
+                    )
+                )
             except urllib.error.HTTPError as exc:
                 replies.append((exc.code, json.loads(exc.read())))
 
@@ -92,7 +104,9 @@ def test_sigterm_to_serve_stops_the_server_and_cancels_the_call_in_flight(tmp_pa
         store = HistoryStore(f"sqlite:///{nini_home / 'nini.db'}")
         try:
             deadline = time.monotonic() + 60
-            while not any(e["type"] == "tool_call" for e in store.list_events(session_id)) and time.monotonic() < deadline:
+            while (
+                not any(e["type"] == "tool_call" for e in store.list_events(session_id)) and time.monotonic() < deadline
+            ):
                 time.sleep(0.2)
             time.sleep(2)  # the kernel is in time.sleep now
             family = psutil.Process(wrapper.pid).children(recursive=True)
@@ -111,4 +125,6 @@ def test_sigterm_to_serve_stops_the_server_and_cancels_the_call_in_flight(tmp_pa
     _gone, alive = psutil.wait_procs(family, timeout=15)
     assert alive == [], [(p.pid, p.name()) for p in alive]
     assert replies and replies[0][0] == 499 and replies[0][1]["error"]["code"] == "CANCELED", replies
-    assert [(c["tool_name"], c["status"], c["error_code"]) for c in calls] == [("run_code", "failed", "CANCELED")], calls
+    assert [(c["tool_name"], c["status"], c["error_code"]) for c in calls] == [("run_code", "failed", "CANCELED")], (
+        calls
+    )

@@ -37,7 +37,12 @@ async def test_create_a_markdown_skill(api: Any, nini_home: Path) -> None:
     reply = await api("POST", "skills", body=body)
     assert reply.status == 201
     record = reply.data
-    assert (record["name"], record["type"], record["category"], record["enabled"]) == ("monthly-sales", "markdown", "statistics", True)
+    assert (record["name"], record["type"], record["category"], record["enabled"]) == (
+        "monthly-sales",
+        "markdown",
+        "statistics",
+        True,
+    )
     assert record["location"] == "monthly-sales/SKILL.md" and record["metadata"]["source"] == "user"
     text = (nini_home / "skills" / "monthly-sales" / "SKILL.md").read_text(encoding="utf-8")
     assert "description: Sum sales by month and compare regions." in text and "## 步骤" in text
@@ -99,7 +104,8 @@ async def test_skill_problems_are_the_doctors(api: Any, nini_home: Path, jp_root
     expected = load_settings(home=nini_home)
     doctor = SkillRegistry(expected, jp_root_dir).problems  # what `nini skills doctor --json` prints
     assert [{k: p[k] for k in ("severity", "kind", "name", "location")} for p in data["problems"]] == [
-        {k: p[k] for k in ("severity", "kind", "name", "location")} for p in doctor]  # fmt: skip
+        {k: p[k] for k in ("severity", "kind", "name", "location")} for p in doctor
+    ]
     kinds = {(p["kind"], p["name"] or p["location"]) for p in data["problems"]}
     assert ("invalid", "broken/SKILL.md") in kinds and ("rule", "Rule_Breaker") in kinds
     assert ("shadowed", "data-quality-check") in kinds and ("conflict", "run_code") in kinds

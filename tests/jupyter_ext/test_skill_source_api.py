@@ -12,17 +12,23 @@ import pytest
 from nini.skills.discovery import BUNDLED_DIR
 from tests.conftest import skill_md, write_skill
 
-EDITED = skill_md("data-quality-check", "Check missing values, types and duplicates first.", body="# Check\n\n1. Count.\n")
+EDITED = skill_md(
+    "data-quality-check", "Check missing values, types and duplicates first.", body="# Check\n\n1. Count.\n"
+)
 
 
 async def test_read_a_bundled_skill(api: Any) -> None:
     reply = await api("GET", "skills", "data-quality-check", "source")
     assert reply.status == 200
     assert reply.data == {
-        "name": "data-quality-check", "type": "markdown", "source": "bundled", "location": "data-quality-check/SKILL.md",
+        "name": "data-quality-check",
+        "type": "markdown",
+        "source": "bundled",
+        "location": "data-quality-check/SKILL.md",
         "content": (BUNDLED_DIR / "data-quality-check" / "SKILL.md").read_text(encoding="utf-8"),
-        "editable": True, "reason": None,
-    }  # fmt: skip
+        "editable": True,
+        "reason": None,
+    }
 
 
 async def test_edit_a_bundled_skill_makes_a_user_skill_that_shadows_it(api: Any, nini_home: Path) -> None:
@@ -30,7 +36,10 @@ async def test_edit_a_bundled_skill_makes_a_user_skill_that_shadows_it(api: Any,
     reply = await api("PUT", "skills", "data-quality-check", "source", body={"content": EDITED})
     assert reply.status == 200
     data = reply.data
-    assert data["metadata"]["source"] == "user" and data["description"] == "Check missing values, types and duplicates first."
+    assert (
+        data["metadata"]["source"] == "user"
+        and data["description"] == "Check missing values, types and duplicates first."
+    )
     assert data["shadows"] == "bundled" and "bundled" in data["note"] and data["backup"] is None
     assert data["warnings"] == [] and data["location"] == "data-quality-check/SKILL.md"
     assert (nini_home / "skills" / "data-quality-check" / "SKILL.md").read_text(encoding="utf-8") == EDITED
@@ -77,7 +86,11 @@ async def test_a_user_skill_is_edited_where_it_is(api: Any, nini_home: Path) -> 
     assert (shown["source"], shown["location"], shown["editable"]) == ("user", "team/tidy-columns/skill.md", True)
     content = skill_md("tidy-columns", "Tidy column names.")
     reply = await api("PUT", "skills", "tidy-columns", "source", body={"content": content})
-    assert reply.status == 200 and reply.data["backup"] == "skill.md.bak" and reply.data["location"] == "team/tidy-columns/skill.md"
+    assert (
+        reply.status == 200
+        and reply.data["backup"] == "skill.md.bak"
+        and reply.data["location"] == "team/tidy-columns/skill.md"
+    )
     assert (nini_home / "skills" / "team" / "tidy-columns" / "skill.md").read_text(encoding="utf-8") == content
     assert not (nini_home / "skills" / "tidy-columns").exists()
 
@@ -107,7 +120,11 @@ async def test_a_project_skill_is_shown_but_not_edited_here(api: Any, nini_home:
 async def test_a_function_skill_has_no_source_here(api: Any) -> None:
     for method, body in (("GET", None), ("PUT", {"content": skill_md("run_code", "x")})):
         reply = await api(method, "skills", "run_code", "source", body=body)
-        assert reply.status == 400 and reply.error["code"] == "INVALID_ARGUMENT" and "function skill" in reply.error["message"]
+        assert (
+            reply.status == 400
+            and reply.error["code"] == "INVALID_ARGUMENT"
+            and "function skill" in reply.error["message"]
+        )
 
 
 @pytest.mark.parametrize("method", ["GET", "PUT"])
@@ -124,7 +141,9 @@ async def test_bad_bodies(api: Any, body: Any) -> None:
     assert reply.status == 400 and reply.error["code"] == "INVALID_ARGUMENT"
 
 
-async def test_a_linked_skill_folder_is_neither_read_nor_written_through(api: Any, nini_home: Path, tmp_path: Path) -> None:
+async def test_a_linked_skill_folder_is_neither_read_nor_written_through(
+    api: Any, nini_home: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside" / "linked-skill"
     write_skill(outside.parent, "linked-skill", skill_md("linked-skill", "Lives outside the skills folder."))
     (nini_home / "skills").mkdir(parents=True, exist_ok=True)

@@ -26,12 +26,16 @@ def copy_limit_mb() -> int:
 
 @pytest.fixture
 def jp_server_config(nini_home: Path, llm_server: ScriptedLLM, copy_limit_mb: int) -> Config:
-    write_settings(nini_home, {**scripted_model_settings(llm_server), "execution": {"variable_copy_max_mb": copy_limit_mb}})
-    return Config({
-        "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
-        "MultiKernelManager": {"default_kernel_name": "python3"},
-        "NiniExtensionApp": {"nini_home": str(nini_home)},
-    })  # fmt: skip
+    write_settings(
+        nini_home, {**scripted_model_settings(llm_server), "execution": {"variable_copy_max_mb": copy_limit_mb}}
+    )
+    return Config(
+        {
+            "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
+            "MultiKernelManager": {"default_kernel_name": "python3"},
+            "NiniExtensionApp": {"nini_home": str(nini_home)},
+        }
+    )
 
 
 class Notebook:
@@ -66,7 +70,9 @@ async def open_notebook(jp_fetch: Any, jp_serverapp: Any) -> Notebook:
 async def ask(api: Any, jp_ws_fetch: Any, session_id: str, notebook: Notebook, message: str) -> list[dict[str, Any]]:
     """One turn asked from the notebook, the sidebar's default way; its events until ``done``."""
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
-    reply = await api("POST", "sessions", session_id, "ask", body={"message": message, "notebook_kernel_id": notebook.kernel_id})
+    reply = await api(
+        "POST", "sessions", session_id, "ask", body={"message": message, "notebook_kernel_id": notebook.kernel_id}
+    )
     assert reply.status == 202 and "notice" not in reply.data, reply.body
     try:
         return await events_until_done(ws, timeout=120)
@@ -77,21 +83,32 @@ async def ask(api: Any, jp_ws_fetch: Any, session_id: str, notebook: Notebook, m
 async def results(api: Any, session_id: str) -> list[dict[str, Any]]:
     """The session's run_code results as recorded: ``{success, result: the contract, error}`` each."""
     calls = (await api("GET", "sessions", session_id, "tool-calls")).data
-    return [{"success": c["status"] == "succeeded", "result": c["result"], "error": c["result"].get("error")}
-            for c in calls if c["tool_name"] == "run_code"]  # fmt: skip
+    return [
+        {"success": c["status"] == "succeeded", "result": c["result"], "error": c["result"].get("error")}
+        for c in calls
+        if c["tool_name"] == "run_code"
+    ]
 
 
 @pytest.mark.slow
 async def test_the_agent_works_on_copies_of_the_notebooks_variables_in_the_sandbox(
-    api: Any, jp_ws_fetch: Any, jp_fetch: Any, jp_serverapp: Any, notebook_folder: Path, llm_server: ScriptedLLM,
+    api: Any,
+    jp_ws_fetch: Any,
+    jp_fetch: Any,
+    jp_serverapp: Any,
+    notebook_folder: Path,
+    llm_server: ScriptedLLM,
     nini_home: Path,
 ) -> None:
     notebook = await open_notebook(jp_fetch, jp_serverapp)
     assert await notebook.run(SALES + "\nregions = 2") == ""
     session_id = await new_session(api)
     llm_server.reply(
-        tool_call("run_code", code="before = float(sales['amount'].sum())\nsales['amount'] = 0\nresult = before",
-                  variables=["sales"]),
+        tool_call(
+            "run_code",
+            code="before = float(sales['amount'].sum())\nsales['amount'] = 0\nresult = before",
+            variables=["sales"],
+        ),
         tool_call("run_code", code="result = float(sales['amount'].sum())"),  # the copy stays in the sandbox's kernel
         tool_call("run_code", code="result = regions + 1"),  # copied when the turn started, while the model thought
         text("The total is 7.5."),
@@ -114,11 +131,18 @@ async def test_the_agent_works_on_copies_of_the_notebooks_variables_in_the_sandb
 @pytest.mark.slow
 @pytest.mark.parametrize("copy_limit_mb", [1])
 async def test_a_variable_too_large_or_not_copyable_is_described_and_nothing_runs(
-    api: Any, jp_ws_fetch: Any, jp_fetch: Any, jp_serverapp: Any, notebook_folder: Path, llm_server: ScriptedLLM,
+    api: Any,
+    jp_ws_fetch: Any,
+    jp_fetch: Any,
+    jp_serverapp: Any,
+    notebook_folder: Path,
+    llm_server: ScriptedLLM,
     nini_home: Path,
 ) -> None:
-    setup = ("import numpy as np, pandas as pd\nbig = pd.DataFrame({'x': np.arange(400_000, dtype='float64')})\n"
-             "fn = lambda v: v\nrows = [{'a': i} for i in range(300_000)]")  # fmt: skip
+    setup = (
+        "import numpy as np, pandas as pd\nbig = pd.DataFrame({'x': np.arange(400_000, dtype='float64')})\n"
+        "fn = lambda v: v\nrows = [{'a': i} for i in range(300_000)]"
+    )
     notebook = await open_notebook(jp_fetch, jp_serverapp)
     assert await notebook.run(setup) == ""
     session_id = await new_session(api)
@@ -138,7 +162,9 @@ async def test_a_variable_too_large_or_not_copyable_is_described_and_nothing_run
     message = big["error"]["message"]
     assert "big (`big`: DataFrame, 400,000 rows × 1 columns" in message and "variable_copy_max_mb = 1 MiB" in message
     assert "propose_cell" in message
-    assert fn["error"]["code"] == "INVALID_ARGUMENT" and "fn (`fn`: function) cannot be copied" in fn["error"]["message"]
+    assert (
+        fn["error"]["code"] == "INVALID_ARGUMENT" and "fn (`fn`: function) cannot be copied" in fn["error"]["message"]
+    )
     assert rows["error"]["code"] == "TOO_LARGE" and "more than 1,048,576 bytes pickled" in rows["error"]["message"]
     assert missing["error"]["code"] == "NOT_FOUND" and "no variable 'nothing_here'" in missing["error"]["message"]
     assert check["result"]["result"] is False  # the refused steps never ran
@@ -147,8 +173,14 @@ async def test_a_variable_too_large_or_not_copyable_is_described_and_nothing_run
 
 @pytest.mark.slow
 async def test_a_link_planted_where_the_copies_go_is_refused(
-    api: Any, jp_ws_fetch: Any, jp_fetch: Any, jp_serverapp: Any, notebook_folder: Path, llm_server: ScriptedLLM,
-    nini_home: Path, tmp_path: Path,
+    api: Any,
+    jp_ws_fetch: Any,
+    jp_fetch: Any,
+    jp_serverapp: Any,
+    notebook_folder: Path,
+    llm_server: ScriptedLLM,
+    nini_home: Path,
+    tmp_path: Path,
 ) -> None:
     """What a sandboxed step may leave: ``variables`` as a link to a host folder. Neither nini nor the
     notebook's kernel writes through it."""
@@ -166,7 +198,12 @@ async def test_a_link_planted_where_the_copies_go_is_refused(
 
 
 async def test_prompt_injection_in_a_csv_runs_in_the_sandbox_not_in_the_notebook(
-    api: Any, jp_ws_fetch: Any, jp_fetch: Any, jp_serverapp: Any, notebook_folder: Path, llm_server: ScriptedLLM,
+    api: Any,
+    jp_ws_fetch: Any,
+    jp_fetch: Any,
+    jp_serverapp: Any,
+    notebook_folder: Path,
+    llm_server: ScriptedLLM,
 ) -> None:
     """The sidebar's default: text in an uploaded CSV tells an obedient model to write a file; the
     code runs in nini's sandbox (no approval needed, nothing of the user's reachable)."""
@@ -186,5 +223,7 @@ async def test_variables_without_a_notebook_are_refused(api: Any) -> None:
     reply = await api("POST", "sessions", session_id, "run-code", body={"code": "result = 1", "variables": ["sales"]})
     assert reply.status == 400 and reply.error["code"] == "INVALID_ARGUMENT"
     assert "no notebook to copy variables from" in reply.error["message"]
-    bad = await api("POST", "sessions", session_id, "run-code", body={"code": "result = 1", "variables": ["not a name"]})
+    bad = await api(
+        "POST", "sessions", session_id, "run-code", body={"code": "result = 1", "variables": ["not a name"]}
+    )
     assert bad.status == 400 and "not variable names: 'not a name'" in bad.error["message"]

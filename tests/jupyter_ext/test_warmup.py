@@ -26,7 +26,9 @@ async def test_the_chat_models_client_is_made_before_the_first_call_which_uses_i
         warmed = runtime(nini_home, llm)
         try:
             took = await warm_up(warmed)
-            assert {"store", "modules", "model SDK", "model clients", "tokenizer", "agent", "sandbox probe"} <= set(took)
+            assert {"store", "modules", "model SDK", "model clients", "tokenizer", "agent", "sandbox probe"} <= set(
+                took
+            )
             assert describe(took).startswith("nini: warmed up for the first turn in ")
             router = warmed.router
             made = dict(router._providers)  # the clients warm_up made, by provider, key and loop

@@ -18,6 +18,10 @@ def memory(settings: Settings, tmp_path: Path) -> ExperienceMemory:
     return ExperienceMemory(settings, project)
 
 
-def candidate(decision: str = "use the median", alternatives: tuple[str, ...] = ("mean",),
-              signal: str = "the revenue column has outliers", **values: object) -> Candidate:  # fmt: skip
+def candidate(
+    decision: str = "use the median",
+    alternatives: tuple[str, ...] = ("mean",),
+    signal: str = "the revenue column has outliers",
+    **values: object,
+) -> Candidate:
     return Candidate(decision=decision, alternatives=list(alternatives), signal=signal, **values)  # type: ignore[arg-type]

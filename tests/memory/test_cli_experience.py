@@ -36,8 +36,10 @@ def nini(nini_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> An
 def test_a_scripted_deposit_then_list_show_deprecate_and_rollback(nini: Any, nini_home: Path) -> None:
     added = nini("remember", "--add", "use the median, the revenue column has outliers", "--level", "team", "--yes")
     assert added.exit_code == 0, added.output
-    assert added.output.splitlines() == ["[独立保存] Use the median, the revenue column has outliers → team",
-                                         "已沉淀 1 条经验：EXP-0001（team）。回滚：nini experience rollback team"]  # fmt: skip
+    assert added.output.splitlines() == [
+        "[独立保存] Use the median, the revenue column has outliers → team",
+        "已沉淀 1 条经验：EXP-0001（team）。回滚：nini experience rollback team",
+    ]
     listed = nini("experience", "list")
     assert listed.output.split()[:3] == ["team", "EXP-0001", "knowledge"]
     assert "- Decision being made: use the median" in nini("experience", "show", "EXP-0001").output
@@ -55,19 +57,31 @@ def test_refusals_exit_1_with_the_reason_and_the_users_own_statement_is_kept(nin
     assert nini("remember", "--yes").exit_code == 1
     assert nini("experience", "show", "EXP-0042").exit_code == 1
     assert nini("experience", "rollback", "project").exit_code == 1
-    general = nini("remember", "--add", "数据分析前要先清洗数据", "--yes")  # the user's own: kept, with what stage 1 saw
+    general = nini(
+        "remember", "--add", "数据分析前要先清洗数据", "--yes"
+    )  # the user's own: kept, with what stage 1 saw
     assert general.exit_code == 0 and "已沉淀 1 条经验：EXP-0001（project）" in general.stdout
-    assert general.stderr.splitlines() == ["note: kept as you stated it, though: no alternative rejected: say what not to do ('... instead of ...')",
-                                           "note: lowered: general knowledge, kept as a narrow hypothesis"]  # fmt: skip
+    assert general.stderr.splitlines() == [
+        "note: kept as you stated it, though: no alternative rejected: say what not to do ('... instead of ...')",
+        "note: lowered: general knowledge, kept as a narrow hypothesis",
+    ]
 
 
 def test_the_dialogue_reads_stdin_and_a_no_writes_nothing(nini: Any) -> None:
     asked = nini("remember", "--add", "use the median, the revenue column has outliers", input="later\nreport\n1\nn\n")
-    assert asked.exit_code == 0 and asked.output.count("这条经验属于哪个阶段") == 2 and "已暂存 1 条经验候选" in asked.output and "已取消，候选仍在待沉淀列表中。" in asked.output
+    assert (
+        asked.exit_code == 0
+        and asked.output.count("这条经验属于哪个阶段") == 2
+        and "已暂存 1 条经验候选" in asked.output
+        and "已取消，候选仍在待沉淀列表中。" in asked.output
+    )
     assert nini("experience", "list").output == "还没有经验\n"
     kept = nini("remember", input="a\ny\n")
     assert "已沉淀 1 条经验：EXP-0001（project）" in kept.output
-    assert "- Level: project · Type: knowledge · Stage: report" in (nini.project / ".nini" / "experience" / "project" / "EXP-0001.md").read_text()
+    assert (
+        "- Level: project · Type: knowledge · Stage: report"
+        in (nini.project / ".nini" / "experience" / "project" / "EXP-0001.md").read_text()
+    )
 
 
 def test_validate_reports_a_broken_index_and_exits_1(nini: Any, nini_home: Path) -> None:
@@ -75,7 +89,11 @@ def test_validate_reports_a_broken_index_and_exits_1(nini: Any, nini_home: Path)
     team.mkdir(parents=True)
     (team / "INDEX.md").write_text("| Tag | Title |\n|---|---|\n| a | b |\n")
     checked = nini("experience", "validate")
-    assert checked.exit_code == 1 and "team: 1 problem(s)" in checked.output and "it must be Tag | Type | Title" in checked.output
+    assert (
+        checked.exit_code == 1
+        and "team: 1 problem(s)" in checked.output
+        and "it must be Tag | Type | Title" in checked.output
+    )
     assert (team / "INDEX.md").read_text() == "| Tag | Title |\n|---|---|\n| a | b |\n"
 
 
@@ -84,12 +102,21 @@ def test_the_issues_chinese_statement_is_kept_through_the_real_cli(lang: str, tm
     """Issue 35: refused as COMMON_KNOWLEDGE before; kept now, and listed by ``experience list --json``."""
     project = tmp_path / "project"
     project.mkdir()
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("NINI_", "LC_"))},
-           "NINI_HOME": str(tmp_path / "home"), "LANG": lang}  # fmt: skip
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("NINI_", "LC_"))},
+        "NINI_HOME": str(tmp_path / "home"),
+        "LANG": lang,
+    }
 
     def nini(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(NINI), "--project-dir", str(project), *args], env=env, cwd=project,
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        return subprocess.run(
+            [str(NINI), "--project-dir", str(project), *args],
+            env=env,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     added = nini("remember", "--add", ISSUE_35, "--level", "project", "--yes")
     assert added.returncode == 0, added.stdout + added.stderr

@@ -50,7 +50,10 @@ def test_the_same_judgement_again_merges_into_one_and_deprecates_the_old(memory:
     deposit(memory, MEDIAN, strength="validated")
     line = deposit(memory, AGAIN)
     assert "EXP-0001 已标记为 deprecated（由 EXP-0002 取代）" in line
-    assert rows(memory) == [("EXP-0001", "deprecated", "", "EXP-0002", "validated"), ("EXP-0002", "active", "EXP-0001", "", "validated")]
+    assert rows(memory) == [
+        ("EXP-0001", "deprecated", "", "EXP-0002", "validated"),
+        ("EXP-0002", "active", "EXP-0001", "", "validated"),
+    ]
     new = memory.libraries["team"].read().by_id("EXP-0002")
     assert new is not None and new.scope == "broad"  # the broader scope and the higher strength of the two
     assert (memory.libraries["team"].root / "knowledge" / "EXP-0001.md").is_file()  # never deleted
@@ -59,8 +62,14 @@ def test_the_same_judgement_again_merges_into_one_and_deprecates_the_old(memory:
 
 def test_a_different_decision_for_the_same_situation_supersedes(memory: ExperienceMemory) -> None:
     deposit(memory, MEDIAN)
-    ids = [c.id for c in memory.capture_statement("winsorize revenue at the 99th percentile instead of the median, the revenue "
-                                                  "column has outliers", level="team", trigger="typical revenue by region").kept]  # fmt: skip
+    ids = [
+        c.id
+        for c in memory.capture_statement(
+            "winsorize revenue at the 99th percentile instead of the median, the revenue column has outliers",
+            level="team",
+            trigger="typical revenue by region",
+        ).kept
+    ]
     plan = memory.plan(ids)
     assert [a.kind for a in plan.actions] == ["supersede"] and plan.describe()[0].startswith("[取代]")
     memory.deposit(plan, confirm=True)
@@ -69,7 +78,12 @@ def test_a_different_decision_for_the_same_situation_supersedes(memory: Experien
 
 def test_unrelated_experience_is_kept_independent(memory: ExperienceMemory) -> None:
     deposit(memory, MEDIAN)
-    ids = [c.id for c in memory.capture_statement("join on region_v2 instead of region_old, region codes changed in 2024", level="team").kept]
+    ids = [
+        c.id
+        for c in memory.capture_statement(
+            "join on region_v2 instead of region_old, region codes changed in 2024", level="team"
+        ).kept
+    ]
     plan = memory.plan(ids)
     assert [a.kind for a in plan.actions] == ["keep"]
     memory.deposit(plan, confirm=True)
@@ -79,7 +93,9 @@ def test_unrelated_experience_is_kept_independent(memory: ExperienceMemory) -> N
 def test_two_pending_candidates_saying_the_same_merge_into_one_document(memory: ExperienceMemory) -> None:
     ids = []
     for statement in (MEDIAN, AGAIN):
-        ids += [c.id for c in memory.capture_statement(statement, level="project", trigger="typical revenue by region").kept]
+        ids += [
+            c.id for c in memory.capture_statement(statement, level="project", trigger="typical revenue by region").kept
+        ]
     plan = memory.plan(ids)
     assert [(a.kind, len(a.candidates)) for a in plan.actions] == [("merge", 2)]
     memory.deposit(plan, confirm=True)
@@ -94,12 +110,13 @@ def test_nothing_is_written_without_confirmation(memory: ExperienceMemory) -> No
     assert not memory.libraries["team"].root.exists() and len(memory.pending.load().candidates) == 1
 
 
-def test_a_failure_mid_deposit_restores_the_index_and_removes_new_documents(memory: ExperienceMemory, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failure_mid_deposit_restores_the_index_and_removes_new_documents(
+    memory: ExperienceMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     deposit(memory, MEDIAN)
     team = memory.libraries["team"]
     before = team.index_path.read_text()
-    ids = [c.id for c in memory.capture_statement(AGAIN, level="team",
-                                                  trigger="typical revenue by region").kept]  # fmt: skip
+    ids = [c.id for c in memory.capture_statement(AGAIN, level="team", trigger="typical revenue by region").kept]
     plan = memory.plan(ids)
 
     def disk_full(self: PendingFile, ids: list[str]) -> None:  # after the documents and the INDEX were written
@@ -126,14 +143,31 @@ def test_rollback_undoes_the_last_change_and_keeps_its_files_aside(memory: Exper
 
 def test_where_the_similarities_are_unsure_a_model_decides(memory: ExperienceMemory, llm_server: ScriptedLLM) -> None:
     deposit(memory, MEDIAN)
-    ids = [c.id for c in memory.capture_statement("report revenue with the trimmed mean instead of the median, the revenue column "
-                                                  "has outliers", level="team", trigger="revenue summary by region").kept]  # fmt: skip
+    ids = [
+        c.id
+        for c in memory.capture_statement(
+            "report revenue with the trimmed mean instead of the median, the revenue column has outliers",
+            level="team",
+            trigger="revenue summary by region",
+        ).kept
+    ]
     assert [a.kind for a in memory.plan(ids).actions] == ["keep"]  # the rules alone: unsure, so kept apart
-    settings = memory.settings.model_copy(update={"llm": LLMSettings(providers=[{"name": "local", "kind": "openai", "base_url": llm_server.base_url, "model": "m"}], max_retries=0)})
+    settings = memory.settings.model_copy(
+        update={
+            "llm": LLMSettings(
+                providers=[{"name": "local", "kind": "openai", "base_url": llm_server.base_url, "model": "m"}],
+                max_retries=0,
+            )
+        }
+    )
     memory.judge = model_judge(settings)
     llm_server.reply(text('{"action": "supersede", "reason": "a newer choice for the same summary"}'))
     [action] = memory.plan(ids).actions
-    assert (action.kind, [r.id for r in action.replaces], action.reason) == ("supersede", ["EXP-0001"], "EXP-0001: a newer choice for the same summary")
+    assert (action.kind, [r.id for r in action.replaces], action.reason) == (
+        "supersede",
+        ["EXP-0001"],
+        "EXP-0001: a newer choice for the same summary",
+    )
     sent = llm_server.requests[0]["messages"][-1]["content"]
     assert sent.startswith("OLD: Use the median for revenue") and "NEW: Report revenue with the trimmed mean" in sent
     llm_server.reply(text("I think they are similar."))  # not the JSON asked for: the rules stand

@@ -18,12 +18,24 @@ from tests.llm_server import ScriptedLLM, text
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("chinese_locale")]  # the spec's Chinese words
 SALES = "region,revenue\nnorth,10\nnorth,12\nsouth,11\nsouth,9000\n"
 WEATHER = "date,temp\n2024-01-01,3.5\n2024-01-02,4.1\n"
-EXTRACTED = {"candidates": [{
-    "title": "Median, not mean, for sales revenue", "stage": "analysis", "trigger": "typical or average revenue by region",
-    "decision": "use the median of revenue", "alternatives": ["the mean of revenue"],
-    "signal": "the revenue column has outliers (one order of 9000)", "surfaceSignal": "a mean far above most orders",
-    "hiddenRisk": "one large order inflates the mean", "pointers": ["sales"], "level": "project", "type": "knowledge",
-    "quote": "No, use the median, the revenue column has outliers"}]}  # fmt: skip
+EXTRACTED = {
+    "candidates": [
+        {
+            "title": "Median, not mean, for sales revenue",
+            "stage": "analysis",
+            "trigger": "typical or average revenue by region",
+            "decision": "use the median of revenue",
+            "alternatives": ["the mean of revenue"],
+            "signal": "the revenue column has outliers (one order of 9000)",
+            "surfaceSignal": "a mean far above most orders",
+            "hiddenRisk": "one large order inflates the mean",
+            "pointers": ["sales"],
+            "level": "project",
+            "type": "knowledge",
+            "quote": "No, use the median, the revenue column has outliers",
+        }
+    ]
+}
 
 
 def session_with(owner: Harness, name: str, csv: str) -> Any:
@@ -40,7 +52,9 @@ def test_a_correction_becomes_a_warning_for_the_next_analysis_of_that_data(harne
     llm.reply(text("The mean revenue is 2258 per order."))
     harness.loop.run_until_complete(runtime.agent.run(first, "What is the typical revenue by region in sales?"))
     llm.reply(text("The median revenue is 11."), text(json.dumps(EXTRACTED)))
-    result = harness.loop.run_until_complete(runtime.agent.run(first, "No, use the median, the revenue column has outliers"))
+    result = harness.loop.run_until_complete(
+        runtime.agent.run(first, "No, use the median, the revenue column has outliers")
+    )
     assert result.notes[-1] == "已暂存 1 条经验候选（用于 nini remember 阶段沉淀选择）"
     extraction = llm.requests[-1]["messages"][-1]["content"]
     assert "use the median, the revenue column has outliers" in extraction and "Datasets in play: sales" in extraction

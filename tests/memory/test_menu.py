@@ -12,9 +12,11 @@ from nini.memory.experience.menu import remember_dialogue
 
 pytestmark = pytest.mark.usefixtures("chinese_locale")  # the spec's Chinese words
 
-STATEMENTS = ("use the median, the revenue column has outliers",
-              "join on region_v2 instead of region_old, region codes changed in 2024",
-              "always exclude accounts whose id starts with T_ instead of keeping them, they are test accounts")  # fmt: skip
+STATEMENTS = (
+    "use the median, the revenue column has outliers",
+    "join on region_v2 instead of region_old, region codes changed in 2024",
+    "always exclude accounts whose id starts with T_ instead of keeping them, they are test accounts",
+)
 
 
 def scripted(answers: list[str]) -> tuple[Callable[[str], str], list[str]]:

@@ -31,13 +31,33 @@ while True:
 
 def test_candidates_round_trip_in_the_exp_candidate_form(tmp_path: Path) -> None:
     pending = PendingFile(tmp_path)
-    original = candidate(task_id="s1", stage="review", pointers=["sales.csv"], level="team", type="standard", used_to_think="mean")
+    original = candidate(
+        task_id="s1", stage="review", pointers=["sales.csv"], level="team", type="standard", used_to_think="mean"
+    )
     pending.add([original])
     data = json.loads((tmp_path / PENDING_NAME).read_text())
-    assert data["asked"] is False and data["candidates"][0]["taskId"] == "s1" and data["candidates"][0]["usedToThink"] == "mean"
-    assert {"taskId", "stage", "trigger", "decision", "alternatives", "signal", "solution", "verify", "pointers", "level", "type"} <= set(data["candidates"][0])
+    assert (
+        data["asked"] is False
+        and data["candidates"][0]["taskId"] == "s1"
+        and data["candidates"][0]["usedToThink"] == "mean"
+    )
+    assert {
+        "taskId",
+        "stage",
+        "trigger",
+        "decision",
+        "alternatives",
+        "signal",
+        "solution",
+        "verify",
+        "pointers",
+        "level",
+        "type",
+    } <= set(data["candidates"][0])
     assert pending.load().candidates == [original]
-    assert Candidate.from_json({"decision": 3, "alternatives": "mean", "signal": None, "unknown": 1}).alternatives == ["mean"]
+    assert Candidate.from_json({"decision": 3, "alternatives": "mean", "signal": None, "unknown": 1}).alternatives == [
+        "mean"
+    ]
 
 
 def test_a_damaged_file_is_kept_aside_and_new_candidates_still_land(tmp_path: Path) -> None:

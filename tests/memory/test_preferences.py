@@ -30,9 +30,17 @@ def confidence(store: HistoryStore, key: str, project_id: str | None = None) -> 
     return rows[0]["confidence"] if rows else None
 
 
-def feedback(store: HistoryStore, action: str, *signals: str, run: str = "t1", injected: list[int] | None = None,
-             learning: bool = True) -> dict:  # fmt: skip
-    return ingest(store, Feedback(run, action, "answer", "p1", list(signals), None, injected or []), learning=learning).to_dict()
+def feedback(
+    store: HistoryStore,
+    action: str,
+    *signals: str,
+    run: str = "t1",
+    injected: list[int] | None = None,
+    learning: bool = True,
+) -> dict:
+    return ingest(
+        store, Feedback(run, action, "answer", "p1", list(signals), None, injected or []), learning=learning
+    ).to_dict()
 
 
 def test_a_signal_creates_then_raises_its_rule_within_bounds(store: HistoryStore) -> None:
@@ -51,7 +59,9 @@ def test_injected_preferences_rise_on_accept_fall_on_reject_and_stay_in_bounds(s
     for n in range(6):
         feedback(store, "reject", run=f"r{n}", injected=[first])
     assert confidence(store, "tone") == 0.0
-    assert feedback(store, "partial", run="t2", injected=[first])["changes"] == []  # partial: no change to what was given
+    assert (
+        feedback(store, "partial", run="t2", injected=[first])["changes"] == []
+    )  # partial: no change to what was given
 
 
 def test_a_signal_accepted_and_rejected_on_the_same_run_cancels_out(store: HistoryStore) -> None:
@@ -72,7 +82,9 @@ def test_explicit_preferences_are_never_changed_by_learning(store: HistoryStore)
 def test_learning_off_records_the_feedback_and_changes_nothing(store: HistoryStore) -> None:
     result = feedback(store, "reject", "no_exclamation", learning=False)
     assert result["changes"] == [] and result["feedback_id"] > 0
-    assert PreferenceStore(store).list(None) == [] and PreferenceStore(store).feedback_for("t1")[0]["action"] == "reject"
+    assert (
+        PreferenceStore(store).list(None) == [] and PreferenceStore(store).feedback_for("t1")[0]["action"] == "reject"
+    )
 
 
 def test_bad_feedback_is_refused(store: HistoryStore) -> None:
@@ -99,10 +111,18 @@ def fill(store: HistoryStore, rows: list[tuple[str | None, str, object, float]])
             table.edit(made["id"], confidence=level)
 
 
-PREFS = [(None, "tone", "formal", 0.9), (None, "verbosity", "concise", 0.9), (None, "punctuation.no_exclamation", True, 0.95),
-         (None, "report.decimals", 2, 0.8), (None, "chart.style", "minimal", 0.7), (None, "language", "zh", 0.65),
-         (None, "custom.units", "always show units", 0.9), (None, "custom.low", "below the floor", 0.5),
-         ("p1", "tone", "casual", 0.61), (None, "punctuation.no_emoji", True, 0.9)]  # fmt: skip
+PREFS = [
+    (None, "tone", "formal", 0.9),
+    (None, "verbosity", "concise", 0.9),
+    (None, "punctuation.no_exclamation", True, 0.95),
+    (None, "report.decimals", 2, 0.8),
+    (None, "chart.style", "minimal", 0.7),
+    (None, "language", "zh", 0.65),
+    (None, "custom.units", "always show units", 0.9),
+    (None, "custom.low", "below the floor", 0.5),
+    ("p1", "tone", "casual", 0.61),
+    (None, "punctuation.no_emoji", True, 0.9),
+]
 
 
 def test_the_same_preferences_give_the_same_bytes_whatever_their_order(tmp_path: Path) -> None:
@@ -123,14 +143,21 @@ def test_the_same_preferences_give_the_same_bytes_whatever_their_order(tmp_path:
     assert lines[0] == "- 规则: 不使用感叹号（confidence=0.95, source=explicit）"
     assert "- 规则: 语气轻松（confidence=0.61, source=explicit）" in lines  # the project's tone, not the global one
     assert "语气正式" not in block.decode()
-    assert lines.index("- 规则: 数字保留两位小数（confidence=0.80, source=explicit）") < lines.index("- 规则: 用中文回答（confidence=0.65, source=explicit）")
+    assert lines.index("- 规则: 数字保留两位小数（confidence=0.80, source=explicit）") < lines.index(
+        "- 规则: 用中文回答（confidence=0.65, source=explicit）"
+    )
 
 
 def test_the_block_keeps_to_its_token_budget_and_says_none_when_empty(store: HistoryStore) -> None:
     assert select_memory_for_injection(store, None).block.endswith("\n(none)")
-    fill(store, [(None, f"custom.long{n}", "very long rule " * 60, 0.9) for n in range(3)] + [(None, "tone", "formal", 0.8)])
+    fill(
+        store,
+        [(None, f"custom.long{n}", "very long rule " * 60, 0.9) for n in range(3)] + [(None, "tone", "formal", 0.8)],
+    )
     selection = select_memory_for_injection(store, None, "answer", 5, 120)
-    assert count_tokens(selection.block) <= 120 and selection.lines == ["- 规则: 语气正式（confidence=0.80, source=explicit）"]
+    assert count_tokens(selection.block) <= 120 and selection.lines == [
+        "- 规则: 语气正式（confidence=0.80, source=explicit）"
+    ]
     assert select_memory_for_injection(store, None, enabled=False).block.endswith("\n(none)")
     english = select_memory_for_injection(store, None, "answer", 5, 400, language="en")
     assert english.lines[-1] == "- Rule: a formal tone (confidence=0.80, source=explicit)"
@@ -156,7 +183,11 @@ def test_a_locked_or_read_only_database_is_a_db_error(tmp_path: Path) -> None:
     try:
         with pytest.raises(NiniError) as refused:
             PreferenceStore(read_only).put_explicit(None, "tone", "formal")
-        assert refused.value.code == "DB_ERROR" and "readonly" in refused.value.message and str(tmp_path) not in refused.value.message
+        assert (
+            refused.value.code == "DB_ERROR"
+            and "readonly" in refused.value.message
+            and str(tmp_path) not in refused.value.message
+        )
         assert PreferenceStore(read_only).list(None) == []  # reading still works
     finally:
         read_only.close()
@@ -169,5 +200,7 @@ def test_the_sidebar_offers_exactly_the_signals_nini_knows() -> None:
     from tests.conftest import REPO_ROOT
 
     source = (REPO_ROOT / "jupyter_ext" / "frontend" / "src" / "prefs.ts").read_text(encoding="utf-8")
-    offered = re.findall(r"\['(\w+)', (?:N_\()?'[^']+'\)?\]", source.split("export const SIGNALS", 1)[1].split("];", 1)[0])
+    offered = re.findall(
+        r"\['(\w+)', (?:N_\()?'[^']+'\)?\]", source.split("export const SIGNALS", 1)[1].split("];", 1)[0]
+    )
     assert offered == list(SIGNALS)

@@ -50,10 +50,15 @@ def test_learning_off_keeps_explicit_preferences_in_the_prompt(nini: Any, llm_se
     llm_server.reply(text("Up!"), text("Up."))
     run = ask(nini, "trend?")
     judged = nini("feedback", run, "reject", "--signal", "no_exclamation").output
-    assert judged.startswith("已记录反馈 ") and "（reject）" in judged and "->" not in judged  # recorded, nothing learned
+    assert (
+        judged.startswith("已记录反馈 ") and "（reject）" in judged and "->" not in judged
+    )  # recorded, nothing learned
     assert [r["key"] for r in json.loads(nini("prefs", "list", "--json").stdout)] == ["verbosity"]
     ask(nini, "trend again?")
-    assert "- 规则: 回答简洁，先给结论（confidence=1.00, source=explicit）" in llm_server.requests[-1]["messages"][0]["content"]
+    assert (
+        "- 规则: 回答简洁，先给结论（confidence=1.00, source=explicit）"
+        in llm_server.requests[-1]["messages"][0]["content"]
+    )
     assert nini("feedback", run, "maybe").exit_code != 0
 
 
@@ -72,9 +77,13 @@ def test_an_edit_of_a_report_is_read_as_signals(tmp_path_factory: pytest.TempPat
         original = memory.report_text(harness.runtime, f"report:{report['id']}")
         assert "0.5835" in original
         edited = original[: len(original) // 2] + "\nSouth growth: 0.58\n"  # cut by half, the number rounded
-        learned = harness.loop.run_until_complete(memory.feedback(f"report:{report['id']}", "partial", original=original, edited=edited))
+        learned = harness.loop.run_until_complete(
+            memory.feedback(f"report:{report['id']}", "partial", original=original, edited=edited)
+        )
         assert [c["key"] for c in learned.changes] == ["verbosity", "report.decimals"]
         [row] = memory.table.feedback_for(f"report:{report['id']}")
-        assert row["skill_id"] == "generate_report" and len(row["evidence_ref"]["diff_id"]) == 12  # a reference, not the text
+        assert (
+            row["skill_id"] == "generate_report" and len(row["evidence_ref"]["diff_id"]) == 12
+        )  # a reference, not the text
     finally:
         next(harness_iter, None)

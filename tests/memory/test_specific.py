@@ -37,7 +37,7 @@ SPECIFIC = [
     ("《》", "以《销售口径说明》为准"),
     ("a Latin name in Chinese text", "汇总 revenue 时用中位数"),
     ("a Latin proper name in Chinese text", "Adelie 企鹅的体重单独看"),
-]  # fmt: skip
+]
 GENERIC = [
     ("English advice", "normalize features"),
     ("English: the dataset, not a name", "clean the dataset before analysis"),
@@ -54,7 +54,7 @@ GENERIC = [
     ("Chinese: 代表 is no table", "代表性样本要随机抽取"),
     ("Chinese: 一成 in 统一成本", "统一成本口径后再比较"),
     ("Chinese: an abbreviation is a technique", "用 PCA 前要先标准化"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("case", "text"), SPECIFIC, ids=[case for case, _ in SPECIFIC])
@@ -67,28 +67,36 @@ def test_generic_advice_is_not(case: str, text: str) -> None:
     assert not mentions_specifics(text), case
 
 
-@pytest.mark.parametrize(("decision", "alternative", "signal", "kept"), [
-    ("use the median for revenue", "the mean", "the revenue column has outliers", True),
-    ("normalize features", "raw features", "scales differ", False),
-    ("汇总 revenue 时用中位数", "均值", "revenue 列有极端值", True),
-    ("汇总时用中位数", "均值", "“销售额”列有极端值", True),
-    ("按地区字段分组", "按城市分组", "地区字段 2024 年改过编码", True),
-    ("剔除退货订单", "保留全部订单", "约三成订单是退货", True),
-    ("数据分析前要先清洗数据", "直接分析", "脏数据会影响结论", False),
-    ("异常值多时用中位数", "均值", "均值受极端值影响", False),
-])  # fmt: skip
-def test_stage1_judges_a_models_candidate_in_either_language(decision: str, alternative: str, signal: str, kept: bool) -> None:
+@pytest.mark.parametrize(
+    ("decision", "alternative", "signal", "kept"),
+    [
+        ("use the median for revenue", "the mean", "the revenue column has outliers", True),
+        ("normalize features", "raw features", "scales differ", False),
+        ("汇总 revenue 时用中位数", "均值", "revenue 列有极端值", True),
+        ("汇总时用中位数", "均值", "“销售额”列有极端值", True),
+        ("按地区字段分组", "按城市分组", "地区字段 2024 年改过编码", True),
+        ("剔除退货订单", "保留全部订单", "约三成订单是退货", True),
+        ("数据分析前要先清洗数据", "直接分析", "脏数据会影响结论", False),
+        ("异常值多时用中位数", "均值", "均值受极端值影响", False),
+    ],
+)
+def test_stage1_judges_a_models_candidate_in_either_language(
+    decision: str, alternative: str, signal: str, kept: bool
+) -> None:
     verdict = stage1(candidate(decision, (alternative,), signal, source="model"))
     assert (verdict.candidate is not None) is kept
     assert verdict.reason == (None if kept else "COMMON_KNOWLEDGE")
 
 
-@pytest.mark.parametrize("statement", [
-    "汇总 revenue 时用中位数而不是均值：revenue 列有极端值",
-    "数据分析前要先清洗数据",
-    "normalize features instead of raw features, scales differ",
-    "the data looks odd",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "汇总 revenue 时用中位数而不是均值：revenue 列有极端值",
+        "数据分析前要先清洗数据",
+        "normalize features instead of raw features, scales differ",
+        "the data looks odd",
+    ],
+)
 def test_what_the_user_states_is_kept_not_judged(memory: ExperienceMemory, statement: str) -> None:
     result = memory.capture_statement(statement)
     assert [c.quote for c in result.kept] == [statement] and result.dropped == []
@@ -97,17 +105,42 @@ def test_what_the_user_states_is_kept_not_judged(memory: ExperienceMemory, state
 def test_a_statement_not_judged_still_says_what_it_lacks_and_how_general_it_is() -> None:
     generic = stage1(explicit_candidate("数据分析前要先清洗数据")).candidate
     assert generic is not None and (generic.scope, generic.strength) == ("narrow", "hypothesis")
-    assert generic.notes == ["kept as you stated it, though: no alternative rejected: say what not to do ('... instead of ...')",
-                             "lowered: general knowledge, kept as a narrow hypothesis"]  # fmt: skip
+    assert generic.notes == [
+        "kept as you stated it, though: no alternative rejected: say what not to do ('... instead of ...')",
+        "lowered: general knowledge, kept as a narrow hypothesis",
+    ]
     issue = explicit_candidate("汇总 revenue 时用中位数而不是均值：revenue 列有极端值")
-    assert (issue.decision, issue.alternatives, issue.signal) == ("汇总 revenue 时用中位数", ["均值"], "revenue 列有极端值")
+    assert (issue.decision, issue.alternatives, issue.signal) == (
+        "汇总 revenue 时用中位数",
+        ["均值"],
+        "revenue 列有极端值",
+    )
     assert stage1(issue).candidate is not None and issue.notes == []
     assert stage1(explicit_candidate("   ")).reason == "NO_DECISION"  # a statement of nothing stays refused
 
 
 def test_an_edit_does_not_turn_a_models_candidate_into_the_users(memory: ExperienceMemory) -> None:
-    memory.pending.add([candidate("use the median for revenue", ("the mean",), "the revenue column has outliers", source="model", level="project")])
+    memory.pending.add(
+        [
+            candidate(
+                "use the median for revenue",
+                ("the mean",),
+                "the revenue column has outliers",
+                source="model",
+                level="project",
+            )
+        ]
+    )
     [pending] = memory.pending.load().candidates
     with pytest.raises(NiniError, match="common knowledge"):
-        memory.edit(pending.id, {"decision": "normalize features", "signal": "scales differ", "trigger": "features",
-                                 "title": "normalize", "quote": "", "source": "explicit"})  # fmt: skip
+        memory.edit(
+            pending.id,
+            {
+                "decision": "normalize features",
+                "signal": "scales differ",
+                "trigger": "features",
+                "title": "normalize",
+                "quote": "",
+                "source": "explicit",
+            },
+        )

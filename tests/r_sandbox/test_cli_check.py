@@ -32,8 +32,13 @@ def write(tmp_path: Path, text: str | bytes, name: str = "script.R") -> str:
     return str(path)
 
 
-SYSTEM_VIOLATION = {"rule": "denied-process", "name": "system", "line": 2, "column": 1,
-                    "message": "不允许调用函数: system (第 2 行)"}
+SYSTEM_VIOLATION = {
+    "rule": "denied-process",
+    "name": "system",
+    "line": 2,
+    "column": 1,
+    "message": "不允许调用函数: system (第 2 行)",
+}
 
 
 @needs_r
@@ -41,8 +46,13 @@ SYSTEM_VIOLATION = {"rule": "denied-process", "name": "system", "line": 2, "colu
     ("code", "exit_code", "violations", "syntax_line", "stderr"),
     [
         ('library(ggplot2)\ndf <- read.csv("a.csv")  # 读取\n', 0, [], None, ""),
-        ('x <- 1\nsystem("ls")\n', 2, [SYSTEM_VIOLATION], None,
-         "error [POLICY_VIOLATION]: 不允许调用函数: system (第 2 行)\n"),
+        (
+            'x <- 1\nsystem("ls")\n',
+            2,
+            [SYSTEM_VIOLATION],
+            None,
+            "error [POLICY_VIOLATION]: 不允许调用函数: system (第 2 行)\n",
+        ),
         ("x <- 1\ny y\n", 1, [], 2, "error [INVALID_ARGUMENT]: R 代码有语法错误: unexpected symbol (第 2 行)\n"),
     ],
 )
@@ -108,8 +118,10 @@ def test_r_unavailable_exits_1_with_its_code(nini, tmp_path: Path, monkeypatch: 
 def test_every_violation_is_listed_in_the_language_of_the_settings(nini, tmp_path: Path, nini_home: Path) -> None:
     script = write(tmp_path, 'library(parallel)\nx <- get(n)\nsystem("ls")\n')
     zh = nini("check", script)
-    assert zh.stderr == ("error [POLICY_VIOLATION]: 不允许使用 R 包: parallel (第 1 行)\n"
-                         "不允许用计算出的名字取函数: get (第 2 行)\n不允许调用函数: system (第 3 行)\n")
+    assert zh.stderr == (
+        "error [POLICY_VIOLATION]: 不允许使用 R 包: parallel (第 1 行)\n"
+        "不允许用计算出的名字取函数: get (第 2 行)\n不允许调用函数: system (第 3 行)\n"
+    )
     assert [(v["line"], v["column"]) for v in json.loads(zh.stdout)["violations"]] == [(1, 9), (2, 6), (3, 1)]
     nini_home.mkdir(parents=True, exist_ok=True)
     (nini_home / "settings.json").write_text(json.dumps({"ui": {"language": "en"}}))

@@ -20,12 +20,14 @@ def datasets_dir(workers: Workers, session: str) -> Path:
 
 
 def sales() -> pd.DataFrame:
-    return pd.DataFrame({
-        "region": ["north", "south", None, "east"],
-        "units": [10, 20, 30, 40],
-        "price": [1.5, float("nan"), 3.25, 4.0],
-        "paid": [True, False, True, True],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "region": ["north", "south", None, "east"],
+            "units": [10, 20, 30, 40],
+            "price": [1.5, float("nan"), 3.25, 4.0],
+            "paid": [True, False, True, True],
+        }
+    )
 
 
 def test_python_to_r_to_python_round_trip(workers: Workers) -> None:
@@ -43,9 +45,11 @@ def test_python_to_r_to_python_round_trip(workers: Workers) -> None:
     assert out["success"], out["error"]
     assert "datasets: sales" in out["stdout"]
     assert out["result"] == {
-        "n": 4, "na_region": 1, "na_price": 1,
+        "n": 4,
+        "na_region": 1,
+        "na_price": 1,
         "classes": {"region": "character", "units": "integer", "price": "numeric", "paid": "logical"},
-    }  # fmt: skip
+    }
     assert out["datasets_saved"] == ["sales_revenue"]
     back = pd.read_parquet(datasets_dir(workers, session) / "sales_revenue.parquet")
     expected = sales().assign(revenue=lambda f: f["units"] * f["price"])
@@ -96,10 +100,13 @@ def test_tibbles_and_data_tables_are_data_frames(workers: Workers, code: str) ->
         ("output_df <- data.frame(a = integer(0), b = character(0))", ["a", "b"], None),
         ("output_df <- data.frame(a = 1:2)\noutput_df$l <- list(1:3, 'x')", ["a", "l"], [1, "1, 2, 3"]),
         ("output_df <- data.frame(a = 1:2)\noutput_df$m <- matrix(1:4, 2)", ["a", "m.1", "m.2"], [1, 1, 3]),
-        ("output_df <- data.frame(t = as.POSIXlt('2024-01-02 03:04:05', tz = 'UTC'))", ["t"],
-         ["2024-01-02T03:04:05+00:00"]),
+        (
+            "output_df <- data.frame(t = as.POSIXlt('2024-01-02 03:04:05', tz = 'UTC'))",
+            ["t"],
+            ["2024-01-02T03:04:05+00:00"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_unusual_columns_still_make_a_preview(
     workers: Workers, code: str, columns: list[str], first_row: list[object] | None
 ) -> None:
@@ -135,10 +142,13 @@ def test_r_types_survive_a_round_trip_through_parquet(workers: Workers) -> None:
 
 def test_big_integers_and_time_zones_from_python(workers: Workers) -> None:
     session = new_session()
-    frame = pd.DataFrame({
-        "big": [2**40, 1], "small": pd.array([1, None], dtype="Int64"),
-        "when": pd.to_datetime(["2024-01-01 12:00", "2024-06-01 12:00"]).tz_localize("Europe/Paris"),
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "big": [2**40, 1],
+            "small": pd.array([1, None], dtype="Int64"),
+            "when": pd.to_datetime(["2024-01-01 12:00", "2024-06-01 12:00"]).tz_localize("Europe/Paris"),
+        }
+    )
     frame.to_parquet(datasets_dir(workers, session) / "odd.parquet")
     code = "d <- datasets$odd\nresult <- list(big = d$big[1], small = d$small, when = format(d$when, tz = 'UTC'))"
     out = workers.run(code, session)

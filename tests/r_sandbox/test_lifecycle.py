@@ -111,10 +111,12 @@ def test_runs_of_one_session_are_serialised(workers: Workers) -> None:
 
     async def three() -> list[dict[str, Any]]:
         root = workers.workspace(session)
-        return await asyncio.gather(*(
-            workers.pool.run(session, root, {"code": f"n <- if (exists('n')) n + 1 else 1; Sys.sleep(0.1); n"})
-            for _ in range(3)
-        ))  # fmt: skip
+        return await asyncio.gather(
+            *(
+                workers.pool.run(session, root, {"code": f"n <- if (exists('n')) n + 1 else 1; Sys.sleep(0.1); n"})
+                for _ in range(3)
+            )
+        )
 
     outs = workers.wait(three())
     assert sorted(o["stdout"] for o in outs) == ["[1] 1\n", "[1] 2\n", "[1] 3\n"]

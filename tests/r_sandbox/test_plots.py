@@ -38,12 +38,15 @@ def assert_valid_files(workers: Workers, session: str, out: dict[str, Any]) -> N
         (GGPLOT + POINTS, None, ["figure-1.png", "figure-1.svg"]),  # a bare ggplot is autoprinted
         (f"{GGPLOT}p <- {POINTS}", "assigned", ["assigned.png", "assigned.svg"]),  # assigned, never printed
         ("plot(1:10)", "base", ["base.png", "base.svg"]),
-        ("plot(1:10)\nhist(rnorm(100))", "two pages",
-         ["two-pages.png", "two-pages.svg", "two-pages-2.png", "two-pages-2.svg"]),
+        (
+            "plot(1:10)\nhist(rnorm(100))",
+            "two pages",
+            ["two-pages.png", "two-pages.svg", "two-pages-2.png", "two-pages-2.svg"],
+        ),
         ("par(mfrow = c(1, 2))\nplot(1:3)\nplot(3:1)", None, ["figure-1.png", "figure-1.svg"]),  # one page, two panels
         ("x <- 1:3\ny <- sum(x)", None, []),
     ],
-)  # fmt: skip
+)
 def test_plots_become_png_and_svg_artifacts(
     workers: Workers, code: str, label: str | None, expected: list[str]
 ) -> None:

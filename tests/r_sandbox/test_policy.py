@@ -39,24 +39,24 @@ DENIED: list[tuple[str, str, str, int]] = [
     ('utils::edit(x, editor = "vi")', "denied-process", "edit", 1),
     ('download.file("http://x/a.csv", "a.csv")', "denied-network", "download.file", 1),
     ('d <- read.csv(url("http://x/a.csv"))', "denied-network", "url", 1),
-    ('socketConnection(port = 80)', "denied-network", "socketConnection", 1),
+    ("socketConnection(port = 80)", "denied-network", "socketConnection", 1),
     ('file.remove("a.csv")', "denied-files", "file.remove", 1),
     ('unlink("data", recursive = TRUE)', "denied-files", "unlink", 1),
     ('setwd("/")', "denied-files", "setwd", 1),
-    ('eval(quote(1 + 1))', "denied-dynamic-code", "eval", 1),
+    ("eval(quote(1 + 1))", "denied-dynamic-code", "eval", 1),
     ('x <- parse(text = "1")', "denied-dynamic-code", "parse", 1),
     ('source("other.R")', "denied-dynamic-code", "source", 1),
     ('eval.parent(as.call(list(as.name("ls"))))', "denied-dynamic-code", "eval.parent", 1),
     ('home <- Sys.getenv("HOME")', "denied-environment", "Sys.getenv", 1),
     ('Sys.setenv(A = "1")', "denied-environment", "Sys.setenv", 1),
     ('unlockBinding("pi", e)', "denied-environment", "unlockBinding", 1),
-    ('.Internal(inspect(x))', "denied-native-code", ".Internal", 1),
-    ('.External2(x)', "denied-native-code", ".External2", 1),
+    (".Internal(inspect(x))", "denied-native-code", ".Internal", 1),
+    (".External2(x)", "denied-native-code", ".External2", 1),
     ('dyn.load("lib.so")', "denied-native-code", "dyn.load", 1),
     ('q("no")', "denied-session", "q", 1),
     ('install.packages("httr")', "denied-session", "install.packages", 1),
-    ('res <- mclapply(1:4, sqrt)', "denied-parallel", "mclapply", 1),
-    ('cl <- makeCluster(2)', "denied-parallel", "makeCluster", 1),
+    ("res <- mclapply(1:4, sqrt)", "denied-parallel", "mclapply", 1),
+    ("cl <- makeCluster(2)", "denied-parallel", "makeCluster", 1),
     # spellings of the same call
     ('`system`("ls")', "denied-process", "system", 1),
     ('base::system("ls")', "denied-process", "system", 1),
@@ -71,11 +71,11 @@ DENIED: list[tuple[str, str, str, int]] = [
     ('`::`("base", "system")("ls")', "denied-process", "system", 1),
     ('getExportedValue("base", "system")("ls")', "denied-process", "system", 1),
     ('baseenv()$system("ls")', "denied-process", "system", 1),
-    ('f <- baseenv()$system', "denied-process", "system", 1),
+    ("f <- baseenv()$system", "denied-process", "system", 1),
     ('f <- asNamespace("base")[["system"]]', "denied-process", "system", 1),
-    ('f <- .GlobalEnv$url', "denied-network", "url", 1),
-    ('e <- baseenv()\nf <- e$system', "denied-process", "system", 2),
-    ('f <- environment(mean)$system', "denied-process", "system", 1),
+    ("f <- .GlobalEnv$url", "denied-network", "url", 1),
+    ("e <- baseenv()\nf <- e$system", "denied-process", "system", 2),
+    ("f <- environment(mean)$system", "denied-process", "system", 1),
     # fetched by a literal name
     ('f <- get("system")', "denied-process", "system", 1),
     ('f <- get0("system", envir = baseenv())', "denied-process", "system", 1),
@@ -87,20 +87,20 @@ DENIED: list[tuple[str, str, str, int]] = [
     ('f <- getS3method("Sys", "getenv")', "denied-environment", "Sys.getenv", 1),
     ('f <- dynGet("system")', "denied-process", "system", 1),
     # the function as a value
-    ('f <- system', "denied-process", "system", 1),
-    ('system2 -> f', "denied-process", "system2", 1),
-    ('lapply(cmds, system)', "denied-process", "system", 1),
-    ('sapply(cmds, FUN = system2)', "denied-process", "system2", 1),
-    ('Map(system, cmds)', "denied-process", "system", 1),
+    ("f <- system", "denied-process", "system", 1),
+    ("system2 -> f", "denied-process", "system2", 1),
+    ("lapply(cmds, system)", "denied-process", "system", 1),
+    ("sapply(cmds, FUN = system2)", "denied-process", "system2", 1),
+    ("Map(system, cmds)", "denied-process", "system", 1),
     ('f <- function(run = system) run("ls")', "denied-process", "system", 1),
-    ('cmds |> lapply(system)', "denied-process", "system", 1),
-    ('x <- `environment<-`', "denied-environment", "environment<-", 1),
+    ("cmds |> lapply(system)", "denied-process", "system", 1),
+    ("x <- `environment<-`", "denied-environment", "environment<-", 1),
     # replacement functions
-    ('environment(f) <- e', "denied-environment", "environment<-", 1),
-    ('environment(f) = new.env()', "denied-environment", "environment<-", 1),
-    ('environment(f)$x <- 1', "denied-environment", "environment<-", 1),
-    ('base::environment(f) <- e', "denied-environment", "environment<-", 1),
-    ('`environment<-`(f, e)', "denied-environment", "environment<-", 1),
+    ("environment(f) <- e", "denied-environment", "environment<-", 1),
+    ("environment(f) = new.env()", "denied-environment", "environment<-", 1),
+    ("environment(f)$x <- 1", "denied-environment", "environment<-", 1),
+    ("base::environment(f) <- e", "denied-environment", "environment<-", 1),
+    ("`environment<-`(f, e)", "denied-environment", "environment<-", 1),
     ('"environment<-"(f, e)', "denied-environment", "environment<-", 1),
     # protected environments
     ('assign("x", 1, envir = globalenv())', "protected-environment", "assign(… globalenv)", 1),
@@ -110,95 +110,105 @@ DENIED: list[tuple[str, str, str, int]] = [
     ('assign("x", 1, env = emptyenv())', "protected-environment", "assign(… emptyenv)", 1),
     ('assign("x", 1, pos = 1)', "protected-environment", "assign(… pos = 1)", 1),
     ('delayedAssign("x", stop(), assign.env = globalenv())', "protected-environment", "delayedAssign(… globalenv)", 1),
-    ('makeActiveBinding("x", function() 1, .BaseNamespaceEnv)', "protected-environment", "makeActiveBinding(… .BaseNamespaceEnv)", 1),
-    ('list2env(list(T = FALSE), envir = baseenv())', "protected-environment", "list2env(… baseenv)", 1),
+    (
+        'makeActiveBinding("x", function() 1, .BaseNamespaceEnv)',
+        "protected-environment",
+        "makeActiveBinding(… .BaseNamespaceEnv)",
+        1,
+    ),
+    ("list2env(list(T = FALSE), envir = baseenv())", "protected-environment", "list2env(… baseenv)", 1),
     # where it hides: lines, bodies, pipes, method definitions
     ('x <- 1\ny <- 2\nsystem("ls")', "denied-process", "system", 3),
-    ('x <- 1\nres <- lapply(\n  cmds,\n  system2\n)', "denied-process", "system2", 4),
-    ('run <- function(cmd) {\n  out <- system(\n    cmd, intern = TRUE)\n  out\n}', "denied-process", "system", 2),
-    ('x |> system()', "denied-process", "system", 1),
+    ("x <- 1\nres <- lapply(\n  cmds,\n  system2\n)", "denied-process", "system2", 4),
+    ("run <- function(cmd) {\n  out <- system(\n    cmd, intern = TRUE)\n  out\n}", "denied-process", "system", 2),
+    ("x |> system()", "denied-process", "system", 1),
     ('library(magrittr)\n"ls" %>% system()', "denied-process", "system", 2),
     ('"ls" %>% system', "denied-process", "system", 1),
-    ('d <- sapply(urls, function(u) url(u))', "denied-network", "url", 1),
-    ('d <- sapply(urls, \\(u) url(u))', "denied-network", "url", 1),
+    ("d <- sapply(urls, function(u) url(u))", "denied-network", "url", 1),
+    ("d <- sapply(urls, \\(u) url(u))", "denied-network", "url", 1),
     ('body(f) <- quote(system("ls"))', "denied-process", "system", 1),
-    ('if (TRUE) {\n  for (i in 1:2) {\n    Sys.setenv(X = i)\n  }\n}', "denied-environment", "Sys.setenv", 3),
+    ("if (TRUE) {\n  for (i in 1:2) {\n    Sys.setenv(X = i)\n  }\n}", "denied-environment", "Sys.setenv", 3),
     ('x <- "中文"\ny <- 1 # 说明\nsystem("ls")', "denied-process", "system", 3),
     ('A <- setRefClass("A", methods = list(run = function() system("id")))', "denied-process", "system", 1),
-    ('d %>% mutate(out = system(cmd))', "denied-process", "system", 1),
-    ('with(baseenv(), lapply(cmds, system))', "denied-process", "system", 1),
+    ("d %>% mutate(out = system(cmd))", "denied-process", "system", 1),
+    ("with(baseenv(), lapply(cmds, system))", "denied-process", "system", 1),
     # a binding does not make the call a variable, and must come first
     ('url <- "sales.csv"\nd <- url("http://x")', "denied-network", "url", 2),
-    ('url <- url', "denied-network", "url", 1),
+    ("url <- url", "denied-network", "url", 1),
     ('f <- url\nurl <- "a.csv"', "denied-network", "url", 1),
-    ('f <- function(url) url\ng <- url', "denied-network", "url", 2),
-    ('for (url in list(url)) print(url)', "denied-network", "url", 1),
-    ('g <- function() {\n  h <- url\n  url <- 1\n}', "denied-network", "url", 2),
+    ("f <- function(url) url\ng <- url", "denied-network", "url", 2),
+    ("for (url in list(url)) print(url)", "denied-network", "url", 1),
+    ("g <- function() {\n  h <- url\n  url <- 1\n}", "denied-network", "url", 2),
     # names computed at run time
     ('f <- loadNamespace("base")[[paste0("sys", "tem")]]', "computed-name", "[[", 1),
     ('f <- asNamespace("base")[[name]]', "computed-name", "[[", 1),
-    ('e <- baseenv()\nf <- e[[n]]', "computed-name", "[[", 2),
+    ("e <- baseenv()\nf <- e[[n]]", "computed-name", "[[", 2),
     ('e <- as.environment("package:base"); g <- e; f <- g[[n]]', "computed-name", "[[", 1),
-    ('f <- environment(mean)[[n]]', "computed-name", "[[", 1),
-    ('l <- as.list(baseenv()); f <- l[[n]]', "computed-name", "[[", 1),
-    ('a <- attach(NULL); f <- a[[n]]', "computed-name", "[[", 1),
+    ("f <- environment(mean)[[n]]", "computed-name", "[[", 1),
+    ("l <- as.list(baseenv()); f <- l[[n]]", "computed-name", "[[", 1),
+    ("a <- attach(NULL); f <- a[[n]]", "computed-name", "[[", 1),
     ('f <- get(paste0("sys", "tem"))', "computed-name", "get", 1),
-    ('f <- get0(n, envir = baseenv())', "computed-name", "get0", 1),
-    ('fs <- mget(names)', "computed-name", "mget", 1),
-    ('f <- dynGet(n)', "computed-name", "dynGet", 1),
+    ("f <- get0(n, envir = baseenv())", "computed-name", "get0", 1),
+    ("fs <- mget(names)", "computed-name", "mget", 1),
+    ("f <- dynGet(n)", "computed-name", "dynGet", 1),
     ('f <- match.fun(paste0("sys", "tem"))', "computed-name", "match.fun", 1),
     ('do.call(paste0("sys", "tem"), list("ls"))', "computed-name", "do.call", 1),
-    ('f <- getAnywhere(n)', "computed-name", "getAnywhere", 1),
-    ('f <- getS3method(a, b)', "computed-name", "getS3method", 1),
+    ("f <- getAnywhere(n)", "computed-name", "getAnywhere", 1),
+    ("f <- getS3method(a, b)", "computed-name", "getS3method", 1),
     ('fs <- lapply(c("sys", "tem"), get)', "computed-name", "get", 1),
-    ('fs <- Map(match.fun, names)', "computed-name", "match.fun", 1),
-    ('f <- get0\n', "computed-name", "get0", 1),
-    ('with(attach(NULL), get(n))', "computed-name", "get", 1),
+    ("fs <- Map(match.fun, names)", "computed-name", "match.fun", 1),
+    ("f <- get0\n", "computed-name", "get0", 1),
+    ("with(attach(NULL), get(n))", "computed-name", "get", 1),
     ('getExportedValue("base", n)', "computed-name", "getExportedValue", 1),
     # environments handled like lists, or given to code that runs there (r_sandbox.environments)
     ('f <- .subset2(baseenv(), "system")', "denied-process", "system", 1),
     ('f <- .subset2(asNamespace("base"), n)', "computed-name", ".subset2", 1),
     ('f <- getElement(environment(mean), "dyn.load")', "denied-native-code", "dyn.load", 1),
     ('f <- baseenv() |> purrr::pluck("Sys.setenv")', "denied-environment", "Sys.setenv", 1),
-    ('f <- baseenv() %>% magrittr::extract2(n)', "computed-name", "extract2", 1),
+    ("f <- baseenv() %>% magrittr::extract2(n)", "computed-name", "extract2", 1),
     ('fs <- as.list(baseenv())[c("mean", "system")]', "denied-process", "system", 1),
     ('l <- as.list(.BaseNamespaceEnv)\nf <- l[grepl("^sys", names(l))]', "computed-name", "[", 2),
-    ('fs <- eapply(baseenv(), identity)', "computed-name", "eapply", 1),
-    ('fs <- Filter(is.function, mget(ls(baseenv()), envir = baseenv()))', "computed-name", "Filter", 1),
-    ('for (f in as.list(baseenv())) f()', "computed-name", "for", 1),
+    ("fs <- eapply(baseenv(), identity)", "computed-name", "eapply", 1),
+    ("fs <- Filter(is.function, mget(ls(baseenv()), envir = baseenv()))", "computed-name", "Filter", 1),
+    ("for (f in as.list(baseenv())) f()", "computed-name", "for", 1),
     ('f <- Reduce(`[[`, "system", baseenv())', "computed-name", "Reduce", 1),
-    ('f <- Map(function(e, n) e[[n]], list(baseenv()), n)', "computed-name", "Map", 1),
-    ('f <- purrr::reduce(n, `[[`, .init = globalenv())', "computed-name", "reduce", 1),
-    ('fo <- as.formula(text, env = baseenv())', "foreign-environment", "as.formula(env = …)", 1),
-    ('e <- asNamespace("stats")\nm <- purrr::as_mapper(formula(text, env = e))', "foreign-environment", "formula(env = …)", 2),
-    ('fo <- reformulate(terms, env = new.env(parent = baseenv()))', "foreign-environment", "reformulate(env = …)", 1),
-    ('local(eval(x), envir = globalenv())', "foreign-environment", "local(envir = …)", 1),
-    ('body(f, envir = baseenv()) <- b', "foreign-environment", "body(envir = …)", 1),
-    ('fo <- structure(~x, .Environment = topenv())', "foreign-environment", "structure(.Environment = …)", 1),
+    ("f <- Map(function(e, n) e[[n]], list(baseenv()), n)", "computed-name", "Map", 1),
+    ("f <- purrr::reduce(n, `[[`, .init = globalenv())", "computed-name", "reduce", 1),
+    ("fo <- as.formula(text, env = baseenv())", "foreign-environment", "as.formula(env = …)", 1),
+    (
+        'e <- asNamespace("stats")\nm <- purrr::as_mapper(formula(text, env = e))',
+        "foreign-environment",
+        "formula(env = …)",
+        2,
+    ),
+    ("fo <- reformulate(terms, env = new.env(parent = baseenv()))", "foreign-environment", "reformulate(env = …)", 1),
+    ("local(eval(x), envir = globalenv())", "foreign-environment", "local(envir = …)", 1),
+    ("body(f, envir = baseenv()) <- b", "foreign-environment", "body(envir = …)", 1),
+    ("fo <- structure(~x, .Environment = topenv())", "foreign-environment", "structure(.Environment = …)", 1),
     # packages
-    ('library(parallel)', "package-not-allowed", "parallel", 1),
+    ("library(parallel)", "package-not-allowed", "parallel", 1),
     ('library("parallel")', "package-not-allowed", "parallel", 1),
-    ('require(httr)', "package-not-allowed", "httr", 1),
+    ("require(httr)", "package-not-allowed", "httr", 1),
     ('requireNamespace("parallel", quietly = TRUE)', "package-not-allowed", "parallel", 1),
     ('loadNamespace("httr")', "package-not-allowed", "httr", 1),
     ('attachNamespace("parallel")', "package-not-allowed", "parallel", 1),
     ('ns <- asNamespace("processx")', "package-not-allowed", "processx", 1),
     ('f <- loadNamespace("parallel")$mcparallel', "package-not-allowed", "parallel", 1),
     ('f <- getNamespace("parallel")', "package-not-allowed", "parallel", 1),
-    ('suppressMessages(library(parallel))', "package-not-allowed", "parallel", 1),
+    ("suppressMessages(library(parallel))", "package-not-allowed", "parallel", 1),
     ('x <- 1\nhttr::GET("http://x")', "package-not-allowed", "httr", 2),
     ('"parallel"::detectCores()', "package-not-allowed", "parallel", 1),
-    ('library(pkg, character.only = TRUE)', "dynamic-package", "library", 1),
-    ('library(pkg, c = TRUE)', "dynamic-package", "library", 1),
-    ('F <- TRUE\nlibrary(pkg, character.only = F)', "dynamic-package", "library", 2),
-    ('requireNamespace(pkg)', "dynamic-package", "requireNamespace", 1),
-    ('lapply(pkgs, library, character.only = TRUE)', "dynamic-package", "library", 1),
+    ("library(pkg, character.only = TRUE)", "dynamic-package", "library", 1),
+    ("library(pkg, c = TRUE)", "dynamic-package", "library", 1),
+    ("F <- TRUE\nlibrary(pkg, character.only = F)", "dynamic-package", "library", 2),
+    ("requireNamespace(pkg)", "dynamic-package", "requireNamespace", 1),
+    ("lapply(pkgs, library, character.only = TRUE)", "dynamic-package", "library", 1),
     ('getExportedValue(pkg, "f")', "dynamic-package", "getExportedValue", 1),
-    ('ns <- loadNamespace(pkg)', "dynamic-package", "loadNamespace", 1),
+    ("ns <- loadNamespace(pkg)", "dynamic-package", "loadNamespace", 1),
     # ::: always
-    ('stats:::t.test.default(1:3)', "internal-access", "stats:::t.test.default", 1),
+    ("stats:::t.test.default(1:3)", "internal-access", "stats:::t.test.default", 1),
     ('base:::system2("ls")', "internal-access", "base:::system2", 1),
-    ('f <- processx:::run', "internal-access", "processx:::run", 1),
+    ("f <- processx:::run", "internal-access", "processx:::run", 1),
     ('`:::`("stats", "t.test.default")', "internal-access", "stats:::t.test.default", 1),
     # arguments that run programs or pipes
     ('utils::tar("a.tar", ".", tar = "sh -c id")', "program-argument", "tar(tar = …)", 1),
@@ -210,20 +220,20 @@ DENIED: list[tuple[str, str, str, int]] = [
     ('pdf(file = "|id")', "program-argument", 'pdf(file = "|…")', 1),
     ('grDevices::postscript("| lpr")', "program-argument", 'postscript(file = "|…")', 1),
     ('options(editor = "sh")', "program-argument", "options(editor = …)", 1),
-    ('options(pager = p, digits = 3)', "program-argument", "options(pager = …)", 1),
+    ("options(pager = p, digits = 3)", "program-argument", "options(pager = …)", 1),
     ('d <- data.table::fread(cmd = "ls")', "program-argument", "fread(cmd = …)", 1),
     # replacing R's own behaviour
     ('setMethod("show", "numeric", function(object) cat("x"))', "base-override", "setMethod(show)", 1),
     ('setGeneric("print")', "base-override", "setGeneric(print)", 1),
     ('setMethod(f, "numeric", function(x) 1)', "base-override", "setMethod(?)", 1),
     ('registerS3method("print", "foo", function(x, ...) 1)', "base-override", "registerS3method", 1),
-]  # fmt: skip
+]
 
 ALLOWED = [
     "",
     "# only a comment: system('rm -rf /')",
     'x <- 1 # system("ls")',
-    'msg <- "call system(\'ls\') or url() here"',
+    "msg <- \"call system('ls') or url() here\"",
     "x$system",
     "x@system",
     "x$url <- 'a'",
@@ -303,7 +313,7 @@ ALLOWED = [
     'b <- getElement(fit, "coefficients")',
     'x <- purrr::pluck(lst, "a", 1)\ny <- lst %>% magrittr::extract2("b")',
     'e <- new.env()\nassign("a", 1, envir = e)\nv <- .subset2(e, "a")\nm <- eapply(e, mean)',
-    'e <- list2env(list(a = 1))\nl <- as.list(e)\nfirst <- l[order(names(l))]',
+    "e <- list2env(list(a = 1))\nl <- as.list(e)\nfirst <- l[order(names(l))]",
     "totals <- Reduce(function(a, b) merge(a, b, by = 'id'), list(d1, d2, d3))",
     'fo <- as.formula(paste("y ~", paste(vars, collapse = " + ")))',
     "fo <- as.formula(txt, env = parent.frame())\nfo2 <- formula(txt, env = environment())",
@@ -311,6 +321,8 @@ ALLOWED = [
     "fo <- reformulate(c('x', 'z'), response = 'y')",
     "p <- patchwork::wrap_plots(a, b)",
 ]
+
+
 @needs_r
 @pytest.mark.parametrize(("code", "rule", "name", "line"), DENIED)
 def test_denied(code: str, rule: str, name: str, line: int) -> None:
@@ -341,11 +353,16 @@ def test_every_denied_name_is_refused_as_call_and_as_value(name: str) -> None:
 def test_messages_are_the_specs_words_in_either_language() -> None:
     code = 'x <- 1\ny <- 2\nsystem("ls")\nlibrary(parallel)'
     zh = check_r_code(code)
-    assert [v.message for v in zh.violations] == ["不允许调用函数: system (第 3 行)", "不允许使用 R 包: parallel (第 4 行)"]
+    assert [v.message for v in zh.violations] == [
+        "不允许调用函数: system (第 3 行)",
+        "不允许使用 R 包: parallel (第 4 行)",
+    ]
     assert violations_message(zh) == "不允许调用函数: system (第 3 行)\n不允许使用 R 包: parallel (第 4 行)"
     en = check_r_code(code, language="en")
-    assert [v.message for v in en.violations] == ["function not allowed: system (line 3)",
-                                                  "R package not allowed: parallel (line 4)"]
+    assert [v.message for v in en.violations] == [
+        "function not allowed: system (line 3)",
+        "R package not allowed: parallel (line 4)",
+    ]
     assert en.violations[0] == Violation("denied-process", "system", 3, 1, "function not allowed: system (line 3)")
     newer = check_r_code('f <- get(n)\nstats:::t.test.default(1:3)\ntar("a", ".", tar = "sh")')
     assert [v.message for v in newer.violations] == [
@@ -411,7 +428,9 @@ def test_syntax_error_reports_its_line(code: str, line: int, fragment: str) -> N
     assert report.syntax_error is not None and report.syntax_error.line == line
     assert fragment in report.syntax_error.message
     assert not report.syntax_error.message.startswith("<text>")
-    assert violations_message(report, "en").startswith("R syntax error: ") and f"(line {line})" in violations_message(report, "en")
+    assert violations_message(report, "en").startswith("R syntax error: ") and f"(line {line})" in violations_message(
+        report, "en"
+    )
 
 
 @needs_r
@@ -426,7 +445,7 @@ def test_r_prints_nothing_to_the_console(capfd: pytest.CaptureFixture[str]) -> N
 def test_code_run_in_the_same_r_cannot_blind_the_checker() -> None:
     import rpy2.rinterface as ri
 
-    ri.evalr('parse <- function(...) expression(); getParseData <- function(...) NULL')
+    ri.evalr("parse <- function(...) expression(); getParseData <- function(...) NULL")
     try:
         assert not check_r_code('system("ls")').allowed
     finally:
@@ -457,13 +476,23 @@ def test_report_json_shape() -> None:
     assert denied.allowed is False
     assert json.loads(json.dumps(denied.to_dict())) == {
         "allowed": False,
-        "violations": [{"rule": "denied-process", "name": "system", "line": 3, "column": 1,
-                        "message": "不允许调用函数: system (第 3 行)"}],
+        "violations": [
+            {
+                "rule": "denied-process",
+                "name": "system",
+                "line": 3,
+                "column": 1,
+                "message": "不允许调用函数: system (第 3 行)",
+            }
+        ],
         "syntax_error": None,
     }
     broken = PolicyReport(syntax_error=SyntaxProblem(2, "unexpected symbol"))
-    assert broken.to_dict() == {"allowed": False, "violations": [],
-                                "syntax_error": {"line": 2, "message": "unexpected symbol"}}
+    assert broken.to_dict() == {
+        "allowed": False,
+        "violations": [],
+        "syntax_error": {"line": 2, "message": "unexpected symbol"},
+    }
     assert PolicyReport().to_dict() == {"allowed": True, "violations": [], "syntax_error": None}
     assert violations_message(PolicyReport()) is None
     with pytest.raises(AttributeError):
@@ -482,8 +511,7 @@ def test_importing_the_policy_does_not_start_r() -> None:
 
 def test_r_sandbox_does_not_import_nini() -> None:
     probe = (
-        "import sys, r_sandbox.policy\n"
-        "assert not [m for m in sys.modules if m == 'nini' or m.startswith('nini.')]\n"
+        "import sys, r_sandbox.policy\nassert not [m for m in sys.modules if m == 'nini' or m.startswith('nini.')]\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

@@ -24,9 +24,34 @@ from r_sandbox.parse_data import ParseFailure, parse_r
 from r_sandbox.policy import PACKAGE_LOADERS, check_r_code
 from tests.r_sandbox.test_policy import needs_r
 
-PACKAGES = ("base", "stats", "utils", "graphics", "grDevices", "methods", "datasets", "grid", "splines", "stats4",
-            "MASS", "Matrix", "lattice", "mgcv", "nlme", "dplyr", "tidyr", "ggplot2", "readr", "data.table",
-            "tibble", "stringr", "purrr", "jsonlite", "magrittr", "scales")  # fmt: skip
+PACKAGES = (
+    "base",
+    "stats",
+    "utils",
+    "graphics",
+    "grDevices",
+    "methods",
+    "datasets",
+    "grid",
+    "splines",
+    "stats4",
+    "MASS",
+    "Matrix",
+    "lattice",
+    "mgcv",
+    "nlme",
+    "dplyr",
+    "tidyr",
+    "ggplot2",
+    "readr",
+    "data.table",
+    "tibble",
+    "stringr",
+    "purrr",
+    "jsonlite",
+    "magrittr",
+    "scales",
+)
 EXTRACT = Path(__file__).with_name("extract_examples.R")  # benchmarks/bench_r.py reads it too
 NAMED = rules.DENIED_FUNCTIONS | set(rules.LOOKUPS) | set(rules.OVERRIDES)
 PROGRAM_ARGUMENT_NAMES = {name for names in rules.PROGRAM_ARGUMENTS.values() for name in names}
@@ -40,8 +65,12 @@ def examples() -> list[dict[str, Any]]:
     # Two Rscripts, each on every other package, at once: extraction is most of this test's time
     # and pytest leaves the second core idle. The result is the same list, in PACKAGES' order.
     groups = [PACKAGES[0::2], PACKAGES[1::2]]
-    running = [subprocess.Popen([rscript, str(EXTRACT), ",".join(group)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True) for group in groups]  # fmt: skip
+    running = [
+        subprocess.Popen(
+            [rscript, str(EXTRACT), ",".join(group)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for group in groups
+    ]
     by_package: dict[str, list[dict[str, Any]]] = {}
     try:
         for process in running:
@@ -72,7 +101,11 @@ def names_something(code: str) -> str | None:
             args = call_args(node)
             if name.value in PACKAGE_LOADERS and args:
                 first = single_token(args[0][1]) if args[0][1] is not None else None
-                if first is None or first.value not in rules.DEFAULT_PACKAGES or any(a == "character.only" for a, _ in args):
+                if (
+                    first is None
+                    or first.value not in rules.DEFAULT_PACKAGES
+                    or any(a == "character.only" for a, _ in args)
+                ):
                     return f"{name.value}({first.value if first else '...'})"
             if name.value in rules.PROGRAM_ARGUMENTS and any(a in PROGRAM_ARGUMENT_NAMES for a, _ in args):
                 return f"{name.value} with a program argument"

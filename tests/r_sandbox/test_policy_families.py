@@ -34,25 +34,60 @@ SESSION = "families"  # one worker for the run-time cases: each leaves R as it f
 PLANT = 'writeLines("x", "a.txt")\n'
 # (family, code, the denied function, the static rule that refuses it first); the last line is the attack
 FAMILIES = [
-    ("as.list-filtered", 'l <- as.list(baseenv())\nf <- l[names(l) == "Sys.setenv"][[1]]\nf(NINI_FAMILY = "ran")',
-     "Sys.setenv", "computed-name"),
-    (".subset2", PLANT + 'f <- .subset2(baseenv(), "file.link")\nf("a.txt", "marker.txt")', "file.link", "denied-files"),
+    (
+        "as.list-filtered",
+        'l <- as.list(baseenv())\nf <- l[names(l) == "Sys.setenv"][[1]]\nf(NINI_FAMILY = "ran")',
+        "Sys.setenv",
+        "computed-name",
+    ),
+    (
+        ".subset2",
+        PLANT + 'f <- .subset2(baseenv(), "file.link")\nf("a.txt", "marker.txt")',
+        "file.link",
+        "denied-files",
+    ),
     ("getElement", 'f <- getElement(baseenv(), "setwd")\nf("/tmp")', "setwd", "denied-files"),
     ("purrr::pluck", 'f <- purrr::pluck(baseenv(), "Sys.unsetenv")\nf("HOME")', "Sys.unsetenv", "denied-environment"),
-    ("magrittr::extract2", 'f <- magrittr::extract2(asNamespace("utils"), "assignInNamespace")\n'
-     'f("head", function(...) "replaced", "utils")', "assignInNamespace", "denied-environment"),
-    ("eapply", PLANT + 'f <- eapply(baseenv(), identity)[["file.symlink"]]\nf("a.txt", "marker.txt")',
-     "file.symlink", "computed-name"),
-    ("Reduce", 'f <- Reduce(function(e, n) e[[n]], ".Internal", baseenv())\nf(Sys.setenv("NINI_FAMILY", "ran"))',
-     "Sys.setenv", "computed-name"),
-    ("Map", 'writeBin(as.raw(1:64), "evil.so")\nf <- Map(function(e, n) e[[n]], list(baseenv()), "dyn.load")[[1]]\n'
-     'f("evil.so")', "dyn.load", "computed-name"),
-    ("formula-as_mapper", 'fo <- as.formula(paste0("~ Sys.", "setenv(NINI_FAMILY = \'ran\')"), env = baseenv())\n'
-     "purrr::as_mapper(fo)()", "Sys.setenv", "foreign-environment"),
-    ("formula-as_mapper-.Internal", 'fo <- as.formula("~ .Internal(Sys.setenv(\'NINI_FAMILY\', \'ran\'))", env = baseenv())\n'
-     "purrr::as_mapper(fo)()", "Sys.setenv", "foreign-environment"),
+    (
+        "magrittr::extract2",
+        'f <- magrittr::extract2(asNamespace("utils"), "assignInNamespace")\n'
+        'f("head", function(...) "replaced", "utils")',
+        "assignInNamespace",
+        "denied-environment",
+    ),
+    (
+        "eapply",
+        PLANT + 'f <- eapply(baseenv(), identity)[["file.symlink"]]\nf("a.txt", "marker.txt")',
+        "file.symlink",
+        "computed-name",
+    ),
+    (
+        "Reduce",
+        'f <- Reduce(function(e, n) e[[n]], ".Internal", baseenv())\nf(Sys.setenv("NINI_FAMILY", "ran"))',
+        "Sys.setenv",
+        "computed-name",
+    ),
+    (
+        "Map",
+        'writeBin(as.raw(1:64), "evil.so")\nf <- Map(function(e, n) e[[n]], list(baseenv()), "dyn.load")[[1]]\n'
+        'f("evil.so")',
+        "dyn.load",
+        "computed-name",
+    ),
+    (
+        "formula-as_mapper",
+        'fo <- as.formula(paste0("~ Sys.", "setenv(NINI_FAMILY = \'ran\')"), env = baseenv())\npurrr::as_mapper(fo)()',
+        "Sys.setenv",
+        "foreign-environment",
+    ),
+    (
+        "formula-as_mapper-.Internal",
+        "fo <- as.formula(\"~ .Internal(Sys.setenv('NINI_FAMILY', 'ran'))\", env = baseenv())\npurrr::as_mapper(fo)()",
+        "Sys.setenv",
+        "foreign-environment",
+    ),
     (".Internal-quit", 'f <- .subset2(baseenv(), ".Internal")\nf(quit("no", 0L, FALSE))', "quit", "denied-native-code"),
-]  # fmt: skip
+]
 # R's state as the worker starts (HOME is its runtime folder), read past the masks.
 PROBE = (
     'result <- list(env = base::Sys.getenv("NINI_FAMILY"), home = nzchar(base::Sys.getenv("HOME")),\n'
@@ -111,7 +146,11 @@ def test_a_family_reaching_a_denied_function_is_refused_at_run_time(
 ) -> None:
     out = workers.run_unchecked(code, SESSION)
     line = code.count("\n") + 1
-    assert out["error"] == {"code": "POLICY_VIOLATION", "message": f"不允许调用函数: {name} (第 {line} 行)", "line": line}
+    assert out["error"] == {
+        "code": "POLICY_VIOLATION",
+        "message": f"不允许调用函数: {name} (第 {line} 行)",
+        "line": line,
+    }
     assert probe() == UNTOUCHED  # the denied function's effect did not happen; the worker lives on
     report = check_r_code(code)  # and the static check says so before anything runs
     assert rule in {v.rule for v in report.violations}, report.to_dict()
@@ -143,8 +182,11 @@ def test_a_promise_in_r_data_is_refused_never_forced(
     assert check_r_code(code).allowed  # reading data is what analysis does
     out = workers.run(plant(name, hostile[name]) + code, SESSION)
     line = code.count("\n") + 2
-    assert out["error"] == {"code": "POLICY_VIOLATION", "line": line,
-                            "message": f"不允许还原含有代码或环境的对象: {reader} (第 {line} 行)"}  # fmt: skip
+    assert out["error"] == {
+        "code": "POLICY_VIOLATION",
+        "line": line,
+        "message": f"不允许还原含有代码或环境的对象: {reader} (第 {line} 行)",
+    }
     assert probe() == UNTOUCHED  # no forced.txt: the promise's code never ran
     assert workers.run('result <- exists("x", inherits = FALSE)', SESSION)["result"] is False
 
@@ -211,7 +253,10 @@ NINI = Path(sys.executable).with_name("nini")
 # it cannot tell, the name inside text: refused at run time) and the hostile data files (refused
 # when read). family -> (code, what the refusal says)
 CHECKED_FAMILIES = {
-    "as.list-filtered": ('l <- as.list(baseenv()); f <- l[names(l) == "file.link"][[1]]', "不允许用计算出的名字取函数: ["),
+    "as.list-filtered": (
+        'l <- as.list(baseenv()); f <- l[names(l) == "file.link"][[1]]',
+        "不允许用计算出的名字取函数: [",
+    ),
     ".subset2": ('f <- .subset2(baseenv(), "file.link")', "不允许调用函数: file.link"),
     "getElement": ('f <- getElement(baseenv(), "file.link")', "不允许调用函数: file.link"),
     "purrr::pluck": ('f <- purrr::pluck(baseenv(), "file.link")', "不允许调用函数: file.link"),
@@ -219,17 +264,25 @@ CHECKED_FAMILIES = {
     "eapply": ('f <- eapply(baseenv(), identity)[["file.link"]]', "不允许用计算出的名字取函数: eapply"),
     "Reduce": ('f <- Reduce(function(e, n) e[[n]], "file.link", baseenv())', "不允许用计算出的名字取函数: Reduce"),
     "Map": ('f <- Map(function(e, n) e[[n]], list(baseenv()), "file.link")[[1]]', "不允许用计算出的名字取函数: Map"),
-    "formula-as_mapper": ('f <- purrr::as_mapper(as.formula("~ file.link(.x, .y)", env = baseenv()))',
-                          "不允许让代码在 R 自身或 R 包的环境中运行: as.formula(env = …)"),
-}  # fmt: skip
+    "formula-as_mapper": (
+        'f <- purrr::as_mapper(as.formula("~ file.link(.x, .y)", env = baseenv()))',
+        "不允许让代码在 R 自身或 R 包的环境中运行: as.formula(env = …)",
+    ),
+}
 RUN_FAMILIES = {
-    ".subset2": (PLANT + CHECKED_FAMILIES[".subset2"][0] + '\nf("a.txt", "marker.txt")', "不允许调用函数: file.link (第 2 行)"),
-    "formula-as_mapper": (PLANT + "e <- (function() parent.env(globalenv()))()\n"
-                          'f <- purrr::as_mapper(as.formula(paste0("~ file.", "link(.x, .y)"), env = e))\n'
-                          'f("a.txt", "marker.txt")', "不允许调用函数: file.link (第 4 行)"),
+    ".subset2": (
+        PLANT + CHECKED_FAMILIES[".subset2"][0] + '\nf("a.txt", "marker.txt")',
+        "不允许调用函数: file.link (第 2 行)",
+    ),
+    "formula-as_mapper": (
+        PLANT + "e <- (function() parent.env(globalenv()))()\n"
+        'f <- purrr::as_mapper(as.formula(paste0("~ file.", "link(.x, .y)"), env = e))\n'
+        'f("a.txt", "marker.txt")',
+        "不允许调用函数: file.link (第 4 行)",
+    ),
     "promise.rds": ('x <- readRDS("promise.rds")', "不允许还原含有代码或环境的对象: readRDS"),
     "promise.RData": ('load("promise.RData")', "不允许还原含有代码或环境的对象: load"),
-}  # fmt: skip
+}
 
 
 def nini(*args: str, code: str, home: Path) -> subprocess.CompletedProcess:
@@ -246,7 +299,9 @@ def cli_runs(hostile: dict[str, bytes], tmp_path_factory: pytest.TempPathFactory
     if not probe_bwrap()[0]:
         pytest.skip(f"no working bubblewrap: {probe_bwrap()[1]}")
     home = tmp_path_factory.mktemp("nini-home")
-    cases = {f: (code if f in CHECKED_FAMILIES else plant(f, hostile[f]) + code) for f, (code, _) in RUN_FAMILIES.items()}
+    cases = {
+        f: (code if f in CHECKED_FAMILIES else plant(f, hostile[f]) + code) for f, (code, _) in RUN_FAMILIES.items()
+    }
 
     def run(family: str) -> tuple[str, Any]:
         if family == "check":

@@ -23,7 +23,9 @@ def sandboxed(
     works, why = probe_bwrap()
     if not works:
         pytest.skip(f"no working bubblewrap: {why}")
-    with open_workers(event_loop_for_module, tmp_path_factory.mktemp("rsandbox"), wrap_command=sandboxed_wrap()) as found:
+    with open_workers(
+        event_loop_for_module, tmp_path_factory.mktemp("rsandbox"), wrap_command=sandboxed_wrap()
+    ) as found:
         yield found
 
 
@@ -98,18 +100,25 @@ def test_secrets_of_the_host_do_not_reach_the_worker(sandboxed: Workers, monkeyp
     assert environments[-1]["HOME"] == "/tmp/home"  # the worker's: in the sandbox's own /tmp
 
 
-def test_unsandboxed_worker_environment_is_an_allowlist(
-    unsandboxed: Workers, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_unsandboxed_worker_environment_is_an_allowlist(unsandboxed: Workers, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
     monkeypatch.setenv("NINI_SECRET_THING", "x")
     session = new_session()
     assert unsandboxed.run("1", session)["success"]
     (env,) = environ_of(unsandboxed.pool.worker_info(session)["pid"])
     allowed = {
-        "PATH", "LANG", "LANGUAGE", "TZ", "R_HOME", "HOME", "TMPDIR", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE",
-        "ARROW_DEFAULT_MEMORY_POOL", "MALLOC_ARENA_MAX",
-    }  # fmt: skip
+        "PATH",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "R_HOME",
+        "HOME",
+        "TMPDIR",
+        "PYTHONPATH",
+        "PYTHONDONTWRITEBYTECODE",
+        "ARROW_DEFAULT_MEMORY_POOL",
+        "MALLOC_ARENA_MAX",
+    }
     assert {k for k in env if not k.startswith("LC_")} <= allowed
 
 

@@ -43,14 +43,16 @@ def test_result_has_exactly_the_contract_keys_of_python(workers: Workers) -> Non
         ("result <- NA", None),
         ("result <- NULL", None),
         ("result <- c(NaN, Inf)", [None, None]),
-        ("result <- list(a = 1, b = 'x', c = list(d = TRUE, e = NA_character_))",
-         {"a": 1, "b": "x", "c": {"d": True, "e": None}}),
+        (
+            "result <- list(a = 1, b = 'x', c = list(d = TRUE, e = NA_character_))",
+            {"a": 1, "b": "x", "c": {"d": True, "e": None}},
+        ),
         ("result <- data.frame(a = 1:2, b = c('x', NA))", [{"a": 1, "b": "x"}, {"a": 2, "b": None}]),
         ("result <- as.Date('2024-03-01')", "2024-03-01"),
         ("result <- factor('level')", "level"),
         ("result <- 0.1 + 0.2", 0.3),
     ],
-)  # fmt: skip
+)
 def test_result_goes_through_jsonlite(workers: Workers, code: str, expected: object) -> None:
     out = workers.run(code)
     assert out["success"], out["error"]
@@ -144,8 +146,15 @@ def test_policy_violation_refuses_before_anything_runs(workers: Workers) -> None
     assert not out["success"]
     assert out["error"]["code"] == "POLICY_VIOLATION"
     assert out["error"]["line"] == 2 and out["error"]["message"] == "不允许调用函数: system (第 2 行)"
-    assert out["error"]["violations"] == [{"rule": "denied-process", "name": "system", "line": 2, "column": 1,
-                                           "message": "不允许调用函数: system (第 2 行)"}]
+    assert out["error"]["violations"] == [
+        {
+            "rule": "denied-process",
+            "name": "system",
+            "line": 2,
+            "column": 1,
+            "message": "不允许调用函数: system (第 2 行)",
+        }
+    ]
     assert not (workers.workspace(session) / "marker.txt").exists()
     assert out["stdout"] == ""
 
@@ -170,14 +179,23 @@ def test_denied_functions_reached_in_ways_a_parser_cannot_follow_never_run(worke
 
 @pytest.mark.parametrize(
     ("code", "name"),
-    [("system('echo hi')", "system"), ("x <- eval(quote(1))", "eval"), ("Sys.getenv('HOME')", "Sys.getenv"),
-     ("q('no')", "q"), ("x <- 1\nf <- function() unlink('a')\nf()", "unlink")],
+    [
+        ("system('echo hi')", "system"),
+        ("x <- eval(quote(1))", "eval"),
+        ("Sys.getenv('HOME')", "Sys.getenv"),
+        ("q('no')", "q"),
+        ("x <- 1\nf <- function() unlink('a')\nf()", "unlink"),
+    ],
 )
 def test_guard_masks_denied_functions_without_the_static_check(workers: Workers, code: str, name: str) -> None:
     session = new_session()
     out = workers.run_unchecked(code, session)
     line = code.count("\n") + 1
-    assert out["error"] == {"code": "POLICY_VIOLATION", "message": f"不允许调用函数: {name} (第 {line} 行)", "line": line}
+    assert out["error"] == {
+        "code": "POLICY_VIOLATION",
+        "message": f"不允许调用函数: {name} (第 {line} 行)",
+        "line": line,
+    }
     assert workers.run("1 + 1", session)["stdout"] == "[1] 2\n"  # the worker is fine
 
 

@@ -22,17 +22,20 @@ def test_png_svg_pdf_of_one_chart_is_one_group_previewed_as_png() -> None:
     assert [f.name for f in group.files] == ["sales.png", "sales.svg", "sales.pdf"]
 
 
-@pytest.mark.parametrize(("names", "preview"), [
-    (("a.svg", "a.pdf"), "a.svg"),
-    (("a.pdf",), "a.pdf"),
-    (("a.jpg", "a.webp", "a.svg"), "a.jpg"),
-    (("a.jpeg", "a.png"), "a.png"),
-    (("a.webp", "a.svg", "a.html"), "a.webp"),
-    (("a.svg", "a.html", "a.plotly.json"), "a.svg"),
-    (("a.html", "a.plotly.json", "a.pdf"), "a.html"),
-    (("a.plotly.json", "a.pdf"), "a.plotly.json"),
-    (("a.eps", "a.pdf"), "a.pdf"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("names", "preview"),
+    [
+        (("a.svg", "a.pdf"), "a.svg"),
+        (("a.pdf",), "a.pdf"),
+        (("a.jpg", "a.webp", "a.svg"), "a.jpg"),
+        (("a.jpeg", "a.png"), "a.png"),
+        (("a.webp", "a.svg", "a.html"), "a.webp"),
+        (("a.svg", "a.html", "a.plotly.json"), "a.svg"),
+        (("a.html", "a.plotly.json", "a.pdf"), "a.html"),
+        (("a.plotly.json", "a.pdf"), "a.plotly.json"),
+        (("a.eps", "a.pdf"), "a.pdf"),
+    ],
+)
 def test_preview_is_the_highest_priority_format(names: tuple[str, ...], preview: str) -> None:
     [group] = group_charts(files(*names))
     assert group.preview is not None and group.preview.name == preview
@@ -45,19 +48,36 @@ def test_plotly_json_is_one_extension() -> None:
     assert group.base == "a" and group.preview is not None and group.preview.name == "a.png"
 
 
-@pytest.mark.parametrize(("name", "split"), [
-    ("q1.v2.png", ("q1.v2", "png")), ("Chart.PNG", ("Chart", "png")), ("README", ("README", "")),
-    (".plotly.json", (".plotly", "json")), ("fit.Plotly.JSON", ("fit", "json")), ("c.vega.json", ("c", "json")),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "split"),
+    [
+        ("q1.v2.png", ("q1.v2", "png")),
+        ("Chart.PNG", ("Chart", "png")),
+        ("README", ("README", "")),
+        (".plotly.json", (".plotly", "json")),
+        ("fit.Plotly.JSON", ("fit", "json")),
+        ("c.vega.json", ("c", "json")),
+    ],
+)
 def test_split_name(name: str, split: tuple[str, str]) -> None:
     assert split_name(name) == split
 
 
-@pytest.mark.parametrize(("name", "kind"), [
-    ("a.png", "image"), ("a.JPG", "image"), ("a.webp", "image"), ("a.svg", "image"), ("a.html", "html"),
-    ("a.pdf", "file"), ("a.plotly.json", "interactive"), ("a.vegalite.json", "interactive"), ("a.vega.json", "interactive"),
-    ("a.json", "file"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("a.png", "image"),
+        ("a.JPG", "image"),
+        ("a.webp", "image"),
+        ("a.svg", "image"),
+        ("a.html", "html"),
+        ("a.pdf", "file"),
+        ("a.plotly.json", "interactive"),
+        ("a.vegalite.json", "interactive"),
+        ("a.vega.json", "interactive"),
+        ("a.json", "file"),
+    ],
+)
 def test_preview_kind(name: str, kind: str) -> None:
     assert preview_kind(files(name)[0]) == kind
 
@@ -85,29 +105,40 @@ def test_no_files_no_groups() -> None:
 # -- captions -----------------------------------------------------------------------------------
 
 
-def step(code: str, *, cell: int = 7, section: str | None = None, label: str | None = None, language: str = "python") -> Step:
+def step(
+    code: str, *, cell: int = 7, section: str | None = None, label: str | None = None, language: str = "python"
+) -> Step:
     return Step("s1", 0, language, "succeeded", code, label=label, cell=cell, section=section)
 
 
 def drawn(*names: str, step_id: str = "s1") -> list[ChartFile]:
-    return [ChartFile(name=name, path=Path("/nb/files") / name, order=i, step_id=step_id) for i, name in enumerate(names)]
+    return [
+        ChartFile(name=name, path=Path("/nb/files") / name, order=i, step_id=step_id) for i, name in enumerate(names)
+    ]
 
 
-@pytest.mark.parametrize(("code", "caption"), [
-    ("ax.set_title('Revenue by month')\nplt.show()", "Revenue by month"),
-    ("plt.title(label='Loss')", "Loss"),
-    ("fig.suptitle('Overview')\nax[0].set_title('left')\nax[1].set_title('right')", "Overview"),
-    ("ax[0].set_title('Adaline - Learning rate 0.1')\nax[1].set_title('Adaline - Learning rate 0.0001')",
-     "Adaline - Learning rate 0.1"),
-    ("%matplotlib inline\nplt.suptitle(t='Grid')", "Grid"),
-    ("ax.set(xlabel='x', title='Set title')", "Set title"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("code", "caption"),
+    [
+        ("ax.set_title('Revenue by month')\nplt.show()", "Revenue by month"),
+        ("plt.title(label='Loss')", "Loss"),
+        ("fig.suptitle('Overview')\nax[0].set_title('left')\nax[1].set_title('right')", "Overview"),
+        (
+            "ax[0].set_title('Adaline - Learning rate 0.1')\nax[1].set_title('Adaline - Learning rate 0.0001')",
+            "Adaline - Learning rate 0.1",
+        ),
+        ("%matplotlib inline\nplt.suptitle(t='Grid')", "Grid"),
+        ("ax.set(xlabel='x', title='Set title')", "Set title"),
+    ],
+)
 def test_caption_is_the_title_the_cell_sets(code: str, caption: str) -> None:
     [group] = group_charts(drawn("cell-7.png"))
     assert chart_title(group, [step(code, section="A heading")]) == caption
 
 
-@pytest.mark.parametrize("code", ["plt.title(f'Fold {k}')", "plt.title(name)", "plt.title('a' + b)", "plt.title(", "plot()"])
+@pytest.mark.parametrize(
+    "code", ["plt.title(f'Fold {k}')", "plt.title(name)", "plt.title('a' + b)", "plt.title(", "plot()"]
+)
 def test_a_title_that_is_not_a_string_literal_gives_the_heading(code: str) -> None:
     [group] = group_charts(drawn("cell-7.png"))
     assert chart_title(group, [step(code, section="Learning curves")]) == "Learning curves"
@@ -121,8 +152,10 @@ def test_without_title_or_heading_the_caption_is_the_cell_never_a_slug() -> None
 
 
 def test_each_figure_a_cell_shows_gets_its_own_title() -> None:
-    code = ("plot_decision_regions(X, y)\nplt.title('Adaline - Gradient descent')\nplt.show()\n\n"
-            "plt.plot(losses)\nplt.ylabel('Mean squared error')\nplt.show()\n")
+    code = (
+        "plot_decision_regions(X, y)\nplt.title('Adaline - Gradient descent')\nplt.show()\n\n"
+        "plt.plot(losses)\nplt.ylabel('Mean squared error')\nplt.show()\n"
+    )
     groups = group_charts(drawn("cell-9-1.png", "cell-9-2.png"))
     captions = [chart_title(group, [step(code, cell=9, section="Gradient descent")]) for group in groups]
     assert captions == ["Adaline - Gradient descent", "Gradient descent"]  # the second figure sets none
@@ -134,14 +167,17 @@ def test_r_titles() -> None:
     assert chart_title(group, [step('plot(x, main = "Sine")', language="r")]) == "Sine"
 
 
-@pytest.mark.parametrize(("name", "spec", "caption"), [
-    ("f.plotly.json", {"data": [], "layout": {"title": "bar plot"}}, "bar plot"),
-    ("f.plotly.json", {"data": [], "layout": {"title": {"text": "<b>bar</b> plot"}}}, "bar plot"),
-    ("f.vegalite.json", {"mark": "bar", "title": "Cars"}, "Cars"),
-    ("f.vegalite.json", {"mark": "bar", "title": ["Two", "lines"]}, "Two lines"),
-    ("f.vega.json", {"marks": [], "title": {"text": "Vega"}}, "Vega"),
-    ("f.plotly.json", {"data": [], "layout": {}}, "Heading above"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "spec", "caption"),
+    [
+        ("f.plotly.json", {"data": [], "layout": {"title": "bar plot"}}, "bar plot"),
+        ("f.plotly.json", {"data": [], "layout": {"title": {"text": "<b>bar</b> plot"}}}, "bar plot"),
+        ("f.vegalite.json", {"mark": "bar", "title": "Cars"}, "Cars"),
+        ("f.vegalite.json", {"mark": "bar", "title": ["Two", "lines"]}, "Two lines"),
+        ("f.vega.json", {"marks": [], "title": {"text": "Vega"}}, "Vega"),
+        ("f.plotly.json", {"data": [], "layout": {}}, "Heading above"),
+    ],
+)
 def test_caption_from_the_charts_json(tmp_path: Path, name: str, spec: dict, caption: str) -> None:
     (tmp_path / name).write_text(json.dumps(spec))
     [group] = group_charts([ChartFile(name=name, path=tmp_path / name, order=0, step_id="s1")])

@@ -27,13 +27,19 @@ def test_failed_steps_give_no_finding() -> None:
 
 
 def test_a_later_correction_with_the_same_label_supersedes_and_is_kept() -> None:
-    steps = [step("a", 0, label="fit", result={"r2": 0.5}), step("b", 1, label="other", stdout="other output"),
-             step("c", 2, label="fit", result={"r2": 0.9})]
+    steps = [
+        step("a", 0, label="fit", result={"r2": 0.5}),
+        step("b", 1, label="other", stdout="other output"),
+        step("c", 2, label="fit", result={"r2": 0.9}),
+    ]
     assert texts(steps) == ["other: other output", "fit: r2: 0.9"]  # in the order of the analysis
 
 
 def test_a_rerun_of_the_same_save_as_dataset_supersedes() -> None:
-    steps = [step("a", 0, save_as="clean", stdout="rows kept: 90"), step("b", 1, save_as="clean", stdout="rows kept: 95")]
+    steps = [
+        step("a", 0, save_as="clean", stdout="rows kept: 90"),
+        step("b", 1, save_as="clean", stdout="rows kept: 95"),
+    ]
     assert texts(steps) == ["rows kept: 95"]
 
 
@@ -48,13 +54,19 @@ def test_a_retry_of_a_failed_step_is_kept() -> None:
 
 
 def test_rolled_back_steps_give_nothing_and_supersede_nothing() -> None:
-    steps = [step("a", 0, label="fit", stdout="r2 = 0.8"), step("b", 1, label="fit", rolled_back=True, stdout="r2 = 0.1"),
-             step("c", 2, rolled_back=True, stdout="undone")]
+    steps = [
+        step("a", 0, label="fit", stdout="r2 = 0.8"),
+        step("b", 1, label="fit", rolled_back=True, stdout="r2 = 0.1"),
+        step("c", 2, rolled_back=True, stdout="undone"),
+    ]
     assert texts(steps) == ["fit: r2 = 0.8"]
 
 
 def test_a_failed_correction_supersedes_nothing() -> None:
-    steps = [step("a", 0, label="fit", stdout="r2 = 0.8"), step("b", 1, label="fit", status="failed", stdout="r2 = 0.1")]
+    steps = [
+        step("a", 0, label="fit", stdout="r2 = 0.8"),
+        step("b", 1, label="fit", status="failed", stdout="r2 = 0.1"),
+    ]
     assert texts(steps) == ["fit: r2 = 0.8"]
 
 
@@ -91,21 +103,30 @@ def test_result_and_stdout_together_without_repeating() -> None:
     assert texts(steps) == ["mean: 5; n: 10\nthe mean is stable"]
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    ({"mean": 1.23456789, "ok": True, "missing": None}, "mean: 1.235; ok: true; missing: —"),
-    ([1, 2, 3], "1, 2, 3"),
-    (list(range(15)), "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, … (15)"),
-    ({"by_region": {"north": 3, "south": 4}}, "by_region: (north: 3, south: 4)"),
-    ("42 rows", "42 rows"),
-    (7, "7"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ({"mean": 1.23456789, "ok": True, "missing": None}, "mean: 1.235; ok: true; missing: —"),
+        ([1, 2, 3], "1, 2, 3"),
+        (list(range(15)), "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, … (15)"),
+        ({"by_region": {"north": 3, "south": 4}}, "by_region: (north: 3, south: 4)"),
+        ("42 rows", "42 rows"),
+        (7, "7"),
+    ],
+)
 def test_result_values_render_readably(value: Any, expected: str) -> None:
     assert render_value(value) == expected
 
 
 def test_paths_and_tool_names_never_reach_a_finding() -> None:
-    steps = [step("a", 0, stdout="saved to /tmp/ws/sessions/s1/workspace/out.csv via run_code\n",
-                  result={"file": "C:\\Users\\me\\data.csv"})]
+    steps = [
+        step(
+            "a",
+            0,
+            stdout="saved to /tmp/ws/sessions/s1/workspace/out.csv via run_code\n",
+            result={"file": "C:\\Users\\me\\data.csv"},
+        )
+    ]
     assert texts(steps) == ["file: data.csv\nsaved to out.csv via Python"]
 
 
@@ -122,21 +143,29 @@ NOISE = {
     "warnings.warn": "  warnings.warn('old api')",
     "R warning message": "Warning message:\nIn log(-1) : NaNs produced",
     "R warning in": "Warning in sqrt(-1) : NaNs produced",
-    "Python traceback": ('Traceback (most recent call last):\n  File "<cell>", line 1, in <module>\n    1/0\n'
-                         "ZeroDivisionError: division by zero"),
-    "IPython traceback": ("\x1b[0;31m---------------------------------------------------------------------------\x1b[0m\n"
-                          "\x1b[0;31mKeyError\x1b[0m                                  Traceback (most recent call last)\n"
-                          "Cell In[3], line 1\n----> 1 df['nope']\n\nKeyError: 'nope'"),
+    "Python traceback": (
+        'Traceback (most recent call last):\n  File "<cell>", line 1, in <module>\n    1/0\n'
+        "ZeroDivisionError: division by zero"
+    ),
+    "IPython traceback": (
+        "\x1b[0;31m---------------------------------------------------------------------------\x1b[0m\n"
+        "\x1b[0;31mKeyError\x1b[0m                                  Traceback (most recent call last)\n"
+        "Cell In[3], line 1\n----> 1 df['nope']\n\nKeyError: 'nope'"
+    ),
     "R error": "Error in lm(y ~ x) : object 'y' not found\nCalls: lm -> eval\nExecution halted",
     "tqdm progress bar": " 45%|████▌     | 45/100 [00:01<00:02, 30.00it/s]",
     "bracket progress bar": "[=====>          ] 35% ETA: 3s",
     "carriage-return updates": "loading 1/3\rloading 2/3\rloading 3/3",
-    "pip install log": ("Collecting seaborn\n  Downloading seaborn-0.13.2-py3-none-any.whl (294 kB)\n"
-                        "Requirement already satisfied: numpy in ./lib\nInstalling collected packages: seaborn\n"
-                        "Successfully installed seaborn-0.13.2"),
-    "R install log": ("trying URL 'https://cran.r-project.org/src/contrib/glue_1.7.0.tar.gz'\n"
-                      "Content type 'application/x-gzip' length 105420 bytes\n==================================================\n"
-                      "* installing *source* package 'glue' ...\n** libs\n* DONE (glue)"),
+    "pip install log": (
+        "Collecting seaborn\n  Downloading seaborn-0.13.2-py3-none-any.whl (294 kB)\n"
+        "Requirement already satisfied: numpy in ./lib\nInstalling collected packages: seaborn\n"
+        "Successfully installed seaborn-0.13.2"
+    ),
+    "R install log": (
+        "trying URL 'https://cran.r-project.org/src/contrib/glue_1.7.0.tar.gz'\n"
+        "Content type 'application/x-gzip' length 105420 bytes\n==================================================\n"
+        "* installing *source* package 'glue' ...\n** libs\n* DONE (glue)"
+    ),
     "ANSI escapes": "\x1b[1m\x1b[32m\x1b[0m",
     "kaleido": "Kaleido subprocess failed to start; choosing fallback",
     "Chromium": "Chromium not found, downloading a headless shell",
@@ -166,10 +195,17 @@ def test_ansi_codes_are_stripped_from_kept_lines() -> None:
 
 def test_meaningful_lines_survive() -> None:
     text = "[1] 5.5\n各地区平均收入：42\nEarly warning signs in 3 regions\n\n-----\nRegion  Revenue\nNorth   12"
-    assert clean_output(text).splitlines() == ["[1] 5.5", "各地区平均收入：42", "Early warning signs in 3 regions",
-                                               "Region  Revenue", "North   12"]
+    assert clean_output(text).splitlines() == [
+        "[1] 5.5",
+        "各地区平均收入：42",
+        "Early warning signs in 3 regions",
+        "Region  Revenue",
+        "North   12",
+    ]
 
 
 def test_a_finding_from_noisy_output_keeps_only_the_result() -> None:
     noisy = "\n".join(NOISE.values())
-    assert texts([step("a", 0, label="revenue", stdout=f"{noisy}\n{MEANINGFUL}\n{noisy}")]) == [f"revenue: {MEANINGFUL}"]
+    assert texts([step("a", 0, label="revenue", stdout=f"{noisy}\n{MEANINGFUL}\n{noisy}")]) == [
+        f"revenue: {MEANINGFUL}"
+    ]

@@ -22,8 +22,10 @@ def test_remote_images_become_links_and_the_policy_allows_data_images_only(tmp_p
     chart = tmp_path / "trend.png"
     chart.write_bytes(PNG)
     data = ReportInput(source="nb.ipynb", charts=[ChartFile(name="trend.png", path=chart, order=0)])
-    conclusions = ('See ![the "old" chart](https://images.example/track.png) and ![](local/figure.png) '
-                   "and ![ok](data:image/png;base64,iVBORw0KGgo=).")  # fmt: skip
+    conclusions = (
+        'See ![the "old" chart](https://images.example/track.png) and ![](local/figure.png) '
+        "and ![ok](data:image/png;base64,iVBORw0KGgo=)."
+    )
     html = build_report(data, ReportOptions(conclusions=conclusions), link_base=tmp_path).html
     policy = re.search(r'Content-Security-Policy" content="([^"]+)"', html).group(1)
     assert "img-src data:;" in policy and "*" not in policy and "default-src 'none'" in policy
@@ -42,13 +44,22 @@ def content(page: str) -> str:
 def test_payloads_in_model_text_come_out_inert(tmp_path: Path, attack: str) -> None:
     chart = tmp_path / "trend.png"
     chart.write_bytes(PNG)
-    output = Step("s1", 0, "python", "succeeded", "print(header)", label=attack, stdout=f"{attack}: 3\n", result={attack: 3})
-    data = ReportInput(source="nb.ipynb", steps=[output], charts=[ChartFile(name="trend.png", path=chart, order=0)],
-                       datasets=[DatasetInfo("sales", 3, [attack])], notes=[attack, f"## Conclusions\n{attack}"],
-                       title=attack)  # fmt: skip
+    output = Step(
+        "s1", 0, "python", "succeeded", "print(header)", label=attack, stdout=f"{attack}: 3\n", result={attack: 3}
+    )
+    data = ReportInput(
+        source="nb.ipynb",
+        steps=[output],
+        charts=[ChartFile(name="trend.png", path=chart, order=0)],
+        datasets=[DatasetInfo("sales", 3, [attack])],
+        notes=[attack, f"## Conclusions\n{attack}"],
+        title=attack,
+    )
     narrative = Narrative(model="m", sections={"summary": attack, "conclusions": attack})
-    for options, model in ((ReportOptions(include_session_stats=True), narrative),
-                           (ReportOptions(title=attack, methods=attack, summary_text=attack, conclusions=attack), None)):
+    for options, model in (
+        (ReportOptions(include_session_stats=True), narrative),
+        (ReportOptions(title=attack, methods=attack, summary_text=attack, conclusions=attack), None),
+    ):
         report = build_report(data, options, link_base=tmp_path, narrative=model)
         shown = content(report.html)
         assert inspect(shown).found == [], shown

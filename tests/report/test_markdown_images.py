@@ -27,14 +27,21 @@ def image_notebook(tmp_path: Path) -> Path:
     (work / "figs" / "linked.png").symlink_to(tmp_path / "secret.png")
     diagram = new_markdown_cell("## Design\n\n![pipeline diagram](attachment:diagram.svg)\n")
     diagram.attachments = {"diagram.svg": {"image/svg+xml": SVG}}
-    notebook = new_notebook(cells=[
-        new_markdown_cell("# Image test\n\nThe flow: ![data flow](figs/flow%20chart.png \"the flow\")"),
-        diagram,
-        new_markdown_cell("Escapes: ![up](../secret.png) ![abs](" + str(tmp_path / "secret.png") + ") "
-                          "![link](figs/linked.png) ![logo](https://example.invalid/logo.png)"),
-        new_code_cell("# total\ntotal = 1 + 2\nprint('total:', total)", execution_count=1,  # a computed value: a finding
-                      outputs=[nbformat.v4.new_output("stream", name="stdout", text="total: 3\n")]),
-    ])  # fmt: skip
+    notebook = new_notebook(
+        cells=[
+            new_markdown_cell('# Image test\n\nThe flow: ![data flow](figs/flow%20chart.png "the flow")'),
+            diagram,
+            new_markdown_cell(
+                "Escapes: ![up](../secret.png) ![abs](" + str(tmp_path / "secret.png") + ") "
+                "![link](figs/linked.png) ![logo](https://example.invalid/logo.png)"
+            ),
+            new_code_cell(
+                "# total\ntotal = 1 + 2\nprint('total:', total)",
+                execution_count=1,  # a computed value: a finding
+                outputs=[nbformat.v4.new_output("stream", name="stdout", text="total: 3\n")],
+            ),
+        ]
+    )
     path = work / "images.ipynb"
     nbformat.write(notebook, path)
     return path
@@ -58,4 +65,7 @@ def test_local_images_and_attachments_are_embedded_and_copied_and_nothing_else_i
     assert "- total: 3\n" in text and "total: total" not in text  # a printed label is not repeated
     # the remote image is a plain link in both, never an image to load
     assert "](https://example.invalid/logo.png)" in text and "![logo]" not in text
-    assert '<a href="https://example.invalid/logo.png" rel="noopener noreferrer nofollow">' in page and 'src="https://' not in page
+    assert (
+        '<a href="https://example.invalid/logo.png" rel="noopener noreferrer nofollow">' in page
+        and 'src="https://' not in page
+    )

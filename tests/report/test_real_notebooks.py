@@ -46,9 +46,11 @@ PREVIEW = re.compile(r"<img[^>]+src=[\"']data:image/(?:png|svg\+xml|jpeg|webp)|<
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 NEEDS_PLOTLY_RENDERER = pytest.mark.skipif(
     CHROMIUM is None or find_spec("kaleido") is None,
-    reason="Plotly previews need kaleido and a Chromium (make test installs both)")
-NEEDS_VL_CONVERT = pytest.mark.skipif(find_spec("vl_convert") is None,
-                                      reason="Vega-Lite previews need vl-convert-python (the charts extra)")
+    reason="Plotly previews need kaleido and a Chromium (make test installs both)",
+)
+NEEDS_VL_CONVERT = pytest.mark.skipif(
+    find_spec("vl_convert") is None, reason="Vega-Lite previews need vl-convert-python (the charts extra)"
+)
 
 
 @dataclass(frozen=True)
@@ -148,8 +150,9 @@ def cells_of(notebook: Path) -> list[dict]:
     return json.loads(notebook.read_text(encoding="utf-8"))["cells"]
 
 
-def write_report(root: Path, notebook: Path, *options: str, lang: str | None = "en",
-                 env: dict[str, str] | None = None) -> tuple[Report, str]:
+def write_report(
+    root: Path, notebook: Path, *options: str, lang: str | None = "en", env: dict[str, str] | None = None
+) -> tuple[Report, str]:
     """``nini report NOTEBOOK --lang LANG --out ROOT/out [options]`` with NINI_HOME and the project in
     ``root`` (and ``env``, ``NINI_*`` settings); the report and what the command said (stdout and stderr)."""
     (root / "project").mkdir(parents=True, exist_ok=True)
@@ -159,8 +162,19 @@ def write_report(root: Path, notebook: Path, *options: str, lang: str | None = "
         for key, value in {"NINI_HOME": str(root / "home"), **(env or {})}.items():
             patch.setenv(key, value)
         language = ["--lang", lang] if lang else []
-        result = CliRunner().invoke(app, ["--project-dir", str(root / "project"), "report", str(notebook),
-                                          *language, "--out", str(root / "out"), *options])  # fmt: skip
+        result = CliRunner().invoke(
+            app,
+            [
+                "--project-dir",
+                str(root / "project"),
+                "report",
+                str(notebook),
+                *language,
+                "--out",
+                str(root / "out"),
+                *options,
+            ],
+        )
     assert result.exit_code == 0, (notebook.name, result.output, result.exception)
     assert "Traceback" not in result.output
     paths = [Path(line) for line in result.stdout.splitlines() if line.strip()]
@@ -213,8 +227,15 @@ def test_each_finding_names_a_cell_that_ran_and_links_to_it(report, name: str) -
 
 # The cells whose outputs are the notebook's charts, one entry per chart, read from each notebook.
 CHART_CELLS = {
-    HOML2: [52, 54], HOML8: [], RASBT2: [27, 30, 34, 42, 47, 47, 51, 51], TIPS: [10, 12, 14, 16, 18, 20, 22, 24],
-    IR_DEMO: [12], IR_SUM: [3], PLOTLY: [5, 5], R_MAGIC: [4, 6], ALTAIR: [14, 19],
+    HOML2: [52, 54],
+    HOML8: [],
+    RASBT2: [27, 30, 34, 42, 47, 47, 51, 51],
+    TIPS: [10, 12, 14, 16, 18, 20, 22, 24],
+    IR_DEMO: [12],
+    IR_SUM: [3],
+    PLOTLY: [5, 5],
+    R_MAGIC: [4, 6],
+    ALTAIR: [14, 19],
     BAYES: [10, 12, 15, 17, 20, 30, 33],  # not 42, the book's CSS; not 28, PyMC's progress bars
 }
 
@@ -274,8 +295,10 @@ def test_homl2_title_is_the_file_name_when_no_heading_comes_before_code(report) 
     # (a first cell that is only a bold line, "Chapter 2 – End-to-end Machine Learning project", stands
     # for a heading as well: either is a title an analyst would sign, a section's heading is not)
     title = report(HOML2).title
-    assert title.replace("_", " ").lower() in ("02 end to end machine learning project",
-                                                 "chapter 2 – end-to-end machine learning project"), title
+    assert title.replace("_", " ").lower() in (
+        "02 end to end machine learning project",
+        "chapter 2 – end-to-end machine learning project",
+    ), title
 
 
 def test_homl2_the_test_rmse_its_interval_and_the_model_comparison_are_findings(report) -> None:
@@ -301,8 +324,14 @@ def test_homl2_summary_leads_with_the_test_rmse_not_an_exercise(report) -> None:
 def test_homl2_noise_is_not_a_finding(report) -> None:
     r = report(HOML2)
     findings = "\n".join(r.findings)
-    for noise in ("my_california_housing_model.pkl", "array(", "Pipeline(", "GridSearchCV(", "RandomizedSearchCV(",
-                  "Welcome to Machine Learning"):
+    for noise in (
+        "my_california_housing_model.pkl",
+        "array(",
+        "Pipeline(",
+        "GridSearchCV(",
+        "RandomizedSearchCV(",
+        "Welcome to Machine Learning",
+    ):
         assert noise not in findings, noise
     assert_no_finding_from(r, 15, 17, 56, 68, 65)  # numpy arrays, and joblib.dump's file list (65)
 
@@ -457,13 +486,22 @@ def test_bayes_captions_are_the_plt_titles_and_styling_and_progress_are_not_char
     r = report(BAYES)
     assert r.title.startswith("Probabilistic Programming"), r.title  # a setext heading, "=====" under it
     assert r.captions[:2] == ["Are there bugs in my code?", "Prior and Posterior probability of bugs present"]
-    starts = ["Probability mass function of a Poisson random variable",  # cell 15: a title continued by "\\"
-              "Probability density function of an Exponential random variable",
-              "Did the user's texting habits change over time?",
-              "Posterior distributions of the variables",  # cell 30: a triple-quoted title over three lines
-              "Expected number of text-messages received"]
+    starts = [
+        "Probability mass function of a Poisson random variable",  # cell 15: a title continued by "\\"
+        "Probability density function of an Exponential random variable",
+        "Did the user's texting habits change over time?",
+        "Posterior distributions of the variables",  # cell 30: a triple-quoted title over three lines
+        "Expected number of text-messages received",
+    ]
     assert len(r.captions) == 7 and all(c.startswith(s) for c, s in zip(r.captions[2:], starts)), r.captions
-    for noise in ("Multiprocess sampling", "Sampling 4 chains", "Metropolis", "<progress", "font-face", "Computer Modern"):
+    for noise in (
+        "Multiprocess sampling",
+        "Sampling 4 chains",
+        "Metropolis",
+        "<progress",
+        "font-face",
+        "Computer Modern",
+    ):
         assert noise not in r.md, noise
     assert_no_finding_from(r, 28, 42)
     assert NO_CONCLUSION in r.section("Conclusions and recommendations")
@@ -489,8 +527,9 @@ def installed_kernels() -> set[str]:
 
 
 @pytest.mark.parametrize(("name", "kernel"), [(IR_DEMO, "ir"), (R_MAGIC, "python2"), (BAYES, "pymc_env")])
-def test_execute_without_the_kernel_reports_the_saved_outputs(tmp_path: Path, nini_logger: logging.Logger,
-                                                              name: str, kernel: str) -> None:  # fmt: skip
+def test_execute_without_the_kernel_reports_the_saved_outputs(
+    tmp_path: Path, nini_logger: logging.Logger, name: str, kernel: str
+) -> None:
     if kernel in installed_kernels():
         pytest.skip(f"a {kernel} kernel is installed here: the notebook would run on it")
     notebook = Path(shutil.copy(FIXTURES / name, tmp_path))  # a run's cells write beside the notebook
@@ -512,6 +551,6 @@ def test_execute_names_the_cells_that_failed_in_the_summary(tmp_path: Path, nini
     assert f"{len(failing)} of 15 cells failed; results are partial" in summary, summary
     named = [cell for cell in failing if re.search(rf"\bcell {cell}\b", summary)]
     more = re.search(r"\band (\d+) more\b", summary)  # a long list may end "... and 2 more"
-    assert named == failing[:len(named)] and len(named) + int(more.group(1) if more else 0) == len(failing), summary
+    assert named == failing[: len(named)] and len(named) + int(more.group(1) if more else 0) == len(failing), summary
     assert not any(has_number(item, 0.9705, rel=1e-4) for item in r.findings)  # the saved accuracy did not rerun
     assert "CPU times" not in r.md

@@ -44,12 +44,30 @@ def session_id(settings: Settings) -> str:
             return done["execution"]["id"]
 
         call = store.start_tool_call("cli-report", "load_dataset", {"path": "uploads/sales.csv"})
-        store.finish_tool_call(call["id"], status="succeeded", datasets=[
-            {"name": "sales", "path": "datasets/sales.parquet", "rows": 144, "columns": ["month", "region", "revenue"]}])
-        failed = run("df['profit']", "failed", error={"code": "CODE_ERROR", "message": "KeyError: 'profit'"},
-                     stderr="Traceback (most recent call last):\nKeyError: 'profit'")  # fmt: skip
-        run("result = {'growth': 0.583}", result={"South growth": "+58.3%"}, retry_of=failed,
-            artifacts=[{"name": "trend.png", "path": "artifacts/trend.png", "format": "png", "kind": "chart"}])  # fmt: skip
+        store.finish_tool_call(
+            call["id"],
+            status="succeeded",
+            datasets=[
+                {
+                    "name": "sales",
+                    "path": "datasets/sales.parquet",
+                    "rows": 144,
+                    "columns": ["month", "region", "revenue"],
+                }
+            ],
+        )
+        failed = run(
+            "df['profit']",
+            "failed",
+            error={"code": "CODE_ERROR", "message": "KeyError: 'profit'"},
+            stderr="Traceback (most recent call last):\nKeyError: 'profit'",
+        )
+        run(
+            "result = {'growth': 0.583}",
+            result={"South growth": "+58.3%"},
+            retry_of=failed,
+            artifacts=[{"name": "trend.png", "path": "artifacts/trend.png", "format": "png", "kind": "chart"}],
+        )
     finally:
         store.close()
     return "cli-report"
@@ -86,8 +104,9 @@ def test_a_session_report_in_markdown_and_html(nini, session_id: str, tmp_path: 
 
 def test_observability_is_an_appendix_after_an_identical_body(nini, session_id: str, tmp_path: Path) -> None:
     (plain,) = written(ok(nini("report", "--session", session_id, "--out", str(tmp_path), "--format", "md")))
-    (full,) = written(ok(nini("report", "--session", session_id, "--out", str(tmp_path), "--format", "md",
-                              "--with-observability")))  # fmt: skip
+    (full,) = written(
+        ok(nini("report", "--session", session_id, "--out", str(tmp_path), "--format", "md", "--with-observability"))
+    )
     assert plain != full
     body, appendix = full.read_text(encoding="utf-8").split(APPENDIX)
     assert body.rstrip("\n") == plain.read_text(encoding="utf-8").rstrip("\n")
@@ -95,8 +114,23 @@ def test_observability_is_an_appendix_after_an_identical_body(nini, session_id: 
 
 
 def test_english_headings_and_a_title(nini, session_id: str, tmp_path: Path) -> None:
-    (md,) = written(ok(nini("report", "--session", session_id, "--out", str(tmp_path), "--format", "md",
-                            "--lang", "en", "--title", "Regional sales")))  # fmt: skip
+    (md,) = written(
+        ok(
+            nini(
+                "report",
+                "--session",
+                session_id,
+                "--out",
+                str(tmp_path),
+                "--format",
+                "md",
+                "--lang",
+                "en",
+                "--title",
+                "Regional sales",
+            )
+        )
+    )
     text = md.read_text(encoding="utf-8")
     en = TEXT["en"]
     assert text.startswith("# Regional sales\n")
@@ -167,14 +201,19 @@ def test_the_example_notebook(nini, tmp_path: Path) -> None:
     findings = text.split("\n## 关键发现\n")[1].split("\n## 结论与建议\n")[0]
     summary = text.split("\n## 分析摘要\n")[1].split("\n## 图表\n")[0]
     # the failed cell is named in the summary, never a finding
-    assert "7 个单元格中有 1 个失败，结果不完整。失败的单元格：单元格 6（KeyError）。" in summary and "KeyError" not in findings
+    assert (
+        "7 个单元格中有 1 个失败，结果不完整。失败的单元格：单元格 6（KeyError）。" in summary
+        and "KeyError" not in findings
+    )
     assert "Revenue by region" in findings and "South: +58.3%" in findings and "pipette" in findings
     assert "East 地区收入最高" in text.split("\n## 结论与建议\n")[1]  # the notebook's conclusions cell
     assert html.read_text(encoding="utf-8").count("data:image/png;base64,") == 2
     # a second report gets its own chart folder: the first report's links keep their files
     first_chart = (tmp_path / "sales_analysis_report_files" / "monthly-revenue-trend.png").stat().st_mtime_ns
     again, _ = written(ok(nini("report", str(EXAMPLE), "--out", str(tmp_path))))
-    assert again != md and "](sales_analysis_report_files-2/monthly-revenue-trend.png)" in again.read_text(encoding="utf-8")
+    assert again != md and "](sales_analysis_report_files-2/monthly-revenue-trend.png)" in again.read_text(
+        encoding="utf-8"
+    )
     assert (tmp_path / "sales_analysis_report_files" / "monthly-revenue-trend.png").stat().st_mtime_ns == first_chart
 
 
@@ -182,11 +221,17 @@ def test_the_example_notebook(nini, tmp_path: Path) -> None:
 def test_execute_runs_a_notebook_first(nini, tmp_path: Path) -> None:
     (tmp_path / "data.csv").write_text("region,revenue\nEast,10\nWest,32\n", encoding="utf-8")
     notebook = tmp_path / "fresh.ipynb"
-    cells = [new_markdown_cell("# Fresh analysis"),
-             new_code_cell("# Total revenue\nimport pandas as pd\nprint('total', pd.read_csv('data.csv')['revenue'].sum())"),
-             new_code_cell("print(margin)")]
-    nbformat.write(new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                                      "language": "python"}}), notebook)  # fmt: skip
+    cells = [
+        new_markdown_cell("# Fresh analysis"),
+        new_code_cell("# Total revenue\nimport pandas as pd\nprint('total', pd.read_csv('data.csv')['revenue'].sum())"),
+        new_code_cell("print(margin)"),
+    ]
+    nbformat.write(
+        new_notebook(
+            cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+        ),
+        notebook,
+    )
     before = notebook.read_bytes()
 
     unexecuted = written(ok(nini("report", str(notebook), "--format", "md")))[0].read_text(encoding="utf-8")
@@ -204,8 +249,22 @@ def test_execute_runs_a_notebook_first(nini, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_session_recorded_by_run_code(nini, tmp_path: Path) -> None:
     code = "print(df.groupby('region')['revenue'].sum().idxmax(), 'leads')\n"
-    ok(nini("run-code", "-", "--session", "real", "--new", "--data", str(SALES), "--dataset", "sales", "--label", "leader",
-            input=code))  # fmt: skip
+    ok(
+        nini(
+            "run-code",
+            "-",
+            "--session",
+            "real",
+            "--new",
+            "--data",
+            str(SALES),
+            "--dataset",
+            "sales",
+            "--label",
+            "leader",
+            input=code,
+        )
+    )
     (md,) = written(ok(nini("report", "--session", "real", "--out", str(tmp_path), "--format", "md")))
     text = md.read_text(encoding="utf-8")
     assert "leader: East leads" in text and "- **sales**" in text
@@ -226,13 +285,29 @@ def test_the_skill_and_the_cli_write_the_same_report(nini, nini_home: Path, proj
         session = runtime.create_session(session_id="same")
         store = session.store
         call = store.start_tool_call("same", "run_code", {"code": "result = fit()"})
-        store.finish_tool_call(call["id"], status="succeeded", execution={
-            "language": "python", "code": "result = fit()", "status": "succeeded", "label": "model",
-            "result": {"slope": 0.56289, "intercept": 12.3456}})  # fmt: skip
+        store.finish_tool_call(
+            call["id"],
+            status="succeeded",
+            execution={
+                "language": "python",
+                "code": "result = fit()",
+                "status": "succeeded",
+                "label": "model",
+                "result": {"slope": 0.56289, "intercept": 12.3456},
+            },
+        )
         failed = store.start_tool_call("same", "run_code", {"code": "plot()"})
-        store.finish_tool_call(failed["id"], status="failed", execution={
-            "language": "python", "code": "plot()", "status": "failed", "label": "plot",
-            "error": {"code": "CODE_ERROR", "message": "NameError: name 'plot' is not defined"}})  # fmt: skip
+        store.finish_tool_call(
+            failed["id"],
+            status="failed",
+            execution={
+                "language": "python",
+                "code": "plot()",
+                "status": "failed",
+                "label": "plot",
+                "error": {"code": "CODE_ERROR", "message": "NameError: name 'plot' is not defined"},
+            },
+        )
         runtime.preferences.table.put_explicit(None, "report.decimals", 2)
         result = loop.run_until_complete(invoke(session, "generate_report", {"formats": ["md"]}))
         assert result.success, result.error
@@ -266,18 +341,35 @@ def saved_notebook(folder: Path, kernel: str = "python3") -> Path:
 
     cells = [
         new_markdown_cell("# Churn model"),
-        new_code_cell("# Test RMSE\nprint('RMSE:', 0.4123)", execution_count=1,
-                      outputs=[new_output("stream", name="stdout", text="RMSE: 0.4123\n")]),
-        new_code_cell("model.fit(X)", execution_count=2, outputs=[new_output(
-            "error", ename="NameError", evalue="name 'model' is not defined", traceback=["NameError: ..."])]),
+        new_code_cell(
+            "# Test RMSE\nprint('RMSE:', 0.4123)",
+            execution_count=1,
+            outputs=[new_output("stream", name="stdout", text="RMSE: 0.4123\n")],
+        ),
+        new_code_cell(
+            "model.fit(X)",
+            execution_count=2,
+            outputs=[
+                new_output(
+                    "error", ename="NameError", evalue="name 'model' is not defined", traceback=["NameError: ..."]
+                )
+            ],
+        ),
         new_markdown_cell("## Conclusion\n\nThe model is good enough to ship."),
-        new_code_cell("while True: pass", execution_count=3, outputs=[new_output(
-            "error", ename="KeyboardInterrupt", evalue="", traceback=["KeyboardInterrupt"])]),
+        new_code_cell(
+            "while True: pass",
+            execution_count=3,
+            outputs=[new_output("error", ename="KeyboardInterrupt", evalue="", traceback=["KeyboardInterrupt"])],
+        ),
         new_code_cell("print('never')"),
     ]
     notebook = folder / "churn.ipynb"
-    nbformat.write(new_notebook(cells=cells, metadata={"kernelspec": {"name": kernel, "display_name": kernel,
-                                                                      "language": "python"}}), notebook)  # fmt: skip
+    nbformat.write(
+        new_notebook(
+            cells=cells, metadata={"kernelspec": {"name": kernel, "display_name": kernel, "language": "python"}}
+        ),
+        notebook,
+    )
     return notebook
 
 
@@ -285,8 +377,10 @@ def test_failed_cells_reach_the_summary_of_a_notebook_report(nini, tmp_path: Pat
     md, html = written(ok(nini("report", str(saved_notebook(tmp_path)), "--lang", "en")))
     text = md.read_text(encoding="utf-8")
     summary = text.split("\n## Summary\n")[1].split("\n## ")[0]
-    assert summary.startswith("\n3 of 4 cells failed; results are partial. "
-                              "Failed cells: cell 3 (NameError), cell 5 (KeyboardInterrupt), cell 6 (not run).")
+    assert summary.startswith(
+        "\n3 of 4 cells failed; results are partial. "
+        "Failed cells: cell 3 (NameError), cell 5 (KeyboardInterrupt), cell 6 (not run)."
+    )
     assert "- Test RMSE: RMSE: 0.4123 (cell 2)" in text  # the finding names its cell
     assert text.split("\n## Conclusions and recommendations\n")[1].startswith("\nThe model is good enough to ship.\n")
     page = html.read_text(encoding="utf-8")

@@ -19,98 +19,93 @@ from nini.report.values import output_values, printed_values
 
 # Rscript -e 'summary(lm(mpg ~ wt + hp, data=mtcars))'
 LM = (
-    '\n'
-    'Call:\n'
-    'lm(formula = mpg ~ wt + hp, data = mtcars)\n'
-    '\n'
-    'Residuals:\n'
-    '   Min     1Q Median     3Q    Max \n'
-    '-3.941 -1.600 -0.182  1.050  5.854 \n'
-    '\n'
-    'Coefficients:\n'
-    '            Estimate Std. Error t value Pr(>|t|)    \n'
-    '(Intercept) 37.22727    1.59879  23.285  < 2e-16 ***\n'
-    'wt          -3.87783    0.63273  -6.129 1.12e-06 ***\n'
-    'hp          -0.03177    0.00903  -3.519  0.00145 ** \n'
-    '---\n'
-    'Signif. codes:  0 ‘***’ 0.001 ‘**’ 0.01 ‘*’ 0.05 ‘.’ 0.1 ‘ ’ 1\n'
-    '\n'
-    'Residual standard error: 2.593 on 29 degrees of freedom\n'
-    'Multiple R-squared:  0.8268,\tAdjusted R-squared:  0.8148 \n'
-    'F-statistic: 69.21 on 2 and 29 DF,  p-value: 9.109e-12\n'
-    '\n'
+    "\n"
+    "Call:\n"
+    "lm(formula = mpg ~ wt + hp, data = mtcars)\n"
+    "\n"
+    "Residuals:\n"
+    "   Min     1Q Median     3Q    Max \n"
+    "-3.941 -1.600 -0.182  1.050  5.854 \n"
+    "\n"
+    "Coefficients:\n"
+    "            Estimate Std. Error t value Pr(>|t|)    \n"
+    "(Intercept) 37.22727    1.59879  23.285  < 2e-16 ***\n"
+    "wt          -3.87783    0.63273  -6.129 1.12e-06 ***\n"
+    "hp          -0.03177    0.00903  -3.519  0.00145 ** \n"
+    "---\n"
+    "Signif. codes:  0 ‘***’ 0.001 ‘**’ 0.01 ‘*’ 0.05 ‘.’ 0.1 ‘ ’ 1\n"
+    "\n"
+    "Residual standard error: 2.593 on 29 degrees of freedom\n"
+    "Multiple R-squared:  0.8268,\tAdjusted R-squared:  0.8148 \n"
+    "F-statistic: 69.21 on 2 and 29 DF,  p-value: 9.109e-12\n"
+    "\n"
 )
 
 # Rscript -e 'summary(glm(am ~ wt, family=binomial, data=mtcars))'
 GLM = (
-    '\n'
-    'Call:\n'
-    'glm(formula = am ~ wt, family = binomial, data = mtcars)\n'
-    '\n'
-    'Deviance Residuals: \n'
-    '     Min        1Q    Median        3Q       Max  \n'
-    '-2.11400  -0.53738  -0.08811   0.26055   2.19931  \n'
-    '\n'
-    'Coefficients:\n'
-    '            Estimate Std. Error z value Pr(>|z|)   \n'
-    '(Intercept)   12.040      4.510   2.670  0.00759 **\n'
-    'wt            -4.024      1.436  -2.801  0.00509 **\n'
-    '---\n'
-    'Signif. codes:  0 ‘***’ 0.001 ‘**’ 0.01 ‘*’ 0.05 ‘.’ 0.1 ‘ ’ 1\n'
-    '\n'
-    '(Dispersion parameter for binomial family taken to be 1)\n'
-    '\n'
-    '    Null deviance: 43.230  on 31  degrees of freedom\n'
-    'Residual deviance: 19.176  on 30  degrees of freedom\n'
-    'AIC: 23.176\n'
-    '\n'
-    'Number of Fisher Scoring iterations: 6\n'
-    '\n'
+    "\n"
+    "Call:\n"
+    "glm(formula = am ~ wt, family = binomial, data = mtcars)\n"
+    "\n"
+    "Deviance Residuals: \n"
+    "     Min        1Q    Median        3Q       Max  \n"
+    "-2.11400  -0.53738  -0.08811   0.26055   2.19931  \n"
+    "\n"
+    "Coefficients:\n"
+    "            Estimate Std. Error z value Pr(>|z|)   \n"
+    "(Intercept)   12.040      4.510   2.670  0.00759 **\n"
+    "wt            -4.024      1.436  -2.801  0.00509 **\n"
+    "---\n"
+    "Signif. codes:  0 ‘***’ 0.001 ‘**’ 0.01 ‘*’ 0.05 ‘.’ 0.1 ‘ ’ 1\n"
+    "\n"
+    "(Dispersion parameter for binomial family taken to be 1)\n"
+    "\n"
+    "    Null deviance: 43.230  on 31  degrees of freedom\n"
+    "Residual deviance: 19.176  on 30  degrees of freedom\n"
+    "AIC: 23.176\n"
+    "\n"
+    "Number of Fisher Scoring iterations: 6\n"
+    "\n"
 )
 
 # Rscript -e 'anova(lm(mpg ~ wt + hp, data=mtcars))'
 ANOVA = (
-    'Analysis of Variance Table\n'
-    '\n'
-    'Response: mpg\n'
-    '          Df Sum Sq Mean Sq F value    Pr(>F)    \n'
-    'wt         1 847.73  847.73 126.041 4.488e-12 ***\n'
-    'hp         1  83.27   83.27  12.381  0.001451 ** \n'
-    'Residuals 29 195.05    6.73                      \n'
-    '---\n'
-    'Signif. codes:  0 ‘***’ 0.001 ‘**’ 0.01 ‘*’ 0.05 ‘.’ 0.1 ‘ ’ 1\n'
+    "Analysis of Variance Table\n"
+    "\n"
+    "Response: mpg\n"
+    "          Df Sum Sq Mean Sq F value    Pr(>F)    \n"
+    "wt         1 847.73  847.73 126.041 4.488e-12 ***\n"
+    "hp         1  83.27   83.27  12.381  0.001451 ** \n"
+    "Residuals 29 195.05    6.73                      \n"
+    "---\n"
+    "Signif. codes:  0 ‘***’ 0.001 ‘**’ 0.01 ‘*’ 0.05 ‘.’ 0.1 ‘ ’ 1\n"
 )
 
 # Rscript -e 't.test(mpg ~ am, data=mtcars)'
 T_TEST = (
-    '\n'
-    '\tWelch Two Sample t-test\n'
-    '\n'
-    'data:  mpg by am\n'
-    't = -3.7671, df = 18.332, p-value = 0.001374\n'
-    'alternative hypothesis: true difference in means between group 0 and group 1 is not equal to 0\n'
-    '95 percent confidence interval:\n'
-    ' -11.280194  -3.209684\n'
-    'sample estimates:\n'
-    'mean in group 0 mean in group 1 \n'
-    '       17.14737        24.39231 \n'
-    '\n'
+    "\n"
+    "\tWelch Two Sample t-test\n"
+    "\n"
+    "data:  mpg by am\n"
+    "t = -3.7671, df = 18.332, p-value = 0.001374\n"
+    "alternative hypothesis: true difference in means between group 0 and group 1 is not equal to 0\n"
+    "95 percent confidence interval:\n"
+    " -11.280194  -3.209684\n"
+    "sample estimates:\n"
+    "mean in group 0 mean in group 1 \n"
+    "       17.14737        24.39231 \n"
+    "\n"
 )
 
 # Rscript -e 'print(aggregate(mpg ~ cyl, data=mtcars, FUN=mean))'
-AGGREGATE = (
-    '  cyl      mpg\n'
-    '1   4 26.66364\n'
-    '2   6 19.74286\n'
-    '3   8 15.10000\n'
-)
+AGGREGATE = "  cyl      mpg\n1   4 26.66364\n2   6 19.74286\n3   8 15.10000\n"
 
 
 # IRkernel's display_data of an R data.frame (``aictab(cand.set = models, modnames = model.names)``
 # in a public Kaggle notebook, "AIC concept" on mtcars, run with IRkernel; verbatim).
 AICTAB = {
     "text/html": [
-        "<table class=\"dataframe\">\n",
+        '<table class="dataframe">\n',
         "<caption>A aictab: 3 × 8</caption>\n",
         "<thead>\n",
         "\t<tr><th></th><th scope=col>Modnames</th><th scope=col>K</th><th scope=col>AICc</th><th scope=col>Delta_AICc</th>"
@@ -171,7 +166,7 @@ NAMED = {
         "<style>\n",
         ".dl-inline {width: auto; margin:0; padding: 0}\n",
         ".dl-inline>dt, .dl-inline>dd {float: none; width: auto; display: inline-block}\n",
-        ".dl-inline>dt::after {content: \":\\0020\"; padding-right: .5ex}\n",
+        '.dl-inline>dt::after {content: ":\\0020"; padding-right: .5ex}\n',
         ".dl-inline>dt:not(:first-of-type) {padding-left: .5ex}\n",
         "</style><dl class=dl-inline><dt>loss</dt><dd>0.596700251102448</dd><dt>accuracy</dt><dd>0.859835207462311</dd></dl>\n",
     ],
@@ -187,38 +182,48 @@ NAMED = {
 
 # IRkernel's display_data of a number (``mean(is.na(df_numerical$Sunshine))`` in a public Kaggle
 # notebook run with IRkernel; verbatim): the plain text is rounded, the other forms are not.
-SCALAR = {"text/html": ["0.4800976213392"], "text/latex": ["0.4800976213392"], "text/markdown": ["0.4800976213392"],
-          "text/plain": ["[1] 0.4800976"]}  # fmt: skip
+SCALAR = {
+    "text/html": ["0.4800976213392"],
+    "text/latex": ["0.4800976213392"],
+    "text/markdown": ["0.4800976213392"],
+    "text/plain": ["[1] 0.4800976"],
+}
 
 # IRkernel's example-notebooks/Demo.ipynb (github.com/IRkernel/IRkernel, commit 124f234), the
 # output of ``a + b``: a vector of 56 integers (its text/html and text/plain, verbatim).
 VECTOR = {
-    'text/html': [
-        '<style>\n',
-        '.list-inline {list-style: none; margin:0; padding: 0}\n',
-        '.list-inline>li {display: inline-block}\n',
+    "text/html": [
+        "<style>\n",
+        ".list-inline {list-style: none; margin:0; padding: 0}\n",
+        ".list-inline>li {display: inline-block}\n",
         '.list-inline>li:not(:last-child)::after {content: "\\00b7"; padding: 0 .5ex}\n',
-        '</style>\n',
-        ('<ol class=list-inline><li>12</li><li>13</li><li>14</li><li>15</li><li>16</li>'
-            '<li>17</li><li>18</li><li>19</li><li>20</li><li>21</li><li>22</li><li>23</li>'
-            '<li>24</li><li>25</li><li>26</li><li>27</li><li>28</li><li>29</li><li>30</li>'
-            '<li>31</li><li>32</li><li>33</li><li>34</li><li>35</li><li>36</li><li>37</li>'
-            '<li>38</li><li>39</li><li>40</li><li>41</li><li>42</li><li>43</li><li>44</li>'
-            '<li>45</li><li>46</li><li>47</li><li>48</li><li>49</li><li>50</li><li>51</li>'
-            '<li>52</li><li>53</li><li>54</li><li>55</li><li>56</li><li>57</li><li>58</li>'
-            '<li>59</li><li>60</li><li>61</li><li>62</li><li>63</li><li>64</li><li>65</li>'
-            '<li>66</li><li>67</li></ol>\n'),
+        "</style>\n",
+        (
+            "<ol class=list-inline><li>12</li><li>13</li><li>14</li><li>15</li><li>16</li>"
+            "<li>17</li><li>18</li><li>19</li><li>20</li><li>21</li><li>22</li><li>23</li>"
+            "<li>24</li><li>25</li><li>26</li><li>27</li><li>28</li><li>29</li><li>30</li>"
+            "<li>31</li><li>32</li><li>33</li><li>34</li><li>35</li><li>36</li><li>37</li>"
+            "<li>38</li><li>39</li><li>40</li><li>41</li><li>42</li><li>43</li><li>44</li>"
+            "<li>45</li><li>46</li><li>47</li><li>48</li><li>49</li><li>50</li><li>51</li>"
+            "<li>52</li><li>53</li><li>54</li><li>55</li><li>56</li><li>57</li><li>58</li>"
+            "<li>59</li><li>60</li><li>61</li><li>62</li><li>63</li><li>64</li><li>65</li>"
+            "<li>66</li><li>67</li></ol>\n"
+        ),
     ],
-    'text/plain': [
-        ' [1] 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36\n',
-        '[26] 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61\n',
-        '[51] 62 63 64 65 66 67',
+    "text/plain": [
+        " [1] 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36\n",
+        "[26] 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61\n",
+        "[51] 62 63 64 65 66 67",
     ],
 }
 
 # IRkernel's example-notebooks/Display.ipynb (same commit), ``options('jupyter.plot_mimetypes')``: LaTeX.
-PLOT_MIMETYPES_LATEX = ["\\textbf{\\$jupyter.plot\\_mimetypes} = \\begin{enumerate*}\n", "\\item 'text/plain'\n",
-                        "\\item 'image/png'\n", "\\end{enumerate*}\n"]  # fmt: skip
+PLOT_MIMETYPES_LATEX = [
+    "\\textbf{\\$jupyter.plot\\_mimetypes} = \\begin{enumerate*}\n",
+    "\\item 'text/plain'\n",
+    "\\item 'image/png'\n",
+    "\\end{enumerate*}\n",
+]
 
 AICTAB_TABLE = (
     ("", "Modnames", "K", "AICc", "Delta_AICc", "ModelLik", "AICcWt", "LL", "…"),
@@ -229,7 +234,11 @@ AICTAB_TABLE = (
 
 
 def display(data: dict[str, list[str]], *keep: str) -> dict:
-    return {"output_type": "display_data", "metadata": {}, "data": {k: v for k, v in data.items() if not keep or k in keep}}
+    return {
+        "output_type": "display_data",
+        "metadata": {},
+        "data": {k: v for k, v in data.items() if not keep or k in keep},
+    }
 
 
 def test_an_lm_summary_is_its_coefficient_table_and_named_statistics() -> None:
@@ -243,9 +252,12 @@ def test_an_lm_summary_is_its_coefficient_table_and_named_statistics() -> None:
         ("hp", "-0.03177", "0.00903", "-3.519", "0.00145"),
     )  # every coefficient, not cut after the intercept; the significance stars dropped
     assert [(value.name, value.text) for value in stats] == [
-        ("Residual standard error", "2.593 on 29 degrees of freedom"), ("Multiple R-squared", "0.8268"),
-        ("Adjusted R-squared", "0.8148"), ("F-statistic", "69.21 on 2 and 29 DF"), ("p-value", "9.109e-12"),
-    ]  # fmt: skip
+        ("Residual standard error", "2.593 on 29 degrees of freedom"),
+        ("Multiple R-squared", "0.8268"),
+        ("Adjusted R-squared", "0.8148"),
+        ("F-statistic", "69.21 on 2 and 29 DF"),
+        ("p-value", "9.109e-12"),
+    ]
     assert rest.strip() == ""  # the call, residuals and signif. codes are not left as text lines
 
 
@@ -257,9 +269,10 @@ def test_a_glm_summary_keeps_its_z_values_deviances_and_aic() -> None:
         ("wt", "-4.024", "1.436", "-2.801", "0.00509"),
     )
     assert [(value.name, value.text) for value in values[1:]] == [
-        ("Null deviance", "43.230 on 31 degrees of freedom"), ("Residual deviance", "19.176 on 30 degrees of freedom"),
+        ("Null deviance", "43.230 on 31 degrees of freedom"),
+        ("Residual deviance", "19.176 on 30 degrees of freedom"),
         ("AIC", "23.176"),
-    ]  # fmt: skip
+    ]
     assert rest.strip() == ""
 
 
@@ -278,10 +291,14 @@ def test_an_anova_table_keeps_its_header_and_the_residuals_row() -> None:
 def test_a_t_test_gives_its_statistic_interval_and_estimates_as_named_values() -> None:
     rest, values = printed_values(T_TEST, "r")
     assert [(value.name, value.text) for value in values] == [
-        ("test", "Welch Two Sample t-test (mpg by am)"), ("t", "-3.7671"), ("df", "18.332"), ("p-value", "0.001374"),
+        ("test", "Welch Two Sample t-test (mpg by am)"),
+        ("t", "-3.7671"),
+        ("df", "18.332"),
+        ("p-value", "0.001374"),
         ("95 percent confidence interval", "-11.280194 to -3.209684"),
-        ("mean in group 0", "17.14737"), ("mean in group 1", "24.39231"),
-    ]  # fmt: skip
+        ("mean in group 0", "17.14737"),
+        ("mean in group 1", "24.39231"),
+    ]
     assert all(value.origin == "printed" and value.table is None for value in values)
     assert rest.strip() == ""
 
@@ -297,8 +314,9 @@ def test_r_summaries_printed_by_rpy2_are_read_the_same() -> None:
     pytest.importorskip("rpy2.robjects")
     # in a process of its own, like the kernel a %%R cell runs in: R embedded in a test worker that
     # has loaded numpy's BLAS may fail to load its LAPACK routines
-    printing = ("import rpy2.robjects as r\n"
-                "print('\\n'.join(r.r('capture.output(summary(lm(mpg ~ wt + hp, data=mtcars)))')))")  # fmt: skip
+    printing = (
+        "import rpy2.robjects as r\nprint('\\n'.join(r.r('capture.output(summary(lm(mpg ~ wt + hp, data=mtcars)))')))"
+    )
     done = subprocess.run([sys.executable, "-c", printing], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     text = done.stdout
@@ -318,7 +336,9 @@ def test_an_irkernel_data_frame_is_a_table_from_its_html_or_its_markdown() -> No
 
 
 def test_an_irkernel_named_vector_is_named_text_from_its_html_or_latex() -> None:
-    assert [v.text for v in output_values(display(NAMED), "r")] == ["loss: 0.596700251102448; accuracy: 0.859835207462311"]
+    assert [v.text for v in output_values(display(NAMED), "r")] == [
+        "loss: 0.596700251102448; accuracy: 0.859835207462311"
+    ]
     latex = output_values(display(NAMED, "text/latex", "text/markdown", "text/plain"), "r")
     assert [v.text for v in latex] == ["loss: 0.596700251102448; accuracy: 0.859835207462311"]
 
@@ -327,7 +347,9 @@ def test_an_irkernel_number_is_its_full_value_and_plain_text_drops_the_index() -
     assert [v.text for v in output_values(display(SCALAR), "r")] == ["0.4800976213392"]
     assert [v.text for v in output_values(display(SCALAR, "text/plain"), "r")] == ["0.4800976"]
     # sum(1:10) as IRkernel sends it (the shape of SCALAR): 55 is a value, not "no key findings"
-    assert [v.text for v in output_values({"output_type": "display_data", "data": {"text/plain": "[1] 55"}}, "r")] == ["55"]
+    assert [v.text for v in output_values({"output_type": "display_data", "data": {"text/plain": "[1] 55"}}, "r")] == [
+        "55"
+    ]
 
 
 def test_an_irkernel_vector_is_a_short_list() -> None:
@@ -342,12 +364,15 @@ def test_an_irkernel_vector_is_a_short_list() -> None:
     assert listed.text == "12, 13, 14, 15, 16, 17, 18, 19, 20, 21, …"
 
 
-@pytest.mark.parametrize(("latex", "text"), [
-    ("".join(PLOT_MIMETYPES_LATEX), "text/plain, image/png"),
-    (r"$\hat{\beta} = \frac{3}{4}$", "β = 3/4"),
-    (r"\textbf{RMSE} = $0.52 \pm 0.03$", "RMSE = 0.52 ± 0.03"),
-    (r"\textbackslash{}\%", "%"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("latex", "text"),
+    [
+        ("".join(PLOT_MIMETYPES_LATEX), "text/plain, image/png"),
+        (r"$\hat{\beta} = \frac{3}{4}$", "β = 3/4"),
+        (r"\textbf{RMSE} = $0.52 \pm 0.03$", "RMSE = 0.52 ± 0.03"),
+        (r"\textbackslash{}\%", "%"),
+    ],
+)
 def test_latex_is_reduced_to_words_and_numbers(latex: str, text: str) -> None:
     assert latex_text(latex) == text
 
@@ -376,6 +401,8 @@ COEF_MATRIX = (
 def test_a_coefficient_matrix_printed_alone_is_the_coefficients_table() -> None:
     rest, (value,) = printed_values("Slope of weight:\n" + COEF_MATRIX, "r")
     assert value.name == "Coefficients" and rest == "Slope of weight:"
-    assert value.table == (("", "Estimate", "Std. Error", "t value", "Pr(>|t|)"),
-                           ("(Intercept)", "37.29", "1.878", "19.86", "8.242e-19"),
-                           ("wt", "-5.344", "0.5591", "-9.559", "1.294e-10"))  # fmt: skip
+    assert value.table == (
+        ("", "Estimate", "Std. Error", "t value", "Pr(>|t|)"),
+        ("(Intercept)", "37.29", "1.878", "19.86", "8.242e-19"),
+        ("wt", "-5.344", "0.5591", "-9.559", "1.294e-10"),
+    )

@@ -42,17 +42,27 @@ def recorded(harness: Harness) -> dict[str, Any]:
     runs: dict[str, Any] = {"session": session}
     runs["load"] = harness.call(session, "load_dataset", path=session.upload(SALES), name="sales")
     runs["summary"] = harness.call(
-        session, "run_code", dataset_name="sales", save_as="by_region", label="revenue-by-region",
+        session,
+        "run_code",
+        dataset_name="sales",
+        save_as="by_region",
+        label="revenue-by-region",
         code="output_df = df.groupby('region', as_index=False)['revenue'].sum()\nprint(len(output_df), 'regions')",
-    )  # fmt: skip
-    runs["failed"] = harness.call(session, "run_code", dataset_name="sales", label="growth",
-                                  code="growth = df['profit'].sum()")  # fmt: skip
-    runs["fixed"] = harness.call(session, "run_code", dataset_name="sales", label="growth",
-                                 code="result = {'total': float(df['revenue'].sum())}")  # fmt: skip
+    )
+    runs["failed"] = harness.call(
+        session, "run_code", dataset_name="sales", label="growth", code="growth = df['profit'].sum()"
+    )
+    runs["fixed"] = harness.call(
+        session, "run_code", dataset_name="sales", label="growth", code="result = {'total': float(df['revenue'].sum())}"
+    )
     runs["chart"] = harness.call(
-        session, "run_code", dataset_name="sales", label="monthly-revenue", purpose="visualization",
+        session,
+        "run_code",
+        dataset_name="sales",
+        label="monthly-revenue",
+        purpose="visualization",
         code="import matplotlib.pyplot as plt\ndf.groupby('month')['revenue'].sum().plot()\n",
-    )  # fmt: skip
+    )
     assert not runs["failed"].success and all(runs[k].success for k in ("load", "summary", "fixed", "chart"))
     return runs
 
@@ -70,7 +80,9 @@ def test_steps_are_the_executions_in_order_with_the_retry(harness: Harness, reco
     assert fixed.retry_of == failed.id and fixed.result == {"total": pytest.approx(2857565.0)}
     assert chart.purpose == "visualization" and chart.label == "monthly-revenue"
     assert {s.language for s in data.steps} == {"python"} and {s.tool_name for s in data.steps} == {"run_code"}
-    assert not any(s.rolled_back for s in data.steps) and all(s.created_at and s.duration_ms is not None for s in data.steps)
+    assert not any(s.rolled_back for s in data.steps) and all(
+        s.created_at and s.duration_ms is not None for s in data.steps
+    )
 
 
 def test_charts_datasets_and_tool_calls(harness: Harness, recorded: dict[str, Any]) -> None:
@@ -94,8 +106,13 @@ def test_a_dataframe_a_session_step_displayed_is_a_table_finding(harness: Harnes
     and the report shows it as a bounded table under the step's label, not a flattened line."""
     session = harness.runtime.create_session()
     harness.call(session, "load_dataset", path=session.upload(SALES), name="sales")
-    shown = harness.call(session, "run_code", dataset_name="sales", label="revenue by region",
-                         code="df.groupby('region')[['revenue']].sum().sort_values('revenue', ascending=False)")
+    shown = harness.call(
+        session,
+        "run_code",
+        dataset_name="sales",
+        label="revenue by region",
+        code="df.groupby('region')[['revenue']].sum().sort_values('revenue', ascending=False)",
+    )
     assert shown.success, shown.error
     data = from_session(harness.runtime.store, session.id, session.workspace.root)
     (step,) = data.steps
@@ -120,8 +137,14 @@ def store(tmp_path: Path) -> Iterator[HistoryStore]:
     opened.close()
 
 
-def record_step(store: HistoryStore, session_id: str, workspace: Path, files: list[tuple[str, str, str]],
-                write: bool = True, status: str = "succeeded") -> str:  # fmt: skip
+def record_step(
+    store: HistoryStore,
+    session_id: str,
+    workspace: Path,
+    files: list[tuple[str, str, str]],
+    write: bool = True,
+    status: str = "succeeded",
+) -> str:
     """One run_code-like call whose execution made ``files`` ([(path, format, kind)])."""
     call = store.start_tool_call(session_id, "run_code", {"code": "..."})
     for path, _, _ in files:
@@ -130,17 +153,28 @@ def record_step(store: HistoryStore, session_id: str, workspace: Path, files: li
             (workspace / path).write_bytes(PNG)
     execution = {"language": "python", "code": "...", "status": status}
     artifacts = [{"name": Path(p).name, "path": p, "format": f, "kind": k} for p, f, k in files]
-    return store.finish_tool_call(call["id"], status=status, execution=execution, artifacts=artifacts)["execution"]["id"]
+    return store.finish_tool_call(call["id"], status=status, execution=execution, artifacts=artifacts)["execution"][
+        "id"
+    ]
 
 
 def test_which_artifacts_are_charts(store: HistoryStore, tmp_path: Path) -> None:
     session_id, workspace = store.create_session()["id"], tmp_path / "ws"
-    record_step(store, session_id, workspace, [
-        ("artifacts/fit.png", "png", "chart"), ("artifacts/fit.pdf", "pdf", "file"),
-        ("artifacts/map.html", "html", "file"), ("artifacts/trend.plotly.json", "json", "file"),
-        ("artifacts/table.csv", "csv", "file"), ("artifacts/config.json", "json", "file"),
-        ("artifacts/photo.JPEG", "JPEG", "chart"), ("reports/report-1.html", "html", "report"),
-    ])  # fmt: skip
+    record_step(
+        store,
+        session_id,
+        workspace,
+        [
+            ("artifacts/fit.png", "png", "chart"),
+            ("artifacts/fit.pdf", "pdf", "file"),
+            ("artifacts/map.html", "html", "file"),
+            ("artifacts/trend.plotly.json", "json", "file"),
+            ("artifacts/table.csv", "csv", "file"),
+            ("artifacts/config.json", "json", "file"),
+            ("artifacts/photo.JPEG", "JPEG", "chart"),
+            ("reports/report-1.html", "html", "report"),
+        ],
+    )
     record_step(store, session_id, workspace, [("artifacts/gone.png", "png", "chart")], write=False)
     record_step(store, session_id, workspace, [("../outside.png", "png", "chart")])
     (tmp_path / "outside.png").write_bytes(PNG)
@@ -206,7 +240,9 @@ def test_a_version_2_database_gains_the_preference_tables(tmp_path: Path) -> Non
         store.close()
     with closing(sqlite3.connect(path)) as raw:
         assert [row[0] for row in raw.execute("SELECT version FROM schema_version")] == [schema.SCHEMA_VERSION]
-        assert raw.execute("SELECT name FROM sqlite_master WHERE name = 'ix_events_turn_id'").fetchone() == ("ix_events_turn_id",)
+        assert raw.execute("SELECT name FROM sqlite_master WHERE name = 'ix_events_turn_id'").fetchone() == (
+            "ix_events_turn_id",
+        )
 
 
 # notebooks
@@ -223,7 +259,11 @@ def test_the_example_notebook(tmp_path: Path) -> None:
     assert [s.id for s in data.steps] == [c.id for c in code_cells]
     assert [s.code for s in data.steps] == [c.source for c in code_cells]
     (failed,) = [s for s in data.steps if s.status == "failed"]
-    assert failed.error["code"] == "CODE_ERROR" and failed.error["message"].startswith("KeyError") and "profit" in failed.error["message"]
+    assert (
+        failed.error["code"] == "CODE_ERROR"
+        and failed.error["message"].startswith("KeyError")
+        and "profit" in failed.error["message"]
+    )
     assert "Traceback" not in str(failed.error) and failed.result is None
     assert data.steps[0].label == "load-data" and data.steps[0].stdout.startswith("144 rows")
     assert data.steps[1].label == "Revenue by region" and data.steps[-1].label == "Total revenue"
@@ -243,21 +283,34 @@ def small_notebook(cells: list[Any], language: str = "python") -> Any:
 
 
 def image_output(*mimes: str, output_type: str = "display_data") -> Any:
-    payload = {"image/png": base64.b64encode(PNG).decode(), "image/jpeg": base64.b64encode(b"\xff\xd8jpeg").decode(),
-               "image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg'/>",
-               "application/vnd.plotly.v1+json": {"data": [], "layout": {}}}  # fmt: skip
-    return new_output(output_type, data={m: payload[m] for m in mimes},
-                      **({"execution_count": 1} if output_type == "execute_result" else {}))  # fmt: skip
+    payload = {
+        "image/png": base64.b64encode(PNG).decode(),
+        "image/jpeg": base64.b64encode(b"\xff\xd8jpeg").decode(),
+        "image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg'/>",
+        "application/vnd.plotly.v1+json": {"data": [], "layout": {}},
+    }
+    return new_output(
+        output_type,
+        data={m: payload[m] for m in mimes},
+        **({"execution_count": 1} if output_type == "execute_result" else {}),
+    )
 
 
 @pytest.mark.parametrize(
     ("text", "result"),
-    [("42", "42"), ("'East'", "'East'"), ("<Figure size 640x480 with 1 Axes>", None),
-     ("[<matplotlib.lines.Line2D at 0x7f>]", None), ("x" * 500, None), ("a\nb\nc\nd\ne", None)],
-)  # fmt: skip
+    [
+        ("42", "42"),
+        ("'East'", "'East'"),
+        ("<Figure size 640x480 with 1 Axes>", None),
+        ("[<matplotlib.lines.Line2D at 0x7f>]", None),
+        ("x" * 500, None),
+        ("a\nb\nc\nd\ne", None),
+    ],
+)
 def test_only_a_short_last_expression_is_a_result(tmp_path: Path, text: str, result: str | None) -> None:
-    cell = new_code_cell("value", execution_count=1,
-                         outputs=[new_output("execute_result", data={"text/plain": text}, execution_count=1)])  # fmt: skip
+    cell = new_code_cell(
+        "value", execution_count=1, outputs=[new_output("execute_result", data={"text/plain": text}, execution_count=1)]
+    )
     path = tmp_path / "nb.ipynb"
     nbformat.write(small_notebook([cell]), path)
     assert from_notebook(path, files_dir=tmp_path / "f")[0].steps[0].result == result
@@ -266,16 +319,28 @@ def test_only_a_short_last_expression_is_a_result(tmp_path: Path, text: str, res
 def test_cells_that_never_ran_charts_names_and_language(tmp_path: Path) -> None:
     cells = [
         new_markdown_cell("Intro without a heading"),
-        new_code_cell("# label: Fit Plot\nplot()", execution_count=1,
-                      outputs=[image_output("image/png", "image/svg+xml")]),  # fmt: skip
-        new_code_cell("# 月度 趋势\nplot(); plot()", execution_count=2,
-                      outputs=[image_output("image/png"), image_output("image/jpeg", output_type="execute_result")]),  # fmt: skip
-        new_code_cell("# Fit plot\nplotly()", execution_count=3, outputs=[image_output("application/vnd.plotly.v1+json")]),
+        new_code_cell(
+            "# label: Fit Plot\nplot()", execution_count=1, outputs=[image_output("image/png", "image/svg+xml")]
+        ),
+        new_code_cell(
+            "# 月度 趋势\nplot(); plot()",
+            execution_count=2,
+            outputs=[image_output("image/png"), image_output("image/jpeg", output_type="execute_result")],
+        ),
+        new_code_cell(
+            "# Fit plot\nplotly()", execution_count=3, outputs=[image_output("application/vnd.plotly.v1+json")]
+        ),
         new_code_cell("cat('never ran')"),
         new_code_cell("   \n"),  # empty: not a step
-        new_code_cell("plot()", execution_count=5, outputs=[
-            new_output("stream", name="stdout", text=["a\n", "b\n"]), new_output("stream", name="stderr", text="warn\n"),
-            image_output("image/png")]),  # fmt: skip
+        new_code_cell(
+            "plot()",
+            execution_count=5,
+            outputs=[
+                new_output("stream", name="stdout", text=["a\n", "b\n"]),
+                new_output("stream", name="stderr", text="warn\n"),
+                image_output("image/png"),
+            ],
+        ),
     ]
     path = tmp_path / "analysis.ipynb"
     nbformat.write(small_notebook(cells, language="R"), path)
@@ -288,8 +353,13 @@ def test_cells_that_never_ran_charts_names_and_language(tmp_path: Path) -> None:
     assert [s.label for s in data.steps] == ["Fit Plot", "月度 趋势", "Fit plot (2)", None, None]
     assert data.steps[4].stdout == "a\nb\n" and data.steps[4].stderr == "warn\n"
     assert [c.name for c in data.charts] == [
-        "fit-plot.png", "fit-plot.svg", "月度-趋势-1.png", "月度-趋势-2.jpg", "fit-plot-2.plotly.json", "cell-7.png",
-    ]  # fmt: skip
+        "fit-plot.png",
+        "fit-plot.svg",
+        "月度-趋势-1.png",
+        "月度-趋势-2.jpg",
+        "fit-plot-2.plotly.json",
+        "cell-7.png",
+    ]
     assert [c.order for c in data.charts] == list(range(6))
     assert (files / "fit-plot.svg").read_text().startswith("<svg") and (files / "fit-plot.png").read_bytes() == PNG
     assert (files / "fit-plot-2.plotly.json").read_text() == '{"data": [], "layout": {}}'
@@ -306,7 +376,7 @@ def test_cells_that_never_ran_charts_names_and_language(tmp_path: Path) -> None:
         ("# Title\n# label: fixed-name\nx = 1", "fixed-name"),
         ("#\n#   Spaced   out  \nx", "Spaced   out"),
     ],
-)  # fmt: skip
+)
 def test_cell_labels(tmp_path: Path, source: str, label: str | None) -> None:
     path = tmp_path / "nb.ipynb"
     nbformat.write(small_notebook([new_code_cell(source, execution_count=1)]), path)
@@ -315,9 +385,12 @@ def test_cell_labels(tmp_path: Path, source: str, label: str | None) -> None:
 
 @pytest.mark.parametrize(
     ("content", "code"),
-    [(None, ErrorCode.NOT_FOUND), (b"not json at all", ErrorCode.INVALID_ARGUMENT),
-     (b'{"cells": 5}', ErrorCode.INVALID_ARGUMENT)],
-)  # fmt: skip
+    [
+        (None, ErrorCode.NOT_FOUND),
+        (b"not json at all", ErrorCode.INVALID_ARGUMENT),
+        (b'{"cells": 5}', ErrorCode.INVALID_ARGUMENT),
+    ],
+)
 def test_unreadable_notebooks(tmp_path: Path, content: bytes | None, code: ErrorCode) -> None:
     path = tmp_path / "broken.ipynb"
     if content is not None:
@@ -332,14 +405,20 @@ def test_execute_runs_a_copy_next_to_the_data(tmp_path: Path) -> None:
     (tmp_path / "data.csv").write_text("x,y\n1,2\n3,4\n", encoding="utf-8")
     cells = [
         new_markdown_cell("# Executed"),
-        new_code_cell("# label: read\nimport pandas as pd\nframe = pd.read_csv('data.csv')\nprint(int(frame['y'].sum()))"),
+        new_code_cell(
+            "# label: read\nimport pandas as pd\nframe = pd.read_csv('data.csv')\nprint(int(frame['y'].sum()))"
+        ),
         new_code_cell("# label: plot\nimport matplotlib.pyplot as plt\nframe.plot(x='x', y='y')\nplt.show()"),
         new_code_cell("1 / 0"),
         new_code_cell("len(frame)"),
     ]
     notebook = tmp_path / "fresh.ipynb"
-    nbformat.write(new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                                      "language": "python"}}), notebook)  # fmt: skip
+    nbformat.write(
+        new_notebook(
+            cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+        ),
+        notebook,
+    )
     before = notebook.read_bytes()
 
     data, files = from_notebook(notebook, execute=True, timeout_s=120, files_dir=tmp_path / "out")
@@ -369,8 +448,9 @@ def test_a_huge_text_output_is_read_as_its_head_and_tail(tmp_path: Path) -> None
     from nini.report.sources import LONG_OUTPUT_CHARS, from_notebook
 
     printed = "first line\n" + "x" * (3 * LONG_OUTPUT_CHARS) + "\ngrand total: 42\n"
-    cell = new_code_cell("# totals\nprint(everything)", execution_count=1,
-                         outputs=[new_output("stream", name="stdout", text=printed)])  # fmt: skip
+    cell = new_code_cell(
+        "# totals\nprint(everything)", execution_count=1, outputs=[new_output("stream", name="stdout", text=printed)]
+    )
     path = tmp_path / "huge.ipynb"
     nbformat.write(new_notebook(cells=[cell]), path)
     data, _files = from_notebook(path, files_dir=tmp_path / "files")
@@ -384,8 +464,10 @@ def test_a_huge_text_output_is_read_as_its_head_and_tail(tmp_path: Path) -> None
 
 
 def write(tmp_path: Path, cells: list[Any], name: str = "nb.ipynb", **metadata: Any) -> Path:
-    notebook = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                                  "language": "python"}, **metadata})  # fmt: skip
+    notebook = new_notebook(
+        cells=cells,
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}, **metadata},
+    )
     nbformat.validate(notebook)
     path = tmp_path / name
     nbformat.write(notebook, path)
@@ -421,8 +503,11 @@ def test_cells_are_numbered_among_all_cells_under_their_nearest_heading(tmp_path
 
 
 def test_a_cell_never_run_fails_only_in_a_notebook_that_ran(tmp_path: Path) -> None:
-    ran = [new_code_cell("x = 1", execution_count=1), new_code_cell("print(x)"),
-           new_code_cell("y = 2", execution_count=3)]  # fmt: skip
+    ran = [
+        new_code_cell("x = 1", execution_count=1),
+        new_code_cell("print(x)"),
+        new_code_cell("y = 2", execution_count=3),
+    ]
     data, _ = from_notebook(write(tmp_path, ran, "ran.ipynb"), files_dir=tmp_path / "f1")
     assert [s.status for s in data.steps] == ["succeeded", "failed", "succeeded"]
     assert data.steps[1].error["code"] == "NOT_EXECUTED" and data.steps[1].cell == 2
@@ -434,18 +519,24 @@ def test_a_cell_never_run_fails_only_in_a_notebook_that_ran(tmp_path: Path) -> N
 def test_r_magic_cells_and_r_kernel_notebooks_are_r_steps(tmp_path: Path) -> None:
     cells = [
         new_code_cell("%load_ext rpy2.ipython", execution_count=1),
-        new_code_cell("%%R -i df -o fit\n# Fit a linear model\nfit <- lm(y ~ x, data = df)\nsummary(fit)", execution_count=2,
-                      outputs=[new_output("stream", name="stdout", text="Call:\nlm(formula = y ~ x, data = df)\n")]),
+        new_code_cell(
+            "%%R -i df -o fit\n# Fit a linear model\nfit <- lm(y ~ x, data = df)\nsummary(fit)",
+            execution_count=2,
+            outputs=[new_output("stream", name="stdout", text="Call:\nlm(formula = y ~ x, data = df)\n")],
+        ),
         new_code_cell("print(fit)", execution_count=3),
-    ]  # fmt: skip
+    ]
     data, _ = from_notebook(write(tmp_path, cells, "magic.ipynb"), files_dir=tmp_path / "f1")
     assert [s.language for s in data.steps] == ["python", "r", "python"]
     assert data.steps[1].label == "Fit a linear model"  # the comment under the cell magic names it
     ir = {"kernelspec": {"name": "ir", "display_name": "R", "language": "R"}, "language_info": {"name": "R"}}
-    value = new_output("display_data", data={"text/plain": "[1] 55", "text/html": "55", "text/markdown": "55",
-                                             "text/latex": "55"})  # fmt: skip
+    value = new_output(
+        "display_data", data={"text/plain": "[1] 55", "text/html": "55", "text/markdown": "55", "text/latex": "55"}
+    )
     path = tmp_path / "irkernel.ipynb"
-    nbformat.write(new_notebook(cells=[new_code_cell("sum(1:10)", execution_count=1, outputs=[value])], metadata=ir), path)
+    nbformat.write(
+        new_notebook(cells=[new_code_cell("sum(1:10)", execution_count=1, outputs=[value])], metadata=ir), path
+    )
     (step,) = from_notebook(path, files_dir=tmp_path / "f2")[0].steps
     assert step.language == "r" and step.values and step.values[-1].name == "sum(1:10)"
     assert any("55" in (v.text or "") for v in step.values)  # IRkernel's display_data is a value
@@ -453,11 +544,17 @@ def test_r_magic_cells_and_r_kernel_notebooks_are_r_steps(tmp_path: Path) -> Non
 
 def test_values_are_the_outputs_in_order_with_the_last_expression_named(tmp_path: Path) -> None:
     frame = "<table><thead><tr><th></th><th>revenue</th></tr></thead><tbody><tr><th>East</th><td>948035.0</td></tr></tbody></table>"
-    cells = [new_code_cell("print('rows:', 3)\nshow(frame)\nscore", execution_count=1, outputs=[
-        new_output("stream", name="stdout", text="rows: 3\n"),
-        new_output("display_data", data={"text/html": frame, "text/plain": "      revenue\nEast  948035.0"}),
-        new_output("execute_result", data={"text/plain": "0.9421"}, execution_count=1),
-    ])]  # fmt: skip
+    cells = [
+        new_code_cell(
+            "print('rows:', 3)\nshow(frame)\nscore",
+            execution_count=1,
+            outputs=[
+                new_output("stream", name="stdout", text="rows: 3\n"),
+                new_output("display_data", data={"text/html": frame, "text/plain": "      revenue\nEast  948035.0"}),
+                new_output("execute_result", data={"text/plain": "0.9421"}, execution_count=1),
+            ],
+        )
+    ]
     (step,) = from_notebook(write(tmp_path, cells), files_dir=tmp_path / "f")[0].steps
     shown, result = step.values
     assert shown.table is not None and shown.table[1][0] == "East" and shown.origin == "display" and shown.name is None
@@ -468,24 +565,70 @@ def test_values_are_the_outputs_in_order_with_the_last_expression_named(tmp_path
     ("cells", "metadata", "name", "title"),
     [
         ([new_markdown_cell("# Heading")], {"title": "Housing <i>prices</i>"}, "nb", "Housing prices"),
-        ([nbformat.v4.new_raw_cell('---\ntitle: "Quarto report"\nformat: html\n---'), new_markdown_cell("# Other")],
-         {}, "nb", "Quarto report"),
-        ([new_markdown_cell('# [![Binder](https://mybinder.org/badge.svg)](https://x) Sales <a href="https://x">study</a>')],
-         {}, "nb", "Sales study"),
+        (
+            [nbformat.v4.new_raw_cell('---\ntitle: "Quarto report"\nformat: html\n---'), new_markdown_cell("# Other")],
+            {},
+            "nb",
+            "Quarto report",
+        ),
+        (
+            [
+                new_markdown_cell(
+                    '# [![Binder](https://mybinder.org/badge.svg)](https://x) Sales <a href="https://x">study</a>'
+                )
+            ],
+            {},
+            "nb",
+            "Sales study",
+        ),
         # level-1 headings after the first code are chapters, not the title
-        ([new_markdown_cell("Intro"), new_code_cell("import sys", execution_count=1), new_markdown_cell("# Get the Data"),
-          new_markdown_cell("# Setup")], {}, "02_end_to_end_machine_learning_project", "02 end to end machine learning project"),
-        ([new_markdown_cell("**Chapter 2 – End-to-end Machine Learning project**"),
-          new_markdown_cell("<table><td><a href='x'><img src='badge.svg'/></a></td></table>"),
-          new_code_cell("print(1)", execution_count=1), new_markdown_cell("# Get the Data")],
-         {}, "02_end_to_end", "Chapter 2 – End-to-end Machine Learning project"),
-        ([new_markdown_cell("## Only a level-2 heading"), new_code_cell("1", execution_count=1)], {}, "sales-q3", "Sales q3"),
+        (
+            [
+                new_markdown_cell("Intro"),
+                new_code_cell("import sys", execution_count=1),
+                new_markdown_cell("# Get the Data"),
+                new_markdown_cell("# Setup"),
+            ],
+            {},
+            "02_end_to_end_machine_learning_project",
+            "02 end to end machine learning project",
+        ),
+        (
+            [
+                new_markdown_cell("**Chapter 2 – End-to-end Machine Learning project**"),
+                new_markdown_cell("<table><td><a href='x'><img src='badge.svg'/></a></td></table>"),
+                new_code_cell("print(1)", execution_count=1),
+                new_markdown_cell("# Get the Data"),
+            ],
+            {},
+            "02_end_to_end",
+            "Chapter 2 – End-to-end Machine Learning project",
+        ),
+        (
+            [new_markdown_cell("## Only a level-2 heading"), new_code_cell("1", execution_count=1)],
+            {},
+            "sales-q3",
+            "Sales q3",
+        ),
         # handson-ml3's chapter 8: the bold line opens it, "# Setup" comes before the first code
-        ([new_markdown_cell("**Chapter 8 – Dimensionality Reduction**"), new_markdown_cell("# Setup"),
-          new_code_cell("import sys", execution_count=1)], {}, "08_dimensionality_reduction", "Chapter 8 – Dimensionality Reduction"),
-        ([new_markdown_cell("# Setup"), new_code_cell("import sys", execution_count=1)], {}, "churn_model", "Churn model"),
+        (
+            [
+                new_markdown_cell("**Chapter 8 – Dimensionality Reduction**"),
+                new_markdown_cell("# Setup"),
+                new_code_cell("import sys", execution_count=1),
+            ],
+            {},
+            "08_dimensionality_reduction",
+            "Chapter 8 – Dimensionality Reduction",
+        ),
+        (
+            [new_markdown_cell("# Setup"), new_code_cell("import sys", execution_count=1)],
+            {},
+            "churn_model",
+            "Churn model",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_title(tmp_path: Path, cells: list[Any], metadata: dict, name: str, title: str) -> None:
     data, _ = from_notebook(write(tmp_path, cells, f"{name}.ipynb", **metadata), files_dir=tmp_path / "f")
     assert data.title == title
@@ -498,24 +641,51 @@ LONG = " ".join(f"Sentence {n} of the closing remarks." for n in range(120))
     ("cells", "expected"),
     [
         # the section's Markdown cells up to the next heading of its level, code cells skipped, HTML stripped
-        ([new_markdown_cell("# Study"), new_markdown_cell("## Results\nThe RMSE is 0.5."),
-          new_markdown_cell("## Conclusion\n\nThe model <b>works</b>. ![chart](a.png)"), new_code_cell("x = 1"),
-          new_markdown_cell("- lower prices\n- more data\n\n### Caveats\nSmall sample."),
-          new_markdown_cell("## Exercises\nTry it yourself.")],
-         "The model works.\n\n- lower prices\n- more data\n\nCaveats\nSmall sample."),
-        ([new_markdown_cell("# 分析"), new_markdown_cell("## 五、结论与建议\n华东收入最高。\n\n## 附录\n无")], "华东收入最高。"),
-        ([new_markdown_cell("## Results\nThe RMSE is 0.5 on the test set."), new_code_cell("rmse")], "The RMSE is 0.5 on the test set."),
+        (
+            [
+                new_markdown_cell("# Study"),
+                new_markdown_cell("## Results\nThe RMSE is 0.5."),
+                new_markdown_cell("## Conclusion\n\nThe model <b>works</b>. ![chart](a.png)"),
+                new_code_cell("x = 1"),
+                new_markdown_cell("- lower prices\n- more data\n\n### Caveats\nSmall sample."),
+                new_markdown_cell("## Exercises\nTry it yourself."),
+            ],
+            "The model works.\n\n- lower prices\n- more data\n\nCaveats\nSmall sample.",
+        ),
+        (
+            [new_markdown_cell("# 分析"), new_markdown_cell("## 五、结论与建议\n华东收入最高。\n\n## 附录\n无")],
+            "华东收入最高。",
+        ),
+        (
+            [new_markdown_cell("## Results\nThe RMSE is 0.5 on the test set."), new_code_cell("rmse")],
+            "The RMSE is 0.5 on the test set.",
+        ),
         # rasbt's chapter 2: a line of prose is not a concluding section
-        ([new_markdown_cell("Check recommended package versions:"), new_code_cell("check_packages(d)"),
-          new_markdown_cell("# Summary of the data types")], None),
+        (
+            [
+                new_markdown_cell("Check recommended package versions:"),
+                new_code_cell("check_packages(d)"),
+                new_markdown_cell("# Summary of the data types"),
+            ],
+            None,
+        ),
         ([new_markdown_cell("## Conclusion"), new_markdown_cell("## Appendix\nmore")], None),  # an empty section
         # rasbt's chapter 2 closes with "# Summary", "..." and, past a rule, a note on the next cell
-        ([new_markdown_cell("# Summary"), new_markdown_cell("..."),
-          new_markdown_cell("--- \n\nReaders may ignore the following cell"), new_code_cell("! python convert.py")], None),
-        ([new_markdown_cell("## Takeaways\nPrices rise with income.\n\n***\n\nFootnote: data from 1990.")],
-         "Prices rise with income."),
+        (
+            [
+                new_markdown_cell("# Summary"),
+                new_markdown_cell("..."),
+                new_markdown_cell("--- \n\nReaders may ignore the following cell"),
+                new_code_cell("! python convert.py"),
+            ],
+            None,
+        ),
+        (
+            [new_markdown_cell("## Takeaways\nPrices rise with income.\n\n***\n\nFootnote: data from 1990.")],
+            "Prices rise with income.",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_notebooks_own_conclusion(tmp_path: Path, cells: list[Any], expected: str | None) -> None:
     data, _ = from_notebook(write(tmp_path, cells), files_dir=tmp_path / "f")
     assert data.conclusion == expected
@@ -532,8 +702,12 @@ def test_a_session_steps_values_come_from_its_recorded_outputs(harness: Harness)
     before it is no table, and the table is not counted twice (the row's stdout repeats it)."""
     session = harness.runtime.create_session()
     harness.call(session, "load_dataset", path=session.upload(SALES), name="sales")
-    harness.call(session, "run_code", dataset_name="sales",
-                 code="print('regions:', df['region'].nunique())\ndf.groupby('region')[['revenue']].sum()")  # fmt: skip
+    harness.call(
+        session,
+        "run_code",
+        dataset_name="sales",
+        code="print('regions:', df['region'].nunique())\ndf.groupby('region')[['revenue']].sum()",
+    )
     (step,) = from_session(harness.runtime.store, session.id, session.workspace.root).steps
     (value,) = [v for v in step.values if v.table is not None]
     assert value.origin == "result" and value.table[0] == ("region", "revenue") and len(value.table) == 5
@@ -543,8 +717,12 @@ def test_a_session_steps_values_come_from_its_recorded_outputs(harness: Harness)
 def test_hostile_markdown_is_read_in_bounded_work(tmp_path: Path) -> None:
     """Lines of unclosed tags, links and emphasis (each pattern once scanned to the end of the
     line from every opening: minutes here) and a heading past 200,000 lines of prose."""
-    cells = [new_markdown_cell("<h1 " * 20_000), new_markdown_cell("# Study " + "<a [x](" * 20_000),
-             new_markdown_cell("## Summary\n" + "**ab `cd <!-- " * 20_000), new_markdown_cell("a\n" * 200_000 + "# Late")]  # fmt: skip
+    cells = [
+        new_markdown_cell("<h1 " * 20_000),
+        new_markdown_cell("# Study " + "<a [x](" * 20_000),
+        new_markdown_cell("## Summary\n" + "**ab `cd <!-- " * 20_000),
+        new_markdown_cell("a\n" * 200_000 + "# Late"),
+    ]
     data, _ = from_notebook(write(tmp_path, cells), files_dir=tmp_path / "f")
     assert data.title.startswith("Study") and len(data.title) <= 120
     assert data.conclusion is not None and len(data.conclusion) <= 1_500

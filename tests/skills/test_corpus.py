@@ -54,8 +54,9 @@ def test_every_corpus_skill_loads_as_written(corpus_registry, folder):
     expected = frontmatter_of(folder / "SKILL.md")
     if expected["name"] in META_SKILLS:  # e.g. Anthropic's skill-creator: nini's own is used, this one refused
         assert corpus_registry.get(expected["name"])["metadata"]["source"] == "bundled"
-        assert [(p["kind"], p["source"]) for p in corpus_registry.problems if p["name"] == expected["name"]] == \
-            [("refused", "agents")]
+        assert [(p["kind"], p["source"]) for p in corpus_registry.problems if p["name"] == expected["name"]] == [
+            ("refused", "agents")
+        ]
         return
 
     record = corpus_registry.get_record(expected["name"], type="markdown").to_dict()

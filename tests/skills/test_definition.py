@@ -25,7 +25,9 @@ def sha256(path: Path) -> str:
 
 @pytest.fixture
 def skill_file(project_dir: Path) -> Path:
-    return write_skill(project_root(project_dir), "monthly-sales", skill_md("monthly-sales", "Sum sales by month.", body=BODY))
+    return write_skill(
+        project_root(project_dir), "monthly-sales", skill_md("monthly-sales", "Sum sales by month.", body=BODY)
+    )
 
 
 @pytest.fixture

@@ -48,7 +48,7 @@ def test_higher_root_wins_and_every_lower_one_is_shadowed(settings, project_dir,
     extra = tmp_path / "extra-skills"
     settings.skills.extra_dirs = [extra]
     roots = root_paths(project_dir, settings, extra)
-    present = NON_BUNDLED[NON_BUNDLED.index(top):]
+    present = NON_BUNDLED[NON_BUNDLED.index(top) :]
     for kind in present:
         # data-quality-check is also a bundled skill, the lowest root of all
         write_skill(roots[kind], "data-quality-check", skill_md("data-quality-check", f"From the {kind} root."))
@@ -169,7 +169,9 @@ def test_locations_are_relative_with_forward_slashes(settings, project_dir, tmp_
         assert str(tmp_path) not in location
         assert not location.startswith(("/", "./", "../"))
     assert {r["location"] for r in records if r["metadata"].get("source") == "bundled"} >= {
-        "skill-creator/SKILL.md", "skill-enhance/SKILL.md", "data-quality-check/SKILL.md"
+        "skill-creator/SKILL.md",
+        "skill-enhance/SKILL.md",
+        "data-quality-check/SKILL.md",
     }
     assert [p["location"] for p in registry.problems if p["severity"] == "error"] == ["bad-one/SKILL.md"]
 
@@ -242,8 +244,12 @@ def test_skill_py_in_user_or_extra_dir_is_loaded(settings, project_dir, tmp_path
 
 def test_skill_py_that_raises_on_import_is_reported_and_the_rest_loads(settings, project_dir, tmp_path):
     user = settings.user_skills_dir
-    write_skill(user, "broken-py", "from nini.skills import skill\nraise RuntimeError('setup failed here')\n",
-                filename="skill.py")
+    write_skill(
+        user,
+        "broken-py",
+        "from nini.skills import skill\nraise RuntimeError('setup failed here')\n",
+        filename="skill.py",
+    )
     write_skill(user, "good-py", PY_SKILL.format(marker=str(tmp_path / "m"), func="good_mean"), filename="skill.py")
     write_skill(user, "good-md", skill_md("good-md", "Markdown next to it."))
 
@@ -312,7 +318,8 @@ def scanned(tmp_path):
 def test_scan_finds_files_in_priority_and_name_order(scanned):
     root, _roots, scan = scanned
     assert [(f.location, f.kind, f.root.kind) for f in scan.files] == [
-        ("alpha/SKILL.md", "markdown", "user"), ("group/beta/SKILL.md", "markdown", "user")
+        ("alpha/SKILL.md", "markdown", "user"),
+        ("group/beta/SKILL.md", "markdown", "user"),
     ]
 
 
@@ -326,15 +333,20 @@ def test_unchanged_when_nothing_was_touched(scanned):
 @pytest.mark.parametrize(
     "change",
     [
-        pytest.param(lambda root, tmp: (root / "alpha" / "SKILL.md").write_text(skill_md("alpha", "Alpha 2.")),
-                     id="edit-file-new-size"),
-        pytest.param(lambda root, tmp: (root / "alpha" / "SKILL.md").write_text(skill_md("alpha", "Alpha.")),
-                     id="rewrite-file-same-size"),
-        pytest.param(lambda root, tmp: write_skill(root, "gamma", skill_md("gamma", "Gamma.")),
-                     id="add-skill-folder"),
+        pytest.param(
+            lambda root, tmp: (root / "alpha" / "SKILL.md").write_text(skill_md("alpha", "Alpha 2.")),
+            id="edit-file-new-size",
+        ),
+        pytest.param(
+            lambda root, tmp: (root / "alpha" / "SKILL.md").write_text(skill_md("alpha", "Alpha.")),
+            id="rewrite-file-same-size",
+        ),
+        pytest.param(lambda root, tmp: write_skill(root, "gamma", skill_md("gamma", "Gamma.")), id="add-skill-folder"),
         pytest.param(lambda root, tmp: (root / "empty-new").mkdir(), id="add-empty-folder"),
-        pytest.param(lambda root, tmp: write_skill(root, "group/delta", skill_md("delta", "Delta.")),
-                     id="add-nested-skill-folder"),
+        pytest.param(
+            lambda root, tmp: write_skill(root, "group/delta", skill_md("delta", "Delta.")),
+            id="add-nested-skill-folder",
+        ),
         pytest.param(lambda root, tmp: shutil.rmtree(root / "group" / "beta"), id="remove-skill-folder"),
         pytest.param(lambda root, tmp: (root / "alpha" / "SKILL.md").unlink(), id="remove-skill-file"),
         pytest.param(lambda root, tmp: (tmp / "not-yet").mkdir(), id="create-missing-root"),

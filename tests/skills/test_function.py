@@ -153,9 +153,7 @@ def test_validate_arguments_coerces_and_fills_defaults():
 
 def test_validate_arguments_lists_every_bad_field():
     with pytest.raises(NiniError) as info:
-        correlate.validate_arguments(
-            {"values": [1.0, "abc"], "method": "kendall", "min_rows": "many", "bogus": 1}
-        )
+        correlate.validate_arguments({"values": [1.0, "abc"], "method": "kendall", "min_rows": "many", "bogus": 1})
 
     error = info.value
     assert error.code is ErrorCode.INVALID_ARGUMENT

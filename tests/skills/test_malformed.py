@@ -23,38 +23,62 @@ HUGE = (_padded + "x" * (FIVE_MB - len(_padded) - 1) + "\n").encode()
 
 # an alias chain that doubles at each level: 2**22 values if expanded (over the limit, yet a
 # regression that expands it still finishes in seconds)
-ALIAS_BOMB = "---\nname: broken\ndescription: Alias bomb.\na0: &a0 [x, x]\n" + "".join(
-    f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}]\n" for i in range(1, 22)
-) + "---\n"
+ALIAS_BOMB = (
+    "---\nname: broken\ndescription: Alias bomb.\na0: &a0 [x, x]\n"
+    + "".join(f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}]\n" for i in range(1, 22))
+    + "---\n"
+)
 
 MALFORMED = [
     pytest.param(b"---\nname: broken\ndescription: [unclosed\n---\nBody\n", ["not valid YAML"], id="bad-yaml"),
     pytest.param(b"---\nname: broken\ndescription: x: y: z\n---\n", ["not valid YAML"], id="bad-yaml-colons"),
-    pytest.param(b"---\nname: broken\ndescription: Never closed.\n\n# Title\nBody\n", ["never closed"],
-                 id="frontmatter-never-closed"),
-    pytest.param(b"---\n- name\n- description\n---\nBody\n", ["must be a YAML mapping", "list"],
-                 id="frontmatter-is-a-list"),
-    pytest.param(b"---\njust a sentence\n---\nBody\n", ["must be a YAML mapping", "str"],
-                 id="frontmatter-is-a-scalar"),
-    pytest.param(b"---\nname:\n  first: a\n  second: b\ndescription: Ok.\n---\n", ["name must be text", "dict"],
-                 id="name-is-a-mapping"),
-    pytest.param(b"---\nname: broken\ndescription:\n  - one\n  - two\n---\n", ["description must be text", "list"],
-                 id="description-is-a-list"),
-    pytest.param(b"---\nname: broken\n---\n# Title\n\n## Steps\n\n### More\n", ["no description"],
-                 id="no-description-only-headings"),
+    pytest.param(
+        b"---\nname: broken\ndescription: Never closed.\n\n# Title\nBody\n",
+        ["never closed"],
+        id="frontmatter-never-closed",
+    ),
+    pytest.param(
+        b"---\n- name\n- description\n---\nBody\n", ["must be a YAML mapping", "list"], id="frontmatter-is-a-list"
+    ),
+    pytest.param(b"---\njust a sentence\n---\nBody\n", ["must be a YAML mapping", "str"], id="frontmatter-is-a-scalar"),
+    pytest.param(
+        b"---\nname:\n  first: a\n  second: b\ndescription: Ok.\n---\n",
+        ["name must be text", "dict"],
+        id="name-is-a-mapping",
+    ),
+    pytest.param(
+        b"---\nname: broken\ndescription:\n  - one\n  - two\n---\n",
+        ["description must be text", "list"],
+        id="description-is-a-list",
+    ),
+    pytest.param(
+        b"---\nname: broken\n---\n# Title\n\n## Steps\n\n### More\n",
+        ["no description"],
+        id="no-description-only-headings",
+    ),
     pytest.param(b"# Title\n\n## Section\n", ["no description"], id="no-frontmatter-only-headings"),
     pytest.param(b"", ["no description"], id="empty-file"),
-    pytest.param(b"---\nname: broken\ndescription: caf\xe9 \xff\xfe\n---\n", ["not valid UTF-8", "byte"],
-                 id="invalid-utf8"),
+    pytest.param(
+        b"---\nname: broken\ndescription: caf\xe9 \xff\xfe\n---\n", ["not valid UTF-8", "byte"], id="invalid-utf8"
+    ),
     pytest.param(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00", ["binary", "NUL"], id="binary-nul-bytes"),
     pytest.param(HUGE, ["5.0 MiB", "under 1 MiB"], id="five-mb-file"),
-    pytest.param(b"---\nname: broken\ndescription: Self.\nloop: &a [1, *a]\n---\n", ["contains itself"],
-                 id="yaml-alias-to-itself"),
+    pytest.param(
+        b"---\nname: broken\ndescription: Self.\nloop: &a [1, *a]\n---\n",
+        ["contains itself"],
+        id="yaml-alias-to-itself",
+    ),
     pytest.param(ALIAS_BOMB.encode(), ["more than", "values"], id="yaml-alias-bomb"),
-    pytest.param(b"---\nname: broken\ndescription: Deep.\nx: " + b"[" * 200 + b"]" * 200 + b"\n---\n",
-                 ["nests deeper than"], id="deeply-nested-frontmatter"),
-    pytest.param(b"---\nname: broken\ndescription: Tag.\nx: !!python/object/apply:os.system [echo hi]\n---\n",
-                 ["not valid YAML"], id="python-yaml-tag"),
+    pytest.param(
+        b"---\nname: broken\ndescription: Deep.\nx: " + b"[" * 200 + b"]" * 200 + b"\n---\n",
+        ["nests deeper than"],
+        id="deeply-nested-frontmatter",
+    ),
+    pytest.param(
+        b"---\nname: broken\ndescription: Tag.\nx: !!python/object/apply:os.system [echo hi]\n---\n",
+        ["not valid YAML"],
+        id="python-yaml-tag",
+    ),
 ]
 
 
@@ -136,7 +160,9 @@ def test_deep_nesting_does_not_crash_the_process(settings, project_dir):
     regression shows as a failed test, not as a dead pytest."""
     root = project_dir / ".nini" / "skills"
     write_good_skills(root)
-    write_skill(root, "broken", b"---\nname: broken\ndescription: Deep.\nx: " + b"[" * 60_000 + b"]" * 60_000 + b"\n---\n")
+    write_skill(
+        root, "broken", b"---\nname: broken\ndescription: Deep.\nx: " + b"[" * 60_000 + b"]" * 60_000 + b"\n---\n"
+    )
     code = (
         "import json, sys\n"
         "from pathlib import Path\n"
@@ -146,8 +172,14 @@ def test_deep_nesting_does_not_crash_the_process(settings, project_dir):
         "print(json.dumps({'names': [x['name'] for x in r.list()], 'problems': r.problems}))\n"
     )
     env = {**os.environ, "NINI_HOME": str(settings.home)}
-    done = subprocess.run([sys.executable, "-c", code, str(project_dir)], capture_output=True, text=True,
-                          env=env, cwd=REPO_ROOT, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(project_dir)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        timeout=60,
+    )
 
     assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
     result = json.loads(done.stdout)
@@ -160,10 +192,14 @@ def test_deep_nesting_does_not_crash_the_process(settings, project_dir):
 @pytest.mark.parametrize(
     "content",
     [
-        pytest.param(b"\xef\xbb\xbf---\r\nname: crlf-skill\r\ndescription: Loads with BOM and CRLF.\r\n"
-                     b"category: Stats\r\nlicense: MIT\r\n---\r\n\r\n# Title\r\n\r\nBody.\r\n", id="frontmatter"),
-        pytest.param(b"\xef\xbb\xbf# Title\r\n\r\n## Part\r\n\r\nLoads with BOM and CRLF.\r\nNext line.\r\n",
-                     id="body-fallback"),
+        pytest.param(
+            b"\xef\xbb\xbf---\r\nname: crlf-skill\r\ndescription: Loads with BOM and CRLF.\r\n"
+            b"category: Stats\r\nlicense: MIT\r\n---\r\n\r\n# Title\r\n\r\nBody.\r\n",
+            id="frontmatter",
+        ),
+        pytest.param(
+            b"\xef\xbb\xbf# Title\r\n\r\n## Part\r\n\r\nLoads with BOM and CRLF.\r\nNext line.\r\n", id="body-fallback"
+        ),
     ],
 )
 def test_bom_and_crlf_load_correctly(settings, project_dir, content):

@@ -41,57 +41,83 @@ def load_one(settings, project_dir: Path, folder: str, text: str | bytes) -> tup
 
 FALLBACK_ROWS = [
     pytest.param(
-        "csv-cleaner", skill_md(description="Clean a CSV."), "csv-cleaner", "Clean a CSV.",
+        "csv-cleaner",
+        skill_md(description="Clean a CSV."),
+        "csv-cleaner",
+        "Clean a CSV.",
         id="name-defaults-to-folder",
     ),
     pytest.param(
-        "blank-name", skill_md(name="", description="Blank name."), "blank-name", "Blank name.",
+        "blank-name",
+        skill_md(name="", description="Blank name."),
+        "blank-name",
+        "Blank name.",
         id="empty-name-defaults-to-folder",
     ),
     pytest.param(
-        "null-name", "---\nname:\ndescription: Null name.\n---\nBody\n", "null-name", "Null name.",
+        "null-name",
+        "---\nname:\ndescription: Null name.\n---\nBody\n",
+        "null-name",
+        "Null name.",
         id="null-name-defaults-to-folder",
     ),
     pytest.param(
-        "no-frontmatter", "# Title\n\nSummarise a table by group.\n\nMore text.\n",
-        "no-frontmatter", "Summarise a table by group.",
+        "no-frontmatter",
+        "# Title\n\nSummarise a table by group.\n\nMore text.\n",
+        "no-frontmatter",
+        "Summarise a table by group.",
         id="no-frontmatter-at-all",
     ),
     pytest.param(
-        "from-body", skill_md(name="from-body", body="# Title\n\nFirst paragraph line.\nSecond line.\n"),
-        "from-body", "First paragraph line.",
+        "from-body",
+        skill_md(name="from-body", body="# Title\n\nFirst paragraph line.\nSecond line.\n"),
+        "from-body",
+        "First paragraph line.",
         id="description-from-first-body-line",
     ),
     pytest.param(
         "many-headings",
-        skill_md(name="many-headings",
-                 body="\n\n# H1\n\n## H2\n\n   \n### H3\n#### H4\n\n###### H6\n\n  The real text.  \n\nLater.\n"),
-        "many-headings", "The real text.",
+        skill_md(
+            name="many-headings",
+            body="\n\n# H1\n\n## H2\n\n   \n### H3\n#### H4\n\n###### H6\n\n  The real text.  \n\nLater.\n",
+        ),
+        "many-headings",
+        "The real text.",
         id="description-skips-blank-lines-and-heading-levels",
     ),
     pytest.param(
-        "setext", skill_md(name="setext", body="Monthly Sales\n=============\n\nUsage\n-----\nSum sales by month.\n"),
-        "setext", "Sum sales by month.",
+        "setext",
+        skill_md(name="setext", body="Monthly Sales\n=============\n\nUsage\n-----\nSum sales by month.\n"),
+        "setext",
+        "Sum sales by month.",
         id="description-skips-setext-headings-and-their-underlines",
     ),
     pytest.param(
-        "setext-wrapped", skill_md(name="setext-wrapped", body="A title that\nwraps onto two lines\n===\n\nThe text.\n"),
-        "setext-wrapped", "The text.",
+        "setext-wrapped",
+        skill_md(name="setext-wrapped", body="A title that\nwraps onto two lines\n===\n\nThe text.\n"),
+        "setext-wrapped",
+        "The text.",
         id="description-skips-a-setext-heading-of-two-lines",
     ),
     pytest.param(
-        "empty-description", skill_md(name="empty-description", description="", body="## Use\nFrom the body.\n"),
-        "empty-description", "From the body.",
+        "empty-description",
+        skill_md(name="empty-description", description="", body="## Use\nFrom the body.\n"),
+        "empty-description",
+        "From the body.",
         id="empty-description-falls-back-to-body",
     ),
     pytest.param(
-        "blank-description", skill_md(name="blank-description", description="   ", body="# T\nBody line.\n"),
-        "blank-description", "Body line.",
+        "blank-description",
+        skill_md(name="blank-description", description="   ", body="# T\nBody line.\n"),
+        "blank-description",
+        "Body line.",
         id="whitespace-description-falls-back-to-body",
     ),
     pytest.param(
-        "declared", skill_md(name="declared", description="Declared wins.", body="# T\n\nBody line.\n"),
-        "declared", "Declared wins.",
+        "declared",
+        skill_md(name="declared", description="Declared wins.", body="# T\n\nBody line.\n"),
+        "declared",
+        "Declared wins.",
         id="declared-description-beats-body",
     ),
 ]
@@ -187,14 +213,24 @@ LONG_NAME = "-".join(["abcdefghi"] * 7) + "x"  # 70 characters of valid kebab-ca
 assert len(LONG_DESCRIPTION) == 1100 and len(LONG_NAME) == 70
 
 RULE_ROWS = [
-    pytest.param("long-description", "long-description", LONG_DESCRIPTION,
-                 ["1100 characters", "1024"], id="description-1100-chars"),
-    pytest.param("angle-brackets", "angle-brackets", "Use it for <table> files -> summaries.",
-                 ["angle brackets"], id="description-angle-brackets"),
-    pytest.param("My_Skill", "My_Skill", "A name that is not kebab-case.",
-                 ["'My_Skill'", "kebab-case"], id="name-Camel_Case"),
-    pytest.param(LONG_NAME, LONG_NAME, "A name over the limit.",
-                 ["70 characters", "64"], id="name-70-chars"),
+    pytest.param(
+        "long-description",
+        "long-description",
+        LONG_DESCRIPTION,
+        ["1100 characters", "1024"],
+        id="description-1100-chars",
+    ),
+    pytest.param(
+        "angle-brackets",
+        "angle-brackets",
+        "Use it for <table> files -> summaries.",
+        ["angle brackets"],
+        id="description-angle-brackets",
+    ),
+    pytest.param(
+        "My_Skill", "My_Skill", "A name that is not kebab-case.", ["'My_Skill'", "kebab-case"], id="name-Camel_Case"
+    ),
+    pytest.param(LONG_NAME, LONG_NAME, "A name over the limit.", ["70 characters", "64"], id="name-70-chars"),
 ]
 
 
@@ -240,8 +276,11 @@ def test_name_differing_from_folder_is_a_warning(settings, project_dir):
 
 def test_extra_frontmatter_keys_are_kept_in_metadata(settings, project_dir):
     text = skill_md(
-        "extras", "Has extra keys.",
-        license="Apache-2.0", **{"allowed-tools": ["Bash", "Read"]}, version="1.2.0",
+        "extras",
+        "Has extra keys.",
+        license="Apache-2.0",
+        **{"allowed-tools": ["Bash", "Read"]},
+        version="1.2.0",
         metadata={"author": "someone", "tags": ["a", "b"]},
     )
     record, _ = load_one(settings, project_dir, "extras", text)

@@ -35,8 +35,13 @@ def impostors(settings, project_dir: Path, tmp_path: Path) -> Path:
     extra = tmp_path / "extra-skills"
     settings.skills.extra_dirs = [extra]
     write_settings(settings.home, {"skills": {"extra_dirs": [str(extra)]}})  # for the CLI, which loads its own
-    roots = {"project": project_dir / ".nini" / "skills", "agents": project_dir / ".agents" / "skills",
-             "claude": project_dir / ".claude" / "skills", "user": settings.user_skills_dir, "extra": extra}  # fmt: skip
+    roots = {
+        "project": project_dir / ".nini" / "skills",
+        "agents": project_dir / ".agents" / "skills",
+        "claude": project_dir / ".claude" / "skills",
+        "user": settings.user_skills_dir,
+        "extra": extra,
+    }
     for kind, root in roots.items():
         write_skill(root, f"{kind}-copy", skill_md("skill-enhance", f"The {kind} folder's skill-enhance."))
     write_skill(settings.user_skills_dir, "tools", FUNCTION_IMPOSTOR, filename="skill.py")
@@ -51,10 +56,15 @@ def test_only_the_bundled_meta_skills_are_used_and_every_impostor_is_refused(set
         assert (record["type"], record["metadata"]["source"], record["enabled"]) == ("markdown", "bundled", True)
         assert registry.load_definition(name).folder == BUNDLED_DIR / name
     refused = sorted((p["source"], p["name"], p["location"]) for p in registry.problems if p["kind"] == "refused")
-    assert refused == sorted([(kind, "skill-enhance", f"{kind}-copy/SKILL.md") for kind in
-                              ("project", "agents", "claude", "user", "extra")] + [("user", "skill-creator", "tools/skill.py")])  # fmt: skip
-    assert all(p["severity"] == "warning" and "only nini's bundled copy is used" in p["message"]
-               for p in registry.problems if p["kind"] == "refused")  # fmt: skip
+    assert refused == sorted(
+        [(kind, "skill-enhance", f"{kind}-copy/SKILL.md") for kind in ("project", "agents", "claude", "user", "extra")]
+        + [("user", "skill-creator", "tools/skill.py")]
+    )
+    assert all(
+        p["severity"] == "warning" and "only nini's bundled copy is used" in p["message"]
+        for p in registry.problems
+        if p["kind"] == "refused"
+    )
     assert not [p for p in registry.problems if p["kind"] == "shadowed"]  # refused, not shadowing anything
 
 
@@ -64,7 +74,10 @@ def test_the_cli_lists_them_refused(settings, project_dir, impostors) -> None:
     assert listed.exit_code == 0, listed.output
     lines = [line for line in listed.stdout.splitlines() if line.startswith("refused: ")]
     assert len(lines) == 6
-    assert any(line.startswith("refused: skill-enhance (project:project-copy/SKILL.md): 'skill-enhance' is one of") for line in lines)
+    assert any(
+        line.startswith("refused: skill-enhance (project:project-copy/SKILL.md): 'skill-enhance' is one of")
+        for line in lines
+    )
     doctor = runner.invoke(app, ["--project-dir", str(project_dir), "skills", "doctor"])
     assert doctor.exit_code == 0 and doctor.stdout.count("warning  refused ") == 6  # refused, not broken: doctor passes
 
@@ -78,7 +91,9 @@ def test_no_skill_is_saved_under_a_meta_skill_s_name(settings, project_dir) -> N
 
 
 @pytest.mark.parametrize("where", ["project", "bundled", "elsewhere"])
-def test_the_save_folder_setting_cannot_name_a_project_or_bundled_folder(settings, project_dir, tmp_path, where) -> None:
+def test_the_save_folder_setting_cannot_name_a_project_or_bundled_folder(
+    settings, project_dir, tmp_path, where
+) -> None:
     folders = {"project": project_dir / ".nini" / "skills", "bundled": BUNDLED_DIR, "elsewhere": tmp_path / "nowhere"}
     settings.skill_enhance.skills_dir = folders[where]
     registry = SkillRegistry(settings, project_dir)

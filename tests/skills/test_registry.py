@@ -421,7 +421,9 @@ def test_prompt_block_lists_enabled_skills_from_records_never_bodies(settings, p
     sentinel = "BODY-ONLY-SENTINEL-7f3a9c"
     write_skill(root, "shown-skill", skill_md("shown-skill", "Shown to the agent.", body=f"# Shown\n\n{sentinel}\n"))
     write_skill(root, "hidden-skill", skill_md("hidden-skill", "Disabled so not shown.", body="# Hidden\n\nSteps.\n"))
-    registry = SkillRegistry(settings, project_dir, function_skills=[make_function_skill("fn-tool", "Adds numbers fast.")])
+    registry = SkillRegistry(
+        settings, project_dir, function_skills=[make_function_skill("fn-tool", "Adds numbers fast.")]
+    )
     registry.set_enabled("hidden-skill", False)
 
     block = registry.prompt_block()

@@ -23,7 +23,7 @@ FRONTMATTER = re.compile(r"\A---\n(.*?)\n---\n", re.S)
 
 TRICKY_DESCRIPTIONS = {
     "chinese": "按月汇总销售额并比较各地区的增长。当用户上传销售数据并询问趋势时使用。",
-    "colon-and-quotes": 'Use when: the user asks "which region grew?" or says \'compare\' twice',
+    "colon-and-quotes": "Use when: the user asks \"which region grew?\" or says 'compare' twice",
     "leading-dash": "- starts like a YAML list item",
     "hashes": "# not a comment # and #hashtag inside",
     "yaml-bool": "yes",
@@ -71,7 +71,9 @@ def out(tmp_path: Path) -> Path:
 def test_markdown_frontmatter_equals_the_inputs_exactly(out, description):
     assert len(TRICKY_DESCRIPTIONS["max-length"]) == 1024
 
-    written = create_skill("sales-trend", type="markdown", description=description, category="statistics", directory=out)
+    written = create_skill(
+        "sales-trend", type="markdown", description=description, category="statistics", directory=out
+    )
 
     path = out / "sales-trend" / "SKILL.md"
     assert written == [path]
@@ -91,8 +93,13 @@ def test_markdown_category_is_written_as_given(out, category):
 
 @pytest.mark.parametrize("description", TRICKY_DESCRIPTIONS.values(), ids=TRICKY_DESCRIPTIONS.keys())
 def test_scaffolded_markdown_skill_loads_with_the_same_name_and_description(settings, project_dir, description):
-    create_skill("sales-trend", type="markdown", description=description, category="data",
-                 directory=project_dir / ".nini" / "skills")
+    create_skill(
+        "sales-trend",
+        type="markdown",
+        description=description,
+        category="data",
+        directory=project_dir / ".nini" / "skills",
+    )
 
     registry = SkillRegistry(settings, project_dir)
 
@@ -103,7 +110,9 @@ def test_scaffolded_markdown_skill_loads_with_the_same_name_and_description(sett
 
 
 def test_markdown_body_has_title_and_the_three_sections_with_guidance(out):
-    create_skill("region-compare", type="markdown", description="Compare regions.", category="statistics", directory=out)
+    create_skill(
+        "region-compare", type="markdown", description="Compare regions.", category="statistics", directory=out
+    )
     text = (out / "region-compare" / "SKILL.md").read_text(encoding="utf-8")
     _frontmatter, body = split(text)
 
@@ -168,8 +177,17 @@ def test_refuses_to_overwrite_an_existing_function_skill(out):
 @pytest.mark.parametrize(
     "name",
     ["Upper", "under_score", "-leading", "trailing-", "double--hyphen", "a" * 65, "", "has space", "中文"],
-    ids=["upper", "underscore", "leading-hyphen", "trailing-hyphen", "double-hyphen", "65-chars", "empty",
-         "space", "non-ascii"],
+    ids=[
+        "upper",
+        "underscore",
+        "leading-hyphen",
+        "trailing-hyphen",
+        "double-hyphen",
+        "65-chars",
+        "empty",
+        "space",
+        "non-ascii",
+    ],
 )
 @pytest.mark.parametrize("skill_type", ["markdown", "function"])
 def test_rejects_an_invalid_name_and_writes_nothing(out, name, skill_type):
@@ -221,8 +239,13 @@ def test_rejects_an_unknown_category_and_writes_nothing(out):
 
 def test_function_skill_is_written_and_loads_from_the_user_skills_dir(settings, project_dir):
     description = 'Summarise a numeric column: count, mean, min and max ("quick stats").'
-    written = create_skill("column-summary", type="function", description=description, category="statistics",
-                           directory=settings.user_skills_dir)
+    written = create_skill(
+        "column-summary",
+        type="function",
+        description=description,
+        category="statistics",
+        directory=settings.user_skills_dir,
+    )
 
     folder = settings.user_skills_dir / "column-summary"
     assert sorted(written) == sorted([folder / "skill.py", folder / "test_skill.py"])
@@ -247,7 +270,10 @@ def test_generated_function_test_passes_under_pytest(out):
 
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
-        cwd=test_file.parent, capture_output=True, text=True, timeout=120,
+        cwd=test_file.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
     assert result.returncode == 0, result.stdout + result.stderr
@@ -274,7 +300,10 @@ def test_generated_test_of_a_digit_leading_name_passes_under_pytest(out):
 
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
-        cwd=test_file.parent, capture_output=True, text=True, timeout=120,
+        cwd=test_file.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
     assert result.returncode == 0, result.stdout + result.stderr

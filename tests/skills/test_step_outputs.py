@@ -27,9 +27,11 @@ def step_events(harness: Harness, session: Any, code: str) -> dict[str, dict[str
 
 def test_a_dataframe_a_print_and_an_error_reach_the_viewer_in_order(harness: Harness) -> None:
     session = harness.session()
-    code = ("import pandas as pd\nprint('before')\n"
-            "display(pd.DataFrame({'region': ['north', 'south'], 'revenue': [12.5, 7.0]}))\n"
-            "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()\n1 / 0")  # fmt: skip
+    code = (
+        "import pandas as pd\nprint('before')\n"
+        "display(pd.DataFrame({'region': ['north', 'south'], 'revenue': [12.5, 7.0]}))\n"
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()\n1 / 0"
+    )
     events = step_events(harness, session, code)
     assert events["tool_call"]["isolation"] == events["code_execution"]["isolation"]  # known before it ran
     outputs = events["code_execution"]["outputs"]
@@ -43,11 +45,20 @@ def test_a_dataframe_a_print_and_an_error_reach_the_viewer_in_order(harness: Har
 
 
 def test_nini_notes_follow_the_outputs_and_long_outputs_are_bounded() -> None:
-    outputs = [{"output_type": "stream", "name": "stdout", "text": "x" * 3 * EVENT_OUTPUT_CHARS},
-               {"output_type": "display_data", "data": {"text/html": "<b>" + "h" * EVENT_RICH_CHARS + "</b>",
-                                                        "text/plain": "the text twin"}, "metadata": {}},
-               {"output_type": "execute_result", "data": {"text/html": "<i>small</i>", "text/plain": "small"},
-                "metadata": {}, "execution_count": 1}]  # fmt: skip
+    outputs = [
+        {"output_type": "stream", "name": "stdout", "text": "x" * 3 * EVENT_OUTPUT_CHARS},
+        {
+            "output_type": "display_data",
+            "data": {"text/html": "<b>" + "h" * EVENT_RICH_CHARS + "</b>", "text/plain": "the text twin"},
+            "metadata": {},
+        },
+        {
+            "output_type": "execute_result",
+            "data": {"text/html": "<i>small</i>", "text/plain": "small"},
+            "metadata": {},
+            "execution_count": 1,
+        },
+    ]
     shown = event_outputs(outputs, "x\nnini: sales is a copy of the notebook's\n")
     assert len(shown[0]["text"]) < EVENT_OUTPUT_CHARS + 100 and "characters left out" in shown[0]["text"]
     assert shown[1]["data"] == {"text/plain": "the text twin"}  # over the event's HTML budget: its text only

@@ -40,9 +40,14 @@ class StartState:
     def of(cls, lab: Lab) -> StartState:
         copy = lab.root / "lab-settings.start"
         shutil.copytree(lab.root / "lab-settings", copy)
-        return cls(settings=json.loads((lab.home / "settings.json").read_text()), models=lab.nini("GET", "models")["providers"],
-                   switches=lab.nini("GET", "preferences/switches"), skills=skill_switches(lab),
-                   own_skills=frozenset(own_skills(lab)), lab_settings=copy)  # fmt: skip
+        return cls(
+            settings=json.loads((lab.home / "settings.json").read_text()),
+            models=lab.nini("GET", "models")["providers"],
+            switches=lab.nini("GET", "preferences/switches"),
+            skills=skill_switches(lab),
+            own_skills=frozenset(own_skills(lab)),
+            lab_settings=copy,
+        )
 
 
 def skill_switches(lab: Lab) -> dict[tuple[str, str], bool]:

@@ -33,8 +33,16 @@ from tests.ui.clean_lab import StartState, reset
 from tests.llm_server import ScriptedLLM
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 LABEXTENSION = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "nini" / "package.json"
 SCREENSHOTS = Path(os.environ.get("NINI_UI_SCREENSHOTS", REPO_ROOT / "test-output" / "ui"))
 NO_NEWS = {"fetchNews": "false", "checkForUpdates": False}
@@ -64,13 +72,26 @@ def free_port() -> int:
 class Lab:
     """`jupyter lab` in a subprocess, and its REST API."""
 
-    def __init__(self, root: Path, llm: ScriptedLLM, *, settings: dict | None = None, environment: dict[str, str] | None = None,
-                 wait: bool = True) -> None:  # fmt: skip
+    def __init__(
+        self,
+        root: Path,
+        llm: ScriptedLLM,
+        *,
+        settings: dict | None = None,
+        environment: dict[str, str] | None = None,
+        wait: bool = True,
+    ) -> None:
         """Start the lab (``environment``: variables its process has besides the machine's); with
         ``wait=False`` return at once: call ``wait()`` before using it."""
         self.root, self.port, self.token = root, free_port(), secrets.token_hex(16)
         self.home, self.notebooks = root / "nini-home", root / "notebooks"
-        for folder in (self.home, self.notebooks, root / "config" / "labconfig", root / "lab-settings", root / "workspaces"):
+        for folder in (
+            self.home,
+            self.notebooks,
+            root / "config" / "labconfig",
+            root / "lab-settings",
+            root / "workspaces",
+        ):
             folder.mkdir(parents=True, exist_ok=True)
         values = scripted_model_settings(llm) | (settings or {})
         (self.home / "settings.json").write_text(json.dumps(values))
@@ -81,13 +102,26 @@ class Lab:
         notebooks.mkdir(parents=True)  # a notebook opens with its kernel, not a "Select Kernel" dialog
         (notebooks / "tracker.jupyterlab-settings").write_text(json.dumps({"autoStartDefaultKernel": True}))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NINI_", "JUPYTER"))}
-        env.update(NINI_HOME=str(self.home), JUPYTER_CONFIG_DIR=str(root / "config"),
-                   JUPYTER_RUNTIME_DIR=str(root / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(root / "lab-settings"),
-                   JUPYTERLAB_WORKSPACES_DIR=str(root / "workspaces"), PYTHONPATH=str(REPO_ROOT))  # fmt: skip
+        env.update(
+            NINI_HOME=str(self.home),
+            JUPYTER_CONFIG_DIR=str(root / "config"),
+            JUPYTER_RUNTIME_DIR=str(root / "runtime"),
+            JUPYTERLAB_SETTINGS_DIR=str(root / "lab-settings"),
+            JUPYTERLAB_WORKSPACES_DIR=str(root / "workspaces"),
+            PYTHONPATH=str(REPO_ROOT),
+        )
         env.update(environment or {})
-        command = [str(Path(sys.executable).with_name("jupyter")), "lab", "--no-browser", "--allow-root",
-                   f"--port={self.port}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={self.token}",
-                   f"--ServerApp.root_dir={self.notebooks}", "--ServerApp.port_retries=0"]  # fmt: skip
+        command = [
+            str(Path(sys.executable).with_name("jupyter")),
+            "lab",
+            "--no-browser",
+            "--allow-root",
+            f"--port={self.port}",
+            "--ServerApp.ip=127.0.0.1",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.notebooks}",
+            "--ServerApp.port_retries=0",
+        ]
         self.log = (root / "lab.log").open("w")
         self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=self.notebooks)
         if wait:
@@ -122,8 +156,9 @@ class Lab:
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"{self.url}{path}", data=data, method=method,
-                                         headers={"Authorization": f"token {self.token}"})  # fmt: skip
+        request = urllib.request.Request(
+            f"{self.url}{path}", data=data, method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read() or b"null")
 
@@ -199,7 +234,9 @@ def shared_lab(tmp_path_factory: pytest.TempPathFactory, scripted_llm: ScriptedL
     reason = missing_for_browser_tests()
     if reason:
         pytest.skip(reason)
-    started = Lab(tmp_path_factory.mktemp("shared-lab"), scripted_llm, environment={SET_KEY: "sk-guided-not-a-real-key"})
+    started = Lab(
+        tmp_path_factory.mktemp("shared-lab"), scripted_llm, environment={SET_KEY: "sk-guided-not-a-real-key"}
+    )
     try:
         yield started, StartState.of(started)
     finally:
@@ -283,8 +320,11 @@ def open_session(page: Any, session_id: str | None = None) -> str:
         page.click(".nini-sessions")
     item = f'.nini-session-item[data-id="{session_id}"]' if session_id else ".nini-session-item"
     page.locator(f"{item} .nini-session-open").first.click()
-    page.wait_for_function("id => document.querySelector('.nini-sessions').dataset.session === id || (!id && "
-                           "document.querySelector('.nini-sessions').dataset.session)", arg=session_id or "")  # fmt: skip
+    page.wait_for_function(
+        "id => document.querySelector('.nini-sessions').dataset.session === id || (!id && "
+        "document.querySelector('.nini-sessions').dataset.session)",
+        arg=session_id or "",
+    )
     return current_session(page)
 
 
@@ -307,13 +347,24 @@ def show_files(page: Any) -> None:
 
 def open_notebook(page: Any, lab: Lab, name: str, source: str) -> None:
     """Write a one-cell notebook, open it in the lab and run its cell, as a user does."""
-    lab.request("PUT", f"/api/contents/{name}", {"type": "notebook", "content": {
-        "cells": [{"cell_type": "code", "source": source, "metadata": {}, "outputs": [], "execution_count": None}],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5}})  # fmt: skip
+    lab.request(
+        "PUT",
+        f"/api/contents/{name}",
+        {
+            "type": "notebook",
+            "content": {
+                "cells": [
+                    {"cell_type": "code", "source": source, "metadata": {}, "outputs": [], "execution_count": None}
+                ],
+                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            },
+        },
+    )
     show_files(page)
     page.dblclick(f'.jp-DirListing-item[title*="{name}"]')
-    page.wait_for_selector('.jp-Notebook .jp-Cell', timeout=30_000)
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
     wait_for_connected_kernel(lab)
     page.click(".jp-Notebook .jp-Cell .jp-InputArea-editor")
     page.keyboard.press("Shift+Enter")

@@ -42,6 +42,7 @@ def set_panel_width(page: Any, width: int) -> None:
         page.mouse.down()
         page.mouse.move(x + width - before, y, steps=4)
         page.mouse.up()
-        page.wait_for_function("before => document.querySelector('#nini-panel').getBoundingClientRect().width !== before",
-                               arg=before)  # fmt: skip
+        page.wait_for_function(
+            "before => document.querySelector('#nini-panel').getBoundingClientRect().width !== before", arg=before
+        )
     assert abs(panel_width(page) - width) < 1, f"the sidebar is {panel_width(page)} px wide, not {width}"

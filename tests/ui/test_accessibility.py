@@ -33,10 +33,13 @@ def use_theme(page: Any, theme: str) -> None:
     page.click(f".lm-Menu-item:text-is('{theme}'), .lm-Menu-item:has(.lm-Menu-itemLabel:text-is('{theme}'))")
     page.wait_for_selector(f"body[data-jp-theme-name='{theme}']", state="attached")
     dark = "true" if theme.endswith("Dark") else "false"
-    page.wait_for_function("""dark => {  // the theme's stylesheet applied: the panel's background follows
+    page.wait_for_function(
+        """dark => {  // the theme's stylesheet applied: the panel's background follows
         const [r, g, b] = getComputedStyle(document.querySelector('#nini-panel')).backgroundColor.match(/\\d+/g).map(Number);
         return (r + g + b < 200) === (dark === 'true');
-    }""", arg=dark)  # fmt: skip
+    }""",
+        arg=dark,
+    )
 
 
 def serious_violations(page: Any) -> list[str]:
@@ -50,18 +53,23 @@ def serious_violations(page: Any) -> list[str]:
         # the body draws the same, and axe sees what a user sees.
         page.evaluate("document.body.style.minHeight = '100vh'")
     results = page.evaluate("axe.run('#nini-panel', {resultTypes: ['violations']})")
-    return [f"{violation['id']} ({violation['impact']}): {violation['help']} at {' '.join(node['target'])}: "
-            f"{node.get('failureSummary', '')}"
-            for violation in results["violations"] if violation["impact"] in ("serious", "critical")
-            for node in violation["nodes"]]  # fmt: skip
+    return [
+        f"{violation['id']} ({violation['impact']}): {violation['help']} at {' '.join(node['target'])}: "
+        f"{node.get('failureSummary', '')}"
+        for violation in results["violations"]
+        if violation["impact"] in ("serious", "critical")
+        for node in violation["nodes"]
+    ]
 
 
 def test_a_turn_an_error_and_an_approval_on_screen(page: Any, lab: Lab, llm: ScriptedLLM) -> None:
     open_notebook(page, lab, "mine.ipynb", "sales = [3.0, 4.5]")
     open_sidebar(page)
-    llm.reply(tool_call("run_code", code=CHART, label="add up and chart"),
-              tool_call("run_code", code="1 / 0", label="a slip"),
-              text("Your sales add up to **7.5**."))  # fmt: skip
+    llm.reply(
+        tool_call("run_code", code=CHART, label="add up and chart"),
+        tool_call("run_code", code="1 / 0", label="a slip"),
+        text("Your sales add up to **7.5**."),
+    )
     ask(page, "What do my sales add up to?")
     wait_idle(page)
     page.wait_for_selector(".nini-step[data-status='failed'] .nini-step-error")
@@ -121,8 +129,11 @@ def test_every_control_of_the_chat_is_reached_with_tab(page: Any) -> None:
             seen.add(probe)
         if len(seen) == wanted:
             break
-    missed = page.evaluate("""seen => [...document.querySelectorAll('[data-tab-probe]')].filter(el => !seen.includes(el.dataset.tabProbe))
-        .map(el => `${el.outerHTML.slice(0, 100)} in ${el.parentElement.className} < ${el.parentElement.parentElement.className} < ${el.closest(".nini-step, .nini-approval, .nini-assistant")?.className}`)""", sorted(seen))  # fmt: skip
+    missed = page.evaluate(
+        """seen => [...document.querySelectorAll('[data-tab-probe]')].filter(el => !seen.includes(el.dataset.tabProbe))
+        .map(el => `${el.outerHTML.slice(0, 100)} in ${el.parentElement.className} < ${el.parentElement.parentElement.className} < ${el.closest(".nini-step, .nini-approval, .nini-assistant")?.className}`)""",
+        sorted(seen),
+    )
     assert missed == [], "missed: " + "\n".join(missed) + "\nfocus went: " + " > ".join(path)
 
 

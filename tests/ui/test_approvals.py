@@ -11,8 +11,18 @@ from typing import Any
 import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
-from tests.ui.conftest import (Lab, ask, current_session, open_notebook, open_sidebar, screenshot, show_files, wait_idle,
-                               watched_page, widen_sidebar)  # fmt: skip
+from tests.ui.conftest import (
+    Lab,
+    ask,
+    current_session,
+    open_notebook,
+    open_sidebar,
+    screenshot,
+    show_files,
+    wait_idle,
+    watched_page,
+    widen_sidebar,
+)
 from tests.ui.user_kernel import card, notebook_names
 
 pytestmark = pytest.mark.slow
@@ -49,7 +59,11 @@ def test_the_card_says_why_it_asks_and_enter_allows_once_escape_rejects(page: An
     waiting = card(page)
     assert WHY in waiting.locator(".nini-approval-why").inner_text()
     assert "by_enter = 1" in waiting.locator(".nini-approval-code").inner_text()
-    assert waiting.locator(".nini-approval-actions button").all_inner_texts() == ["Allow once", "Allow for this session", "Reject"]
+    assert waiting.locator(".nini-approval-actions button").all_inner_texts() == [
+        "Allow once",
+        "Allow for this session",
+        "Reject",
+    ]
     primary = waiting.locator(".nini-approval-once")
     assert "jp-mod-styled" in primary.get_attribute("class") and "jp-mod-accept" in primary.get_attribute("class")
     assert page.locator(".nini-status-text").inner_text().startswith("Waiting for your OK")
@@ -100,10 +114,14 @@ def test_an_answer_given_over_rest_updates_the_card(page: Any, lab: Lab, llm: Sc
     assert "over_rest" in notebook_names(lab)
 
 
-def test_a_hidden_chat_notifies_until_answered_and_show_brings_the_card_up(page: Any, lab: Lab, llm: ScriptedLLM) -> None:
+def test_a_hidden_chat_notifies_until_answered_and_show_brings_the_card_up(
+    page: Any, lab: Lab, llm: ScriptedLLM
+) -> None:
     show_files(page)  # the file browser takes the left area: nini's chat is hidden
     assert not page.is_visible(".nini-chat")
-    llm.reply(tool_call("run_code", code="answered_elsewhere = 6"), tool_call("run_code", code="shown = 7"), text("Done."))
+    llm.reply(
+        tool_call("run_code", code="answered_elsewhere = 6"), tool_call("run_code", code="shown = 7"), text("Done.")
+    )
     session = current_session(page)
     (kernel,) = lab.kernels()
     lab.nini("POST", f"sessions/{session}/ask", {"message": "Asked by another client", "kernel_id": kernel["id"]})
@@ -120,6 +138,9 @@ def test_a_hidden_chat_notifies_until_answered_and_show_brings_the_card_up(page:
     focused_card(page)
     page.keyboard.press("Escape")
     wait_idle(page)
-    assert page.eval_on_selector_all(".nini-approval", "cards => cards.slice(-2).map(c => c.dataset.state)") == ["reject", "reject"]
+    assert page.eval_on_selector_all(".nini-approval", "cards => cards.slice(-2).map(c => c.dataset.state)") == [
+        "reject",
+        "reject",
+    ]
     names = notebook_names(lab)
     assert "answered_elsewhere" not in names and "shown" not in names

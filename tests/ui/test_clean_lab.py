@@ -30,14 +30,23 @@ def leave_everything_behind(lab: Lab, llm: ScriptedLLM, held: threading.Event) -
     llm.reply(text("never seen", hold=held))
     lab.nini("POST", "ask", {"message": "Think for as long as you like"})
     lab.request("PUT", "/api/contents/left.ipynb", NOTEBOOK)
-    lab.request("POST", "/api/sessions", {"path": "left.ipynb", "type": "notebook", "name": "left.ipynb",
-                                         "kernel": {"name": "python3"}})  # fmt: skip
+    lab.request(
+        "POST",
+        "/api/sessions",
+        {"path": "left.ipynb", "type": "notebook", "name": "left.ipynb", "kernel": {"name": "python3"}},
+    )
     lab.request("PUT", "/api/contents/notes.txt", {"type": "file", "format": "text", "content": "left"})
     theme = lab.root / "lab-settings" / "@jupyterlab" / "apputils-extension" / "themes.jupyterlab-settings"
     theme.write_text(json.dumps({"theme": "JupyterLab Dark"}))
     (lab.root / "workspaces" / "default-37a8.jupyterlab-workspace").write_text("{}")
-    (lab.root / "config" / "labconfig" / "page_config.json").write_text(json.dumps({"disabledExtensions": {"nini": True}}))
-    lab.nini("PUT", "models/providers/local", {"kind": "openai", "base_url": llm.base_url, "model": "m", "input_per_mtok": 2.5})
+    (lab.root / "config" / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"nini": True}})
+    )
+    lab.nini(
+        "PUT",
+        "models/providers/local",
+        {"kind": "openai", "base_url": llm.base_url, "model": "m", "input_per_mtok": 2.5},
+    )
     lab.nini("PUT", "preferences/switches", {"injection": False})
     lab.nini("POST", "preferences", {"key": "tone", "value": "formal"})
     lab.nini("POST", "skills", {"name": "left-behind", "description": "A skill a module wrote.", "category": "other"})
@@ -46,14 +55,23 @@ def leave_everything_behind(lab: Lab, llm: ScriptedLLM, held: threading.Event) -
 
 def state(lab: Lab) -> dict[str, Any]:
     """What a module would see of the lab."""
-    return {"sessions": lab.nini("GET", "sessions"), "kernels": lab.kernels(), "jupyter sessions": lab.get("/api/sessions"),
-            "files": sorted(p.name for p in lab.notebooks.iterdir() if p.name != ".nini"),
-            "workspaces": sorted(p.name for p in (lab.root / "workspaces").iterdir()),
-            "page config": sorted(p.name for p in (lab.root / "config" / "labconfig").iterdir()),
-            "lab settings": sorted(str(p.relative_to(lab.root / "lab-settings")) for p in (lab.root / "lab-settings").rglob("*")),
-            "providers": lab.nini("GET", "models")["providers"], "switches": lab.nini("GET", "preferences/switches"),
-            "preferences": lab.nini("GET", "preferences")["preferences"], "skills": skill_switches(lab),
-            "own skills": own_skills(lab), "experience": lab.nini("GET", "experience/entries")["entries"]}  # fmt: skip
+    return {
+        "sessions": lab.nini("GET", "sessions"),
+        "kernels": lab.kernels(),
+        "jupyter sessions": lab.get("/api/sessions"),
+        "files": sorted(p.name for p in lab.notebooks.iterdir() if p.name != ".nini"),
+        "workspaces": sorted(p.name for p in (lab.root / "workspaces").iterdir()),
+        "page config": sorted(p.name for p in (lab.root / "config" / "labconfig").iterdir()),
+        "lab settings": sorted(
+            str(p.relative_to(lab.root / "lab-settings")) for p in (lab.root / "lab-settings").rglob("*")
+        ),
+        "providers": lab.nini("GET", "models")["providers"],
+        "switches": lab.nini("GET", "preferences/switches"),
+        "preferences": lab.nini("GET", "preferences")["preferences"],
+        "skills": skill_switches(lab),
+        "own skills": own_skills(lab),
+        "experience": lab.nini("GET", "experience/entries")["entries"],
+    }
 
 
 def test_reset_takes_the_lab_back_to_its_start(lab: Lab, llm: ScriptedLLM, shared_lab: tuple[Lab, StartState]) -> None:
@@ -68,6 +86,8 @@ def test_reset_takes_the_lab_back_to_its_start(lab: Lab, llm: ScriptedLLM, share
         assert len(left["sessions"]) == 2
         reset(lab, start)  # the held turn is cancelled, not waited for
         assert state(lab) == fresh
-        assert (lab.root / "lab-settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").is_file()
+        assert (
+            lab.root / "lab-settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+        ).is_file()
     finally:
         held.set()

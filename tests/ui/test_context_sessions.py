@@ -35,7 +35,9 @@ def chips(page: Any) -> list[str]:
 
 
 def asked_body(page: Any, question: str) -> dict[str, Any]:
-    with page.expect_request(lambda request: request.url.split("?")[0].endswith("/ask") and request.method == "POST") as asked:
+    with page.expect_request(
+        lambda request: request.url.split("?")[0].endswith("/ask") and request.method == "POST"
+    ) as asked:
         ask(page, question)
     return asked.value.post_data_json
 
@@ -60,8 +62,10 @@ def test_chips_say_what_goes_with_the_question_and_go_when_removed(page: Any, la
     page.keyboard.press("Enter")
     menu = page.locator(".nini-attach-menu")
     menu.wait_for()
-    assert menu.locator(".lm-Menu-itemLabel").all_inner_texts() == ["Selected cells of the notebook",
-                                                                    "Files selected in the file browser"]  # fmt: skip
+    assert menu.locator(".lm-Menu-itemLabel").all_inner_texts() == [
+        "Selected cells of the notebook",
+        "Files selected in the file browser",
+    ]
     page.keyboard.press("ArrowDown")
     page.keyboard.press("Enter")
     page.wait_for_selector(f'{CHIPS}[data-kind="cell"]')
@@ -82,7 +86,8 @@ def test_at_attaches_a_cell_by_keyboard_and_the_ask_carries_the_chips(page: Any,
     page.keyboard.type("Explain @cel")
     page.wait_for_selector('.nini-mention-option[data-kind="cell"][aria-selected="true"]')
     assert page.get_attribute(".nini-input", "aria-activedescendant") == page.get_attribute(
-        ".nini-mention-option[aria-selected='true']", "id")  # fmt: skip
+        ".nini-mention-option[aria-selected='true']", "id"
+    )
     screenshot(page, "33f-at-mention")
     assert serious_violations(page) == []  # the list open: a listbox the question box controls
     page.keyboard.press("Enter")  # attaches: it does not send the question
@@ -91,8 +96,10 @@ def test_at_attaches_a_cell_by_keyboard_and_the_ask_carries_the_chips(page: Any,
     assert page.locator(".nini-user").count() == 0 and page.is_hidden(".nini-mention-list")
     page.click(f'{CHIPS}[data-kind="variables"] .nini-chip-remove')  # this question without the variables
 
-    llm.reply(Reply(tool_calls=[{"name": "list_datasets", "arguments": {}}], usage=USAGE),
-              text("No dataset yet; `sales` lives in your notebook.", usage=USAGE))  # fmt: skip
+    llm.reply(
+        Reply(tool_calls=[{"name": "list_datasets", "arguments": {}}], usage=USAGE),
+        text("No dataset yet; `sales` lives in your notebook.", usage=USAGE),
+    )
     body = asked_body(page, QUESTION)
     assert body["notebook"]["attached_cells"] == [0] and body["notebook"]["name"] == "sales.ipynb"
     assert "notebook_kernel_id" not in body and "kernel_id" not in body
@@ -104,10 +111,16 @@ def test_a_finished_turn_shows_duration_steps_tokens_and_times(page: Any) -> Non
     footer = page.locator(".nini-end .nini-run-footer").last
     footer.wait_for()
     parts = footer.locator(".nini-run-footer-part")
-    assert parts.evaluate_all("ps => ps.map(p => p.dataset.kind)") == ["duration", "steps", "tokens"]  # no price: no cost
+    assert parts.evaluate_all("ps => ps.map(p => p.dataset.kind)") == [
+        "duration",
+        "steps",
+        "tokens",
+    ]  # no price: no cost
     assert footer.locator('[data-kind="steps"]').inner_text() == "1 step"
     assert footer.locator('[data-kind="tokens"]').inner_text() == "2.4k + 160 tokens"
-    assert "2,400 prompt tokens and 160 completion tokens over 2 model calls" in footer.locator('[data-kind="tokens"]').get_attribute("title")
+    assert "2,400 prompt tokens and 160 completion tokens over 2 model calls" in footer.locator(
+        '[data-kind="tokens"]'
+    ).get_attribute("title")
     assert footer.locator('[data-kind="duration"]').inner_text().endswith(("ms", " s"))
     user = page.locator(".nini-user").last
     assert user.inner_text() == QUESTION  # the time is not part of the message's text
@@ -150,8 +163,10 @@ def test_search_filters_the_session_list(page: Any, lab: Lab) -> None:
     assert page.evaluate("() => document.activeElement.classList.contains('nini-sessions')")
     open_list(page)
     page.fill(".nini-session-search", "widgets")  # in no title: in the first session's question
-    page.wait_for_function("() => document.querySelector('.nini-session-list').dataset.query === 'widgets'"
-                           " && document.querySelectorAll('.nini-session-item').length === 1")  # fmt: skip
+    page.wait_for_function(
+        "() => document.querySelector('.nini-session-list').dataset.query === 'widgets'"
+        " && document.querySelectorAll('.nini-session-item').length === 1"
+    )
     assert listed(page) == [QUESTION]
     screenshot(page, "33f-session-search")
     assert serious_violations(page) == []  # the panel open, with its search, entries, rename and delete

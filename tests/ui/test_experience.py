@@ -116,8 +116,10 @@ def test_what_the_run_was_given_shows_the_match(page: Any, lab: Lab, llm: Script
     session = current_session(page)
     llm.reply(text("Still 12."))
     ask_when_free(lab, session, QUESTION)
-    page.wait_for_function("() => document.querySelectorAll('.nini-exp-record[data-type=\"experience_matched\"]').length === 2",
-                           timeout=60_000)  # fmt: skip
+    page.wait_for_function(
+        "() => document.querySelectorAll('.nini-exp-record[data-type=\"experience_matched\"]').length === 2",
+        timeout=60_000,
+    )
     assert page.locator(".nini-experience").is_visible()
 
 

@@ -10,7 +10,16 @@ from typing import Any
 import pytest
 
 from tests.llm_server import ScriptedLLM, text
-from tests.ui.conftest import Lab, ask, current_session, open_session, open_sidebar, screenshot, wait_idle, widen_sidebar
+from tests.ui.conftest import (
+    Lab,
+    ask,
+    current_session,
+    open_session,
+    open_sidebar,
+    screenshot,
+    wait_idle,
+    widen_sidebar,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -20,8 +29,10 @@ FORM = f"{CONTROL} .nini-feedback-form"
 
 def pressed(page: Any) -> dict[str, str]:
     """Each feedback button's aria-pressed, by its action."""
-    return page.eval_on_selector_all(f"{CONTROL} .nini-feedback-buttons button",
-                                     "bs => Object.fromEntries(bs.map(b => [b.dataset.action, b.getAttribute('aria-pressed')]))")  # fmt: skip
+    return page.eval_on_selector_all(
+        f"{CONTROL} .nini-feedback-buttons button",
+        "bs => Object.fromEntries(bs.map(b => [b.dataset.action, b.getAttribute('aria-pressed')]))",
+    )
 
 
 def test_thumbs_up_stays_pressed_after_a_reload(page: Any, lab: Lab, llm: ScriptedLLM) -> None:

@@ -23,7 +23,9 @@ def test_the_frontend_unit_tests_pass() -> None:
     if not (FRONTEND / "node_modules" / "typescript").is_dir():
         pytest.skip("the frontend's node packages are not installed (make setup runs jlpm install)")
     env = {**os.environ, "PATH": f"{JLPM.parent}:{os.environ.get('PATH', '')}"}
-    done = subprocess.run([str(JLPM), "test"], cwd=FRONTEND, capture_output=True, text=True, timeout=300, env=env, check=False)
+    done = subprocess.run(
+        [str(JLPM), "test"], cwd=FRONTEND, capture_output=True, text=True, timeout=300, env=env, check=False
+    )
     report = done.stdout + done.stderr
     assert done.returncode == 0, report[-4000:]
     counts = {}  # node's summary lines: "# pass 11", "# fail 0"

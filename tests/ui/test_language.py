@@ -24,7 +24,10 @@ from nini.skills.builtin.run_r import r_status
 from tests.llm_server import ScriptedLLM, text, tool_call
 from tests.ui.conftest import Lab, ask, open_sidebar, screenshot, wait_idle, watched_page, widen_sidebar
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not r_status(load_settings())[0], reason="the turn's refusal is R's")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not r_status(load_settings())[0], reason="the turn's refusal is R's"),
+]
 
 TABS = ("chat", "skills", "reports", "experience", "preferences", "models")
 QUESTION = {"zh": "列出工作区的文件", "en": "List the workspace's files"}
@@ -77,7 +80,9 @@ def chinese_jupyterlab(lab: Lab) -> None:
 
 
 @pytest.fixture(scope="module")
-def labs(browser: Any, tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM, lab: Lab) -> Iterator[dict[str, Lab]]:
+def labs(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM, lab: Lab
+) -> Iterator[dict[str, Lab]]:
     """Both labs: ``zh`` follows JupyterLab (auto: the shared lab's default), ``en`` forces English over
     it (a setting of its own, so a lab of its own, started first to come up while the other is set)."""
     english = Lab(tmp_path_factory.mktemp("lab-en"), llm, settings={"ui": {"language": "en"}}, wait=False)
@@ -106,8 +111,11 @@ def show_tab(page: Any, name: str) -> None:
 
 
 def contains(page: Any, selector: str, words: str, timeout_ms: int = 60_000) -> None:
-    page.wait_for_function("([s, w]) => (document.querySelector(s)?.textContent ?? '').includes(w)",
-                           arg=[selector, words], timeout=timeout_ms)  # fmt: skip
+    page.wait_for_function(
+        "([s, w]) => (document.querySelector(s)?.textContent ?? '').includes(w)",
+        arg=[selector, words],
+        timeout=timeout_ms,
+    )
 
 
 @pytest.mark.parametrize("language", ["zh", "en"])
@@ -139,7 +147,9 @@ def test_a_report_opens_in_a_sandboxed_main_area_tab_in_the_chosen_language(page
     page.click(".nini-generate-report")
     frames = page.locator("#jp-main-dock-panel .nini-report-tab iframe.nini-report-frame")
     frames.first.wait_for(state="visible", timeout=60_000)
-    page.frame_locator("#jp-main-dock-panel iframe.nini-report-frame >> nth=0").locator("h2").first.wait_for(timeout=30_000)
+    page.frame_locator("#jp-main-dock-panel iframe.nini-report-frame >> nth=0").locator("h2").first.wait_for(
+        timeout=30_000
+    )
     chinese = page.frame_locator("#jp-main-dock-panel iframe.nini-report-frame >> nth=0").locator("main").inner_text()
     assert "关键发现" in chinese and "Key findings" not in chinese
     screenshot(page, "33e-report-tab-zh")

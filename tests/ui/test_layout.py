@@ -21,8 +21,10 @@ from tests.ui.sidebar_tabs import each_tab, set_panel_width, show_tab
 pytestmark = pytest.mark.slow
 
 WIDTHS = (250, 300, 520)
-CHART = ("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [10.0, 12.5, 15.0])\n"
-         "print('revenue by month, a line long enough to need wrapping in a narrow sidebar: ' + 'x' * 60)")  # fmt: skip
+CHART = (
+    "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [10.0, 12.5, 15.0])\n"
+    "print('revenue by month, a line long enough to need wrapping in a narrow sidebar: ' + 'x' * 60)"
+)
 
 # Every visible control of the panel (and each tab's name) whose box leaves the panel or whose text is
 # cut (its content wider than its box), and a tab page that scrolls sideways. Code and tables may
@@ -58,17 +60,22 @@ MEASURE = """panel => {
 
 def tabs(page: Any) -> list[dict[str, Any]]:
     """Each tab as seen: its tooltip, whether its name shows, and its icon's width."""
-    return page.eval_on_selector_all("#nini-panel .lm-TabBar-tab", """tabs => tabs.map(t => ({
+    return page.eval_on_selector_all(
+        "#nini-panel .lm-TabBar-tab",
+        """tabs => tabs.map(t => ({
         title: t.title, label: t.querySelector('.lm-TabBar-tabLabel').textContent,
         named: t.querySelector('.lm-TabBar-tabLabel').getClientRects().length > 0,
-        icon: t.querySelector('.lm-TabBar-tabIcon svg')?.getBoundingClientRect().width ?? 0}))""")
+        icon: t.querySelector('.lm-TabBar-tabIcon svg')?.getBoundingClientRect().width ?? 0}))""",
+    )
 
 
 def test_a_turn_on_screen_to_measure(page: Any, llm: ScriptedLLM) -> None:
     open_sidebar(page)
-    llm.reply(tool_call("run_code", code=CHART, label="revenue by month, charted as a line"),
-              tool_call("run_code", code="1 / 0", label="a slip"),
-              text("Revenue grew **every month**, to 15.0 in March."))  # fmt: skip
+    llm.reply(
+        tool_call("run_code", code=CHART, label="revenue by month, charted as a line"),
+        tool_call("run_code", code="1 / 0", label="a slip"),
+        text("Revenue grew **every month**, to 15.0 in March."),
+    )
     ask(page, "How did revenue develop over the quarter, month by month, and is the growth steady?")
     wait_idle(page)
     page.wait_for_selector(".nini-assistant strong")
@@ -105,8 +112,11 @@ def test_the_tabs_show_their_names_when_they_fit(page: Any) -> None:
 
 
 def style(page: Any, selector: str) -> dict[str, str]:
-    return page.eval_on_selector(selector, "b => { const s = getComputedStyle(b); "
-                                 "return {opacity: s.opacity, background: s.backgroundColor, color: s.color}; }")  # fmt: skip
+    return page.eval_on_selector(
+        selector,
+        "b => { const s = getComputedStyle(b); "
+        "return {opacity: s.opacity, background: s.backgroundColor, color: s.color}; }",
+    )
 
 
 def test_a_primary_button_looks_enabled_and_a_disabled_one_disabled(page: Any, llm: ScriptedLLM) -> None:

@@ -38,7 +38,10 @@ def sent() -> list[tuple[str, str, str]]:
 @pytest.fixture(scope="module")
 def page(browser: Any, empty_lab: Lab, sent: list[tuple[str, str, str]]) -> Iterator[Any]:
     with watched_page(browser, empty_lab) as opened:
-        opened.on("request", lambda r: sent.append((r.method, r.url, r.post_data or "")) if "/nini/api/models/" in r.url else None)
+        opened.on(
+            "request",
+            lambda r: sent.append((r.method, r.url, r.post_data or "")) if "/nini/api/models/" in r.url else None,
+        )
         yield opened
 
 
@@ -56,7 +59,9 @@ def test_the_chat_says_there_is_no_model_before_anything_is_asked(page: Any, emp
 
     ask(page, "How many rows?")
     page.wait_for_selector('.nini-request-error[data-code="NO_MODEL_AVAILABLE"]')
-    assert page.inner_text(".nini-request-error .nini-error-sentence").startswith("No language model is ready to answer:")
+    assert page.inner_text(".nini-request-error .nini-error-sentence").startswith(
+        "No language model is ready to answer:"
+    )
     wait_idle(page)
     assert empty_lab.nini("GET", "sessions") == []  # the refused question made no session
     screenshot(page, "33d-no-model-refused")
@@ -68,13 +73,21 @@ def test_the_chat_says_there_is_no_model_before_anything_is_asked(page: Any, emp
 def test_presets_fill_the_form_and_say_whether_the_key_is_set(page: Any) -> None:
     page.click('.nini-preset[data-preset="ollama"]')
     assert (field(page, "name"), field(page, "kind"), field(page, "base_url"), field(page, "api_key_env")) == (
-        "ollama", "openai", "http://localhost:11434/v1", "")  # fmt: skip
+        "ollama",
+        "openai",
+        "http://localhost:11434/v1",
+        "",
+    )
     assert field(page, "model") == "" and page.get_attribute(f'{FORM} [name="model"]', "placeholder") == "qwen2.5:7b"
     assert page.inner_text(".nini-key-status").startswith("No key variable")
 
     page.click('.nini-preset[data-preset="deepseek"]')  # the preset's name follows; the user's own would stay
     assert (field(page, "name"), field(page, "base_url"), field(page, "model"), field(page, "api_key_env")) == (
-        "deepseek", "https://api.deepseek.com", "deepseek-chat", "DEEPSEEK_API_KEY")  # fmt: skip
+        "deepseek",
+        "https://api.deepseek.com",
+        "deepseek-chat",
+        "DEEPSEEK_API_KEY",
+    )
     page.wait_for_selector('.nini-key-status[data-set="false"]')
     assert "DEEPSEEK_API_KEY is not set on the server" in page.inner_text(".nini-key-status")
     assert page.inner_text(".nini-key-status .nini-key-command") == "export DEEPSEEK_API_KEY=<your key>"
@@ -107,7 +120,9 @@ def test_the_form_refuses_a_bad_provider_before_sending_it(page: Any, empty_lab:
     page.fill(f'{FORM} [name="name"]', "bad name/x")
     page.fill(f'{FORM} [name="base_url"]', "localhost:11434")
     page.fill(f'{FORM} [name="model"]', "m")
-    page.fill(f'{FORM} [name="api_key_env"]', "sk-abcdef0123456789abcdef")  # a key pasted where its variable's name goes
+    page.fill(
+        f'{FORM} [name="api_key_env"]', "sk-abcdef0123456789abcdef"
+    )  # a key pasted where its variable's name goes
     page.press(f'{FORM} [name="api_key_env"]', "Tab")
     page.click(".nini-provider-save")
     for name in ("name", "base_url", "api_key_env"):

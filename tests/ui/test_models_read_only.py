@@ -30,14 +30,18 @@ def named_lab(browser: Any, tmp_path_factory: pytest.TempPathFactory, llm: Scrip
     started.stop()
 
 
-def test_a_non_admin_sees_the_providers_read_only_and_can_test_them(browser: Any, named_lab: Lab, llm: ScriptedLLM) -> None:
+def test_a_non_admin_sees_the_providers_read_only_and_can_test_them(
+    browser: Any, named_lab: Lab, llm: ScriptedLLM
+) -> None:
     before = (named_lab.home / "settings.json").read_bytes()
     with watched_page(browser, named_lab) as page:
         open_sidebar(page)
         widen_sidebar(page)
         page.click('#nini-panel .lm-TabBar-tab:has-text("Models")')
         page.wait_for_selector('.nini-models[data-editable="false"] .nini-provider[data-name="local"]')
-        assert page.is_visible(".nini-models-read-only") and "server.admins" in page.inner_text(".nini-models-read-only")
+        assert page.is_visible(".nini-models-read-only") and "server.admins" in page.inner_text(
+            ".nini-models-read-only"
+        )
         assert not page.is_visible(".nini-provider-form") and page.locator('button:has-text("Edit")').count() == 0
         llm.reply(text("OK"))
         page.click('.nini-provider[data-name="local"] button:has-text("Test")')

@@ -15,8 +15,18 @@ from typing import Any
 import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
-from tests.ui.conftest import (Lab, ask, current_session, new_page, open_session, open_sidebar, screenshot, show_files,
-                               wait_for_connected_kernel, wait_idle)  # fmt: skip
+from tests.ui.conftest import (
+    Lab,
+    ask,
+    current_session,
+    new_page,
+    open_session,
+    open_sidebar,
+    screenshot,
+    show_files,
+    wait_for_connected_kernel,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -28,9 +38,12 @@ CELLS = ".jp-NotebookPanel .jp-Notebook .jp-Cell"
 
 def notebook_cells(page: Any) -> list[dict[str, str]]:
     """The open notebook's cells as the page shows them: type and source, in order."""
-    return page.eval_on_selector_all(CELLS, """cells => cells.map(cell => ({
+    return page.eval_on_selector_all(
+        CELLS,
+        """cells => cells.map(cell => ({
         type: cell.classList.contains('jp-MarkdownCell') ? 'markdown' : 'code',
-        source: (cell.querySelector('.jp-InputArea-editor .cm-content')?.innerText ?? '').replace(/\\n$/, '')}))""")  # fmt: skip
+        source: (cell.querySelector('.jp-InputArea-editor .cm-content')?.innerText ?? '').replace(/\\n$/, '')}))""",
+    )
 
 
 def cell(page: Any, index: int) -> Any:
@@ -65,11 +78,22 @@ def propose(page: Any, llm: ScriptedLLM, question: str, **arguments: Any) -> tup
 
 def test_a_notebook_is_open_and_run(page: Any, lab: Lab) -> None:
     lab.request("PUT", "/api/contents/notes.txt", {"type": "file", "format": "text", "content": NOTES})
-    lab.request("PUT", "/api/contents/sales.ipynb", {"type": "notebook", "content": {
-        "cells": [{"cell_type": "code", "source": source, "metadata": {}, "outputs": [], "execution_count": None}
-                  for source in (SETUP, TOTAL)],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5}})  # fmt: skip
+    lab.request(
+        "PUT",
+        "/api/contents/sales.ipynb",
+        {
+            "type": "notebook",
+            "content": {
+                "cells": [
+                    {"cell_type": "code", "source": source, "metadata": {}, "outputs": [], "execution_count": None}
+                    for source in (SETUP, TOTAL)
+                ],
+                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            },
+        },
+    )
     show_files(page)
     page.dblclick('.jp-DirListing-item[title*="sales.ipynb"]')
     page.wait_for_selector(CELLS, timeout=30_000)
@@ -108,9 +132,15 @@ def test_a_cell_and_a_file_attached_go_with_the_next_question(page: Any, llm: Sc
     page.click('.jp-DirListing-item[title*="notes.txt"]', button="right")
     page.click('.lm-Menu-item:has-text("nini: Attach file to question")')
     page.wait_for_selector('.nini-chip[data-kind="file"]')
-    chips = page.eval_on_selector_all(".nini-chip", "chips => chips.map(c => c.dataset.kind + ':' + c.innerText.trim())")
-    assert chips == ["notebook:sales.ipynb", "variables:variables of sales.ipynb", "cell:sales.ipynb · cell 0",
-                     "file:notes.txt"], chips  # fmt: skip
+    chips = page.eval_on_selector_all(
+        ".nini-chip", "chips => chips.map(c => c.dataset.kind + ':' + c.innerText.trim())"
+    )
+    assert chips == [
+        "notebook:sales.ipynb",
+        "variables:variables of sales.ipynb",
+        "cell:sales.ipynb · cell 0",
+        "file:notes.txt",
+    ], chips
     screenshot(page, "10-attachments")
     llm.reply(text("Noted."))
     body = asked_body(page, "Keep these in mind")
@@ -120,10 +150,13 @@ def test_a_cell_and_a_file_attached_go_with_the_next_question(page: Any, llm: Sc
     assert page.locator('.nini-chip[data-kind="cell"], .nini-chip[data-kind="file"]').count() == 0  # they went with it
 
 
-def test_a_proposal_shows_as_a_pending_cell_and_accept_and_run_inserts_it(page: Any, lab: Lab, llm: ScriptedLLM) -> None:
+def test_a_proposal_shows_as_a_pending_cell_and_accept_and_run_inserts_it(
+    page: Any, lab: Lab, llm: ScriptedLLM
+) -> None:
     before = notebook_cells(page)
-    pending, proposal = propose(page, llm, "Propose a cell for the mean", source="sales.amount.mean()", language="python",
-                                position=2)  # fmt: skip
+    pending, proposal = propose(
+        page, llm, "Propose a cell for the mean", source="sales.amount.mean()", language="python", position=2
+    )
     card = f'.nini-proposal[data-id="{proposal}"]'
     assert pending.locator(".nini-proposal-source").inner_text() == "sales.amount.mean()"
     assert cell(page, 1).locator(".nini-pending-cell").count() == 1  # shown after cell 1, where it would go
@@ -146,7 +179,9 @@ def test_a_proposal_shows_as_a_pending_cell_and_accept_and_run_inserts_it(page: 
 
 def test_reject_of_a_replacement_leaves_the_notebook_unchanged(page: Any, lab: Lab, llm: ScriptedLLM) -> None:
     before = notebook_cells(page)
-    pending, proposal = propose(page, llm, "Change the total", source="sales.amount.sum() / 2", language="python", replaces=1)
+    pending, proposal = propose(
+        page, llm, "Change the total", source="sales.amount.sum() / 2", language="python", replaces=1
+    )
     assert pending.locator(".nini-diff-del").all_inner_texts() == [TOTAL]  # the diff against cell 1
     assert pending.locator(".nini-diff-add").all_inner_texts() == ["sales.amount.sum() / 2"]
     assert cell(page, 1).locator(f'.nini-pending-cell[data-id="{proposal}"]').count() == 1  # shown at that cell

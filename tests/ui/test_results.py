@@ -26,10 +26,12 @@ pytestmark = pytest.mark.slow
 
 NOTEBOOK = "results.ipynb"
 CELLS = ".jp-NotebookPanel .jp-Notebook .jp-Cell"
-WIDE = ("import pandas as pd\n"
-        "wide = pd.DataFrame({f'measurement_{i:02d}': [i * 1000.25, i * 2000.5, i * 3000.75] for i in range(16)})\n"
-        "print(wide.to_string())\n"
-        "wide")  # fmt: skip
+WIDE = (
+    "import pandas as pd\n"
+    "wide = pd.DataFrame({f'measurement_{i:02d}': [i * 1000.25, i * 2000.5, i * 3000.75] for i in range(16)})\n"
+    "print(wide.to_string())\n"
+    "wide"
+)
 ANSWER = "The frame has 16 columns. To see it again:\n\n```python\nwide.describe()\n```"
 FAILING = "def ratio(a, b):\n    return a / b\n\nratio(1, 0)"
 CHART = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('trend')"
@@ -49,7 +51,8 @@ def last_step(page: Any) -> Any:
 def notebook_sources(page: Any) -> list[str]:
     """The open notebook's cells' sources as the page shows them."""
     return page.eval_on_selector_all(
-        CELLS, "cells => cells.map(c => (c.querySelector('.jp-InputArea-editor .cm-content')?.innerText ?? '').replace(/\\n$/, ''))"
+        CELLS,
+        "cells => cells.map(c => (c.querySelector('.jp-InputArea-editor .cm-content')?.innerText ?? '').replace(/\\n$/, ''))",
     )
 
 
@@ -58,7 +61,9 @@ def saved_cells(page: Any, lab: Lab, count: int) -> list[dict[str, Any]]:
     Read only once the save has answered: jupyter_server's GET of a notebook it is writing in place reads
     it half written, "restores" it from the save's backup, and the file is lost (a loaded machine did it)."""
     page.locator(CELLS).first.locator(".jp-InputPrompt").click()  # the notebook has the focus: its shortcut applies
-    with page.expect_response(lambda r: r.request.method == "PUT" and f"/api/contents/{NOTEBOOK}" in r.url, timeout=30_000):
+    with page.expect_response(
+        lambda r: r.request.method == "PUT" and f"/api/contents/{NOTEBOOK}" in r.url, timeout=30_000
+    ):
         page.keyboard.press("Control+s")
     deadline = time.monotonic() + 30
     while True:
@@ -91,7 +96,7 @@ def test_a_dataframe_shows_as_a_table_and_wide_text_scrolls_sideways(page: Any, 
         return {whiteSpace: style.whiteSpace, lines: Math.round(pre.getBoundingClientRect().height / parseFloat(style.lineHeight)),
                 textLines: pre.textContent.trimEnd().split('\\n').length, scrollWidth: box.scrollWidth,
                 clientWidth: box.clientWidth, resize: getComputedStyle(box).resize};
-    }""")  # fmt: skip
+    }""")
     assert shape["textLines"] == 4  # the header and three rows
     assert shape["lines"] == shape["textLines"], shape  # no row wrapped mid-row
     assert shape["scrollWidth"] > shape["clientWidth"], shape  # it scrolls sideways instead
@@ -124,7 +129,10 @@ def test_insert_below_replace_cell_and_copy_put_the_code_where_asked(page: Any, 
     step.locator("summary").click()
     actions = step.locator(".nini-step-body .nini-code-actions")
     assert actions.locator("button").evaluate_all("bs => bs.map(b => b.getAttribute('aria-label'))") == [
-        "Copy", "Insert below", "Replace cell"]  # fmt: skip
+        "Copy",
+        "Insert below",
+        "Replace cell",
+    ]
     actions.locator(".nini-code-insert").click()
     page.locator(CELLS).nth(2).locator(".cm-content").wait_for()
     assert notebook_sources(page) == ["x = 1", "", WIDE]
@@ -193,19 +201,26 @@ def test_sandbox_or_notebook_kernel_is_chosen_by_keyboard(page: Any) -> None:
 
 
 def test_every_step_has_its_badge_and_a_tasks_proposal_sits_with_its_step(page: Any, llm: ScriptedLLM) -> None:
-    llm.reply(tool_call("task__general", prompt="Propose a cell that adds one to x"),
-              tool_call("propose_cell", source="x + 1", language="python", position=1), text("I proposed x + 1."),
-              text("The sub-agent proposed x + 1."), tool_call("run_r_code", code="summary(c(1, 2, 3, 4))"),
-              text("Done."))  # fmt: skip
+    llm.reply(
+        tool_call("task__general", prompt="Propose a cell that adds one to x"),
+        tool_call("propose_cell", source="x + 1", language="python", position=1),
+        text("I proposed x + 1."),
+        text("The sub-agent proposed x + 1."),
+        tool_call("run_r_code", code="summary(c(1, 2, 3, 4))"),
+        text("Done."),
+    )
     ask(page, "Propose a cell through a task, then summarise in R")
     wait_idle(page, timeout_ms=120_000)
     card = page.locator(".nini-proposal").last
     place = card.evaluate("c => ({before: c.previousElementSibling?.dataset.name, within: c.parentElement.className})")
     assert place == {"before": "propose_cell", "within": "nini-step-children"}  # in the task, after its step
-    badges = page.eval_on_selector_all(".nini-step", """steps => steps.map(s => {
+    badges = page.eval_on_selector_all(
+        ".nini-step",
+        """steps => steps.map(s => {
         const badge = s.querySelector(':scope > details > summary .nini-step-where');
         return [s.dataset.name, badge && !badge.hidden ? badge.textContent : null];
-    })""")  # fmt: skip
+    })""",
+    )
     assert all(badge for _, badge in badges), badges
     by_name = {name: badge for name, badge in badges}
     assert by_name["run_code"] == "sandboxed" and by_name["run_r_code"] == "R sandbox"

@@ -15,18 +15,29 @@ from typing import Any
 import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
-from tests.ui.conftest import (Lab, ask, current_session, free_port, new_page, open_notebook, open_session, open_sidebar,
-                               screenshot, wait_idle, widen_sidebar)  # fmt: skip
+from tests.ui.conftest import (
+    Lab,
+    ask,
+    current_session,
+    free_port,
+    new_page,
+    open_notebook,
+    open_session,
+    open_sidebar,
+    screenshot,
+    wait_idle,
+    widen_sidebar,
+)
 
 pytestmark = pytest.mark.slow
 
-CHART_CODE = ("import matplotlib.pyplot as plt\nimport pandas as pd\n"
-              "output_df = pd.DataFrame({'month': [1, 2, 3], 'revenue': [10.0, 12.5, 15.0]})\n"
-              "print(output_df.to_string(index=False))\nplt.plot(output_df.month, output_df.revenue)\n"
-              "result = float(output_df.revenue.sum())")  # fmt: skip
+CHART_CODE = (
+    "import matplotlib.pyplot as plt\nimport pandas as pd\n"
+    "output_df = pd.DataFrame({'month': [1, 2, 3], 'revenue': [10.0, 12.5, 15.0]})\n"
+    "print(output_df.to_string(index=False))\nplt.plot(output_df.month, output_df.revenue)\n"
+    "result = float(output_df.revenue.sum())"
+)
 ANSWER = "Revenue grew every month, to **37.5** in all.\n\n| month | revenue |\n|---|---|\n| 3 | 15.0 |"
-
-
 
 
 def steps(page: Any) -> list[dict[str, str]]:
@@ -45,9 +56,11 @@ def test_the_nini_tab_opens(page: Any) -> None:
 
 
 def test_asking_streams_the_answer_and_shows_each_step(page: Any, llm: ScriptedLLM, lab: Lab) -> None:
-    llm.reply(tool_call("run_code", code=CHART_CODE, label="monthly revenue"),
-              tool_call("run_code", code="revenue_total = 1 / 0", label="a slip"),
-              text(ANSWER, chunks=12))  # fmt: skip
+    llm.reply(
+        tool_call("run_code", code=CHART_CODE, label="monthly revenue"),
+        tool_call("run_code", code="revenue_total = 1 / 0", label="a slip"),
+        text(ANSWER, chunks=12),
+    )
     ask(page, "How did revenue develop?")
     try:
         page.wait_for_selector(".nini-assistant strong", timeout=60_000)  # Markdown, once the answer is whole
@@ -85,8 +98,10 @@ def lab_events(lab: Lab, session: str) -> list[dict[str, Any]]:
 
 
 def test_stop_cancels_a_slow_run(page: Any, llm: ScriptedLLM) -> None:
-    llm.reply(tool_call("run_code", code="import time\ntime.sleep(60)", label="slow step", timeout_s=120),
-              text("never shown", delay_s=60))  # fmt: skip
+    llm.reply(
+        tool_call("run_code", code="import time\ntime.sleep(60)", label="slow step", timeout_s=120),
+        text("never shown", delay_s=60),
+    )
     ask(page, "Take your time")
     page.wait_for_selector('.nini-step[data-status="running"]', timeout=30_000)
     assert page.is_enabled(".nini-stop")
@@ -119,9 +134,12 @@ def test_by_default_the_agents_code_runs_in_the_sandbox_with_copies_of_the_noteb
     assert page.get_attribute(".nini-run-where", "data-value") == "sandbox"  # sandbox first
     where = page.inner_text(".nini-where")
     assert "nini's sandbox" in where and "analysis.ipynb's variables" in where
-    llm.reply(tool_call("run_code", code="print(sales.amount.sum())\nsales['amount'] = 0", label="your data",
-                        variables=["sales"]),
-              text("Your sales add up to 7.5."))  # fmt: skip
+    llm.reply(
+        tool_call(
+            "run_code", code="print(sales.amount.sum())\nsales['amount'] = 0", label="your data", variables=["sales"]
+        ),
+        text("Your sales add up to 7.5."),
+    )
     ask(page, "What do my sales add up to?")
     page.wait_for_selector(".nini-assistant:has-text('7.5')", timeout=60_000)
     wait_idle(page)

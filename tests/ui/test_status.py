@@ -16,7 +16,16 @@ from typing import Any
 import pytest
 
 from tests.llm_server import ScriptedLLM, text, tool_call
-from tests.ui.conftest import Lab, ask, current_session, open_sidebar, screenshot, wait_idle, watched_page, widen_sidebar
+from tests.ui.conftest import (
+    Lab,
+    ask,
+    current_session,
+    open_sidebar,
+    screenshot,
+    wait_idle,
+    watched_page,
+    widen_sidebar,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -59,8 +68,11 @@ def status(page: Any) -> str:
 
 def wait_status(page: Any, pattern: str) -> str:
     """Until the status line reads ``pattern`` (a regular expression); what it read."""
-    page.wait_for_function("pattern => new RegExp(pattern).test(document.querySelector('.nini-status-text')?.textContent ?? '')",
-                           arg=pattern, timeout=60_000)  # fmt: skip
+    page.wait_for_function(
+        "pattern => new RegExp(pattern).test(document.querySelector('.nini-status-text')?.textContent ?? '')",
+        arg=pattern,
+        timeout=60_000,
+    )
     return status(page)
 
 

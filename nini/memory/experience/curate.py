@@ -37,12 +37,25 @@ UNSURE = 0.35  # from here up to SAME_TRIGGER the rules are unsure: a model, whe
 SAME_DECISION = 0.6  # decision similarity from which they say the same thing
 BACKUPS = ".backups"
 WORDS = {
-    "zh": {"new": "新增", "merge": "合并", "supersede": "取代", "keep": "独立保存", "deposited": "已沉淀 {n} 条经验：{items}",
-           "deprecated": "；{old} 已标记为 deprecated（由 {new} 取代）", "rollback": "。回滚：nini experience rollback {levels}"},
-    "en": {"new": "new", "merge": "merge", "supersede": "supersede", "keep": "keep independent",
-           "deposited": "Deposited {n} experience(s): {items}", "deprecated": "; {old} marked deprecated (replaced by {new})",
-           "rollback": ". To roll back: nini experience rollback {levels}"},
-}  # fmt: skip
+    "zh": {
+        "new": "新增",
+        "merge": "合并",
+        "supersede": "取代",
+        "keep": "独立保存",
+        "deposited": "已沉淀 {n} 条经验：{items}",
+        "deprecated": "；{old} 已标记为 deprecated（由 {new} 取代）",
+        "rollback": "。回滚：nini experience rollback {levels}",
+    },
+    "en": {
+        "new": "new",
+        "merge": "merge",
+        "supersede": "supersede",
+        "keep": "keep independent",
+        "deposited": "Deposited {n} experience(s): {items}",
+        "deprecated": "; {old} marked deprecated (replaced by {new})",
+        "rollback": ". To roll back: nini experience rollback {levels}",
+    },
+}
 
 
 @dataclass
@@ -92,8 +105,9 @@ class Plan:
 Judge = Callable[[Candidate, IndexRow], "tuple[str, str] | None"]
 
 
-def plan_deposit(candidates: list[Candidate], libraries: dict[str, Library], similarity: Similarity,
-                 judge: Judge | None = None) -> Plan:  # fmt: skip
+def plan_deposit(
+    candidates: list[Candidate], libraries: dict[str, Library], similarity: Similarity, judge: Judge | None = None
+) -> Plan:
     """Group the candidates going to each library, then compare each group with that library's active rows
     (asking ``judge`` about a row the similarities leave unsure)."""
     actions: list[Action] = []
@@ -103,7 +117,14 @@ def plan_deposit(candidates: list[Candidate], libraries: dict[str, Library], sim
             continue
         groups: list[list[Candidate]] = []
         for candidate in going:
-            home = next((g for g in groups if _same(similarity, g[0].trigger, candidate.trigger, g[0].decision, candidate.decision)), None)
+            home = next(
+                (
+                    g
+                    for g in groups
+                    if _same(similarity, g[0].trigger, candidate.trigger, g[0].decision, candidate.decision)
+                ),
+                None,
+            )
             if home is None:
                 groups.append([candidate])
             else:
@@ -114,8 +135,9 @@ def plan_deposit(candidates: list[Candidate], libraries: dict[str, Library], sim
     return Plan(actions)
 
 
-def _against_library(group: list[Candidate], active: list[IndexRow], level: str, similarity: Similarity,
-                     judge: Judge | None) -> Action:  # fmt: skip
+def _against_library(
+    group: list[Candidate], active: list[IndexRow], level: str, similarity: Similarity, judge: Judge | None
+) -> Action:
     lead = group[0]
     kind = "merge" if len(group) > 1 else "keep"
     reason = "the same judgement, several times" if len(group) > 1 else ""
@@ -126,7 +148,9 @@ def _against_library(group: list[Candidate], active: list[IndexRow], level: str,
     same_situation = [(t, d, row) for t, d, row in zip(triggers, decisions, active, strict=True) if t >= SAME_TRIGGER]
     merges = [row for t, d, row in same_situation if d >= SAME_DECISION]
     if merges:
-        return Action("merge", level, group, merges, "same situation, same decision as " + ", ".join(r.id for r in merges))
+        return Action(
+            "merge", level, group, merges, "same situation, same decision as " + ", ".join(r.id for r in merges)
+        )
     if same_situation:
         old = max(same_situation, key=lambda item: item[0])[2]
         return Action("supersede", level, group, [old], f"same situation as {old.id}, a different decision")
@@ -138,7 +162,10 @@ def _against_library(group: list[Candidate], active: list[IndexRow], level: str,
 
 
 def _same(similarity: Similarity, trigger_a: str, trigger_b: str, decision_a: str, decision_b: str) -> bool:
-    return similarity.pair(trigger_a, trigger_b) >= SAME_TRIGGER and similarity.pair(decision_a, decision_b) >= SAME_DECISION
+    return (
+        similarity.pair(trigger_a, trigger_b) >= SAME_TRIGGER
+        and similarity.pair(decision_a, decision_b) >= SAME_DECISION
+    )
 
 
 def execute(plan: Plan, libraries: dict[str, Library], pending: PendingFile | None, language: str = "zh") -> str:
@@ -163,15 +190,21 @@ def execute(plan: Plan, libraries: dict[str, Library], pending: PendingFile | No
             for level, backup in backups.items():
                 _restore(libraries[level], backup)
             if isinstance(exc, NiniError):
-                raise NiniError(exc.code, f"{exc.message}; nothing was changed (the INDEX was restored from its backup)") from exc
+                raise NiniError(
+                    exc.code, f"{exc.message}; nothing was changed (the INDEX was restored from its backup)"
+                ) from exc
             if isinstance(exc, OSError) and out_of_space(exc):
                 full = no_space(" and ".join(f"the {level} experience library" for level in levels))
                 raise NiniError(full.code, f"{full.message}; nothing was changed", full.details) from exc
             if isinstance(exc, OSError):
-                raise NiniError(ErrorCode.INTERNAL, f"deposit failed ({exc.strerror or exc}); nothing was changed") from exc
+                raise NiniError(
+                    ErrorCode.INTERNAL, f"deposit failed ({exc.strerror or exc}); nothing was changed"
+                ) from exc
             raise
     words = WORDS.get(language, WORDS["zh"])
-    items = "、".join(f"{new_id}（{level}）" if language == "zh" else f"{new_id} ({level})" for new_id, level, _old in written)
+    items = "、".join(
+        f"{new_id}（{level}）" if language == "zh" else f"{new_id} ({level})" for new_id, level, _old in written
+    )
     line = words["deposited"].format(n=len(written), items=items)
     for new_id, _level, old in written:
         if old:
@@ -203,7 +236,11 @@ def rollback(library: Library) -> str:
     change created moved into that backup folder (kept, not deleted)."""
     with _locked(library):
         folder = library.root / BACKUPS
-        backups = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.endswith(".rolled-back")) if folder.is_dir() else []
+        backups = (
+            sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.endswith(".rolled-back"))
+            if folder.is_dir()
+            else []
+        )
         if not backups:
             raise NiniError(ErrorCode.NOT_FOUND, f"{library.level}: no change to roll back")
         latest = backups[-1]
@@ -215,8 +252,11 @@ def rollback(library: Library) -> str:
 def _readable(library: Library) -> ParsedIndex:
     parsed = library.read()
     if parsed.problems:
-        raise NiniError(ErrorCode.CONFLICT, f"{library.level} INDEX.md has problems ({'; '.join(parsed.problems[:3])}); "
-                        "fix them (nini experience validate) before changing the library: nini never rewrites a broken INDEX")  # fmt: skip
+        raise NiniError(
+            ErrorCode.CONFLICT,
+            f"{library.level} INDEX.md has problems ({'; '.join(parsed.problems[:3])}); "
+            "fix them (nini experience validate) before changing the library: nini never rewrites a broken INDEX",
+        )
     return parsed
 
 
@@ -234,9 +274,13 @@ def _apply(action: Action, library: Library, parsed: ParsedIndex, backup: Path) 
     for planned in action.replaces:  # the rows as they are now, not as they were when planned
         row = parsed.by_id(planned.id)
         if row is None or row.status != "active":
-            raise NiniError(ErrorCode.CONFLICT, f"{library.level}: {planned.id} changed since the plan was made; plan again")
+            raise NiniError(
+                ErrorCode.CONFLICT, f"{library.level}: {planned.id} changed since the plan was made; plan again"
+            )
         row.status = "deprecated"
-        row.replaced_by = ", ".join(item for item in [*row.replaced_by.replace(",", " ").split(), entry_id] if item != "-")
+        row.replaced_by = ", ".join(
+            item for item in [*row.replaced_by.replace(",", " ").split(), entry_id] if item != "-"
+        )
     parsed.rows.append(index_row(candidate, relative, replaces=old_ids))
     return entry_id, library.level, old_ids
 

@@ -26,13 +26,43 @@ def render_document(candidate: Candidate, entry_id: str, level: str, *, replaces
     ]
     if replaces:
         lines.append(f"- Replaces: {', '.join(replaces)}")
-    lines += ["", "## Trigger (when to load)", "", c.trigger or "-", "", "## Surface signal", "", c.surface_signal or "-",
-              "", "## Hidden risk", "", c.hidden_risk or "-", "", "## Decision Shape", "",
-              f"- Decision being made: {c.decision}", f"- Alternatives rejected: {alternatives}",
-              f"- Discriminating signal: {c.signal or '-'}", "", "## Judgment Capsule", "",
-              f"- I used to think: {c.used_to_think or alternatives}", f"- Now I believe: {c.now_believe or c.decision}",
-              f"- Because the decisive variable is: {c.because or c.signal or '-'}", "", "## Solution", "", c.solution or c.decision,
-              "", "## How to verify", "", c.verify or "-", "", "## Pointers", ""]  # fmt: skip
+    lines += [
+        "",
+        "## Trigger (when to load)",
+        "",
+        c.trigger or "-",
+        "",
+        "## Surface signal",
+        "",
+        c.surface_signal or "-",
+        "",
+        "## Hidden risk",
+        "",
+        c.hidden_risk or "-",
+        "",
+        "## Decision Shape",
+        "",
+        f"- Decision being made: {c.decision}",
+        f"- Alternatives rejected: {alternatives}",
+        f"- Discriminating signal: {c.signal or '-'}",
+        "",
+        "## Judgment Capsule",
+        "",
+        f"- I used to think: {c.used_to_think or alternatives}",
+        f"- Now I believe: {c.now_believe or c.decision}",
+        f"- Because the decisive variable is: {c.because or c.signal or '-'}",
+        "",
+        "## Solution",
+        "",
+        c.solution or c.decision,
+        "",
+        "## How to verify",
+        "",
+        c.verify or "-",
+        "",
+        "## Pointers",
+        "",
+    ]
     lines += [f"- {pointer}" for pointer in c.pointers] or ["-"]
     if c.quote:
         lines += ["", "## In the user's words", "", "> " + c.quote.replace("\n", "\n> ")]
@@ -42,10 +72,20 @@ def render_document(candidate: Candidate, entry_id: str, level: str, *, replaces
 def index_row(candidate: Candidate, file: str, *, replaces: list[str] | None = None) -> IndexRow:
     c = candidate
     tags = " ".join(dict.fromkeys([f"#{c.stage}", *(f"#{word}" for word in _topic_words(c))]))
-    return IndexRow(tag=tags, type=c.type, title=c.title or c.decision, trigger=c.trigger or c.decision,
-                    surface_signal=c.surface_signal or c.signal or "-", hidden_risk=c.hidden_risk or "-", status="active",
-                    scope=c.scope, strength=c.strength, replaces=", ".join(replaces or []), replaced_by="",
-                    file=file)  # fmt: skip
+    return IndexRow(
+        tag=tags,
+        type=c.type,
+        title=c.title or c.decision,
+        trigger=c.trigger or c.decision,
+        surface_signal=c.surface_signal or c.signal or "-",
+        hidden_risk=c.hidden_risk or "-",
+        status="active",
+        scope=c.scope,
+        strength=c.strength,
+        replaces=", ".join(replaces or []),
+        replaced_by="",
+        file=file,
+    )
 
 
 def _topic_words(candidate: Candidate) -> list[str]:

@@ -86,8 +86,11 @@ def is_specific(candidate: Candidate, datasets: tuple[str, ...] | list[str] = ()
     """Whether the candidate is about particular data (a pointer, a dataset's name, a column, a number, a file)."""
     parts = [candidate.decision, candidate.signal, candidate.trigger, candidate.quote, *candidate.alternatives]
     lowered = " ".join(parts).lower()
-    return (bool(candidate.pointers) or any(name.lower() in lowered for name in datasets if name)
-            or any(mentions_specifics(part) for part in parts if part))  # fmt: skip
+    return (
+        bool(candidate.pointers)
+        or any(name.lower() in lowered for name in datasets if name)
+        or any(mentions_specifics(part) for part in parts if part)
+    )
 
 
 def stage2(candidate: Candidate, target_level: str | None = None) -> dict[str, object]:
@@ -97,7 +100,11 @@ def stage2(candidate: Candidate, target_level: str | None = None) -> dict[str, o
     level = target_level or c.level
     filled = [c.title, c.trigger, c.decision, c.alternatives, c.signal, c.solution, c.verify, c.pointers]
     structure = sum(1 for item in filled if item) / len(filled)
-    judgement = (0.4 if c.alternatives else 0) + (0.3 if is_specific(c) else 0) + (0.3 if (c.because or c.now_believe or c.signal) else 0)
+    judgement = (
+        (0.4 if c.alternatives else 0)
+        + (0.3 if is_specific(c) else 0)
+        + (0.3 if (c.because or c.now_believe or c.signal) else 0)
+    )
     trigger_words = len((c.trigger or "").split()) + len(re.findall(r"[\u3400-\u9fff]", c.trigger or "")) // 2
     reusability = min(1.0, 0.4 + 0.1 * trigger_words) * {"broad": 1.0, "medium": 0.9, "narrow": 0.8}.get(c.scope, 0.8)
     notes = []
@@ -110,5 +117,10 @@ def stage2(candidate: Candidate, target_level: str | None = None) -> dict[str, o
         notes.append("a rule with no project pointer: it could be a team standard")
     if structure < 0.5:
         notes.append("little structure: consider editing it (solution, how to verify, pointers)")
-    scores = {"structure": round(structure, 2), "judgement": round(judgement, 2), "reusability": round(reusability, 2), "fit": round(fit, 2)}
+    scores = {
+        "structure": round(structure, 2),
+        "judgement": round(judgement, 2),
+        "reusability": round(reusability, 2),
+        "fit": round(fit, 2),
+    }
     return {**scores, "overall": round(sum(scores.values()) / 4, 2), "notes": notes}

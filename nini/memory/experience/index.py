@@ -19,10 +19,12 @@ from nini.errors import ErrorCode, NiniError
 from nini.memory.experience.model import COLUMNS, ID_PATTERN, SCOPES, STATUSES, STRENGTHS, TYPES, IndexRow
 
 INDEX_NAME = "INDEX.md"
-PREAMBLE = {"team": "# Team experience\n\nThe single source of truth of this library: one row per experience; "
-                    "`nini experience validate` checks it.\n",
-            "project": "# Project experience\n\nThe single source of truth of this library: one row per experience; "
-                       "`nini experience validate` checks it.\n"}  # fmt: skip
+PREAMBLE = {
+    "team": "# Team experience\n\nThe single source of truth of this library: one row per experience; "
+    "`nini experience validate` checks it.\n",
+    "project": "# Project experience\n\nThe single source of truth of this library: one row per experience; "
+    "`nini experience validate` checks it.\n",
+}
 _SPLIT = re.compile(r"(?<!\\)\|")
 MAX_DOCUMENT_BYTES = 1_000_000
 
@@ -77,14 +79,19 @@ class Library:
         """A document of this library by its File value; NOT_FOUND / INVALID_ARGUMENT when it cannot be read safely."""
         problem = self._file_problem(relative)
         if problem:
-            raise NiniError(ErrorCode.NOT_FOUND if "missing" in problem else ErrorCode.INVALID_ARGUMENT, f"{self.level}/{relative}: {problem}")
+            raise NiniError(
+                ErrorCode.NOT_FOUND if "missing" in problem else ErrorCode.INVALID_ARGUMENT,
+                f"{self.level}/{relative}: {problem}",
+            )
         return read_regular_file(self.root, relative)
 
     def _file_problem(self, relative: str) -> str | None:
         parts = relative.split("/")
         if not relative or relative.startswith("/") or any(part in ("", ".", "..") for part in parts):
             return f"File {relative!r} is not a path inside the library"
-        if not ID_PATTERN.fullmatch(parts[-1].removesuffix(".md")) and not re.fullmatch(r"EXP-\d{4,}[-\w]*\.md", parts[-1]):
+        if not ID_PATTERN.fullmatch(parts[-1].removesuffix(".md")) and not re.fullmatch(
+            r"EXP-\d{4,}[-\w]*\.md", parts[-1]
+        ):
             return f"File {relative!r} is not named EXP-<number>.md"
         if self.level == "team" and (len(parts) != 2 or parts[0] not in ("standards", "knowledge")):
             return f"File {relative!r} is not in standards/ or knowledge/"
@@ -111,7 +118,9 @@ def read_regular_file(root: Path, relative: str) -> str:
     except FileNotFoundError:
         raise
     except OSError as exc:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{relative}: cannot be read ({exc.strerror}); a link is never followed") from exc
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT, f"{relative}: cannot be read ({exc.strerror}); a link is never followed"
+        ) from exc
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{relative}: not a regular file")
@@ -159,7 +168,9 @@ def parse_index(text: str) -> ParsedIndex:
         for ref_column, ref in (("Replaces", row.replaces), ("ReplacedBy", row.replaced_by)):
             missing = [item for item in _ids(ref) if item not in known]
             if missing:
-                parsed.problems.append(f"{row.id}: {ref_column} names {', '.join(missing)}, which the INDEX does not have")
+                parsed.problems.append(
+                    f"{row.id}: {ref_column} names {', '.join(missing)}, which the INDEX does not have"
+                )
     return parsed
 
 
@@ -173,8 +184,12 @@ def render_index(parsed: ParsedIndex, level: str) -> str:
 
 def _value_problems(row: IndexRow) -> list[str]:
     problems = []
-    for name, value, allowed in (("Type", row.type, TYPES), ("Status", row.status, STATUSES),
-                                 ("Scope", row.scope, SCOPES), ("Strength", row.strength, STRENGTHS)):  # fmt: skip
+    for name, value, allowed in (
+        ("Type", row.type, TYPES),
+        ("Status", row.status, STATUSES),
+        ("Scope", row.scope, SCOPES),
+        ("Strength", row.strength, STRENGTHS),
+    ):
         if value not in allowed:
             problems.append(f"{name} is {value!r}, not one of {'|'.join(allowed)}")
     if not row.title:

@@ -27,8 +27,10 @@ MAX_MATCHES = 5
 RELEVANT = 0.15
 STAGE_BONUS = {0: 0.2, 1: 0.1}  # by the distance between the run's stage and the row's
 LINE = {"zh": "⚠️ 高风险：{title}（参考 {file}）", "en": "⚠️ High risk: {title} (see {file})"}
-HEADER = {"zh": "## 经验提醒\n\n以下经验与本次分析相关；需要全文时用 read_experience 读取所参考的文件。",
-          "en": "## Experience\n\nThese experiences bear on this analysis; read_experience gives a referenced file in full."}  # fmt: skip
+HEADER = {
+    "zh": "## 经验提醒\n\n以下经验与本次分析相关；需要全文时用 read_experience 读取所参考的文件。",
+    "en": "## Experience\n\nThese experiences bear on this analysis; read_experience gives a referenced file in full.",
+}
 
 
 @dataclass
@@ -46,13 +48,24 @@ class Match:
         return LINE.get(language, LINE["zh"]).format(title=self.row.title, file=self.reference)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"level": self.level, "id": self.row.id, "title": self.row.title, "file": self.reference,
-                "score": round(self.score, 3), "strength": self.row.strength, "scope": self.row.scope, "type": self.row.type}  # fmt: skip
+        return {
+            "level": self.level,
+            "id": self.row.id,
+            "title": self.row.title,
+            "file": self.reference,
+            "score": round(self.score, 3),
+            "strength": self.row.strength,
+            "scope": self.row.scope,
+            "type": self.row.type,
+        }
 
 
 def libraries(team_dir: Path, project_dir: Path) -> dict[str, Library]:
     """The team library (a folder a team can share) and the project's, by level."""
-    return {"team": Library("team", team_dir), "project": Library("project", project_dir / ".nini" / "experience" / "project")}
+    return {
+        "team": Library("team", team_dir),
+        "project": Library("project", project_dir / ".nini" / "experience" / "project"),
+    }
 
 
 def stage_levels(stage: str) -> tuple[str, ...]:
@@ -95,8 +108,16 @@ class Matcher:
             self._parsed[library.index_path] = (key, (parsed, active, prepared))
         return active, prepared
 
-    def match(self, libraries_by_level: dict[str, Library], request: str, stage: str, *, datasets: str = "",
-              threshold: float = THRESHOLD, limit: int = MAX_MATCHES) -> list[Match]:  # fmt: skip
+    def match(
+        self,
+        libraries_by_level: dict[str, Library],
+        request: str,
+        stage: str,
+        *,
+        datasets: str = "",
+        threshold: float = THRESHOLD,
+        limit: int = MAX_MATCHES,
+    ) -> list[Match]:
         """The rows worth a warning for this request, best first (nothing when nothing is close)."""
         if not request.strip():
             return []
@@ -125,7 +146,9 @@ def prompt_section(matches: list[Match], language: str = "zh") -> str | None:
 
 def _row_text(row: IndexRow) -> str:
     tags = " ".join(tag.lstrip("#") for tag in row.tag.split() if tag.lstrip("#") not in STAGES)
-    return " ".join(part for part in (row.title, row.trigger, row.surface_signal, row.hidden_risk, tags) if part and part != "-")
+    return " ".join(
+        part for part in (row.title, row.trigger, row.surface_signal, row.hidden_risk, tags) if part and part != "-"
+    )
 
 
 def _stage_bonus(stage: str, row_stage: str | None) -> float:

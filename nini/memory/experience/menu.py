@@ -16,27 +16,55 @@ from nini.memory.experience.model import LEVELS
 from nini.memory.experience.service import ExperienceMemory
 
 TEXT = {
-    "zh": {"none": "没有待沉淀的经验候选。", "title": "待沉淀的经验候选（{n} 条）：",
-           "item": "  {n}. [{level} · {type}] {title}", "shape": "     决策：{decision} ｜ 放弃：{alternatives} ｜ 信号：{signal}",
-           "scores": "     评估：结构 {structure:.2f} · 判断质量 {judgement:.2f} · 可复用 {reusability:.2f} · 目标匹配 {fit:.2f}",
-           "note": "     提示：{note}",
-           "menu": "选择：a 全部 · 编号（如 1,3 或 1 3）· t N 更改存储目标 · e N 编辑 · c 取消",
-           "bad": "没有第 {n} 条（共 {total} 条）。", "unknown": "没看懂：{answer}",
-           "target": "第 {n} 条的存储目标（team/project）：", "plan": "沉淀计划：", "confirm": "确认执行？[y/N] ",
-           "cancelled": "已取消，候选仍在待沉淀列表中。", "edit": "编辑第 {n} 条（回车保留原值；放弃的做法用 ; 分隔）：",
-           "fields": {"title": "标题", "trigger": "触发条件", "decision": "决策", "alternatives": "放弃的做法", "signal": "信号",
-                      "type": "类型（standard/knowledge）"}},
-    "en": {"none": "No experience candidates are pending.", "title": "Pending experience candidates ({n}):",
-           "item": "  {n}. [{level} · {type}] {title}", "shape": "     decision: {decision} | rejected: {alternatives} | signal: {signal}",
-           "scores": "     evaluation: structure {structure:.2f} · judgement {judgement:.2f} · reusability {reusability:.2f} · fit {fit:.2f}",
-           "note": "     note: {note}",
-           "menu": "Choose: a all · numbers (1,3 or 1 3) · t N change the target · e N edit · c cancel",
-           "bad": "There is no number {n} (there are {total}).", "unknown": "Not understood: {answer}",
-           "target": "Target of number {n} (team/project): ", "plan": "Plan:", "confirm": "Carry it out? [y/N] ",
-           "cancelled": "Cancelled; the candidates stay pending.", "edit": "Edit number {n} (Enter keeps a value; separate rejected alternatives with ;):",
-           "fields": {"title": "title", "trigger": "trigger", "decision": "decision", "alternatives": "rejected alternatives",
-                      "signal": "signal", "type": "type (standard/knowledge)"}},
-}  # fmt: skip
+    "zh": {
+        "none": "没有待沉淀的经验候选。",
+        "title": "待沉淀的经验候选（{n} 条）：",
+        "item": "  {n}. [{level} · {type}] {title}",
+        "shape": "     决策：{decision} ｜ 放弃：{alternatives} ｜ 信号：{signal}",
+        "scores": "     评估：结构 {structure:.2f} · 判断质量 {judgement:.2f} · 可复用 {reusability:.2f} · 目标匹配 {fit:.2f}",
+        "note": "     提示：{note}",
+        "menu": "选择：a 全部 · 编号（如 1,3 或 1 3）· t N 更改存储目标 · e N 编辑 · c 取消",
+        "bad": "没有第 {n} 条（共 {total} 条）。",
+        "unknown": "没看懂：{answer}",
+        "target": "第 {n} 条的存储目标（team/project）：",
+        "plan": "沉淀计划：",
+        "confirm": "确认执行？[y/N] ",
+        "cancelled": "已取消，候选仍在待沉淀列表中。",
+        "edit": "编辑第 {n} 条（回车保留原值；放弃的做法用 ; 分隔）：",
+        "fields": {
+            "title": "标题",
+            "trigger": "触发条件",
+            "decision": "决策",
+            "alternatives": "放弃的做法",
+            "signal": "信号",
+            "type": "类型（standard/knowledge）",
+        },
+    },
+    "en": {
+        "none": "No experience candidates are pending.",
+        "title": "Pending experience candidates ({n}):",
+        "item": "  {n}. [{level} · {type}] {title}",
+        "shape": "     decision: {decision} | rejected: {alternatives} | signal: {signal}",
+        "scores": "     evaluation: structure {structure:.2f} · judgement {judgement:.2f} · reusability {reusability:.2f} · fit {fit:.2f}",
+        "note": "     note: {note}",
+        "menu": "Choose: a all · numbers (1,3 or 1 3) · t N change the target · e N edit · c cancel",
+        "bad": "There is no number {n} (there are {total}).",
+        "unknown": "Not understood: {answer}",
+        "target": "Target of number {n} (team/project): ",
+        "plan": "Plan:",
+        "confirm": "Carry it out? [y/N] ",
+        "cancelled": "Cancelled; the candidates stay pending.",
+        "edit": "Edit number {n} (Enter keeps a value; separate rejected alternatives with ;):",
+        "fields": {
+            "title": "title",
+            "trigger": "trigger",
+            "decision": "decision",
+            "alternatives": "rejected alternatives",
+            "signal": "signal",
+            "type": "type (standard/knowledge)",
+        },
+    },
+}
 
 
 def remember_dialogue(memory: ExperienceMemory, ask: Callable[[str], str], say: Callable[[str], None]) -> str | None:
@@ -92,7 +120,9 @@ def _show(words: dict, shown: list[dict], targets: dict[str, str], say: Callable
         c, evaluation = item["candidate"], item["evaluation"]
         level = targets.get(c["id"], c["level"])
         say(words["item"].format(n=item["number"], level=level, type=c["type"], title=c["title"]))
-        say(words["shape"].format(decision=c["decision"], alternatives="; ".join(c["alternatives"]), signal=c["signal"]))
+        say(
+            words["shape"].format(decision=c["decision"], alternatives="; ".join(c["alternatives"]), signal=c["signal"])
+        )
         say(words["scores"].format(**evaluation))
         for note in [*c.get("notes", []), *evaluation["notes"]]:
             say(words["note"].format(note=note))
@@ -115,8 +145,14 @@ def _chosen(answer: str, ids: list[str], words: dict, say: Callable[[str], None]
     return [ids[n - 1] for n in dict.fromkeys(numbers)]
 
 
-def _edit(memory: ExperienceMemory, words: dict, candidate_id: str, number: int, ask: Callable[[str], str],
-          say: Callable[[str], None]) -> None:  # fmt: skip
+def _edit(
+    memory: ExperienceMemory,
+    words: dict,
+    candidate_id: str,
+    number: int,
+    ask: Callable[[str], str],
+    say: Callable[[str], None],
+) -> None:
     current = memory.pending.load().find(candidate_id)
     if current is None:
         return
@@ -127,7 +163,9 @@ def _edit(memory: ExperienceMemory, words: dict, candidate_id: str, number: int,
         shown = "; ".join(value) if isinstance(value, list) else value
         answer = ask(f"  {label} [{shown}]: ").strip()
         if answer:
-            changes[field_name] = [part.strip() for part in answer.split(";") if part.strip()] if field_name == "alternatives" else answer
+            changes[field_name] = (
+                [part.strip() for part in answer.split(";") if part.strip()] if field_name == "alternatives" else answer
+            )
     if changes:
         try:
             memory.edit(candidate_id, changes)

@@ -14,8 +14,20 @@ import uuid
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-COLUMNS = ("Tag", "Type", "Title", "Trigger (when to load)", "Surface signal", "Hidden risk", "Status", "Scope",
-           "Strength", "Replaces", "ReplacedBy", "File")  # fmt: skip
+COLUMNS = (
+    "Tag",
+    "Type",
+    "Title",
+    "Trigger (when to load)",
+    "Surface signal",
+    "Hidden risk",
+    "Status",
+    "Scope",
+    "Strength",
+    "Replaces",
+    "ReplacedBy",
+    "File",
+)
 STATUSES = ("active", "deprecated")
 SCOPES = ("narrow", "medium", "broad")  # narrowest first: max() of their positions is the broader
 STRENGTHS = ("hypothesis", "validated", "enforced")  # weakest first
@@ -90,8 +102,13 @@ class Candidate:
     notes: list[str] = field(default_factory=list)  # what stage-1 changed, for the user to see
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
 
-    _KEYS = {"task_id": "taskId", "surface_signal": "surfaceSignal", "hidden_risk": "hiddenRisk",
-             "used_to_think": "usedToThink", "now_believe": "nowBelieve"}  # fmt: skip
+    _KEYS = {
+        "task_id": "taskId",
+        "surface_signal": "surfaceSignal",
+        "hidden_risk": "hiddenRisk",
+        "used_to_think": "usedToThink",
+        "now_believe": "nowBelieve",
+    }
 
     def to_json(self) -> dict[str, Any]:
         return {self._KEYS.get(f.name, f.name): getattr(self, f.name) for f in fields(self)}

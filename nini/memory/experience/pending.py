@@ -89,7 +89,7 @@ class PendingFile:
         try:
             data = json.loads(text)
             if not isinstance(data, dict) or not isinstance(data.get("candidates", []), list):
-                raise ValueError("not {\"candidates\": [...], \"asked\": ...}")
+                raise ValueError('not {"candidates": [...], "asked": ...}')
             candidates = [Candidate.from_json(item) for item in data.get("candidates", []) if isinstance(item, dict)]
             return PendingState(candidates, bool(data.get("asked", False)))
         except ValueError as exc:

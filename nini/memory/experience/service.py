@@ -30,8 +30,10 @@ from nini.owners import is_server_user, owner_key
 if TYPE_CHECKING:
     from nini.config import Settings
 
-CAPTURED = {"zh": "已暂存 {n} 条经验候选（用于 nini remember 阶段沉淀选择）",
-            "en": "{n} experience candidate(s) kept for later (choose what to keep with nini remember)"}  # fmt: skip
+CAPTURED = {
+    "zh": "已暂存 {n} 条经验候选（用于 nini remember 阶段沉淀选择）",
+    "en": "{n} experience candidate(s) kept for later (choose what to keep with nini remember)",
+}
 
 
 @dataclass
@@ -48,8 +50,9 @@ class CaptureResult:
 
 
 class ExperienceMemory:
-    def __init__(self, settings: Settings, project_dir: Path, matcher: Matcher | None = None,
-                 judge: curate.Judge | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, settings: Settings, project_dir: Path, matcher: Matcher | None = None, judge: curate.Judge | None = None
+    ) -> None:
         self.settings = settings
         self.project_dir = project_dir
         self.matcher = matcher or Matcher()
@@ -80,8 +83,14 @@ class ExperienceMemory:
         options = self.settings.experience
         if not options.enabled or options.max_matches == 0:
             return []
-        return self.matcher.match(self.libraries, request, stage, datasets=datasets,
-                                  threshold=options.match_threshold, limit=options.max_matches)  # fmt: skip
+        return self.matcher.match(
+            self.libraries,
+            request,
+            stage,
+            datasets=datasets,
+            threshold=options.match_threshold,
+            limit=options.max_matches,
+        )
 
     def read(self, reference: str) -> str:
         """A document by its reference (``team/knowledge/EXP-0001.md``), only if its INDEX lists it."""
@@ -95,14 +104,30 @@ class ExperienceMemory:
 
     # -- capture ---------------------------------------------------------------------------------------
 
-    async def capture_conversation(self, llm: Any, messages: list[dict[str, Any]], *, session_id: str | None,
-                                   stage: str, datasets: list[str], owner: str | None = None) -> CaptureResult:  # fmt: skip
+    async def capture_conversation(
+        self,
+        llm: Any,
+        messages: list[dict[str, Any]],
+        *,
+        session_id: str | None,
+        stage: str,
+        datasets: list[str],
+        owner: str | None = None,
+    ) -> CaptureResult:
         """What a model finds in the conversation's user messages, stage-1 filtered, added to ``owner``'s pending."""
         found = await extract_with_model(llm, messages, session_id=session_id, stage=stage, datasets=datasets)
         return self._keep(found, datasets, owner)
 
-    def capture_statement(self, text: str, *, stage: str = "analysis", session_id: str | None = None,
-                          datasets: list[str] | None = None, owner: str | None = None, **options: Any) -> CaptureResult:  # fmt: skip
+    def capture_statement(
+        self,
+        text: str,
+        *,
+        stage: str = "analysis",
+        session_id: str | None = None,
+        datasets: list[str] | None = None,
+        owner: str | None = None,
+        **options: Any,
+    ) -> CaptureResult:
         """An explicit statement of the user's (``remember --add``): a candidate if it passes stage 1."""
         if not text.strip():
             raise NiniError(ErrorCode.INVALID_ARGUMENT, "say what to remember")
@@ -118,8 +143,13 @@ class ExperienceMemory:
         for candidate in found:
             verdict = stage1(candidate, datasets)
             if verdict.candidate is None:
-                result.dropped.append({"title": candidate.title or candidate.decision[:80], "reason": verdict.reason or "",
-                                       "why": DROP_REASONS.get(verdict.reason or "", "")})  # fmt: skip
+                result.dropped.append(
+                    {
+                        "title": candidate.title or candidate.decision[:80],
+                        "reason": verdict.reason or "",
+                        "why": DROP_REASONS.get(verdict.reason or "", ""),
+                    }
+                )
             elif _key(verdict.candidate) not in known:
                 known.add(_key(verdict.candidate))
                 result.kept.append(verdict.candidate)
@@ -139,7 +169,9 @@ class ExperienceMemory:
     def pending_view(self, owner: str | None = None) -> tuple[PendingState, list[dict[str, Any]]]:
         """``owner``'s pending candidates, each with its stage-2 evaluation, numbered from 1."""
         state = self.pending_for(owner).load()
-        shown = [{"number": n, "candidate": c.to_json(), "evaluation": stage2(c)} for n, c in enumerate(state.candidates, 1)]
+        shown = [
+            {"number": n, "candidate": c.to_json(), "evaluation": stage2(c)} for n, c in enumerate(state.candidates, 1)
+        ]
         return state, shown
 
     def mark_asked(self, owner: str | None = None) -> None:
@@ -158,7 +190,9 @@ class ExperienceMemory:
                 raise NiniError(ErrorCode.INVALID_ARGUMENT, f"level must be team or project, not {edited.level!r}")
             verdict = stage1(edited)
             if verdict.candidate is None:
-                raise NiniError(ErrorCode.INVALID_ARGUMENT, f"after the edit: {DROP_REASONS[verdict.reason or 'NO_DECISION']}")
+                raise NiniError(
+                    ErrorCode.INVALID_ARGUMENT, f"after the edit: {DROP_REASONS[verdict.reason or 'NO_DECISION']}"
+                )
             state.candidates[state.candidates.index(current)] = verdict.candidate
         return verdict.candidate
 
@@ -190,7 +224,10 @@ class ExperienceMemory:
     def deposit(self, plan: curate.Plan, *, confirm: bool, owner: str | None = None) -> str:
         """Carry out a plan the user confirmed (of ``owner``'s candidates); refused without ``confirm``."""
         if confirm is not True:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, "nothing is written to an experience library without the user's confirmation (confirm: true)")
+            raise NiniError(
+                ErrorCode.INVALID_ARGUMENT,
+                "nothing is written to an experience library without the user's confirmation (confirm: true)",
+            )
         for level in {action.level for action in plan.actions}:
             self._check_writable(level)
         return curate.execute(plan, self.libraries, self.pending_for(owner), self.language)
@@ -201,7 +238,10 @@ class ExperienceMemory:
         rows = []
         for name, library in self.libraries.items():
             if level in (None, name):
-                rows += [{**row.to_dict(), "level": name, "reference": f"{name}/{row.file}"} for row in library.read(check_files=False).rows]
+                rows += [
+                    {**row.to_dict(), "level": name, "reference": f"{name}/{row.file}"}
+                    for row in library.read(check_files=False).rows
+                ]
         return rows
 
     def validate(self) -> dict[str, list[str]]:
@@ -218,8 +258,11 @@ class ExperienceMemory:
         """Refuse a change of the team library where ``experience.team_writable`` is false (a hub's
         users who are not its maintainers), before anything is locked or written."""
         if level == "team" and not self.settings.experience.team_writable:
-            raise NiniError(ErrorCode.POLICY_VIOLATION, "the team experience library is read-only for you "
-                            "(experience.team_writable is false); choose the project library, or ask a maintainer")  # fmt: skip
+            raise NiniError(
+                ErrorCode.POLICY_VIOLATION,
+                "the team experience library is read-only for you "
+                "(experience.team_writable is false); choose the project library, or ask a maintainer",
+            )
 
 
 def _key(candidate: Candidate) -> tuple[str, str]:

@@ -92,7 +92,9 @@ class Similarity:
 
                 import wordllama
 
-                self._model = wordllama.WordLlama.load(cache_dir=os.path.dirname(wordllama.__file__), disable_download=True)
+                self._model = wordllama.WordLlama.load(
+                    cache_dir=os.path.dirname(wordllama.__file__), disable_download=True
+                )
             except Exception as exc:  # not installed, or its files damaged: the lexical score still works
                 log.warning("wordllama unavailable (%s); experience matching uses lexical overlap only", exc)
                 self._use_embeddings = False
@@ -103,8 +105,11 @@ class Similarity:
 def tokens(text: str) -> set[str]:
     """Content words (lower case, a trailing plural s dropped) and CJK character pairs."""
     lowered = text.lower()
-    words = {word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-             for word in _WORD.findall(lowered) if word not in STOPWORDS and len(word) > 1}  # fmt: skip
+    words = {
+        word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+        for word in _WORD.findall(lowered)
+        if word not in STOPWORDS and len(word) > 1
+    }
     for run in _CJK.findall(lowered):
         chars = [char for char in run if char not in CJK_STOP]
         words.update(a + b for a, b in zip(chars, chars[1:], strict=False))

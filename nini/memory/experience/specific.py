@@ -23,8 +23,10 @@ _MARKS = re.compile(
     r"\b\w+_\w+\b|\d|\.\w{2,5}\b|`[^`]+`|(?<!\w)\"[^\"\n]+\"(?!\w)|(?<!\w)'[^'\n]+'(?!\w)|"
     r"“[^”]+”|‘[^’]+’|「[^」]+」|『[^』]+』|《[^》]+》"
 )
-_ZH_NUMBER = re.compile(r"[零一二两三四五六七八九十百千万]+\s*(?:倍|成(?![本员立功为果熟型分交品绩])|个?百分点)|"
-                        r"百分之[零一二两三四五六七八九十百点]+")  # fmt: skip
+_ZH_NUMBER = re.compile(
+    r"[零一二两三四五六七八九十百千万]+\s*(?:倍|成(?![本员立功为果熟型分交品绩])|个?百分点)|"
+    r"百分之[零一二两三四五六七八九十百点]+"
+)
 _EN_COLUMN_WORDS = "column|field|table|dataset|variable|sheet"
 _EN_NAME_BEFORE = re.compile(rf"\b(\w+)\s+(?:{_EN_COLUMN_WORDS})s?\b", re.I)
 _EN_NAME_AFTER = re.compile(rf"\b(?:{_EN_COLUMN_WORDS})\s+(\w+)", re.I)
@@ -43,7 +45,9 @@ _EN_FOLLOWING = frozenset(
 )
 # a name, then optionally 这一/这个/这, then a column word (表 alone is too often 代表, 图表, 列表)
 _ZH_LATIN_COLUMN = re.compile(r"([A-Za-z_][\w.\-]*)\s*(?:这一|这个|这)?\s*(?:列|字段|栏|变量|数据集|数据表|工作表|表)")
-_ZH_COLUMN = re.compile(rf"([{CJK}]{{2,}}?)(?:这一|这个|这)?(?:列|字段|栏位|数据集|数据表|工作表|(?<![代图报列发外仪课时手年])表(?!示|明|达|格|现))")
+_ZH_COLUMN = re.compile(
+    rf"([{CJK}]{{2,}}?)(?:这一|这个|这)?(?:列|字段|栏位|数据集|数据表|工作表|(?<![代图报列发外仪课时手年])表(?!示|明|达|格|现))"
+)
 _ZH_GENERIC_END = frozenset(
     "每一 这一 那一 某一 同一 各个 这个 那个 哪个 每个 某个 整个 一个 单个 多个 几个 所有 全部 其他 其它 其余 相关 对应 某些 "
     "这些 那些 数值 文本 分类 类别 字符 日期 时间 缺失 重复 新的 新增 目标 特征 下一 上一 原始 数据 结果 输出 输入".split()

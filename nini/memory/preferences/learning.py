@@ -65,13 +65,20 @@ class Learned:
 def ingest(store: HistoryStore, feedback: Feedback, *, learning: bool = True) -> Learned:
     """Record one feedback and apply its rules, in one transaction."""
     if feedback.action not in ACTIONS:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"action must be accept, reject or partial, not {feedback.action!r}")
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT, f"action must be accept, reject or partial, not {feedback.action!r}"
+        )
     if not isinstance(feedback.run_id, str) or not feedback.run_id.strip():
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, "a feedback names the run it judges (a turn id or report:<artifact id>)")
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT, "a feedback names the run it judges (a turn id or report:<artifact id>)"
+        )
     factor = PARTIAL_FACTOR if feedback.action == "partial" else 1.0
     with store.writing() as conn:
         mine = owner_filter(feedback.owner, feedback_table.c.owner)
-        earlier = [dict(r._mapping) for r in conn.execute(sa.select(feedback_table).where((feedback_table.c.run_id == feedback.run_id) & mine))]
+        earlier = [
+            dict(r._mapping)
+            for r in conn.execute(sa.select(feedback_table).where((feedback_table.c.run_id == feedback.run_id) & mine))
+        ]
         applied: list[dict[str, Any]] = []
         learned = Learned(0)
         for name in dict.fromkeys(feedback.signals):
@@ -87,30 +94,56 @@ def ingest(store: HistoryStore, feedback: Feedback, *, learning: bool = True) ->
             change = _signal(conn, feedback.owner, feedback.project_id, name, factor)
             if change is not None:
                 learned.changes.append(change)
-            applied.append({"signal": name, "delta": change["after"] - change["before"] if change else 0.0, "id": change["id"] if change else None})
+            applied.append(
+                {
+                    "signal": name,
+                    "delta": change["after"] - change["before"] if change else 0.0,
+                    "id": change["id"] if change else None,
+                }
+            )
         if learning and feedback.action != "partial":
             named = {change["id"] for change in learned.changes}
             step = INJECTED_STEP if feedback.action == "accept" else -INJECTED_STEP
             for preference_id in dict.fromkeys(feedback.injected_ids):
                 if preference_id not in named:
-                    change = _move(conn, feedback.owner, preference_id, step, f"injected into a run the user {feedback.action}ed")
+                    change = _move(
+                        conn, feedback.owner, preference_id, step, f"injected into a run the user {feedback.action}ed"
+                    )
                     if change is not None:
                         learned.changes.append(change)
-        row = {"run_id": feedback.run_id, "project_id": feedback.project_id, "skill_id": feedback.skill_id, "action": feedback.action,
-               "signals": applied, "evidence_ref": feedback.evidence_ref, "created_at": now_ms(), "owner": feedback.owner}  # fmt: skip
+        row = {
+            "run_id": feedback.run_id,
+            "project_id": feedback.project_id,
+            "skill_id": feedback.skill_id,
+            "action": feedback.action,
+            "signals": applied,
+            "evidence_ref": feedback.evidence_ref,
+            "created_at": now_ms(),
+            "owner": feedback.owner,
+        }
         learned.feedback_id = conn.execute(feedback_table.insert().returning(feedback_table.c.id), row).scalar_one()
     return learned
 
 
-def _signal(conn: Connection, owner: str | None, project_id: str | None, name: str, factor: float) -> dict[str, Any] | None:
+def _signal(
+    conn: Connection, owner: str | None, project_id: str | None, name: str, factor: float
+) -> dict[str, Any] | None:
     """``owner``'s named preference up (created when missing), learned globally unless the project has its own."""
     signal = signal_for(name)
     found = find(conn, project_id, signal.key, owner) if project_id is not None else None
     found = found or find(conn, None, signal.key, owner)
     if found is None:
         confidence = round(NEW_CONFIDENCE * factor, 6)
-        values = {"project_id": None, "key": signal.key, "value": signal.value, "source": "implicit",
-                  "confidence": confidence, "evidence_count": 1, "updated_at": now_ms(), "owner": owner}  # fmt: skip
+        values = {
+            "project_id": None,
+            "key": signal.key,
+            "value": signal.value,
+            "source": "implicit",
+            "confidence": confidence,
+            "evidence_count": 1,
+            "updated_at": now_ms(),
+            "owner": owner,
+        }
         new_id = conn.execute(table.insert().returning(table.c.id), values).scalar_one()
         return {"id": new_id, "key": signal.key, "before": 0.0, "after": confidence, "why": f"new from signal {name}"}
     if found["source"] == "explicit":
@@ -120,8 +153,9 @@ def _signal(conn: Connection, owner: str | None, project_id: str | None, name: s
     return _move(conn, owner, found["id"], SIGNAL_STEP * factor, f"signal {name}", row=found)
 
 
-def _move(conn: Connection, owner: str | None, preference_id: int, step: float, why: str,
-          row: dict[str, Any] | None = None) -> dict[str, Any] | None:  # fmt: skip
+def _move(
+    conn: Connection, owner: str | None, preference_id: int, step: float, why: str, row: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     if row is None:
         found = conn.execute(sa.select(table).where((table.c.id == preference_id) & owner_filter(owner))).first()
         if found is None:
@@ -141,7 +175,9 @@ def _set(conn: Connection, row: dict[str, Any], confidence: float, why: str, val
     return {"id": row["id"], "key": row["key"], "before": row["confidence"], "after": after, "why": why}
 
 
-def _cancel(conn: Connection, owner: str | None, earlier: list[dict[str, Any]], action: str, name: str) -> list[dict[str, Any]] | None:
+def _cancel(
+    conn: Connection, owner: str | None, earlier: list[dict[str, Any]], action: str, name: str
+) -> list[dict[str, Any]] | None:
     """Undo the change an opposite feedback on the same run made for ``name``; None when there is none."""
     opposite = OPPOSITE.get(action)
     for row in reversed(earlier):
@@ -150,7 +186,11 @@ def _cancel(conn: Connection, owner: str | None, earlier: list[dict[str, Any]], 
         for item in row["signals"] or []:
             if item.get("signal") == name and not item.get("canceled") and item.get("id") is not None:
                 item["canceled"] = True
-                conn.execute(feedback_table.update().where(feedback_table.c.id == row["id"]), {"signals": row["signals"]})
-                change = _move(conn, owner, item["id"], -float(item.get("delta") or 0.0), f"signal {name} cancelled out")
+                conn.execute(
+                    feedback_table.update().where(feedback_table.c.id == row["id"]), {"signals": row["signals"]}
+                )
+                change = _move(
+                    conn, owner, item["id"], -float(item.get("delta") or 0.0), f"signal {name} cancelled out"
+                )
                 return [change] if change is not None else []
     return None

@@ -26,13 +26,17 @@ class Signal:
 SIGNALS: dict[str, Signal] = {
     "no_exclamation": Signal("punctuation.no_exclamation", True, "不使用感叹号", "no exclamation marks"),
     "concise": Signal("verbosity", "concise", "回答简洁，先给结论", "concise answers, conclusion first"),
-    "detailed": Signal("verbosity", "detailed", "回答详细，说明方法和依据", "detailed answers with method and evidence"),
+    "detailed": Signal(
+        "verbosity", "detailed", "回答详细，说明方法和依据", "detailed answers with method and evidence"
+    ),
     "formal": Signal("tone", "formal", "语气正式", "a formal tone"),
     "casual": Signal("tone", "casual", "语气轻松", "a casual tone"),
     "chinese": Signal("language", "zh", "用中文回答", "answer in Chinese"),
     "english": Signal("language", "en", "用英文回答", "answer in English"),
     "fewer_decimals": Signal("report.decimals", 2, "数字保留两位小数", "numbers to two decimals"),
-    "minimal_charts": Signal("chart.style", "minimal", "图表简洁：无网格、无装饰", "minimal charts: no grid, no decoration"),
+    "minimal_charts": Signal(
+        "chart.style", "minimal", "图表简洁：无网格、无装饰", "minimal charts: no grid, no decoration"
+    ),
     "no_emoji": Signal("punctuation.no_emoji", True, "不使用表情符号", "no emoji"),
 }
 BY_KEY = {(signal.key, repr(signal.value)): name for name, signal in SIGNALS.items()}

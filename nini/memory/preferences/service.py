@@ -40,9 +40,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("nini.memory.preferences")
 
 INJECTED_EVENT = "preferences_injected"
-EXTRACT_PROMPT = ("The user gave feedback on a data-analysis assistant's output. Which of these preferences does their "
-                  "comment ask for? " + ", ".join(SIGNALS) + ". Add a short snake_case name for any other clear "
-                  'style preference. Answer with JSON only: {"signals": ["..."]}; none: {"signals": []}.')  # fmt: skip
+EXTRACT_PROMPT = (
+    "The user gave feedback on a data-analysis assistant's output. Which of these preferences does their "
+    "comment ask for? " + ", ".join(SIGNALS) + ". Add a short snake_case name for any other clear "
+    'style preference. Answer with JSON only: {"signals": ["..."]}; none: {"signals": []}.'
+)
 
 
 def project_id_for(project_dir: Path) -> str:
@@ -62,21 +64,40 @@ class PreferenceMemory:
     def options(self) -> Any:
         return self.settings.preferences
 
-    def select(self, skill_type: str = "answer", project_id: str | None = None, *, owner: str | None = None) -> Selection:
+    def select(
+        self, skill_type: str = "answer", project_id: str | None = None, *, owner: str | None = None
+    ) -> Selection:
         """What ``owner``'s next run of ``skill_type`` would be given (``preview`` prints exactly this block)."""
         options = self.options
-        return select_memory_for_injection(self.store, project_id or self.project_id, skill_type, options.max_items,
-                                           options.token_budget, floor=options.confidence_floor,
-                                           language=self.settings.ui.current_language, enabled=options.injection,
-                                           owner=owner)  # fmt: skip
+        return select_memory_for_injection(
+            self.store,
+            project_id or self.project_id,
+            skill_type,
+            options.max_items,
+            options.token_budget,
+            floor=options.confidence_floor,
+            language=self.settings.ui.current_language,
+            enabled=options.injection,
+            owner=owner,
+        )
 
     def select_for(self, session: Session, skill_type: str = "answer") -> Selection:
         """What a run of ``session`` is given: its owner's preferences. Blocking: the store's thread."""
         return self.select(skill_type, owner=session.owner)
 
-    async def feedback(self, run_id: str, action: str, *, signals: list[str] | None = None, comment: str | None = None,
-                       original: str | None = None, edited: str | None = None, llm: Any = None,
-                       evidence: dict[str, Any] | None = None, viewer: Viewer | None = None) -> Learned:  # fmt: skip
+    async def feedback(
+        self,
+        run_id: str,
+        action: str,
+        *,
+        signals: list[str] | None = None,
+        comment: str | None = None,
+        original: str | None = None,
+        edited: str | None = None,
+        llm: Any = None,
+        evidence: dict[str, Any] | None = None,
+        viewer: Viewer | None = None,
+    ) -> Learned:
         """Record the user's feedback on a run and learn from it (within ``preferences.timeout_s``):
         the run's session owner's preferences learn. ``viewer``: who gives it (None: the CLI, anyone's
         run); a run in a session they may not see is NOT_FOUND, as one that does not exist."""
@@ -95,11 +116,18 @@ class PreferenceMemory:
                     found += await self._comment_signals(comment, llm)
                 if original is not None and edited is not None:
                     found += signals_from_edit(original, edited)
-                    evidence = {**(evidence or {}), "diff_id": hashlib.sha1(f"{original}\0{edited}".encode()).hexdigest()[:12]}
-                record = Feedback(run_id, action, skill_id, self.project_id, list(dict.fromkeys(found)), evidence, injected, owner)
+                    evidence = {
+                        **(evidence or {}),
+                        "diff_id": hashlib.sha1(f"{original}\0{edited}".encode()).hexdigest()[:12],
+                    }
+                record = Feedback(
+                    run_id, action, skill_id, self.project_id, list(dict.fromkeys(found)), evidence, injected, owner
+                )
                 return await self.store.call(ingest, self.store, record, learning=self.options.learning)
         except TimeoutError:
-            raise NiniError(ErrorCode.TIMEOUT, f"the feedback took longer than {self.options.timeout_s} s; nothing was recorded") from None
+            raise NiniError(
+                ErrorCode.TIMEOUT, f"the feedback took longer than {self.options.timeout_s} s; nothing was recorded"
+            ) from None
 
     def resolve(self, run_id: str, viewer: Viewer | None = None) -> tuple[str, list[int], str | None]:
         """(the skill that made the run's output, the preference ids the run was given, its session's
@@ -108,16 +136,30 @@ class PreferenceMemory:
             report = re.fullmatch(r"report:(\d+)", run_id)
             if report:
                 return "generate_report", [], _report(conn, report.group(1), viewer).owner
-            call = conn.execute(sa.select(tool_calls.c.turn_id, tool_calls.c.tool_name, tool_calls.c.session_id)
-                                .where(tool_calls.c.id == run_id)).first()  # fmt: skip
+            call = conn.execute(
+                sa.select(tool_calls.c.turn_id, tool_calls.c.tool_name, tool_calls.c.session_id).where(
+                    tool_calls.c.id == run_id
+                )
+            ).first()
             turn_id, skill = (call.turn_id, call.tool_name) if call is not None else (run_id, "answer")
             query = sa.select(events.c.type, events.c.data, events.c.session_id).where(events.c.turn_id == turn_id)
             found = [(row.type, row.data, row.session_id) for row in conn.execute(query)]
             session_id = call.session_id if call is not None else found[0][2] if found else None
-            owner = conn.execute(sa.select(sessions.c.owner).where(sessions.c.id == session_id)).scalar() if session_id else None
+            owner = (
+                conn.execute(sa.select(sessions.c.owner).where(sessions.c.id == session_id)).scalar()
+                if session_id
+                else None
+            )
         if session_id is None or (viewer is not None and not viewer.sees(owner)):
-            raise NiniError(ErrorCode.NOT_FOUND, f"no run {run_id}: give a turn id, report:<artifact id> or a proposal id")
-        injected = [i for kind, data, where in found if kind == INJECTED_EVENT and where == session_id for i in (data or {}).get("ids", [])]
+            raise NiniError(
+                ErrorCode.NOT_FOUND, f"no run {run_id}: give a turn id, report:<artifact id> or a proposal id"
+            )
+        injected = [
+            i
+            for kind, data, where in found
+            if kind == INJECTED_EVENT and where == session_id
+            for i in (data or {}).get("ids", [])
+        ]
         return skill, injected, owner
 
     def report_text(self, runtime: Any, run_id: str, viewer: Viewer | None = None) -> str:
@@ -125,10 +167,14 @@ class PreferenceMemory:
         (NOT_FOUND for a report in a session ``viewer`` may not see, as for a missing one)."""
         found = re.fullmatch(r"report:(\d+)", run_id)
         if found is None:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, "an edit is compared with a report: name it report:<artifact id>")
+            raise NiniError(
+                ErrorCode.INVALID_ARGUMENT, "an edit is compared with a report: name it report:<artifact id>"
+            )
         with self.store.reading() as conn:
             row = _report(conn, found.group(1), viewer)
-        return runtime.workspace(row.session_id).fs.read_bytes(row.path, limit=5_000_000).decode("utf-8", errors="replace")
+        return (
+            runtime.workspace(row.session_id).fs.read_bytes(row.path, limit=5_000_000).decode("utf-8", errors="replace")
+        )
 
     async def _comment_signals(self, comment: str, llm: Any) -> list[str]:
         if llm is None:

@@ -51,14 +51,19 @@ class PreferenceStore:
 
     # -- preferences ----------------------------------------------------------------------------------
 
-    def list(self, project_id: str | None = None, *, include_global: bool = True, owner: str | None = None) -> list[dict[str, Any]]:
+    def list(
+        self, project_id: str | None = None, *, include_global: bool = True, owner: str | None = None
+    ) -> list[dict[str, Any]]:
         """``owner``'s preferences of a project (and their global ones), by key then id."""
         where = scope_filter(project_id)
         if project_id is not None and include_global:
             where = where | table.c.project_id.is_(None)
         where = owner_filter(owner) & where
         with self.store.reading() as conn:
-            return [dict(row._mapping) for row in conn.execute(sa.select(table).where(where).order_by(table.c.key, table.c.id))]
+            return [
+                dict(row._mapping)
+                for row in conn.execute(sa.select(table).where(where).order_by(table.c.key, table.c.id))
+            ]
 
     def get(self, preference_id: int, *, owner: str | None = None) -> dict[str, Any]:
         with self.store.reading() as conn:
@@ -78,7 +83,9 @@ class PreferenceStore:
                 return _one(conn.execute(table.insert().returning(*table.c), row))
             return _one(conn.execute(table.update().where(table.c.id == found["id"]).returning(*table.c), values))
 
-    def edit(self, preference_id: int, *, value: Any = None, confidence: float | None = None, owner: str | None = None) -> dict[str, Any]:
+    def edit(
+        self, preference_id: int, *, value: Any = None, confidence: float | None = None, owner: str | None = None
+    ) -> dict[str, Any]:
         """Change one of ``owner``'s preferences, its value or confidence; the edit makes it explicit."""
         current = self.get(preference_id, owner=owner)
         values: dict[str, Any] = {"source": "explicit", "updated_at": now_ms()}
@@ -115,16 +122,19 @@ class PreferenceStore:
         runs = sa.union(
             sa.select(events.c.turn_id).where((events.c.session_id == session_id) & events.c.turn_id.is_not(None)),
             sa.select(tool_calls.c.id).where(tool_calls.c.session_id == session_id),
-            sa.select(sa.literal("report:") + sa.cast(artifacts.c.id, sa.Text))
-            .where((artifacts.c.session_id == session_id) & (artifacts.c.kind == "report")),
-        )  # fmt: skip
+            sa.select(sa.literal("report:") + sa.cast(artifacts.c.id, sa.Text)).where(
+                (artifacts.c.session_id == session_id) & (artifacts.c.kind == "report")
+            ),
+        )
         query = sa.select(feedback_table.c.run_id, feedback_table.c.action).where(feedback_table.c.run_id.in_(runs))
         with self.store.reading() as conn:
             return {row.run_id: row.action for row in conn.execute(query.order_by(feedback_table.c.id))}
 
 
 def find(conn: Connection, project_id: str | None, key: str, owner: str | None) -> dict[str, Any] | None:
-    row = conn.execute(sa.select(table).where(owner_filter(owner) & scope_filter(project_id) & (table.c.key == key))).first()
+    row = conn.execute(
+        sa.select(table).where(owner_filter(owner) & scope_filter(project_id) & (table.c.key == key))
+    ).first()
     return dict(row._mapping) if row is not None else None
 
 

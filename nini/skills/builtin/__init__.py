@@ -25,9 +25,20 @@ if TYPE_CHECKING:
     from nini.config import Settings
 
 BUILTIN_SKILLS: list[FunctionSkill] = [
-    load_dataset, run_code, list_datasets, describe_dataset, read_file, image_analysis,
-    search_skills, save_skill, generate_report, read_notebook, propose_cell, read_experience, *TASK_SKILLS,
-]  # fmt: skip
+    load_dataset,
+    run_code,
+    list_datasets,
+    describe_dataset,
+    read_file,
+    image_analysis,
+    search_skills,
+    save_skill,
+    generate_report,
+    read_notebook,
+    propose_cell,
+    read_experience,
+    *TASK_SKILLS,
+]
 
 
 def builtin_skills(settings: Settings) -> list[FunctionSkill]:

@@ -53,4 +53,10 @@ def read_file(session: Session, path: str, max_chars: int = 8000) -> dict[str, A
     limit = max(1, min(max_chars, MAX_READ_CHARS))
     encoding = text_encoding(session, relative) or "utf-8"  # as load_dataset read it, else detected
     text, truncated = fs.read_text(relative, max_chars=limit, encoding=encoding)  # refuses links and special files
-    return {"path": path, "text": text, "truncated": truncated, "size_bytes": fs.file_size(relative), "encoding": encoding}
+    return {
+        "path": path,
+        "text": text,
+        "truncated": truncated,
+        "size_bytes": fs.file_size(relative),
+        "encoding": encoding,
+    }

@@ -26,24 +26,50 @@ if TYPE_CHECKING:
 SEPARATOR_ALIASES = {"tab": "\t", "\\t": "\t"}
 TEXT_SAMPLE = 64 * 1024  # bytes of a file read_file detects the encoding of: it shows at most 20,000 characters
 WORDS = {
-    "zh": {"label": "数据集 ", "line": "{name}：{rows} 行，{columns} 列", "encoding": "编码 {}，{}", "sep": "分隔符 {}，{}",
-           "detected": "自动识别", "given": "指定", "tab": "制表符", "decimal": "小数点为逗号",
-           "sheet": "工作表 '{}'（第 {} 个，共 {} 个）", "open": "（", "join": "；", "close": "）",
-           "unknown_encoding": "未知的编码 {}（例如 utf-8、gbk、gb18030、latin-1、cp1252、utf-16）",
-           "bad_sep": "分隔符须为一个字符，例如 ',' ';' '|' 或 'tab'，而不是 {}"},
-    "en": {"label": "dataset ", "line": "{name}: {rows} rows, {columns} columns", "encoding": "encoding {}, {}", "sep": "separator {}, {}",
-           "detected": "detected", "given": "given", "tab": "tab", "decimal": "decimal comma",
-           "sheet": "sheet '{}' ({} of {})", "open": " (", "join": "; ", "close": ")",
-           "unknown_encoding": "unknown encoding {} (e.g. utf-8, gbk, gb18030, latin-1, cp1252, utf-16)",
-           "bad_sep": "the separator must be one character such as ',' ';' '|' or 'tab', not {}"},
-}  # fmt: skip
+    "zh": {
+        "label": "数据集 ",
+        "line": "{name}：{rows} 行，{columns} 列",
+        "encoding": "编码 {}，{}",
+        "sep": "分隔符 {}，{}",
+        "detected": "自动识别",
+        "given": "指定",
+        "tab": "制表符",
+        "decimal": "小数点为逗号",
+        "sheet": "工作表 '{}'（第 {} 个，共 {} 个）",
+        "open": "（",
+        "join": "；",
+        "close": "）",
+        "unknown_encoding": "未知的编码 {}（例如 utf-8、gbk、gb18030、latin-1、cp1252、utf-16）",
+        "bad_sep": "分隔符须为一个字符，例如 ',' ';' '|' 或 'tab'，而不是 {}",
+    },
+    "en": {
+        "label": "dataset ",
+        "line": "{name}: {rows} rows, {columns} columns",
+        "encoding": "encoding {}, {}",
+        "sep": "separator {}, {}",
+        "detected": "detected",
+        "given": "given",
+        "tab": "tab",
+        "decimal": "decimal comma",
+        "sheet": "sheet '{}' ({} of {})",
+        "open": " (",
+        "join": "; ",
+        "close": ")",
+        "unknown_encoding": "unknown encoding {} (e.g. utf-8, gbk, gb18030, latin-1, cp1252, utf-16)",
+        "bad_sep": "the separator must be one character such as ',' ';' '|' or 'tab', not {}",
+    },
+}
 
 
 @skill("load_dataset", category="data")
 def load_dataset(
-    session: Session, path: str, name: str | None = None, encoding: str | None = None, sep: str | None = None,
+    session: Session,
+    path: str,
+    name: str | None = None,
+    encoding: str | None = None,
+    sep: str | None = None,
     sheet: str | int | None = None,
-) -> ToolOutput:  # fmt: skip
+) -> ToolOutput:
     """Load a data file from the session workspace as a named dataset (CSV, TSV, Parquet, JSON, Excel).
 
     The dataset is then available to run_code as `datasets[name]` (or `df` with dataset_name).
@@ -61,14 +87,18 @@ def load_dataset(
     dataset = check_dataset_name(name or _default_name(source))
     suffix = source.suffix.lower()
     if suffix not in READERS:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"cannot load {source.suffix or 'extensionless'} files; "
-                        f"supported: {', '.join(sorted(READERS))}")
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"cannot load {source.suffix or 'extensionless'} files; supported: {', '.join(sorted(READERS))}",
+        )
     words = WORDS.get(session.settings.ui.current_language, WORDS["en"])
     options = {"encoding": check_encoding(encoding, words), "sep": check_separator(sep, words), "sheet": sheet}
     readers = session.runtime.readers
     with workspace.fs.reader(source) as handle:  # NOT_FOUND, or POLICY_VIOLATION for a link
         session.dataset_files()  # sweeps what killed saves left, before this one writes
-        target = workspace.new_dataset_file(dataset, owner_token())  # a new version: the record's commit makes it current
+        target = workspace.new_dataset_file(
+            dataset, owner_token()
+        )  # a new version: the record's commit makes it current
         described: dict[str, Any] = {}
 
         def convert(out: BinaryIO) -> None:  # read and written by a limited child: nini.execution.parsing
@@ -116,7 +146,7 @@ def check_separator(sep: str | None, words: dict[str, str]) -> str | None:
     if sep is None or sep == "":
         return None
     sep = SEPARATOR_ALIASES.get(sep.lower(), sep)
-    if len(sep) != 1 or sep in "\"\r\n" or sep.isalnum():
+    if len(sep) != 1 or sep in '"\r\n' or sep.isalnum():
         raise NiniError(ErrorCode.INVALID_ARGUMENT, words["bad_sep"].format(repr(sep[:20])))
     return sep
 
@@ -129,7 +159,11 @@ def loaded_line(result: dict[str, Any], language: str, *, labelled: bool = False
     rows, columns = result["shape"]
     how = []
     if result.get("encoding"):
-        how.append(words["encoding"].format(result["encoding"], words["detected" if result.get("encoding_detected") else "given"]))
+        how.append(
+            words["encoding"].format(
+                result["encoding"], words["detected" if result.get("encoding_detected") else "given"]
+            )
+        )
     if result.get("sep"):
         shown = words["tab"] if result["sep"] == "\t" else repr(result["sep"])
         how.append(words["sep"].format(shown, words["detected" if result.get("sep_detected") else "given"]))

@@ -12,7 +12,13 @@ from nini.skills.function import skill
 if TYPE_CHECKING:
     from nini.session import Session
 
-MEDIA_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp", ".gif": "image/gif"}
+MEDIA_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".webp": "image/webp",
+    ".gif": "image/gif",
+}
 MAX_IMAGE_BYTES = 20 * 1024 * 1024  # what the common vision APIs accept per image
 DEFAULT_QUESTION = "Describe this image. For a chart: its type, axes, the main pattern and any outliers."
 
@@ -31,13 +37,17 @@ async def image_analysis(session: Session, image: str, question: str = DEFAULT_Q
         raise NiniError(ErrorCode.NOT_FOUND, f"no image {image!r} among the session's artifacts or workspace files")
     if media_type is None:
         accepted = ", ".join(sorted(MEDIA_TYPES))
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{image!r} is not an image a model can read (accepted: {accepted})")
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT, f"{image!r} is not an image a model can read (accepted: {accepted})"
+        )
     try:  # one open: a link or special file is refused, a swap after the check changes nothing
         data = session.workspace.fs.read_bytes(relative, limit=MAX_IMAGE_BYTES)
     except NiniError as exc:
         if exc.code is not ErrorCode.TOO_LARGE:
             raise
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"{image!r} is larger than the limit of {MAX_IMAGE_BYTES:,} bytes") from None
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT, f"{image!r} is larger than the limit of {MAX_IMAGE_BYTES:,} bytes"
+        ) from None
     data_url = f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
     content = [{"type": "text", "text": question}, {"type": "image_url", "image_url": {"url": data_url}}]
     try:

@@ -47,12 +47,18 @@ def read_notebook(
     total = len(notebook.cells)
     first, last = (cell, cell + 1) if cell is not None else (start, min(end if end is not None else start + 30, total))
     if not (0 <= first < total) or last <= first:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, f"no such cell range: the notebook has {total} cells (0 to {total - 1})")
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT, f"no such cell range: the notebook has {total} cells (0 to {total - 1})"
+        )
     last = min(last, first + MAX_CELLS_PER_READ)
     limit = FULL_OUTPUT_CHARS if cell is not None and full_output else OUTPUT_CHARS
     cells = []
     for item in notebook.cells[first:last]:
-        outputs = item.outputs if len(item.outputs) <= limit else item.outputs[:limit] + f"… ({len(item.outputs) - limit:,} more characters)"
+        outputs = (
+            item.outputs
+            if len(item.outputs) <= limit
+            else item.outputs[:limit] + f"… ({len(item.outputs) - limit:,} more characters)"
+        )
         cells.append({"index": item.index, "cell_type": item.cell_type, "source": item.source, "outputs": outputs})
     return {"name": notebook.name, "cells": cells, "total_cells": total}
 
@@ -80,15 +86,31 @@ def propose_cell(
     if replaces is not None:
         old = notebook.cell(replaces) if notebook is not None else None
         if notebook is not None and old is None:
-            raise NiniError(ErrorCode.INVALID_ARGUMENT, f"replaces: no cell {replaces}; the notebook has {len(notebook.cells)} cells")
+            raise NiniError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"replaces: no cell {replaces}; the notebook has {len(notebook.cells)} cells",
+            )
         if old is not None:
-            diff = "".join(difflib.unified_diff(_ended(old.source).splitlines(keepends=True), _ended(source).splitlines(keepends=True),
-                                                f"cell {replaces}", "proposed"))  # fmt: skip
+            diff = "".join(
+                difflib.unified_diff(
+                    _ended(old.source).splitlines(keepends=True),
+                    _ended(source).splitlines(keepends=True),
+                    f"cell {replaces}",
+                    "proposed",
+                )
+            )
         position = replaces
     elif position is None:
         position = _default_position(notebook)
-    return {"cell_type": LANGUAGES[language], "language": language, "source": source, "position": position,
-            "replaces": replaces, "diff": diff, "status": "pending"}  # fmt: skip
+    return {
+        "cell_type": LANGUAGES[language],
+        "language": language,
+        "source": source,
+        "position": position,
+        "replaces": replaces,
+        "diff": diff,
+        "status": "pending",
+    }
 
 
 def list_proposals(store: HistoryStore, session_id: str) -> list[dict[str, Any]]:
@@ -96,12 +118,18 @@ def list_proposals(store: HistoryStore, session_id: str) -> list[dict[str, Any]]
     decided = {e["tool_call_id"]: e for e in store.list_events(session_id) if e["type"] == DECIDED}
     proposals = []
     for call in store.list_tool_calls(session_id):
-        if call["tool_name"] == "propose_cell" and call["status"] == "succeeded" and isinstance(call.get("result"), dict):
+        if (
+            call["tool_name"] == "propose_cell"
+            and call["status"] == "succeeded"
+            and isinstance(call.get("result"), dict)
+        ):
             proposals.append(_proposal(call, decided.get(call["id"])))
     return proposals
 
 
-def decide_proposal(events: EventBus, session_id: str, proposal_id: str, decision: str, ran: bool = False) -> dict[str, Any]:
+def decide_proposal(
+    events: EventBus, session_id: str, proposal_id: str, decision: str, ran: bool = False
+) -> dict[str, Any]:
     """Record the user's ``decision`` ("accept" or "reject") on a proposal, once; returns the proposal.
 
     NOT_FOUND for an id that is not a proposal of this session, CONFLICT when it was answered already.
@@ -113,22 +141,32 @@ def decide_proposal(events: EventBus, session_id: str, proposal_id: str, decisio
         raise NiniError(ErrorCode.NOT_FOUND, f"no proposal {proposal_id} in session {session_id}")
     if found["status"] != "pending":
         raise NiniError(ErrorCode.CONFLICT, f"proposal {proposal_id} was {found['status']} already")
-    event = events.publish(session_id, DECIDED, {"decision": DECISIONS[decision], "ran": bool(ran and decision == "accept")},
-                           tool_call_id=proposal_id)  # fmt: skip
+    event = events.publish(
+        session_id,
+        DECIDED,
+        {"decision": DECISIONS[decision], "ran": bool(ran and decision == "accept")},
+        tool_call_id=proposal_id,
+    )
     return {**found, "status": event["data"]["decision"], "ran": event["data"]["ran"], "decided_at": event["ts"]}
 
 
 def _proposal(call: dict[str, Any], decided: dict[str, Any] | None) -> dict[str, Any]:
     result = call["result"]
     answer = (decided or {}).get("data") or {}
-    return {"proposal_id": call["id"], **{k: result.get(k) for k in ("cell_type", "language", "source", "position", "replaces", "diff")},
-            "status": answer.get("decision", "pending"), "ran": answer.get("ran"),
-            "decided_at": (decided or {}).get("ts")}  # fmt: skip
+    return {
+        "proposal_id": call["id"],
+        **{k: result.get(k) for k in ("cell_type", "language", "source", "position", "replaces", "diff")},
+        "status": answer.get("decision", "pending"),
+        "ran": answer.get("ran"),
+        "decided_at": (decided or {}).get("ts"),
+    }
 
 
 def _notebook(session: Session) -> NotebookContext:
     if session.notebook is None or not session.notebook.cells:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, "no notebook is attached to this conversation: ask from a notebook to read it")
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT, "no notebook is attached to this conversation: ask from a notebook to read it"
+        )
     return session.notebook
 
 

@@ -51,28 +51,68 @@ async def generate_report(
     from nini.report.service import ReportRequest, session_report, wants_model_text
 
     request = ReportRequest(
-        title=title, methods=methods, summary_text=summary_text, conclusions=conclusions,
-        dataset_names=dataset_names, include_charts=include_charts, include_key_findings=include_key_findings,
-        include_session_stats=include_session_stats, lang=lang,
-    )  # fmt: skip
+        title=title,
+        methods=methods,
+        summary_text=summary_text,
+        conclusions=conclusions,
+        dataset_names=dataset_names,
+        include_charts=include_charts,
+        include_key_findings=include_key_findings,
+        include_session_stats=include_session_stats,
+        lang=lang,
+    )
     chosen = check_formats(formats)  # a bad format fails before the record is read
     complete = router_completer(session.runtime.router) if wants_model_text(session.settings, request) else None
     # the one pipeline `nini report --session` uses too: the same session gives the same report
     report = await session_report(
-        session.store, session.id, session.workspace, request, settings=session.settings,
-        memory=session.runtime.preferences, owner=session.owner, folder=session.workspace.root / REPORTS_DIR,
-        formats=chosen, complete=complete, within=session.workspace.fs,
-    )  # fmt: skip
+        session.store,
+        session.id,
+        session.workspace,
+        request,
+        settings=session.settings,
+        memory=session.runtime.preferences,
+        owner=session.owner,
+        folder=session.workspace.root / REPORTS_DIR,
+        formats=chosen,
+        complete=complete,
+        within=session.workspace.fs,
+    )
     rendered, preferred = report.rendered, report.style.preferences
     paths = {fmt: session.workspace.relative(path) for fmt, path in report.paths.items()}
-    artifacts = [{"name": path.name, "path": paths[fmt], "format": fmt, "kind": "report",
-                  "size_bytes": session.workspace.fs.file_size(paths[fmt])} for fmt, path in report.paths.items()]  # fmt: skip
+    artifacts = [
+        {
+            "name": path.name,
+            "path": paths[fmt],
+            "format": fmt,
+            "kind": "report",
+            "size_bytes": session.workspace.fs.file_size(paths[fmt]),
+        }
+        for fmt, path in report.paths.items()
+    ]
     result: dict[str, Any] = {"title": rendered.title, "paths": paths}
     if rendered.model_written or rendered.model_refused:
-        result["model_sections"] = {"written": list(rendered.model_written),
-                                    "refused": {s: why.kind for s, why in rendered.model_refused.items()}}
-    injected = [("preferences_injected", {"ids": preferred.ids, "keys": [r["key"] for r in preferred.rows],
-                                          "lines": preferred.lines, "skill": "generate_report"})] if preferred and preferred.rows else []  # fmt: skip
-    return ToolOutput(result=result, artifacts=artifacts,
-                      summary=f"report {rendered.title!r}: {', '.join(paths.values())}",
-                      events=[("report_ready", {"paths": paths, "title": rendered.title}), *injected])
+        result["model_sections"] = {
+            "written": list(rendered.model_written),
+            "refused": {s: why.kind for s, why in rendered.model_refused.items()},
+        }
+    injected = (
+        [
+            (
+                "preferences_injected",
+                {
+                    "ids": preferred.ids,
+                    "keys": [r["key"] for r in preferred.rows],
+                    "lines": preferred.lines,
+                    "skill": "generate_report",
+                },
+            )
+        ]
+        if preferred and preferred.rows
+        else []
+    )
+    return ToolOutput(
+        result=result,
+        artifacts=artifacts,
+        summary=f"report {rendered.title!r}: {', '.join(paths.values())}",
+        events=[("report_ready", {"paths": paths, "title": rendered.title}), *injected],
+    )

@@ -32,6 +32,7 @@ RECORDED_TEXT_CHARS = 100_000
 # kernels. The user's kernel is not confined anyway; a gateway's kernel writes to the gateway's disk.
 WATCHED = ("sandbox", "unsandboxed")
 
+
 @skill("run_code", category="data")
 async def run_code(
     session: Session,
@@ -60,9 +61,17 @@ async def run_code(
         variables: Names of the user's notebook variables to copy into this kernel before the code runs
             (when the user asked from a notebook and your code runs in the sandbox); copies stay until replaced.
     """
-    request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.execution.timeout_s,
-                            max_figures=session.settings.execution.max_artifacts_per_run,
-                            limits=output_limits(session.settings))
+    request = build_request(
+        code,
+        dataset_name,
+        save_as,
+        purpose,
+        label,
+        timeout_s,
+        session.settings.execution.timeout_s,
+        max_figures=session.settings.execution.max_artifacts_per_run,
+        limits=output_limits(session.settings),
+    )
     names = check_names(variables) if variables else []
     await check_quota(session)
     request = await prepare_request(session, request)
@@ -94,8 +103,12 @@ async def prepare_request(session: Session, request: CodeRequest) -> CodeRequest
     they are recorded (``CodeRequest.pending_file``)."""
     files = await session.store.call(session.dataset_files)
     save_file = session.workspace.new_dataset_file(request.save_as, owner_token()) if request.save_as else None
-    return dataclasses.replace(request, datasets=files, save_file=save_file,
-                               pending_file=f"artifacts/.pending-{owner_token()}-{uuid.uuid4().hex[:8]}.txt")
+    return dataclasses.replace(
+        request,
+        datasets=files,
+        save_file=save_file,
+        pending_file=f"artifacts/.pending-{owner_token()}-{uuid.uuid4().hex[:8]}.txt",
+    )
 
 
 async def check_quota(session: Session) -> None:
@@ -119,24 +132,39 @@ async def _approval_refusal(session: Session, code: str, isolation: str) -> Code
         return None
     if await session.runtime.approvals.ask(session, code, "python", asker=session.approver):
         return None
-    return CodeOutcome.failure("CANCELED", f"the step was not approved: it {USER_KERNEL_NOTICE} "
-                               "(execution.approve_in_user_kernel), so it did not run")  # fmt: skip
+    return CodeOutcome.failure(
+        "CANCELED",
+        f"the step was not approved: it {USER_KERNEL_NOTICE} (execution.approve_in_user_kernel), so it did not run",
+    )
 
 
 async def _copy_variables(session: Session, names: list[str], timeout_s: float) -> VariableCopy:
     """Copies of the notebook's ``names`` in the session's sandboxed kernel (``nini.execution.variables``)."""
     if session.isolation == "gateway":
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, "variables: copying notebook variables into a kernel on a gateway "
-                        "is not supported; save them as a dataset from the notebook instead")  # fmt: skip
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT,
+            "variables: copying notebook variables into a kernel on a gateway "
+            "is not supported; save them as a dataset from the notebook instead",
+        )
     if session.variables is None:
-        raise NiniError(ErrorCode.INVALID_ARGUMENT, "variables: there is no notebook to copy variables from in this "
-                        "turn (the user did not ask from a notebook); use the session's datasets")  # fmt: skip
+        raise NiniError(
+            ErrorCode.INVALID_ARGUMENT,
+            "variables: there is no notebook to copy variables from in this "
+            "turn (the user did not ask from a notebook); use the session's datasets",
+        )
     return await session.variables.ensure(names, timeout_s)
 
 
 def build_request(
-    code: str, dataset_name: str | None, save_as: str | None, purpose: str, label: str | None,
-    timeout_s: float | None, default_timeout_s: float, *, max_figures: int,
+    code: str,
+    dataset_name: str | None,
+    save_as: str | None,
+    purpose: str,
+    label: str | None,
+    timeout_s: float | None,
+    default_timeout_s: float,
+    *,
+    max_figures: int,
     limits: OutputLimits | None = None,
 ) -> CodeRequest:
     """The checked request of run_code and run_r_code (same parameters, same rules)."""
@@ -146,16 +174,21 @@ def build_request(
     limit = timeout_s if timeout_s is not None else default_timeout_s
     if not 0 < limit <= 86400:
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "timeout_s must be between 0 and 86400 seconds")
-    return CodeRequest(code, dataset_name, save_as, purpose, label, float(limit), max_figures,
-                       output_limits=limits or OutputLimits())
+    return CodeRequest(
+        code, dataset_name, save_as, purpose, label, float(limit), max_figures, output_limits=limits or OutputLimits()
+    )
 
 
 def output_limits(settings: Settings) -> OutputLimits:
     """The caps of one run's outputs (``execution.output_max_mb`` and the run's budget), with the
     markers in ``ui.language``."""
     execution = settings.execution
-    return OutputLimits(max_bytes=execution.output_max_mb * MIB, run_bytes=execution.run_outputs_max_mb * MIB,
-                        run_count=execution.run_outputs_max_count, language=settings.ui.current_language)  # fmt: skip
+    return OutputLimits(
+        max_bytes=execution.output_max_mb * MIB,
+        run_bytes=execution.run_outputs_max_mb * MIB,
+        run_count=execution.run_outputs_max_count,
+        language=settings.ui.current_language,
+    )
 
 
 def _policy_refusal(session: Session, code: str) -> CodeOutcome | None:
@@ -171,8 +204,9 @@ def _policy_refusal(session: Session, code: str) -> CodeOutcome | None:
     return None
 
 
-async def finish_run(session: Session, request: CodeRequest, outcome: CodeOutcome, *, language: str,
-                     tool_name: str) -> ToolOutput:  # fmt: skip
+async def finish_run(
+    session: Session, request: CodeRequest, outcome: CodeOutcome, *, language: str, tool_name: str
+) -> ToolOutput:
     """``record_outcome`` of a finished run (Python's or R's), with the step it corrects. Should this
     fail (the database cannot be read, the call is cancelled), no record will ever name what the
     run wrote: its new dataset version and its charts are removed now (``leftovers.discard_run``),
@@ -247,6 +281,7 @@ def _sandbox_tmp_mb(session: Session, tool_name: str) -> int | None:
 def _without_host_paths(session: Session, outcome: CodeOutcome) -> CodeOutcome:
     """The outcome as clients see and the record keeps it: workspace paths relative, NINI_HOME,
     the Python installation and the home folder by name (tracebacks and errors name them)."""
+
     def redact(text: str) -> str:
         return redact_paths(text, nini_home=session.settings.home, workspace=session.workspace.root)
 
@@ -256,16 +291,20 @@ def _without_host_paths(session: Session, outcome: CodeOutcome) -> CodeOutcome:
         if isinstance(error.get("traceback"), list):
             error["traceback"] = [redact(line) if isinstance(line, str) else line for line in error["traceback"]]
     outputs = [_redact_output(output, redact) for output in outcome.outputs]
-    return dataclasses.replace(outcome, stdout=redact(outcome.stdout), stderr=redact(outcome.stderr), error=error,
-                               outputs=outputs)  # fmt: skip
+    return dataclasses.replace(
+        outcome, stdout=redact(outcome.stdout), stderr=redact(outcome.stderr), error=error, outputs=outputs
+    )
 
 
 def _redact_output(output: dict[str, Any], redact: Callable[[str], str]) -> dict[str, Any]:
     if output.get("output_type") == "stream" and isinstance(output.get("text"), str):
         return {**output, "text": redact(output["text"])}
     if output.get("output_type") == "error":
-        return {**output, "evalue": redact(str(output.get("evalue", ""))),
-                "traceback": [redact(line) for line in output.get("traceback") or [] if isinstance(line, str)]}
+        return {
+            **output,
+            "evalue": redact(str(output.get("evalue", ""))),
+            "traceback": [redact(line) for line in output.get("traceback") or [] if isinstance(line, str)],
+        }
     return output
 
 
@@ -322,17 +361,26 @@ def _bounded(outcome: CodeOutcome, execution_id: str, *, in_workspace: bool) -> 
         if len(text) <= RECORDED_TEXT_CHARS:
             return text
         half = RECORDED_TEXT_CHARS // 2
-        where = (f"executions/{execution_id}/{stream}.txt in the session workspace" if in_workspace
-                 else f"the {stream} of execution {execution_id} in the session history")  # fmt: skip
+        where = (
+            f"executions/{execution_id}/{stream}.txt in the session workspace"
+            if in_workspace
+            else f"the {stream} of execution {execution_id} in the session history"
+        )
         gap = "of the record" if in_workspace else "here"
-        return (f"{text[:half]}\n… [{len(text) - 2 * half:,} characters left out {gap}; the whole output "
-                f"is {where}] …\n{text[-half:]}")
+        return (
+            f"{text[:half]}\n… [{len(text) - 2 * half:,} characters left out {gap}; the whole output "
+            f"is {where}] …\n{text[-half:]}"
+        )
 
-    outputs = [{**output, "text": cut(output["text"], output.get("name", "stdout"))}
-               if output.get("output_type") == "stream" and isinstance(output.get("text"), str) else output
-               for output in outcome.outputs]  # fmt: skip
-    return dataclasses.replace(outcome, stdout=cut(outcome.stdout, "stdout"), stderr=cut(outcome.stderr, "stderr"),
-                               outputs=outputs)  # fmt: skip
+    outputs = [
+        {**output, "text": cut(output["text"], output.get("name", "stdout"))}
+        if output.get("output_type") == "stream" and isinstance(output.get("text"), str)
+        else output
+        for output in outcome.outputs
+    ]
+    return dataclasses.replace(
+        outcome, stdout=cut(outcome.stdout, "stdout"), stderr=cut(outcome.stderr, "stderr"), outputs=outputs
+    )
 
 
 def _artifact_row(session: Session, execution_id: str, artifact: dict[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,12 @@ from nini.errors import ErrorCode, NiniError
 from nini.execution.outcome import CONTRACT_KEYS, CodeOutcome, CodeRequest
 from nini.execution.python_runner import checked_artifacts
 from nini.skills.builtin.run_code import (
-    build_request, check_quota, finish_run, output_limits, prepare_request, watch_run,
+    build_request,
+    check_quota,
+    finish_run,
+    output_limits,
+    prepare_request,
+    watch_run,
 )
 from nini.skills.function import skill
 from nini.skills.output import ToolOutput
@@ -59,9 +64,17 @@ async def run_r_code(
         label: A short name for this step; charts are named after it and reports group by it.
         timeout_s: Stop the run after this many seconds (default from settings, 120).
     """
-    request = build_request(code, dataset_name, save_as, purpose, label, timeout_s, session.settings.r.timeout_s,
-                            max_figures=session.settings.execution.max_artifacts_per_run,
-                            limits=output_limits(session.settings))
+    request = build_request(
+        code,
+        dataset_name,
+        save_as,
+        purpose,
+        label,
+        timeout_s,
+        session.settings.r.timeout_s,
+        max_figures=session.settings.execution.max_artifacts_per_run,
+        limits=output_limits(session.settings),
+    )
     await check_quota(session)
     request = await prepare_request(session, request)
     reply = await _run_in_worker(session, request)
@@ -79,12 +92,24 @@ async def _run_in_worker(session: Session, request: CodeRequest) -> dict[str, An
         session.workspace.recorded_dataset(request.datasets or {}, request.dataset_name)
     try:
         async with watch_run(session) as watch:
-            return await session.runtime.r_workers.run(session.id, session.workspace.root, {
-                "code": request.code, "dataset_name": request.dataset_name, "save_as": request.save_as,
-                "purpose": request.purpose, "label": request.label, "timeout_s": request.timeout_s,
-                "max_figures": request.max_figures, "datasets": request.datasets, "save_file": request.save_file,
-                "pending_file": request.pending_file, "language": session.settings.ui.current_language,
-            }, stop=watch)  # fmt: skip
+            return await session.runtime.r_workers.run(
+                session.id,
+                session.workspace.root,
+                {
+                    "code": request.code,
+                    "dataset_name": request.dataset_name,
+                    "save_as": request.save_as,
+                    "purpose": request.purpose,
+                    "label": request.label,
+                    "timeout_s": request.timeout_s,
+                    "max_figures": request.max_figures,
+                    "datasets": request.datasets,
+                    "save_file": request.save_file,
+                    "pending_file": request.pending_file,
+                    "language": session.settings.ui.current_language,
+                },
+                stop=watch,
+            )
     except RSandboxError as exc:
         raise NiniError(ErrorCode(exc.code), exc.message, exc.details) from None
 
@@ -107,8 +132,13 @@ def new_worker_pool(settings: Settings, uid_of: Callable[[Path], int | None] = l
         output_max_bytes=settings.execution.output_max_mb * 1024 * 1024,
     )
     # idle workers shut down as kernels are (execution.cull_idle_seconds), under a cap of their own
-    pool.keeper = Culler(pool, idle_s=settings.execution.cull_idle_seconds, interval_s=settings.execution.cull_interval_seconds,
-                         cap=settings.r.max_live_workers, kind="r")  # fmt: skip
+    pool.keeper = Culler(
+        pool,
+        idle_s=settings.execution.cull_idle_seconds,
+        interval_s=settings.execution.cull_interval_seconds,
+        cap=settings.r.max_live_workers,
+        kind="r",
+    )
     return pool
 
 
@@ -156,10 +186,16 @@ def worker_wrap(
         group = None
         if groups is not None:
             group = groups[runtime_dir] = cgroups.agent_group(
-                settings.execution.cgroups, settings.execution.cgroup_folders, workspace, runtime_dir.name,
-                limits.memory_bytes, limits.max_processes,
-            )  # fmt: skip
-        return sandbox.agent_command(cmd, mode, limits, workspace=workspace, runtime_dir=runtime_dir, uid=uid, group=group)
+                settings.execution.cgroups,
+                settings.execution.cgroup_folders,
+                workspace,
+                runtime_dir.name,
+                limits.memory_bytes,
+                limits.max_processes,
+            )
+        return sandbox.agent_command(
+            cmd, mode, limits, workspace=workspace, runtime_dir=runtime_dir, uid=uid, group=group
+        )
 
     return wrap
 

@@ -51,7 +51,9 @@ def search_skills(session: Session, query: str, limit: int = 5) -> list[dict[str
     scored = []
     for record, doc in zip(records, documents, strict=True):
         counts = Counter(doc)
-        score = sum(math.log(1 + len(records) / frequency[t]) * (1 + math.log(counts[t])) for t in wanted if t in counts)
+        score = sum(
+            math.log(1 + len(records) / frequency[t]) * (1 + math.log(counts[t])) for t in wanted if t in counts
+        )
         if score > 0:
             scored.append((round(score, 3), record))
     scored.sort(key=lambda pair: (-pair[0], pair[1]["name"]))
@@ -89,11 +91,16 @@ def skills_folder(registry: SkillRegistry, settings: Settings) -> SkillRoot:
         if root.kind == "user" if wanted is None else _same_folder(root.path, wanted):
             if root.kind in WRITABLE_ROOTS:
                 return root
-            raise NiniError(ErrorCode.POLICY_VIOLATION,
-                            f"skill_enhance.skills_dir names the {root.kind} skills folder: skills are saved only into "
-                            "the user skills folder or one of skills.extra_dirs, never a project's or nini's bundled folder")  # fmt: skip
-    raise NiniError(ErrorCode.POLICY_VIOLATION, "skill_enhance.skills_dir is not a folder nini reads skills from: "
-                    "name the user skills folder or one of skills.extra_dirs; nothing was saved")  # fmt: skip
+            raise NiniError(
+                ErrorCode.POLICY_VIOLATION,
+                f"skill_enhance.skills_dir names the {root.kind} skills folder: skills are saved only into "
+                "the user skills folder or one of skills.extra_dirs, never a project's or nini's bundled folder",
+            )
+    raise NiniError(
+        ErrorCode.POLICY_VIOLATION,
+        "skill_enhance.skills_dir is not a folder nini reads skills from: "
+        "name the user skills folder or one of skills.extra_dirs; nothing was saved",
+    )
 
 
 def check_not_hidden(registry: SkillRegistry, name: str, folder: SkillRoot) -> None:
@@ -104,10 +111,13 @@ def check_not_hidden(registry: SkillRegistry, name: str, folder: SkillRoot) -> N
     root = registry.root_of(record) if record is not None else None
     order = [r.path for r in registry.roots]
     if root is not None and root != folder.path and order.index(root) < order.index(folder.path):
-        raise NiniError(ErrorCode.POLICY_VIOLATION,
-                        f"skill {name!r} comes from the {record.source} skills, which rank above the folder skills are "
-                        "saved to: a copy would stay hidden, and that skill changes only through its own files; "
-                        "nothing was saved", {"name": name, "source": record.source})  # fmt: skip
+        raise NiniError(
+            ErrorCode.POLICY_VIOLATION,
+            f"skill {name!r} comes from the {record.source} skills, which rank above the folder skills are "
+            "saved to: a copy would stay hidden, and that skill changes only through its own files; "
+            "nothing was saved",
+            {"name": name, "source": record.source},
+        )
 
 
 def _same_folder(a: Path, b: Path) -> bool:
