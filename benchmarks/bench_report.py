@@ -26,9 +26,8 @@ import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import notebook_scale  # noqa: E402 - a sibling module of this script
-
 import nbformat  # noqa: E402
+import notebook_scale  # noqa: E402 - a sibling module of this script
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output  # noqa: E402
 
 from nini.report.builder import ReportOptions, build_report  # noqa: E402

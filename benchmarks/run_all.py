@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 # Scripts too slow for a full run here, run in their quick mode (each says so when it starts).
 QUICK_ARGS = {"bench_install.py": ["--quick"], "bench_durability.py": ["--quick"]}
 

@@ -21,8 +21,8 @@ HTTP status and CLI exit code are derived here and nowhere else.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any
 
 

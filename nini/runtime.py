@@ -12,8 +12,8 @@ import contextlib
 import difflib
 import logging
 import threading
-from pathlib import Path
 from collections.abc import AsyncIterator, Awaitable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from nini.config import Settings

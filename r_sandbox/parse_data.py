@@ -16,9 +16,9 @@ import os
 import re
 import threading
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
-from collections.abc import Iterator
 from typing import Any
 
 from r_sandbox.errors import RSandboxError

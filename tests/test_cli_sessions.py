@@ -159,8 +159,8 @@ def test_one_data_file_is_df_in_python_and_in_r(nini) -> None:
     python = nini("run-code", "-", "--data", str(SALES), input="print(df.shape)\n")
     assert python.exit_code == 0, python.output
     assert python.stdout.startswith("(144, 6)\n")
-    from nini.skills.builtin.run_r import r_status
     from nini.config import load_settings
+    from nini.skills.builtin.run_r import r_status
 
     if not r_status(load_settings())[0]:
         pytest.skip(f"R is not usable here: {r_status(load_settings())[1]}")

@@ -46,21 +46,21 @@ TABLES = {  # file name -> (bytes, columns, first row, encodings it may be repor
         ".",
     ),
     "european.csv": (
-        "region;revenue;share\nnorth;1,5;0,25\nsouth;2,75;0,5\n".encode(),
+        b"region;revenue;share\nnorth;1,5;0,25\nsouth;2,75;0,5\n",
         ["region", "revenue", "share"],
         ["north", 1.5, 0.25],
         {"utf-8"},
         ";",
         ",",
     ),
-    "tabbed.txt": ("a\tb\tnote\n1\t2\tx, y; z\n".encode(), ["a", "b", "note"], [1, 2, "x, y; z"], {"utf-8"}, "\t", "."),
-    "tabbed.tsv": ("a\tb\n1\t2\n".encode(), ["a", "b"], [1, 2], {"utf-8"}, "\t", "."),
-    "piped.csv": ("a|b\n1|2\n".encode(), ["a", "b"], [1, 2], {"utf-8"}, "|", "."),
+    "tabbed.txt": (b"a\tb\tnote\n1\t2\tx, y; z\n", ["a", "b", "note"], [1, 2, "x, y; z"], {"utf-8"}, "\t", "."),
+    "tabbed.tsv": (b"a\tb\n1\t2\n", ["a", "b"], [1, 2], {"utf-8"}, "\t", "."),
+    "piped.csv": (b"a|b\n1|2\n", ["a", "b"], [1, 2], {"utf-8"}, "|", "."),
     "wide.csv": ("a,b\ncafé,1\n".encode("utf-16"), ["a", "b"], ["café", 1], {"utf-16"}, ",", "."),
     "marked.csv": ("\ufeffa,b\nx,1\n".encode(), ["a", "b"], ["x", 1], {"utf-8-sig"}, ",", "."),
     # commas inside quotes, semicolons inside quotes: a comma-separated file, not a ';' one
     "quoted.csv": (
-        'name,note,n\n"Smith, J","a;b;c",1\n"Doe; K","x, y",2\n'.encode(),
+        b'name,note,n\n"Smith, J","a;b;c",1\n"Doe; K","x, y",2\n',
         ["name", "note", "n"],
         ["Smith, J", "a;b;c", 1],
         {"utf-8"},
@@ -116,7 +116,7 @@ def test_a_semicolon_file_with_decimal_commas_has_numbers_not_one_column(harness
 
 def test_what_is_given_wins_over_what_would_be_detected(harness: Harness, tmp_path: Path) -> None:
     session = harness.session()
-    both = "a;b,c\n1;2,3\n".encode()  # detection keeps the comma on a tie; the user says ';'
+    both = b"a;b,c\n1;2,3\n"  # detection keeps the comma on a tie; the user says ';'
     detected = load(harness, session, tmp_path, "both.csv", both, name="detected")
     assert detected.result["columns"] == ["a;b", "c"] and detected.result["sep_detected"] is True
     given = load(harness, session, tmp_path, "both.csv", both, name="given", sep=";")
@@ -124,7 +124,7 @@ def test_what_is_given_wins_over_what_would_be_detected(harness: Harness, tmp_pa
         ";",
         False,
     )
-    tabbed = load(harness, session, tmp_path, "both.csv", "a\tb\n1\t2\n".encode(), name="tabbed", sep="tab")
+    tabbed = load(harness, session, tmp_path, "both.csv", b"a\tb\n1\t2\n", name="tabbed", sep="tab")
     assert tabbed.result["columns"] == ["a", "b"] and tabbed.result["sep"] == "\t"
 
     utf8 = load(harness, session, tmp_path, "cafe.csv", "name\ncafé\n".encode(), name="as_latin", encoding="Latin-1")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import os
 import signal
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from nini.fsutil import atomic_write_bytes, atomic_write_text
 def test_creates_the_file_and_missing_parent_folders(tmp_path: Path):
     path = tmp_path / "a" / "b" / "out.txt"
     atomic_write_text(path, "héllo\n")
-    assert path.read_bytes() == "héllo\n".encode("utf-8")
+    assert path.read_bytes() == "héllo\n".encode()
 
 
 def test_replaces_existing_content_and_leaves_no_temp_file(tmp_path: Path):
@@ -77,20 +76,20 @@ def test_unwritable_destination_is_an_internal_error_naming_the_path(tmp_path: P
 
 
 SIZE = 2 * 1024 * 1024
-WRITER = """
+WRITER = f"""
 import sys
 from pathlib import Path
 from nini.fsutil import atomic_write_bytes
 
 path = Path(sys.argv[1])
-contents = [b"a" * {size}, b"b" * {size}]
+contents = [b"a" * {SIZE}, b"b" * {SIZE}]
 i = 0
 while True:
     atomic_write_bytes(path, contents[i % 2])
     i += 1
     sys.stdout.write("w\\n")
     sys.stdout.flush()
-""".format(size=SIZE)
+"""
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.013, 0.031])

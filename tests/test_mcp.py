@@ -12,9 +12,9 @@ from typing import Any
 import anyio
 import pytest
 
+from nini.config import load_settings
 from nini.history.store import HistoryStore
 from nini.skills.builtin.run_r import r_status
-from nini.config import load_settings
 
 pytestmark = pytest.mark.slow
 NINI = str(Path(sys.executable).parent / "nini")

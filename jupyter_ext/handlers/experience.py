@@ -18,17 +18,17 @@ from tornado import web
 from jupyter_ext.handlers.base import NiniHandler
 from jupyter_ext.handlers.bodies import (
     CandidateBody,
-    DeprecateBody,
     DepositBody,
+    DeprecateBody,
     PlanBody,
     StatementBody,
     check_id,
     whole_number,
 )
 from nini.errors import ErrorCode, NiniError
-from nini.owners import check_configure
 from nini.memory.experience.curate import Plan, deprecate
 from nini.memory.experience.model import LEVELS
+from nini.owners import check_configure
 
 EVENTS = ("experience_matched", "experience_captured")
 OPTIONS = {"level": "level", "type": "type_", "trigger": "trigger", "signal": "signal"}

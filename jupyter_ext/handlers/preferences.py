@@ -10,6 +10,7 @@ learning and injection switches are nini's settings (settings.json): its adminis
 from __future__ import annotations
 
 import asyncio
+
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 

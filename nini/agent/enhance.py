@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from nini.agent.llm import ModelRouter
     from nini.agent.runner import StopContext
-    from nini.history.store import HistoryStore
     from nini.agent.skill_enhancer import EnhanceOutcome
+    from nini.history.store import HistoryStore
     from nini.session import Session
 
 log = logging.getLogger("nini.agent.enhance")

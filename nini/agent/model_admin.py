@@ -17,10 +17,10 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from urllib.parse import urlsplit
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 LANGUAGES = {"run_code": "Python", "run_r_code": "R"}
 
 

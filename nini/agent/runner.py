@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nini.agent.context import cap_tool_text, load_context
-from nini.agent.llm import Completion, ToolCall
 from nini.agent.experience import experience_section
+from nini.agent.llm import Completion, ToolCall
 from nini.agent.notebook_prompt import notebook_section
 from nini.agent.preferences import preference_section
 from nini.agent.prompts import PromptContributor, build_system_prompt

@@ -9,6 +9,15 @@ import typer.main
 
 from nini import __version__
 from nini.cli import ask, experience, models, prefs, r, report, sessions, skills
+from nini.cli._common import (
+    NEW_SESSION_HELP,
+    CliState,
+    handles_errors,
+    print_json,
+    silence_stdout,
+    state,
+    warn_unsandboxed,
+)
 from nini.cli._help import (
     ANALYSIS,
     HELP_OPTIONS,
@@ -20,15 +29,6 @@ from nini.cli._help import (
     SectionedGroup,
     examples,
     help_of,
-)
-from nini.cli._common import (
-    NEW_SESSION_HELP,
-    CliState,
-    handles_errors,
-    print_json,
-    silence_stdout,
-    state,
-    warn_unsandboxed,
 )
 from nini.cli.terminal import working
 

@@ -26,7 +26,7 @@ class CliState:
 
     def __init__(self, project_dir: Path) -> None:
         self.project_dir = project_dir
-        self._settings: "Settings | None" = None
+        self._settings: Settings | None = None
 
     @property
     def settings(self) -> "Settings":

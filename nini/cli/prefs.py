@@ -9,8 +9,8 @@ import typer
 
 from nini.cli._common import handles_errors, print_json, state
 from nini.cli._help import examples, group
-from nini.cli.words import say
 from nini.cli.terminal import working
+from nini.cli.words import say
 from nini.errors import ErrorCode, NiniError
 
 app = group(

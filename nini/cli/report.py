@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from nini.cli.terminal import cell_progress, working
 from nini.cli._common import handles_errors, print_json, state
 from nini.cli._help import examples
+from nini.cli.terminal import cell_progress, working
 from nini.errors import ErrorCode, NiniError
 
 EXAMPLES = examples(

@@ -27,7 +27,10 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from nini.errors import ErrorCode, NiniError
+from nini.history.calls import Events, ToolCallRecords
 from nini.history.code_ref import executions_query, resolved
+from nini.history.commit import GroupCommit
+from nini.history.driver import Transaction
 from nini.history.engine import (
     constraint_kind,
     database_advice,
@@ -37,10 +40,16 @@ from nini.history.engine import (
     open_engine,
     unusable_file_errors,
 )
-from nini.history.calls import Events, ToolCallRecords
-from nini.history.commit import GroupCommit
-from nini.history.driver import Transaction
 from nini.history.pending import PendingEnds
+from nini.history.schema import events, executions, messages, migrate, sessions, tool_calls
+from nini.history.statements import (
+    ADD_EVENT,
+    ADD_MESSAGE,
+    EVENT_SHAPE,
+    LOCK_SESSION,
+    NEXT_SEQ,
+    NOTIFY_EVENT,
+)
 from nini.history.values import (
     all_rows,
     iso,
@@ -50,15 +59,6 @@ from nini.history.values import (
     refused,
     retrieve,
 )
-from nini.history.statements import (
-    ADD_EVENT,
-    ADD_MESSAGE,
-    EVENT_SHAPE,
-    LOCK_SESSION,
-    NEXT_SEQ,
-    NOTIFY_EVENT,
-)
-from nini.history.schema import events, executions, messages, migrate, sessions, tool_calls
 
 # finish_tool_call's parameters are named artifacts and datasets, so these tables get other names
 from nini.history.schema import artifacts as artifact_table  # isort: skip

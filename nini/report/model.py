@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
 Table = tuple[tuple[str, ...], ...]  # a bounded table of display strings, header row first
 
 

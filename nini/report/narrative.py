@@ -15,8 +15,8 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import Any
 
 from nini.errors import NiniError
 from nini.report.charts import chart_title, group_charts

@@ -432,7 +432,7 @@ async def _plotly_pngs(jobs: list[dict[str, Any]], timeout_s: float) -> None:
                 figure.pop("config", None)
                 image = await browser.calc_fig(figure, opts={"format": "png"})
                 _say(job["key"], bytes(image))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 _say(job["key"], TIMEOUT)
             except Exception:  # noqa: BLE001 - a figure plotly.js cannot draw: no preview
                 _say(job["key"], FAILED)

@@ -223,7 +223,6 @@ def from_notebook(
 
 
 def _read_notebook(path: Path) -> Any:
-    import nbformat
     from nbformat import ValidationError
 
     try:

@@ -17,11 +17,11 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from nini.errors import ErrorCode, NiniError
-from nini.limits import Limits, check_arguments, recordable
+from nini.execution.approvals import USER_KERNEL_NOTICE
 from nini.fsutil import no_space, out_of_space
+from nini.limits import Limits, check_arguments, recordable
 from nini.redact import redact_paths
 from nini.skills.function import FunctionSkill
-from nini.execution.approvals import USER_KERNEL_NOTICE
 from nini.skills.output import ToolOutput, ToolResult
 from nini.skills.step_outputs import event_outputs, preview
 

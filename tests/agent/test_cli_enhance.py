@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.conftest import skill_md
 from tests.llm_server import ScriptedLLM, error, text, tool_call
 from tests.test_cli import _restore_nini_logger  # noqa: F401 - autouse fixture shared with test_cli

@@ -13,8 +13,8 @@ from nini.agent.anthropic_provider import to_anthropic_messages
 from nini.agent.llm import ModelRouter, ToolCall
 from nini.config import LLMSettings
 from nini.errors import ErrorCode, NiniError
-from nini.logs import LOG_FILE, configure_logging
-from tests.llm_server import Reply, ScriptedLLM, error, text, tool_call
+from nini.logs import configure_logging
+from tests.llm_server import Reply, ScriptedLLM, error, text
 
 USER = [{"role": "user", "content": "hi"}]
 TOOLS = [

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
+from nini.config import Settings
 from nini.execution.output_caps import MIB
 from nini.execution.sandbox import probe_bwrap
 from nini.skills.builtin.run_r import r_status
-from nini.config import Settings
 from tests.execution.conftest import Kernels, make_kernels, new_session
 
 NINI = Path(sys.executable).with_name("nini")

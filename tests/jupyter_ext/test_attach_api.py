@@ -21,7 +21,7 @@ from tests.jupyter_ext.conftest import new_session
 
 GBK = "地区,销售额\n华北,10\n华南,12\n".encode("gbk")
 LATIN1 = "ville;café\nSão Paulo;1\nZürich;2\n".encode("latin-1")
-UTF8 = "region\tsales\nnorth\t10\n".encode()
+UTF8 = b"region\tsales\nnorth\t10\n"
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4
 
 

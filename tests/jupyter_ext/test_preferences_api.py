@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from traitlets.config import Config
 
 from tests.conftest import scripted_model_settings, write_settings

@@ -15,7 +15,6 @@ from typer.testing import CliRunner
 
 from nini.cli import app
 
-
 NINI = Path(sys.executable).with_name("nini")
 ISSUE_35 = "汇总 revenue 时用中位数而不是均值：revenue 列有极端值"
 

@@ -3,7 +3,6 @@ higher strength; all or nothing when a step fails; rollback of the last change."
 
 from __future__ import annotations
 
-
 import pytest
 
 from nini.agent.experience import model_judge

@@ -113,7 +113,7 @@ def test_runs_of_one_session_are_serialised(workers: Workers) -> None:
         root = workers.workspace(session)
         return await asyncio.gather(
             *(
-                workers.pool.run(session, root, {"code": f"n <- if (exists('n')) n + 1 else 1; Sys.sleep(0.1); n"})
+                workers.pool.run(session, root, {"code": "n <- if (exists('n')) n + 1 else 1; Sys.sleep(0.1); n"})
                 for _ in range(3)
             )
         )

@@ -1,7 +1,7 @@
 """Function skills: the ``@skill`` decorator, argument validation, and registering in code."""
 
 import inspect
-from typing import Literal, Optional
+from typing import Literal
 
 import pytest
 
@@ -15,7 +15,7 @@ def correlate(
     values: list[float],
     other: list[float],
     method: Literal["pearson", "spearman"] = "pearson",
-    alpha: Optional[float] = None,
+    alpha: float | None = None,
     label: str | None = None,
     min_rows: int = 3,
 ) -> dict:

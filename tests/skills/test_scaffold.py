@@ -131,7 +131,7 @@ def test_markdown_body_has_title_and_the_three_sections_with_guidance(out):
 def test_refuses_to_overwrite_an_existing_skill(out):
     create_skill("keep-mine", type="markdown", description="Original.", category="data", directory=out)
     path = out / "keep-mine" / "SKILL.md"
-    path.write_bytes(path.read_bytes() + "\n用户补充的步骤。\n".encode("utf-8"))
+    path.write_bytes(path.read_bytes() + "\n用户补充的步骤。\n".encode())
     original = path.read_bytes()
 
     with pytest.raises(NiniError) as caught:

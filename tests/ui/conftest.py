@@ -29,8 +29,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO_ROOT, scripted_model_settings
-from tests.ui.clean_lab import StartState, reset
 from tests.llm_server import ScriptedLLM
+from tests.ui.clean_lab import StartState, reset
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
