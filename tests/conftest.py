@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from nini.config import Settings, load_settings
+from tests.timeouts import scale, timeout
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_CORPORA = REPO_ROOT.parent / "shared" / "corpora"
@@ -62,6 +63,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return (0 if module in LONGEST else 1 if heavy[module] else 2), order[module]
 
     items.sort(key=rank)
+    if scale() > 1:  # NINI_TEST_TIMEOUT_SCALE stretches pytest-timeout's limit too (pyproject's, unless marked)
+        limit = timeout(float(config.getini("timeout") or 0))
+        for item in items:
+            if limit and item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(limit))
 
 
 @pytest.fixture(autouse=True)

@@ -29,8 +29,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.timeouts import timeout
+
 # the demo (minutes on a loaded machine) runs in the first test's setup; a group's commands take up to a few minutes
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(timeout(1200))]
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 NOT_RUN = re.compile(r"#.*\bneeds (?:a model|a running server|a terminal)\b")
@@ -84,7 +86,7 @@ def after_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str]
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=1200,
+        timeout=timeout(1200),
     )
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert "demo finished" in demo.stdout
@@ -109,7 +111,7 @@ def run(command: str, env: dict[str, str], work: Path) -> str | None:
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout(600),
     )
     # a command whose comment gives its exit code for a case ("exit 3 if a cell failed") may end so
     documented = {int(code) for code in re.findall(r"# exit (\d) if", command)}
@@ -182,7 +184,7 @@ def test_after_the_demo_ask_needs_a_model_of_ones_own(after_demo: tuple[dict[str
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout(120),
     )
     assert done.returncode != 0 and "NO_MODEL_AVAILABLE" in done.stderr, done.stdout + done.stderr
     assert "nini models add" in done.stderr and "Traceback" not in done.stderr

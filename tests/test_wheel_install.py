@@ -30,8 +30,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.timeouts import timeout
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(timeout(1500))]
 
 LABEXTENSION_BUILT = REPO_ROOT / "jupyter_ext" / "labextension" / "static" / "style.js"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -77,10 +78,12 @@ class Venv:
             }
         )
 
-    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, limit: float = 120) -> subprocess.CompletedProcess[str]:
         """Run a command of the venv (``args[0]`` is looked up in its bin/) from the venv's folder."""
         command = [str(self.bin / args[0]), *args[1:]]
-        done = subprocess.run(command, env=self.env, cwd=self.root, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(
+            command, env=self.env, cwd=self.root, capture_output=True, text=True, timeout=timeout(limit)
+        )
         done.stdout, done.stderr = ANSI.sub("", done.stdout), ANSI.sub("", done.stderr)
         return done
 
@@ -89,7 +92,9 @@ class Venv:
         import uv
 
         command = [uv.find_uv_bin(), "pip", "install", "--quiet", "--python", str(self.bin / "python"), *args]
-        done = subprocess.run(command, env=self.env, cwd=self.root, capture_output=True, text=True, timeout=1200)
+        done = subprocess.run(
+            command, env=self.env, cwd=self.root, capture_output=True, text=True, timeout=timeout(1200)
+        )
         if done.returncode != 0:
             if any(marker in done.stderr for marker in OFFLINE):
                 pytest.skip(f"cannot install {' '.join(args)}: PyPI is out of reach and uv's cache lacks it")
@@ -112,7 +117,7 @@ def build_wheel(dist: Path) -> Path:
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout(600),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     (wheel,) = dist.glob("nini-*.whl")
@@ -134,7 +139,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Venv]:
     env = Venv(tmp_path_factory.mktemp("fresh"))
-    subprocess.run([sys.executable, "-m", "venv", str(env.root / "venv")], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", str(env.root / "venv")], check=True, timeout=timeout(120))
     env.jupyterlab = lowest_jupyterlab()
     env.pip_install(f"jupyterlab=={env.jupyterlab}.*")
     env.pip_install(str(wheel))

@@ -14,6 +14,7 @@ import pytest
 from nini.skills import SkillRegistry
 from nini.skills.markdown import NO_FRONTMATTER, validate_skill_file
 from tests.conftest import REPO_ROOT, skill_md, write_skill
+from tests.timeouts import timeout
 
 GOOD = {"good-one": "Summarise a table by group.", "good-two": "Plot a time series."}
 
@@ -110,7 +111,7 @@ def assert_only_broken_skipped(registry: SkillRegistry, message_parts: list[str]
     return error
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(timeout(60))
 @pytest.mark.parametrize(("content", "message_parts"), MALFORMED)
 def test_malformed_file_is_skipped_and_reported(settings, project_dir, content, message_parts):
     root = project_dir / ".nini" / "skills"
@@ -178,7 +179,7 @@ def test_deep_nesting_does_not_crash_the_process(settings, project_dir):
         text=True,
         env=env,
         cwd=REPO_ROOT,
-        timeout=60,
+        timeout=timeout(60),
     )
 
     assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"

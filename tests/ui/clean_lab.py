@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tests import timeouts
+
 if TYPE_CHECKING:
     from tests.ui.conftest import Lab
 
@@ -86,7 +88,7 @@ def delete_nini_sessions(lab: Lab, timeout_s: float = 60) -> None:
     sessions = [s["id"] for s in lab.nini("GET", "sessions?limit=1000")]
     for session in sessions:
         lab.nini("POST", f"sessions/{session}/cancel")
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + timeouts.timeout(timeout_s)
     for session in sessions:
         while True:
             try:

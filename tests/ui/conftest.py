@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from tests import timeouts
 from tests.conftest import REPO_ROOT, scripted_model_settings
 from tests.llm_server import ScriptedLLM
 from tests.ui.clean_lab import StartState, reset
@@ -132,7 +133,7 @@ class Lab:
         return f"http://127.0.0.1:{self.port}"
 
     def wait(self) -> None:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + timeouts.timeout(90)
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"jupyter lab exited: {(self.root / 'lab.log').read_text()[-2000:]}")
@@ -141,7 +142,7 @@ class Lab:
                 return
             except OSError:
                 time.sleep(0.3)
-        raise TimeoutError("jupyter lab did not answer in 90 s")
+        raise TimeoutError(f"jupyter lab did not answer in {timeouts.timeout(90):g} s")
 
     @contextmanager
     def without_frontend(self) -> Iterator[None]:
@@ -159,7 +160,7 @@ class Lab:
         request = urllib.request.Request(
             f"{self.url}{path}", data=data, method=method, headers={"Authorization": f"token {self.token}"}
         )
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with urllib.request.urlopen(request, timeout=timeouts.timeout(30)) as response:
             return json.loads(response.read() or b"null")
 
     def get(self, path: str) -> Any:
@@ -168,7 +169,7 @@ class Lab:
     def kernels(self) -> list[dict]:
         """GET /api/kernels, asked again while jupyter_server answers 500 for a kernel it lists before it has
         given it ``last_activity`` (a race in its start_kernel: the kernel joins the list one await early)."""
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + timeouts.timeout(30)
         while True:
             try:
                 return self.get("/api/kernels")
@@ -186,7 +187,7 @@ class Lab:
     def stop(self) -> None:
         self.process.terminate()
         try:
-            self.process.wait(timeout=20)
+            self.process.wait(timeout=timeouts.timeout(20))
         except subprocess.TimeoutExpired:
             self.process.kill()
         self.log.close()
@@ -255,9 +256,9 @@ def lab(shared_lab: tuple[Lab, StartState], llm: ScriptedLLM) -> Lab:
 
 def new_page(browser: Any, lab: Lab) -> Any:
     page = browser.new_page(viewport={"width": 1440, "height": 960})
-    page.set_default_timeout(30_000)
+    page.set_default_timeout(timeouts.timeout_ms(60))  # every wait below without its own limit
     page.goto(f"{lab.url}/lab?token={lab.token}")
-    page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
+    page.wait_for_selector("#jp-main-dock-panel")
     return page
 
 
@@ -279,7 +280,7 @@ def page(browser: Any, lab: Lab) -> Iterator[Any]:
         yield opened
 
 
-def open_sidebar(page: Any, timeout_ms: int = 30_000) -> None:
+def open_sidebar(page: Any, timeout_ms: float | None = None) -> None:
     """Click nini's tab in the left bar and wait for the chat: what a user does first. Not when the chat
     is up already: clicking the current tab folds the sidebar away."""
     if not page.is_visible("#nini-panel .nini-chat .nini-input"):
@@ -303,7 +304,7 @@ def ask(page: Any, question: str) -> None:
     page.press(".nini-input", "Enter")
 
 
-def wait_idle(page: Any, timeout_ms: int = 60_000) -> None:
+def wait_idle(page: Any, timeout_ms: float | None = None) -> None:
     """Until the chat's turn is over (its `done` event drawn)."""
     page.wait_for_selector('.nini-chat[data-running="false"]', state="attached", timeout=timeout_ms)
 
@@ -330,6 +331,7 @@ def open_session(page: Any, session_id: str | None = None) -> str:
 
 def wait_for_connected_kernel(lab: Lab, timeout_s: float = 60) -> None:
     """Until the notebook's kernel is idle with the page connected to it: a cell run before is dropped."""
+    timeout_s = timeouts.timeout(timeout_s)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if any(k["execution_state"] == "idle" and k["connections"] > 0 for k in lab.kernels()):
@@ -364,11 +366,11 @@ def open_notebook(page: Any, lab: Lab, name: str, source: str) -> None:
     )
     show_files(page)
     page.dblclick(f'.jp-DirListing-item[title*="{name}"]')
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
+    page.wait_for_selector(".jp-Notebook .jp-Cell")
     wait_for_connected_kernel(lab)
     page.click(".jp-Notebook .jp-Cell .jp-InputArea-editor")
     page.keyboard.press("Shift+Enter")
-    page.wait_for_selector(".jp-Notebook .jp-Cell .jp-InputPrompt:has-text('[1]')", timeout=60_000)
+    page.wait_for_selector(".jp-Notebook .jp-Cell .jp-InputPrompt:has-text('[1]')")
 
 
 def screenshot(page: Any, name: str) -> Path:

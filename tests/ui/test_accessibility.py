@@ -77,7 +77,7 @@ def test_a_turn_an_error_and_an_approval_on_screen(page: Any, lab: Lab, llm: Scr
     page.click('.nini-run-where-segment[data-value="kernel"]')
     llm.reply(tool_call("run_code", code="in_your_kernel = sum(sales)"), text("Done: in_your_kernel is 7.5."))
     ask(page, "Put the total in my notebook")
-    page.wait_for_selector('.nini-approval[data-state="waiting"]', timeout=60_000)
+    page.wait_for_selector('.nini-approval[data-state="waiting"]')
 
 
 @pytest.mark.parametrize("theme", THEMES)

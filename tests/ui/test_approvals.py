@@ -126,13 +126,13 @@ def test_a_hidden_chat_notifies_until_answered_and_show_brings_the_card_up(
     (kernel,) = lab.kernels()
     lab.nini("POST", f"sessions/{session}/ask", {"message": "Asked by another client", "kernel_id": kernel["id"]})
     toasts = page.locator(".jp-toastContainer .Toastify__toast", has_text=WHY)
-    toasts.first.wait_for(timeout=60_000)
+    toasts.first.wait_for()
     first = toasts.first.element_handle()
     screenshot(page, "33a-approval-notification")
     (pending,) = lab.nini("GET", f"sessions/{session}/approvals")["waiting"]
     lab.nini("POST", f"sessions/{session}/approvals/{pending['approval_id']}", {"decision": "reject"})
     page.wait_for_function("toast => !toast.isConnected", arg=first)  # answered elsewhere: its notification goes
-    toasts.first.wait_for(timeout=60_000)  # the next step asks
+    toasts.first.wait_for()  # the next step asks
     toasts.first.get_by_role("button", name="Show").click()
     page.wait_for_selector(".nini-chat", state="visible")
     focused_card(page)

@@ -34,7 +34,7 @@ def test_a_gbk_csv_attaches_decoded_and_its_chip_names_the_encoding(page: Any, l
     open_sidebar(page)
     attach_from_file_browser(page, "sales_gbk.csv")
     chip = page.locator(FILE_CHIPS)
-    chip.wait_for(timeout=30_000)
+    chip.wait_for()
     assert chip.inner_text().strip() == "sales_gbk.csv (gb18030)"
     assert chip.get_attribute("title") == "sales_gbk.csv · encoding gb18030, detected as nini loads it (not UTF-8)"
     assert page.locator(".nini-request-error").count() == 0
@@ -42,7 +42,7 @@ def test_a_gbk_csv_attaches_decoded_and_its_chip_names_the_encoding(page: Any, l
     with page.expect_request(lambda r: r.url.split("?")[0].endswith("/ask") and r.method == "POST") as asked:
         ask(page, "What is in the attached file?")
     assert asked.value.post_data_json["notebook"]["attached_files"] == {"sales_gbk.csv": TABLE}
-    page.wait_for_selector(".nini-assistant:has-text('two regions')", timeout=60_000)
+    page.wait_for_selector(".nini-assistant:has-text('two regions')")
     wait_idle(page)
     request = next(r for r in llm.requests if "What is in the attached file?" in str(r["messages"]))
     assert "地区,销售额" in request["messages"][0]["content"]  # the model's prompt shows the decoded text
@@ -53,6 +53,6 @@ def test_a_binary_file_is_refused_naming_it(page: Any, lab: Lab) -> None:
     (lab.notebooks / "chart.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4)
     attach_from_file_browser(page, "chart.png")
     refusal = page.locator(".nini-request-error", has_text="'chart.png' is not text")
-    refusal.wait_for(timeout=30_000)
+    refusal.wait_for()
     assert str(lab.root) not in refusal.inner_text()  # no host path in what the user reads
     assert page.locator(FILE_CHIPS).count() == 0

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests import timeouts
 from tests.llm_server import ScriptedLLM, text
 from tests.ui.conftest import Lab, ask, current_session, open_sidebar, screenshot, wait_idle, widen_sidebar
 
@@ -105,7 +106,7 @@ def test_what_the_run_was_given_shows_the_match(page: Any, lab: Lab, llm: Script
     page.click(".nini-new-chat")
     llm.reply(text("The median revenue is 12."))
     ask(page, QUESTION)
-    page.wait_for_selector(".nini-assistant:has-text('median revenue is 12')", timeout=60_000)
+    page.wait_for_selector(".nini-assistant:has-text('median revenue is 12')")
     wait_idle(page)
     run_palette_command(page, "nini: Open Experience")  # shown: it refreshes
     record = page.locator('.nini-exp-record[data-type="experience_matched"]')
@@ -118,7 +119,6 @@ def test_what_the_run_was_given_shows_the_match(page: Any, lab: Lab, llm: Script
     ask_when_free(lab, session, QUESTION)
     page.wait_for_function(
         "() => document.querySelectorAll('.nini-exp-record[data-type=\"experience_matched\"]').length === 2",
-        timeout=60_000,
     )
     assert page.locator(".nini-experience").is_visible()
 
@@ -157,7 +157,7 @@ def run_palette_command(page: Any, label: str) -> None:
 
 def ask_when_free(lab: Lab, session: str, message: str) -> None:
     """Ask over REST once the session's previous run (its stop hooks included) has ended."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + timeouts.timeout(30)
     while True:
         try:
             lab.nini("POST", f"sessions/{session}/ask", {"message": message})

@@ -40,7 +40,7 @@ def test_thumbs_up_stays_pressed_after_a_reload(page: Any, lab: Lab, llm: Script
     widen_sidebar(page)
     llm.reply(text("There are 144 rows."))
     ask(page, "How many rows?")
-    page.wait_for_selector(CONTROL, timeout=60_000)
+    page.wait_for_selector(CONTROL)
     wait_idle(page)
     assert page.locator(f"{CONTROL} .nini-feedback-up svg").count() == 1
     assert page.locator(f"{CONTROL} .nini-feedback-down svg").count() == 1
@@ -58,13 +58,13 @@ def test_thumbs_up_stays_pressed_after_a_reload(page: Any, lab: Lab, llm: Script
     screenshot(page, "33d-feedback-pressed")
 
     page.reload()
-    page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
+    page.wait_for_selector("#jp-main-dock-panel")
     # JupyterLab's restored layout ends by focusing the main area's widget (the launcher): on a loaded
     # machine that comes after the clicks below unless waited for, and takes the focus from the form
-    page.wait_for_function("() => document.activeElement?.closest('.jp-Launcher') != null", timeout=60_000)
+    page.wait_for_function("() => document.activeElement?.closest('.jp-Launcher') != null")
     open_sidebar(page)
     open_session(page, session)
-    page.wait_for_selector(f'{CONTROL} .nini-feedback-up[aria-pressed="true"]', timeout=30_000)
+    page.wait_for_selector(f'{CONTROL} .nini-feedback-up[aria-pressed="true"]')
     assert pressed(page) == {"accept": "true", "reject": "false", "partial": "false"}
     assert not page.is_visible(FORM)
     screenshot(page, "33d-feedback-pressed-after-reload")

@@ -145,6 +145,6 @@ def test_a_saved_provider_takes_the_card_away_and_the_chat_answers(page: Any, em
     page.wait_for_selector(".nini-no-model", state="hidden")
     llm.reply(text("There are 144 rows."))
     ask(page, "How many rows now?")
-    page.wait_for_selector(".nini-end .nini-feedback", timeout=60_000)
+    page.wait_for_selector(".nini-end .nini-feedback")
     [session] = empty_lab.nini("GET", "sessions")
     assert session["title"] == "How many rows now?"

@@ -39,7 +39,7 @@ def test_thumbs_down_three_times_makes_a_rule_the_next_prompt_carries(page: Any,
     for n, question in enumerate(["revenue?", "costs?", "margins?"]):
         ask(page, question)
         control = page.locator(FEEDBACK).nth(n)
-        control.wait_for(timeout=60_000)
+        control.wait_for()
         wait_idle(page)
         control.locator(".nini-feedback-down").click()
         control.locator(".nini-feedback-signal input[value='no_exclamation']").check()
@@ -55,7 +55,7 @@ def test_thumbs_down_three_times_makes_a_rule_the_next_prompt_carries(page: Any,
     assert preview(page).splitlines()[-1] == RULE
     show(page, "Chat")
     ask(page, "sales?")
-    page.locator(FEEDBACK).nth(3).wait_for(timeout=60_000)
+    page.locator(FEEDBACK).nth(3).wait_for()
     assert RULE in llm.requests[-1]["messages"][0]["content"]
 
     assert preview(page).splitlines()[-1] == RULE
@@ -86,7 +86,7 @@ def test_a_report_gets_a_thumbs_up(page: Any) -> None:
     show(page, "Reports")
     page.click(".nini-generate-report")
     control = page.locator(".nini-report .nini-feedback").first
-    control.wait_for(timeout=60_000)
+    control.wait_for()
     control.locator(".nini-feedback-up").click()
     page.wait_for_function("() => document.querySelector('.nini-report .nini-feedback').dataset.sent === 'accept'")
     assert control.locator(".nini-feedback-status").inner_text().startswith("Recorded: accept")

@@ -71,7 +71,7 @@ def propose(page: Any, llm: ScriptedLLM, question: str, **arguments: Any) -> tup
     llm.reply(tool_call("propose_cell", **arguments), text("I proposed a cell."))
     ask(page, question)
     pending = page.locator(".nini-pending-cell", has_text=arguments["source"])
-    pending.wait_for(timeout=60_000)
+    pending.wait_for()
     wait_idle(page)
     return pending, pending.get_attribute("data-id")
 
@@ -96,12 +96,12 @@ def test_a_notebook_is_open_and_run(page: Any, lab: Lab) -> None:
     )
     show_files(page)
     page.dblclick('.jp-DirListing-item[title*="sales.ipynb"]')
-    page.wait_for_selector(CELLS, timeout=30_000)
+    page.wait_for_selector(CELLS)
     wait_for_connected_kernel(lab)
     cell(page, 0).locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
     page.keyboard.press("Control+Enter")  # run the last cell in place: no new empty cell after it
-    cell(page, 1).locator(".jp-OutputArea-output:has-text('7.5')").wait_for(timeout=60_000)
+    cell(page, 1).locator(".jp-OutputArea-output:has-text('7.5')").wait_for()
     cell(page, 1).locator(".jp-InputArea-editor").click()  # the active cell: the one the user looks at
     open_sidebar(page)
     page.click(".nini-new-chat")
@@ -117,7 +117,7 @@ def test_the_ask_carries_the_active_cell_and_its_output(page: Any, llm: Scripted
     assert [c["source"] for c in notebook["cells"]] == [SETUP, TOTAL]
     assert notebook["cells"][1]["outputs"] == "np.float64(7.5)"  # its text/plain output
     assert notebook["attached_cells"] == [] and notebook["attached_files"] == {}
-    page.wait_for_selector(".nini-assistant:has-text('sums the sales')", timeout=60_000)
+    page.wait_for_selector(".nini-assistant:has-text('sums the sales')")
     wait_idle(page)
     request = next(r for r in llm.requests if "What does my notebook do?" in str(r["messages"]))
     system = request["messages"][0]
@@ -170,7 +170,7 @@ def test_a_proposal_shows_as_a_pending_cell_and_accept_and_run_inserts_it(
     # the inserted cell's editor is drawn a frame or two after the model changes (a loaded machine: more)
     page.locator(f"{CELLS} .jp-InputArea-editor .cm-content").nth(len(before)).wait_for()
     assert notebook_cells(page) == [*before, {"type": "code", "source": "sales.amount.mean()"}]
-    cell(page, 2).locator(".jp-OutputArea-output:has-text('3.75')").wait_for(timeout=60_000)  # and it ran
+    cell(page, 2).locator(".jp-OutputArea-output:has-text('3.75')").wait_for()  # and it ran
     recorded = proposals(lab, page)[proposal]
     assert (recorded["status"], recorded["ran"]) == ("accepted", True)
     assert page.locator(f"{card} button").count() == 0
@@ -201,7 +201,7 @@ def test_decided_proposals_show_their_status_after_a_reload(browser: Any, page: 
     try:
         open_sidebar(reloaded)
         open_session(reloaded, session)
-        reloaded.wait_for_selector(f'.nini-proposal[data-id="{half}"][data-status="rejected"]', timeout=30_000)
+        reloaded.wait_for_selector(f'.nini-proposal[data-id="{half}"][data-status="rejected"]')
         assert reloaded.get_attribute(f'.nini-proposal[data-id="{mean}"]', "data-status") == "accepted"
         assert reloaded.inner_text(f'.nini-proposal[data-id="{mean}"] .nini-proposal-status') == "Accepted and run"
         assert reloaded.locator(".nini-proposal button").count() == 0

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests import timeouts
 from tests.llm_server import ScriptedLLM, text, tool_call
 from tests.ui.conftest import Lab, ask, open_notebook, open_sidebar, screenshot, wait_idle, watched_page, widen_sidebar
 
@@ -61,11 +62,9 @@ def saved_cells(page: Any, lab: Lab, count: int) -> list[dict[str, Any]]:
     Read only once the save has answered: jupyter_server's GET of a notebook it is writing in place reads
     it half written, "restores" it from the save's backup, and the file is lost (a loaded machine did it)."""
     page.locator(CELLS).first.locator(".jp-InputPrompt").click()  # the notebook has the focus: its shortcut applies
-    with page.expect_response(
-        lambda r: r.request.method == "PUT" and f"/api/contents/{NOTEBOOK}" in r.url, timeout=30_000
-    ):
+    with page.expect_response(lambda r: r.request.method == "PUT" and f"/api/contents/{NOTEBOOK}" in r.url):
         page.keyboard.press("Control+s")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + timeouts.timeout(30)
     while True:
         cells = lab.get(f"/api/contents/{NOTEBOOK}?content=1")["content"]["cells"]
         if len(cells) == count or time.monotonic() > deadline:
@@ -210,7 +209,7 @@ def test_every_step_has_its_badge_and_a_tasks_proposal_sits_with_its_step(page: 
         text("Done."),
     )
     ask(page, "Propose a cell through a task, then summarise in R")
-    wait_idle(page, timeout_ms=120_000)
+    wait_idle(page, timeout_ms=timeouts.timeout_ms(120))
     card = page.locator(".nini-proposal").last
     place = card.evaluate("c => ({before: c.previousElementSibling?.dataset.name, within: c.parentElement.className})")
     assert place == {"before": "propose_cell", "within": "nini-step-children"}  # in the task, after its step

@@ -63,7 +63,7 @@ def test_asking_streams_the_answer_and_shows_each_step(page: Any, llm: ScriptedL
     )
     ask(page, "How did revenue develop?")
     try:
-        page.wait_for_selector(".nini-assistant strong", timeout=60_000)  # Markdown, once the answer is whole
+        page.wait_for_selector(".nini-assistant strong")  # Markdown, once the answer is whole
     except Exception as exc:  # what the chat shows instead says why (an error card, a step still running)
         raise AssertionError(f"no answer; the chat shows: {page.inner_text('.nini-chat')[-2000:]!r}") from exc
     wait_idle(page)
@@ -103,10 +103,10 @@ def test_stop_cancels_a_slow_run(page: Any, llm: ScriptedLLM) -> None:
         text("never shown", delay_s=60),
     )
     ask(page, "Take your time")
-    page.wait_for_selector('.nini-step[data-status="running"]', timeout=30_000)
+    page.wait_for_selector('.nini-step[data-status="running"]')
     assert page.is_enabled(".nini-stop")
     page.click(".nini-stop")
-    page.wait_for_selector('.nini-end[data-ended-by="canceled"]', timeout=20_000)
+    page.wait_for_selector('.nini-end[data-ended-by="canceled"]')
     wait_idle(page)
     assert "Stopped" in page.inner_text('.nini-end[data-ended-by="canceled"]')
     assert page.locator(".nini-step").last.get_attribute("data-status") == "stopped"  # grey, not a failure (issue 33)
@@ -141,7 +141,7 @@ def test_by_default_the_agents_code_runs_in_the_sandbox_with_copies_of_the_noteb
         text("Your sales add up to 7.5."),
     )
     ask(page, "What do my sales add up to?")
-    page.wait_for_selector(".nini-assistant:has-text('7.5')", timeout=60_000)
+    page.wait_for_selector(".nini-assistant:has-text('7.5')")
     wait_idle(page)
     assert steps(page) == [{"name": "run_code", "status": "succeeded"}]
     step = page.locator(".nini-log > .nini-step").last
@@ -190,10 +190,10 @@ def test_a_report_opens_in_a_sandboxed_frame(page: Any) -> None:
     page.click('#nini-panel .lm-TabBar-tab:has-text("Reports")')
     page.click(".nini-generate-report")
     frame = page.locator("iframe.nini-report-frame")
-    frame.wait_for(state="visible", timeout=60_000)
+    frame.wait_for(state="visible")
     assert frame.get_attribute("sandbox") == ""
     heading = page.frame_locator("iframe.nini-report-frame").locator("h1")
-    heading.wait_for(timeout=30_000)
+    heading.wait_for()
     assert heading.inner_text().strip()
     assert page.locator(".nini-report .nini-download").count() >= 2
     screenshot(page, "08-report")
@@ -206,7 +206,7 @@ def test_testing_a_provider_with_a_dead_url_shows_why(page: Any) -> None:
     page.fill('.nini-provider-form input[name="base_url"]', f"http://127.0.0.1:{free_port()}/v1")
     page.fill('.nini-provider-form input[name="model"]', "nothing")
     page.click(".nini-provider-test")
-    page.wait_for_selector('.nini-provider-result[data-ok="false"]', timeout=30_000)
+    page.wait_for_selector('.nini-provider-result[data-ok="false"]')
     reason = page.inner_text(".nini-provider-result")
     assert reason.startswith("Failed: ") and len(reason) > len("Failed: ") + 5
     screenshot(page, "09-provider-test")
@@ -217,7 +217,7 @@ def test_testing_every_purpose_calls_each_first_choice_once(page: Any, llm: Scri
     before = len(llm.requests)
     llm.reply(text("OK"))
     page.click(".nini-models-test-all")
-    page.wait_for_selector('.nini-models-tested-line[data-ok="true"]', timeout=30_000)
+    page.wait_for_selector('.nini-models-tested-line[data-ok="true"]')
     lines = page.locator(".nini-models-tested-line").all_inner_texts()
     assert len(lines) == 1 and lines[0].startswith("OK: local/") and "chat" in lines[0]
     assert len(llm.requests) == before + 1 and llm.requests[-1]["max_tokens"] == 5

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests import timeouts
 from tests.llm_server import ScriptedLLM, text, tool_call
 from tests.ui.conftest import (
     Lab,
@@ -56,7 +57,7 @@ def page(browser: Any, lab: Lab) -> Iterator[Any]:
 
 def until(page: Any, condition: Callable[[], bool], timeout_s: float = 30) -> None:
     """Until ``condition()``, letting Playwright deliver its events (a held request) meanwhile."""
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + timeouts.timeout(timeout_s)
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         page.wait_for_timeout(20)  # not a wait for time to pass: Playwright's events arrive during it
@@ -71,7 +72,6 @@ def wait_status(page: Any, pattern: str) -> str:
     page.wait_for_function(
         "pattern => new RegExp(pattern).test(document.querySelector('.nini-status-text')?.textContent ?? '')",
         arg=pattern,
-        timeout=60_000,
     )
     return status(page)
 
@@ -118,7 +118,7 @@ def test_a_slow_step_shows_the_kernel_start_then_its_number_and_seconds(page: An
     ask(page, "Run a slow step")  # the session's first code: its sandboxed kernel starts now
     # the step's line may show for a moment before the kernel's start is told (its event comes after the
     # step's): until the start has shown and the step's line is back after it
-    page.wait_for_function(STARTED_THEN_RUNNING, timeout=60_000)
+    page.wait_for_function(STARTED_THEN_RUNNING)
     shown = seen(page)
     started = next(n for n, line in enumerate(shown) if re.match(r"Starting (sandbox|the kernel)… · \d+ s", line))
     assert any(re.match(r"Running step 1 · \d+\.\d s", line) for line in shown[started + 1 :]), shown

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests import timeouts
 from tests.llm_server import ScriptedLLM, text, tool_call
 from tests.test_safe_html import PAYLOADS
 from tests.ui.conftest import Lab, ask, current_session, open_sidebar, screenshot, wait_for_connected_kernel, wait_idle
@@ -175,7 +176,7 @@ def test_a_chat_answer_with_xss_payloads_runs_nothing(page: Any, lab: Lab, llm: 
     llm.reply(text(payload(capture.url) + "\n\n" + "\n\n".join(PAYLOADS.values())))
     ask(page, "What does the CSV header say?")
     answer = page.locator(".nini-assistant").last
-    answer.locator("table").first.wait_for(timeout=60_000)  # Markdown, once the answer is whole
+    answer.locator("table").first.wait_for()  # Markdown, once the answer is whole
     wait_idle(page)
     assert HARMLESS in answer.locator("strong").first.inner_text()
     assert answer.locator("table").first.locator("td").all_inner_texts() == ["3", "15.0"]
@@ -200,12 +201,12 @@ def test_a_report_with_a_payload_in_its_conclusions_runs_nothing(
         text("The report is written."),
     )
     ask(page, "Write the report")
-    page.wait_for_selector(".nini-assistant:has-text('The report is written')", timeout=60_000)
+    page.wait_for_selector(".nini-assistant:has-text('The report is written')")
     wait_idle(page)
     page.click('#nini-panel .lm-TabBar-tab:has-text("Reports")')
     page.locator(".nini-report-open").first.click()
     body = page.frame_locator("iframe.nini-report-frame").locator("main")
-    body.locator("h1").wait_for(timeout=30_000)
+    body.locator("h1").wait_for()
     assert "March revenue" in body.locator("h1").inner_text()
     assert HARMLESS in body.inner_text()
     assert_nothing_ran(page, capture, lab, before, body)
@@ -250,7 +251,7 @@ def test_a_nini_cell_answer_with_xss_payloads_runs_nothing(
     if not page.is_visible("#filebrowser"):
         page.click('.jp-SideBar.jp-mod-left [data-id="filebrowser"]')
     page.dblclick('.jp-DirListing-item[title*="xss.ipynb"]')
-    page.wait_for_selector(CELLS, timeout=30_000)
+    page.wait_for_selector(CELLS)
     wait_for_connected_kernel(lab)
     before = kernels(lab)
     capture.clear()
@@ -259,7 +260,7 @@ def test_a_nini_cell_answer_with_xss_payloads_runs_nothing(
     page.keyboard.press("Shift+Enter")
     page.keyboard.press("Shift+Enter")
     cell = page.locator(CELLS).nth(1)
-    cell.locator(".jp-OutputArea-output:has-text('nini: finished')").wait_for(timeout=90_000)
+    cell.locator(".jp-OutputArea-output:has-text('nini: finished')").wait_for(timeout=timeouts.timeout_ms(90))
     answer = cell.locator(".jp-OutputArea-output:has(table)").last
     assert HARMLESS in answer.locator("strong").inner_text()
     assert answer.locator("table td").all_inner_texts() == ["3", "15.0"]

@@ -27,5 +27,5 @@ def notebook_names(lab: Lab) -> set[str]:
 def card(page: Any, state: str = "waiting") -> Any:
     """The last approval card in ``state``, once there is one."""
     found = page.locator(f'.nini-approval[data-state="{state}"]').last
-    found.wait_for(timeout=60_000)
+    found.wait_for()
     return found
