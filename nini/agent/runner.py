@@ -28,11 +28,11 @@ from nini.agent.llm import Completion, ToolCall
 from nini.agent.notebook_prompt import notebook_section
 from nini.agent.preferences import preference_section
 from nini.agent.prompts import PromptContributor, build_system_prompt
-from nini.agent.tools import ToolSet, build_toolset
 from nini.agent.usage import CURRENT_METER, RunMeter, record_step
 from nini.errors import ErrorCode, NiniError
 from nini.limits import Limits, recordable_json
 from nini.skills.invoke import invoke
+from nini.skills.toolset import ToolSet, build_toolset
 
 if TYPE_CHECKING:
     from nini.agent.llm import ModelRouter

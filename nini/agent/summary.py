@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nini import tokens
-from nini.agent.tools import is_task
 from nini.config import AgentSettings
 from nini.errors import ErrorCode, NiniError
+from nini.skills.toolset import is_task
 
 __all__ = [
     "FALLBACK_PREFIX",

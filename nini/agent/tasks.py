@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from nini.agent.prompts import build_system_prompt
 from nini.agent.runner import CURRENT_TURN, Conversation, LoopEnd, Turn, new_turn_id
-from nini.agent.tools import build_toolset, is_task
 from nini.errors import ErrorCode, NiniError
 from nini.skills.function import FunctionSkill, skill
 from nini.skills.output import ToolOutput
+from nini.skills.toolset import build_toolset, is_task
 
 if TYPE_CHECKING:
     from nini.session import Session

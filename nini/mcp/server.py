@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
-from nini.agent.tools import build_toolset
 from nini.errors import ErrorCode, NiniError
 from nini.limits import Limits, check_arguments
 from nini.owners import VIEWER_SCOPE
 from nini.skills.invoke import invoke
+from nini.skills.toolset import build_toolset
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server

@@ -1,4 +1,7 @@
-"""The tools one agent run offers the model: its allowed skills as OpenAI function schemas.
+"""The tools a model is offered: a run's allowed skills as OpenAI function schemas.
+
+A skills concern, used by the agent (a run's and a task's tools) and by the MCP server (its tool
+list) alike, so it lives with the registry and not in ``agent/``.
 
 Skill names are not always valid function names (``task:explore`` has colons; OpenAI accepts
 ``^[a-zA-Z0-9_-]{1,64}$``), so each tool has a wire name and ``ToolSet.skill_name`` maps back.
