@@ -25,7 +25,7 @@ from nini.config import load_settings
 from nini.errors import NiniError
 from nini.execution import sandbox
 from nini.execution.disk_watch import measure
-from nini.execution.workspace_fs import RootedDir
+from nini.rooted import RootedDir
 from nini.runtime import Runtime
 from nini.skills.invoke import invoke
 

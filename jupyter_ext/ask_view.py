@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nini.agent.runner import RunResult
-    from nini.execution.workspace_fs import RootedDir
+    from nini.rooted import RootedDir
 
 OUTPUT_CHARS = 4000  # of a step's stdout and of its stderr, in the cell
 STREAM_REFRESH_S = 0.25  # the streaming text is rendered (Markdown, sanitized) at most this often: each render costs ms

@@ -45,7 +45,7 @@ from nini.execution.approvals import QUESTION, USER_KERNEL_NOTICE, Decision, dec
 if TYPE_CHECKING:
     from nini.agent.runner import RunResult
     from nini.execution.inprocess import InProcessExecutor
-    from nini.execution.workspace_fs import RootedDir
+    from nini.rooted import RootedDir
     from nini.runtime import Runtime
     from nini.session import Session
     from nini.skills.output import ToolResult

@@ -143,7 +143,7 @@ def _protections(settings: Settings) -> list[Check]:
     """Which of the sandbox's protections are active on this machine, and what is missing."""
     from nini.execution import guard, sandbox
     from nini.execution.approvals import USER_KERNEL_NOTICE
-    from nini.execution.workspace_fs import openat2_available
+    from nini.rooted import openat2_available
 
     execution = settings.execution
     ok, detail = sandbox.probe_bwrap()

@@ -22,11 +22,11 @@ from nini.execution.approvals import Approvals
 from nini.execution.disk_watch import DiskWatch
 from nini.execution.sandbox import ROOT_UID_BASE, ROOT_UID_SPAN, SandboxMode, resolve_mode, runs_as_session_uid
 from nini.execution.workspace import Workspace, check_session_id
-from nini.execution.workspace_fs import remove_tree
 from nini.history.events import EventBus
 from nini.history.store import HistoryStore
 from nini.limits import Limits, check_text
 from nini.owners import Viewer, check_owner, is_server_user, not_found, owner_dir
+from nini.rooted import remove_tree
 from nini.session import Session
 from nini.skills.registry import SkillRegistry
 

@@ -97,16 +97,6 @@ ALLOWED: list[tuple[str, str, str]] = [
         "nini.execution.policy",
         "part C of issue 37 removes it (the export is given the check)",
     ),
-    (
-        "nini.history.export_md",
-        "nini.execution.workspace_fs",
-        "part C of issue 37 removes it (RootedDir to nini.rooted)",
-    ),
-    (
-        "nini.history.export_notebook",
-        "nini.execution.workspace_fs",
-        "part C of issue 37 removes it (RootedDir to nini.rooted)",
-    ),
 ]
 
 

@@ -28,7 +28,7 @@ from jupyter_ext.handlers.base import NiniHandler
 from nini.errors import ErrorCode, NiniError
 from nini.execution._csv_side import SAMPLE_BYTES, detect_encoding, text_separator
 from nini.execution._parse_side import TEXT_TABLES
-from nini.execution.workspace_fs import RootedDir
+from nini.rooted import RootedDir
 
 ATTACH_MAX_BYTES = 2_000_000  # as the sidebar's (attachments.ts): what is read of a file, at most
 LABEL = "the Jupyter root"

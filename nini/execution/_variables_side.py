@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 from nini.errors import NiniError
 from nini.execution._kernel_side import _Json, _user_ns
 from nini.execution.namespace import HIDDEN, _kind
-from nini.execution.workspace_fs import RootedDir
+from nini.rooted import RootedDir
 
 FOLDER = "variables"
 

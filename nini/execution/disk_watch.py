@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from nini.errors import ErrorCode, NiniError
-from nini.execution.workspace_fs import RootedDir
+from nini.rooted import RootedDir
 
 __all__ = ["Budget", "DiskWatch", "RunWatch", "Usage", "measure"]
 

@@ -287,7 +287,7 @@ def prepare(workspace: Path, runtime_dir: Path, uid: int | None) -> None:
         return
     if uid is None:
         raise ValueError("a root nini's sandbox runs as the session's uid: none was given")
-    from nini.execution.workspace_fs import RootedDir
+    from nini.rooted import RootedDir
 
     # The workspace is walked once per uid: its root becomes (uid, root group) only after a whole walk,
     # and later files are the uid's already (the sandbox's own, or nini's, made with Workspace.owner).

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
 
 from nini.errors import ErrorCode, NiniError
-from nini.execution.workspace_fs import RootedDir
+from nini.rooted import RootedDir
 
 _DATASET_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -51,7 +51,7 @@ def check_dataset_name(name: str) -> str:
 class Workspace:
     """Paths of one session's workspace. ``root`` is absolute and resolved (no symlinks).
 
-    ``fs`` is how nini's own process reads and writes here (``workspace_fs.RootedDir``: no link
+    ``fs`` is how nini's own process reads and writes here (``rooted.RootedDir``: no link
     followed in any component); ``owner`` is the (uid, gid) nini gives the files it creates, set
     when nini runs as root and the sandbox writes as another user.
     """

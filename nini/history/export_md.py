@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from nini.errors import NiniError
-from nini.execution.workspace_fs import RootedDir
+from nini.rooted import RootedDir
 
 IMAGE_FORMATS = ("png", "svg", "jpg", "jpeg", "gif")
 _MAX_TABLE_ROWS = 30  # a longer list of records is cut: Markdown is for reading, JSON holds it all

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from nini.errors import ErrorCode, NiniError
-from nini.execution.workspace_fs import RootedDir
 from nini.history.export_header import AGENT_CODE_TAG
+from nini.rooted import RootedDir
 
 NOT_RERUN = {
     "POLICY_VIOLATION": "refused by the policy, never ran",

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nini.errors import NiniError
-from nini.execution.workspace_fs import RootedDir
+from nini.rooted import RootedDir
 
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
 # Extensions of the images a report shows, and the attachment mime types that give them.

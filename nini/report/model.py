@@ -68,7 +68,7 @@ class ChartFile:
     path: Path  # absolute path of the file on disk
     order: int  # creation order, 0-based
     step_id: str | None = None
-    fs: Any = field(default=None, compare=False, repr=False)  # a workspace_fs.RootedDir
+    fs: Any = field(default=None, compare=False, repr=False)  # a rooted.RootedDir
     relative: str | None = None  # the path beneath ``fs``'s root
 
     def read_bytes(self) -> bytes:

@@ -18,10 +18,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from nini.execution.workspace_fs import RootedDir
 from nini.report.headings import cell_text
 from nini.report.images import cell_images
 from nini.report.model import ChartFile
+from nini.rooted import RootedDir
 
 # Output mime types of a notebook that become chart files: extension, and how nbformat holds the
 # content (base64 text, plain text, or JSON already parsed into dicts and lists).

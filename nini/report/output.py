@@ -5,7 +5,7 @@ A report never overwrites an earlier one. All formats of one report share a stem
 hard-linked to its name, which fails if the name exists. So two reports written in the same
 second, by two threads or two processes, get two stems, and a reader never sees half a file.
 
-Every file goes through a ``workspace_fs.RootedDir``: a report written into a session
+Every file goes through a ``rooted.RootedDir``: a report written into a session
 workspace (where agent code may have put a link in place of ``reports/``) never follows a link,
 and a PDF converter works in a private temp folder, never in the workspace.
 """
@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from nini.errors import ErrorCode, NiniError
-from nini.execution.workspace_fs import RootedDir
 from nini.fsutil import no_space, out_of_space
 from nini.report.model import ChartFile, ReportInput
+from nini.rooted import RootedDir
 
 FORMATS = ("md", "html", "ipynb", "pdf")
 MAX_STEMS = 1000  # reports with one stem prefix within one second, before giving up

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from nini.errors import ErrorCode, NiniError
-from nini.execution.workspace_fs import RootedDir
+from nini.rooted import RootedDir
 from nini.skills.markdown import MAX_SKILL_FILE_BYTES, validate_skill_file
 from nini.skills.meta import check_not_meta
 from nini.skills.records import SkillRecord

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from jupyter_ext.ask_view import Step
-from nini.execution.workspace_fs import RootedDir
+from nini.rooted import RootedDir
 from tests.conftest import execute_in_kernel
 from tests.jupyter_ext.test_magic_ask import AskKernel, kernel  # noqa: F401 - the fixture
 from tests.llm_server import ScriptedLLM, text

@@ -267,7 +267,7 @@ def test_a_notebooks_second_report_renders_no_preview_again(nini, nini_home: Pat
 def test_a_session_charts_preview_is_written_in_its_workspace_without_following_a_link(tmp_path: Path) -> None:
     """A session's chart lives in a workspace agent code writes: its preview goes beside it through
     the workspace file system, which replaces a link planted at the preview's name, never follows it."""
-    from nini.execution.workspace_fs import RootedDir
+    from nini.rooted import RootedDir
 
     workspace, outside = tmp_path / "workspace", tmp_path / "outside.svg"
     (workspace / "artifacts").mkdir(parents=True)

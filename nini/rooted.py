@@ -1,4 +1,8 @@
-"""The workspace file system: how nini's own process touches files inside a session workspace.
+"""Folders nini opens without following links: how nini's own process touches files inside a session workspace.
+
+It sits in the foundation (beside ``fsutil``), not in ``execution/``, because everything that
+reads or writes a workspace uses it: kernels and the sandbox, the history's exports, reports,
+skills, the Jupyter handlers.
 
 Agent code writes the workspace from inside the sandbox, so anything in it may be a trap: a
 symbolic link where nini expects a folder (``executions`` pointing at a host folder), a chart file
@@ -214,7 +218,8 @@ class RootedDir:
         return data
 
     def read_text(self, relative: str | PurePosixPath, *, max_chars: int, encoding: str = "utf-8") -> tuple[str, bool]:
-        """At most ``max_chars`` characters of the text file ``relative`` (in ``encoding``), and whether there was more."""
+        """At most ``max_chars`` characters of the text file ``relative`` (in ``encoding``), and whether
+        there was more."""
         with self.reader(relative) as raw, io.TextIOWrapper(raw, encoding=encoding, errors="replace") as text:
             content = text.read(max_chars + 1)
         return content[:max_chars], len(content) > max_chars

@@ -1,4 +1,4 @@
-"""The workspace file system: nini's own process never follows a link planted in a workspace.
+"""RootedDir (nini/rooted.py): nini's own process never follows a link planted in a workspace.
 
 Each test plays agent code (which writes the workspace from inside the sandbox) against nini's
 host-side reads and writes: links in every position, special files, and names swapped for links
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from nini import rooted
 from nini.errors import ErrorCode, NiniError
-from nini.execution import workspace_fs
 from nini.execution.workspace import Workspace
-from nini.execution.workspace_fs import RootedDir
+from nini.rooted import RootedDir
 
 SECRET = b"host secret: sk-live-000"
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -28,9 +28,9 @@ _libc = ctypes.CDLL(None, use_errno=True)
 @pytest.fixture(params=["openat2", "walk"])
 def resolver(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test with each resolver (``walk`` is what kernels without openat2 get)."""
-    if request.param == "openat2" and not workspace_fs.openat2_available():
+    if request.param == "openat2" and not rooted.openat2_available():
         pytest.skip("this kernel has no openat2")
-    monkeypatch.setattr(workspace_fs, "_openat2_state", request.param == "openat2")
+    monkeypatch.setattr(rooted, "_openat2_state", request.param == "openat2")
     return request.param
 
 
