@@ -17,6 +17,7 @@ model; with nothing queued it answers 500 "script exhausted" so that a test fail
 
 from __future__ import annotations
 
+import asyncio
 import json
 import select
 import socket
@@ -26,6 +27,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.timeouts import timeout
 
 __all__ = ["Reply", "ScriptedLLM", "error", "text", "tool_call"]
 
@@ -84,6 +87,7 @@ class ScriptedLLM:
         self.disconnected: list[int] = []
         self._queues: dict[str | None, deque[Reply]] = {None: deque()}
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)  # notified at each request recorded
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -146,6 +150,17 @@ class ScriptedLLM:
                 queue.clear()
         return dropped
 
+    def wait_for_requests(self, count: int, timeout_s: float = 60) -> None:
+        """Until ``count`` requests have arrived in all: a model call is under way once its request is
+        here (the event a test waits on instead of sleeping while the call starts)."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: len(self.requests) >= count, timeout(timeout_s)):
+                raise TimeoutError(f"{len(self.requests)} of {count} model requests arrived")
+
+    async def async_wait_for_requests(self, count: int, timeout_s: float = 60) -> None:
+        """:meth:`wait_for_requests` from a test on an event loop, which keeps running meanwhile."""
+        await asyncio.to_thread(self.wait_for_requests, count, timeout_s)
+
     def _next_reply(self, model: str | None) -> Reply | None:
         with self._lock:
             for key in (model, None):
@@ -159,6 +174,7 @@ class ScriptedLLM:
             self.paths.append(path)
             self.requests.append(body)
             self.request_headers.append(headers)
+            self._arrived.notify_all()
             return len(self.requests) - 1
 
     def _new_id(self, prefix: str) -> str:

@@ -14,6 +14,7 @@ from nini.skills.builtin.run_r import r_status
 from tests.agent.conftest import run_turn as run
 from tests.conftest import runtime_harness
 from tests.llm_server import Reply, ScriptedLLM, text, tool_call
+from tests.timeouts import timeout
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_script")]
 
@@ -184,13 +185,16 @@ def test_cancel_ends_the_run_as_canceled(harness: Any, llm: ScriptedLLM) -> None
     runner = harness.runtime.agent
 
     async def scenario() -> Any:
+        asked = len(llm.requests)
         turn_id, task = runner.start(session, "slow question")
-        await asyncio.sleep(0.3)
+        await llm.async_wait_for_requests(asked + 1)  # the model call is under way
         with pytest.raises(Exception) as busy:
             runner.start(session, "another")
         assert getattr(busy.value, "code", None) == "CONFLICT"
         assert runner.cancel(session.id) is True
-        return await asyncio.wait_for(task, timeout=3)
+        return await asyncio.wait_for(
+            task, timeout=timeout(60)
+        )  # uncanceled, it would end "finished" at the 5 s answer
 
     result = harness.loop.run_until_complete(scenario())
     assert (result.ended_by, result.completed_normally) == ("canceled", False)

@@ -11,6 +11,7 @@ import pytest
 from traitlets.config import Config
 
 from nini.history.store import HistoryStore
+from tests import timeouts
 from tests.conftest import scripted_model_settings, write_settings
 from tests.jupyter_ext.conftest import new_session
 from tests.llm_server import ScriptedLLM, text, tool_call
@@ -32,7 +33,7 @@ def jp_server_config(nini_home: Path, llm_server: ScriptedLLM) -> Config:
 async def events_until_done(ws: Any, timeout: float = 60) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     while not events or events[-1]["type"] != "done":
-        message = await asyncio.wait_for(ws.read_message(), timeout)
+        message = await asyncio.wait_for(ws.read_message(), timeouts.timeout(timeout))
         assert message is not None, f"socket closed after {[e['type'] for e in events]}"
         events.append(json.loads(message))
     return events
@@ -108,7 +109,7 @@ async def test_the_socket_carries_the_enhancement_note_after_done(
     reply = await api("POST", "sessions", session_id, "ask", body={"message": "What is there?"})
     events = await events_until_done(ws)
     while events[-1]["type"] != "stop_hook_note":
-        events.append(json.loads(await asyncio.wait_for(ws.read_message(), 60)))
+        events.append(json.loads(await asyncio.wait_for(ws.read_message(), timeouts.timeout(60))))
     after = [
         e
         for e in events[events.index(next(e for e in events if e["type"] == "done")) :]
@@ -129,12 +130,12 @@ async def test_a_second_ask_while_busy_is_a_conflict_and_cancel_ends_the_turn(
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
     first = await api("POST", "sessions", session_id, "ask", body={"message": "slow question"})
     assert first.status == 202
-    await asyncio.sleep(0.3)  # the model call is under way
+    await llm_server.async_wait_for_requests(1)  # the model call is under way
     busy = await api("POST", "sessions", session_id, "ask", body={"message": "another"})
     assert busy.status == 409 and busy.error["code"] == "CONFLICT"
     canceled = await api("POST", "sessions", session_id, "cancel")
     assert canceled.status == 200 and canceled.data == {"canceled": True}
-    events = await events_until_done(ws, timeout=10)
+    events = await events_until_done(ws)  # the reply comes in 30 s: a canceled turn ends long before
     assert events[-1]["data"]["ended_by"] == "canceled" and events[-1]["data"]["completed_normally"] is False
     assert events[-1]["turn_id"] == first.data["turn_id"]
     assert (await api("POST", "sessions", session_id, "cancel")).data == {"canceled": False}
@@ -184,11 +185,11 @@ async def test_stopping_the_extension_cancels_running_turns(
     llm_server.reply(text("never sent", delay_s=30))
     session_id = await new_session(api)
     assert (await api("POST", "sessions", session_id, "ask", body={"message": "slow"})).status == 202
-    await asyncio.sleep(0.3)
+    await llm_server.async_wait_for_requests(1)  # the model call is under way
     runtime = jp_serverapp.web_app.settings["nini_runtime"]
     assert runtime.agent.is_running(session_id)
     (extension,) = jp_serverapp.extension_manager.extension_apps["jupyter_ext"]
-    await asyncio.wait_for(extension.stop_extension(), 15)
+    await asyncio.wait_for(extension.stop_extension(), timeouts.timeout(15))
     assert not runtime.agent.is_running(session_id)
     store = HistoryStore(f"sqlite:///{nini_home / 'nini.db'}")
     try:

