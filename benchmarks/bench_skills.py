@@ -75,9 +75,11 @@ def main() -> int:
         assert len(registry.list()) == N_SKILLS
         unchanged = median_time(registry.refresh, repeat=50)
 
-        def edit_and_refresh(counter=[0]) -> None:
-            counter[0] += 1
-            target = files[counter[0] % len(files)]
+        edits = [0]
+
+        def edit_and_refresh() -> None:
+            edits[0] += 1
+            target = files[edits[0] % len(files)]
             target.write_text(target.read_text(encoding="utf-8").replace("Analyse", "Analyze", 1), encoding="utf-8")
             assert registry.refresh()
 

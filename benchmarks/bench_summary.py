@@ -94,13 +94,13 @@ async def measure(texts: dict[int, str]) -> list[tuple[int, str, float, float, s
         try:
             for n, raw in texts.items():
                 repeat = REPEAT[n]
-                encode = median_time(lambda: tokens.encode(raw), repeat)
+                encode = median_time(lambda raw=raw: tokens.encode(raw), repeat)
 
-                async def local() -> None:
+                async def local(raw: str = raw) -> None:
                     result = await summarize_task_result("task:general", raw, is_error=False)
                     assert result.fallback_used == "local" and result.summary_tokens <= 4096
 
-                async def loopback() -> None:
+                async def loopback(raw: str = raw) -> None:
                     server.reply(text(answer))
                     result = await summarize_task_result("task:general", raw, is_error=False, llm=router)
                     assert result.fallback_used == "none" and result.truncated and result.summary_tokens <= 4096

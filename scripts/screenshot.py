@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.llm_server import ScriptedLLM, text, tool_call  # noqa: E402
-from tests.ui.conftest import (
+from tests.ui.conftest import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
     Lab,
@@ -123,7 +123,7 @@ def shoot(out: Path) -> None:
                     chart.wait_for()
                 except Exception:
                     page.screenshot(path=str(out.with_suffix(".failed.png")))
-                    raise SystemExit(f"screenshot: the step shows no chart: {step.inner_text()[:2000]}")
+                    raise SystemExit(f"screenshot: the step shows no chart: {step.inner_text()[:2000]}") from None
                 page.wait_for_function("img => img.complete && img.naturalWidth > 100", arg=chart.element_handle())
                 # the conversation from the question on: the step, its chart, the answer and the turn's line
                 page.locator(".nini-user").last.evaluate("question => question.scrollIntoView({block: 'start'})")

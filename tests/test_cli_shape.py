@@ -134,7 +134,13 @@ def test_the_root_help_groups_the_commands_in_sections() -> None:
     sections = ["Analysis:", "Sessions and reports:", "Skills:", "Memory:", "Models:", "Server:"]
     where = [text.index(f"\n{title}\n") for title in sections]
     assert where == sorted(where), text  # in this order
-    blocks = dict(zip(sections, [text[a:b] for a, b in zip(where, [*where[1:], text.index("Examples:")])]))
+    blocks = dict(
+        zip(
+            sections,
+            [text[a:b] for a, b in zip(where, [*where[1:], text.index("Examples:")], strict=True)],
+            strict=True,
+        )
+    )
 
     def names(block: str) -> set[str]:
         return {line.split()[0] for line in block.splitlines()[1:] if line[:2] == "  " and line[2:3].strip()}

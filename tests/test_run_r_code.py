@@ -66,7 +66,7 @@ def test_a_dataset_goes_from_python_to_r_and_back(harness: Harness) -> None:
     py = harness.call(session, "run_code", code="output_df = datasets['by_region']\nresult = output_df.to_dict('list')")
     expected = pd.read_csv(SALES).groupby("region")["revenue"].sum()
     got = py.result["result"]
-    assert dict(zip(got["region"], got["revenue"])) == pytest.approx(expected.to_dict())
+    assert dict(zip(got["region"], got["revenue"], strict=True)) == pytest.approx(expected.to_dict())
     dataset = harness.runtime.store.get_dataset(session.id, "by_region")
     assert dataset["rows"] == len(expected) and dataset["source_execution_id"] == r.execution_id
 

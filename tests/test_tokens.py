@@ -207,7 +207,9 @@ def test_processes_starting_together_all_load_it(tmp_path: Path) -> None:
     ]
     results = [p.communicate(timeout=120) for p in procs]
     expected = str(tokens.count_tokens("数据 analysis 3.14"))
-    assert [(p.returncode, out.strip()) for p, (out, _err) in zip(procs, results)] == [(0, expected)] * 6, results
+    assert [(p.returncode, out.strip()) for p, (out, _err) in zip(procs, results, strict=True)] == [
+        (0, expected)
+    ] * 6, results
     assert [p.name for p in cache.iterdir()] == [CACHE_KEY]
     assert hashlib.sha256((cache / CACHE_KEY).read_bytes()).hexdigest() == GOOD_SHA256
 

@@ -7,7 +7,7 @@ answer is rendered as Markdown under a spinner that counts the seconds (``nini.c
 
 import time
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -25,6 +25,9 @@ from nini.cli._common import (
 from nini.cli._help import examples
 from nini.cli.terminal import print_progress
 from nini.cli.words import say
+
+if TYPE_CHECKING:
+    import asyncio  # imported where it runs: the CLI starts without it
 
 EXAMPLES = examples(
     'nini ask "Which region grew fastest last quarter?" --data sales.csv',

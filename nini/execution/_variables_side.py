@@ -79,7 +79,7 @@ def export(root: str, names: list[str] | None, limit: int, token: str, deadline:
         relative = f"{FOLDER}/{token}-{name}.pkl"
         bounded: list[_Bounded] = []
 
-        def write(handle: BinaryIO, value: Any = value) -> None:
+        def write(handle: BinaryIO, value: Any = value, bounded: list[_Bounded] = bounded) -> None:
             bounded.append(_Bounded(handle, limit))
             pickle.dump(value, bounded[-1], protocol=pickle.HIGHEST_PROTOCOL)
 

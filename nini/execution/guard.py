@@ -257,8 +257,8 @@ def _fork_pool(
             self,
             func: Any,
             args: Any = (),
-            kwds: Any = {},
-            callback: Any = None,  # noqa: B006
+            kwds: Any = {},  # noqa: B006 - Pool.apply_async's own signature, never mutated here
+            callback: Any = None,
             error_callback: Any = None,
         ) -> Any:
             return super().apply_async(_Cloudpickled(func), args, kwds, callback, error_callback)

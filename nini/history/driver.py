@@ -82,7 +82,10 @@ class Transaction:
         """The rows ``statement`` returns (a SELECT, or DML with RETURNING), as dicts."""
         plan = self._run(statement, params or {})
         return [
-            {name: (convert(value) if convert else value) for (name, convert), value in zip(plan.columns, row)}
+            {
+                name: (convert(value) if convert else value)
+                for (name, convert), value in zip(plan.columns, row, strict=True)
+            }
             for row in self._cursor.fetchall()
         ]
 

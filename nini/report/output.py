@@ -209,7 +209,7 @@ def to_notebook(markdown: str, charts: Mapping[str, ChartFile] | None = None) ->
     cells = []
     for section in _sections(markdown):
         attachments: dict[str, dict[str, str]] = {}
-        source = _IMAGE.sub(lambda m: _attach(m, charts or {}, attachments), section)
+        source = _IMAGE.sub(lambda m, found=attachments: _attach(m, charts or {}, found), section)
         cell = new_markdown_cell(source)
         if attachments:
             cell["attachments"] = attachments

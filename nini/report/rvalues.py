@@ -282,7 +282,11 @@ def r_column(name: str) -> str:
 
 _LATEX_COMMANDS = {
     **dict(
-        zip("alpha beta gamma delta epsilon theta lambda mu pi rho sigma tau phi chi omega".split(), "αβγδεθλμπρστφχω")
+        zip(
+            "alpha beta gamma delta epsilon theta lambda mu pi rho sigma tau phi chi omega".split(),
+            "αβγδεθλμπρστφχω",
+            strict=True,
+        )
     ),
     "times": "×",
     "cdot": "·",

@@ -430,8 +430,8 @@ def _aligned(lines: list[str], more: bool, index: int | None = None) -> Table | 
         return None
     if not all(any(row[index:]) for row in head):
         return None  # a line above the header (a title) is not a column level
-    for previous, row in zip(body, body[1:]):
-        row[:index] = [cell or above for cell, above in zip(row[:index], previous[:index])]
+    for previous, row in zip(body, body[1:], strict=False):
+        row[:index] = [cell or above for cell, above in zip(row[:index], previous[:index], strict=False)]
     if not body or (index and not all(body[0][:index])) or any(not cell for row in body for cell in row[index:]):
         return None
     return bound_table([header, *body], more_rows=more)

@@ -124,7 +124,7 @@ def test_the_header_says_whose_code_it_is_and_names_the_flagged_steps(recorded: 
     assert header.cell_type == "markdown"
     text = header.source
     assert "written by nini's agent" in text and recorded.session.id in text and " UTC" in text
-    refused, unchecked = recorded.steps["refused"], recorded.steps["unchecked"]
+    refused = recorded.steps["refused"]
     store = recorded.harness.runtime.store
     flagged = text[text.index("Steps the static policy flags:") :]
     assert "step 2 `shell` (python) (refused, never ran)" in flagged and "'subprocess'" in flagged

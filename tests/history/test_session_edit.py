@@ -6,12 +6,12 @@ import pytest
 
 from nini.errors import NiniError
 from nini.history.session_edit import delete_session, rename_session, running_steps
-from nini.limits import Limits
-
-LIMITS = Limits(code=1_000_000, label=200, title=200)
 from nini.history.store import HistoryStore
 from nini.history.uids import session_uid
+from nini.limits import Limits
 from tests.history.conftest import execution_row
+
+LIMITS = Limits(code=1_000_000, label=200, title=200)
 
 
 def filled_session(store: HistoryStore, title: str) -> str:

@@ -103,7 +103,7 @@ def skip_r(path: str, case: str) -> bool:
 
 async def test_bad_bodies_are_invalid_argument_on_every_route(api: Any) -> None:
     session_id = await new_session(api)
-    for (pattern, verb), (path, wrong) in BODY_ROUTES.items():
+    for (_pattern, verb), (path, wrong) in BODY_ROUTES.items():
         url = path.format(s=session_id).split("/")
         cases = {**BAD_BODIES, "wrong type": wrong if isinstance(wrong, str) else json.dumps(wrong)}
         for case, body in cases.items():

@@ -145,7 +145,9 @@ def hub(pg_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[H
             assert hub.call("admin", "POST", f"/hub/api/users/{user}/server").status_code in (201, 202)
         for user in ("alice", "bob"):
             _wait(
-                lambda: hub.call("admin", "GET", f"/hub/api/users/{user}").json()["servers"].get("", {}).get("ready"),
+                lambda user=user: (
+                    hub.call("admin", "GET", f"/hub/api/users/{user}").json()["servers"].get("", {}).get("ready")
+                ),
                 f"{user}'s server",
                 process,
                 log,

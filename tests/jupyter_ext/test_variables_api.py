@@ -191,7 +191,7 @@ async def test_a_link_planted_where_the_copies_go_is_refused(
     outside.mkdir()
     (workspace(nini_home, session_id) / "variables").symlink_to(outside, target_is_directory=True)
     llm_server.reply(tool_call("run_code", code="result = len(sales)", variables=["sales"]), text("No."))
-    events = await ask(api, jp_ws_fetch, session_id, notebook, "How many rows?")
+    await ask(api, jp_ws_fetch, session_id, notebook, "How many rows?")
     (refused,) = await results(api, session_id)
     assert refused["error"]["code"] == "POLICY_VIOLATION" and "symbolic link" in refused["error"]["message"]
     assert list(outside.iterdir()) == []

@@ -451,7 +451,7 @@ def many_failures() -> ReportInput:
     reasons = [
         FAILED,
         {"code": "TIMEOUT", "message": "the cell ran past its time limit"},
-        {"code": "NOT_EXECUTED", "message": "the cell was never run"},
+        {"code": "CANCELED", "message": "the cell was never run"},
     ]
     steps = [
         cell_step(n, "failed", reasons[n % 3]) if n <= 72 else cell_step(n, stdout=f"total: {n}\n", label=f"total {n}")
@@ -492,7 +492,7 @@ def test_a_failed_cells_chart_is_left_out_and_listed(workspace: Path) -> None:
     drawn = [
         ChartFile(name=name, path=file.path, order=file.order, step_id=step)
         for file, name, step in zip(
-            charts(workspace, "broken.png", "fine.png"), ("broken.png", "fine.png"), ("c51", "c52")
+            charts(workspace, "broken.png", "fine.png"), ("broken.png", "fine.png"), ("c51", "c52"), strict=True
         )
     ]
     data = ReportInput(

@@ -190,7 +190,7 @@ def test_generate_report_skill_uses_the_report_model(llm_server, tmp_path_factor
     harness = next(harness_iter)
     try:
         session = harness.session("narrated")
-        store = record_growth(session, 0.583)
+        record_growth(session, 0.583)
         llm_server.reply(text(json.dumps({"summary": "南区增长 58.3%。", "conclusions": "- 南区增长最快。"})))
 
         result = harness.call(session, "generate_report", conclusions="由用户撰写的结论。", formats=["md"])

@@ -300,10 +300,10 @@ def test_the_renderer_runs_without_the_hosts_network(tmp_path: Path, capture: Ca
         pytest.skip(f"bubblewrap cannot run here ({why}): previews rely on the renderers' own guards")
     port = capture.server.server_address[1]
     fetch = (
-        "import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1', %d), timeout=5).sendall("
+        f"import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=5).sendall("
         "b'GET /' + sys.argv[1].encode() + b' HTTP/1.0\\r\\n\\r\\n')\n"
         "    print('reached')\nexcept OSError as error:\n    print('refused', type(error).__name__)"
-    ) % port
+    )
     direct = subprocess.run([sys.executable, "-c", fetch, "control"], capture_output=True, text=True, timeout=60)
     assert direct.stdout.strip() == "reached"  # the control: the server answers from the host
     confined = subprocess.run(

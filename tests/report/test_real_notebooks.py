@@ -493,7 +493,9 @@ def test_bayes_captions_are_the_plt_titles_and_styling_and_progress_are_not_char
         "Posterior distributions of the variables",  # cell 30: a triple-quoted title over three lines
         "Expected number of text-messages received",
     ]
-    assert len(r.captions) == 7 and all(c.startswith(s) for c, s in zip(r.captions[2:], starts)), r.captions
+    assert len(r.captions) == 7 and all(c.startswith(s) for c, s in zip(r.captions[2:], starts, strict=False)), (
+        r.captions
+    )
     for noise in (
         "Multiprocess sampling",
         "Sampling 4 chains",

@@ -394,7 +394,7 @@ def test_normalise_category(raw, expected):
 def test_name_problems(name, expected_parts):
     problems = name_problems(name)
     assert len(problems) == len(expected_parts), problems
-    for problem, parts in zip(problems, expected_parts):
+    for problem, parts in zip(problems, expected_parts, strict=True):
         for part in parts:
             assert part in problem
 
@@ -415,7 +415,7 @@ def test_name_problems(name, expected_parts):
 def test_description_problems(description, expected_parts):
     problems = description_problems(description)
     assert len(problems) == len(expected_parts), problems
-    for problem, parts in zip(problems, expected_parts):
+    for problem, parts in zip(problems, expected_parts, strict=True):
         for part in parts:
             assert part in problem
 
