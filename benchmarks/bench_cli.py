@@ -61,7 +61,10 @@ def main() -> int:
     )
     print(f"  {'':<28} {'wall':>8}     {'ratio':>6}               {'CPU':>8}")
     for name in commands:
-        line = f"  {name:<28} {wall[name] * 1000:6.0f} ms  {wall[name] / floor:6.1f}x python -c pass  {cpu[name] * 1000:6.0f} ms"
+        line = (
+            f"  {name:<28} {wall[name] * 1000:6.0f} ms  {wall[name] / floor:6.1f}x python -c "
+            f"pass  {cpu[name] * 1000:6.0f} ms"
+        )
         if name in ("nini --help", "nini skills --help"):
             line += f"   goal < {HELP_GOAL_S * 1000:.0f} ms: {'met' if wall[name] < HELP_GOAL_S else 'MISSED'}"
         print(line)

@@ -111,12 +111,14 @@ def bench_match(root: Path) -> None:
     cold = time.perf_counter() - started
     warm = median_time(lambda: matcher.match(libs, request, "analysis", datasets=datasets), 21)
     print(
-        f"bench_experience (a): one request against 5,000 INDEX rows ({len(found)} matches: {', '.join(m.row.title for m in found[:2])}, ...)"
+        f"bench_experience (a): one request against 5,000 INDEX rows ({len(found)} matches: "
+        f"{', '.join(m.row.title for m in found[:2])}, ...)"
     )
     print(f"  bare read of both INDEX files  {read * 1000:8.2f} ms   1.00x")
     print(f"  match, cold (parse + embed)    {cold * 1000:8.2f} ms  {cold / read:6.1f}x")
     print(
-        f"  match, warm                    {warm * 1000:8.2f} ms  {warm / read:6.1f}x   goal < {GOAL_MS} ms: {'met' if warm * 1000 < GOAL_MS else 'MISSED'}"
+        f"  match, warm                    {warm * 1000:8.2f} ms  {warm / read:6.1f}x   goal < "
+        f"{GOAL_MS} ms: {'met' if warm * 1000 < GOAL_MS else 'MISSED'}"
     )
 
 

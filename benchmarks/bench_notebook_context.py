@@ -65,10 +65,12 @@ def main() -> None:
     print(f"{'case':<22}{'time':>10}{'x base':>9}{'peak memory':>14}{'x base':>9}{'tokens':>8}")
     for name, seconds, peak, tokens in rows:
         print(
-            f"{name:<22}{seconds * 1000:>8.1f}ms{seconds / base_s:>8.2f}x{peak / 2**20:>11.2f} MB{peak / base_peak:>8.2f}x{tokens:>8}"
+            f"{name:<22}{seconds * 1000:>8.1f}ms{seconds / base_s:>8.2f}x{peak / 2**20:>11.2f} "
+            f"MB{peak / base_peak:>8.2f}x{tokens:>8}"
         )
     print(
-        f"{'describe() on 400 MB':<22}{naive_s * 1000:>8.1f}ms{naive_s / base_s:>8.1f}x{naive_peak / 2**20:>11.2f} MB{naive_peak / base_peak:>8.1f}x"
+        f"{'describe() on 400 MB':<22}{naive_s * 1000:>8.1f}ms{naive_s / base_s:>8.1f}x"
+        f"{naive_peak / 2**20:>11.2f} MB{naive_peak / base_peak:>8.1f}x"
     )
 
 

@@ -3,8 +3,8 @@
 
 (a) ``select_memory_for_injection`` (Top-8, 400-token budget, report skill type, a project with its
 own rows) against 100,000 rows in the SQLite history file, as a ratio to a bare indexed query of the
-same top rows (sqlite3, the global and the project's ``confidence >= floor ORDER BY confidence DESC LIMIT 16``) measured in
-the same run. Goal (issue 21): under 20 ms.
+same top rows (sqlite3, the global and the project's ``confidence >= floor ORDER BY confidence DESC LIMIT
+16``) measured in the same run. Goal (issue 21): under 20 ms.
 (b) ``ingest`` of 10,000 feedback events (each its own transaction: a signal's rule up, the run's
 injected preferences moved), as a ratio to 10,000 bare INSERTs of the feedback rows, one transaction
 each, on the same file.
@@ -70,7 +70,10 @@ def main() -> int:
             fill(store, random.Random(0))
             bare_db = sqlite3.connect(path)
             # the rows are the unnamed user's (owner NULL), as select_memory_for_injection reads them
-            columns = "SELECT id, project_id, key, value, source, confidence FROM user_preferences WHERE owner IS NULL AND confidence >= 0.6 AND "
+            columns = (
+                "SELECT id, project_id, key, value, source, confidence FROM user_preferences "
+                "WHERE owner IS NULL AND confidence >= 0.6 AND "
+            )
             global_top = columns + "project_id IS NULL ORDER BY confidence DESC LIMIT 16"
             project_top = columns + "project_id = ? ORDER BY confidence DESC LIMIT 16"
 
@@ -82,11 +85,13 @@ def main() -> int:
             select = median_time(lambda: select_memory_for_injection(store, "project-7", "report", 8, 400), 51)
             block = select_memory_for_injection(store, "project-7", "report", 8, 400).block
             print(
-                f"bench_prefs (a): the block for a report prompt among {ROWS:,} preferences ({len(block.splitlines()) - 3} lines)"
+                f"bench_prefs (a): the block for a report prompt among {ROWS:,} preferences "
+                f"({len(block.splitlines()) - 3} lines)"
             )
             print(f"  bare indexed queries (top 16)   {bare * 1000:8.3f} ms   1.00x")
             print(
-                f"  select_memory_for_injection     {select * 1000:8.3f} ms  {select / bare:6.1f}x   goal < {GOAL_MS} ms: "
+                f"  select_memory_for_injection     {select * 1000:8.3f} ms  {select / bare:6.1f}x  "
+                f" goal < {GOAL_MS} ms: "
                 f"{'met' if select * 1000 < GOAL_MS else 'MISSED'}"
             )
 
@@ -119,7 +124,8 @@ def main() -> int:
             for n in range(EVENTS):
                 with bare_db:
                     bare_db.execute(
-                        "INSERT INTO skill_run_feedback (run_id, project_id, skill_id, action, signals, evidence_ref, created_at) "
+                        "INSERT INTO skill_run_feedback (run_id, project_id, skill_id, action, "
+                        "signals, evidence_ref, created_at) "
                         "VALUES (?, ?, 'answer', 'accept', '[]', '{}', 0)",
                         (f"b{n}", "project-7"),
                     )
@@ -130,7 +136,8 @@ def main() -> int:
                 f"  bare INSERTs                    {inserts:8.2f} s    1.00x  ({inserts / EVENTS * 1e6:.0f} us each)"
             )
             print(
-                f"  ingest (record + learn)         {learned:8.2f} s   {learned / inserts:5.1f}x  ({learned / EVENTS * 1e6:.0f} us each)"
+                f"  ingest (record + learn)         {learned:8.2f} s   {learned / inserts:5.1f}x  "
+                f"({learned / EVENTS * 1e6:.0f} us each)"
             )
         finally:
             store.close()

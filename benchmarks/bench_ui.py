@@ -238,7 +238,8 @@ def report_turns(timed: dict[str, Any], warm_up: tuple[float, str]) -> None:
     echo, status = max(t["echo"] for t in every), max(t["status"] for t in every)
     print(
         f"question echoed: {echo:.1f} ms after Enter at most over {len(every)} turns (painted "
-        f"{max(t['echoPainted'] for t in every):.0f} ms); baseline, the ask request's round trip: {timed['post_ms']:.0f} ms "
+        f"{max(t['echoPainted'] for t in every):.0f} ms); baseline, the ask request's round trip: "
+        f"{timed['post_ms']:.0f} ms "
         f"-> {echo / timed['post_ms']:.2f}x; goal < 50 ms: {'met' if echo < 50 else 'NOT met'}"
     )
     print(
@@ -255,7 +256,8 @@ def report_turns(timed: dict[str, Any], warm_up: tuple[float, str]) -> None:
         f"card {new['step']:.0f} ms, done {new['done']:.0f} ms (kernel start median {kernel:.0f} ms)"
     )
     print(
-        f"  to the first step card (the issue's measure: 9-11 s against 0.15-0.35 s warm): {first['step'] / med['step']:.1f}x "
+        "  to the first step card (the issue's measure: 9-11 s against 0.15-0.35 s warm): "
+        f"{first['step'] / med['step']:.1f}x "
         f"the warm turn; goal <= 1.5x warm + one kernel start ({limit_step:.0f} ms): "
         f"{'met' if first['step'] <= limit_step else 'NOT met'}"
     )
@@ -326,7 +328,8 @@ def main() -> int:
         ms, bare = statistics.median(entry["ms"]), statistics.median(entry["bare"])
         print(
             f"{session}: {seqs[session]} events, opened and drawn in {ms:.0f} ms (median of {RUNS}; "
-            f"runs {', '.join(f'{m:.0f}' for m in entry['ms'])}), frames dropped {statistics.median(entry['dropped']):.0f}, "
+            f"runs {', '.join(f'{m:.0f}' for m in entry['ms'])}), frames dropped "
+            f"{statistics.median(entry['dropped']):.0f}, "
             f"{entry['nodes'][-1]} DOM nodes; bare socket read {bare:.0f} ms -> {ms / bare:.1f}x the transport "
             f"(one event per message: {statistics.median(entry['single']):.0f} ms); "
             f"goal < {goals[session]:.0f} ms: {'met' if ms < goals[session] else 'NOT met'}"

@@ -37,7 +37,8 @@ if mode == "read":
 else:
     data, _ = from_notebook(path, files_dir=path.parent / f"{path.stem}_files")
     data, _ = add_previews(data, path.parent / "previews")  # as the service does (PNG charts need none)
-    write_report(build_report(data, ReportOptions(), link_base=path.parent), path.parent, formats=["md", "html"], stem=path.stem)
+    report = build_report(data, ReportOptions(), link_base=path.parent)
+    write_report(report, path.parent, formats=["md", "html"], stem=path.stem)
 print(time.perf_counter() - start, peak(), imported)
 """
 
@@ -105,7 +106,8 @@ def run(png: bytes) -> None:
             met = report_s < GOAL_S and report_mb < GOAL_MB
             print(
                 f"  notebook {name:<24} ({path.stat().st_size / 2**20:5.1f} MiB): report {report_s * 1000:7.0f} ms, "
-                f"peak {report_mb:4.0f} MB ({imports_mb:.0f} of it imports); nbformat.read {read_s * 1000:6.0f} ms, {read_mb:4.0f} MB -> "
+                f"peak {report_mb:4.0f} MB ({imports_mb:.0f} of it imports); nbformat.read "
+                f"{read_s * 1000:6.0f} ms, {read_mb:4.0f} MB -> "
                 f"{report_s / read_s:4.1f}x the time, {report_mb / max(read_mb, 1):3.1f}x the memory "
                 f"(goal < {GOAL_S:.0f} s and < {GOAL_MB:.0f} MB: {'met' if met else 'MISSED'})"
             )

@@ -6,8 +6,8 @@ process: importing the model SDK (``openai`` alone takes 2-4 s on a loaded 2-cor
 setting up its HTTP client, loading the tokenizer's 100k-token table, importing the agent and the
 kernel machinery, probing the sandbox, loading the experience matcher, the store's threads and
 connections. ``warm_up`` does those right after the server starts, one at a time and off the event
-loop, so the first question finds them done. What cannot be warmed is the session's kernel: it is started inside the session's own
-sandbox and workspace, which exist only once the session does.
+loop, so the first question finds them done. What cannot be warmed is the session's kernel: it is started
+inside the session's own sandbox and workspace, which exist only once the session does.
 
 Nothing here is needed for correctness: each step that fails is logged and skipped, and the
 work it would have done happens at first use as before. ``stop_extension`` cancels a warm-up

@@ -401,7 +401,8 @@ class LimitsSettings(BaseModel):
         le=50_000_000,
         description="Most characters of the code one step runs (run-code, run-r, "
         "a model's or an MCP client's code, REST's run-code); longer code is refused with TOO_LARGE before anything "
-        "is stored or run. Real analysis code is a few thousand characters; the default leaves room for generated code.",
+        "is stored or run. Real analysis code is a few thousand characters; the default leaves room "
+        "for generated code.",
     )
     max_label_chars: int = Field(
         200,
@@ -414,7 +415,8 @@ class LimitsSettings(BaseModel):
         ge=80,
         le=10_000,
         description="Most characters of a session's title (a new session's, a rename in the "
-        "sidebar or PATCH /nini/api/sessions/ID); longer is TOO_LARGE. At least 80: titles nini makes (a question's start, a "
+        "sidebar or PATCH /nini/api/sessions/ID); longer is TOO_LARGE. At least 80: titles nini "
+        "makes (a question's start, a "
         "notebook's name) are cut to 80.",
     )
 

@@ -62,7 +62,8 @@ SERVER_THINGS = {
 }
 ADMIN_ONLY = {
     "zh": "{what}属于这台服务器，只有它的管理员（server.admins）可以修改；你可以查看，但不能修改",
-    "en": "{what} belong to this server: only its administrators (server.admins) may change them; you can see them, not change them",
+    "en": "{what} belong to this server: only its administrators (server.admins) may change them; "
+    "you can see them, not change them",
 }
 
 

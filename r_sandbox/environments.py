@@ -6,8 +6,9 @@ checks the name). These do what ``[[`` does and are checked the same way: ``.sub
 members as a list; ``eapply`` hands every member to a function, and so does an environment given to
 a function that calls what it is given (``Reduce(function(e, n) e[[n]], n, baseenv())``,
 ``Map(f, list(baseenv()))``) or looped over (``for (f in as.list(baseenv()))``): lookups by computed
-names (for these, only R's or a package's environments count: the code's own hold its own values). Code given R's own environment runs past the masks, so a formula or function made around one
-(``as.formula(text, env = baseenv())`` then ``purrr::as_mapper``) is refused too.
+names (for these, only R's or a package's environments count: the code's own hold its own values). Code given
+R's own environment runs past the masks, so a formula or function made around one (``as.formula(text, env =
+baseenv())`` then ``purrr::as_mapper``) is refused too.
 
 These are early, clear refusals. What they cannot see, the worker contains at run time: the
 functions of ``rules.REPLACED``/``CHECKED`` and the ``.Internal``s of ``rules.REMOVED_INTERNALS``

@@ -22,7 +22,8 @@ _TEXT: dict[str, dict[str, str]] = {
         "deserialize": "不允许还原含有代码或环境的对象: {name}",
         "foreign-environment": "不允许让代码在 R 自身或 R 包的环境中运行: {name}",
         "code-text": "不允许把文本当作代码运行: {name}",
-        "not-installed": 'R 包 {name} 没有安装：用 apt-get install {debian} 安装，或在 R 中运行 install.packages("{name}")',
+        "not-installed": "R 包 {name} 没有安装：用 apt-get install {debian} 安装，或在 R 中运行 "
+        'install.packages("{name}")',
         "syntax": "R 代码有语法错误: {name}",
         "output-cut": "\n[nini：此输出超过 {name}（execution.output_max_mb），另有 {more} 个字符未保留]\n",
         "line": " (第 {line} 行)",
@@ -39,9 +40,11 @@ _TEXT: dict[str, dict[str, str]] = {
         "deserialize": "restoring an object that holds code or environments not allowed: {name}",
         "foreign-environment": "code made to run in an environment of R or of a package not allowed: {name}",
         "code-text": "text run as code not allowed: {name}",
-        "not-installed": 'R package {name} is not installed: apt-get install {debian}, or install.packages("{name}") in R',
+        "not-installed": "R package {name} is not installed: apt-get install {debian}, or "
+        'install.packages("{name}") in R',
         "syntax": "R syntax error: {name}",
-        "output-cut": "\n[nini: this output passed {name} (execution.output_max_mb): {more} more characters were not kept]\n",
+        "output-cut": "\n[nini: this output passed {name} (execution.output_max_mb): {more} more "
+        "characters were not kept]\n",
         "line": " (line {line})",
     },
 }

@@ -130,8 +130,10 @@ def test_a_process_flood_holds_its_own_kernel_only_and_colliding_sessions_get_th
 def test_without_cgroups_the_rlimits_still_limit() -> None:
     code = (
         (
-            "import os, resource\nlimits = [resource.getrlimit(resource.RLIMIT_NPROC)[0], resource.getrlimit(resource.RLIMIT_AS)[0]]\n"
-            "try:\n    block = bytearray(3 << 30)\n    big = 'allocated'\nexcept MemoryError:\n    big = 'MemoryError'\n"
+            "import os, resource\nlimits = [resource.getrlimit(resource.RLIMIT_NPROC)[0], "
+            "resource.getrlimit(resource.RLIMIT_AS)[0]]\n"
+            "try:\n    block = bytearray(3 << 30)\n    big = 'allocated'\nexcept MemoryError:\n    "
+            "big = 'MemoryError'\n"
         )
         + FORK_FLOOD
         + "result = [*limits, big, len(children), stopped]\n"

@@ -12,9 +12,9 @@ bash block (``make``, ``pip``, ``export``) are what this module's fixture does i
 
 One test per page's section (``docs/cli.md#Skills``): its commands run in order, in a copy of the demo's
 home and folder of its own, so a section may change the record (``nini models add``, ``nini skills
-disable``) without changing another's; every failing command of the section is named at once. A command two pages show (README's
-``nini report --session demo-agent`` is also docs/reports.md's) runs once, on the first: the demo and
-these commands are the suite's slowest module. So a command shown twice must not depend on what its
+disable``) without changing another's; every failing command of the section is named at once. A command two
+pages show (README's ``nini report --session demo-agent`` is also docs/reports.md's) runs once, on the first:
+the demo and these commands are the suite's slowest module. So a command shown twice must not depend on what its
 section did before it (a page's ``nini models remove X`` removes the X that page added).
 """
 
@@ -55,7 +55,9 @@ def groups(page: Path) -> dict[str, list[str]]:
     name = page.relative_to(REPO).as_posix()
     parts = re.split(r"^## (.+)$", page.read_text(encoding="utf-8"), flags=re.M)
     found = {name: block_commands(parts[0])}
-    found.update({f"{name}#{title.strip()}": block_commands(body) for title, body in zip(parts[1::2], parts[2::2])})
+    found.update(
+        {f"{name}#{title.strip()}": block_commands(body) for title, body in zip(parts[1::2], parts[2::2], strict=True)}
+    )
     return {group: commands for group, commands in found.items() if commands}
 
 

@@ -102,8 +102,8 @@ def test_a_huge_output_is_stored_once_whole_in_the_workspace_and_bounded_in_the_
     for text in (row["stdout"], stream["text"], call["result"]["stdout"], result.result["stdout"]):
         assert len(text) < 101_000 and text.startswith("a" * 50_000) and text.endswith("b" * 50_000)
         assert (
-            f"1,100,000 characters left out of the record; the whole output is executions/{result.execution_id}/stdout.txt"
-            in text
+            "1,100,000 characters left out of the record; the whole output is "
+            f"executions/{result.execution_id}/stdout.txt" in text
         )
 
 

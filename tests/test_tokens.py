@@ -185,7 +185,8 @@ def test_an_unwritable_home_falls_back_to_a_per_user_temp_folder(tmp_path: Path)
     blocker.write_text("a file where NINI_HOME's parent should be")
     done = run_fresh(
         tmp_path,
-        "import os; from nini.tokens import count_tokens; print(count_tokens('hello world'), os.environ['TIKTOKEN_CACHE_DIR'])",
+        "import os; from nini.tokens import count_tokens; print(count_tokens('hello world'), "
+        "os.environ['TIKTOKEN_CACHE_DIR'])",
         NINI_HOME=str(blocker / "home"),
     )
     assert done.returncode == 0, done.stderr

@@ -127,7 +127,8 @@ class EntriesHandler(NiniHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        """The libraries' rows (``?level=team|project``, ``?all=1`` for deprecated ones too), with the INDEX problems."""
+        """The libraries' rows (``?level=team|project``, ``?all=1`` for deprecated ones too), with the INDEX
+        problems."""
         level = self.choice("level", LEVELS)
         memory = self.runtime.experience
         rows = await asyncio.to_thread(memory.entries, level)

@@ -61,7 +61,8 @@ def _variables(session: Session, described: str) -> str:
     return described.replace(
         HEADER,
         (
-            "## Variables in the user's notebook\n\nThese are in the notebook's kernel, not in yours: your code runs in "
+            "## Variables in the user's notebook\n\nThese are in the notebook's kernel, not in "
+            "yours: your code runs in "
             "nini's sandbox. To use one, name it in run_code's `variables` (e.g. variables=[\"sales\"]): your kernel "
             "gets a copy before the code runs (one the turn copied already is not copied again), and it stays there "
             "(changing it changes nothing in the notebook). A variable larger than "

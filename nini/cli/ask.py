@@ -56,7 +56,8 @@ def ask_command(
         Literal["init", "analysis", "report", "review"] | None,
         typer.Option(
             "--stage",
-            help="The project stage of this question, for experience matching and capture (default: read from the run).",
+            help="The project stage of this question, for experience matching and capture (default: "
+            "read from the run).",
         ),
     ] = None,
 ) -> None:

@@ -137,7 +137,8 @@ def list_entries(
         return
     for row in rows:
         typer.echo(
-            f"{row['level']:<8} {row['id']:<9} {row['type']:<9} {row['status']:<10} {row['strength']:<10} {row['title']}"
+            f"{row['level']:<8} {row['id']:<9} {row['type']:<9} {row['status']:<10} "
+            f"{row['strength']:<10} {row['title']}"
         )
 
 

@@ -119,7 +119,8 @@ class GatewayKernel:
 
 
 _REQUEST_OPTIONS = frozenset(
-    "headers connect_timeout request_timeout validate_cert ca_certs client_key client_cert auth_username auth_password".split()
+    "headers connect_timeout request_timeout validate_cert ca_certs client_key client_cert "
+    "auth_username auth_password".split()
 )
 
 

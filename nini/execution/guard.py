@@ -231,8 +231,8 @@ def fork_defaults() -> None:
     default on Linux, so fork is set explicitly. joblib's default backend becomes its
     ``multiprocessing`` backend, whose memmapping pool (which needs loky's resource tracker, a
     program of its own) becomes a fork ``Pool`` sending tasks as loky does, by cloudpickle; arrays
-    are then pickled to the workers, not memory-mapped. Done when ``joblib.parallel`` is first imported: importing joblib here
-    would cost every kernel start ~0.2 s for code that mostly never uses it."""
+    are then pickled to the workers, not memory-mapped. Done when ``joblib.parallel`` is first imported:
+    importing joblib here would cost every kernel start ~0.2 s for code that mostly never uses it."""
     import multiprocessing
 
     multiprocessing.set_start_method("fork", force=True)

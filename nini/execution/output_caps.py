@@ -49,7 +49,8 @@ _WORDS = {
         "bundle": "[nini：一个 {size} 的 {mime} 输出未保留：超过 {cap}（execution.output_max_mb）]",
         "budget": "\n[nini：本次运行的输出已达 {budget} 或 {count} 个（execution.run_outputs_max_mb、"
         "execution.run_outputs_max_count），之后的输出未保留]\n",
-        "dropped": "本次运行有 {size} 的输出未保留（{count} 个输出被截断或略去；每个输出上限 execution.output_max_mb = {cap}，"
+        "dropped": "本次运行有 {size} 的输出未保留（{count} 个输出被截断或略去；每个输出上限 "
+        "execution.output_max_mb = {cap}，"
         "每次运行上限 execution.run_outputs_max_mb = {budget}、execution.run_outputs_max_count = {max_count}）",
         "cut": "[nini：另有 {size} 未保留]",
         "refused": "内核发送了超过 {frame} 的消息（每个输出上限 execution.output_max_mb = {cap}）：nini 未读取即拒收，"

@@ -1,9 +1,9 @@
 """A recorded session as Markdown for a person to read.
 
 It starts with the provenance header (``export_header``: the code is the agent's, where and when
-it ran, what the static policy flags). The conversation comes first (an assistant turn that only called tools says which; a tool's result
-is shown as text and tables, not as the JSON the model was sent), then every execution as a step
-with its code, output and charts. Charts are linked by relative path under ``<name>_files/``;
+it ran, what the static policy flags). The conversation comes first (an assistant turn that only called tools
+says which; a tool's result is shown as text and tables, not as the JSON the model was sent), then every
+execution as a step with its code, output and charts. Charts are linked by relative path under ``<name>_files/``;
 ``copy_images`` puts them there (read through ``RootedDir``: agent code wrote the workspace).
 """
 

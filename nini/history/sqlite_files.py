@@ -13,8 +13,9 @@ So nini's SQLite connections are ``GuardedConnection``s (the ``factory`` of ``sq
   ``sqlite3.DatabaseError`` named SQLITE_CORRUPT, so that ``engine.db_errors`` words it as a
   damaged database, and the file is remembered as damaged (``DatabaseFile.damaged``);
 - each connection records the identity (device, inode) of the database file and of its WAL when
-  it opens; after each commit both are compared with the files now at those paths. SQLite itself never removes or replaces either while a connection is
-  open, so a difference means someone else did: the commit is not acknowledged (``FileProblem``);
+  it opens; after each commit both are compared with the files now at those paths. SQLite itself never removes
+  or replaces either while a connection is open, so a difference means someone else did: the commit is not
+  acknowledged (``FileProblem``);
 - a write into a file this process knows damaged, or whose WAL went missing, is refused before it
   starts, until the file at the path is another one (a backup put back): then the engine's
   connections are dropped (``on_replaced``), and the next write opens the new file.

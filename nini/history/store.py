@@ -349,7 +349,8 @@ class HistoryStore(ToolCallRecords):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def list_events(self, session_id: str, since: int = 0, types: Sequence[str] | None = None) -> list[dict[str, Any]]:
-        """Events with ``seq > since`` (of ``types`` only, when given), oldest first: what a client that saw ``since`` missed."""
+        """Events with ``seq > since`` (of ``types`` only, when given), oldest first: what a client that saw
+        ``since`` missed."""
         query = sa.select(*EVENT_SHAPE).where(events.c.session_id == session_id, events.c.seq > since)
         if types is not None:
             query = query.where(events.c.type.in_(list(types)))

@@ -386,7 +386,8 @@ def _charts(parts: _Parts) -> list[dict[str, str]]:
         if kind == "image":
             shown = f"![{name}]({link})"
         else:
-            shown = f"[{t.get(f'open_{kind}', t['open_file'])}]({link})"  # open_html, open_interactive (charts.preview_kind)
+            # open_html, open_interactive (charts.preview_kind)
+            shown = f"[{t.get(f'open_{kind}', t['open_file'])}]({link})"
         downloads = t["sep"].join(
             f"[{md_name(file.name)}]({chart_link(file, parts.link_base)})" for file in group.files
         )

@@ -154,7 +154,8 @@ TEXT: dict[str, dict[str, str]] = {
         "visualization": "visualization",
         "transformation": "data transformation",
         "export": "export",
-        "model_wrote": "Written by the model{model} from the key findings; every number in it was checked against them.",
+        "model_wrote": "Written by the model{model} from the key findings; every number in it was "
+        "checked against them.",
         "narrative": "Model-written sections",
         "model_used": "{section}: written by the model{model}, numbers checked",
         "model_refused": "{section}: the text of the model{model} was not used ({why}); the generated text stands",

@@ -71,7 +71,7 @@ def test_ask_with_a_stage_matches_the_teams_experience_of_that_stage_only(nini: 
     init, analysis = (request["messages"][0]["content"] for request in llm_server.requests)
     assert "⚠️" not in init  # init reads the team library only; this experience is the project's
     assert (
-        "⚠️ 高风险：Use the median for revenue, the revenue column has a few very large orders（参考 project/EXP-0001.md）"
-        in analysis
+        "⚠️ 高风险：Use the median for revenue, the revenue column has a few very large "
+        "orders（参考 project/EXP-0001.md）" in analysis
     )
     assert nini("ask", "x", "--stage", "later").exit_code != 0

@@ -159,8 +159,10 @@ def test_unusable_reasons(tmp_path: Path):
     reasons = {e["provider"]: e["reason"] for e in explained}
     assert reasons == {
         "ghost": "no provider named ghost",
-        "keyed": "environment variable NINI_TEST_MISSING_KEY (its API key) is not set; set the variable NINI_TEST_MISSING_KEY",
-        "empty-key": "environment variable NINI_TEST_EMPTY_KEY (its API key) is not set; set the variable NINI_TEST_EMPTY_KEY",
+        "keyed": "environment variable NINI_TEST_MISSING_KEY (its API key) is not set; set the "
+        "variable NINI_TEST_MISSING_KEY",
+        "empty-key": "environment variable NINI_TEST_EMPTY_KEY (its API key) is not set; set the "
+        "variable NINI_TEST_EMPTY_KEY",
         "off": "provider off is disabled",
         "replay-missing": f"replay script {tmp_path / 'nope.json'} does not exist",
         "replay-none": "replay provider replay-none has no script",

@@ -209,7 +209,10 @@ def test_success_result_gives_its_first_sentence() -> None:
 
 
 def test_failure_result_gives_its_first_sentence_without_stderr_marker() -> None:
-    raw = "[stderr] Traceback (most recent call last):\n  File \"x.py\", line 3\nValueError: could not convert 'abc' to float. Exit 1."
+    raw = (
+        '[stderr] Traceback (most recent call last):\n  File "x.py", line 3\nValueError: could '
+        "not convert 'abc' to float. Exit 1."
+    )
     result = summarize(raw, is_error=True)
     assert result.fallback_used == "local"
     assert (

@@ -269,7 +269,8 @@ def test_a_non_root_nini_holds_the_same_limits_in_a_delegated_cgroup(outside_tmp
     threads = (
         "import os, resource, threading\nevent, started = threading.Event(), 0\n"
         "try:\n    for _ in range(1000):\n        threading.Thread(target=event.wait).start()\n        started += 1\n"
-        "except RuntimeError:\n    pass\nevent.set()\nresult = [started, resource.getrlimit(resource.RLIMIT_NPROC)[0]]\n"
+        "except RuntimeError:\n    pass\nevent.set()\nresult = [started, "
+        "resource.getrlimit(resource.RLIMIT_NPROC)[0]]\n"
     )
     memfd = (
         "import os\nheld = []\nfor _ in range(48):\n    fd = os.memfd_create('fill')\n"

@@ -68,10 +68,8 @@ def test_each_save_is_a_new_file_and_readers_open_the_recorded_one(env, nini_hom
     assert first != second and first.startswith("datasets/ds@") and "writer': [2]" in execution["code"]
     assert sorted(p.name for p in folder.iterdir()) == [second.removeprefix("datasets/")]  # the replaced one is gone
     # a complete version nothing recorded (a save killed before its commit, by a nini still alive)
-    stray = (
-        folder
-        / f"ds@{os.getpid()}-{Path(f'/proc/{os.getpid()}/stat').read_text().rsplit(')', 1)[1].split()[19]}-0000abcd.parquet"
-    )
+    started = Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    stray = folder / f"ds@{os.getpid()}-{started}-0000abcd.parquet"
     pd.DataFrame({"writer": [99]}).to_parquet(stray)
     read = _run(env, tmp_path, "print(int(df['writer'].iloc[0]), sorted(datasets))", "--dataset", "ds")
     assert read.returncode == 0 and read.stdout == "2 ['ds']\n"

@@ -303,7 +303,10 @@ def test_timeout_interrupts_the_code_and_the_kernel_carries_on(kernel: Kernel, w
 
 @pytest.mark.slow
 def test_code_that_ignores_the_interrupt_is_reported_stuck(kernel: Kernel, workspace: Path) -> None:
-    code = "import time\nend = time.time() + 6\nwhile time.time() < end:\n    try:\n        time.sleep(0.1)\n    except KeyboardInterrupt:\n        pass\nresult = 'late'"
+    code = (
+        "import time\nend = time.time() + 6\nwhile time.time() < end:\n    try:\n        "
+        "time.sleep(0.1)\n    except KeyboardInterrupt:\n        pass\nresult = 'late'"
+    )
     (stuck, after), _shown = kernel.outcomes([{"code": code, "timeout_s": 1}, {"code": "result = 'next'"}], workspace)
     assert stuck["error"]["code"] == "TIMEOUT" and "may still be busy" in stuck["error"]["message"]
     assert stuck["duration_ms"] < 5500  # answered after the grace period, not when the code ended

@@ -42,8 +42,8 @@ def test_data_is_described_and_the_rest_left_out() -> None:
     )
     region = sales.dtypes["region"]  # str in pandas 3, object before
     assert (
-        f"- `sales`: DataFrame, 10 rows × 2 columns: `region` {region} ('East', 'West', 'East'); `revenue` float64 (0.0, 1.0, 2.0)"
-        in text
+        f"- `sales`: DataFrame, 10 rows × 2 columns: `region` {region} ('East', 'West', 'East'); "
+        "`revenue` float64 (0.0, 1.0, 2.0)" in text
     )
     assert (
         "`growth`: Series, length 10, dtype float64" in text

@@ -156,7 +156,8 @@ VIOLATIONS = [
 
 ALLOWED = [
     "import pandas as pd\nimport numpy as np\nimport scipy.stats as st\nimport statsmodels.api as sm",
-    "import sklearn\nfrom sklearn.linear_model import LinearRegression\nimport matplotlib.pyplot as plt\nimport seaborn as sns",
+    "import sklearn\nfrom sklearn.linear_model import LinearRegression\nimport matplotlib.pyplot as "
+    "plt\nimport seaborn as sns",
     "import json, math, re, statistics, datetime, collections, itertools, functools, io, tempfile",
     "import warnings, textwrap, random, typing, dataclasses, decimal, fractions, time, string, sys",
     "import threading, glob, pathlib, joblib, inspect, asyncio, logging, csv, copy, operator",
@@ -170,8 +171,10 @@ ALLOWED = [
     "name = 'world'\nprint(f'hello {name!r:>10}')",
     "class Point:\n    x: int = 0\n    def norm(self) -> float:\n        return (self.x ** 2) ** 0.5",
     "square = lambda v: v * v\nsquares = {k: square(k) for k in range(3) if k}\ngen = list(i for i in range(3))",
-    "async def fetch(session):\n    async with session as s:\n        async for row in s:\n            await row\n    return [x async for x in s]",
-    "from typing import Optional\ndef f(a: list[int], b: Optional[dict[str, float]] = None) -> tuple[int, ...]:\n    return tuple(a)",
+    "async def fetch(session):\n    async with session as s:\n        async for row in s:\n         "
+    "   await row\n    return [x async for x in s]",
+    "from typing import Optional\ndef f(a: list[int], b: Optional[dict[str, float]] = None) -> "
+    "tuple[int, ...]:\n    return tuple(a)",
     "obj.__class__.__name__\ntype(obj).__name__\nobj.__dict__\nobj.__doc__\nlen.__name__",
     "help(len)\nhasattr(df, 'columns')\ngetattr(df, 'shape')\nsetattr(obj, 'a', 1)",
     # names the cell binds for itself are its own, not the builtins

@@ -122,12 +122,14 @@ def test_abstract_unix_sockets_of_the_host_are_unreachable(sandboxed: Kernels) -
 def test_only_what_analysis_needs_is_visible(sandboxed: Kernels) -> None:
     code = (
         "import os\n"
-        "absent = [p for p in ('/etc/shadow', '/etc/gshadow', '/etc/sudoers', '/var/lib', '/var/log', '/var/run', '/run',"
+        "absent = [p for p in ('/etc/shadow', '/etc/gshadow', '/etc/sudoers', '/var/lib', "
+        "'/var/log', '/var/run', '/run',"
         " '/srv', '/mnt', '/home', '/sys', '/boot', '/etc/ssh', '/etc/ssl/private') if os.path.exists(p)]\n"
         "users = [line.split(':')[0] for line in open('/etc/passwd')]\n"
         "pids = [p for p in os.listdir('/proc') if p.isdigit()]\n"
         "var = [(folder, sorted(names)) for folder, _dirs, names in os.walk('/var')]\n"
-        "result = {'present_but_hidden': absent, 'users': users, 'pids': len(pids), 'home': os.environ['HOME'], 'var': var}\n"
+        "result = {'present_but_hidden': absent, 'users': users, 'pids': len(pids), 'home': "
+        "os.environ['HOME'], 'var': var}\n"
     )
     out = sandboxed.run(code)
     assert out.success, out.error
@@ -314,9 +316,11 @@ def test_the_kernels_sockets_cannot_be_swapped_for_links(sandboxed: Kernels) -> 
     code = (
         "import os\nfrom ipykernel.connect import get_connection_file\n"
         "ipc = os.path.dirname(get_connection_file())\nsock = os.path.join(ipc, 'kernel-ipc-1')\nrefused = []\n"
-        "attempts = [lambda: os.unlink(sock), lambda: os.rename(sock, sock + '.old'), lambda: os.symlink('/etc', ipc + '/l'),\n"
+        "attempts = [lambda: os.unlink(sock), lambda: os.rename(sock, sock + '.old'), lambda: "
+        "os.symlink('/etc', ipc + '/l'),\n"
         "            lambda: open(ipc + '/new.txt', 'w'), lambda: os.mkdir(ipc + '/d')]\n"
-        "for attempt in attempts:\n    try:\n        attempt()\n    except PermissionError:\n        refused.append(True)\n"
+        "for attempt in attempts:\n    try:\n        attempt()\n    except PermissionError:\n       "
+        " refused.append(True)\n"
         "os.mkdir('/tmp/scratch')\nos.symlink('notes.txt', 'link-in-workspace')\n"
         "result = [len(refused), len(attempts), sorted(os.listdir(ipc))]\n"
     )

@@ -63,7 +63,10 @@ async def test_every_damage_is_503_db_error_on_a_nini_route(api: Any, nini_home:
 async def test_every_nini_route_answers_the_clis_message(
     api: Any, jp_fetch: Any, jp_ws_fetch: Any, nini_home: Path
 ) -> None:
-    expected = "the history database $NINI_HOME/nini.db is empty (0 bytes); move it aside to start a new history, or restore a backup"
+    expected = (
+        "the history database $NINI_HOME/nini.db is empty (0 bytes); move it aside to start "
+        "a new history, or restore a backup"
+    )
     replies = [
         await api("GET", "sessions"),
         await api("POST", "sessions", body={"title": "x"}),

@@ -103,7 +103,8 @@ async def test_tool_calls_executions_and_exports_after_runs(api: Any) -> None:
 
 @pytest.mark.usefixtures("chinese_locale")  # the spec's Chinese words: auto under a zh locale
 async def test_the_export_says_whose_code_it_is_and_re_runs_sandboxed_on_request(api: Any) -> None:
-    """Issue 31: ``?sandboxed=1`` is a notebook of %%nini_run cells; every export names the agent and the flagged steps."""
+    """Issue 31: ``?sandboxed=1`` is a notebook of %%nini_run cells; every export names the agent and the
+    flagged steps."""
     session_id = await new_session(api, "provenance")
     ran = await api("POST", "sessions", session_id, "run-code", body={"code": "print(6 * 7)", "label": "answer"})
     refused = await api("POST", "sessions", session_id, "run-code", body={"code": "import socket", "label": "net"})

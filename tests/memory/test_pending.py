@@ -25,7 +25,9 @@ n = 0
 while True:
     n += 1
     with pending.change() as state:
-        state.candidates = [Candidate(decision=f"d{n}-{i}" + "x" * 2000, alternatives=["a"], signal="s") for i in range(50)]
+        state.candidates = [
+            Candidate(decision=f"d{n}-{i}" + "x" * 2000, alternatives=["a"], signal="s") for i in range(50)
+        ]
 """
 
 

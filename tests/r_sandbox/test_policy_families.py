@@ -101,7 +101,10 @@ HOSTILE_DATA = r"""
 e <- new.env()
 delayedAssign("x", writeLines("forced", "forced.txt"), eval.env = baseenv(), assign.env = e)
 save(list = "x", envir = e, file = "promise.RData", eval.promises = FALSE)
-con <- gzfile("promise.RData", "rb"); invisible(readChar(con, 5L, useBytes = TRUE)); bindings <- unserialize(con); close(con)
+con <- gzfile("promise.RData", "rb")
+invisible(readChar(con, 5L, useBytes = TRUE))
+bindings <- unserialize(con)
+close(con)
 writeBin(.Internal(serialize(.subset2(bindings, 1L), NULL, FALSE, 3L, NULL)), "promise.rds")
 writeBin(.Internal(serialize(bindings, NULL, FALSE, 3L, NULL)), "bindings.rds")
 """
@@ -196,7 +199,8 @@ def test_other_restorers_refuse_code_and_r_data_still_loads(workers: Workers) ->
     refused = {
         "json": "x <- jsonlite::unserializeJSON(jsonlite::serializeJSON(function(x) x))",
         "lazy-load": 'writeLines("x", "evil.rdb")\nsaveRDS(list(variables = list(a = c(0L, 9L)), references = list(),\n'
-        '  compressed = TRUE), "evil.rdx")\nf <- .subset2(baseenv(), "lazyLoad")\ne <- new.env()\nf("evil", e)\nx <- e$a',
+        '  compressed = TRUE), "evil.rdx")\nf <- .subset2(baseenv(), "lazyLoad")\ne <- '
+        'new.env()\nf("evil", e)\nx <- e$a',
     }
     for kind, code in refused.items():
         out = workers.run_unchecked(code, session)

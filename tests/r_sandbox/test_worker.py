@@ -87,7 +87,10 @@ def test_print_and_cat_go_to_stdout_message_and_warning_to_stderr(workers: Worke
 
 
 def test_text_in_any_language(workers: Workers) -> None:
-    code = 'cat("你好\\n")\nmessage("注意")\nresult <- list(城市 = "北京")\noutput_df <- data.frame(城市 = c("北京", "上海"))'
+    code = (
+        'cat("你好\\n")\nmessage("注意")\nresult <- list(城市 = "北京")\noutput_df <- '
+        'data.frame(城市 = c("北京", "上海"))'
+    )
     out = workers.run(code)
     assert out["success"], out["error"]
     assert (out["stdout"], out["stderr"], out["result"]) == ("你好\n", "注意\n", {"城市": "北京"})

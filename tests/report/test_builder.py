@@ -554,7 +554,8 @@ def test_methods_read_words_not_html_and_r_magic_cells_are_r(workspace: Path) ->
         notes=[
             '# Study\n\n<a href="https://mybinder.org"><img src="https://mybinder.org/badge.svg"></a>\n\n'
             'We fit <b>a linear model</b> &amp; compare groups.\n\n<p align="center">Second paragraph.</p>',
-            "## Setup\n\n[![Colab](https://colab.research.google.com/badge.svg)](https://colab.example)\n\nInstall the packages.",
+            "## Setup\n\n[![Colab](https://colab.research.google.com/badge.svg)](https://colab.example)\n\n"
+            "Install the packages.",
             "## Overview\n\n- [Reading the data](#Reading-the-data)\n- [Fitting](#Fitting)",
             "## Chapter 3",
             "### Fitting",

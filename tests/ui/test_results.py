@@ -53,7 +53,8 @@ def notebook_sources(page: Any) -> list[str]:
     """The open notebook's cells' sources as the page shows them."""
     return page.eval_on_selector_all(
         CELLS,
-        "cells => cells.map(c => (c.querySelector('.jp-InputArea-editor .cm-content')?.innerText ?? '').replace(/\\n$/, ''))",
+        "cells => cells.map(c => (c.querySelector('.jp-InputArea-editor .cm-content')?.innerText ?? "
+        "'').replace(/\\n$/, ''))",
     )
 
 

@@ -30,7 +30,10 @@ from tests.ui.conftest import (
 
 pytestmark = pytest.mark.slow
 
-WAIT_FOR = "from pathlib import Path\nimport time\nwhile not Path({name!r}).exists():\n    time.sleep(0.05)\nresult = 'went on'"
+WAIT_FOR = (
+    "from pathlib import Path\nimport time\nwhile not Path({name!r}).exists():\n    "
+    "time.sleep(0.05)\nresult = 'went on'"
+)
 # Every text the status line shows, in order, kept by the page (a MutationObserver sees each change).
 RECORD = """() => {
   window.niniStatusSeen = [];

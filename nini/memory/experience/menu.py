@@ -21,7 +21,8 @@ TEXT = {
         "title": "待沉淀的经验候选（{n} 条）：",
         "item": "  {n}. [{level} · {type}] {title}",
         "shape": "     决策：{decision} ｜ 放弃：{alternatives} ｜ 信号：{signal}",
-        "scores": "     评估：结构 {structure:.2f} · 判断质量 {judgement:.2f} · 可复用 {reusability:.2f} · 目标匹配 {fit:.2f}",
+        "scores": "     评估：结构 {structure:.2f} · 判断质量 {judgement:.2f} · 可复用 "
+        "{reusability:.2f} · 目标匹配 {fit:.2f}",
         "note": "     提示：{note}",
         "menu": "选择：a 全部 · 编号（如 1,3 或 1 3）· t N 更改存储目标 · e N 编辑 · c 取消",
         "bad": "没有第 {n} 条（共 {total} 条）。",
@@ -45,7 +46,8 @@ TEXT = {
         "title": "Pending experience candidates ({n}):",
         "item": "  {n}. [{level} · {type}] {title}",
         "shape": "     decision: {decision} | rejected: {alternatives} | signal: {signal}",
-        "scores": "     evaluation: structure {structure:.2f} · judgement {judgement:.2f} · reusability {reusability:.2f} · fit {fit:.2f}",
+        "scores": "     evaluation: structure {structure:.2f} · judgement {judgement:.2f} · "
+        "reusability {reusability:.2f} · fit {fit:.2f}",
         "note": "     note: {note}",
         "menu": "Choose: a all · numbers (1,3 or 1 3) · t N change the target · e N edit · c cancel",
         "bad": "There is no number {n} (there are {total}).",

@@ -65,7 +65,8 @@ def search_skills(session: Session, query: str, limit: int = 5) -> list[dict[str
 
 @skill("save_skill", category="other", writes=True)
 def save_skill(session: Session, name: str, content: str) -> dict[str, Any]:
-    """Save a Markdown skill (a whole SKILL.md) to the skills folder set for saving skills, replacing its earlier version.
+    """Save a Markdown skill (a whole SKILL.md) to the skills folder set for saving skills, replacing its
+    earlier version.
 
     That folder is the session owner's skills folder unless the setting skill_enhance.skills_dir names
     another; nothing is written anywhere else. The file must pass the Agent Skills rules; the earlier
