@@ -85,6 +85,7 @@ class Runtime:
         self.settings = settings
         self.project_dir = (project_dir or Path.cwd()).resolve()
         self.registry = registry or SkillRegistry(settings, self.project_dir)
+        self.registry.services = self  # the router and memories its skills use (nini.skills.services)
         self.store = HistoryStore.from_settings(settings)
         self.events = EventBus(self.store)
         self._multi_kernel_manager = multi_kernel_manager

@@ -1,25 +1,72 @@
-"""A session: one conversation's history, workspace, event stream and kernel, bound to a Runtime."""
+"""A session: one conversation's history, workspace, event stream and kernel, bound to its host.
+
+Session sits below memory, skills, the agent and the runtime (docs/development.md, "Architecture:
+layers"): it knows the process's services only through ``SessionHost``, the few things it hands on
+(the store, events, settings, kernels, ...). What a skill or the agent needs from higher up (the
+model router, memory, the agent runner) reaches it another way, never through a session.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nini.errors import ErrorCode, NiniError
 from nini.execution.leftovers import sweep_workspace
 from nini.execution.workspace import Workspace
 
 if TYPE_CHECKING:
-    from nini.execution.approvals import Asker
+    from nini.config import Settings
+    from nini.execution.approvals import Approvals, Asker
+    from nini.execution.disk_watch import DiskWatch
+    from nini.execution.kernels import KernelPool
+    from nini.execution.parsing import DataReaders
+    from nini.execution.sandbox import SandboxMode
     from nini.execution.variables import NotebookVariables
     from nini.history.events import EventBus
     from nini.history.store import HistoryStore
     from nini.notebook import NotebookContext
-    from nini.runtime import Runtime
-    from nini.skills.registry import SkillRegistry
 
 
 _SWEPT: set[Path] = set()  # workspaces this process has swept (Session.dataset_files)
+
+
+class SessionHost(Protocol):
+    """What a session needs of its process (``nini.runtime.Runtime`` is one): the shared services
+    its skills use, and the per-session things only the process knows (workspace, owner, skills)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def store(self) -> HistoryStore: ...
+
+    @property
+    def events(self) -> EventBus: ...
+
+    @property
+    def approvals(self) -> Approvals: ...
+
+    @property
+    def kernels(self) -> KernelPool: ...
+
+    @property
+    def r_workers(self) -> Any: ...
+
+    @property
+    def readers(self) -> DataReaders: ...
+
+    @property
+    def sandbox_mode(self) -> SandboxMode: ...
+
+    def workspace(self, session_id: str) -> Workspace: ...
+
+    def disk_watch(self, session: Session) -> DiskWatch: ...
+
+    def owner_of(self, session_id: str) -> str | None: ...
+
+    # a nini.skills.registry.SkillRegistry: skills sit above sessions, so it is not named here
+    def registry_for(self, owner: str | None) -> Any: ...
 
 
 class Session:
@@ -28,7 +75,7 @@ class Session:
     def __init__(
         self,
         session_id: str,
-        runtime: Runtime,
+        host: SessionHost,
         *,
         kernel_id: str | None = None,
         variables: NotebookVariables | None = None,
@@ -38,7 +85,7 @@ class Session:
         stage: str | None = None,
     ) -> None:
         self.id = session_id
-        self.runtime = runtime
+        self._host = host
         # an existing kernel of the Jupyter server (a notebook's) that run_code uses instead of
         # the session's own sandboxed kernel; only the user's client sets it, never the model
         self.kernel_id = kernel_id
@@ -58,7 +105,7 @@ class Session:
         # the project stage the client says this turn belongs to (init, analysis, report, review);
         # None lets the experience memory infer it from the run
         self.stage = stage
-        self.workspace: Workspace = runtime.workspace(session_id).ensure()
+        self.workspace: Workspace = host.workspace(session_id).ensure()
 
     @property
     def isolation(self) -> str:
@@ -67,9 +114,9 @@ class Session:
         "sandbox" (bubblewrap) or "unsandboxed" (execution.sandbox "none" or no bubblewrap)."""
         if self.kernel_id is not None or self.python_executor is not None:
             return "user_kernel"
-        if self.runtime.kernels.backend == "gateway":
+        if self._host.kernels.backend == "gateway":
             return "gateway"
-        return "sandbox" if self.runtime.sandbox_mode == "bwrap" else "unsandboxed"
+        return "sandbox" if self._host.sandbox_mode == "bwrap" else "unsandboxed"
 
     def code_isolation(self, skill: str) -> str | None:
         """Where the code of skill ``skill`` runs, known before it runs (its step shows it from the
@@ -78,30 +125,57 @@ class Session:
         if skill == "run_code":
             return self.isolation
         if skill == "run_r_code":
-            return "sandbox" if self.runtime.sandbox_mode == "bwrap" else "unsandboxed"
+            return "sandbox" if self._host.sandbox_mode == "bwrap" else "unsandboxed"
         return None
 
     @property
     def owner(self) -> str | None:
         """Whose session this is: its turns use that user's preferences, skills and pending experience."""
-        return self.runtime.owner_of(self.id)
+        return self._host.owner_of(self.id)
 
     @property
-    def registry(self) -> SkillRegistry:
-        """The skills this session's turns use: its owner's (``Runtime.registry_for``)."""
-        return self.runtime.registry_for(self.owner)
+    def registry(self) -> Any:
+        """The skills this session's turns use: its owner's (``Runtime.registry_for``), a
+        ``nini.skills.registry.SkillRegistry``; the model router and memory its built-in skills
+        use come with it (``nini.skills.services``)."""
+        return self._host.registry_for(self.owner)
 
     @property
     def store(self) -> HistoryStore:
-        return self.runtime.store
+        return self._host.store
 
     @property
     def events(self) -> EventBus:
-        return self.runtime.events
+        return self._host.events
 
     @property
-    def settings(self):  # noqa: ANN201 - nini.config.Settings, kept lazy for import cost
-        return self.runtime.settings
+    def settings(self) -> Settings:
+        return self._host.settings
+
+    @property
+    def kernels(self) -> KernelPool:
+        """The process's Python kernels (sandboxed, or on a gateway); one per session, by its id."""
+        return self._host.kernels
+
+    @property
+    def r_workers(self) -> Any:
+        """The process's R workers (nini.execution), one per session, by its id."""
+        return self._host.r_workers
+
+    @property
+    def readers(self) -> DataReaders:
+        """The process's data file readers (parsing runs in a sandboxed helper where it can)."""
+        return self._host.readers
+
+    @property
+    def approvals(self) -> Approvals:
+        """The process's pending questions for steps in a user's kernel and the sessions allowed to skip them."""
+        return self._host.approvals
+
+    @property
+    def disk_watch(self) -> DiskWatch:
+        """The disk budget watch of this session's workspace (kept by the process across runs)."""
+        return self._host.disk_watch(self)
 
     def info(self) -> dict[str, Any]:
         return self.store.get_session(self.id)

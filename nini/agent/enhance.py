@@ -266,7 +266,9 @@ async def decide(
     decision = evaluate(signals)
     users = [m["content"] or "" for m in await store.call(store.list_messages, session.id) if m["role"] == "user"]
     if clarification_matters(decision, len(users)):
-        signals.user_clarification_count = await clarification_count(session.runtime.router, users)
+        from nini.skills.services import services_of
+
+        signals.user_clarification_count = await clarification_count(services_of(session).router, users)
         decision = evaluate(signals)
     return decision
 

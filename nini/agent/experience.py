@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from nini.errors import NiniError
 from nini.memory.experience.match import prompt_section
+from nini.skills.services import services_of
 
 if TYPE_CHECKING:
     from nini.agent.runner import StopContext
@@ -33,7 +34,7 @@ async def experience_section(session: Session, message: str) -> str | None:
     """One warning line per matching experience (or None), recorded as an event of this run."""
     from nini.agent.runner import CURRENT_TURN
 
-    memory = session.runtime.experience
+    memory = services_of(session).experience
     if not memory.settings.experience.enabled:
         return None
     stage = await _stage(session, None)
@@ -57,10 +58,11 @@ class ExperienceCaptureHook:
 
     async def __call__(self, context: StopContext) -> str | None:
         session = context.session
-        memory = session.runtime.experience
+        services = services_of(session)
+        memory = services.experience
         if not memory.settings.experience.enabled:
             return None
-        router = session.runtime.router
+        router = services.router
         try:
             router.chain("fast")
         except NiniError:
@@ -69,9 +71,7 @@ class ExperienceCaptureHook:
         turn_messages = _this_turn(messages, context.result.turn_id)
         datasets = [row["name"] for row in await session.store.call(session.store.list_datasets, session.id)]
         stage = await _stage(session, context.result.turn_id)
-        owner = await session.store.call(
-            session.runtime.owner_of, session.id
-        )  # kept pending for the session's owner only
+        owner = await session.store.call(lambda: session.owner)  # kept pending for the session's owner only
         try:
             result = await memory.capture_conversation(
                 router, turn_messages, session_id=session.id, stage=stage, datasets=datasets, owner=owner

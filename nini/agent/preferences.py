@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 
 async def preference_section(session: Session, _message: str) -> str:
     from nini.agent.runner import CURRENT_TURN
+    from nini.skills.services import services_of
 
-    memory = session.runtime.preferences
+    memory = services_of(session).preferences
     selection = await session.store.call(memory.select_for, session, "answer")  # the session owner's
     if selection.ids:  # a run given nothing has nothing to record
         turn = CURRENT_TURN.get()

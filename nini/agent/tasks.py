@@ -19,6 +19,7 @@ from nini.agent.runner import CURRENT_TURN, Conversation, LoopEnd, Turn, new_tur
 from nini.errors import ErrorCode, NiniError
 from nini.skills.function import FunctionSkill, skill
 from nini.skills.output import ToolOutput
+from nini.skills.services import services_of
 from nini.skills.toolset import build_toolset, is_task
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ async def run_task(session: Session, command: str, prompt: str) -> ToolOutput:
         )
     if not prompt.strip():
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "the task's prompt is empty")
-    runner, settings = session.runtime.agent, session.settings.agent
+    runner, settings = services_of(session).agent, session.settings.agent
     turn_id = turn.turn_id if turn is not None else new_turn_id()
     tools = build_toolset(session.registry, kind.allow)
     system = await build_system_prompt(session, prompt, (), base=kind.instructions)

@@ -170,7 +170,7 @@ def mcp_command(
             runtime.start_sweep()  # a server: what killed nini processes left is swept, in the background
             async with runtime.command_session(session_id, new=new, title="MCP") as held:
                 warn_unsandboxed(cli.settings)
-                await serve_stdio(held.session)
+                await serve_stdio(runtime, held.session)
                 held.failed = True  # a session made for a client that ran nothing is not kept either
 
     asyncio.run(serve())

@@ -135,14 +135,14 @@ def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
-async def serve_stdio(session: Session) -> None:
-    """Serve ``session`` over this process's stdin and stdout until the client closes."""
+async def serve_stdio(runtime: Runtime, session: Session) -> None:
+    """Serve ``session`` of ``runtime`` over this process's stdin and stdout until the client closes."""
     from mcp.server.stdio import stdio_server
 
     async def session_of(_ctx: Any) -> Session:
         return session
 
-    server = build_server(session.runtime, session_of)
+    server = build_server(runtime, session_of)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 

@@ -12,7 +12,7 @@ import threading
 import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nini.config import Settings
 from nini.errors import ErrorCode, NiniError
@@ -32,6 +32,9 @@ from nini.skills.markdown import (
 )
 from nini.skills.records import SkillDefinition, SkillProblem, SkillRecord
 from nini.skills.snapshot import render_prompt_block, render_snapshot
+
+if TYPE_CHECKING:
+    from nini.skills.services import SkillServices
 
 log = logging.getLogger("nini.skills")
 MAX_RESOURCE_BYTES = 1 << 20
@@ -68,6 +71,9 @@ class SkillRegistry:
         self._modules: dict[tuple[str, int, int], list[FunctionSkill] | Exception] = {}
         self._scan: Scan | None = None
         self._state = _State()
+        # the router and memories skills use (``nini.skills.services``): the runtime that builds
+        # this registry gives them; views share them
+        self.services: SkillServices | None = None
         for function_skill in builtin_skills(settings) if function_skills is None else function_skills:
             self._registered[function_skill.name] = function_skill
         self.refresh(force=True)
@@ -105,6 +111,7 @@ class SkillRegistry:
                 function_skills=list(self._registered.values()),
                 snapshot_path=snapshot_path,
             )
+            view.services = self.services
             self._views.add(view)
         return view
 

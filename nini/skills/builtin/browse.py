@@ -35,7 +35,7 @@ def describe_dataset(session: Session, name: str, rows: int = 5) -> dict[str, An
         rows: How many leading rows to include (0-50).
     """
     relative = session.dataset_file(name)
-    readers = session.runtime.readers
+    readers = session.readers
     with session.workspace.fs.reader(relative) as handle:  # read by a limited child: nini.execution.parsing
         return readers.read("describe", handle, name=name, rows=rows)
 

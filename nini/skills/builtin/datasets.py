@@ -93,7 +93,7 @@ def load_dataset(
         )
     words = WORDS.get(session.settings.ui.current_language, WORDS["en"])
     options = {"encoding": check_encoding(encoding, words), "sep": check_separator(sep, words), "sheet": sheet}
-    readers = session.runtime.readers
+    readers = session.readers
     with workspace.fs.reader(source) as handle:  # NOT_FOUND, or POLICY_VIOLATION for a link
         session.dataset_files()  # sweeps what killed saves left, before this one writes
         target = workspace.new_dataset_file(

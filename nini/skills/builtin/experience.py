@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from nini.skills.function import skill
+from nini.skills.services import services_of
 
 if TYPE_CHECKING:
     from nini.session import Session
@@ -22,4 +23,4 @@ def read_experience(session: Session, file: str) -> dict[str, Any]:
     Args:
         file: The reference after 参考 / see, e.g. team/knowledge/EXP-0001.md or project/EXP-0002.md.
     """
-    return {"file": file, "text": session.runtime.experience.read(file)}
+    return {"file": file, "text": services_of(session).experience.read(file)}

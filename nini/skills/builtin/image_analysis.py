@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from nini.errors import ErrorCode, NiniError
 from nini.skills.function import skill
+from nini.skills.services import services_of
 
 if TYPE_CHECKING:
     from nini.session import Session
@@ -51,7 +52,7 @@ async def image_analysis(session: Session, image: str, question: str = DEFAULT_Q
     data_url = f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
     content = [{"type": "text", "text": question}, {"type": "image_url", "image_url": {"url": data_url}}]
     try:
-        completion = await session.runtime.router.complete(
+        completion = await services_of(session).router.complete(
             "image_analysis", [{"role": "user", "content": content}], require_vision=True
         )
     except NiniError as exc:

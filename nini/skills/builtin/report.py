@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from nini.skills.function import skill
 from nini.skills.output import ToolOutput
+from nini.skills.services import services_of
 
 if TYPE_CHECKING:
     from nini.session import Session
@@ -50,6 +51,8 @@ async def generate_report(
     from nini.report.output import check_formats
     from nini.report.service import ReportRequest, session_report, wants_model_text
 
+    services = services_of(session)
+
     request = ReportRequest(
         title=title,
         methods=methods,
@@ -62,7 +65,7 @@ async def generate_report(
         lang=lang,
     )
     chosen = check_formats(formats)  # a bad format fails before the record is read
-    complete = router_completer(session.runtime.router) if wants_model_text(session.settings, request) else None
+    complete = router_completer(services.router) if wants_model_text(session.settings, request) else None
     # the one pipeline `nini report --session` uses too: the same session gives the same report
     report = await session_report(
         session.store,
@@ -70,7 +73,7 @@ async def generate_report(
         session.workspace,
         request,
         settings=session.settings,
-        memory=session.runtime.preferences,
+        memory=services.preferences,
         owner=session.owner,
         folder=session.workspace.root / REPORTS_DIR,
         formats=chosen,

@@ -83,16 +83,16 @@ async def run_code(
         outcome = copy.refusal
     if outcome is None and isolation in WATCHED:
         async with watch_run(session) as watch:
-            outcome = await session.runtime.kernels.run(session.id, session.workspace, request, stop=watch)
+            outcome = await session.kernels.run(session.id, session.workspace, request, stop=watch)
     elif outcome is None:
-        executor = session.python_executor or session.runtime.kernels
+        executor = session.python_executor or session.kernels
         outcome = await executor.run(session.id, session.workspace, request, kernel_id=session.kernel_id)
     if copy.notes:
         outcome = dataclasses.replace(outcome, stderr="".join(copy.notes) + outcome.stderr)
     output = await finish_run(session, request, outcome, language="python", tool_name="run_code")
     output.isolation = isolation
     if isolation == "gateway":
-        output.gateway = session.runtime.kernels.gateway_host
+        output.gateway = session.kernels.gateway_host
     return output
 
 
@@ -115,7 +115,7 @@ async def check_quota(session: Session) -> None:
     """TOO_LARGE when the workspace is at its budget (``execution.workspace_quota_mb`` bytes,
     ``execution.workspace_max_files`` files): no more code runs until files are removed."""
     settings = session.settings
-    await session.runtime.disk_watch(session).check(Budget.of(settings.execution), settings.ui.current_language)
+    await session.disk_watch.check(Budget.of(settings.execution), settings.ui.current_language)
 
 
 def watch_run(session: Session) -> RunWatch:
@@ -123,14 +123,14 @@ def watch_run(session: Session) -> RunWatch:
     ``stop``): a run that goes over the workspace's budget is stopped, and after it the workspace is
     guarded while the session's kernel or worker lives (``disk_watch``)."""
     settings = session.settings
-    return session.runtime.disk_watch(session).run(Budget.of(settings.execution), settings.ui.current_language)
+    return session.disk_watch.run(Budget.of(settings.execution), settings.ui.current_language)
 
 
 async def _approval_refusal(session: Session, code: str, isolation: str) -> CodeOutcome | None:
     """CANCELED unless the user approved a step that is to run in their own, unsandboxed kernel."""
     if isolation != "user_kernel" or not session.settings.execution.approve_in_user_kernel:
         return None
-    if await session.runtime.approvals.ask(session, code, "python", asker=session.approver):
+    if await session.approvals.ask(session, code, "python", asker=session.approver):
         return None
     return CodeOutcome.failure(
         "CANCELED",

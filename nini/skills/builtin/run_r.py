@@ -92,7 +92,7 @@ async def _run_in_worker(session: Session, request: CodeRequest) -> dict[str, An
         session.workspace.recorded_dataset(request.datasets or {}, request.dataset_name)
     try:
         async with watch_run(session) as watch:
-            return await session.runtime.r_workers.run(
+            return await session.r_workers.run(
                 session.id,
                 session.workspace.root,
                 {
