@@ -142,7 +142,7 @@ def _kernels(settings: Settings) -> Check:
 def _protections(settings: Settings) -> list[Check]:
     """Which of the sandbox's protections are active on this machine, and what is missing."""
     from nini.execution import guard, sandbox
-    from nini.execution.approvals import USER_KERNEL_NOTICE
+    from nini.execution.isolation import USER_KERNEL_NOTICE
     from nini.rooted import openat2_available
 
     execution = settings.execution
@@ -402,7 +402,7 @@ def _models(settings: Settings) -> list[Check]:
                 required=False,
             )
         ]
-    router = ModelRouter(settings.llm)
+    router = ModelRouter.from_settings(settings)
     checks = []
     for purpose in PURPOSES:
         facts = router.report(purpose)

@@ -20,7 +20,8 @@ from nini.config import Settings
 from nini.errors import ErrorCode, NiniError
 from nini.execution.approvals import Approvals
 from nini.execution.disk_watch import DiskWatch
-from nini.execution.sandbox import ROOT_UID_BASE, ROOT_UID_SPAN, SandboxMode, resolve_mode, runs_as_session_uid
+from nini.execution.isolation import Sandboxing
+from nini.execution.sandbox import ROOT_UID_BASE, ROOT_UID_SPAN, SandboxMode, runs_as_session_uid
 from nini.execution.workspace import Workspace, check_session_id
 from nini.history.events import EventBus
 from nini.history.store import HistoryStore
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from nini.execution.parsing import DataReaders
     from nini.memory.experience import ExperienceMemory
     from nini.memory.preferences import PreferenceMemory
+    from r_sandbox.client import RWorkerPool
 
 T = TypeVar("T")
 log = logging.getLogger("nini.runtime")
@@ -90,7 +92,7 @@ class Runtime:
         self.events = EventBus(self.store)
         self._multi_kernel_manager = multi_kernel_manager
         self._kernels: KernelPool | None = None
-        self._r_workers: Any = None
+        self._r_workers: RWorkerPool | None = None
         self._readers: DataReaders | None = None
         self._router: ModelRouter | None = None
         self._retired_routers: set[asyncio.Task[None]] = set()  # closing once their calls end
@@ -99,7 +101,9 @@ class Runtime:
         self._experience: ExperienceMemory | None = None
         self._preferences: PreferenceMemory | None = None
         self._mcp: Any = None  # nini.mcp.client.MCPConnections, once an agent run needs them
-        self.approvals = Approvals()
+        # execution.sandbox decided once, for the kernels, the R workers, the data readers and sessions
+        self.sandboxing = Sandboxing(settings.execution)
+        self.approvals = Approvals(settings, self._publish)
         self._disk_watches: dict[Path, DiskWatch] = {}  # workspace root -> its budget's last count
         self._owners: dict[str, str | None] = {}  # session id -> its owner (see owner_of)
         self._sandbox_uids: dict[Path, int] = {}  # workspace root -> its session's sandbox uid (see workspace)
@@ -109,8 +113,12 @@ class Runtime:
 
     @property
     def sandbox_mode(self) -> SandboxMode:
-        """How agent code is sandboxed here (``execution.sandbox``, "auto" resolved by a probe)."""
-        return resolve_mode(self.settings.execution.sandbox)
+        """How agent code is sandboxed here (``execution.sandbox``, "auto" resolved by a probe): ``sandboxing``'s."""
+        return self.sandboxing.mode
+
+    async def _publish(self, session_id: str, type_: str, data: dict[str, Any]) -> None:
+        """Record and publish an event of session ``session_id`` (what ``Approvals`` tells clients)."""
+        await self.store.call(self.events.publish, session_id, type_, data)
 
     @property
     def kernels(self) -> KernelPool:
@@ -123,6 +131,7 @@ class Runtime:
                 self.settings.execution,
                 multi_kernel_manager=self._multi_kernel_manager,
                 language=self.settings.ui.language,
+                sandboxing=self.sandboxing,
             )
             self._kernels.on_start = self._announce_kernel_start
         return self._kernels
@@ -144,12 +153,12 @@ class Runtime:
         return self._readers
 
     @property
-    def r_workers(self) -> Any:
-        """The sessions' R workers (``r_sandbox.client.RWorkerPool``), created on first use."""
+    def r_workers(self) -> RWorkerPool:
+        """The sessions' R workers (``nini.execution.r_workers``), created on first use."""
         if self._r_workers is None:
-            from nini.skills.builtin.run_r import new_worker_pool
+            from nini.execution.r_workers import new_worker_pool
 
-            self._r_workers = new_worker_pool(self.settings, self._sandbox_uids.get)
+            self._r_workers = new_worker_pool(self.settings, self._sandbox_uids.get, self.sandboxing)
         return self._r_workers
 
     @property
@@ -158,7 +167,7 @@ class Runtime:
         if self._router is None:
             from nini.agent.llm import ModelRouter
 
-            self._router = ModelRouter(self.settings.llm, language=self.settings.ui.language)
+            self._router = ModelRouter.from_settings(self.settings)
         return self._router
 
     async def reload_models(self) -> ModelRouter:
@@ -483,8 +492,8 @@ class Runtime:
         starting, in a thread (``start_sweep``); how many entries were removed."""
         from nini.execution import cgroups, sandbox
         from nini.execution.leftovers import sweep_after_start
+        from nini.execution.r_workers import R_RUNTIME_BASE
         from nini.history.engine import sqlite_path
-        from nini.skills.builtin.run_r import R_RUNTIME_BASE
 
         settings, execution = self.settings, self.settings.execution
         database = sqlite_path(self.store.engine.url)

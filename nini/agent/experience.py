@@ -126,7 +126,7 @@ def model_judge(settings: Settings) -> Judge | None:
         old = f"OLD: {row.title}. When: {row.trigger}. Signal: {row.surface_signal}."
 
         async def ask() -> str:
-            router = ModelRouter(settings.llm)
+            router = ModelRouter.from_settings(settings)
             try:
                 messages = [{"role": "system", "content": JUDGE_PROMPT}, {"role": "user", "content": f"{old}\n{new}"}]
                 return (await router.complete("fast", messages, temperature=0, max_tokens=120, timeout_s=30)).text or ""

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from nini.agent.llm_advice import advised, no_model
 from nini.agent.usage import record_call
-from nini.config import LLMSettings, ProviderSettings
+from nini.config import LLMSettings, ProviderSettings, Settings
 from nini.errors import ErrorCode, NiniError
 from nini.language import words_language
 
@@ -135,6 +135,14 @@ class ModelRouter:
         # A replay provider holds no connection (loop None) and keeps its place in the script.
         self._providers: dict[tuple[str, str, asyncio.AbstractEventLoop | None], Provider] = {}
         self._in_flight = 0  # calls under way: a replaced router closes only once they end
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ModelRouter:
+        """The one way nini builds a router: the models of ``settings.llm``, its errors in the
+        words of ``ui.language``. A runtime builds it once (``Runtime.router``); a command with no
+        runtime (``nini doctor`` must work when parts are broken, the curator's judge runs in its
+        own event loop) builds its own here."""
+        return cls(settings.llm, language=settings.ui.language)
 
     def __repr__(self) -> str:
         return f"ModelRouter(providers={[p.name for p in self.settings.providers]!r})"

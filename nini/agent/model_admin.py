@@ -331,7 +331,7 @@ async def test_routes(settings: Settings, name: str | None = None) -> list[tuple
         targets = {(name, providers[name].model): [name]}
     else:
         targets = {}
-        router = ModelRouter(settings.llm)
+        router = ModelRouter.from_settings(settings)
         for purpose in PURPOSES:
             try:
                 first = router.chain(purpose, require_vision=purpose == "image_analysis")[0]

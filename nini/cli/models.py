@@ -25,7 +25,7 @@ app = group(
 def _router(ctx: typer.Context) -> Any:
     from nini.agent.llm import ModelRouter
 
-    return ModelRouter(state(ctx).settings.llm, language=state(ctx).settings.ui.language)
+    return ModelRouter.from_settings(state(ctx).settings)
 
 
 @app.command("list", epilog=examples("nini models list", "nini models list --json"))

@@ -168,7 +168,7 @@ def _run(
                 from nini.agent.llm import ModelRouter
                 from nini.report.narrative import router_completer
 
-                router = ModelRouter(settings.llm)
+                router = ModelRouter.from_settings(settings)
                 complete = router_completer(router)
             with (
                 working("the model writes the summary and conclusions") if complete and not executing else nullcontext()
