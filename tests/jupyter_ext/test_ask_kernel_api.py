@@ -13,9 +13,10 @@ import pytest
 from traitlets.config import Config
 
 from tests.conftest import scripted_model_settings, without_approval, write_settings
-from tests.jupyter_ext.conftest import new_session
+from tests.jupyter_ext.conftest import new_session, workspace
 from tests.jupyter_ext.test_agent_api import events_until_done
 from tests.llm_server import ScriptedLLM, text, tool_call
+from tests.timeouts import timeout
 
 
 @pytest.fixture
@@ -63,31 +64,30 @@ async def test_the_turn_runs_in_the_notebook_kernel(
 
 
 async def test_cancel_interrupts_the_code_and_the_kernel_lives_on(
-    api: Any, jp_fetch: Any, jp_ws_fetch: Any, jp_serverapp: Any, llm_server: ScriptedLLM
+    api: Any, jp_fetch: Any, jp_ws_fetch: Any, jp_serverapp: Any, llm_server: ScriptedLLM, nini_home: Path
 ) -> None:
     kernel_id = await notebook_kernel(jp_fetch)
     session_id = await new_session(api)
     assert (await in_kernel(api, session_id, kernel_id, "kept = 'still here'"))["success"]
-    llm_server.reply(
-        tool_call("run_code", code="import time\ntime.sleep(30)\nlate = True", timeout_s=60), text("never")
-    )
+    sleeping = workspace(nini_home, session_id) / "sleeping"  # the step's code writes it as its sleep starts
+    code = f"import time\nopen({str(sleeping)!r}, 'w').close()\ntime.sleep(30)\nlate = True"
+    llm_server.reply(tool_call("run_code", code=code, timeout_s=60), text("never"))
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
     assert (
         await api("POST", "sessions", session_id, "ask", body={"message": "wait", "kernel_id": kernel_id})
     ).status == 202
-    while json.loads(await asyncio.wait_for(ws.read_message(), 30))["type"] != "tool_call":
-        pass
-    await asyncio.sleep(1.0)  # past the run's prelude: the sleep is running in the kernel
-    started = time.monotonic()
+    deadline = time.monotonic() + timeout(60)
+    while not sleeping.exists():  # a poll: past the run's prelude, the sleep is running in the kernel
+        assert time.monotonic() < deadline, "the step's code never started"
+        await asyncio.sleep(0.05)
     assert (await api("POST", "sessions", session_id, "cancel")).data == {"canceled": True}
-    events = await events_until_done(ws, timeout=10)
-    assert events[-1]["data"]["ended_by"] == "canceled" and time.monotonic() - started < 5
-    # the kernel was interrupted, not killed: it answers at once, with its variables, without `late`
-    started = time.monotonic()
+    events = await events_until_done(ws)  # uncanceled, the step would run 30 s and the turn end "finished"
+    assert events[-1]["data"]["ended_by"] == "canceled"
+    # the kernel was interrupted, not killed: it answers, with its variables, without `late`
     probe = "try:\n    late\n    ran_on = True\nexcept NameError:\n    ran_on = False\nresult = [kept, ran_on]"
     after = await in_kernel(api, session_id, kernel_id, probe)
     assert after["success"], json.dumps(after)
-    assert after["result"]["result"] == ["still here", False] and time.monotonic() - started < 10
+    assert after["result"]["result"] == ["still here", False]
     assert await jp_serverapp.kernel_manager.get_kernel(kernel_id).is_alive()
     ws.close()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -97,20 +98,24 @@ async def test_every_error_comes_in_the_envelope_with_its_code(
     # a model reading the comment too slowly: TIMEOUT, and nothing recorded
     runtime = jp_serverapp.web_app.settings["nini_runtime"]
     runtime.events.publish(session_id, "user_message", {"text": "q"}, turn_id="tslow")
-    llm_server.reply(Reply(content='{"signals": ["concise"]}', delay_s=3))
-    slow = await api("POST", "feedback", body={"run_id": "tslow", "action": "reject", "comment": "too long"})
-    assert (slow.status, slow.error["code"]) == (504, "TIMEOUT")
-    assert runtime.preferences.table.feedback_for("tslow") == []
+    never = threading.Event()  # the model never answers in time: held until the test ends
+    llm_server.reply(Reply(content='{"signals": ["concise"]}', hold=never))
+    try:
+        slow = await api("POST", "feedback", body={"run_id": "tslow", "action": "reject", "comment": "too long"})
+        assert (slow.status, slow.error["code"]) == (504, "TIMEOUT")
+        assert runtime.preferences.table.feedback_for("tslow") == []
 
-    # the server stopping while a feedback waits: CANCELED (499), nothing recorded
-    await asyncio.sleep(3)  # the slow reply above has been served
-    llm_server.reply(Reply(content='{"signals": []}', delay_s=0.9))
-    pending = asyncio.ensure_future(
-        api("POST", "feedback", body={"run_id": "tslow", "action": "reject", "comment": "too long"})
-    )
-    await asyncio.sleep(0.3)
-    await runtime.aclose()
-    stopped = await pending
+        # the server stopping while a feedback waits: CANCELED (499), nothing recorded
+        llm_server.reply(Reply(content='{"signals": []}', hold=never))
+        asked = len(llm_server.requests)
+        pending = asyncio.ensure_future(
+            api("POST", "feedback", body={"run_id": "tslow", "action": "reject", "comment": "too long"})
+        )
+        await llm_server.async_wait_for_requests(asked + 1)  # the feedback waits on the model
+        await runtime.aclose()
+        stopped = await pending
+    finally:
+        never.set()
     assert (stopped.status, stopped.error["code"]) == (499, "CANCELED")
 
 

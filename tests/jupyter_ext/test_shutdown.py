@@ -15,12 +15,13 @@ import pytest
 from jupyter_ext.serve import ServerProcess
 from tests.conftest import without_approval, write_settings
 from tests.jupyter_ext.conftest import nini_env, r_usable
+from tests.timeouts import timeout
 
 
 def call(server: ServerProcess, method: str, path: str, body: Any = None) -> Any:
     data = json.dumps(body).encode() if body is not None else (b"" if method == "POST" else None)
     request = urllib.request.Request(server.url + path, data=data, method=method, headers=server.headers)
-    with urllib.request.urlopen(request, timeout=120) as response:
+    with urllib.request.urlopen(request, timeout=timeout(120)) as response:
         return json.loads(response.read())
 
 
@@ -50,7 +51,7 @@ def test_sigterm_stops_every_kernel_and_worker(tmp_path: Path, nini_home: Path) 
     finally:
         status = server.stop()
     assert status == 0, (tmp_path / "server.log").read_text()[-3000:]
-    gone, alive = psutil.wait_procs(children, timeout=15)
+    gone, alive = psutil.wait_procs(children, timeout=timeout(15))
     assert alive == [], [(p.pid, p.name()) for p in alive]
     assert "Shutting down" in (tmp_path / "server.log").read_text()
     # nini shut its kernels down itself (each removes its runtime folder) ...
@@ -93,7 +94,7 @@ def test_sigterm_to_serve_stops_the_server_and_cancels_the_call_in_flight(tmp_pa
                         server,
                         "POST",
                         f"nini/api/sessions/{session_id}/run-code",
-                        {"code": "import time\nprint('started', flush=True)\ntime.sleep(120)"},
+                        {"code": "import time\nopen('started', 'w').close()\ntime.sleep(120)"},
                     )
                 )
             except urllib.error.HTTPError as exc:
@@ -103,18 +104,17 @@ def test_sigterm_to_serve_stops_the_server_and_cancels_the_call_in_flight(tmp_pa
         runner.start()
         store = HistoryStore(f"sqlite:///{nini_home / 'nini.db'}")
         try:
-            deadline = time.monotonic() + 60
-            while (
-                not any(e["type"] == "tool_call" for e in store.list_events(session_id)) and time.monotonic() < deadline
-            ):
-                time.sleep(0.2)
-            time.sleep(2)  # the kernel is in time.sleep now
+            started = nini_home / "sessions" / session_id / "workspace" / "started"  # the kernel is in time.sleep then
+            deadline = time.monotonic() + timeout(120)
+            while not started.exists():  # a poll of the file the code writes
+                assert time.monotonic() < deadline and runner.is_alive(), replies
+                time.sleep(0.1)
             family = psutil.Process(wrapper.pid).children(recursive=True)
             assert len(family) >= 2, family  # the Jupyter server and nini's kernel, at least
 
             wrapper.send_signal(signal.SIGTERM)
-            status = wrapper.wait(timeout=60)
-            runner.join(timeout=60)
+            status = wrapper.wait(timeout=timeout(60))
+            runner.join(timeout=timeout(60))
             calls = store.list_tool_calls(session_id)
         finally:
             store.close()
@@ -122,7 +122,7 @@ def test_sigterm_to_serve_stops_the_server_and_cancels_the_call_in_flight(tmp_pa
         if wrapper.poll() is None:
             wrapper.kill()
     assert status == 0
-    _gone, alive = psutil.wait_procs(family, timeout=15)
+    _gone, alive = psutil.wait_procs(family, timeout=timeout(15))
     assert alive == [], [(p.pid, p.name()) for p in alive]
     assert replies and replies[0][0] == 499 and replies[0][1]["error"]["code"] == "CANCELED", replies
     assert [(c["tool_name"], c["status"], c["error_code"]) for c in calls] == [("run_code", "failed", "CANCELED")], (
