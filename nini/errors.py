@@ -9,6 +9,7 @@ The code is stable (clients and tests match on it), the message is for people,
      ├── TOO_LARGE                                    (a body, a file or a workspace over its limit)
      ├── POLICY_VIOLATION                             (untrusted code was refused before running)
      ├── TIMEOUT, CANCELED                            (the work did not finish)
+     ├── CODE_ERROR                                   (the submitted code itself failed: raised, syntax)
      ├── KERNEL_DIED, WORKER_DIED, R_UNAVAILABLE      (an execution backend failed)
      ├── NO_MODEL_AVAILABLE, UPSTREAM_ERROR           (the LLM side failed)
      ├── SKILL_DEFINITION_UNAVAILABLE                 (a Markdown skill could not be read)
@@ -16,7 +17,10 @@ The code is stable (clients and tests match on it), the message is for people,
      └── DB_ERROR, INTERNAL                           (nini itself failed)
 
 ``to_dict()`` is the ``error`` member of the response envelope in DESIGN.md section 4;
-HTTP status and CLI exit code are derived here and nowhere else.
+``error_dict()`` the ``error`` member of a run or tool result (``{code, message, line?, ...}``):
+every error dict nini builds comes from one of the two, so no code outside ``ErrorCode`` reaches a
+client (tests/test_errors.py scans the code base for a hand-written one). HTTP status and CLI exit
+code are derived here and nowhere else.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ class ErrorCode(StrEnum):
     POLICY_VIOLATION = "POLICY_VIOLATION"
     TIMEOUT = "TIMEOUT"
     CANCELED = "CANCELED"
+    CODE_ERROR = "CODE_ERROR"
     DB_ERROR = "DB_ERROR"
     NO_SPACE = "NO_SPACE"
     KERNEL_DIED = "KERNEL_DIED"
@@ -53,6 +58,9 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.POLICY_VIOLATION: 403,
     ErrorCode.TIMEOUT: 504,
     ErrorCode.CANCELED: 499,
+    # a result's code, not a request's: a run whose code raised is a completed call (200, success
+    # false); only something that raises it as a NiniError gets this: the request was read, its code failed
+    ErrorCode.CODE_ERROR: 422,
     # the history database is unavailable (down, damaged, read-only): the service, not the request, failed
     ErrorCode.DB_ERROR: 503,
     ErrorCode.NO_SPACE: 507,  # Insufficient Storage
@@ -85,10 +93,14 @@ class NiniError(Exception):
         return 2 if self.code is ErrorCode.POLICY_VIOLATION else 1
 
     def to_dict(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"code": self.code.value, "message": self.message}
-        if self.details:
-            body["details"] = self.details
-        return body
+        return error_dict(self.code, self.message, **({"details": self.details} if self.details else {}))
+
+
+def error_dict(code: ErrorCode, message: str, **fields: Any) -> dict[str, Any]:
+    """The ``error`` member of a run or tool result: ``{"code", "message", **fields}`` (``line``,
+    ``ename``, ``limit``... beside them, as DESIGN.md section 4 has them). The code goes through
+    ``ErrorCode``, so a code outside the enum fails here, where it is made, not in a client."""
+    return {"code": ErrorCode(code).value, "message": message, **fields}
 
 
 def error_envelope(error: NiniError) -> dict[str, Any]:

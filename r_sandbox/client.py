@@ -36,7 +36,17 @@ from typing import Any
 
 from r_sandbox.errors import RSandboxError
 from r_sandbox.messages import LANGUAGES
-from r_sandbox.protocol import OUTPUT_MAX_BYTES, REQUEST_KEYS, decode, encode, failure, line_limit
+from r_sandbox.protocol import (
+    OUTPUT_MAX_BYTES,
+    REQUEST_KEYS,
+    ErrorCode,
+    decode,
+    encode,
+    error_dict,
+    failure,
+    line_limit,
+    wire_code,
+)
 
 __all__ = ["MEMORY_ENV", "RWorkerPool"]
 
@@ -222,7 +232,7 @@ class RWorkerPool:
                 note = await self._replace(session_id, worker)
                 stopped = f"the R code was stopped after {payload['timeout_s']:g} s (timeout)"
                 return failure(
-                    "TIMEOUT",
+                    ErrorCode.TIMEOUT,
                     f"{stopped}: the R worker was restarted, so {_STATE_LOST}{note}",
                     duration_ms=_ms(started),
                 )
@@ -239,14 +249,14 @@ class RWorkerPool:
                     result["error"] = {**cause, **result["error"]}
                     return result
                 message = f"the R worker {what} ({how}); {_STATE_LOST}{note}"
-                return failure("WORKER_DIED", message, duration_ms=_ms(started))
+                return failure(ErrorCode.WORKER_DIED, message, duration_ms=_ms(started))
             except BaseException:  # cancelled mid-run: the worker is busy with code nobody waits for
                 self._workers.pop(session_id, None)
                 await self._stop(worker)
                 raise
         if not reply.get("ok"):
             error = reply.get("error") or {}
-            raise RSandboxError(error.get("code", "INTERNAL"), error.get("message", "the R worker refused the request"))
+            raise RSandboxError(wire_code(error.get("code")), error.get("message", "the R worker refused the request"))
         result = reply["result"]
         result["duration_ms"] = _ms(started)
         if self.keeper is not None:  # a worker culled since the session's last run: its variables are gone
@@ -258,17 +268,22 @@ class RWorkerPool:
     def _payload(self, request: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(request) - set(REQUEST_KEYS))
         if unknown:
-            raise RSandboxError("INVALID_ARGUMENT", f"unknown request keys {unknown}; allowed: {list(REQUEST_KEYS)}")
+            raise RSandboxError(
+                ErrorCode.INVALID_ARGUMENT, f"unknown request keys {unknown}; allowed: {list(REQUEST_KEYS)}"
+            )
         if not isinstance(request.get("code"), str):
-            raise RSandboxError("INVALID_ARGUMENT", "request['code'] must be a string of R source")
+            raise RSandboxError(ErrorCode.INVALID_ARGUMENT, "request['code'] must be a string of R source")
         payload = {key: request.get(key) for key in REQUEST_KEYS}
         timeout = payload["timeout_s"] if payload["timeout_s"] is not None else self.timeout_s
         if not isinstance(timeout, (int, float)) or not timeout > 0:
-            raise RSandboxError("INVALID_ARGUMENT", f"timeout_s must be a positive number of seconds, not {timeout!r}")
+            raise RSandboxError(
+                ErrorCode.INVALID_ARGUMENT, f"timeout_s must be a positive number of seconds, not {timeout!r}"
+            )
         payload["timeout_s"] = float(timeout)
         if payload["language"] not in (None, *LANGUAGES):
             raise RSandboxError(
-                "INVALID_ARGUMENT", f"language must be one of {', '.join(LANGUAGES)}, not {payload['language']!r}"
+                ErrorCode.INVALID_ARGUMENT,
+                f"language must be one of {', '.join(LANGUAGES)}, not {payload['language']!r}",
             )
         return payload
 
@@ -286,7 +301,7 @@ class RWorkerPool:
     async def _worker(self, session_id: str, workspace: Path, language: str | None = None) -> _Worker:
         """The session's worker; a new one starts in ``language`` (its run-time guard's words), else the pool's."""
         if self._closed:
-            raise RSandboxError("WORKER_DIED", "the R worker pool is closed")
+            raise RSandboxError(ErrorCode.WORKER_DIED, "the R worker pool is closed")
         worker = self._workers.get(session_id)
         if worker is not None and worker.workspace != workspace:  # the session moved: bind the new folder
             self._workers.pop(session_id)
@@ -298,7 +313,7 @@ class RWorkerPool:
             worker = await self._start(workspace, language or self.language)
             if self._closed:  # aclose() ran while this one was starting
                 await self._stop(worker)
-                raise RSandboxError("WORKER_DIED", "the R worker pool is closed")
+                raise RSandboxError(ErrorCode.WORKER_DIED, "the R worker pool is closed")
             worker.restarts = self._restarts.get(session_id, 0)
             self._workers[session_id] = worker
         return worker
@@ -318,7 +333,7 @@ class RWorkerPool:
 
     async def _start(self, workspace: Path, language: str) -> _Worker:
         if importlib.util.find_spec("rpy2") is None:
-            raise RSandboxError("R_UNAVAILABLE", "rpy2 is not installed: pip install 'nini[r]'")
+            raise RSandboxError(ErrorCode.R_UNAVAILABLE, "rpy2 is not installed: pip install 'nini[r]'")
         workspace.mkdir(parents=True, exist_ok=True)
         # Short, under /tmp, removed on shutdown; the sandbox mounts it writable next to the workspace.
         runtime = self.make_runtime_dir()
@@ -361,7 +376,7 @@ class RWorkerPool:
             shutil.rmtree(runtime, ignore_errors=True)
             if self.on_exit is not None:
                 self.on_exit(runtime)
-            raise RSandboxError("WORKER_DIED", f"the R worker could not be started: {exc}") from exc
+            raise RSandboxError(ErrorCode.WORKER_DIED, f"the R worker could not be started: {exc}") from exc
         self._live[runtime] = process.pid
         worker = _Worker(process, runtime, workspace, "", 0, datetime.now(UTC).isoformat(timespec="seconds"), language)
         assert process.stdout is not None
@@ -372,11 +387,11 @@ class RWorkerPool:
         hello = _hello(line, self.start_timeout_s)
         if not hello.get("ready"):
             await self._stop(worker, keep_log=True)
-            error = hello.get("error") or {"code": "WORKER_DIED", "message": "the R worker did not start"}
+            error = hello.get("error") or error_dict(ErrorCode.WORKER_DIED, "the R worker did not start")
             tail = _tail(log_path)
             shutil.rmtree(runtime, ignore_errors=True)
             message = error["message"] + (f"; worker output: {tail}" if tail else "")
-            raise RSandboxError(error["code"], message, {"log_tail": tail} if tail else None)
+            raise RSandboxError(wire_code(error.get("code")), message, {"log_tail": tail} if tail else None)
         worker.r_version = str(hello.get("r_version", ""))
         worker.startup_ms = _ms(started)
         return worker
@@ -446,11 +461,11 @@ async def _kill(worker: _Worker, *, keep_log: bool = False) -> None:
 def _hello(line: bytes | None, timeout_s: float) -> dict[str, Any]:
     """The worker's ready line; an error in its shape when there is none."""
     if line is None:
-        return {"error": {"code": "WORKER_DIED", "message": f"the R worker was not ready within {timeout_s:g} s"}}
+        return {"error": error_dict(ErrorCode.WORKER_DIED, f"the R worker was not ready within {timeout_s:g} s")}
     try:
         return decode(line)
     except ValueError:  # end of file (the worker exited), or noise instead of the ready line
-        return {"error": {"code": "WORKER_DIED", "message": "the R worker exited while starting"}}
+        return {"error": error_dict(ErrorCode.WORKER_DIED, "the R worker exited while starting")}
 
 
 def _abandon(live: dict[Path, int]) -> None:

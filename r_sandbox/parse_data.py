@@ -22,6 +22,7 @@ from itertools import accumulate
 from typing import Any
 
 from r_sandbox.errors import RSandboxError
+from r_sandbox.protocol import ErrorCode
 
 # One R closure, defined in a private environment whose parent is base: code evaluated later in the
 # same R process (the worker's user code) cannot shadow parse or getParseData for it, and the two are
@@ -157,7 +158,9 @@ def _r_parser() -> Any:
                         ri.initr_simple()
                 _parser.append(ri.evalr(_R_SOURCE))
             except Exception as exc:  # ImportError, libR not found, R failing to start
-                raise RSandboxError("R_UNAVAILABLE", f"R is not available: {type(exc).__name__}: {exc}") from exc
+                raise RSandboxError(
+                    ErrorCode.R_UNAVAILABLE, f"R is not available: {type(exc).__name__}: {exc}"
+                ) from exc
         return _parser[0]
 
 

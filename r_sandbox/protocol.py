@@ -20,9 +20,35 @@ replies below ``reply_budget``, and the client reads no longer line than that, w
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from typing import Any
 
 OUTPUT_MAX_BYTES = 4 * 1024 * 1024  # of each stream of a run, by default (nini passes its setting)
+
+
+class ErrorCode(StrEnum):
+    """The error codes r_sandbox sends and raises: each one a value of nini's ``ErrorCode`` (r_sandbox
+    imports no nini module, so it keeps its own list; tests/r_sandbox/test_worker.py holds it included)."""
+
+    INVALID_ARGUMENT = "INVALID_ARGUMENT"  # a request the worker or the client cannot take
+    POLICY_VIOLATION = "POLICY_VIOLATION"  # the code was refused before it ran
+    TOO_LARGE = "TOO_LARGE"  # a dataset needs more memory than the worker has
+    TIMEOUT = "TIMEOUT"
+    CODE_ERROR = "CODE_ERROR"  # the code failed (R error, syntax, bad output_df, out of memory)
+    WORKER_DIED = "WORKER_DIED"
+    R_UNAVAILABLE = "R_UNAVAILABLE"
+    INTERNAL = "INTERNAL"
+
+
+def wire_code(value: Any) -> ErrorCode:
+    """A code read off the pipe as one of ours: INTERNAL for anything else (a worker that code took
+    over can write any line, and what it says must not become a code nini does not know)."""
+    return ErrorCode(value) if isinstance(value, str) and value in ErrorCode.__members__ else ErrorCode.INTERNAL
+
+
+def error_dict(code: ErrorCode, message: str, **fields: Any) -> dict[str, Any]:
+    """An ``error`` member, ``{"code", "message", **fields}``: the code goes through ``ErrorCode``."""
+    return {"code": ErrorCode(code).value, "message": message, **fields}
 
 
 def reply_budget(output_max_bytes: int) -> int:
@@ -75,7 +101,7 @@ def decode(line: bytes) -> dict[str, Any]:
 
 
 def failure(
-    code: str,
+    code: ErrorCode,
     message: str,
     *,
     line: int | None = None,
@@ -85,9 +111,7 @@ def failure(
     duration_ms: int = 0,
 ) -> dict[str, Any]:
     """A contract dict of a run that did not succeed."""
-    error: dict[str, Any] = {"code": code, "message": message}
-    if line is not None:
-        error["line"] = line
+    error = error_dict(code, message, **({"line": line} if line is not None else {}))
     return {
         "success": False,
         "stdout": stdout,

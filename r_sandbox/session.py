@@ -21,9 +21,9 @@ import rpy2.robjects as ro
 
 from r_sandbox import frames, internals, messages, plots, rules
 from r_sandbox.console import Console
-from r_sandbox.protocol import failure
+from r_sandbox.protocol import ErrorCode, error_dict, failure
 
-CODE_ERROR = "CODE_ERROR"  # the code failed (R error, syntax, bad output_df): not a failure of nini
+CODE_ERROR = ErrorCode.CODE_ERROR  # the code failed (R error, syntax, bad output_df): not a failure of nini
 R_SOURCES = [Path(__file__).with_name("guard.R"), Path(__file__).with_name("worker_r.R")]
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _PARSE_LOCATION = re.compile(r"^<text>:(\d+):\d+: ?")
@@ -105,7 +105,7 @@ class RSession:
         except MemoryError:  # in Python (pandas, pyarrow); R's own failures are R errors
             outcome = failure(CODE_ERROR, "out of memory: the run needed more than the R worker's memory limit")
         except Exception as exc:  # a bug in r_sandbox: the worker goes on, the caller sees what happened
-            outcome = failure("INTERNAL", f"the R worker failed: {type(exc).__name__}: {exc}")
+            outcome = failure(ErrorCode.INTERNAL, f"the R worker failed: {type(exc).__name__}: {exc}")
         finally:
             stdout, stderr = self.console.stop()
         return _finished(outcome, stdout, stderr, notes, started)
@@ -114,15 +114,15 @@ class RSession:
         """The reply for a request that must not run at all, else None."""
         code = request.get("code")
         if not isinstance(code, str):
-            return failure("INVALID_ARGUMENT", "code must be a string of R source")
+            return failure(ErrorCode.INVALID_ARGUMENT, "code must be a string of R source")
         for key in ("dataset_name", "save_as"):
             name = request.get(key)
             if name is not None and (problem := frames.check_dataset_name(name)) is not None:
-                return failure("INVALID_ARGUMENT", f"{key}: {problem}")
+                return failure(ErrorCode.INVALID_ARGUMENT, f"{key}: {problem}")
         name = request.get("dataset_name")
         if name is not None and not self._dataset_path(name).is_file():
             available = ", ".join(self._dataset_names()) or "none"
-            return failure("INVALID_ARGUMENT", f"no dataset {name!r} in this session; available: {available}")
+            return failure(ErrorCode.INVALID_ARGUMENT, f"no dataset {name!r} in this session; available: {available}")
         if skip_policy:
             return None
         from r_sandbox.policy import check_r_code, violations_message
@@ -132,7 +132,9 @@ class RSession:
             return _syntax_failure(report.syntax_error.message, report.syntax_error.line)
         if report.violations:
             first = report.violations[0]
-            outcome = failure("POLICY_VIOLATION", violations_message(report, self.language) or "", line=first.line)
+            outcome = failure(
+                ErrorCode.POLICY_VIOLATION, violations_message(report, self.language) or "", line=first.line
+            )
             outcome["error"]["violations"] = [v.to_dict() for v in report.violations]
             return outcome
         return None
@@ -144,8 +146,8 @@ class RSession:
                 df = self._load(request["dataset_name"])
             except Exception as exc:  # damaged, truncated, not Parquet: INVALID_ARGUMENT, as from Python
                 if _out_of_memory(exc):  # a small file can decode to gigabytes: TOO_LARGE, as from Python
-                    return failure("TOO_LARGE", _too_large(request["dataset_name"]))
-                return failure("INVALID_ARGUMENT", self._unreadable(request["dataset_name"], exc))
+                    return failure(ErrorCode.TOO_LARGE, _too_large(request["dataset_name"]))
+                return failure(ErrorCode.INVALID_ARGUMENT, self._unreadable(request["dataset_name"], exc))
         self._calls["prepare_run"](self.env, self._datasets(), df)
         status, message, line = "error", "", None
         try:
@@ -172,7 +174,7 @@ class RSession:
         shown = self._frame(request.get("save_as"), request.get("save_file"), notes)
         error = None
         if "save_error" in shown:
-            error = {"code": CODE_ERROR, "message": shown["save_error"]}
+            error = error_dict(CODE_ERROR, shown["save_error"])
         return {
             "success": error is None,
             "stdout": "",
@@ -325,7 +327,7 @@ def _run_failure(status: str, message: str, line: int | None, language: str = "z
     if status == "syntax":
         return _syntax_failure(message, line)
     if status == "policy":
-        outcome = failure("POLICY_VIOLATION", messages.at_line(message, line, language), line=line)
+        outcome = failure(ErrorCode.POLICY_VIOLATION, messages.at_line(message, line, language), line=line)
     elif status == "missing-package":
         text = messages.message("not-installed", message, None, language, debian=rules.debian_package(message))
         outcome = failure(CODE_ERROR, messages.at_line(text, line, language), line=line)

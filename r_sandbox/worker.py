@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from r_sandbox.console import Console
-from r_sandbox.protocol import OUTPUT_MAX_BYTES, decode, encode, failure, reply_budget
+from r_sandbox.protocol import OUTPUT_MAX_BYTES, ErrorCode, decode, encode, error_dict, failure, reply_budget
 
 SITE_PROFILE = Path(__file__).with_name("site_profile.R")
 
@@ -39,11 +39,11 @@ def main(argv: list[str] | None = None) -> int:
         session, version = _start_r(Path(args.workspace), packages, console, args.language)
     except MemoryError:
         message = f"the R worker ran out of memory while starting (memory limit {args.memory_mb} MB)"
-        _send(replies, {"ready": False, "error": {"code": "WORKER_DIED", "message": message}})
+        _send(replies, {"ready": False, "error": error_dict(ErrorCode.WORKER_DIED, message)})
         return 1
     except Exception as exc:  # ImportError of rpy2, libR missing, R refusing to start
         message = f"R cannot be loaded: {type(exc).__name__}: {exc}"
-        _send(replies, {"ready": False, "error": {"code": "R_UNAVAILABLE", "message": message}})
+        _send(replies, {"ready": False, "error": error_dict(ErrorCode.R_UNAVAILABLE, message)})
         return 1
     startup_ms = int((time.monotonic() - started) * 1000)
     _send(replies, {"ready": True, "r_version": version, "pid": os.getpid(), "startup_ms": startup_ms})
@@ -132,16 +132,16 @@ def _handle(session: Any, line: bytes, memory_mb: int) -> dict[str, Any]:
     try:
         message = decode(line)
     except ValueError as exc:
-        return {"id": None, "ok": False, "error": {"code": "INVALID_ARGUMENT", "message": f"bad request: {exc}"}}
+        return {"id": None, "ok": False, "error": error_dict(ErrorCode.INVALID_ARGUMENT, f"bad request: {exc}")}
     ident, op = message.get("id"), message.get("op")
     if op == "ping":
         return {"id": ident, "ok": True}
     if op != "run" or not isinstance(message.get("request"), dict):
-        return {"id": ident, "ok": False, "error": {"code": "INVALID_ARGUMENT", "message": f"unknown op {op!r}"}}
+        return {"id": ident, "ok": False, "error": error_dict(ErrorCode.INVALID_ARGUMENT, f"unknown op {op!r}")}
     try:
         result = session.run(message["request"], skip_policy=bool(message.get("skip_policy")))
     except MemoryError:  # raised before or after the run's own handling (the policy check)
-        result = failure("CODE_ERROR", f"out of memory (the R worker's limit is {memory_mb} MB)")
+        result = failure(ErrorCode.CODE_ERROR, f"out of memory (the R worker's limit is {memory_mb} MB)")
     return {"id": ident, "ok": True, "result": result}
 
 
@@ -150,7 +150,7 @@ def _shrunk(result: dict[str, Any], size: int, budget: int) -> dict[str, Any]:
     message = f"the run's output is too large to return ({size / 2**20:.0f} MiB); write large results to a file"
     head = budget // 8
     return failure(
-        "CODE_ERROR",
+        ErrorCode.CODE_ERROR,
         message,
         stdout=result["stdout"][:head],
         stderr=result["stderr"][:head],

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 
 import pytest
 
-from nini.errors import HTTP_STATUS, ErrorCode, NiniError, error_envelope, ok_envelope
+from nini.errors import HTTP_STATUS, ErrorCode, NiniError, error_dict, error_envelope, ok_envelope
+from r_sandbox import protocol
+from r_sandbox.errors import RSandboxError
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # Copied by hand from DESIGN.md section 5: a code added or removed in either place fails here.
 DESIGN_CODES = [
@@ -26,7 +32,13 @@ DESIGN_CODES = [
     "TOO_LARGE",
     "INTERNAL",
     "NO_SPACE",  # issue 36 adds it: a full disk under one code (DESIGN.md's list predates it)
+    # issue 37 adds it: the submitted code itself failed (raised, a syntax error, a bad output_df),
+    # in Python and R alike. It was emitted from the start (run results, exports, the sidebar, the
+    # agent's tool messages) without being in the enum; it is a result's code, a run that ended so
+    # is a completed call (200, success false), not a failed request
+    "CODE_ERROR",
 ]
+# DESIGN.md lists UNAUTHORIZED too, which nothing emits: a missing token is jupyter_server's 403.
 
 
 def test_codes_are_exactly_the_design_list():
@@ -120,3 +132,113 @@ def test_error_envelope_omits_details_when_none():
 @pytest.mark.parametrize("data", [{"a": 1}, [1, 2], "text", None, 0])
 def test_ok_envelope_shape(data):
     assert ok_envelope(data) == {"ok": True, "data": data}
+
+
+# -- one shape: every error dict is built from ErrorCode ----------------------------------------------
+
+
+def test_error_dict_is_code_message_then_fields():
+    assert error_dict(ErrorCode.CODE_ERROR, "NameError: x", line=2, ename="NameError") == {
+        "code": "CODE_ERROR",
+        "message": "NameError: x",
+        "line": 2,
+        "ename": "NameError",
+    }
+    assert type(error_dict(ErrorCode.TIMEOUT, "m")["code"]) is str  # plain JSON, not the enum member
+
+
+@pytest.mark.parametrize("code", ["NOT_EXECUTED", "ERROR", "code_error"])
+def test_error_dict_refuses_a_code_outside_the_enum(code):
+    with pytest.raises(ValueError):
+        error_dict(code, "m")
+
+
+def test_r_sandbox_codes_are_all_nini_codes():
+    # r_sandbox imports no nini module: its own list must stay inside nini's, or a code it sends
+    # would fail ErrorCode(...) when nini reads it
+    assert {code.value for code in protocol.ErrorCode} <= {code.value for code in ErrorCode}
+    assert protocol.failure(protocol.ErrorCode.CODE_ERROR, "boom", line=3)["error"] == error_dict(
+        ErrorCode.CODE_ERROR, "boom", line=3
+    )
+    with pytest.raises(ValueError):
+        RSandboxError("NOT_A_CODE", "m")
+
+
+@pytest.mark.parametrize(
+    "read,expected",
+    [("WORKER_DIED", "WORKER_DIED"), ("NOT_A_CODE", "INTERNAL"), (None, "INTERNAL"), (["x"], "INTERNAL")],
+)
+def test_a_code_off_the_worker_pipe_is_one_of_ours(read, expected):
+    # a worker that code took over can write anything on its pipe
+    assert protocol.wire_code(read) == expected
+
+
+CODE_SHAPE = r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)*"
+# Callables that take an error code first: a string constant there is a code spelt by hand.
+CODE_TAKERS = {"NiniError", "RSandboxError", "failure", "_failure", "error_dict"}
+
+
+def hand_written_codes(path: Path, text: str | None = None) -> list[str]:
+    """``file:line`` of each error code spelt as a string where an error is built: a dict literal's
+    ``"code"`` key with a code-shaped string value, or such a string as the code argument of
+    ``NiniError``/``failure``/``error_dict``/... (first positional or ``code=``)."""
+    import re
+
+    def is_code(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(CODE_SHAPE, node.value)
+
+    tree = ast.parse(path.read_text(encoding="utf-8") if text is None else text)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            pairs = zip(node.keys, node.values, strict=True)
+            hit = any(isinstance(k, ast.Constant) and k.value == "code" and is_code(v) for k, v in pairs)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            first = node.args[0] if node.args and name in CODE_TAKERS else None
+            hit = is_code(first) or any(k.arg == "code" and is_code(k.value) for k in node.keywords)
+        else:
+            continue
+        if hit:
+            found.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{node.lineno}")
+    return found
+
+
+def code_base() -> list[Path]:
+    return [
+        path
+        for package in ("nini", "jupyter_ext", "r_sandbox")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if "node_modules" not in path.parts
+    ]
+
+
+def test_no_error_code_is_spelt_by_hand():
+    files = code_base()
+    assert len(files) > 200 and ROOT / "nini" / "errors.py" in files
+    found = [where for path in files for where in hand_written_codes(path)]
+    assert found == [], "build these with nini.errors.error_dict / ErrorCode (r_sandbox: protocol.ErrorCode)"
+
+
+@pytest.mark.parametrize(
+    "source,flagged",
+    [
+        ('error = {"code": "TIMEOUT", "message": "late"}', True),
+        ('return {"ok": False, "error": {"code": "CODE_ERROR"}}', True),
+        ('raise NiniError("INTERNAL", "boom")', True),
+        ('CodeOutcome.failure("CANCELED", "stopped")', True),
+        ('failure(code="WORKER_DIED", message="gone")', True),
+        # what the scan must let through: built from the enum, and "code" meaning source code
+        ('error = error_dict(ErrorCode.TIMEOUT, "late")', False),
+        ('raise NiniError(ErrorCode.INTERNAL, "boom")', False),
+        ('row = {**row, "code": ""}', False),
+        ('request = {"code": "print(1)", "language": "python"}', False),
+        ('os.environ.get("NINI_HOME")', False),
+    ],
+)
+def test_the_scan_finds_a_hand_written_code(tmp_path, source, flagged):
+    # the negative control: the shape the scan forbids is found where it is written, and only it
+    module = tmp_path / "planted.py"
+    module.write_text(f"def f(row, os):\n    {source}\n", encoding="utf-8")
+    assert hand_written_codes(module) == ([f"{module}:2"] if flagged else [])

@@ -204,5 +204,7 @@ def test_cap_json_cuts_the_streams_first_and_stays_valid_json() -> None:
     decoded = json.loads(text)
     assert decoded["result"] == {"n": 3} and "characters cut" in decoded["stdout"]
     assert len(text) <= 8400
-    result = ToolResult("c1", "run_code", True, payload, None, full_text_at="the store")
+    result = ToolResult(
+        tool_call_id="c1", name="run_code", success=True, result=payload, error=None, full_text_at="the store"
+    )
     assert len(result.text_for_llm(2000)) <= 2400 and "the store" in result.text_for_llm(2000)

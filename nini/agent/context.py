@@ -13,12 +13,16 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from nini.errors import ErrorCode, error_dict
 from nini.skills.output import cap_json, cap_text
 
 if TYPE_CHECKING:
     from nini.session import Session
 
-UNANSWERED = '{"success":false,"error":{"code":"CANCELED","message":"the run ended before this call finished"}}'
+UNANSWERED = json.dumps(
+    {"success": False, "error": error_dict(ErrorCode.CANCELED, "the run ended before this call finished")},
+    separators=(",", ":"),
+)
 
 
 def load_context(session: Session) -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ from nini.agent.notebook_prompt import notebook_section
 from nini.agent.preferences import preference_section
 from nini.agent.prompts import PromptContributor, build_system_prompt
 from nini.agent.usage import CURRENT_METER, RunMeter, record_step
-from nini.errors import ErrorCode, NiniError
+from nini.errors import ErrorCode, NiniError, error_dict
 from nini.limits import Limits, recordable_json
 from nini.skills.invoke import invoke
 from nini.skills.toolset import ToolSet, build_toolset
@@ -44,10 +44,13 @@ log = logging.getLogger("nini.agent.runner")
 
 ENDINGS = ("finished", "max_iterations", "tool_failures", "canceled", "error")
 DELTA_FLUSH_CHARS = 80  # streamed text is published in pieces of about this size (or at a newline)
-_NOT_RUN = '{"success":false,"error":{"code":"CANCELED","message":"not run: the run stopped after repeated failures"}}'
+_NOT_RUN = json.dumps(
+    {"success": False, "error": error_dict(ErrorCode.CANCELED, "not run: the run stopped after repeated failures")},
+    separators=(",", ":"),
+)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunResult:
     turn_id: str
     answer: str
@@ -106,7 +109,7 @@ class Turn:
 CURRENT_TURN: ContextVar[Turn | None] = ContextVar("nini_current_turn", default=None)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LoopEnd:
     answer: str
     ended_by: str
@@ -207,7 +210,12 @@ class AgentRunner:
             result = (await self._run(session, message, turn_id)).measured(meter, started)
         except asyncio.CancelledError:
             result = RunResult(
-                turn_id, "", False, "canceled", 0, {"code": "CANCELED", "message": "the run was cancelled"}
+                turn_id=turn_id,
+                answer="",
+                completed_normally=False,
+                ended_by="canceled",
+                iterations=0,
+                error=error_dict(ErrorCode.CANCELED, "the run was cancelled"),
             )
             await self._publish(session, "done", result.measured(meter, started).to_dict(), turn_id)
             if session.id not in self._cancel_requested:
@@ -238,10 +246,17 @@ class AgentRunner:
             tools = build_toolset(session.registry, lambda record: True)
             end = await self.loop(Conversation(session, turn_id, system, messages, tools, persist=True))
         except NiniError as exc:
-            end = LoopEnd("", "error", 0, exc.to_dict())
+            end = LoopEnd(answer="", ended_by="error", iterations=0, error=exc.to_dict())
         if end.error is not None:
             await self._publish(session, "error", end.error, turn_id)
-        return RunResult(turn_id, end.answer, end.ended_by == "finished", end.ended_by, end.iterations, end.error)
+        return RunResult(
+            turn_id=turn_id,
+            answer=end.answer,
+            completed_normally=end.ended_by == "finished",
+            ended_by=end.ended_by,
+            iterations=end.iterations,
+            error=end.error,
+        )
 
     async def loop(self, conversation: Conversation, *, max_iterations: int | None = None) -> LoopEnd:
         """Model, tools, model, ... until an answer or a limit; NiniError from the model propagates."""
@@ -253,7 +268,7 @@ class AgentRunner:
             answer = completion.text
             await self._add_assistant(conversation, completion)
             if not completion.tool_calls:
-                return LoopEnd(answer, "finished", iteration)
+                return LoopEnd(answer=answer, ended_by="finished", iterations=iteration)
             for index, call in enumerate(completion.tool_calls):
                 error = await self._act(conversation, call)
                 failures = 0 if error is None else failures + 1
@@ -262,10 +277,16 @@ class AgentRunner:
                         await self._add_tool_message(conversation, skipped, None, _NOT_RUN)
                     message = f"{failures} tool calls failed in a row; the last: {error.get('message', '')}"[:500]
                     return LoopEnd(
-                        answer, "tool_failures", iteration, {"code": error.get("code", "INTERNAL"), "message": message}
+                        answer=answer,
+                        ended_by="tool_failures",
+                        iterations=iteration,
+                        error=error_dict(error.get("code", ErrorCode.INTERNAL), message),
                     )
         return LoopEnd(
-            answer, "max_iterations", limit, {"code": "TIMEOUT", "message": f"no answer after {limit} model calls"}
+            answer=answer,
+            ended_by="max_iterations",
+            iterations=limit,
+            error=error_dict(ErrorCode.TIMEOUT, f"no answer after {limit} model calls"),
         )
 
     # -- steps ---------------------------------------------------------------------------------------
@@ -312,7 +333,7 @@ class AgentRunner:
         skill_name = conversation.tools.skill_name(call.name)
         if skill_name is None:
             offered = ", ".join(sorted(s["function"]["name"] for s in conversation.tools.schemas)) or "none"
-            error = {"code": "NOT_FOUND", "message": f"no tool {call.name!r} in this run; tools: {offered}"}
+            error = error_dict(ErrorCode.NOT_FOUND, f"no tool {call.name!r} in this run; tools: {offered}")
             await self._add_tool_message(conversation, call, None, json.dumps({"success": False, "error": error}))
             return error
         record_step()
@@ -320,7 +341,7 @@ class AgentRunner:
             conversation.session, skill_name, _arguments(call.arguments), turn_id=conversation.turn_id
         )
         await self._add_tool_message(conversation, call, result, _full_text(result))
-        return None if result.success else (result.error or {"code": "INTERNAL", "message": "the tool failed"})
+        return None if result.success else (result.error or error_dict(ErrorCode.INTERNAL, "the tool failed"))
 
     async def _add_tool_message(
         self, conversation: Conversation, call: ToolCall, result: ToolResult | None, text: str

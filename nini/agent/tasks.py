@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from nini.agent.prompts import build_system_prompt
 from nini.agent.runner import CURRENT_TURN, Conversation, LoopEnd, Turn, new_turn_id
-from nini.errors import ErrorCode, NiniError
+from nini.errors import ErrorCode, NiniError, error_dict
 from nini.skills.function import FunctionSkill, skill
 from nini.skills.output import ToolOutput
 from nini.skills.services import services_of
@@ -105,7 +105,7 @@ async def run_task(session: Session, command: str, prompt: str) -> ToolOutput:
     try:
         end = await runner.loop(conversation, max_iterations=settings.task_max_iterations)
     except NiniError as exc:
-        end = LoopEnd("", "error", 0, exc.to_dict())
+        end = LoopEnd(answer="", ended_by="error", iterations=0, error=exc.to_dict())
     finally:
         CURRENT_TURN.reset(token)
     from nini.agent.summary import summarize_task_result  # tiktoken is loaded when a task ends, not at import
@@ -127,7 +127,7 @@ async def run_task(session: Session, command: str, prompt: str) -> ToolOutput:
     }
     await session.store.call(session.events.publish, session.id, "task_summary", data, turn_id=turn_id)
     result = {"command": command, "summary": summary.text, "ended_by": end.ended_by}
-    error = None if not failed else {"code": (end.error or {}).get("code", "INTERNAL"), "message": summary.text}
+    error = None if not failed else error_dict((end.error or {}).get("code", ErrorCode.INTERNAL), summary.text)
     return ToolOutput(result=result, success=not failed, error=error, summary=summary.text)
 
 

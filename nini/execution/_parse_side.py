@@ -23,6 +23,7 @@ import socket
 import sys
 from typing import Any, BinaryIO
 
+from nini.errors import ErrorCode, error_dict
 from nini.execution._csv_side import UnknownEncoding, detect_encoding, read_table
 from nini.execution.workspace import out_of_memory, unreadable_dataset
 from nini.fsutil import no_space, out_of_space
@@ -197,18 +198,15 @@ def run(request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
             else:
                 data = describe(source, name, int(request.get("rows", 5)))
         return {"ok": True, "data": data}
-    except MemoryError:
-        return {"ok": False, "error": {"code": "TOO_LARGE"}}
+    except MemoryError:  # nini words it, naming its memory limit
+        return {"ok": False, "error": error_dict(ErrorCode.TOO_LARGE, "out of memory")}
     except Unreadable as exc:
-        return {"ok": False, "error": {"code": "INVALID_ARGUMENT", "message": str(exc)}}
+        return {"ok": False, "error": error_dict(ErrorCode.INVALID_ARGUMENT, str(exc))}
     except Exception as exc:  # what a reader raised that no rule above knows: still the file's doing
         if out_of_space(exc):  # writing the dataset's Parquet met a full disk: not the file's doing
             return {"ok": False, "error": no_space(f"the dataset's file of {name} in the session workspace").to_dict()}
-        code = "TOO_LARGE" if out_of_memory(exc) else "INVALID_ARGUMENT"
-        return {
-            "ok": False,
-            "error": {"code": code, "message": f"{name} could not be read: {type(exc).__name__}: {exc}"},
-        }
+        code = ErrorCode.TOO_LARGE if out_of_memory(exc) else ErrorCode.INVALID_ARGUMENT
+        return {"ok": False, "error": error_dict(code, f"{name} could not be read: {type(exc).__name__}: {exc}")}
 
 
 def warm_up() -> None:
@@ -234,7 +232,7 @@ def main(argv: list[str]) -> None:
         warm_up()
     except Exception as exc:  # the limit leaves no room for the readers themselves; else the job says what
         if out_of_memory(exc):
-            ready = {"ok": False, "error": {"code": "TOO_LARGE"}}
+            ready = {"ok": False, "error": error_dict(ErrorCode.TOO_LARGE, "out of memory")}
     message, fds, _flags, _address = socket.recv_fds(channel, 65536, 3)
     if not message:  # nini closed the channel: no job for this one
         return

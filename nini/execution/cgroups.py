@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from nini.errors import ErrorCode, error_dict
 from nini.execution.runtime_dirs import owner_token, token_alive
 
 log = logging.getLogger("nini.execution")
@@ -187,7 +188,7 @@ def oom_error(agent: Literal["kernel", "r"], limit_mb: int, language: str) -> di
             f"{who}已被停止：它的进程使用的内存超过了 {limit_mb} MiB 的上限（{setting}；/tmp 和 /dev/shm "
             f"中的文件、memfd 和共享内存也计入）；{lost}，工作区中保存的数据集和图表仍在"
         )
-    return {"code": "TOO_LARGE", "message": message, "limit": setting, "limit_mb": limit_mb}
+    return error_dict(ErrorCode.TOO_LARGE, message, limit=setting, limit_mb=limit_mb)
 
 
 def new_group(

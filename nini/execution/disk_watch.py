@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nini.errors import ErrorCode, NiniError
+from nini.errors import ErrorCode, NiniError, error_dict
 from nini.rooted import RootedDir
 
 __all__ = ["Budget", "DiskWatch", "RunWatch", "Usage", "measure"]
@@ -358,7 +358,7 @@ class RunWatch:
         words = WORDS.get(self.language, WORDS["zh"])
         usage = self.usage or Usage(0, 0)
         what = usage.describe(self.budget, self.language)
-        return {"code": ErrorCode.TOO_LARGE.value, "message": words["stopped"].format(what=what, fate=words[fate])}
+        return error_dict(ErrorCode.TOO_LARGE, words["stopped"].format(what=what, fate=words[fate]))
 
     # --- the watch -------------------------------------------------------------------------------
     async def _watch(self, last: _Count) -> None:

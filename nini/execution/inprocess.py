@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from nini.errors import ErrorCode, error_dict
 from nini.execution import _kernel_side
 from nini.execution._shell_capture import captured, ends_quiet, inline_figures_held
 from nini.execution.outcome import CodeOutcome, CodeRequest
@@ -114,7 +115,7 @@ class InProcessExecutor:
         interrupts the code.
         """
         if self._closed:
-            return CodeOutcome.failure("CANCELED", "the notebook cell that ran nini has finished")
+            return CodeOutcome.failure(ErrorCode.CANCELED, "the notebook cell that ran nini has finished")
         job = _Job(request, workspace)
         self._queue.put(job)
         waiting = asyncio.wrap_future(job.future)
@@ -124,7 +125,7 @@ class InProcessExecutor:
                 message = (
                     f"the code did not start within {request.timeout_s:g} s: the kernel is busy with an earlier run"
                 )
-                return CodeOutcome.failure("TIMEOUT", message)
+                return CodeOutcome.failure(ErrorCode.TIMEOUT, message)
             return await waiting
         except asyncio.CancelledError:
             if not job.future.cancel():
@@ -195,7 +196,8 @@ class InProcessExecutor:
             except queue.Empty:
                 return
             if isinstance(item, _Job) and item.future.set_running_or_notify_cancel():
-                item.future.set_result(CodeOutcome.failure("CANCELED", "the notebook cell that ran nini has finished"))
+                finished = CodeOutcome.failure(ErrorCode.CANCELED, "the notebook cell that ran nini has finished")
+                item.future.set_result(finished)
 
     # -- the serving thread ------------------------------------------------------------------------
 
@@ -206,11 +208,12 @@ class InProcessExecutor:
             outcome = self._execute(job)
         except KeyboardInterrupt:  # the user's, outside the code itself
             self._user_interrupted = False
-            _settle(job, CodeOutcome.failure("CANCELED", CANCELED_BY_USER))
+            _settle(job, CodeOutcome.failure(ErrorCode.CANCELED, CANCELED_BY_USER))
             raise
         except Exception as exc:  # nini's own failure: this run fails, the notebook carries on
             log.exception("in-process run failed")
-            outcome = CodeOutcome.failure("INTERNAL", f"nini could not run the code here: {type(exc).__name__}: {exc}")
+            message = f"nini could not run the code here: {type(exc).__name__}: {exc}"
+            outcome = CodeOutcome.failure(ErrorCode.INTERNAL, message)
         _settle(job, outcome)
         if self._user_interrupted:
             self._user_interrupted = False
@@ -242,7 +245,7 @@ class InProcessExecutor:
             namespace.update(put_aside)
             namespace.update(shadowed)
         if self._user_interrupted:
-            error = {"code": "CANCELED", "message": CANCELED_BY_USER}
+            error = error_dict(ErrorCode.CANCELED, CANCELED_BY_USER)
             return replace(outcome, success=False, result=None, error=error)
         return outcome
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from nini.errors import NiniError
+from nini.errors import ErrorCode, NiniError
 from nini.execution.outcome import CodeOutcome, CodeRequest
 from nini.execution.python_runner import (
     INTERRUPT_GRACE_S,
@@ -161,12 +161,13 @@ class Mirror:
             value = ((got.reply or {}).get("user_expressions") or {}).get("chunk") or {}
             if got.state != "ok" or value.get("status") != "ok":
                 raise NiniError(
-                    "INTERNAL", f"{value.get('ename', 'the kernel did not answer')}: {value.get('evalue', got.state)}"
+                    ErrorCode.INTERNAL,
+                    f"{value.get('ename', 'the kernel did not answer')}: {value.get('evalue', got.state)}",
                 )
             chunk = json.loads(value["data"]["text/plain"])
             size, piece = int(chunk["size"]), base64.b64decode(chunk["data"])
             if not piece and offset < size:
-                raise NiniError("INTERNAL", "the file shrank while it was read")
+                raise NiniError(ErrorCode.INTERNAL, "the file shrank while it was read")
             data, offset = data + piece, offset + len(piece)
         return data
 
@@ -184,7 +185,7 @@ class Mirror:
             )
         else:
             message = f"the session's files could not be sent to the gateway's kernel: {ename}: {evalue}"
-        return RunReport(CodeOutcome.failure("INTERNAL", message, duration_ms=elapsed_ms(started)), "ok", False)
+        return RunReport(CodeOutcome.failure(ErrorCode.INTERNAL, message, duration_ms=elapsed_ms(started)), "ok", False)
 
 
 def _listing(workspace: Workspace, folder: str) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from nini.errors import ErrorCode, error_dict
 from nini.execution.output_caps import OutputLimits
 from nini.fsutil import NO_SPACE_ADVICE, no_space_text
 
@@ -65,7 +66,7 @@ class RunStop(Protocol):
     def error(self, fate: Fate) -> dict[str, Any]: ...
 
 
-@dataclass
+@dataclass(kw_only=True)
 class CodeOutcome:
     """A finished run. ``error`` is ``{code, message, line?}`` plus optional ``ename``/``traceback``."""
 
@@ -106,13 +107,10 @@ class CodeOutcome:
 
     @classmethod
     def failure(
-        cls, code: str, message: str, *, line: int | None = None, duration_ms: int = 0, **extra: Any
+        cls, code: ErrorCode, message: str, *, line: int | None = None, duration_ms: int = 0, **extra: Any
     ) -> CodeOutcome:
-        error: dict[str, Any] = {"code": code, "message": message}
-        if line is not None:
-            error["line"] = line
-        error.update(extra)
-        return cls(success=False, error=error, duration_ms=duration_ms)
+        located = {"line": line} if line is not None else {}
+        return cls(success=False, error=error_dict(code, message, **located, **extra), duration_ms=duration_ms)
 
 
 def full_disk(error: dict[str, Any] | None, sandbox_tmp_mb: int | None = None) -> dict[str, Any] | None:
@@ -127,20 +125,17 @@ def full_disk(error: dict[str, Any] | None, sandbox_tmp_mb: int | None = None) -
     filled up is the sandbox's own /tmp or /dev/shm, a limit of nini's (``execution.tmp_size_mb``):
     TOO_LARGE saying so, not a full disk for an administrator to free.
     """
-    if not error or error.get("code") != "CODE_ERROR" or not no_space_text(str(error.get("message", ""))):
+    if not error or error.get("code") != ErrorCode.CODE_ERROR or not no_space_text(str(error.get("message", ""))):
         return error
     message = str(error["message"])
     if sandbox_tmp_mb is not None:
-        return {
-            **error,
-            "code": "TOO_LARGE",
-            "message": (
-                f"the sandbox's /tmp or /dev/shm is full ({message}): each holds at most {sandbox_tmp_mb:,} MiB "
-                "(execution.tmp_size_mb); write large files to the workspace, or raise the limit"
-            ),
-        }
+        message = (
+            f"the sandbox's /tmp or /dev/shm is full ({message}): each holds at most {sandbox_tmp_mb:,} MiB "
+            "(execution.tmp_size_mb); write large files to the workspace, or raise the limit"
+        )
+        return {**error, **error_dict(ErrorCode.TOO_LARGE, message)}
     if not message.startswith("the disk is full"):
         message = (
             f"the disk is full, so the code could not write ({message}); the code is not at fault: {NO_SPACE_ADVICE}"
         )
-    return {**error, "code": "NO_SPACE", "message": message}
+    return {**error, **error_dict(ErrorCode.NO_SPACE, message)}

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
-from nini.errors import ErrorCode, NiniError
+from nini.errors import ErrorCode, NiniError, error_dict
 from nini.execution import sandbox
 from nini.execution.runtime_dirs import make_runtime_dir
 
@@ -286,7 +286,7 @@ def _answer(raw: bytes, status: int, errors: BinaryIO) -> dict[str, Any]:
     if isinstance(answer, dict):
         return answer
     if status in (-signal.SIGKILL, 128 + signal.SIGKILL):
-        return {"ok": False, "error": {"code": ErrorCode.TOO_LARGE.value}}
+        return {"ok": False, "error": error_dict(ErrorCode.TOO_LARGE, "killed: out of memory")}
     errors.seek(0, os.SEEK_END)
     errors.seek(max(0, errors.tell() - 2000))
     log.warning(

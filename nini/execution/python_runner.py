@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from jupyter_core.utils import ensure_async
 
-from nini.errors import NiniError
+from nini.errors import ErrorCode, NiniError, error_dict
 from nini.execution._kernel_side import StemAllocator, too_many_figures
 from nini.execution.outcome import CodeOutcome, CodeRequest, RunStop
 from nini.execution.output_caps import OutputLimits, RunOutputs
@@ -34,7 +34,7 @@ from nini.execution.workspace import Workspace
 # "cut": nini's sockets refused a message over the frame cap and closed (``channel_guard``)
 KernelState = Literal["ok", "interrupted", "stuck", "dead", "cut"]
 
-CODE_ERROR = "CODE_ERROR"  # the submitted program raised: a failure of the code, not of nini
+CODE_ERROR = ErrorCode.CODE_ERROR  # the submitted program raised: a failure of the code, not of nini
 POLL_S = 0.5  # a kernel silent this long is checked for being alive
 STOP_POLL_S = 0.05  # how soon a silent run notices its RunStop
 INTERRUPT_GRACE_S = 3.0
@@ -396,11 +396,11 @@ def build_outcome(
             reply.get("execution_count"),
         )
     elif reply.get("status") != "ok":
-        error = {"code": CODE_ERROR, "message": f"the kernel did not run the code (status {reply.get('status')!r})"}
+        error = error_dict(CODE_ERROR, f"the kernel did not run the code (status {reply.get('status')!r})")
     elif "collect_error" in collected:
-        error = {"code": "INTERNAL", "message": collected["collect_error"]}
+        error = error_dict(ErrorCode.INTERNAL, collected["collect_error"])
     elif "save_error" in collected:
-        error = {"code": CODE_ERROR, "message": collected["save_error"]}
+        error = error_dict(CODE_ERROR, collected["save_error"])
     traceback_text = "".join(line + "\n" for line in (error or {}).get("traceback", []))
     return CodeOutcome(
         success=error is None,
@@ -422,11 +422,10 @@ def code_error(ename: str, evalue: str, traceback: list[str], execution_count: i
     lines = strip_ansi("\n".join(traceback)).splitlines()
     # a SyntaxError's value names IPython's temporary cell file ("... (3528.py, line 2)"): the line is reported apart
     shown = re.sub(r" \([^()]*\.py, line \d+\)$", "", evalue) if ename in _SYNTAX_ERRORS else evalue
-    error: dict[str, Any] = {"code": CODE_ERROR, "message": f"{ename}: {shown}" if shown else ename}
     line = user_line(lines, execution_count)
-    if line is not None:
-        error["line"] = line
-    return {**error, "ename": ename, "evalue": evalue, "traceback": lines}
+    located = {"line": line} if line is not None else {}
+    message = f"{ename}: {shown}" if shown else ename
+    return error_dict(CODE_ERROR, message, **located, ename=ename, evalue=evalue, traceback=lines)
 
 
 def user_line(traceback_lines: list[str], execution_count: int | None) -> int | None:
@@ -446,22 +445,22 @@ def stop_error(state: KernelState, timeout_s: float, restartable: bool) -> dict[
     lost, not_ours = _LOST, _NOT_OURS
     if state == "dead":
         tail = f"it {lost}" if restartable else not_ours
-        return {
-            "code": "KERNEL_DIED",
-            "message": f"the kernel died while running this code (a crash, os._exit or no memory left); {tail}",
-        }
+        return error_dict(
+            ErrorCode.KERNEL_DIED,
+            f"the kernel died while running this code (a crash, os._exit or no memory left); {tail}",
+        )
     head = f"the code was stopped after {timeout_s:g} s (timeout); the kernel"
     if state == "interrupted":
-        return {"code": "TIMEOUT", "message": f"{head} was interrupted and keeps its variables"}
+        return error_dict(ErrorCode.TIMEOUT, f"{head} was interrupted and keeps its variables")
     tail = lost if restartable else f"may still be busy ({not_ours})"
-    return {"code": "TIMEOUT", "message": f"{head} did not respond to the interrupt and {tail}"}
+    return error_dict(ErrorCode.TIMEOUT, f"{head} did not respond to the interrupt and {tail}")
 
 
 def stopped(exchange: Exchange, request: CodeRequest, started: float, restartable: bool) -> CodeOutcome:
     """The outcome of a run that never finished (stuck, dead or cut): what it printed, and why it stopped."""
     if exchange.state == "cut":  # the kernel is restarted (or, not ours, forgotten) like a stuck one
         fate = f"the kernel {_LOST}" if restartable else _NOT_OURS
-        error = {"code": "TOO_LARGE", "message": request.output_limits.words("refused", fate=fate)}
+        error = error_dict(ErrorCode.TOO_LARGE, request.output_limits.words("refused", fate=fate))
     else:
         error = stop_error(exchange.state, request.timeout_s, restartable)
     return CodeOutcome(
@@ -480,11 +479,12 @@ def prelude_failure(pre: Exchange, request: CodeRequest, started: float, restart
     reply = pre.reply or {}
     ename, evalue = reply.get("ename", "Error"), reply.get("evalue", "")
     if ename == "DatasetUnreadable":  # the dataset's file is damaged: the same code as R's worker gives
-        return CodeOutcome.failure("INVALID_ARGUMENT", evalue, duration_ms=elapsed_ms(started))
+        return CodeOutcome.failure(ErrorCode.INVALID_ARGUMENT, evalue, duration_ms=elapsed_ms(started))
     if ename == "DatasetTooLarge":  # more memory than the kernel's limit: the message names it
-        return CodeOutcome.failure("TOO_LARGE", evalue, duration_ms=elapsed_ms(started))
+        return CodeOutcome.failure(ErrorCode.TOO_LARGE, evalue, duration_ms=elapsed_ms(started))
     # KeyError: the dataset vanished since the check; ImportError: a server kernel without nini installed
-    code = "INVALID_ARGUMENT" if ename in ("KeyError", "ModuleNotFoundError", "ImportError") else "INTERNAL"
+    known = ename in ("KeyError", "ModuleNotFoundError", "ImportError")
+    code = ErrorCode.INVALID_ARGUMENT if known else ErrorCode.INTERNAL
     return CodeOutcome.failure(code, f"preparing the kernel failed: {ename}: {evalue}", duration_ms=elapsed_ms(started))
 
 

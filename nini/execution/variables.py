@@ -138,7 +138,9 @@ class NotebookVariables:
         if loaded["failed"]:
             reasons = "; ".join(f"{name}: {why}" for name, why in loaded["failed"].items())
             return VariableCopy(
-                refusal=CodeOutcome.failure("INVALID_ARGUMENT", f"could not load the copies in the sandbox: {reasons}")
+                refusal=CodeOutcome.failure(
+                    ErrorCode.INVALID_ARGUMENT, f"could not load the copies in the sandbox: {reasons}"
+                )
             )
         return VariableCopy()
 
@@ -152,11 +154,12 @@ def _note(name: str, copied: dict[str, Any]) -> str:
 
 def _refused(refused: dict[str, Any], limit_mb: int) -> CodeOutcome:
     lines = []
-    code = "NOT_FOUND" if all(r["reason"] == "missing" for r in refused.values()) else "INVALID_ARGUMENT"
+    missing = all(r["reason"] == "missing" for r in refused.values())
+    code = ErrorCode.NOT_FOUND if missing else ErrorCode.INVALID_ARGUMENT
     for name, why in refused.items():
         described = f" ({why['description']})" if why.get("description") else ""
         if why["reason"] == "too_large":
-            code = "TOO_LARGE"
+            code = ErrorCode.TOO_LARGE
             lines.append(
                 f"{name}{described} is too large to copy into the sandbox ({why['detail']}; the limit is "
                 f"execution.variable_copy_max_mb = {limit_mb} MiB): work on it in the notebook instead, by "
@@ -171,15 +174,17 @@ def _refused(refused: dict[str, Any], limit_mb: int) -> CodeOutcome:
 
 def _not_exported(found: tuple[str, str] | None) -> CodeOutcome:
     if found is None:
-        return CodeOutcome.failure("NOT_FOUND", "the notebook's kernel is gone: no variable could be copied from it")
+        return CodeOutcome.failure(
+            ErrorCode.NOT_FOUND, "the notebook's kernel is gone: no variable could be copied from it"
+        )
     if found[0] == "timeout":
         return CodeOutcome.failure(
-            "TIMEOUT",
+            ErrorCode.TIMEOUT,
             "the notebook's kernel is busy (running a cell): its variables could not "
             "be copied; try again when it is idle",
         )
     return CodeOutcome.failure(
-        "INTERNAL",
+        ErrorCode.INTERNAL,
         f"the notebook's kernel could not copy its variables ({found[1][:300]}); "
         "it needs nini installed in its environment",
     )

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from nini.errors import ErrorCode, NiniError
+from nini.errors import ErrorCode, NiniError, error_dict
 from nini.skills.function import FunctionSkill
 from nini.skills.output import ToolOutput
 
@@ -138,7 +138,7 @@ class MCPConnections:
                 return ToolOutput(
                     result=payload,
                     success=False,
-                    error={"code": "UPSTREAM_ERROR", "message": text[:1000] or "the tool failed"},
+                    error=error_dict(ErrorCode.UPSTREAM_ERROR, text[:1000] or "the tool failed"),
                 )
             return ToolOutput(result=payload, summary=f"{server}.{tool.name}: {text[:120]}")
 

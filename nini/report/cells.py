@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from nini.errors import ErrorCode
 from nini.report.markdown import md_code, md_name
 from nini.report.model import KERNEL_DIED, NOT_RUN, TIMED_OUT, ReportInput, Step
 
@@ -82,11 +83,11 @@ def _why(step: Step) -> str:
     error = step.error or {}
     code = str(error.get("code") or "")
     name = str(error.get("ename") or "")
-    if code == "NOT_EXECUTED":
+    if code == ErrorCode.CANCELED and kind(step) == "cell":  # a notebook's cell never run (sources._cell_step)
         return "not_run"
-    if code == "KERNEL_DIED":
+    if code == ErrorCode.KERNEL_DIED:
         return "kernel_died"
-    if code == "TIMEOUT" or name in _TIMEOUT_NAMES:
+    if code == ErrorCode.TIMEOUT or name in _TIMEOUT_NAMES:
         return "timeout"
     if name:
         return name

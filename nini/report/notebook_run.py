@@ -31,11 +31,11 @@ LANGUAGE_KERNELS = {"python": "python3", "r": "ir"}
 @dataclass
 class NotebookRun:
     """What a run did: the summary the report shows, and each failed cell's state by its index
-    in ``notebook.cells`` (a ``Step.error`` code: TIMEOUT, NOT_EXECUTED, KERNEL_DIED) where the
+    in ``notebook.cells`` (a ``Step.error`` code: TIMEOUT, KERNEL_DIED, CANCELED: never run) where the
     cell's own outputs do not say it (an exception's error output does)."""
 
     summary: ExecutionSummary
-    states: dict[int, str] = field(default_factory=dict)
+    states: dict[int, ErrorCode] = field(default_factory=dict)
 
     @property
     def ran(self) -> bool:
@@ -114,7 +114,7 @@ def run_notebook(
         # nbclient interrupts a cell past its time and waits for the kernel's reply to that: the
         # cell failed after its whole time (a failure before it is the cell's own)
         if failed and time.monotonic() - started.get(cell_index, time.monotonic()) >= timeout_s:
-            run.states[cell_index] = "TIMEOUT"
+            run.states[cell_index] = ErrorCode.TIMEOUT
             run.summary.failed.append((cell_index + 1, TIMED_OUT))
         elif errors:
             run.summary.failed.append((cell_index + 1, str(errors[-1].get("ename") or "Error")))
@@ -138,11 +138,11 @@ def run_notebook(
     except DeadKernelError:
         died = current[0] if current else -1
         if died in runnable:
-            run.states[died] = "KERNEL_DIED"
+            run.states[died] = ErrorCode.KERNEL_DIED
             run.summary.failed.append((died + 1, KERNEL_DIED))
         for index in (i for i in runnable if i > died):
             cells[index].outputs, cells[index].execution_count = [], None
-            run.states[index] = "NOT_EXECUTED"
+            run.states[index] = ErrorCode.CANCELED  # never run: the kernel died before it
             run.summary.failed.append((index + 1, NOT_RUN))
     except (OSError, RuntimeError) as exc:
         if current:

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from nini.errors import ErrorCode, NiniError
+from nini.errors import ErrorCode, NiniError, error_dict
 from nini.execution.workspace import Workspace
 from nini.fsutil import atomic_write_bytes
 from nini.report import pycode
@@ -160,7 +160,7 @@ def from_notebook(
     comment line; Markdown cells are the notes; images in outputs are the charts (written to
     ``files_dir``, default ``<notebook-stem>_report_files/`` next to the notebook, named after
     the cell's label, else ``cell-N``). A cell with an error output failed (CODE_ERROR); in a
-    notebook that ran, a cell that never did failed too (NOT_EXECUTED); a failed cell gives no
+    notebook that ran, a cell that never did failed too (CANCELED); a failed cell gives no
     charts. The title is the notebook's own (``headings.notebook_title``), ``conclusion`` its
     concluding section.
 
@@ -175,7 +175,7 @@ def from_notebook(
     files = Path(files_dir) if files_dir is not None else path.with_name(f"{path.stem}_report_files")
     language = _language(notebook)
     data = ReportInput(source=path.name)
-    states: dict[int, str] = {}
+    states: dict[int, ErrorCode] = {}
     if execute:
         kernel, missing = choose_kernel(notebook, kernel_name, language)
         if kernel is None:
@@ -310,9 +310,9 @@ def _cell_language(source: str, notebook_language: str) -> str:
 
 # Why a cell failed when its outputs do not say it (``notebook_run`` states, and a cell never run).
 _FAILURES = {
-    "TIMEOUT": "the cell ran past its time limit and was interrupted",
-    "KERNEL_DIED": "the kernel died while the cell ran",
-    "NOT_EXECUTED": "the cell was never run",
+    ErrorCode.TIMEOUT: "the cell ran past its time limit and was interrupted",
+    ErrorCode.KERNEL_DIED: "the kernel died while the cell ran",
+    ErrorCode.CANCELED: "the cell was never run",
 }
 
 
@@ -323,7 +323,7 @@ def _cell_step(
     language: str,
     label: str | None,
     section: str | None,
-    state: str | None,
+    state: ErrorCode | None,
     ran: bool,
 ) -> Step:
     """One code cell as a step. ``state`` is a failure its run recorded (TIMEOUT, ...); ``ran``
@@ -336,15 +336,12 @@ def _cell_step(
         if output.get("output_type") == "stream" and output.get("name") in streams:
             streams[output["name"]] += cell_text(output.get("text"))
         elif output.get("output_type") == "error":
-            error = {
-                "code": "CODE_ERROR",
-                "message": f"{output.get('ename', 'Error')}: {output.get('evalue', '')}".rstrip(": "),
-                "ename": output.get("ename"),
-            }
+            message = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}".rstrip(": ")
+            error = error_dict(ErrorCode.CODE_ERROR, message, ename=output.get("ename"))
     if state is None and ran and error is None and cell.get("execution_count") is None and not outputs:
-        state = "NOT_EXECUTED"
+        state = ErrorCode.CANCELED
     if state is not None:
-        error = {"code": state, "message": _FAILURES[state], "ename": (error or {}).get("ename")}
+        error = error_dict(state, _FAILURES[state], ename=(error or {}).get("ename"))
     table = None if error else _frame_table(outputs)
     return Step(
         id=str(cell.get("id") or f"cell-{number}"),

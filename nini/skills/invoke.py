@@ -16,7 +16,7 @@ import inspect
 import logging
 from typing import TYPE_CHECKING, Any
 
-from nini.errors import ErrorCode, NiniError
+from nini.errors import ErrorCode, NiniError, error_dict
 from nini.execution.approvals import USER_KERNEL_NOTICE
 from nini.fsutil import no_space, out_of_space
 from nini.limits import Limits, check_arguments, recordable
@@ -134,15 +134,15 @@ async def _finish(session: Session, call_id: str, name: str, turn_id: str | None
     execution = dict(output.execution, tool_call_id=call_id) if output.execution else None
     execution_id = await session.store.call(_end, session, call_id, name, turn_id, output, execution)
     return ToolResult(
-        call_id,
-        name,
-        output.success,
-        output.result,
-        output.error,
-        execution_id,
-        output.full_text_at,
-        output.isolation,
-        output.gateway,
+        tool_call_id=call_id,
+        name=name,
+        success=output.success,
+        result=output.result,
+        error=output.error,
+        execution_id=execution_id,
+        full_text_at=output.full_text_at,
+        isolation=output.isolation,
+        gateway=output.gateway,
     )
 
 
@@ -269,7 +269,7 @@ def _execution_event(execution: dict[str, Any], execution_id: str | None, output
 
 
 def _failure(code: ErrorCode, message: str) -> ToolOutput:
-    return ToolOutput(result=None, success=False, error={"code": code.value, "message": message})
+    return ToolOutput(result=None, success=False, error=error_dict(code, message))
 
 
 def _summary(output: ToolOutput) -> str:

@@ -16,7 +16,7 @@ from nini.execution.approvals import USER_KERNEL_NOTICE
 STRING_FIELDS_CUT_FIRST = ("stdout", "stderr", "result")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ToolOutput:
     result: Any
     success: bool = True
@@ -38,7 +38,7 @@ class ToolOutput:
     pending_file: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ToolResult:
     """The outcome of one ``invoke``: what callers (agent, REST, CLI) get back."""
 

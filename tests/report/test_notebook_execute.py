@@ -207,7 +207,7 @@ def test_a_kernel_that_dies_leaves_the_later_cells_not_run_and_the_report_is_wri
     before, died, after, empty = data.steps
     assert before.stdout == "before\n" and before.status == "succeeded"
     assert (died.cell, died.status, died.error["code"]) == (3, "failed", "KERNEL_DIED")
-    assert (after.cell, after.status, after.error["code"], after.stdout) == (4, "failed", "NOT_EXECUTED", "")
+    assert (after.cell, after.status, after.error["code"], after.stdout) == (4, "failed", "CANCELED", "")
     assert empty.stdout == "kept\n"  # an empty-source cell never runs: its saved output is what it shows
     assert data.execution.failed == [(3, "kernel died"), (4, "not run")]
     assert nbformat.read(files / "dies.executed.ipynb", as_version=4).cells[3].outputs == []

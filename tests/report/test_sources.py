@@ -349,7 +349,7 @@ def test_cells_that_never_ran_charts_names_and_language(tmp_path: Path) -> None:
     assert files == tmp_path / "analysis_report_files" and data.title == "Analysis"  # no heading: the file's name
     assert data.notes == ["Intro without a heading"]
     assert [s.status for s in data.steps] == ["succeeded", "succeeded", "succeeded", "failed", "succeeded"]
-    assert data.steps[3].error["code"] == "NOT_EXECUTED" and {s.language for s in data.steps} == {"r"}
+    assert data.steps[3].error["code"] == "CANCELED" and {s.language for s in data.steps} == {"r"}
     assert [s.label for s in data.steps] == ["Fit Plot", "月度 趋势", "Fit plot (2)", None, None]
     assert data.steps[4].stdout == "a\nb\n" and data.steps[4].stderr == "warn\n"
     assert [c.name for c in data.charts] == [
@@ -510,7 +510,7 @@ def test_a_cell_never_run_fails_only_in_a_notebook_that_ran(tmp_path: Path) -> N
     ]
     data, _ = from_notebook(write(tmp_path, ran, "ran.ipynb"), files_dir=tmp_path / "f1")
     assert [s.status for s in data.steps] == ["succeeded", "failed", "succeeded"]
-    assert data.steps[1].error["code"] == "NOT_EXECUTED" and data.steps[1].cell == 2
+    assert data.steps[1].error["code"] == "CANCELED" and data.steps[1].cell == 2
     never = [new_code_cell("x = 1"), new_code_cell("print(x)")]  # saved without outputs (e.g. from jupytext)
     data, _ = from_notebook(write(tmp_path, never, "never.ipynb"), files_dir=tmp_path / "f2")
     assert [s.status for s in data.steps] == ["succeeded", "succeeded"] and not any(s.error for s in data.steps)

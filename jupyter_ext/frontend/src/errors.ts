@@ -16,6 +16,7 @@ export const ERROR_SENTENCES: Record<string, string> = {
   POLICY_VIOLATION: N_("nini refused this to keep your data and the server safe: change what the details name, or ask an administrator."),
   TIMEOUT: N_('This took too long and was stopped: try again, or split the work into smaller steps.'),
   CANCELED: N_('This was stopped before it finished: ask again to go on.'),
+  CODE_ERROR: N_('The code itself failed: read its message, then fix the code or ask nini to fix it.'),
   DB_ERROR: N_("nini could not read or write its history: try again; if it keeps happening, check the server's disk and database."),
   NO_SPACE: N_("The server's disk is full: free some space (old sessions, datasets, reports) or ask an administrator, then try again."),
   KERNEL_DIED: N_('The Python kernel stopped, often for lack of memory: ask again to start a fresh one, on less data if it happens again.'),

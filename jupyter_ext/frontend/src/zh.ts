@@ -238,6 +238,7 @@ export const ZH: Record<string, string> = {
   'nini refused this to keep your data and the server safe: change what the details name, or ask an administrator.': '为了保护你的数据和服务器，nini 拒绝了这一操作：修改详情中指出的内容，或询问管理员。',
   'This took too long and was stopped: try again, or split the work into smaller steps.': '用时过长，已被停止：再试一次，或把工作拆成更小的步骤。',
   'This was stopped before it finished: ask again to go on.': '它在完成前被停止了：再问一次即可继续。',
+  'The code itself failed: read its message, then fix the code or ask nini to fix it.': '代码本身出错了：阅读错误信息，然后修改代码，或让 nini 来修改。',
   "nini could not read or write its history: try again; if it keeps happening, check the server's disk and database.": 'nini 无法读写它的历史记录：再试一次；如果一直出现，请检查服务器的磁盘和数据库。',
   "The server's disk is full: free some space (old sessions, datasets, reports) or ask an administrator, then try again.": '服务器的磁盘满了：请释放一些空间（旧会话、数据集、报告），或联系管理员，然后再试一次。',
   'The Python kernel stopped, often for lack of memory: ask again to start a fresh one, on less data if it happens again.': 'Python 内核停止了，通常是内存不足：再问一次会启动一个新内核；如果再次发生，请用更少的数据。',

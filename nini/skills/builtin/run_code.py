@@ -133,7 +133,7 @@ async def _approval_refusal(session: Session, code: str, isolation: str) -> Code
     if await session.approvals.ask(session, code, "python", asker=session.approver):
         return None
     return CodeOutcome.failure(
-        "CANCELED",
+        ErrorCode.CANCELED,
         f"the step was not approved: it {USER_KERNEL_NOTICE} (execution.approve_in_user_kernel), so it did not run",
     )
 
@@ -200,7 +200,7 @@ def _policy_refusal(session: Session, code: str) -> CodeOutcome | None:
         check_python(code, session.workspace.root, session.settings.ui.current_language)
     except NiniError as exc:
         details = exc.details or {}
-        return CodeOutcome.failure(exc.code.value, exc.message, line=details.get("line"), rule=details.get("rule"))
+        return CodeOutcome.failure(exc.code, exc.message, line=details.get("line"), rule=details.get("rule"))
     return None
 
 
