@@ -10,13 +10,40 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from r_sandbox.client import RWorkerPool
 from r_sandbox.errors import RSandboxError
 from tests.r_sandbox.conftest import Workers, default_wrap, needs_r, new_session
+from tests.timeouts import timeout
 
 pytestmark = needs_r
+SLEEPS = "invisible(file.create('here')); Sys.sleep(30)"  # says it is running, then sleeps
+
+
+async def started(marker: Path, run: asyncio.Future[Any]) -> None:
+    """Until the run's code has written ``marker`` (it is running in the worker then)."""
+    deadline = time.monotonic() + timeout(60)
+    while not marker.exists():  # a poll of the file the code writes
+        assert not run.done(), run.result()
+        assert time.monotonic() < deadline, f"{marker.name} never appeared"
+        await asyncio.sleep(0.05)
+
+
+def gone(pid: int, *, reaped: bool = False) -> None:
+    """Until ``pid`` has exited (a zombie not yet reaped counts as exited, unless ``reaped``)."""
+    deadline = time.monotonic() + timeout(30)
+    while True:
+        try:
+            if reaped or psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                os.kill(pid, 0)
+            else:
+                return
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            return
+        assert time.monotonic() < deadline, f"process {pid} still runs"
+        time.sleep(0.05)  # a poll of the process table
 
 
 def assert_state_lost_message(out: dict[str, Any], code: str) -> None:
@@ -31,9 +58,7 @@ def test_timeout_restarts_the_worker_and_the_session_goes_on(workers: Workers) -
     session = new_session()
     workers.run("x <- 1", session)
     before = workers.pool.worker_info(session)
-    started = time.monotonic()
     out = workers.run("repeat {}", session, timeout_s=2)
-    assert time.monotonic() - started < 2 + 5
     assert_state_lost_message(out, "TIMEOUT")
     assert "after 2 s" in out["error"]["message"]
     after = workers.pool.worker_info(session)
@@ -71,18 +96,19 @@ def test_a_killed_worker_is_worker_died_and_the_next_call_works(workers: Workers
     pid = workers.pool.worker_info(session)["pid"]
 
     async def run_and_kill() -> dict[str, Any]:
-        task = asyncio.ensure_future(workers.pool.run(session, workers.workspace(session), {"code": "Sys.sleep(30)"}))
-        await asyncio.sleep(1.0)
+        task = asyncio.ensure_future(workers.pool.run(session, workers.workspace(session), {"code": SLEEPS}))
+        await started(workers.workspace(session) / "here", task)
         os.kill(pid, signal.SIGKILL)
-        return await asyncio.wait_for(task, 10)
+        return await asyncio.wait_for(task, timeout(30))
 
     out = workers.wait(run_and_kill())
     assert_state_lost_message(out, "WORKER_DIED")
     assert "died while running this code" in out["error"]["message"]
     assert workers.run("exists('x')", session)["stdout"] == "[1] FALSE\n"
     # killed while idle: the next call says so, without running the code
-    os.kill(workers.pool.worker_info(session)["pid"], signal.SIGKILL)
-    time.sleep(0.3)
+    idle_pid = workers.pool.worker_info(session)["pid"]
+    os.kill(idle_pid, signal.SIGKILL)
+    gone(idle_pid)
     idle = workers.run("cat('ran\\n')", session)
     assert idle["error"]["code"] == "WORKER_DIED" and idle["stdout"] == ""
     assert workers.run("cat('ran\\n')", session)["stdout"] == "ran\n"
@@ -94,15 +120,24 @@ def test_sessions_run_concurrently_without_mixing_state(workers: Workers) -> Non
     first, second = new_session(), new_session()
     workers.run("1", first), workers.run("1", second)  # both workers started
 
-    async def both() -> list[dict[str, Any]]:
-        return await asyncio.gather(
-            workers.pool.run(first, workers.workspace(first), {"code": "x <- 'first'; Sys.sleep(1.5); x"}),
-            workers.pool.run(second, workers.workspace(second), {"code": "x <- 'second'; Sys.sleep(1.5); x"}),
-        )
+    # each run says it is here and waits for the test's go: run one after the other, the second would
+    # never be here while the first waits, and the test would fail waiting for it
+    wait_for_go = "invisible(file.create('here')); while (!file.exists('go')) Sys.sleep(0.05); x"
 
-    started = time.monotonic()
+    async def both() -> list[dict[str, Any]]:
+        runs = [
+            asyncio.ensure_future(
+                workers.pool.run(name, workers.workspace(name), {"code": f"x <- '{x}'; {wait_for_go}"})
+            )
+            for name, x in ((first, "first"), (second, "second"))
+        ]
+        for name, run in zip((first, second), runs, strict=True):
+            await started(workers.workspace(name) / "here", run)
+        for name in (first, second):
+            (workers.workspace(name) / "go").touch()
+        return await asyncio.gather(*runs)
+
     one, two = workers.wait(both())
-    assert time.monotonic() - started < 2.8
     assert one["stdout"] == '[1] "first"\n' and two["stdout"] == '[1] "second"\n'
 
 
@@ -128,8 +163,8 @@ def test_a_cancelled_run_discards_its_worker(workers: Workers) -> None:
     pid = workers.pool.worker_info(session)["pid"]
 
     async def cancel() -> None:
-        task = asyncio.ensure_future(workers.pool.run(session, workers.workspace(session), {"code": "Sys.sleep(30)"}))
-        await asyncio.sleep(0.5)
+        task = asyncio.ensure_future(workers.pool.run(session, workers.workspace(session), {"code": SLEEPS}))
+        await started(workers.workspace(session) / "here", task)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -165,11 +200,11 @@ def test_aclose_kills_everything_and_is_safe_twice(tmp_path: Path) -> None:
             await pool.run(name, tmp_path / name, {"code": "1"})
         pids = [pool.worker_info(n)["pid"] for n in ("a", "b")]
         runtimes = [w.runtime_dir for w in pool._workers.values()]
-        busy = asyncio.ensure_future(pool.run("a", tmp_path / "a", {"code": "Sys.sleep(30)"}))
-        await asyncio.sleep(0.5)
+        busy = asyncio.ensure_future(pool.run("a", tmp_path / "a", {"code": SLEEPS}))
+        await started(tmp_path / "a" / "here", busy)
         await pool.aclose()
         await pool.aclose()
-        out = await asyncio.wait_for(busy, 10)
+        out = await asyncio.wait_for(busy, timeout(30))
         with pytest.raises(RSandboxError) as caught:
             await pool.run("a", tmp_path / "a", {"code": "1"})
         assert caught.value.code == "WORKER_DIED"
@@ -211,9 +246,7 @@ def test_a_pool_dropped_without_aclose_leaves_nothing_behind(tmp_path: Path) -> 
     pid, runtime = asyncio.run(forgotten())  # the pool is garbage once the loop is gone
     gc.collect()
     assert not runtime.exists()
-    time.sleep(0.2)
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    gone(pid, reaped=True)
 
 
 def test_a_worker_that_cannot_start_raises_with_its_output(tmp_path: Path) -> None:
