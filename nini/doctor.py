@@ -368,9 +368,10 @@ def _mcp_servers(settings: Settings) -> list[Check]:
         return []
     import asyncio
 
+    from nini.agent.tasks import skill_registry
     from nini.mcp.client import check_servers
 
-    found = asyncio.run(check_servers(settings))
+    found = asyncio.run(check_servers(settings, skill_registry(settings, None)))
     return [
         Check(
             f"mcp {name}",

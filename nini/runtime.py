@@ -33,7 +33,7 @@ from nini.skills.registry import SkillRegistry
 
 if TYPE_CHECKING:
     from nini.agent.llm import ModelRouter
-    from nini.agent.runner import AgentRunner
+    from nini.agent.runner import AgentRunner, StopHook
     from nini.execution.kernels import KernelPool
     from nini.execution.parsing import DataReaders
     from nini.memory.experience import ExperienceMemory
@@ -86,7 +86,11 @@ class Runtime:
     ) -> None:
         self.settings = settings
         self.project_dir = (project_dir or Path.cwd()).resolve()
-        self.registry = registry or SkillRegistry(settings, self.project_dir)
+        if registry is None:  # the built-ins and the agent's task:* skills (skills sit below the agent)
+            from nini.agent.tasks import skill_registry
+
+            registry = skill_registry(settings, self.project_dir)
+        self.registry = registry
         self.registry.services = self  # the router and memories its skills use (nini.skills.services)
         self.store = HistoryStore.from_settings(settings)
         self.events = EventBus(self.store)
@@ -221,10 +225,33 @@ class Runtime:
     def agent(self) -> AgentRunner:
         """The agent runner of this runtime's sessions (created on first use)."""
         if self._agent is None:
-            from nini.agent.runner import AgentRunner
-
-            self._agent = AgentRunner(self)
+            self._agent = self.new_agent()
         return self._agent
+
+    def new_agent(self, *, stop_hooks: list[StopHook] | None = None) -> AgentRunner:
+        """An agent runner wired to this runtime: the router (asked per call: ``reload_models``
+        replaces it), the configured MCP servers' tools joining the skills as each turn starts, the
+        prompt sections (the notebook a turn was asked from, the experiences that match, the user's
+        preferences) and the stop hooks (skill enhancement, experience capture), or ``stop_hooks``."""
+        from nini.agent.enhance import EnhanceHook
+        from nini.agent.experience import ExperienceCaptureHook, ExperienceSection
+        from nini.agent.notebook_prompt import notebook_section
+        from nini.agent.preferences import PreferenceSection
+        from nini.agent.runner import AgentRunner
+
+        def router() -> ModelRouter:
+            return self.router
+
+        def experience() -> ExperienceMemory:
+            return self.experience
+
+        def preferences() -> PreferenceMemory:
+            return self.preferences
+
+        if stop_hooks is None:
+            stop_hooks = [EnhanceHook(router), ExperienceCaptureHook(experience, router)]
+        sections = [notebook_section, ExperienceSection(experience), PreferenceSection(preferences)]
+        return AgentRunner(router, stop_hooks=stop_hooks, prompt_contributors=sections, before_turn=self.mcp_tools)
 
     def workspace(self, session_id: str) -> Workspace:
         """Session ``session_id``'s workspace; under a root nini's sandbox the files nini makes

@@ -5,9 +5,10 @@ turning into a skill, and if so do it at once (``skill_enhancer``). The answer i
 normally, no session), then a score from five signals of the run's record. ``extract_signals``
 reads them from the store, this turn's tool calls only; the one signal that needs judgement
 (how often the user clarified or corrected the request) is asked of a model only when its answer
-could change the decision. ``EnhanceHook`` is the runner's stop hook: every evaluation writes one
-JSON log line and one ``enhance_decision`` event (numbers and codes, never conversation text),
-and a triggered one returns the enhancement's message as the run's note.
+could change the decision. ``EnhanceHook`` is a stop hook (the runtime wires it, with the router,
+into its runner: ``Runtime.new_agent``): every evaluation writes one JSON log line and one
+``enhance_decision`` event (numbers and codes, never conversation text), and a triggered one
+returns the enhancement's message as the run's note.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import logging
 import math
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -222,6 +224,9 @@ class EnhanceHook:
 
     __name__ = "enhance"
 
+    def __init__(self, router: Callable[[], ModelRouter]) -> None:
+        self._router = router  # the runtime's current router (a reload of the models replaces it)
+
     async def __call__(self, context: StopContext) -> str | None:
         session, result = context.session, context.result
         settings = session.settings.skill_enhance
@@ -230,6 +235,7 @@ class EnhanceHook:
             result.turn_id,
             completed_normally=result.completed_normally,
             auto_enhance_enabled=settings.auto_enhance,
+            router=self._router,
         )
         outcome = None
         if decision.should_trigger:
@@ -241,9 +247,15 @@ class EnhanceHook:
 
 
 async def decide(
-    session: Session, turn_id: str, *, completed_normally: bool, auto_enhance_enabled: bool
+    session: Session,
+    turn_id: str,
+    *,
+    completed_normally: bool,
+    auto_enhance_enabled: bool,
+    router: Callable[[], ModelRouter],
 ) -> TriggerDecision:
-    """The decision for one run: record signals, then the model's clarification count if it matters."""
+    """The decision for one run: record signals, then the model's clarification count if it matters
+    (asked of ``router()``, only then)."""
     settings = session.settings.skill_enhance
     store = session.store
 
@@ -266,9 +278,7 @@ async def decide(
     decision = evaluate(signals)
     users = [m["content"] or "" for m in await store.call(store.list_messages, session.id) if m["role"] == "user"]
     if clarification_matters(decision, len(users)):
-        from nini.skills.services import services_of
-
-        signals.user_clarification_count = await clarification_count(services_of(session).router, users)
+        signals.user_clarification_count = await clarification_count(router(), users)
         decision = evaluate(signals)
     return decision
 

@@ -1,11 +1,12 @@
 """The agent's side of experience memory: warn a run at its start, capture from it at its end.
 
-``experience_section`` is a default prompt contributor: the run's stage and the datasets in play
-go to ``ExperienceMemory.match``; each match becomes one line of the system prompt, and the
-matches are recorded with the run as an ``experience_matched`` event (why the agent warned). No
-match adds nothing. ``ExperienceCaptureHook`` is a default stop hook: with a model configured, the
-run's user message (and the answer it reacts to) goes through capture and stage 1; what survives
-waits in the pending file, and the run's note is one line saying how many.
+``ExperienceSection`` is a prompt contributor: the run's stage and the datasets in play go to
+``ExperienceMemory.match``; each match becomes one line of the system prompt, and the matches are
+recorded with the run as an ``experience_matched`` event (why the agent warned). No match adds
+nothing. ``ExperienceCaptureHook`` is a stop hook: with a model configured, the run's user message
+(and the answer it reacts to) goes through capture and stage 1; what survives waits in the pending
+file, and the run's note is one line saying how many. Both get the memory (and the router) from
+the runtime that wires them into its runner (``Runtime.new_agent``): the agent never reaches for them.
 """
 
 from __future__ import annotations
@@ -14,15 +15,17 @@ import asyncio
 import json
 import logging
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from nini.errors import NiniError
 from nini.memory.experience.match import prompt_section
-from nini.skills.services import services_of
 
 if TYPE_CHECKING:
+    from nini.agent.llm import ModelRouter
     from nini.agent.runner import StopContext
     from nini.config import Settings
+    from nini.memory.experience import ExperienceMemory
     from nini.memory.experience.curate import Judge
     from nini.memory.experience.model import Candidate, IndexRow
     from nini.session import Session
@@ -30,11 +33,22 @@ if TYPE_CHECKING:
 log = logging.getLogger("nini.agent.experience")
 
 
-async def experience_section(session: Session, message: str) -> str | None:
+class ExperienceSection:
+    """The prompt contributor of experience memory; ``memory`` gives it (created on first use)."""
+
+    __name__ = "experience_section"
+
+    def __init__(self, memory: Callable[[], ExperienceMemory]) -> None:
+        self._memory = memory
+
+    async def __call__(self, session: Session, message: str) -> str | None:
+        return await _matched_section(self._memory(), session, message)
+
+
+async def _matched_section(memory: ExperienceMemory, session: Session, message: str) -> str | None:
     """One warning line per matching experience (or None), recorded as an event of this run."""
     from nini.agent.runner import CURRENT_TURN
 
-    memory = services_of(session).experience
     if not memory.settings.experience.enabled:
         return None
     stage = await _stage(session, None)
@@ -56,13 +70,15 @@ class ExperienceCaptureHook:
 
     __name__ = "experience_capture"
 
+    def __init__(self, memory: Callable[[], ExperienceMemory], router: Callable[[], ModelRouter]) -> None:
+        self._memory, self._router = memory, router
+
     async def __call__(self, context: StopContext) -> str | None:
         session = context.session
-        services = services_of(session)
-        memory = services.experience
+        memory = self._memory()
         if not memory.settings.experience.enabled:
             return None
-        router = services.router
+        router = self._router()  # the runtime's current one: a reload of the models may have replaced it
         try:
             router.chain("fast")
         except NiniError:

@@ -1,24 +1,37 @@
 """The agent's side of preference learning: the preferences block of each run's prompt.
 
-A default prompt contributor: the block ``PreferenceMemory.select`` makes for an answer (``(none)``
-when nothing is selected, so the prompt's prefix stays the same), and, when it carried any, a
-``preferences_injected`` event with their ids, keys and lines, so feedback on the run learns from them and the user can see
-why an answer reads the way it does.
+``PreferenceSection`` is a prompt contributor (the runtime wires it, with the memory, into its
+runner: ``Runtime.new_agent``): the block ``PreferenceMemory.select`` makes for an answer
+(``(none)`` when nothing is selected, so the prompt's prefix stays the same), and, when it carried
+any, a ``preferences_injected`` event with their ids, keys and lines, so feedback on the run
+learns from them and the user can see why an answer reads the way it does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from nini.memory.preferences import PreferenceMemory
     from nini.session import Session
 
 
-async def preference_section(session: Session, _message: str) -> str:
-    from nini.agent.runner import CURRENT_TURN
-    from nini.skills.services import services_of
+class PreferenceSection:
+    """The prompt contributor of preference memory; ``memory`` gives it (created on first use)."""
 
-    memory = services_of(session).preferences
+    __name__ = "preference_section"
+
+    def __init__(self, memory: Callable[[], PreferenceMemory]) -> None:
+        self._memory = memory
+
+    async def __call__(self, session: Session, _message: str) -> str:
+        return await _selected_block(self._memory(), session)
+
+
+async def _selected_block(memory: PreferenceMemory, session: Session) -> str:
+    from nini.agent.runner import CURRENT_TURN
+
     selection = await session.store.call(memory.select_for, session, "answer")  # the session owner's
     if selection.ids:  # a run given nothing has nothing to record
         turn = CURRENT_TURN.get()

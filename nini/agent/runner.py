@@ -7,6 +7,11 @@ results, until the model answers without calling a tool. It ends unfinished at
 ``agent.max_iterations`` model calls, after ``agent.max_consecutive_failures`` failed tool calls
 in a row, on cancellation, or when no model answers. Only a normal end runs the stop hooks, and
 a hook that fails never changes the answer. Every step is an event on the session's bus.
+
+The runner is given what it works with: the router (a getter: a reload of the models replaces
+it), the prompt sections and the stop hooks, and what to do before each turn. The runtime, the
+composition root, builds these from memory and the agent's own parts (``Runtime.new_agent``);
+the agent knows neither the runtime nor where its memory lives.
 """
 
 from __future__ import annotations
@@ -17,16 +22,13 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nini.agent.context import cap_tool_text, load_context
-from nini.agent.experience import experience_section
 from nini.agent.llm import Completion, ToolCall
-from nini.agent.notebook_prompt import notebook_section
-from nini.agent.preferences import preference_section
 from nini.agent.prompts import PromptContributor, build_system_prompt
 from nini.agent.usage import CURRENT_METER, RunMeter, record_step
 from nini.errors import ErrorCode, NiniError, error_dict
@@ -36,7 +38,6 @@ from nini.skills.toolset import ToolSet, build_toolset
 
 if TYPE_CHECKING:
     from nini.agent.llm import ModelRouter
-    from nini.runtime import Runtime
     from nini.session import Session
     from nini.skills.output import ToolResult
 
@@ -90,14 +91,6 @@ class StopContext:
 StopHook = Callable[[StopContext], "Awaitable[str | None] | str | None"]
 
 
-def default_stop_hooks(runtime: Runtime) -> list[StopHook]:
-    """The hooks every runner starts with; capabilities that act after a good run add theirs here."""
-    from nini.agent.enhance import EnhanceHook
-    from nini.agent.experience import ExperienceCaptureHook
-
-    return [EnhanceHook(), ExperienceCaptureHook()]
-
-
 @dataclass(frozen=True)
 class Turn:
     """The run a coroutine belongs to (a ContextVar, so skills called inside a run can see it)."""
@@ -134,28 +127,25 @@ class AgentRunner:
 
     def __init__(
         self,
-        runtime: Runtime,
+        router: Callable[[], ModelRouter],
         *,
-        router: ModelRouter | None = None,
-        stop_hooks: list[StopHook] | None = None,
-        prompt_contributors: list[PromptContributor] | None = None,
+        stop_hooks: Sequence[StopHook] = (),
+        prompt_contributors: Sequence[PromptContributor] = (),
+        before_turn: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        self.runtime = runtime
         self._router = router
-        self.stop_hooks: list[StopHook] = default_stop_hooks(runtime) if stop_hooks is None else list(stop_hooks)
-        # by default the notebook a turn was asked from (its variables and cells, when the client gave
-        # them), the experiences that match the request, and the user's preferences
-        self.prompt_contributors: list[PromptContributor] = (
-            [notebook_section, experience_section, preference_section]
-            if prompt_contributors is None
-            else list(prompt_contributors)
-        )
+        # run in order after a normal end (after ``done``); a failing one is logged and skipped
+        self.stop_hooks: list[StopHook] = list(stop_hooks)
+        # sections of each turn's system prompt after the skills, in order; a failing one is left out
+        self.prompt_contributors: list[PromptContributor] = list(prompt_contributors)
+        self._before_turn = before_turn  # awaited as each turn starts, before its prompt is built
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._cancel_requested: set[str] = set()
 
     @property
     def router(self) -> ModelRouter:
-        return self._router or self.runtime.router
+        """The router of the next model call (asked each time: a reload of the models replaces it)."""
+        return self._router()
 
     # -- starting, cancelling ----------------------------------------------------------------------
 
@@ -240,7 +230,8 @@ class AgentRunner:
         await store.call(store.add_message, session.id, "user", message, turn_id=turn_id)
         await self._publish(session, "user_message", {"text": message}, turn_id)
         try:
-            await self.runtime.mcp_tools()  # the configured MCP servers' tools join the skills (once)
+            if self._before_turn is not None:  # the runtime's: the configured MCP servers' tools join the skills
+                await self._before_turn()
             system = await build_system_prompt(session, message, self.prompt_contributors)
             messages = await store.call(load_context, session)
             tools = build_toolset(session.registry, lambda record: True)

@@ -23,7 +23,11 @@ from nini.skills.services import services_of
 from nini.skills.toolset import build_toolset, is_task
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from nini.config import Settings
     from nini.session import Session
+    from nini.skills.registry import SkillRegistry
 
 _SUB_AGENT = """You are a sub-agent of nini, a data-analysis agent, working on one task for the main agent.
 You do not see its conversation: the task below is all you know. Work with your tools, then answer
@@ -150,3 +154,13 @@ def _task_skill(kind: TaskKind) -> FunctionSkill:
 
 
 TASK_SKILLS: list[FunctionSkill] = [_task_skill(kind) for kind in TASK_KINDS.values()]
+
+
+def skill_registry(settings: Settings, project_dir: Path | None) -> SkillRegistry:
+    """The skills of this installation: nini's built-ins and these ``task:*`` skills. Skills sit
+    below the agent, so ``nini.skills`` alone has no tasks: the runtime builds its registry here
+    (views and refreshes keep what was registered), and so does ``nini skills``, which has no runtime."""
+    from nini.skills.builtin import builtin_skills
+    from nini.skills.registry import SkillRegistry
+
+    return SkillRegistry(settings, project_dir, function_skills=[*builtin_skills(settings), *TASK_SKILLS])

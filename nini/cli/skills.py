@@ -27,10 +27,10 @@ SkillType = Literal["function", "markdown"]
 
 
 def _registry(ctx: typer.Context) -> "SkillRegistry":
-    from nini.skills import SkillRegistry
+    from nini.agent.tasks import skill_registry  # not nini.runtime's way to it: listing loads no store
 
     cli = state(ctx)
-    return SkillRegistry(cli.settings, cli.project_dir)
+    return skill_registry(cli.settings, cli.project_dir)
 
 
 @app.command("list", epilog=examples("nini skills list", "nini skills list --type markdown --json"))
@@ -321,7 +321,13 @@ async def _enhance_by_hand(settings: "Settings", project_dir: Path, session_id: 
             raise NiniError(ErrorCode.NOT_FOUND, f"session {session_id} has no finished agent run to evaluate")
         last = ends[-1]
         completed = bool((last["data"] or {}).get("completed_normally"))
-        decision = await decide(session, last["turn_id"], completed_normally=completed, auto_enhance_enabled=True)
+        decision = await decide(
+            session,
+            last["turn_id"],
+            completed_normally=completed,
+            auto_enhance_enabled=True,
+            router=lambda: runtime.router,
+        )
         outcome = await enhance_from_run(session, last["turn_id"]) if decision.should_trigger else None
         ended_by = (last["data"] or {}).get("ended_by", "unknown")
         await record_decision(session, last["turn_id"], decision, ended_by, outcome)

@@ -209,12 +209,10 @@ def _headers(server: MCPServerSettings) -> dict[str, str]:
     return {header: _VARIABLE.sub(value, text) for header, text in server.headers.items()}
 
 
-async def check_servers(settings: Settings) -> dict[str, str | None]:
-    """Each enabled server: None when it starts and lists its tools, else why not (``nini doctor``)."""
-    from nini.skills.registry import SkillRegistry
-
+async def check_servers(settings: Settings, registry: SkillRegistry) -> dict[str, str | None]:
+    """Each enabled server: None when it starts and lists its tools into ``registry``, else why not
+    (``nini doctor``)."""
     connections = MCPConnections(settings)
-    registry = SkillRegistry(settings, None)
     try:
         await connections.start(registry)
     finally:

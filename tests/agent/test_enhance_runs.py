@@ -228,9 +228,7 @@ def test_an_unreadable_record_fails_with_the_reason(harness: Any, llm: ScriptedL
 
 
 def _runner_without_hooks(harness: Any) -> Any:
-    from nini.agent.runner import AgentRunner
-
-    return AgentRunner(harness.runtime, stop_hooks=[])
+    return harness.runtime.new_agent(stop_hooks=[])
 
 
 def test_auto_enhance_off_asks_no_model_and_logs_why(harness: Any, llm: ScriptedLLM, enhance_settings: Any) -> None:
@@ -312,7 +310,9 @@ def conversation(harness: Any, users: list[str], calls: list[str]) -> tuple[Any,
 
 
 def decided(harness: Any, session: Any, turn: str) -> Any:
-    return harness.loop.run_until_complete(decide(session, turn, completed_normally=True, auto_enhance_enabled=True))
+    runtime = harness.runtime
+    decision = decide(session, turn, completed_normally=True, auto_enhance_enabled=True, router=lambda: runtime.router)
+    return harness.loop.run_until_complete(decision)
 
 
 CLARIFIED = ["Chart sales by month.", "No, I meant revenue, not units.", "And only for 2025, please."]

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from nini.agent.tasks import skill_registry
 from nini.mcp.client import check_servers
 from tests.conftest import REPO_ROOT, runtime_harness, scripted_model_settings
 from tests.llm_server import ScriptedLLM, text, tool_call
@@ -41,7 +42,8 @@ def test_the_agent_calls_an_mcp_servers_tool_and_a_broken_server_is_left_out(har
 
 
 def test_doctor_reports_a_server_that_does_not_start(harness: Any) -> None:
-    found = asyncio.run(check_servers(harness.runtime.settings))
+    settings = harness.runtime.settings
+    found = asyncio.run(check_servers(settings, skill_registry(settings, None)))
     assert set(found) == {"calc", "broken"} and found["calc"] is None
     assert found["broken"].startswith("FileNotFoundError") and "mcp-server" in found["broken"]
 

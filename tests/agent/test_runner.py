@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from nini.agent.context import UNANSWERED, load_context
-from nini.agent.runner import AgentRunner, StopContext
+from nini.agent.runner import StopContext
 from nini.skills.builtin.run_r import r_status
 from tests.agent.conftest import run_turn as run
 from tests.conftest import runtime_harness
@@ -68,7 +68,7 @@ def test_a_run_calls_python_and_r_and_ends_normally(harness: Any, llm: ScriptedL
 def test_max_iterations_ends_unfinished_and_skips_stop_hooks(harness: Any, llm: ScriptedLLM) -> None:
     session = harness.session()
     ran: list[StopContext] = []
-    runner = AgentRunner(harness.runtime, stop_hooks=[ran.append])
+    runner = harness.runtime.new_agent(stop_hooks=[ran.append])
     settings = harness.runtime.settings.agent
     settings.max_iterations, original = 2, settings.max_iterations
     try:
@@ -84,7 +84,7 @@ def test_max_iterations_ends_unfinished_and_skips_stop_hooks(harness: Any, llm: 
 def test_consecutive_tool_failures_end_the_run(harness: Any, llm: ScriptedLLM) -> None:
     session = harness.session()
     ran: list[StopContext] = []
-    runner = AgentRunner(harness.runtime, stop_hooks=[ran.append])
+    runner = harness.runtime.new_agent(stop_hooks=[ran.append])
     failing = tool_call("run_code", code="raise ValueError('boom')", label="bad")
     llm.reply(failing, failing, failing)
     result = run(harness, session, "fail three times", runner)
@@ -113,7 +113,7 @@ def test_a_failing_stop_hook_leaves_the_answer_intact(harness: Any, llm: Scripte
     async def recording(context: StopContext) -> None:
         seen.append(context)
 
-    runner = AgentRunner(harness.runtime, stop_hooks=[broken, recording])
+    runner = harness.runtime.new_agent(stop_hooks=[broken, recording])
     llm.reply(text("Forty-two."))
     result = run(harness, session, "the answer?", runner)
     assert (result.completed_normally, result.answer) == (True, "Forty-two.")

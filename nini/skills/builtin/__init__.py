@@ -3,13 +3,14 @@
 They are registered through ``SkillRegistry.register`` like any other function skill; each
 capability adds its skill module here (run_code, run_r_code, generate_report, ...). The modules
 import heavy machinery (kernels, pandas, R) only when a skill runs, so listing skills stays fast.
+The agent's ``task:*`` skills are not here: skills sit below the agent, so the runtime adds them
+to the registries it builds (``nini.agent.tasks.skill_registry``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nini.agent.tasks import TASK_SKILLS
 from nini.skills.builtin.browse import describe_dataset, list_datasets, read_file
 from nini.skills.builtin.datasets import load_dataset
 from nini.skills.builtin.experience import read_experience
@@ -37,7 +38,6 @@ BUILTIN_SKILLS: list[FunctionSkill] = [
     read_notebook,
     propose_cell,
     read_experience,
-    *TASK_SKILLS,
 ]
 
 
