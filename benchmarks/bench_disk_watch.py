@@ -2,7 +2,7 @@
 
 1. Warm round trip of ``x = 1`` through ``invoke(session, "run_code", ...)`` with the run watched
    (``disk_watch.RunWatch``: a task sampling free space, the guard between runs) versus the same
-   kernel unwatched (``run_code.WATCHED`` emptied), interleaved in alternating order; and what the
+   kernel unwatched (``runs.WATCHED`` emptied), interleaved in alternating order; and what the
    watch itself adds to a run (entering and leaving it, median of many). Goal: nothing measurable,
    the watch's own cost at most 1% of the warm call (the two medians differ by the machine's noise).
 2. A workspace of 200,000 files under the default limit (20,000): the check that refuses the next
@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import os
 import statistics
 import tempfile
@@ -23,13 +22,11 @@ from pathlib import Path
 
 from nini.config import load_settings
 from nini.errors import NiniError
-from nini.execution import sandbox
+from nini.execution import runs, sandbox
 from nini.execution.disk_watch import measure
 from nini.rooted import RootedDir
 from nini.runtime import Runtime
 from nini.skills.invoke import invoke
-
-run_code = importlib.import_module("nini.skills.builtin.run_code")  # the module: the package exports the skill
 
 ROUND_TRIPS = 200
 FLOOD = 200_000
@@ -42,17 +39,17 @@ async def warm_round_trips(home: Path) -> tuple[list[float], list[float], float]
         assert (await invoke(session, "run_code", {"code": "x = 1"})).success
         watched, unwatched = [], []
         for n in range(ROUND_TRIPS):
-            pair = [(run_code.WATCHED, watched), ((), unwatched)]
+            pair = [(runs.WATCHED, watched), ((), unwatched)]
             for kinds, times in pair if n % 2 else reversed(pair):
-                run_code.WATCHED = kinds
+                runs.WATCHED = kinds
                 start = time.perf_counter()
                 assert (await invoke(session, "run_code", {"code": "x = 1"})).success
                 times.append(time.perf_counter() - start)
-            run_code.WATCHED = pair[0][0]
+            runs.WATCHED = pair[0][0]
         own = []
         for _ in range(2000):
             start = time.perf_counter()
-            async with run_code.watch_run(session):
+            async with runs.watch_run(session):
                 await asyncio.sleep(0)
             own.append(time.perf_counter() - start)
         return watched, unwatched, statistics.median(own)
@@ -67,7 +64,7 @@ async def flooded(home: Path) -> None:
             os.close(os.open(folder / f"f{n}", os.O_CREAT | os.O_WRONLY, 0o644))
         start = time.perf_counter()
         try:
-            await run_code.check_quota(session)
+            await runs.check_quota(session)
         except NiniError as exc:
             refused = exc.code.value
         else:

@@ -136,7 +136,8 @@ async def host_checks_us(session: Session) -> float:
     """The host-side containment work of one call, in microseconds (median of many)."""
     from nini.execution.outcome import CodeOutcome
     from nini.execution.python_runner import checked_artifacts
-    from nini.skills.builtin.run_code import _without_host_paths, check_quota
+    from nini.execution.runs import check_quota
+    from nini.skills.builtin.run_code import _without_host_paths
     from nini.skills.invoke import _redact
     from nini.skills.output import ToolOutput
 

@@ -40,7 +40,8 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from jupyter_ext.ask_view import AskView
 from jupyter_ext.notebook_state import bindings, changes_line, notebook_context, restore
-from nini.execution.approvals import QUESTION, USER_KERNEL_NOTICE, Decision, decision_of
+from nini.execution.approvals import QUESTION, Decision, decision_of
+from nini.execution.isolation import USER_KERNEL_NOTICE
 
 if TYPE_CHECKING:
     from nini.agent.runner import RunResult
@@ -172,7 +173,7 @@ class NiniMagics(Magics):
         """Say whether the agent's steps here ask first; ``reset`` makes them ask again."""
         runtime, session = self.runtime, self.session
         words = QUESTION.get(runtime.settings.ui.current_language, QUESTION["zh"])
-        if reset and self._loop_thread().run(runtime.approvals.revoke(session)):
+        if reset and self._loop_thread().run(runtime.approvals.revoke(session.id)):
             print(words["reset"])
         if not runtime.settings.execution.approve_in_user_kernel:
             print(words["off"])

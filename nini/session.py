@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from nini.config import Settings
     from nini.execution.approvals import Approvals, Asker
     from nini.execution.disk_watch import DiskWatch
+    from nini.execution.isolation import Sandboxing
     from nini.execution.kernels import KernelPool
     from nini.execution.parsing import DataReaders
-    from nini.execution.sandbox import SandboxMode
     from nini.execution.variables import NotebookVariables
     from nini.history.events import EventBus
     from nini.history.store import HistoryStore
@@ -57,7 +57,7 @@ class SessionHost(Protocol):
     def readers(self) -> DataReaders: ...
 
     @property
-    def sandbox_mode(self) -> SandboxMode: ...
+    def sandboxing(self) -> Sandboxing: ...
 
     def workspace(self, session_id: str) -> Workspace: ...
 
@@ -114,9 +114,7 @@ class Session:
         "sandbox" (bubblewrap) or "unsandboxed" (execution.sandbox "none" or no bubblewrap)."""
         if self.kernel_id is not None or self.python_executor is not None:
             return "user_kernel"
-        if self._host.kernels.backend == "gateway":
-            return "gateway"
-        return "sandbox" if self._host.sandbox_mode == "bwrap" else "unsandboxed"
+        return self._host.kernels.isolation()
 
     def code_isolation(self, skill: str) -> str | None:
         """Where the code of skill ``skill`` runs, known before it runs (its step shows it from the
@@ -125,7 +123,7 @@ class Session:
         if skill == "run_code":
             return self.isolation
         if skill == "run_r_code":
-            return "sandbox" if self._host.sandbox_mode == "bwrap" else "unsandboxed"
+            return self._host.sandboxing.isolation
         return None
 
     @property

@@ -9,7 +9,7 @@ gets TIMEOUT or WORKER_DIED (or what ``on_exit`` says: TOO_LARGE for its memory 
 result shape, and the session goes on without its R state.
 
 A ``keeper`` (nini's ``nini.execution.culling.Culler``, set after construction) may shut idle
-workers down through ``idle_sessions``/``cull``: it is awaited before a worker starts
+workers down through ``owned``/``session_lock``/``discard``: it is awaited before a worker starts
 (``make_room(session_id)``), tells a session's next run that its worker had been culled
 (``take_notice(session_id, language)``, put before the run's stderr), forgets a session whose worker
 was stopped otherwise (``forget``) and is closed with the pool (``aclose``).
@@ -159,31 +159,19 @@ class RWorkerPool:
             if worker is not None:
                 await self._stop(worker)
 
-    def idle_sessions(self) -> dict[str, float]:
-        """Sessions with a live worker that runs nothing -> when it was last used (``time.monotonic``)."""
-        return {
-            session_id: worker.last_used
-            for session_id, worker in self._workers.items()
-            if not (session_id in self._locks and self._locks[session_id].locked())
-        }
+    def owned(self) -> dict[str, _Worker]:
+        """The sessions' live workers (busy ones included), for the ``keeper``."""
+        return self._workers
 
-    def live_count(self) -> int:
-        """How many sessions have a live worker (busy ones included)."""
-        return len(self._workers)
+    def session_lock(self, session_id: str) -> asyncio.Lock:
+        """Held while a run of the session is under way: the ``keeper`` culls no busy worker."""
+        return self._lock(session_id)
 
-    async def cull(self, session_id: str, last_used: float) -> bool:
-        """Kill the session's worker (its process group, runtime folder and what ``on_exit`` releases)
-        if it is still idle and unused since ``last_used``; whether it went. Never waits for a busy one."""
-        lock = self._lock(session_id)
-        if lock.locked():
-            return False
-        async with lock:  # free, so taken at once: no run of the session can start meanwhile
-            worker = self._workers.get(session_id)
-            if worker is None or worker.last_used != last_used:
-                return False
-            await self._stop(worker)
-            del self._workers[session_id]  # once its processes are reaped
-        return True
+    async def discard(self, session_id: str) -> None:
+        """Kill the session's worker (its process group, runtime folder and what ``on_exit`` releases),
+        its lock held by the ``keeper``."""
+        await self._stop(self._workers[session_id])
+        del self._workers[session_id]  # once its processes are reaped
 
     async def aclose(self) -> None:
         """Kill every worker, including busy ones (their runs end as WORKER_DIED). Safe to call twice."""

@@ -18,7 +18,7 @@ from tornado import web
 
 from jupyter_ext.handlers.base import NiniHandler
 from jupyter_ext.handlers.bodies import AskBody, NoBody
-from nini.execution.approvals import USER_KERNEL_NOTICE
+from nini.execution.isolation import notice_of
 from nini.execution.namespace import namespace_expression
 from nini.execution.variables import NotebookVariables
 from nini.notebook import NotebookContext
@@ -91,7 +91,7 @@ class AskHandler(NiniHandler):
             {
                 "turn_id": turn_id,
                 **({"session_id": session_id} if made else {}),
-                **({"notice": USER_KERNEL_NOTICE} if kernel_id else {}),
+                **notice_of("user_kernel" if kernel_id else None),
             },
             status=202,
         )

@@ -69,7 +69,7 @@ class SessionAllowanceHandler(NiniHandler):
         """Withdraw "allow for this session": the session's next step in the user's kernel asks
         again. ``{"allowed_for_session": false, "revoked": bool}``."""
         session = await self.session(session_id)
-        revoked = await self.runtime.approvals.revoke(session)
+        revoked = await self.runtime.approvals.revoke(session.id)
         self.reply({"allowed_for_session": False, "revoked": revoked})
 
 

@@ -6,7 +6,8 @@ calls ``Approvals.ask`` before a step runs there. The question is put to the per
 client's ``asker`` when it has one (``%%nini`` asks in the notebook cell, where the user is), else
 by an ``approval_required`` event carrying the code, answered by ``decide`` (``POST
 .../approvals/ID``: the sidebar's card) or refused by the timeout. ``approval_resolved`` says how
-it ended. A person answers one of three things:
+it ended (the runtime gives ``Approvals`` the way its events are published: the store and the
+event bus are not execution's to know). A person answers one of three things:
 
 - ``once``: this step runs;
 - ``session``: this step and every later step of the session run without asking, until the
@@ -22,16 +23,17 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from nini.session import Session
+from nini.config import Settings
+from nini.execution.isolation import notice_of
 
-USER_KERNEL_NOTICE = "runs in your kernel, not sandboxed"
 Decision = Literal["once", "session", "reject"]
 DECISIONS: tuple[Decision, ...] = ("once", "session", "reject")
 # How a client asks its person directly (``%%nini``): the step's code and language -> the answer.
 Asker = Callable[[str, str], Awaitable[Decision]]
+# How an event of a session reaches its clients: (session id, event type, data), recorded and published.
+Publish = Callable[[str, str, dict[str, Any]], Awaitable[None]]
 
 
 # What a person is asked where nini asks in text (``%%nini``'s cell), by ``ui.language``.
@@ -81,7 +83,7 @@ class _Pending:
             "approval_id": self.id,
             "language": self.language,
             "code": self.code,
-            "notice": USER_KERNEL_NOTICE,
+            **notice_of("user_kernel"),
             "waiting_s": round(time.monotonic() - self.created_at, 1),
         }
 
@@ -90,22 +92,24 @@ class Approvals:
     """The steps of all sessions of one Runtime that wait for a person's OK, and the sessions
     whose steps a person allowed for the whole session."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Settings, publish: Publish) -> None:
+        self.settings = settings  # execution.approval_timeout_s, read at each question
+        self._publish = publish
         self._pending: dict[str, _Pending] = {}
         self._allowed: set[str] = set()
 
     def allowed_for_session(self, session_id: str) -> bool:
         return session_id in self._allowed
 
-    async def ask(self, session: Session, code: str, language: str = "python", *, asker: Asker | None = None) -> bool:
+    async def ask(self, session_id: str, code: str, language: str = "python", *, asker: Asker | None = None) -> bool:
         """Whether the step may run: at once when the session is allowed, else a person's answer
         (False when rejected or after ``execution.approval_timeout_s``)."""
-        if session.id in self._allowed:
+        if session_id in self._allowed:
             return True
-        timeout_s = session.settings.execution.approval_timeout_s
+        timeout_s = self.settings.execution.approval_timeout_s
         pending = _Pending(
             "a" + uuid.uuid4().hex[:12],
-            session.id,
+            session_id,
             language,
             code,
             time.monotonic(),
@@ -113,7 +117,7 @@ class Approvals:
         )
         self._pending[pending.id] = pending
         try:
-            await _publish(session, "approval_required", {**pending.to_dict(), "timeout_s": timeout_s})
+            await self._publish(session_id, "approval_required", {**pending.to_dict(), "timeout_s": timeout_s})
             decision: Decision | Literal["timed_out"]
             if asker is not None:  # the person is where the client asks (no timeout: the cell waits for them)
                 decision = await asker(code, language)
@@ -125,10 +129,12 @@ class Approvals:
         finally:
             self._pending.pop(pending.id, None)
         approved = decision in ("once", "session")
-        await _publish(session, "approval_resolved", {"approval_id": pending.id, "approved": approved, "how": decision})
-        if decision == "session" and session.id not in self._allowed:
-            self._allowed.add(session.id)
-            await _publish(session, "approval_scope", {"allowed_for_session": True})
+        await self._publish(
+            session_id, "approval_resolved", {"approval_id": pending.id, "approved": approved, "how": decision}
+        )
+        if decision == "session" and session_id not in self._allowed:
+            self._allowed.add(session_id)
+            await self._publish(session_id, "approval_scope", {"allowed_for_session": True})
         return approved
 
     def decide(self, session_id: str, approval_id: str, decision: Decision) -> bool:
@@ -141,18 +147,14 @@ class Approvals:
         pending.future.set_result(decision)
         return True
 
-    async def revoke(self, session: Session) -> bool:
-        """Ask again before each step of ``session``; whether it had been allowed."""
-        if session.id not in self._allowed:
+    async def revoke(self, session_id: str) -> bool:
+        """Ask again before each step of session ``session_id``; whether it had been allowed."""
+        if session_id not in self._allowed:
             return False
-        self._allowed.discard(session.id)
-        await _publish(session, "approval_scope", {"allowed_for_session": False})
+        self._allowed.discard(session_id)
+        await self._publish(session_id, "approval_scope", {"allowed_for_session": False})
         return True
 
     def waiting(self, session_id: str) -> list[dict[str, Any]]:
         """The steps of ``session_id`` waiting now, oldest first."""
         return [p.to_dict() for p in self._pending.values() if p.session_id == session_id]
-
-
-async def _publish(session: Session, type_: str, data: dict[str, Any]) -> None:
-    await session.store.call(session.events.publish, session.id, type_, data)

@@ -1,6 +1,6 @@
 """Idle agent processes shut down, and a cap on how many live: what keeps a long-running server bounded.
 
-A pool (``KernelPool``, ``r_sandbox``'s ``RWorkerPool``) keeps one process per session, and a
+A pool (``KernelPool``, ``r_sandbox``'s ``RWorkerPool``, built by ``r_workers``) keeps one process per session, and a
 server lives for days: without this every session ever used would hold its kernel (bwrap, confine,
 ipykernel: 50-150 MiB) until the server stops. The pool's ``Culler``, as jupyter_server's
 ``cull_idle_timeout`` does for notebook kernels,
@@ -28,11 +28,12 @@ import ctypes.util
 import functools
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
 from nini.language import words_language
 
-__all__ = ["Cullable", "Culler", "Reason"]
+__all__ = ["Cullable", "Culler", "Held", "Reason"]
 
 log = logging.getLogger("nini.execution.culling")
 Reason = Literal["idle", "cap"]
@@ -63,20 +64,28 @@ _CAP_SETTING = {"python": "execution.max_live_kernels", "r": "r.max_live_workers
 _CULLED_KEPT = 10_000  # notices kept for sessions not used since their process went
 
 
+class Held(Protocol):
+    """One live process of a pool (a kernel's handle, an R worker)."""
+
+    last_used: float  # ``time.monotonic`` when a run in it last started or ended
+
+
 class Cullable(Protocol):
-    """What a pool offers its culler: its own idle processes, and a way to stop one if still idle."""
+    """What a pool offers its culler: its own live processes, the lock a session's step holds, and a
+    way to stop one. Which process is idle, and stopping it only while it still is, is decided here
+    once for both pools (``Culler.idle_sessions``, ``Culler.cull``)."""
 
-    def idle_sessions(self) -> dict[str, float]:
-        """Sessions whose own process is live and not busy -> when it was last used (``time.monotonic``)."""
+    def owned(self) -> Mapping[str, Held]:
+        """The pool's own live processes by session (busy ones included; none it only borrowed)."""
         ...
 
-    def live_count(self) -> int:
-        """How many of the pool's own processes are live (busy ones included)."""
+    def session_lock(self, session_id: str) -> asyncio.Lock:
+        """The lock a step of the session holds while it runs: held, the session is busy."""
         ...
 
-    async def cull(self, session_id: str, last_used: float) -> bool:
-        """Stop the session's process, freeing all it holds, if it is still idle and unused since
-        ``last_used``; whether it went. Never waits for a busy session."""
+    async def discard(self, session_id: str) -> None:
+        """Stop the session's live process, freeing all it holds, and forget it; called with the
+        session's lock held."""
         ...
 
 
@@ -111,7 +120,7 @@ class Culler:
         gone = []
         if self.idle_s > 0:
             now = time.monotonic()
-            for session_id, last_used in self.pool.idle_sessions().items():
+            for session_id, last_used in self.idle_sessions().items():
                 if now - last_used >= self.idle_s and await self._cull(session_id, last_used, "idle"):
                     gone.append(session_id)
         if self.cap > 0:
@@ -127,16 +136,41 @@ class Culler:
         if self.cap <= 0:
             return
         await self._trim(self.cap - 1, keep=session_id)
-        if self.pool.live_count() >= self.cap:
+        if self.live_count() >= self.cap:
             log.warning(
                 "%d %s processes are live and busy (cap %d, %s): starting one more for session %s; the cap "
                 "is restored as they go idle",
-                self.pool.live_count(),
+                self.live_count(),
                 self.kind,
                 self.cap,
                 _CAP_SETTING[self.kind],
                 session_id,
             )
+
+    def idle_sessions(self) -> dict[str, float]:
+        """Sessions whose own process is live and runs nothing -> when it was last used (``time.monotonic``)."""
+        return {
+            session_id: process.last_used
+            for session_id, process in self.pool.owned().items()
+            if not self.pool.session_lock(session_id).locked()
+        }
+
+    def live_count(self) -> int:
+        """How many of the pool's own processes are live (busy ones included)."""
+        return len(self.pool.owned())
+
+    async def cull(self, session_id: str, last_used: float) -> bool:
+        """Stop the session's process, freeing all it holds, if it is still idle and unused since
+        ``last_used``; whether it went. Never waits: a session whose lock is held is busy."""
+        lock = self.pool.session_lock(session_id)
+        if lock.locked():
+            return False
+        async with lock:  # free, so taken at once: no step of the session can start meanwhile
+            process = self.pool.owned().get(session_id)
+            if process is None or process.last_used != last_used:
+                return False
+            await self.pool.discard(session_id)
+        return True
 
     def take_notice(self, session_id: str, language: str | None) -> str:
         """What the session's step says when its process had been culled since its last step ("" if
@@ -169,15 +203,15 @@ class Culler:
 
     async def _trim(self, limit: int, keep: str | None = None) -> list[str]:
         gone = []
-        for session_id, last_used in sorted(self.pool.idle_sessions().items(), key=lambda item: item[1]):
-            if self.pool.live_count() <= limit:
+        for session_id, last_used in sorted(self.idle_sessions().items(), key=lambda item: item[1]):
+            if self.live_count() <= limit:
                 break
             if session_id != keep and await self._cull(session_id, last_used, "cap"):
                 gone.append(session_id)
         return gone
 
     async def _cull(self, session_id: str, last_used: float, reason: Reason) -> bool:
-        if not await self.pool.cull(session_id, last_used):
+        if not await self.cull(session_id, last_used):
             return False
         self._culled[session_id] = reason
         if len(self._culled) > _CULLED_KEPT:  # sessions never used again: their oldest notices go

@@ -34,13 +34,14 @@ from nini.execution import cgroups, confine, sandbox
 from nini.execution.channel_guard import ChannelGuard, limit_context
 from nini.execution.culling import Culler
 from nini.execution.gateway import GatewayKernel, gateway_url, host_of
+from nini.execution.isolation import Isolation, Sandboxing
 from nini.execution.kernel_handle import KernelHandle, evaluate_silently, interrupt, new_client, stop
 from nini.execution.mirror import Mirror
 from nini.execution.outcome import CodeOutcome, CodeRequest, RunStop
 from nini.execution.output_caps import MIB, OutputLimits
 from nini.execution.python_runner import run_request
 from nini.execution.runtime_dirs import make_runtime_dir, sweep_runtime_dirs
-from nini.execution.sandbox import SandboxMode, resolve_mode
+from nini.execution.sandbox import SandboxMode
 from nini.execution.workspace import Workspace
 
 __all__ = ["KernelBackend", "KernelPool", "KernelStartListener"]
@@ -79,14 +80,22 @@ class _SpecKernelManager(AsyncKernelManager):
 class KernelPool:
     """One kernel per session (agent-owned), or an existing kernel of a Jupyter server by id."""
 
-    def __init__(self, settings: ExecutionSettings, *, multi_kernel_manager: Any = None, language: str = "zh") -> None:
+    def __init__(
+        self,
+        settings: ExecutionSettings,
+        *,
+        multi_kernel_manager: Any = None,
+        language: str = "zh",
+        sandboxing: Sandboxing | None = None,
+    ) -> None:
         self.settings = settings
+        # the runtime's one decision of execution.sandbox (its R workers and data readers use it too)
+        self.sandboxing = sandboxing or Sandboxing(settings)
         self.language = language  # ui.language: the messages that name a limit are worded in it, per run
         self.multi_kernel_manager = multi_kernel_manager  # AsyncMultiKernelManager or the server's MappingKernelManager
         self._kernels: dict[str, KernelHandle] = {}
         self._external: dict[str, KernelHandle] = {}
         self._locks: dict[str, asyncio.Lock] = {}
-        self._sandbox_mode: SandboxMode | None = None
         self.gateway_url = gateway_url(multi_kernel_manager)  # the server's --gateway-url, if any
         self.on_start: KernelStartListener | None = None  # set by the runtime
         # idle kernels shut down and a cap on live ones (execution.cull_idle_seconds, max_live_kernels)
@@ -125,13 +134,18 @@ class KernelPool:
 
     @property
     def sandbox_mode(self) -> SandboxMode:
-        """How kernels are sandboxed here: ``execution.sandbox`` with "auto" resolved by a probe (once).
+        """How kernels are sandboxed here (``Sandboxing.mode``).
 
         Raises NiniError(INTERNAL) when the setting demands bwrap and bwrap does not work.
         """
-        if self._sandbox_mode is None:
-            self._sandbox_mode = resolve_mode(self.settings.sandbox)
-        return self._sandbox_mode
+        return self.sandboxing.mode
+
+    def isolation(self) -> Isolation:
+        """Where the sessions' own kernels run: "gateway" (in the gateway's sandbox), "sandbox" or
+        "unsandboxed"."""
+        if self.backend == "gateway":
+            return "gateway"
+        return self.sandboxing.isolation
 
     async def run(
         self,
@@ -237,33 +251,19 @@ class KernelPool:
             if kernel is not None:
                 await stop(kernel, now=now)
 
-    def idle_sessions(self) -> dict[str, float]:
-        """Sessions whose own kernel is live and not running anything -> when it was last used
-        (``culling.Cullable``); borrowed kernels are not the pool's to cull."""
-        return {
-            session_id: kernel.last_used
-            for session_id, kernel in self._kernels.items()
-            if not (session_id in self._locks and self._locks[session_id].locked())
-        }
+    def owned(self) -> dict[str, KernelHandle]:
+        """The sessions' own live kernels (``culling.Cullable``): borrowed kernels are not the pool's to cull."""
+        return self._kernels
 
-    def live_count(self) -> int:
-        """How many sessions' own kernels are live (busy ones included)."""
-        return len(self._kernels)
+    def session_lock(self, session_id: str) -> asyncio.Lock:
+        """Held while a step of the session runs in its own kernel (``culling.Cullable``)."""
+        return self._lock(session_id)
 
-    async def cull(self, session_id: str, last_used: float) -> bool:
-        """Shut the session's kernel down if it is still idle and unused since ``last_used``: its
-        processes (bwrap, confine, ipykernel), sockets, runtime folder and cgroup go, its workspace
-        stays. Never waits: a session whose lock is held is busy."""
-        lock = self._lock(session_id)
-        if lock.locked():
-            return False
-        async with lock:  # free, so taken at once: no step of the session can start meanwhile
-            kernel = self._kernels.get(session_id)
-            if kernel is None or kernel.last_used != last_used:
-                return False
-            await stop(kernel, now=True)  # its variables are lost either way: no need to ask it nicely
-            del self._kernels[session_id]  # once all it held is free: a pool that lists none holds none
-        return True
+    async def discard(self, session_id: str) -> None:
+        """Shut the session's kernel down (its lock held by the culler): its processes (bwrap, confine,
+        ipykernel), sockets, runtime folder and cgroup go, its workspace stays."""
+        await stop(self._kernels[session_id], now=True)  # its variables are lost either way: no need to ask
+        del self._kernels[session_id]  # once all it held is free: a pool that lists none holds none
 
     async def aclose(self) -> None:
         """Shut down every kernel this pool started; borrowed server kernels are only disconnected."""

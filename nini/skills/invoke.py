@@ -17,7 +17,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from nini.errors import ErrorCode, NiniError, error_dict
-from nini.execution.approvals import USER_KERNEL_NOTICE
+from nini.execution.isolation import notice_of
 from nini.fsutil import no_space, out_of_space
 from nini.limits import Limits, check_arguments, recordable
 from nini.redact import redact_paths
@@ -255,7 +255,7 @@ def _execution_event(execution: dict[str, Any], execution_id: str | None, output
         "artifacts": [a.get("path") for a in output.artifacts],
         "datasets_saved": list(execution.get("datasets_saved") or []),
         "isolation": output.isolation,
-        **({"notice": USER_KERNEL_NOTICE} if output.isolation == "user_kernel" else {}),
+        **notice_of(output.isolation),
         **({"gateway": output.gateway} if output.gateway else {}),  # where the kernel ran: its sandbox is the gateway's
         # enough of the output for a viewer to show the step (the store keeps all of it)
         "stdout": preview(execution.get("stdout")),

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from nini.execution.approvals import USER_KERNEL_NOTICE
+from nini.execution.isolation import notice_of
 
 STRING_FIELDS_CUT_FIRST = ("stdout", "stderr", "result")
 
@@ -63,8 +63,7 @@ class ToolResult:
         }
         if self.isolation is not None:
             body["isolation"] = self.isolation
-            if self.isolation == "user_kernel":
-                body["notice"] = USER_KERNEL_NOTICE
+            body.update(notice_of(self.isolation))
         if self.gateway is not None:
             body["gateway"] = self.gateway
         return body

@@ -17,7 +17,7 @@ import pytest
 from nini.config import ExecutionSettings, Settings
 from nini.execution.kernels import KernelPool
 from nini.execution.outcome import CodeOutcome, CodeRequest
-from nini.skills.builtin.run_r import new_worker_pool
+from nini.execution.r_workers import new_worker_pool
 from tests.conftest import sandbox_uid
 from tests.r_sandbox.conftest import needs_r
 
@@ -116,7 +116,7 @@ def test_an_idle_kernel_goes_and_the_next_run_starts_a_new_one_that_says_so(idle
     kernels.wait(until(lambda: pool.kernel_info(session) is None and all_gone(processes), "the idle kernel culled"))
     assert not runtime_dir.exists()  # its connection file, ipc sockets and log went with it
     assert group is None or not any(path.exists() for path in group.paths)  # its cgroup, where it had one
-    assert pool.live_count() == 0
+    assert pool.culler.live_count() == 0
     descriptors = open_descriptors()
 
     after = kernels.run("print(x)", session)
@@ -151,7 +151,7 @@ def test_the_cap_shuts_the_least_recently_used_kernel_down_first(capped_pool: Ke
     assert kernels.run("result = name", b).result == b  # b used after a: a is the least recently used
     assert kernels.run(f"name = {c!r}", c).success  # a third kernel: a goes first
     assert pool.kernel_info(a) is None and pool.kernel_info(b) is not None and pool.kernel_info(c) is not None
-    assert pool.live_count() == 2
+    assert pool.culler.live_count() == 2
     kernels.wait(until(lambda: all_gone(processes_a), "a's processes gone"))
 
     back = kernels.run("result = 'name' in dir()", a)  # a again: b is now the least recently used
@@ -175,7 +175,7 @@ def test_a_busy_kernel_is_never_culled(busy_pool: Kernels) -> None:
 
     async def scenario() -> CodeOutcome:
         long_run = asyncio.ensure_future(pool.run(busy, workspace, CodeRequest(wait_for_go, timeout_s=DEADLINE_S * 2)))
-        await until(lambda: busy not in pool.idle_sessions(), "the long run started")
+        await until(lambda: busy not in pool.culler.idle_sessions(), "the long run started")
         await run_in(idle)
         await run_in(third)  # over the cap of 2: the idle one goes, never the busy one
         assert pool.kernel_info(idle) is None and pool.kernel_info(busy)["pid"] == pid
@@ -211,13 +211,15 @@ def test_over_the_cap_while_all_are_busy_a_kernel_starts_anyway_and_the_cap_come
     async def scenario() -> None:
         wait_for_go = "import os, time\nwhile not os.path.exists('go'):\n    time.sleep(0.05)\nresult = 1"
         long_run = asyncio.ensure_future(pool.run(busy, workspace, CodeRequest(wait_for_go, timeout_s=DEADLINE_S * 2)))
-        await until(lambda: pool.live_count() == 1 and busy not in pool.idle_sessions(), "the long run started")
+        await until(
+            lambda: pool.culler.live_count() == 1 and busy not in pool.culler.idle_sessions(), "the long run started"
+        )
         outcome = await pool.run(other, kernels.workspace(other), CodeRequest("y = 1"))  # the cap's one is busy
-        assert outcome.success and pool.live_count() == 2
+        assert outcome.success and pool.culler.live_count() == 2
         (workspace.root / "go").touch()
         assert (await long_run).success
         # both idle now: the periodic sweep brings the pool back under its cap, the least recently used first
-        await until(lambda: pool.live_count() == 1, "the cap restored")
+        await until(lambda: pool.culler.live_count() == 1, "the cap restored")
         assert pool.kernel_info(other) is None and pool.kernel_info(busy) is not None
 
     kernels.wait(scenario())
@@ -315,7 +317,7 @@ def test_a_busy_r_worker_is_never_culled(loop: asyncio.AbstractEventLoop, tmp_pa
         long_run = asyncio.ensure_future(
             pool.run(busy, workspace(busy), {"code": waiting, "timeout_s": DEADLINE_S * 2})
         )
-        await until(lambda: busy not in pool.idle_sessions(), "the long run started")
+        await until(lambda: busy not in pool.keeper.idle_sessions(), "the long run started")
         assert (await pool.run(other, workspace(other), {"code": "y <- 1"}))["success"]
         # other was used after the long run started: once it is culled, the busy worker was past the
         # idle timeout in that sweep too, and stayed

@@ -18,8 +18,8 @@ import pytest
 from jupyter_ext.serve import ServerProcess
 from nini.execution import sandbox
 from nini.execution.leftovers import ARTIFACT_TEMP_GRACE_S
+from nini.execution.r_workers import R_RUNTIME_BASE
 from nini.execution.runtime_dirs import OWNER_FILE, owner_token, process_start
-from nini.skills.builtin.run_r import R_RUNTIME_BASE
 
 NINI = Path(sys.executable).with_name("nini")
 pytestmark = pytest.mark.slow

@@ -14,6 +14,7 @@ import pytest
 
 from nini.config import load_settings
 from nini.execution import sandbox
+from nini.execution.r_workers import R_RUNTIME_BASE
 from nini.execution.runtime_dirs import (
     OWNER_FILE,
     make_runtime_dir,
@@ -22,7 +23,7 @@ from nini.execution.runtime_dirs import (
     sweep_runtime_dirs,
     token_alive,
 )
-from nini.skills.builtin.run_r import R_RUNTIME_BASE, r_status
+from nini.skills.builtin.run_r import r_status
 
 NINI = str(Path(sys.executable).with_name("nini"))
 R_USABLE, R_WHY = r_status(load_settings(home="/nonexistent-nini-home"))

@@ -61,7 +61,7 @@ async def test_idle_sessions_kernels_go_until_none_is_live(api: Any, jp_serverap
         reply = await api("POST", "sessions", session_id, "run-code", body={"code": "x = 1"})
         assert reply.data["success"] is True, reply.data
         processes += descendants(kernels.kernel_info(session_id)["pid"])
-    await until(lambda: kernels.live_count() == 0, "every idle kernel shut down")
+    await until(lambda: kernels.culler.live_count() == 0, "every idle kernel shut down")
     await until(lambda: all(ended(p) for p in processes), "their processes gone")
     assert all(kernels.kernel_info(s) is None for s in sessions)
 

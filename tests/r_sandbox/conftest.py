@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from nini.config import Settings
-from nini.skills.builtin.run_r import worker_wrap
+from nini.execution.r_workers import worker_wrap
 from r_sandbox.client import RWorkerPool
 from tests.conftest import sandbox_uid
 from tests.execution.conftest import event_loop_for_module  # noqa: F401  (a fixture: one loop per module)

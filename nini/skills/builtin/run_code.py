@@ -1,4 +1,8 @@
-"""The ``run_code`` skill: agent Python in the session's kernel, checked, limited and recorded."""
+"""The ``run_code`` skill: agent Python in the session's kernel, checked, limited and recorded.
+
+The skill checks its arguments, builds the request and records the result (shared with
+``run_r_code``); running it is execution's (``nini.execution.runs``).
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from nini.errors import ErrorCode, NiniError
-from nini.execution.approvals import USER_KERNEL_NOTICE
-from nini.execution.disk_watch import Budget, RunWatch
 from nini.execution.leftovers import discard_run
 from nini.execution.outcome import CodeOutcome, CodeRequest, full_disk
 from nini.execution.output_caps import MIB, OutputLimits
+from nini.execution.runs import check_quota, run_python
 from nini.execution.runtime_dirs import owner_token
-from nini.execution.variables import VariableCopy, check_names
+from nini.execution.variables import check_names
 from nini.execution.workspace import check_dataset_name
 from nini.fsutil import disk_full
 from nini.redact import redact_paths
@@ -28,9 +31,6 @@ if TYPE_CHECKING:
 # Characters of one stream the record keeps (its head and tail) once the whole text is in the
 # workspace: more than a report scans (report.findings.SCAN_CHARS), far less than a log can be.
 RECORDED_TEXT_CHARS = 100_000
-# Where a run's writes land on this disk, in the session workspace, and can be stopped by nini: its own
-# kernels. The user's kernel is not confined anyway; a gateway's kernel writes to the gateway's disk.
-WATCHED = ("sandbox", "unsandboxed")
 
 
 @skill("run_code", category="data")
@@ -75,23 +75,10 @@ async def run_code(
     names = check_names(variables) if variables else []
     await check_quota(session)
     request = await prepare_request(session, request)
-    isolation = session.isolation
-    outcome = _policy_refusal(session, code) or await _approval_refusal(session, code, isolation)
-    copy = VariableCopy()
-    if outcome is None and names and isolation != "user_kernel":  # in the user's kernel they are there already
-        copy = await _copy_variables(session, names, request.timeout_s)
-        outcome = copy.refusal
-    if outcome is None and isolation in WATCHED:
-        async with watch_run(session) as watch:
-            outcome = await session.kernels.run(session.id, session.workspace, request, stop=watch)
-    elif outcome is None:
-        executor = session.python_executor or session.kernels
-        outcome = await executor.run(session.id, session.workspace, request, kernel_id=session.kernel_id)
-    if copy.notes:
-        outcome = dataclasses.replace(outcome, stderr="".join(copy.notes) + outcome.stderr)
+    outcome = await run_python(session, request, names)
     output = await finish_run(session, request, outcome, language="python", tool_name="run_code")
-    output.isolation = isolation
-    if isolation == "gateway":
+    output.isolation = session.isolation
+    if output.isolation == "gateway":
         output.gateway = session.kernels.gateway_host
     return output
 
@@ -109,50 +96,6 @@ async def prepare_request(session: Session, request: CodeRequest) -> CodeRequest
         save_file=save_file,
         pending_file=f"artifacts/.pending-{owner_token()}-{uuid.uuid4().hex[:8]}.txt",
     )
-
-
-async def check_quota(session: Session) -> None:
-    """TOO_LARGE when the workspace is at its budget (``execution.workspace_quota_mb`` bytes,
-    ``execution.workspace_max_files`` files): no more code runs until files are removed."""
-    settings = session.settings
-    await session.disk_watch.check(Budget.of(settings.execution), settings.ui.current_language)
-
-
-def watch_run(session: Session) -> RunWatch:
-    """The budget watch of one run in nini's own kernel or R worker (``async with``; the run's
-    ``stop``): a run that goes over the workspace's budget is stopped, and after it the workspace is
-    guarded while the session's kernel or worker lives (``disk_watch``)."""
-    settings = session.settings
-    return session.disk_watch.run(Budget.of(settings.execution), settings.ui.current_language)
-
-
-async def _approval_refusal(session: Session, code: str, isolation: str) -> CodeOutcome | None:
-    """CANCELED unless the user approved a step that is to run in their own, unsandboxed kernel."""
-    if isolation != "user_kernel" or not session.settings.execution.approve_in_user_kernel:
-        return None
-    if await session.approvals.ask(session, code, "python", asker=session.approver):
-        return None
-    return CodeOutcome.failure(
-        ErrorCode.CANCELED,
-        f"the step was not approved: it {USER_KERNEL_NOTICE} (execution.approve_in_user_kernel), so it did not run",
-    )
-
-
-async def _copy_variables(session: Session, names: list[str], timeout_s: float) -> VariableCopy:
-    """Copies of the notebook's ``names`` in the session's sandboxed kernel (``nini.execution.variables``)."""
-    if session.isolation == "gateway":
-        raise NiniError(
-            ErrorCode.INVALID_ARGUMENT,
-            "variables: copying notebook variables into a kernel on a gateway "
-            "is not supported; save them as a dataset from the notebook instead",
-        )
-    if session.variables is None:
-        raise NiniError(
-            ErrorCode.INVALID_ARGUMENT,
-            "variables: there is no notebook to copy variables from in this "
-            "turn (the user did not ask from a notebook); use the session's datasets",
-        )
-    return await session.variables.ensure(names, timeout_s)
 
 
 def build_request(
@@ -189,19 +132,6 @@ def output_limits(settings: Settings) -> OutputLimits:
         run_count=execution.run_outputs_max_count,
         language=settings.ui.current_language,
     )
-
-
-def _policy_refusal(session: Session, code: str) -> CodeOutcome | None:
-    if session.settings.execution.python_policy == "off":
-        return None
-    from nini.execution.policy import check_python
-
-    try:
-        check_python(code, session.workspace.root, session.settings.ui.current_language)
-    except NiniError as exc:
-        details = exc.details or {}
-        return CodeOutcome.failure(exc.code, exc.message, line=details.get("line"), rule=details.get("rule"))
-    return None
 
 
 async def finish_run(
