@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -42,9 +43,13 @@ def explodes(kind: str) -> dict:
     raise RuntimeError("boom")
 
 
+SLEEPING = threading.Event()  # set once the skill below runs: its call is recorded and under way
+
+
 @skill("sleeps", category="utility")
 async def sleeps(seconds: float) -> dict:
     """Sleep."""
+    SLEEPING.set()
     await asyncio.sleep(seconds)
     return {"slept": seconds}
 
@@ -150,8 +155,11 @@ def test_a_cancelled_call_is_recorded_as_cancelled_not_left_running(runtime: Run
     session = runtime.create_session()
 
     async def cancel_soon() -> None:
+        SLEEPING.clear()
         task = asyncio.create_task(invoke(session, "sleeps", {"seconds": 30}))
-        await asyncio.sleep(0.3)
+        while not SLEEPING.is_set():  # a poll: the skill runs
+            assert not task.done(), task.result()
+            await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -22,6 +22,7 @@ from nini.execution.outcome import CodeOutcome, CodeRequest
 from nini.execution.sandbox import probe_bwrap, runs_as_session_uid
 from nini.execution.workspace import Workspace
 from tests.conftest import sandbox_uid
+from tests.timeouts import timeout
 
 needs_bwrap = pytest.mark.skipif(not probe_bwrap()[0], reason=f"no working bubblewrap: {probe_bwrap()[1]}")
 
@@ -52,22 +53,25 @@ def assert_cancel_interrupts(kernels: Kernels, session: str, kernel_id: str | No
     """Cancel a run of ``time.sleep(30)`` once it runs: the kernel stops it at once and keeps its state."""
     workspace = kernels.workspace(session)
 
-    async def cancel_after(delay: float) -> None:
-        task = asyncio.ensure_future(
-            kernels.pool.run(
-                session, workspace, CodeRequest("import time\ntime.sleep(30)\nlate = 1"), kernel_id=kernel_id
-            )
-        )
-        await asyncio.sleep(delay)
+    here = workspace.root / "sleeping"  # the code writes it as its sleep starts
+    here.unlink(missing_ok=True)
+
+    async def cancel_when_sleeping() -> None:
+        code = f"import time\nopen({str(here)!r}, 'w').close()\ntime.sleep(30)\nlate = 1"
+        task = asyncio.ensure_future(kernels.pool.run(session, workspace, CodeRequest(code), kernel_id=kernel_id))
+        deadline = time.monotonic() + timeout(60)
+        while not here.exists():  # a poll of the file the code writes
+            assert not task.done() and time.monotonic() < deadline, "the code never started"
+            await asyncio.sleep(0.05)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
-    kernels.wait(cancel_after(1.5))
-    started = time.monotonic()
+    kernels.wait(cancel_when_sleeping())
+    # not killed: the same kernel answers (not after the 30 s sleep), with its state and without `late`
     after = kernels.run("result = [before, 'late' in dir()]", session, kernel_id=kernel_id)
     assert after.success, after.error
-    assert after.result == ["kept", False] and time.monotonic() - started < 10
+    assert after.result == ["kept", False]
 
 
 def new_session() -> str:

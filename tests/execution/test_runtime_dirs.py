@@ -24,6 +24,7 @@ from nini.execution.runtime_dirs import (
     token_alive,
 )
 from nini.skills.builtin.run_r import r_status
+from tests.timeouts import timeout
 
 NINI = str(Path(sys.executable).with_name("nini"))
 R_USABLE, R_WHY = r_status(load_settings(home="/nonexistent-nini-home"))
@@ -89,8 +90,13 @@ def test_the_folder_of_a_killed_cli_is_swept_by_the_next_run(language: str, tmp_
     if language == "r" and not R_USABLE:
         pytest.skip(f"R cannot be used here: {R_WHY}")
     command, code, base, prefix = {
-        "python": ("run-code", "import time\ntime.sleep(60)\n", sandbox.runtime_base(), "nini-kernel-"),
-        "r": ("run-r", "Sys.sleep(60)\n", R_RUNTIME_BASE, "nini-r-"),
+        "python": (
+            "run-code",
+            "import time\nopen('here', 'w').close()\ntime.sleep(60)\n",
+            sandbox.runtime_base(),
+            "nini-kernel-",
+        ),
+        "r": ("run-r", "invisible(file.create('here')); Sys.sleep(60)\n", R_RUNTIME_BASE, "nini-r-"),
     }[language]
     env = {**os.environ, "NINI_HOME": str(nini_home)}
     cli = subprocess.Popen(
@@ -103,11 +109,13 @@ def test_the_folder_of_a_killed_cli_is_swept_by_the_next_run(language: str, tmp_
     )
     cli.stdin.write(code.encode())
     cli.stdin.close()
-    deadline = time.monotonic() + 60
-    while (folder := _owned_by(base, prefix, cli.pid)) is None or not any(folder.iterdir()):
+    deadline = time.monotonic() + timeout(120)
+    # a poll: the code writes `here` in its workspace once the kernel or worker runs it
+    while not list((nini_home / "sessions").glob("*/workspace/here")):
         assert time.monotonic() < deadline and cli.poll() is None, "the run never started"
-        time.sleep(0.2)
-    time.sleep(1)  # the kernel or worker is running the code now
+        time.sleep(0.1)
+    folder = _owned_by(base, prefix, cli.pid)
+    assert folder is not None and any(folder.iterdir())
     cli.send_signal(signal.SIGKILL)
     cli.wait()
     assert folder.is_dir()  # nothing could remove it
@@ -118,7 +126,7 @@ def test_the_folder_of_a_killed_cli_is_swept_by_the_next_run(language: str, tmp_
         env=env,
         capture_output=True,
         cwd=tmp_path,
-        timeout=120,
+        timeout=timeout(120),
     )
     assert after.returncode == 0, after.stderr
     assert not folder.exists()

@@ -14,6 +14,7 @@ from pathlib import Path
 from nini.memory.experience.model import Candidate
 from nini.memory.experience.pending import PENDING_NAME, PendingFile
 from tests.memory.conftest import candidate
+from tests.timeouts import timeout
 
 WRITER = """
 import sys
@@ -70,15 +71,23 @@ def test_a_damaged_file_is_kept_aside_and_new_candidates_still_land(tmp_path: Pa
     assert aside.read_text() == '{"candidates": [ {"decision": "half'
 
 
+def written(folder: Path) -> int:
+    """How many times WRITER has written the pending file in ``folder`` (0 before its first)."""
+    if not (folder / PENDING_NAME).exists():
+        return 0
+    candidates = PendingFile(folder).load().candidates
+    return int(candidates[0].decision.split("-")[0][1:]) if candidates else 0
+
+
 def test_a_writer_killed_mid_write_leaves_a_whole_file(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     for _ in range(5):
         writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], env=env)
-        deadline = time.monotonic() + 30
-        while not (tmp_path / PENDING_NAME).exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)
+        deadline = time.monotonic() + timeout(30)
+        while written(tmp_path) < 3:  # a poll: killed amid its rewrites, after a few of them
+            assert time.monotonic() < deadline and writer.poll() is None, "the writer did not write"
+            time.sleep(0.02)
         writer.send_signal(signal.SIGKILL)
         writer.wait()
         state = PendingFile(tmp_path).load()
