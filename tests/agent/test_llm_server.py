@@ -13,6 +13,7 @@ import openai
 import pytest
 
 from tests.llm_server import Reply, ScriptedLLM, error, text, tool_call
+from tests.timeouts import timeout
 
 
 def post(llm: ScriptedLLM, body: dict, path: str = "/chat/completions") -> tuple[int, dict, dict]:
@@ -83,26 +84,28 @@ def test_anthropic_messages_and_models_list(llm_server: ScriptedLLM):
 
 def test_stop_is_prompt_with_a_handler_sleeping():
     llm = ScriptedLLM().start()
-    llm.reply(Reply(content="late", delay_s=30))
+    llm.reply(Reply(content="late", delay_s=600))
     thread = threading.Thread(
         target=lambda: pytest.raises((OSError, http.client.HTTPException), post, llm, {"model": "m"}), daemon=True
     )
     thread.start()
-    while not llm.requests:
-        time.sleep(0.01)
-    started = time.monotonic()
-    llm.stop()
-    assert time.monotonic() - started < 2
-    thread.join(timeout=5)
+    llm.wait_for_requests(1)
+    stopper = threading.Thread(target=llm.stop, daemon=True)
+    stopper.start()
+    stopper.join(timeout(30))  # the handler sleeps 600 s: a stop that waited for it would still be going
+    assert not stopper.is_alive()
+    thread.join(timeout(30))
     assert not thread.is_alive()
 
 
 def test_a_client_that_hangs_up_is_recorded(llm_server: ScriptedLLM):
-    llm_server.reply(Reply(content="late", delay_s=0.3))
+    hold = threading.Event()  # answered only once the client has given up
+    llm_server.reply(Reply(content="late", hold=hold))
     with pytest.raises(TimeoutError):
         post_with_timeout = urllib.request.Request(llm_server.base_url + "/chat/completions", data=b"{}")
         urllib.request.urlopen(post_with_timeout, timeout=0.05)
-    deadline = time.monotonic() + 3
+    hold.set()
+    deadline = time.monotonic() + timeout(30)
     while not llm_server.disconnected and time.monotonic() < deadline:
         time.sleep(0.02)
     assert llm_server.disconnected == [0]
@@ -119,5 +122,5 @@ def test_a_held_reply_answers_once_the_test_lets_it(llm_server: ScriptedLLM):
     thread.join(timeout=0.3)
     assert thread.is_alive() and answers == []  # the model is still "thinking"
     hold.set()
-    thread.join(timeout=5)
+    thread.join(timeout(30))
     assert answers[0]["choices"][0]["message"]["content"] == "thought long"

@@ -8,7 +8,6 @@ import io
 import json
 import logging
 import threading
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -312,21 +311,16 @@ def test_200k_token_result_is_summarized_quickly_and_bounded(monkeypatch: pytest
         encode_lengths.append(len(text))
         return real_encode(text)
 
-    started = time.perf_counter()
     raw_tokens = len(real_encode(raw))
-    bare = time.perf_counter() - started
     assert raw_tokens >= 200_000
     monkeypatch.setattr(tokens, "encode", spy)
-    started = time.perf_counter()
-    result = summarize(raw)
-    elapsed = time.perf_counter() - started
+    result = summarize(raw)  # how fast: benchmarks/bench_summary.py
     assert result.raw_tokens == raw_tokens and result.fallback_used == "local"
     assert result.truncated and result.text.endswith("…") and result.summary_tokens <= 4096
     assert "The end" not in result.text  # the sentence end lies past the bounded prefix
     # the raw text is encoded once; everything else only sees bounded pieces
     assert encode_lengths.count(len(raw)) == 1
     assert max(n for n in encode_lengths if n != len(raw)) <= 4096 * summary_module.CHARS_PER_TOKEN_READ + 1
-    assert elapsed < 5 * bare + 1.0, (elapsed, bare)
 
 
 # -- tokenizer failure ----------------------------------------------------------------------------
@@ -428,19 +422,16 @@ def test_model_failures_fall_through_to_local_extraction(
 
 
 def test_model_timeout_falls_through_in_time(llm_server: ScriptedLLM, summary_log: LogCapture) -> None:
-    llm_server.reply(Reply(content="Too late.", delay_s=5))
-    started = time.monotonic()
+    llm_server.reply(Reply(content="Too late.", delay_s=60))  # a timeout that did not hold would get it
     result = summarize_with(llm_server, "Local sentence wins here. Second.", timeout_s=0.5)
-    assert time.monotonic() - started < 3
     assert (result.text, result.fallback_used) == ("Local sentence wins here.", "local")
     assert summary_log.lines()[0]["data"]["llm_error"] == "TIMEOUT"
 
 
 def test_settings_summary_timeout_is_the_default(llm_server: ScriptedLLM) -> None:
-    llm_server.reply(Reply(content="Too late.", delay_s=5))
-    started = time.monotonic()
+    llm_server.reply(Reply(content="Too late.", delay_s=60))
     result = summarize_with(llm_server, "Local sentence. Two.", settings=AgentSettings(summary_timeout_s=0.5))
-    assert result.fallback_used == "local" and time.monotonic() - started < 3
+    assert result.fallback_used == "local"
 
 
 def test_no_model_available_falls_through() -> None:
@@ -486,7 +477,7 @@ def test_over_long_model_answer_is_truncated(llm_server: ScriptedLLM) -> None:
 
 
 def test_cancelling_during_the_model_call_propagates(llm_server: ScriptedLLM, summary_log: LogCapture) -> None:
-    llm_server.reply(Reply(content="Never used.", delay_s=5))
+    llm_server.reply(Reply(content="Never used.", delay_s=60))  # a cancel that waited for it would not raise
 
     async def action(router: ModelRouter) -> None:
         task = asyncio.create_task(summarize_task_result("task:general", "Raw. Text.", is_error=False, llm=router))
@@ -495,10 +486,8 @@ def test_cancelling_during_the_model_call_propagates(llm_server: ScriptedLLM, su
         task.cancel()
         await task
 
-    started = time.monotonic()
     with pytest.raises(asyncio.CancelledError):
         with_router(llm_server, action)
-    assert time.monotonic() - started < 3
     assert summary_log.text == ""  # a cancelled summary is not a summary
 
 
