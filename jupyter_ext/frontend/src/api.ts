@@ -20,7 +20,14 @@ import type {
   PendingView
 } from './memory';
 import type { Proposal } from './model';
-import type { FeedbackAction, Learned, Preference, PreferenceList, PreferencePreview, Switches } from './prefs';
+import type {
+  FeedbackAction,
+  Learned,
+  Preference,
+  PreferenceList,
+  PreferencePreview,
+  Switches
+} from './prefs';
 
 export class NiniApiError extends Error {
   constructor(
@@ -42,7 +49,13 @@ export type ApprovalDecision = 'once' | 'session' | 'reject';
 export interface ApprovalsState {
   required: boolean;
   allowed_for_session: boolean;
-  waiting: { approval_id: string; language: string; code: string; notice: string; waiting_s: number }[];
+  waiting: {
+    approval_id: string;
+    language: string;
+    code: string;
+    notice: string;
+    waiting_s: number;
+  }[];
 }
 
 export interface SessionInfo {
@@ -90,7 +103,13 @@ export interface ProviderInfo {
 
 export interface ModelsInfo {
   providers: ProviderInfo[];
-  purposes: Record<string, { chain: { provider: string; model: string }[]; skipped?: { provider: string; reason: string }[] }>;
+  purposes: Record<
+    string,
+    {
+      chain: { provider: string; model: string }[];
+      skipped?: { provider: string; reason: string }[];
+    }
+  >;
 }
 
 export interface ReportInfo {
@@ -120,7 +139,8 @@ function turnBody(
 ): Record<string, unknown> {
   const body: Record<string, unknown> = { message };
   if (where) {
-    body[where.mode === 'kernel' ? 'kernel_id' : 'notebook_kernel_id'] = where.kernelId;
+    body[where.mode === 'kernel' ? 'kernel_id' : 'notebook_kernel_id'] =
+      where.kernelId;
   }
   if (notebook) {
     body.notebook = notebook;
@@ -129,7 +149,9 @@ function turnBody(
 }
 
 export class NiniApi {
-  constructor(readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()) {}
+  constructor(
+    readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+  ) {}
 
   /** `fetch` one endpoint under `/nini/api/` and unwrap its envelope. */
   async request<T>(path: string, init: RequestInit = {}): Promise<T> {
@@ -139,9 +161,17 @@ export class NiniApi {
     headers.set('X-Nini-Language', language());
     let response: Response;
     try {
-      response = await ServerConnection.makeRequest(url, { ...init, headers }, this.settings);
+      response = await ServerConnection.makeRequest(
+        url,
+        { ...init, headers },
+        this.settings
+      );
     } catch (error) {
-      throw new NiniApiError('NETWORK', `the server cannot be reached (${String(error)})`, 0);
+      throw new NiniApiError(
+        'NETWORK',
+        `the server cannot be reached (${String(error)})`,
+        0
+      );
     }
     let body: any = null;
     try {
@@ -151,29 +181,46 @@ export class NiniApi {
     }
     if (!response.ok || !body || body.ok !== true) {
       const error = body?.error ?? {};
-      throw new NiniApiError(error.code ?? `HTTP_${response.status}`, error.message ?? response.statusText, response.status, error.details ?? null);
+      throw new NiniApiError(
+        error.code ?? `HTTP_${response.status}`,
+        error.message ?? response.statusText,
+        response.status,
+        error.details ?? null
+      );
     }
     return body.data as T;
   }
 
   private send<T>(method: string, path: string, body?: unknown): Promise<T> {
-    return this.request<T>(path, { method, body: body === undefined ? undefined : JSON.stringify(body) });
+    return this.request<T>(path, {
+      method,
+      body: body === undefined ? undefined : JSON.stringify(body)
+    });
   }
 
   /** The caller's sessions, newest first; `query`: those whose title or conversation holds it. */
   listSessions(query = ''): Promise<SessionInfo[]> {
-    return this.request(query ? `sessions?q=${encodeURIComponent(query)}` : 'sessions');
+    return this.request(
+      query ? `sessions?q=${encodeURIComponent(query)}` : 'sessions'
+    );
   }
 
   /** Give a session of yours a new title: the session as stored now. */
   renameSession(sessionId: string, title: string): Promise<SessionInfo> {
-    return this.send('PATCH', `sessions/${encodeURIComponent(sessionId)}`, { title });
+    return this.send('PATCH', `sessions/${encodeURIComponent(sessionId)}`, {
+      title
+    });
   }
 
   /** Delete a session of yours for good (CONFLICT while it runs). */
   /** One tool call of a session with its arguments whole (a long step's code: its event carried its start). */
-  toolCall(sessionId: string, callId: string): Promise<{ id: string; arguments: Record<string, any> | null }> {
-    return this.request(`sessions/${encodeURIComponent(sessionId)}/tool-calls/${encodeURIComponent(callId)}`);
+  toolCall(
+    sessionId: string,
+    callId: string
+  ): Promise<{ id: string; arguments: Record<string, any> | null }> {
+    return this.request(
+      `sessions/${encodeURIComponent(sessionId)}/tool-calls/${encodeURIComponent(callId)}`
+    );
   }
 
   deleteSession(sessionId: string): Promise<{ deleted: string }> {
@@ -195,7 +242,11 @@ export class NiniApi {
     where?: { kernelId: string; mode: RunWhere } | null,
     notebook?: NotebookJson | null
   ): Promise<{ turn_id: string; notice?: string }> {
-    return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/ask`, turnBody(message, where, notebook));
+    return this.send(
+      'POST',
+      `sessions/${encodeURIComponent(sessionId)}/ask`,
+      turnBody(message, where, notebook)
+    );
   }
 
   /** Start a turn in a new session, which the server makes only once the ask is accepted (a refused
@@ -206,7 +257,10 @@ export class NiniApi {
     notebook?: NotebookJson | null,
     title?: string
   ): Promise<{ turn_id: string; session_id: string; notice?: string }> {
-    return this.send('POST', 'ask', { ...turnBody(message, where, notebook), ...(title ? { title } : {}) });
+    return this.send('POST', 'ask', {
+      ...turnBody(message, where, notebook),
+      ...(title ? { title } : {})
+    });
   }
 
   listProposals(sessionId: string): Promise<Proposal[]> {
@@ -214,13 +268,27 @@ export class NiniApi {
   }
 
   /** Record the user's click on a proposal: accepted (and whether it ran) or rejected. */
-  decideProposal(sessionId: string, proposalId: string, decision: 'accept' | 'reject', ran?: boolean): Promise<Proposal> {
-    const body = decision === 'accept' ? { decision, ran: Boolean(ran) } : { decision };
-    return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/proposals/${encodeURIComponent(proposalId)}`, body);
+  decideProposal(
+    sessionId: string,
+    proposalId: string,
+    decision: 'accept' | 'reject',
+    ran?: boolean
+  ): Promise<Proposal> {
+    const body =
+      decision === 'accept' ? { decision, ran: Boolean(ran) } : { decision };
+    return this.send(
+      'POST',
+      `sessions/${encodeURIComponent(sessionId)}/proposals/${encodeURIComponent(proposalId)}`,
+      body
+    );
   }
 
   cancel(sessionId: string): Promise<{ canceled: boolean }> {
-    return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/cancel`, {});
+    return this.send(
+      'POST',
+      `sessions/${encodeURIComponent(sessionId)}/cancel`,
+      {}
+    );
   }
 
   /** Whether steps in the user's own kernel ask first on this server. */
@@ -234,15 +302,26 @@ export class NiniApi {
   }
 
   /** A person's answer to a step waiting to run in their kernel. */
-  decideApproval(sessionId: string, approvalId: string, decision: ApprovalDecision): Promise<unknown> {
-    return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/approvals/${encodeURIComponent(approvalId)}`, {
-      decision
-    });
+  decideApproval(
+    sessionId: string,
+    approvalId: string,
+    decision: ApprovalDecision
+  ): Promise<unknown> {
+    return this.send(
+      'POST',
+      `sessions/${encodeURIComponent(sessionId)}/approvals/${encodeURIComponent(approvalId)}`,
+      {
+        decision
+      }
+    );
   }
 
   /** Withdraw "allow for this session": the next step in the user's kernel asks again. */
   revokeSessionApproval(sessionId: string): Promise<unknown> {
-    return this.send('DELETE', `sessions/${encodeURIComponent(sessionId)}/approvals/session`);
+    return this.send(
+      'DELETE',
+      `sessions/${encodeURIComponent(sessionId)}/approvals/session`
+    );
   }
 
   listSkills(): Promise<SkillRecord[]> {
@@ -253,20 +332,39 @@ export class NiniApi {
     return this.request('skill-problems');
   }
 
-  setSkillEnabled(name: string, enabled: boolean, type: string): Promise<SkillRecord> {
-    return this.send('PUT', `skills/${encodeURIComponent(name)}/enabled?type=${type}`, { enabled });
+  setSkillEnabled(
+    name: string,
+    enabled: boolean,
+    type: string
+  ): Promise<SkillRecord> {
+    return this.send(
+      'PUT',
+      `skills/${encodeURIComponent(name)}/enabled?type=${type}`,
+      { enabled }
+    );
   }
 
-  createSkill(fields: { name: string; description: string; category?: string }): Promise<SkillRecord> {
+  createSkill(fields: {
+    name: string;
+    description: string;
+    category?: string;
+  }): Promise<SkillRecord> {
     return this.send('POST', 'skills', { ...fields, type: 'markdown' });
   }
 
-  skillSource(name: string): Promise<{ name: string; content: string; editable: boolean; source: string }> {
+  skillSource(name: string): Promise<{
+    name: string;
+    content: string;
+    editable: boolean;
+    source: string;
+  }> {
     return this.request(`skills/${encodeURIComponent(name)}/source`);
   }
 
   saveSkillSource(name: string, content: string): Promise<any> {
-    return this.send('PUT', `skills/${encodeURIComponent(name)}/source`, { content });
+    return this.send('PUT', `skills/${encodeURIComponent(name)}/source`, {
+      content
+    });
   }
 
   /** A file of the Jupyter root (its contents-API path) as text, read as nini reads data: its first
@@ -280,8 +378,15 @@ export class NiniApi {
     return this.request('ui');
   }
 
-  generateReport(sessionId: string, lang: Language): Promise<{ title: string; paths: Record<string, string> }> {
-    return this.send('POST', `sessions/${encodeURIComponent(sessionId)}/report`, { lang });
+  generateReport(
+    sessionId: string,
+    lang: Language
+  ): Promise<{ title: string; paths: Record<string, string> }> {
+    return this.send(
+      'POST',
+      `sessions/${encodeURIComponent(sessionId)}/report`,
+      { lang }
+    );
   }
 
   listReports(sessionId: string): Promise<ReportInfo[]> {
@@ -293,7 +398,11 @@ export class NiniApi {
   }
 
   saveProvider(provider: ProviderInfo): Promise<unknown> {
-    return this.send('PUT', `models/providers/${encodeURIComponent(provider.name)}`, provider);
+    return this.send(
+      'PUT',
+      `models/providers/${encodeURIComponent(provider.name)}`,
+      provider
+    );
   }
 
   /** Whether the key variable `name` is set on the server (never its value). A POST: a key pasted in
@@ -302,12 +411,19 @@ export class NiniApi {
     return this.send('POST', 'models/key-variable', { name });
   }
 
-  testProvider(provider: ProviderInfo): Promise<{ ok: boolean; reason?: string; model?: string; latency_ms?: number }> {
+  testProvider(provider: ProviderInfo): Promise<{
+    ok: boolean;
+    reason?: string;
+    model?: string;
+    latency_ms?: number;
+  }> {
     return this.send('POST', 'models/test', provider);
   }
 
   /** One tiny call per model the purposes would call first, as `nini models test`. */
-  testAllModels(): Promise<{ results: Array<{ target: string; ok: boolean; detail: string }> }> {
+  testAllModels(): Promise<{
+    results: Array<{ target: string; ok: boolean; detail: string }>;
+  }> {
     return this.send('POST', 'models/test', { all: true });
   }
 
@@ -316,12 +432,26 @@ export class NiniApi {
   }
 
   /** An explicit statement as a candidate (201 with `kept`, or 200 with why it was `dropped`). */
-  addExperience(fields: { text: string; level?: Level; type?: string; trigger?: string; stage?: string; session_id?: string }): Promise<CaptureResult> {
+  addExperience(fields: {
+    text: string;
+    level?: Level;
+    type?: string;
+    trigger?: string;
+    stage?: string;
+    session_id?: string;
+  }): Promise<CaptureResult> {
     return this.send('POST', 'experience/pending', fields);
   }
 
-  editCandidate(id: string, changes: Partial<ExperienceCandidate>): Promise<ExperienceCandidate> {
-    return this.send('PUT', `experience/pending/${encodeURIComponent(id)}`, changes);
+  editCandidate(
+    id: string,
+    changes: Partial<ExperienceCandidate>
+  ): Promise<ExperienceCandidate> {
+    return this.send(
+      'PUT',
+      `experience/pending/${encodeURIComponent(id)}`,
+      changes
+    );
   }
 
   discardCandidate(id: string): Promise<{ discarded: string }> {
@@ -329,14 +459,26 @@ export class NiniApi {
   }
 
   /** What the curator would do with the chosen candidates; changes nothing. */
-  experiencePlan(ids: string[], targets: Record<string, Level>): Promise<ExperiencePlan> {
+  experiencePlan(
+    ids: string[],
+    targets: Record<string, Level>
+  ): Promise<ExperiencePlan> {
     return this.send('POST', 'experience/plan', { ids, targets });
   }
 
   /** Carry out the plan the user saw (`plan`: its lines); CONFLICT, with the new lines in its
    * details, when the library changed since. */
-  depositExperience(ids: string[], targets: Record<string, Level>, plan: string[]): Promise<{ line: string; plan: string[] }> {
-    return this.send('POST', 'experience/deposit', { ids, targets, confirm: true, plan });
+  depositExperience(
+    ids: string[],
+    targets: Record<string, Level>,
+    plan: string[]
+  ): Promise<{ line: string; plan: string[] }> {
+    return this.send('POST', 'experience/deposit', {
+      ids,
+      targets,
+      confirm: true,
+      plan
+    });
   }
 
   /** Both libraries' entries, deprecated ones too, with the problems of their INDEX.md files. */
@@ -345,12 +487,20 @@ export class NiniApi {
   }
 
   /** One document by its reference (`team/knowledge/EXP-0001.md`): its Markdown. */
-  experienceDocument(reference: string): Promise<{ reference: string; text: string }> {
-    return this.request(`experience/entries/${reference.split('/').map(encodeURIComponent).join('/')}`);
+  experienceDocument(
+    reference: string
+  ): Promise<{ reference: string; text: string }> {
+    return this.request(
+      `experience/entries/${reference.split('/').map(encodeURIComponent).join('/')}`
+    );
   }
 
   deprecateExperience(level: Level, id: string): Promise<{ line: string }> {
-    return this.send('POST', `experience/entries/${level}/${encodeURIComponent(id)}/deprecate`, { confirm: true });
+    return this.send(
+      'POST',
+      `experience/entries/${level}/${encodeURIComponent(id)}/deprecate`,
+      { confirm: true }
+    );
   }
 
   /** What each run of the session was warned about and what was captured from it, oldest first. */
@@ -363,8 +513,16 @@ export class NiniApi {
   }
 
   /** Your own rule (confidence 1.0); `project: '.'` for this project only. */
-  addPreference(key: string, value: unknown, project: '.' | null): Promise<Preference> {
-    return this.send('POST', 'preferences', { key, value, ...(project ? { project } : {}) });
+  addPreference(
+    key: string,
+    value: unknown,
+    project: '.' | null
+  ): Promise<Preference> {
+    return this.send('POST', 'preferences', {
+      key,
+      value,
+      ...(project ? { project } : {})
+    });
   }
 
   editPreference(id: number, value: unknown): Promise<Preference> {
@@ -377,7 +535,9 @@ export class NiniApi {
 
   /** Exactly the block the next run of this skill type is given. */
   previewPreferences(skillType: string): Promise<PreferencePreview> {
-    return this.request(`preferences/preview?skill_type=${encodeURIComponent(skillType)}`);
+    return this.request(
+      `preferences/preview?skill_type=${encodeURIComponent(skillType)}`
+    );
   }
 
   switches(): Promise<Switches> {
@@ -389,7 +549,12 @@ export class NiniApi {
   }
 
   /** The user's judgement of an output (a turn id, a report's tool call id, a proposal id). */
-  feedback(body: { run_id: string; action: FeedbackAction; signals?: string[]; comment?: string }): Promise<Learned> {
+  feedback(body: {
+    run_id: string;
+    action: FeedbackAction;
+    signals?: string[];
+    comment?: string;
+  }): Promise<Learned> {
     return this.send('POST', 'feedback', body);
   }
 
@@ -401,19 +566,41 @@ export class NiniApi {
   /** The address of a workspace file of a session (charts, reports), for `<img>` and iframes. */
   artifactUrl(sessionId: string, path: string): string {
     const encoded = path.split('/').map(encodeURIComponent).join('/');
-    return URLExt.join(this.settings.baseUrl, 'nini/api/sessions', encodeURIComponent(sessionId), 'artifacts', encoded);
+    return URLExt.join(
+      this.settings.baseUrl,
+      'nini/api/sessions',
+      encodeURIComponent(sessionId),
+      'artifacts',
+      encoded
+    );
   }
 
   /** A download of the session (`GET .../export`); `sandboxed`: a notebook whose steps re-run in nini's sandbox. */
-  exportUrl(sessionId: string, format: 'ipynb' | 'md', sandboxed: boolean): string {
-    const url = URLExt.join(this.settings.baseUrl, 'nini/api/sessions', encodeURIComponent(sessionId), 'export');
+  exportUrl(
+    sessionId: string,
+    format: 'ipynb' | 'md',
+    sandboxed: boolean
+  ): string {
+    const url = URLExt.join(
+      this.settings.baseUrl,
+      'nini/api/sessions',
+      encodeURIComponent(sessionId),
+      'export'
+    );
     return `${url}?format=${format}${sandboxed ? '&sandboxed=1' : ''}&nini_language=${language()}`;
   }
 
   /** The event socket of a session, from just after `since` (0: all of it). */
   eventsUrl(sessionId: string, since: number): string {
-    const url = URLExt.join(this.settings.wsUrl, 'nini/api/sessions', encodeURIComponent(sessionId), 'events');
-    const token = this.settings.token ? `&token=${encodeURIComponent(this.settings.token)}` : '';
+    const url = URLExt.join(
+      this.settings.wsUrl,
+      'nini/api/sessions',
+      encodeURIComponent(sessionId),
+      'events'
+    );
+    const token = this.settings.token
+      ? `&token=${encodeURIComponent(this.settings.token)}`
+      : '';
     return `${url}?since=${since}&batch=1${token}`; // batch: a replay arrives in few messages
   }
 }

@@ -17,12 +17,25 @@ import type { ICellModel } from '@jupyterlab/cells';
 import type { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import type { Contents } from '@jupyterlab/services';
-import { closeIcon, codeIcon, fileIcon, kernelIcon, LabIcon, MenuSvg, notebookIcon } from '@jupyterlab/ui-components';
+import {
+  closeIcon,
+  codeIcon,
+  fileIcon,
+  kernelIcon,
+  LabIcon,
+  MenuSvg,
+  notebookIcon
+} from '@jupyterlab/ui-components';
 import type { CommandRegistry } from '@lumino/commands';
 
 import { NiniApi, NiniApiError, RunWhere, TextFile } from './api';
 import { iconButton } from './codeblocks';
-import { fileName, MentionCandidate, NotebookJson, notebookContext } from './context';
+import {
+  fileName,
+  MentionCandidate,
+  NotebookJson,
+  notebookContext
+} from './context';
 import { el } from './dom';
 import { __ } from './i18n';
 import { MentionList } from './mention';
@@ -54,7 +67,12 @@ export interface LabHooks {
 }
 
 type ChipKind = 'notebook' | 'variables' | 'cell' | 'file';
-const ICONS: Record<ChipKind, LabIcon> = { notebook: notebookIcon, variables: kernelIcon, cell: codeIcon, file: fileIcon };
+const ICONS: Record<ChipKind, LabIcon> = {
+  notebook: notebookIcon,
+  variables: kernelIcon,
+  cell: codeIcon,
+  file: fileIcon
+};
 
 interface AttachedCell {
   panel: NotebookPanel;
@@ -69,7 +87,10 @@ interface AttachedFile {
 
 /** Whether the contents API refused to read a file as text because it is not UTF-8 (its 400 "bad format"). */
 function notUtf8(error: unknown): boolean {
-  return (error as { response?: { status?: number } } | null)?.response?.status === 400;
+  return (
+    (error as { response?: { status?: number } } | null)?.response?.status ===
+    400
+  );
 }
 
 export class Attachments {
@@ -88,7 +109,12 @@ export class Attachments {
   ) {
     this.chips.setAttribute('role', 'group');
     this.chips.setAttribute('aria-label', __('Sent with the next question'));
-    const attach = iconButton(attachIcon, 'nini-attach', __('Attach cells or files (or type @)'), button => this.openMenu(button));
+    const attach = iconButton(
+      attachIcon,
+      'nini-attach',
+      __('Attach cells or files (or type @)'),
+      button => this.openMenu(button)
+    );
     attach.setAttribute('aria-haspopup', 'menu');
     this.node.append(this.chips, attach);
     this.render();
@@ -105,7 +131,11 @@ export class Attachments {
 
   /** Offer cells and files when `@` is typed in `input`. */
   watch(input: HTMLTextAreaElement): void {
-    const list = new MentionList(input, () => this.mentionCandidates(), candidate => void this.attachMention(candidate));
+    const list = new MentionList(
+      input,
+      () => this.mentionCandidates(),
+      candidate => void this.attachMention(candidate)
+    );
     this.node.append(list.node);
   }
 
@@ -122,8 +152,13 @@ export class Attachments {
     this.render();
   }
 
-  addFile(path: string, text: string, read: Pick<TextFile, 'encoding'> | null = null): void {
-    const encoding = read && !/^utf-?8$/i.test(read.encoding) ? read.encoding : null;
+  addFile(
+    path: string,
+    text: string,
+    read: Pick<TextFile, 'encoding'> | null = null
+  ): void {
+    const encoding =
+      read && !/^utf-?8$/i.test(read.encoding) ? read.encoding : null;
     this.files.set(path, { text, encoding });
     this.render();
   }
@@ -136,16 +171,28 @@ export class Attachments {
         continue;
       }
       if ((item.size ?? 0) > ATTACH_MAX_BYTES) {
-        this.lab.onError(__('%1 is too large to attach (over 2 MB); ask nini to load it as a dataset instead', item.name));
+        this.lab.onError(
+          __(
+            '%1 is too large to attach (over 2 MB); ask nini to load it as a dataset instead',
+            item.name
+          )
+        );
         continue;
       }
       try {
         await this.readFile(this.lab, item);
       } catch (error) {
         // nini's refusals (binary, a link, a hidden file) name the file, in the sidebar's language
-        const refused = error instanceof NiniApiError && error.status >= 400 && error.status < 500;
+        const refused =
+          error instanceof NiniApiError &&
+          error.status >= 400 &&
+          error.status < 500;
         const why = String((error as Error)?.message ?? error);
-        this.lab.onError(refused ? error.message : __('%1 cannot be attached as text (%2)', item.name, why));
+        this.lab.onError(
+          refused
+            ? error.message
+            : __('%1 cannot be attached as text (%2)', item.name, why)
+        );
       }
     }
   }
@@ -155,7 +202,11 @@ export class Attachments {
   private async readFile(lab: LabHooks, item: Contents.IModel): Promise<void> {
     let model: Contents.IModel;
     try {
-      model = await lab.contents.get(item.path, { type: 'file', format: 'text', content: true });
+      model = await lab.contents.get(item.path, {
+        type: 'file',
+        format: 'text',
+        content: true
+      });
     } catch (error) {
       if (!notUtf8(error)) {
         throw error;
@@ -190,20 +241,39 @@ export class Attachments {
    * taken off), the attached cells and files. */
   notebookJson(): NotebookJson | null {
     const panel = this.askedFrom().panel;
-    const files = Object.fromEntries([...this.files].map(([path, file]) => [path, file.text]));
+    const files = Object.fromEntries(
+      [...this.files].map(([path, file]) => [path, file.text])
+    );
     if (panel === null || panel.content.model === null) {
-      return Object.keys(files).length ? { name: null, cells: [], active: null, attached_cells: [], attached_files: files } : null;
+      return Object.keys(files).length
+        ? {
+            name: null,
+            cells: [],
+            active: null,
+            attached_cells: [],
+            attached_files: files
+          }
+        : null;
     }
     const notebook = panel.content;
     const attached = this.cellIndices(panel);
-    if (this.withoutNotebook && !attached.length && !Object.keys(files).length) {
+    if (
+      this.withoutNotebook &&
+      !attached.length &&
+      !Object.keys(files).length
+    ) {
       return null;
     }
-    const active = !this.withoutNotebook && notebook.widgets.length ? notebook.activeCellIndex : -1;
+    const active =
+      !this.withoutNotebook && notebook.widgets.length
+        ? notebook.activeCellIndex
+        : -1;
     const last = Math.max(active, ...attached);
     return notebookContext({
       name: fileName(panel.context.path),
-      cells: notebook.widgets.slice(0, last + 1).map(cell => cell.model.toJSON()),
+      cells: notebook.widgets
+        .slice(0, last + 1)
+        .map(cell => cell.model.toJSON()),
       active: active >= 0 ? active : null,
       attachedCells: attached,
       attachedFiles: files
@@ -230,19 +300,32 @@ export class Attachments {
   /** What `@` offers: the active notebook's cells, then the files of the file browser's folder. */
   private async mentionCandidates(): Promise<MentionCandidate[]> {
     const panel = this.askedFrom().panel;
-    const cells: MentionCandidate[] = (panel?.content.widgets ?? []).map((cell, index) => ({
-      kind: 'cell',
-      key: String(index),
-      label: __('cell %1', index),
-      detail: firstLine(cell.model.sharedModel.getSource())
-    }));
+    const cells: MentionCandidate[] = (panel?.content.widgets ?? []).map(
+      (cell, index) => ({
+        kind: 'cell',
+        key: String(index),
+        label: __('cell %1', index),
+        detail: firstLine(cell.model.sharedModel.getSource())
+      })
+    );
     const lab = this.lab;
     if (lab === null || lab.files === null) {
       return cells;
     }
-    const folder = await lab.contents.get(lab.files.model.path, { content: true });
-    const files = (folder.content as Contents.IModel[]).filter(item => item.type !== 'directory');
-    return cells.concat(files.map(item => ({ kind: 'file', key: item.path, label: item.name, detail: item.path === item.name ? '' : item.path })));
+    const folder = await lab.contents.get(lab.files.model.path, {
+      content: true
+    });
+    const files = (folder.content as Contents.IModel[]).filter(
+      item => item.type !== 'directory'
+    );
+    return cells.concat(
+      files.map(item => ({
+        kind: 'file',
+        key: item.path,
+        label: item.name,
+        detail: item.path === item.name ? '' : item.path
+      }))
+    );
   }
 
   private async attachMention(candidate: MentionCandidate): Promise<void> {
@@ -253,7 +336,9 @@ export class Attachments {
         this.addCells(panel, [cell.model]);
       }
     } else if (this.lab !== null) {
-      await this.addPaths([await this.lab.contents.get(candidate.key, { content: false })]);
+      await this.addPaths([
+        await this.lab.contents.get(candidate.key, { content: false })
+      ]);
     }
   }
 
@@ -262,42 +347,82 @@ export class Attachments {
     const { panel, kernel } = this.askedFrom();
     if (panel !== null && !this.withoutNotebook) {
       const name = fileName(panel.context.path);
-      chips.push(this.chip('notebook', name, __('%1: the active cell and the cells above it go with the question', name), () => {
-        this.withoutNotebook = true;
-      }));
+      chips.push(
+        this.chip(
+          'notebook',
+          name,
+          __(
+            '%1: the active cell and the cells above it go with the question',
+            name
+          ),
+          () => {
+            this.withoutNotebook = true;
+          }
+        )
+      );
     }
     if (kernel?.mode === 'sandbox' && !this.withoutVariables) {
       chips.push(this.chip('variables', __('variables of %1', kernel.name),
         __("The agent may ask for copies of %1's variables, made in nini's sandbox", kernel.name), () => {
           this.withoutVariables = true;
-        }));  // prettier-ignore
+        })); // prettier-ignore
     }
     this.cells = this.cells.filter(attached => !attached.panel.isDisposed);
     for (const attached of this.cells) {
-      const index = attached.panel.content.widgets.findIndex(widget => widget.model === attached.cell);
+      const index = attached.panel.content.widgets.findIndex(
+        widget => widget.model === attached.cell
+      );
       if (index >= 0) {
-        const label = __('%1 · cell %2', fileName(attached.panel.context.path), index);
-        chips.push(this.chip('cell', label, firstLine(attached.cell.sharedModel.getSource()), () => {
-          this.cells = this.cells.filter(other => other !== attached);
-        }));
+        const label = __(
+          '%1 · cell %2',
+          fileName(attached.panel.context.path),
+          index
+        );
+        chips.push(
+          this.chip(
+            'cell',
+            label,
+            firstLine(attached.cell.sharedModel.getSource()),
+            () => {
+              this.cells = this.cells.filter(other => other !== attached);
+            }
+          )
+        );
       }
     }
     for (const [path, file] of this.files) {
-      const label = file.encoding ? `${fileName(path)} (${file.encoding})` : fileName(path);
-      const tooltip = file.encoding ? __('%1 · encoding %2, detected as nini loads it (not UTF-8)', path, file.encoding) : path;
-      chips.push(this.chip('file', label, tooltip, () => this.files.delete(path)));
+      const label = file.encoding
+        ? `${fileName(path)} (${file.encoding})`
+        : fileName(path);
+      const tooltip = file.encoding
+        ? __(
+            '%1 · encoding %2, detected as nini loads it (not UTF-8)',
+            path,
+            file.encoding
+          )
+        : path;
+      chips.push(
+        this.chip('file', label, tooltip, () => this.files.delete(path))
+      );
     }
     this.chips.replaceChildren(...chips);
     this.node.dataset.count = String(chips.length);
   }
 
-  private chip(kind: ChipKind, label: string, tooltip: string, remove: () => void): HTMLElement {
+  private chip(
+    kind: ChipKind,
+    label: string,
+    tooltip: string,
+    remove: () => void
+  ): HTMLElement {
     const chip = el('span', 'nini-chip');
     chip.dataset.kind = kind;
     chip.title = tooltip;
     const close = el('button', 'nini-chip-remove');
     close.type = 'button';
-    close.append(closeIcon.element({ tag: 'span', className: 'nini-chip-remove-icon' }));
+    close.append(
+      closeIcon.element({ tag: 'span', className: 'nini-chip-remove-icon' })
+    );
     close.setAttribute('aria-label', __('Remove %1', label));
     close.title = __('Leave %1 out of the next question', label);
     close.onclick = () => {
@@ -305,10 +430,18 @@ export class Attachments {
       remove();
       this.render();
       // the focus goes to the next chip's ✕ (or the attach button), not to the page
-      const buttons = [...this.node.querySelectorAll<HTMLButtonElement>('.nini-chip-remove, .nini-attach')];
+      const buttons = [
+        ...this.node.querySelectorAll<HTMLButtonElement>(
+          '.nini-chip-remove, .nini-attach'
+        )
+      ];
       buttons[Math.min(place, buttons.length - 1)]?.focus();
     };
-    chip.append(ICONS[kind].element({ tag: 'span', className: 'nini-chip-icon' }), el('span', 'nini-chip-label', label), close);
+    chip.append(
+      ICONS[kind].element({ tag: 'span', className: 'nini-chip-icon' }),
+      el('span', 'nini-chip-label', label),
+      close
+    );
     return chip;
   }
 }

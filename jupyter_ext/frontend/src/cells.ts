@@ -16,16 +16,31 @@ export interface NewCell {
 
 /** Put `cell` at `index` of `panel`'s notebook: inserted there, or replacing the cell there (its
  * source only when it is of the same type, so its outputs and id stay). Returns the index. */
-export function putCell(panel: NotebookPanel, index: number, cell: NewCell, replace: boolean): number {
+export function putCell(
+  panel: NotebookPanel,
+  index: number,
+  cell: NewCell,
+  replace: boolean
+): number {
   const notebook = panel.content;
   const model = notebook.model;
   if (model === null) {
     throw new Error('the notebook is not loaded yet');
   }
   const shared = model.sharedModel;
-  const fresh = { cell_type: cell.cell_type, source: cell.source, metadata: {}, ...(cell.attachments ? { attachments: cell.attachments } : {}) };
-  const replaced = replace && index < model.cells.length ? model.cells.get(index) : null;
-  if (replaced !== null && replaced.type === cell.cell_type && cell.attachments === undefined) {
+  const fresh = {
+    cell_type: cell.cell_type,
+    source: cell.source,
+    metadata: {},
+    ...(cell.attachments ? { attachments: cell.attachments } : {})
+  };
+  const replaced =
+    replace && index < model.cells.length ? model.cells.get(index) : null;
+  if (
+    replaced !== null &&
+    replaced.type === cell.cell_type &&
+    cell.attachments === undefined
+  ) {
     replaced.sharedModel.setSource(cell.source);
   } else if (replaced !== null) {
     shared.transact(() => {
@@ -49,10 +64,15 @@ export function putCell(panel: NotebookPanel, index: number, cell: NewCell, repl
 
 /** Where "Insert below" and "Replace cell" act: the current notebook and its active cell (-1 when
  * it has none); null when no notebook is open. */
-export function activeCell(notebooks: INotebookTracker | null | undefined): { panel: NotebookPanel; index: number } | null {
+export function activeCell(
+  notebooks: INotebookTracker | null | undefined
+): { panel: NotebookPanel; index: number } | null {
   const panel = notebooks?.currentWidget ?? null;
   if (panel === null || panel.content.model === null) {
     return null;
   }
-  return { panel, index: panel.content.widgets.length ? panel.content.activeCellIndex : -1 };
+  return {
+    panel,
+    index: panel.content.widgets.length ? panel.content.activeCellIndex : -1
+  };
 }

@@ -11,7 +11,13 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
-import { ApprovalDecision, NiniApi, NiniEvent, RunWhere, SessionInfo } from './api';
+import {
+  ApprovalDecision,
+  NiniApi,
+  NiniEvent,
+  RunWhere,
+  SessionInfo
+} from './api';
 import { Attachments } from './attachments';
 import { SessionList } from './sessions';
 import type { NotebookJson } from './context';
@@ -50,14 +56,29 @@ export class ChatView extends Widget {
   private frame = 0;
   private asking = false;
   private readonly context: RenderContext;
-  private readonly sessions = new SessionList(this.options.api, id => this.open(id), error => this.say(error));
+  private readonly sessions = new SessionList(
+    this.options.api,
+    id => this.open(id),
+    error => this.say(error)
+  );
   private readonly log = el('div', 'nini-log');
   private readonly input = el('textarea', 'nini-input');
-  private readonly send = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-send', __('Ask'));
-  private readonly stop = el('button', 'jp-Button jp-mod-styled jp-mod-warn nini-stop', __('Stop'));
+  private readonly send = el(
+    'button',
+    'jp-Button jp-mod-styled jp-mod-accept nini-send',
+    __('Ask')
+  );
+  private readonly stop = el(
+    'button',
+    'jp-Button jp-mod-styled jp-mod-warn nini-stop',
+    __('Stop')
+  );
   private readonly runWhere = new WhereChoice(() => this.showWhere());
   private readonly where = el('span', 'nini-where');
-  private readonly allowed = el('button', 'jp-Button jp-mod-styled nini-allowed-badge');
+  private readonly allowed = el(
+    'button',
+    'jp-Button jp-mod-styled nini-allowed-badge'
+  );
   private approvalRequired = true; // the server's execution.approve_in_user_kernel, asked at start
   private readonly status = el('div', 'nini-status');
   /** What the chat waits for and since when, with Stop beside it (./statusline). */
@@ -67,7 +88,10 @@ export class ChatView extends Widget {
   private followed: NotebookPanel | null = null;
   /** The chips of what goes with the next question (notebook, variables, cells, files), `@` and the attach menu. */
   readonly attachments = new Attachments(
-    () => ({ panel: this.options.notebooks?.currentWidget ?? null, kernel: this.notebookKernel() }),
+    () => ({
+      panel: this.options.notebooks?.currentWidget ?? null,
+      kernel: this.notebookKernel()
+    }),
     this.options.api
   );
   private readonly pending: PendingCells;
@@ -83,26 +107,45 @@ export class ChatView extends Widget {
       rendermime: options.rendermime,
       artifactUrl: path => options.api.artifactUrl(this.sessionId ?? '', path),
       onApproval: (id, decision) => void this.decide(id, decision),
-      onProposal: (proposal, decision, run) => void this.decideProposal(proposal, decision, run),
+      onProposal: (proposal, decision, run) =>
+        void this.decideProposal(proposal, decision, run),
       feedback: turnId => feedbackControl(this.options.api, turnId, 'answer'),
       notebooks: options.notebooks,
       wholeCode: async callId => {
         const call = await options.api.toolCall(this.sessionId ?? '', callId);
-        return typeof call.arguments?.code === 'string' ? call.arguments.code : null;
+        return typeof call.arguments?.code === 'string'
+          ? call.arguments.code
+          : null;
       }
     };
-    this.pending = new PendingCells(options.notebooks, this.context.onProposal!);
-    this.noModel = new NoModelCard(options.api, options.openModels ?? (() => undefined));
+    this.pending = new PendingCells(
+      options.notebooks,
+      this.context.onProposal!
+    );
+    this.noModel = new NoModelCard(
+      options.api,
+      options.openModels ?? (() => undefined)
+    );
     this.feedbackMemory = FeedbackMemory.of(options.api); // shared with the Reports tab's controls
     this.build();
     // the label follows the active notebook and its kernel (started, restarted or changed later)
-    options.notebooks?.currentChanged.connect((_, panel) => this.followNotebook(panel));
+    options.notebooks?.currentChanged.connect((_, panel) =>
+      this.followNotebook(panel)
+    );
     this.followNotebook(options.notebooks?.currentWidget ?? null);
     void this.refreshSessions();
     void this.noModel.check(); // said when the chat opens, not only once a question is refused
     // JupyterLab loads its Markdown parser and a language's highlighting on first use: done now, while
     // nothing is asked, so the first answer and the first step's code show without that wait
-    setTimeout(() => void renderMarkdown(options.rendermime, el('div'), '**nini**\n\n```python\nx = 1\n```'), 0);
+    setTimeout(
+      () =>
+        void renderMarkdown(
+          options.rendermime,
+          el('div'),
+          '**nini**\n\n```python\nx = 1\n```'
+        ),
+      0
+    );
     void options.api.approvalPolicy().then(
       policy => {
         this.approvalRequired = policy.required;
@@ -118,19 +161,33 @@ export class ChatView extends Widget {
 
   private build(): void {
     const header = el('div', 'nini-chat-header');
-    const fresh = el('button', 'jp-Button jp-mod-styled nini-new-chat', __('New chat'));
+    const fresh = el(
+      'button',
+      'jp-Button jp-mod-styled nini-new-chat',
+      __('New chat')
+    );
     fresh.setAttribute('aria-label', __('Start a new chat'));
     fresh.onclick = () => this.newChat();
     this.allowed.hidden = true;
     this.allowed.textContent = __('Allowed for this session ✕');
-    this.allowed.title = __("This session's steps run in your kernel without asking. Click to be asked again.");
+    this.allowed.title = __(
+      "This session's steps run in your kernel without asking. Click to be asked again."
+    );
     this.allowed.onclick = () => void this.revokeAllowance();
-    header.append(this.sessions.node, fresh, this.runWhere.node, this.where, this.allowed);
+    header.append(
+      this.sessions.node,
+      fresh,
+      this.runWhere.node,
+      this.where,
+      this.allowed
+    );
     this.log.setAttribute('role', 'log');
     this.log.setAttribute('aria-live', 'polite');
     this.log.setAttribute('aria-label', __('Conversation'));
     const footer = el('div', 'nini-chat-footer');
-    this.input.placeholder = __('Ask nini about your data (Enter sends, Shift+Enter adds a line)');
+    this.input.placeholder = __(
+      'Ask nini about your data (Enter sends, Shift+Enter adds a line)'
+    );
     this.input.setAttribute('aria-label', __('Question'));
     this.input.rows = 3;
     this.attachments.watch(this.input);
@@ -146,7 +203,13 @@ export class ChatView extends Widget {
     this.stop.onclick = () => void this.cancel();
     const buttons = el('div', 'nini-buttons');
     buttons.append(this.send);
-    footer.append(this.statusLine.node, this.attachments.node, this.input, buttons, this.status);
+    footer.append(
+      this.statusLine.node,
+      this.attachments.node,
+      this.input,
+      buttons,
+      this.status
+    );
     this.node.append(header, this.noModel.node, this.log, footer);
     this.showWhere();
     this.updateButtons();
@@ -154,17 +217,28 @@ export class ChatView extends Widget {
 
   /** The active notebook's kernel and where the turn's code is to run with it (null: no notebook
    * with a kernel, so the sandbox without variables). */
-  private notebookKernel(): { kernelId: string; name: string; mode: RunWhere } | null {
+  private notebookKernel(): {
+    kernelId: string;
+    name: string;
+    mode: RunWhere;
+  } | null {
     const panel = this.options.notebooks?.currentWidget;
     const kernel = panel?.sessionContext.session?.kernel;
     if (!panel || !kernel) {
       return null;
     }
-    return { kernelId: kernel.id, name: panel.title.label, mode: this.runWhere.value === 'kernel' ? 'kernel' : 'sandbox' };
+    return {
+      kernelId: kernel.id,
+      name: panel.title.label,
+      mode: this.runWhere.value === 'kernel' ? 'kernel' : 'sandbox'
+    };
   }
 
   private followNotebook(panel: NotebookPanel | null): void {
-    this.followed?.sessionContext.kernelChanged.disconnect(this.showWhere, this);
+    this.followed?.sessionContext.kernelChanged.disconnect(
+      this.showWhere,
+      this
+    );
     this.followed = panel;
     panel?.sessionContext.kernelChanged.connect(this.showWhere, this);
     this.showWhere();
@@ -172,17 +246,31 @@ export class ChatView extends Widget {
 
   private showWhere(): void {
     const kernel = this.notebookKernel();
-    let text = __("in nini's sandbox, without a notebook's variables (no notebook with a kernel is open)");
+    let text = __(
+      "in nini's sandbox, without a notebook's variables (no notebook with a kernel is open)"
+    );
     if (kernel?.mode === 'sandbox') {
-      text = __("in nini's sandbox, with copies of %1's variables the agent asks for", kernel.name);
+      text = __(
+        "in nini's sandbox, with copies of %1's variables the agent asks for",
+        kernel.name
+      );
     } else if (kernel?.mode === 'kernel') {
       text = this.approvalRequired
-        ? __("in %1's kernel, not sandboxed: each step shows its code and waits for your OK", kernel.name)
-        : __("in %1's kernel, not sandboxed, WITHOUT asking: approval is off on this server (execution.approve_in_user_kernel)", kernel.name);
+        ? __(
+            "in %1's kernel, not sandboxed: each step shows its code and waits for your OK",
+            kernel.name
+          )
+        : __(
+            "in %1's kernel, not sandboxed, WITHOUT asking: approval is off on this server (execution.approve_in_user_kernel)",
+            kernel.name
+          );
     }
     this.where.textContent = text;
-    this.where.dataset.target = kernel?.mode === 'kernel' ? 'notebook' : 'sandbox';
-    this.where.dataset.unasked = String(kernel?.mode === 'kernel' && !this.approvalRequired);
+    this.where.dataset.target =
+      kernel?.mode === 'kernel' ? 'notebook' : 'sandbox';
+    this.where.dataset.unasked = String(
+      kernel?.mode === 'kernel' && !this.approvalRequired
+    );
     this.attachments.refresh();
   }
 
@@ -253,14 +341,23 @@ export class ChatView extends Widget {
     this.frame = 0;
     const events = this.queue;
     this.queue = [];
-    const nearBottom = this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 80;
+    const nearBottom =
+      this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 80;
     this.draw(this.model.apply(events));
     this.statusLine.events(events);
-    if (this.echo !== null && events.some(event => event.type === 'user_message')) {
+    if (
+      this.echo !== null &&
+      events.some(event => event.type === 'user_message')
+    ) {
       this.echo.remove(); // the question as the server recorded it is in the log now
       this.echo = null;
     }
-    if (events.some(event => event.type === 'tool_result' && event.data?.name === PROPOSE_CELL)) {
+    if (
+      events.some(
+        event =>
+          event.type === 'tool_result' && event.data?.name === PROPOSE_CELL
+      )
+    ) {
       void this.syncProposals();
     }
     if (events.some(event => event.type === 'done')) {
@@ -288,7 +385,9 @@ export class ChatView extends Widget {
         this.place(id, node);
       }
       if (item.kind === 'approval') {
-        attendTo(item, node, this.node, this.isVisible, () => this.revealRequested.emit(undefined));
+        attendTo(item, node, this.node, this.isVisible, () =>
+          this.revealRequested.emit(undefined)
+        );
       }
       if (item.kind === 'proposal') {
         this.pending.sync(item.proposal);
@@ -310,22 +409,38 @@ export class ChatView extends Widget {
       return; // the events keep the proposals shown; this is only a catch-up
     }
     if (id === this.sessionId) {
-      this.draw(proposals.map(proposal => this.model.setProposal(proposal)).filter((x): x is string => x !== null));
+      this.draw(
+        proposals
+          .map(proposal => this.model.setProposal(proposal))
+          .filter((x): x is string => x !== null)
+      );
     }
   }
 
   /** Accept (insert, and run when asked) or reject a proposal: recorded first, so a proposal
    * decided elsewhere (CONFLICT) leaves the notebook as it is. */
-  private async decideProposal(proposal: Proposal, decision: Decision, run: boolean): Promise<void> {
+  private async decideProposal(
+    proposal: Proposal,
+    decision: Decision,
+    run: boolean
+  ): Promise<void> {
     const id = this.sessionId;
     if (id === null) {
       return;
     }
     try {
-      if (decision === 'accept' && this.pending.panelOf(proposal.proposal_id) === null) {
+      if (
+        decision === 'accept' &&
+        this.pending.panelOf(proposal.proposal_id) === null
+      ) {
         throw new Error('open a notebook to accept this proposal into');
       }
-      const recorded = await this.options.api.decideProposal(id, proposal.proposal_id, decision, run);
+      const recorded = await this.options.api.decideProposal(
+        id,
+        proposal.proposal_id,
+        decision,
+        run
+      );
       if (decision === 'accept') {
         await this.pending.accept(proposal, run);
       }
@@ -370,12 +485,18 @@ export class ChatView extends Widget {
    * group; anything else last. */
   private place(id: string, node: HTMLElement): void {
     const item = this.model.get(id)!;
-    const maker = item.kind === 'proposal' ? this.nodes.get(item.proposal.proposal_id) : undefined;
+    const maker =
+      item.kind === 'proposal'
+        ? this.nodes.get(item.proposal.proposal_id)
+        : undefined;
     if (maker?.isConnected) {
       maker.after(node);
       return;
     }
-    const asking = item.kind === 'approval' && item.stepId !== null ? this.nodes.get(item.stepId) : undefined;
+    const asking =
+      item.kind === 'approval' && item.stepId !== null
+        ? this.nodes.get(item.stepId)
+        : undefined;
     if (asking?.isConnected) {
       asking.append(node); // the approval is part of the step that asks
       return;
@@ -461,9 +582,16 @@ export class ChatView extends Widget {
     this.updateButtons();
   }
 
-  private async decide(approvalId: string, decision: ApprovalDecision): Promise<void> {
+  private async decide(
+    approvalId: string,
+    decision: ApprovalDecision
+  ): Promise<void> {
     try {
-      await this.options.api.decideApproval(this.sessionId!, approvalId, decision);
+      await this.options.api.decideApproval(
+        this.sessionId!,
+        approvalId,
+        decision
+      );
     } catch (error) {
       this.say(error);
       enableAnswers(this.nodes.get(`approval:${approvalId}`)); // the answer did not arrive: ask again
@@ -481,8 +609,15 @@ export class ChatView extends Widget {
   private showState(state: StreamState, retryInMs?: number): void {
     this.log.dataset.stream = state;
     if (state === 'waiting') {
-      this.status.textContent = this.status.dataset.lost = __('Connection lost; reconnecting in %1 s…', Math.round((retryInMs ?? 0) / 100) / 10);
-    } else if (state === 'open' && this.status.textContent === this.status.dataset.lost) { // still that line, not a later one
+      this.status.textContent = this.status.dataset.lost = __(
+        'Connection lost; reconnecting in %1 s…',
+        Math.round((retryInMs ?? 0) / 100) / 10
+      );
+    } else if (
+      state === 'open' &&
+      this.status.textContent === this.status.dataset.lost
+    ) {
+      // still that line, not a later one
       this.status.textContent = '';
     }
   }

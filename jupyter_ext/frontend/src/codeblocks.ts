@@ -6,19 +6,34 @@
  */
 import { Clipboard, Notification } from '@jupyterlab/apputils';
 import type { INotebookTracker } from '@jupyterlab/notebook';
-import { addBelowIcon, copyIcon, LabIcon, pasteIcon } from '@jupyterlab/ui-components';
+import {
+  addBelowIcon,
+  copyIcon,
+  LabIcon,
+  pasteIcon
+} from '@jupyterlab/ui-components';
 
 import { activeCell, putCell } from './cells';
 import { el } from './dom';
 import { __ } from './i18n';
 
 /** A small icon button with a tooltip and an accessible name (the sidebar can be 250 px wide). */
-export function iconButton(icon: LabIcon, className: string, label: string, onClick: (button: HTMLButtonElement) => void): HTMLButtonElement {
-  const button = el('button', `jp-Button jp-mod-minimal nini-icon-button ${className}`);
+export function iconButton(
+  icon: LabIcon,
+  className: string,
+  label: string,
+  onClick: (button: HTMLButtonElement) => void
+): HTMLButtonElement {
+  const button = el(
+    'button',
+    `jp-Button jp-mod-minimal nini-icon-button ${className}`
+  );
   button.type = 'button';
   button.title = label;
   button.setAttribute('aria-label', label);
-  button.append(icon.element({ tag: 'span', className: 'nini-icon-button-icon' }));
+  button.append(
+    icon.element({ tag: 'span', className: 'nini-icon-button-icon' })
+  );
   button.onclick = () => onClick(button);
   return button;
 }
@@ -45,24 +60,44 @@ function done(button: HTMLButtonElement, words: string): void {
 }
 
 /** Put `code` into the current notebook: below its active cell, or in place of it. */
-function intoNotebook(notebooks: INotebookTracker | null | undefined, code: string, replace: boolean): boolean {
+function intoNotebook(
+  notebooks: INotebookTracker | null | undefined,
+  code: string,
+  replace: boolean
+): boolean {
   const target = activeCell(notebooks);
   if (target === null) {
-    Notification.warning(__('Open a notebook first: the code goes next to its active cell'), { autoClose: 5000 });
+    Notification.warning(
+      __('Open a notebook first: the code goes next to its active cell'),
+      { autoClose: 5000 }
+    );
     return false;
   }
   const index = replace ? Math.max(target.index, 0) : target.index + 1;
-  putCell(target.panel, index, { cell_type: 'code', source: code }, replace && target.index >= 0);
+  putCell(
+    target.panel,
+    index,
+    { cell_type: 'code', source: code },
+    replace && target.index >= 0
+  );
   return true;
 }
 
 /** The toolbar of one piece of code: Copy, Insert below, Replace cell. */
-export function codeActions(code: string, notebooks: INotebookTracker | null | undefined): HTMLElement {
+export function codeActions(
+  code: string,
+  notebooks: INotebookTracker | null | undefined
+): HTMLElement {
   const bar = el('div', 'nini-code-actions');
   bar.setAttribute('role', 'toolbar');
   bar.setAttribute('aria-label', __('Code actions'));
   bar.append(
-    iconButton(copyIcon, 'nini-code-copy', __('Copy'), button => void copy(code).then(() => done(button, __('Copied')))),
+    iconButton(
+      copyIcon,
+      'nini-code-copy',
+      __('Copy'),
+      button => void copy(code).then(() => done(button, __('Copied')))
+    ),
     iconButton(addBelowIcon, 'nini-code-insert', __('Insert below'), button => {
       if (intoNotebook(notebooks, code, false)) {
         done(button, __('Inserted'));
@@ -78,7 +113,10 @@ export function codeActions(code: string, notebooks: INotebookTracker | null | u
 }
 
 /** Give each code block of rendered Markdown (an answer) its toolbar, once. */
-export function addCodeActions(host: HTMLElement, notebooks: INotebookTracker | null | undefined): void {
+export function addCodeActions(
+  host: HTMLElement,
+  notebooks: INotebookTracker | null | undefined
+): void {
   host.querySelectorAll('pre').forEach(pre => {
     if (pre.parentElement?.classList.contains('nini-codeblock')) {
       return;

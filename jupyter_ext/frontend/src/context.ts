@@ -50,7 +50,11 @@ export interface NotebookJson {
 const ANSI = /\u001b\[[0-9;]*[A-Za-z]/g;
 
 function joined(text: unknown): string {
-  return Array.isArray(text) ? text.join('') : typeof text === 'string' ? text : '';
+  return Array.isArray(text)
+    ? text.join('')
+    : typeof text === 'string'
+      ? text
+      : '';
 }
 
 /** `text` cut to `limit` characters, saying how much was left out (the model should know). */
@@ -64,12 +68,18 @@ export function bounded(text: string, limit: number): string {
 
 /** The readable text of a cell's outputs: stream text, `text/plain` results, `ename: evalue` of
  * errors (not tracebacks: long and rarely useful to the model). Images and HTML are left out. */
-export function outputsText(outputs: NbOutput[] | undefined, limit: number = OUTPUTS_LIMIT): string {
+export function outputsText(
+  outputs: NbOutput[] | undefined,
+  limit: number = OUTPUTS_LIMIT
+): string {
   const parts: string[] = [];
   for (const output of outputs ?? []) {
     if (output.output_type === 'stream') {
       parts.push(joined(output.text));
-    } else if (output.output_type === 'execute_result' || output.output_type === 'display_data') {
+    } else if (
+      output.output_type === 'execute_result' ||
+      output.output_type === 'display_data'
+    ) {
       const plain = joined(output.data?.['text/plain']);
       if (plain) {
         parts.push(plain.endsWith('\n') ? plain : `${plain}\n`);
@@ -102,24 +112,46 @@ export interface ContextInput {
  */
 export function notebookContext(input: ContextInput): NotebookJson {
   const count = input.cells.length;
-  const active = input.active !== null && input.active >= 0 && input.active < count ? input.active : null;
-  const attached = [...new Set(input.attachedCells ?? [])].filter(i => i >= 0 && i < count).sort((a, b) => a - b);
-  const last = Math.max(active ?? -1, attached.length ? attached[attached.length - 1] : -1);
-  const wanted = (i: number) => (active !== null && i <= active) || attached.includes(i);
-  const cells: NotebookCellJson[] = input.cells.slice(0, last + 1).map((cell, i) => ({
-    cell_type: cellType(cell.cell_type),
-    source: wanted(i) ? bounded(joined(cell.source), SOURCE_LIMIT) : '',
-    outputs: wanted(i) ? outputsText(cell.outputs) : ''
-  }));
+  const active =
+    input.active !== null && input.active >= 0 && input.active < count
+      ? input.active
+      : null;
+  const attached = [...new Set(input.attachedCells ?? [])]
+    .filter(i => i >= 0 && i < count)
+    .sort((a, b) => a - b);
+  const last = Math.max(
+    active ?? -1,
+    attached.length ? attached[attached.length - 1] : -1
+  );
+  const wanted = (i: number) =>
+    (active !== null && i <= active) || attached.includes(i);
+  const cells: NotebookCellJson[] = input.cells
+    .slice(0, last + 1)
+    .map((cell, i) => ({
+      cell_type: cellType(cell.cell_type),
+      source: wanted(i) ? bounded(joined(cell.source), SOURCE_LIMIT) : '',
+      outputs: wanted(i) ? outputsText(cell.outputs) : ''
+    }));
   const files: Record<string, string> = {};
   for (const [name, text] of Object.entries(input.attachedFiles ?? {})) {
     files[name] = bounded(text, FILE_LIMIT);
   }
-  const result: NotebookJson = { name: input.name, cells, active, attached_cells: attached, attached_files: files };
+  const result: NotebookJson = {
+    name: input.name,
+    cells,
+    active,
+    attached_cells: attached,
+    attached_files: files
+  };
   const limit = input.maxBytes ?? BODY_LIMIT;
-  const keep = new Set<number>([...(active === null ? [] : [active]), ...attached]);
+  const keep = new Set<number>([
+    ...(active === null ? [] : [active]),
+    ...attached
+  ]);
   // the order in which cells are emptied when too big: from the top down, kept ones last
-  const order = [...cells.keys()].filter(i => !keep.has(i)).concat([...keep].sort((a, b) => a - b));
+  const order = [...cells.keys()]
+    .filter(i => !keep.has(i))
+    .concat([...keep].sort((a, b) => a - b));
   let size = byteSize(result);
   for (const i of order) {
     if (size <= limit) {
@@ -151,7 +183,10 @@ export function fileName(path: string): string {
 
 /** An `@` being typed in the question: where it starts and what follows it up to the caret; null
  * when the caret is not in one (an `@` must start the text or follow a space: `a@b.com` is not one). */
-export function mentionAt(text: string, caret: number): { start: number; query: string } | null {
+export function mentionAt(
+  text: string,
+  caret: number
+): { start: number; query: string } | null {
   const before = text.slice(0, caret);
   const at = before.lastIndexOf('@');
   if (at < 0 || (at > 0 && !/\s/.test(before[at - 1]))) {
@@ -171,12 +206,22 @@ export interface MentionCandidate {
 
 /** The candidates whose label or detail holds `query` (any case), those whose label starts with it
  * first, at most `limit`. */
-export function matchMentions(query: string, candidates: MentionCandidate[], limit = 8): MentionCandidate[] {
+export function matchMentions(
+  query: string,
+  candidates: MentionCandidate[],
+  limit = 8
+): MentionCandidate[] {
   const wanted = query.toLowerCase();
   const scored = candidates
     .map((candidate, order) => {
       const label = candidate.label.toLowerCase();
-      const rank = label.startsWith(wanted) ? 0 : label.includes(wanted) ? 1 : candidate.detail.toLowerCase().includes(wanted) ? 2 : -1;
+      const rank = label.startsWith(wanted)
+        ? 0
+        : label.includes(wanted)
+          ? 1
+          : candidate.detail.toLowerCase().includes(wanted)
+            ? 2
+            : -1;
       return { candidate, rank, order };
     })
     .filter(entry => entry.rank >= 0);

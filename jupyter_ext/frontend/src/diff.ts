@@ -32,7 +32,10 @@ export function diffLines(diff: string | null | undefined): DiffLine[] {
     } else if (line.startsWith('-')) {
       lines.push({ kind: 'del', text: line.slice(1) });
     } else {
-      lines.push({ kind: 'context', text: line.startsWith(' ') ? line.slice(1) : line });
+      lines.push({
+        kind: 'context',
+        text: line.startsWith(' ') ? line.slice(1) : line
+      });
     }
   }
   return lines;

@@ -53,17 +53,29 @@ export class ExperienceView extends Widget {
   private readonly pendingProblems = el('div', 'nini-exp-problems');
   private readonly candidates = el('ul', 'nini-exp-candidates');
   private readonly form = el('form', 'nini-exp-add');
-  private readonly review = el('button', 'jp-Button jp-mod-styled nini-exp-review', __('Review plan'));
+  private readonly review = el(
+    'button',
+    'jp-Button jp-mod-styled nini-exp-review',
+    __('Review plan')
+  );
   private readonly plan = el('div', 'nini-exp-plan');
   private readonly planLines = el('ol', 'nini-exp-plan-lines');
-  private readonly confirm = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-exp-confirm', __('Confirm'));
+  private readonly confirm = el(
+    'button',
+    'jp-Button jp-mod-styled jp-mod-accept nini-exp-confirm',
+    __('Confirm')
+  );
   private readonly showDeprecated = el('input', 'nini-exp-show-deprecated');
   private readonly problems = el('div', 'nini-exp-problems');
   private readonly list = el('ul', 'nini-exp-entries');
   private readonly reading = el('div', 'nini-exp-document');
   private readonly documentTitle = el('span', 'nini-exp-document-title');
   private readonly documentBody = el('div', 'nini-exp-document-body');
-  private readonly deprecate = el('button', 'jp-Button jp-mod-styled jp-mod-warn nini-exp-deprecate', __('Deprecate'));
+  private readonly deprecate = el(
+    'button',
+    'jp-Button jp-mod-styled jp-mod-warn nini-exp-deprecate',
+    __('Deprecate')
+  );
   private readonly runMessage = el('div', 'nini-exp-run-message');
   private readonly records = el('ul', 'nini-exp-records');
 
@@ -80,17 +92,35 @@ export class ExperienceView extends Widget {
     section.setAttribute('aria-label', __('Candidates to confirm'));
     this.candidates.setAttribute('aria-label', __('Pending candidates'));
     this.review.type = 'button';
-    this.review.setAttribute('aria-label', __("Review the curator's plan for the chosen candidates"));
+    this.review.setAttribute(
+      'aria-label',
+      __("Review the curator's plan for the chosen candidates")
+    );
     this.review.onclick = () => void this.reviewPlan();
-    const reload = el('button', 'jp-Button jp-mod-styled nini-exp-refresh', __('Refresh'));
+    const reload = el(
+      'button',
+      'jp-Button jp-mod-styled nini-exp-refresh',
+      __('Refresh')
+    );
     reload.type = 'button';
-    reload.setAttribute('aria-label', __('Reload the candidates and the libraries'));
+    reload.setAttribute(
+      'aria-label',
+      __('Reload the candidates and the libraries')
+    );
     reload.onclick = () => void this.refresh();
     const toolbar = el('div', 'nini-toolbar');
     toolbar.append(this.review, reload);
     this.buildForm();
     this.buildPlan();
-    section.append(el('h3', undefined, __('To confirm')), this.pendingProblems, this.candidates, toolbar, this.plan, this.message, this.form);
+    section.append(
+      el('h3', undefined, __('To confirm')),
+      this.pendingProblems,
+      this.candidates,
+      toolbar,
+      this.plan,
+      this.message,
+      this.form
+    );
     return section;
   }
 
@@ -99,18 +129,28 @@ export class ExperienceView extends Widget {
       name: 'text',
       required: true,
       rows: 2,
-      placeholder: __('What to remember: the choice, what it rejects and why (e.g. use the median, the revenue column has outliers)')
+      placeholder: __(
+        'What to remember: the choice, what it rejects and why (e.g. use the median, the revenue column has outliers)'
+      )
     });
     text.setAttribute('aria-label', __('Experience to remember'));
     const level = levelSelect(__('Library of the new candidate'), true);
     level.name = 'level';
-    const add = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-exp-add-button', __('Add'));
+    const add = el(
+      'button',
+      'jp-Button jp-mod-styled jp-mod-accept nini-exp-add-button',
+      __('Add')
+    );
     add.type = 'submit';
     add.setAttribute('aria-label', __('Add it as a pending candidate'));
     const row = el('div', 'nini-toolbar');
     row.append(level, add);
     this.form.setAttribute('aria-label', __('Add an experience'));
-    this.form.append(el('label', 'nini-exp-label', __('Add an experience')), text, row);
+    this.form.append(
+      el('label', 'nini-exp-label', __('Add an experience')),
+      text,
+      row
+    );
     this.form.onsubmit = event => {
       event.preventDefault();
       void this.add(text.value.trim(), level.value as Level | '');
@@ -122,18 +162,36 @@ export class ExperienceView extends Widget {
     this.plan.setAttribute('role', 'region');
     this.plan.setAttribute('aria-label', __('Plan to confirm'));
     this.confirm.type = 'button';
-    this.confirm.setAttribute('aria-label', __('Confirm: write this plan to the libraries'));
+    this.confirm.setAttribute(
+      'aria-label',
+      __('Confirm: write this plan to the libraries')
+    );
     this.confirm.onclick = () => void this.deposit();
-    const cancel = el('button', 'jp-Button jp-mod-styled nini-exp-cancel', __('Cancel'));
+    const cancel = el(
+      'button',
+      'jp-Button jp-mod-styled nini-exp-cancel',
+      __('Cancel')
+    );
     cancel.type = 'button';
-    cancel.setAttribute('aria-label', __('Cancel: write nothing, keep the candidates pending'));
+    cancel.setAttribute(
+      'aria-label',
+      __('Cancel: write nothing, keep the candidates pending')
+    );
     cancel.onclick = () => {
       this.hidePlan();
       this.tell(__('Nothing was written; the candidates stay pending.'));
     };
     const buttons = el('div', 'nini-buttons');
     buttons.append(this.confirm, cancel);
-    this.plan.append(el('div', 'nini-exp-label', __('The plan (nothing is written until you confirm):')), this.planLines, buttons);
+    this.plan.append(
+      el(
+        'div',
+        'nini-exp-label',
+        __('The plan (nothing is written until you confirm):')
+      ),
+      this.planLines,
+      buttons
+    );
   }
 
   private buildLibrary(): HTMLElement {
@@ -142,21 +200,34 @@ export class ExperienceView extends Widget {
     const toggle = el('label', 'nini-toggle');
     this.showDeprecated.type = 'checkbox';
     this.showDeprecated.onchange = () => this.drawEntries();
-    toggle.append(this.showDeprecated, document.createTextNode(` ${__('Show deprecated')}`));
+    toggle.append(
+      this.showDeprecated,
+      document.createTextNode(` ${__('Show deprecated')}`)
+    );
     this.list.setAttribute('aria-label', __('Experience entries'));
     this.reading.hidden = true;
     this.reading.setAttribute('role', 'region');
     this.reading.setAttribute('aria-label', __('Experience document'));
     this.deprecate.type = 'button';
     this.deprecate.onclick = () => void this.askDeprecate();
-    const close = el('button', 'jp-Button jp-mod-minimal nini-exp-close', __('Close'));
+    const close = el(
+      'button',
+      'jp-Button jp-mod-minimal nini-exp-close',
+      __('Close')
+    );
     close.type = 'button';
     close.setAttribute('aria-label', __('Close the document'));
     close.onclick = () => this.closeDocument();
     const head = el('div', 'nini-exp-document-head');
     head.append(this.documentTitle, this.deprecate, close);
     this.reading.append(head, this.documentBody);
-    section.append(el('h3', undefined, __('Library')), toggle, this.problems, this.list, this.reading);
+    section.append(
+      el('h3', undefined, __('Library')),
+      toggle,
+      this.problems,
+      this.list,
+      this.reading
+    );
     return section;
   }
 
@@ -164,8 +235,15 @@ export class ExperienceView extends Widget {
     const section = el('section', 'nini-exp-section nini-exp-run');
     section.setAttribute('aria-label', __('What this run was given'));
     this.runMessage.setAttribute('role', 'status');
-    this.records.setAttribute('aria-label', __("The chat session's experience records"));
-    section.append(el('h3', undefined, __('What this run was given')), this.runMessage, this.records);
+    this.records.setAttribute(
+      'aria-label',
+      __("The chat session's experience records")
+    );
+    section.append(
+      el('h3', undefined, __('What this run was given')),
+      this.runMessage,
+      this.records
+    );
     return section;
   }
 
@@ -173,7 +251,12 @@ export class ExperienceView extends Widget {
   showSession(id: string | null): void {
     this.sessionId = id;
     this.records.replaceChildren();
-    this.runMessage.textContent = id === null ? __('Open or start a chat session to see the experience its runs were given.') : '';
+    this.runMessage.textContent =
+      id === null
+        ? __(
+            'Open or start a chat session to see the experience its runs were given.'
+          )
+        : '';
     if (id !== null && this.isVisible) {
       void this.refreshRun();
     }
@@ -194,7 +277,11 @@ export class ExperienceView extends Widget {
   }
 
   async refresh(): Promise<void> {
-    await Promise.all([this.refreshPending(), this.refreshLibrary(), this.refreshRun()]);
+    await Promise.all([
+      this.refreshPending(),
+      this.refreshLibrary(),
+      this.refreshRun()
+    ]);
   }
 
   // -- pending candidates ------------------------------------------------------------------------------
@@ -224,10 +311,16 @@ export class ExperienceView extends Widget {
   }
 
   private drawCandidates(problems: string[]): void {
-    this.pendingProblems.replaceChildren(...problems.map(line => problem(line)));
-    this.candidates.replaceChildren(...this.items.map(item => this.candidate(item)));
+    this.pendingProblems.replaceChildren(
+      ...problems.map(line => problem(line))
+    );
+    this.candidates.replaceChildren(
+      ...this.items.map(item => this.candidate(item))
+    );
     if (!this.items.length) {
-      this.candidates.append(el('li', 'nini-empty', __('No candidate waits for you.')));
+      this.candidates.append(
+        el('li', 'nini-empty', __('No candidate waits for you.'))
+      );
     }
     this.candidates.dataset.count = String(this.items.length);
     this.review.disabled = !this.items.length;
@@ -251,7 +344,11 @@ export class ExperienceView extends Widget {
       this.hidePlan();
     };
     const head = el('div', 'nini-exp-head');
-    head.append(choose, el('span', 'nini-exp-title', title), el('span', 'nini-badge', term(candidate.type || 'experience')));
+    head.append(
+      choose,
+      el('span', 'nini-exp-title', title),
+      el('span', 'nini-badge', term(candidate.type || 'experience'))
+    );
     const fields = el('dl', 'nini-exp-fields');
     const field = (name: string, value: string) => {
       if (value) {
@@ -259,7 +356,10 @@ export class ExperienceView extends Widget {
       }
     };
     field(__('Decision'), candidate.decision);
-    field(__('Rejected alternatives'), (candidate.alternatives ?? []).join('; '));
+    field(
+      __('Rejected alternatives'),
+      (candidate.alternatives ?? []).join('; ')
+    );
     field(__('Signal'), candidate.signal);
     field(__('When'), candidate.trigger);
     const scores = el('div', 'nini-exp-scores');
@@ -269,18 +369,27 @@ export class ExperienceView extends Widget {
       scores.append(score(key, __(label), item.evaluation?.[key]));
     }
     scores.append(score('overall', __('Overall'), item.evaluation?.overall));
-    const notes = [...(candidate.notes ?? []), ...(item.evaluation?.notes ?? [])];
+    const notes = [
+      ...(candidate.notes ?? []),
+      ...(item.evaluation?.notes ?? [])
+    ];
     const noteList = el('ul', 'nini-exp-notes');
     noteList.append(...notes.map(note => el('li', undefined, note)));
     noteList.hidden = !notes.length;
     const target = levelSelect(__('Library for %1', title), false);
     target.classList.add('nini-exp-target');
-    target.value = this.targets.get(candidate.id) ?? (LEVELS.includes(candidate.level) ? candidate.level : 'team');
+    target.value =
+      this.targets.get(candidate.id) ??
+      (LEVELS.includes(candidate.level) ? candidate.level : 'team');
     target.onchange = () => {
       this.targets.set(candidate.id, target.value as Level);
       this.hidePlan();
     };
-    const discard = el('button', 'jp-Button jp-mod-minimal nini-exp-discard', __('Discard'));
+    const discard = el(
+      'button',
+      'jp-Button jp-mod-minimal nini-exp-discard',
+      __('Discard')
+    );
     discard.type = 'button';
     discard.setAttribute('aria-label', __('Discard %1', title));
     discard.onclick = () => void this.discard(candidate.id, title);
@@ -297,13 +406,28 @@ export class ExperienceView extends Widget {
       return;
     }
     try {
-      const result = await this.options.api.addExperience(level ? { text, level } : { text });
+      const result = await this.options.api.addExperience(
+        level ? { text, level } : { text }
+      );
       if (result.kept.length) {
         this.form.reset();
-        this.tell(__('Added: %1. Review it, then choose it to deposit.', result.kept.map(candidate => candidate.title || candidate.decision).join('; ')));
+        this.tell(
+          __(
+            'Added: %1. Review it, then choose it to deposit.',
+            result.kept
+              .map(candidate => candidate.title || candidate.decision)
+              .join('; ')
+          )
+        );
       } else {
-        const why = result.dropped.map(item => `${item.title}: ${item.why || item.reason}`).join('; ');
-        this.tell(new Error(__('Not kept as a candidate (%1).', why || __('already pending'))));
+        const why = result.dropped
+          .map(item => `${item.title}: ${item.why || item.reason}`)
+          .join('; ');
+        this.tell(
+          new Error(
+            __('Not kept as a candidate (%1).', why || __('already pending'))
+          )
+        );
       }
       await this.refreshPending();
     } catch (error) {
@@ -325,21 +449,30 @@ export class ExperienceView extends Widget {
   private choice(): { ids: string[]; targets: Record<string, Level> } {
     const chosen = this.items
       .filter(item => this.chosen.has(item.candidate.id))
-      .map(item => ({ candidate: item.candidate, target: this.targets.get(item.candidate.id) ?? item.candidate.level }));
+      .map(item => ({
+        candidate: item.candidate,
+        target: this.targets.get(item.candidate.id) ?? item.candidate.level
+      }));
     return planRequest(chosen);
   }
 
   private async reviewPlan(): Promise<void> {
     const { ids, targets } = this.choice();
     if (!ids.length) {
-      this.tell(new Error(__('Choose at least one candidate to review its plan.')));
+      this.tell(
+        new Error(__('Choose at least one candidate to review its plan.'))
+      );
       return;
     }
     this.review.disabled = true;
     try {
       const plan = await this.options.api.experiencePlan(ids, targets);
       this.showPlan({ ids, targets, lines: plan.plan });
-      this.tell(__('Check the plan, then Confirm to write it or Cancel to keep the candidates pending.'));
+      this.tell(
+        __(
+          'Check the plan, then Confirm to write it or Cancel to keep the candidates pending.'
+        )
+      );
     } catch (error) {
       this.tell(error);
     } finally {
@@ -349,7 +482,9 @@ export class ExperienceView extends Widget {
 
   private showPlan(shown: ShownPlan): void {
     this.shown = shown;
-    this.planLines.replaceChildren(...shown.lines.map(line => el('li', 'nini-exp-plan-line', line)));
+    this.planLines.replaceChildren(
+      ...shown.lines.map(line => el('li', 'nini-exp-plan-line', line))
+    );
     this.plan.hidden = false;
     this.confirm.disabled = false;
     this.confirm.focus();
@@ -369,7 +504,11 @@ export class ExperienceView extends Widget {
     }
     this.confirm.disabled = true;
     try {
-      const done = await this.options.api.depositExperience(shown.ids, shown.targets, shown.lines);
+      const done = await this.options.api.depositExperience(
+        shown.ids,
+        shown.targets,
+        shown.lines
+      );
       this.hidePlan();
       this.tell(done.line);
       for (const id of shown.ids) {
@@ -378,10 +517,19 @@ export class ExperienceView extends Widget {
       }
       await Promise.all([this.refreshPending(), this.refreshLibrary()]);
     } catch (error) {
-      const lines = error instanceof NiniApiError && error.code === 'CONFLICT' ? error.details?.plan : null;
+      const lines =
+        error instanceof NiniApiError && error.code === 'CONFLICT'
+          ? error.details?.plan
+          : null;
       if (Array.isArray(lines)) {
         this.showPlan({ ...shown, lines: lines.map(String) });
-        this.tell(new Error(__('The library changed since the plan was shown. This is the new plan: confirm it again, or cancel.')));
+        this.tell(
+          new Error(
+            __(
+              'The library changed since the plan was shown. This is the new plan: confirm it again, or cancel.'
+            )
+          )
+        );
       } else {
         this.confirm.disabled = false;
         this.tell(error);
@@ -399,10 +547,14 @@ export class ExperienceView extends Widget {
         return;
       }
       this.entries = found.entries;
-      this.problems.replaceChildren(...problemLines(found.problems).map(line => problem(line)));
+      this.problems.replaceChildren(
+        ...problemLines(found.problems).map(line => problem(line))
+      );
       this.drawEntries();
       if (this.opened !== null) {
-        const opened = this.entries.find(entry => entry.reference === this.opened?.reference);
+        const opened = this.entries.find(
+          entry => entry.reference === this.opened?.reference
+        );
         if (opened === undefined) {
           this.closeDocument();
         } else {
@@ -419,7 +571,15 @@ export class ExperienceView extends Widget {
     const shown = visibleEntries(this.entries, this.showDeprecated.checked);
     this.list.replaceChildren(...shown.map(entry => this.entry(entry)));
     if (!shown.length) {
-      this.list.append(el('li', 'nini-empty', this.entries.length ? __('Only deprecated entries.') : __('No experience deposited yet.')));
+      this.list.append(
+        el(
+          'li',
+          'nini-empty',
+          this.entries.length
+            ? __('Only deprecated entries.')
+            : __('No experience deposited yet.')
+        )
+      );
     }
     this.list.dataset.count = String(shown.length);
   }
@@ -431,7 +591,10 @@ export class ExperienceView extends Widget {
     node.dataset.status = entry.status;
     const open = el('button', 'nini-exp-entry-open');
     open.type = 'button';
-    open.setAttribute('aria-label', __('Open %1 %2: %3', term(entry.level), entry.id, entry.title));
+    open.setAttribute(
+      'aria-label',
+      __('Open %1 %2: %3', term(entry.level), entry.id, entry.title)
+    );
     open.onclick = () => void this.openDocument(entry);
     open.append(
       el('span', 'nini-badge nini-exp-level', term(entry.level)),
@@ -456,7 +619,11 @@ export class ExperienceView extends Widget {
       this.deprecate.setAttribute('aria-label', __('Deprecate %1', entry.id));
       this.reading.dataset.reference = found.reference;
       this.reading.hidden = false;
-      await renderMarkdown(this.options.rendermime, this.documentBody, found.text);
+      await renderMarkdown(
+        this.options.rendermime,
+        this.documentBody,
+        found.text
+      );
     } catch (error) {
       this.tell(error);
     }
@@ -476,14 +643,24 @@ export class ExperienceView extends Widget {
     }
     const answer = await showDialog({
       title: __('Deprecate %1?', entry.id),
-      body: __('"%1" will no longer be given to runs. Its file stays in the %2 library.', entry.title, term(entry.level)),
-      buttons: [Dialog.cancelButton({ label: __('Cancel') }), Dialog.warnButton({ label: __('Deprecate') })]
+      body: __(
+        '"%1" will no longer be given to runs. Its file stays in the %2 library.',
+        entry.title,
+        term(entry.level)
+      ),
+      buttons: [
+        Dialog.cancelButton({ label: __('Cancel') }),
+        Dialog.warnButton({ label: __('Deprecate') })
+      ]
     });
     if (!answer.button.accept) {
       return;
     }
     try {
-      const done = await this.options.api.deprecateExperience(entry.level, entry.id);
+      const done = await this.options.api.deprecateExperience(
+        entry.level,
+        entry.id
+      );
       this.tell(done.line);
       this.closeDocument();
       await this.refreshLibrary();
@@ -511,17 +688,29 @@ export class ExperienceView extends Widget {
           const node = el('li', 'nini-exp-record');
           node.dataset.type = record.type;
           const head = el('div', 'nini-exp-record-head');
-          head.append(el('span', 'nini-exp-record-title', heading), el('span', 'nini-exp-record-date', (record.ts ?? '').slice(0, 16).replace('T', ' ')));
+          head.append(
+            el('span', 'nini-exp-record-title', heading),
+            el(
+              'span',
+              'nini-exp-record-date',
+              (record.ts ?? '').slice(0, 16).replace('T', ' ')
+            )
+          );
           const list = el('ul', 'nini-exp-record-lines');
           list.append(...lines.map(line => el('li', undefined, line)));
           node.append(head, list);
           return node;
         })
       );
-      this.runMessage.textContent = records.length ? '' : __('No experience was given to or captured from this session yet.');
+      this.runMessage.textContent = records.length
+        ? ''
+        : __('No experience was given to or captured from this session yet.');
     } catch (error) {
       if (asked === this.latest.run && id === this.sessionId) {
-        this.runMessage.textContent = error instanceof NiniApiError ? `${error.code}: ${error.message}` : String(error);
+        this.runMessage.textContent =
+          error instanceof NiniApiError
+            ? `${error.code}: ${error.message}`
+            : String(error);
       }
     }
   }
@@ -539,10 +728,23 @@ function levelSelect(label: string, automatic: boolean): HTMLSelectElement {
   const select = el('select', 'nini-exp-level-select');
   select.setAttribute('aria-label', label);
   if (automatic) {
-    select.append(Object.assign(el('option', undefined, __('Library: nini decides')), { value: '' }));
+    select.append(
+      Object.assign(el('option', undefined, __('Library: nini decides')), {
+        value: ''
+      })
+    );
   }
   for (const level of LEVELS) {
-    select.append(Object.assign(el('option', undefined, automatic ? __('Library: %1', term(level)) : term(level)), { value: level }));
+    select.append(
+      Object.assign(
+        el(
+          'option',
+          undefined,
+          automatic ? __('Library: %1', term(level)) : term(level)
+        ),
+        { value: level }
+      )
+    );
   }
   return select;
 }

@@ -9,8 +9,16 @@ import { el } from './render';
 
 export class ExportControls {
   readonly node = el('div', 'nini-export');
-  private readonly notebook = el('a', 'jp-Button jp-mod-styled nini-export-notebook', __('Export notebook'));
-  private readonly markdown = el('a', 'jp-Button jp-mod-styled nini-export-markdown', __('Export Markdown'));
+  private readonly notebook = el(
+    'a',
+    'jp-Button jp-mod-styled nini-export-notebook',
+    __('Export notebook')
+  );
+  private readonly markdown = el(
+    'a',
+    'jp-Button jp-mod-styled nini-export-markdown',
+    __('Export Markdown')
+  );
   private readonly sandboxed = el('input', 'nini-export-sandboxed');
   private sessionId: string | null = null;
 
@@ -22,7 +30,10 @@ export class ExportControls {
     label.title = __(
       "On: each step of the notebook re-runs in nini's sandbox, through %%nini_run. Off: the steps are plain cells that run in your own kernel, unsandboxed."
     );
-    label.append(this.sandboxed, el('span', undefined, __("Re-run in nini's sandbox")));
+    label.append(
+      this.sandboxed,
+      el('span', undefined, __("Re-run in nini's sandbox"))
+    );
     this.node.append(this.notebook, label, this.markdown);
     this.showSession(null);
   }
@@ -44,10 +55,15 @@ export class ExportControls {
     this.notebook.download = `nini-session-${this.sessionId}.ipynb`;
     this.notebook.setAttribute(
       'aria-label',
-      sandboxed ? __("Export the session as a notebook that re-runs in nini's sandbox") : __('Export the session as a notebook of plain cells (unsandboxed)')
+      sandboxed
+        ? __("Export the session as a notebook that re-runs in nini's sandbox")
+        : __('Export the session as a notebook of plain cells (unsandboxed)')
     );
     this.markdown.href = this.api.exportUrl(this.sessionId, 'md', false);
     this.markdown.download = `nini-session-${this.sessionId}.md`;
-    this.markdown.setAttribute('aria-label', __('Export the session as Markdown'));
+    this.markdown.setAttribute(
+      'aria-label',
+      __('Export the session as Markdown')
+    );
   }
 }

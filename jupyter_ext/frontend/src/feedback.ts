@@ -37,8 +37,16 @@ export type Judged = 'answer' | 'report';
 /** The words of each button, by what is judged (whole sentences, so each translates as one). */
 function labels(what: Judged): Record<FeedbackAction, string> {
   return what === 'report'
-    ? { accept: __('Good report'), reject: __('Bad report: say why'), partial: __('Partly good report: say what to change') }
-    : { accept: __('Good answer'), reject: __('Bad answer: say why'), partial: __('Partly good answer: say what to change') };
+    ? {
+        accept: __('Good report'),
+        reject: __('Bad report: say why'),
+        partial: __('Partly good report: say what to change')
+      }
+    : {
+        accept: __('Good answer'),
+        reject: __('Bad answer: say why'),
+        partial: __('Partly good answer: say what to change')
+      };
 }
 
 const memories = new WeakMap<NiniApi, FeedbackMemory>();
@@ -102,29 +110,54 @@ export class FeedbackMemory {
 /** Show `action` as the recorded choice of the control `box`: its button pressed, the others not. */
 export function press(box: HTMLElement, action: FeedbackAction): void {
   box.dataset.sent = action;
-  box.querySelectorAll<HTMLButtonElement>('.nini-feedback-buttons button').forEach(button => {
-    button.setAttribute('aria-pressed', String(button.dataset.action === action));
-  });
+  box
+    .querySelectorAll<HTMLButtonElement>('.nini-feedback-buttons button')
+    .forEach(button => {
+      button.setAttribute(
+        'aria-pressed',
+        String(button.dataset.action === action)
+      );
+    });
 }
 
 /** The control for the output `runId` (a turn id, a report's tool call id); `memory` presses the
  * choice already recorded and learns the new one. */
-export function feedbackControl(api: NiniApi, runId: string, what: Judged, memory = FeedbackMemory.of(api)): HTMLElement {
+export function feedbackControl(
+  api: NiniApi,
+  runId: string,
+  what: Judged,
+  memory = FeedbackMemory.of(api)
+): HTMLElement {
   const box = el('div', 'nini-feedback');
   box.dataset.runId = runId;
   const words = labels(what);
   const buttons = el('div', 'nini-feedback-buttons');
   buttons.setAttribute('role', 'group');
-  buttons.setAttribute('aria-label', what === 'report' ? __('Feedback on this report') : __('Feedback on this answer'));
-  const button = (action: FeedbackAction, className: string, icon: LabIcon | null): HTMLButtonElement => {
-    const made = el('button', `jp-Button jp-mod-minimal nini-feedback-button ${className}`, icon ? undefined : __('Partly'));
+  buttons.setAttribute(
+    'aria-label',
+    what === 'report'
+      ? __('Feedback on this report')
+      : __('Feedback on this answer')
+  );
+  const button = (
+    action: FeedbackAction,
+    className: string,
+    icon: LabIcon | null
+  ): HTMLButtonElement => {
+    const made = el(
+      'button',
+      `jp-Button jp-mod-minimal nini-feedback-button ${className}`,
+      icon ? undefined : __('Partly')
+    );
     made.type = 'button';
     made.dataset.action = action;
     made.setAttribute('aria-label', words[action]);
     made.setAttribute('aria-pressed', 'false');
     made.title = words[action];
     if (icon) {
-      made.append(icon.element({ tag: 'span', className: 'nini-feedback-icon' }));
+      made.append(
+        icon.element({ tag: 'span', className: 'nini-feedback-icon' })
+      );
     }
     return made;
   };
@@ -138,16 +171,28 @@ export function feedbackControl(api: NiniApi, runId: string, what: Judged, memor
   form.node.id = formId;
   let action: FeedbackAction = 'reject';
 
-  const busy = (on: boolean) => box.querySelectorAll('button').forEach(b => ((b as HTMLButtonElement).disabled = on));
+  const busy = (on: boolean) =>
+    box
+      .querySelectorAll('button')
+      .forEach(b => ((b as HTMLButtonElement).disabled = on));
   const showForm = (open: boolean) => {
     form.node.hidden = !open;
     down.setAttribute('aria-expanded', String(open && action === 'reject'));
     partly.setAttribute('aria-expanded', String(open && action === 'partial'));
   };
-  const send = async (chosen: FeedbackAction, signals: string[], comment: string): Promise<void> => {
+  const send = async (
+    chosen: FeedbackAction,
+    signals: string[],
+    comment: string
+  ): Promise<void> => {
     busy(true);
     try {
-      const learned = await api.feedback({ run_id: runId, action: chosen, signals, comment: comment || undefined });
+      const learned = await api.feedback({
+        run_id: runId,
+        action: chosen,
+        signals,
+        comment: comment || undefined
+      });
       tell(status, describeLearned(chosen, learned));
       showForm(false);
       form.reset();
@@ -219,7 +264,11 @@ function signalForm(): SignalForm {
   comment.rows = 2;
   comment.placeholder = __('What should change? (optional)');
   comment.setAttribute('aria-label', __('Your comment'));
-  const submit = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-feedback-send', __('Send'));
+  const submit = el(
+    'button',
+    'jp-Button jp-mod-styled jp-mod-accept nini-feedback-send',
+    __('Send')
+  );
   submit.type = 'submit';
   node.append(...boxes.map(item => item.option), comment, submit);
   const result: SignalForm = {
@@ -230,7 +279,10 @@ function signalForm(): SignalForm {
   };
   node.onsubmit = event => {
     event.preventDefault();
-    result.onSend(boxes.filter(item => item.input.checked).map(item => item.input.value), comment.value.trim());
+    result.onSend(
+      boxes.filter(item => item.input.checked).map(item => item.input.value),
+      comment.value.trim()
+    );
   };
   return result;
 }

@@ -19,10 +19,18 @@ export interface RunTook {
   cost: Record<string, number> | null;
 }
 
-const SYMBOLS: Record<string, string> = { USD: '$', CNY: '¥', EUR: '€', GBP: '£', JPY: '¥' };
+const SYMBOLS: Record<string, string> = {
+  USD: '$',
+  CNY: '¥',
+  EUR: '€',
+  GBP: '£',
+  JPY: '¥'
+};
 
 function count(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0;
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0
+    ? value
+    : 0;
 }
 
 /** The `done` event's `data` as a `RunTook`; null when it carries no duration (an older record). */
@@ -31,7 +39,10 @@ export function tookOf(data: any): RunTook | null {
     return null;
   }
   const usage = data.usage ?? {};
-  const cost = data.cost && typeof data.cost === 'object' ? (data.cost as Record<string, number>) : null;
+  const cost =
+    data.cost && typeof data.cost === 'object'
+      ? (data.cost as Record<string, number>)
+      : null;
   return {
     durationMs: count(data.duration_ms),
     steps: count(data.steps),
@@ -70,7 +81,12 @@ export function formatTokens(value: number): string {
 export function formatCost(cost: Record<string, number>): string {
   return Object.entries(cost)
     .map(([currency, amount]) => {
-      const number = amount === 0 ? '0' : amount >= 1 ? amount.toFixed(2) : String(Number(amount.toPrecision(2)));
+      const number =
+        amount === 0
+          ? '0'
+          : amount >= 1
+            ? amount.toFixed(2)
+            : String(Number(amount.toPrecision(2)));
       const symbol = SYMBOLS[currency.toUpperCase()];
       return symbol ? `${symbol}${number}` : `${number} ${currency}`;
     })
@@ -78,21 +94,47 @@ export function formatCost(cost: Record<string, number>): string {
 }
 
 /** The footer's parts, in order: duration, steps, tokens, cost (only when known). */
-export function footerParts(took: RunTook): { text: string; title: string; kind: string }[] {
-  const exact = (value: number) => value.toLocaleString(language() === 'zh' ? 'zh-CN' : 'en');
+export function footerParts(
+  took: RunTook
+): { text: string; title: string; kind: string }[] {
+  const exact = (value: number) =>
+    value.toLocaleString(language() === 'zh' ? 'zh-CN' : 'en');
   const parts = [
-    { kind: 'duration', text: formatDuration(took.durationMs), title: __('How long the turn took') },
-    { kind: 'steps', text: took.steps === 1 ? __('1 step') : __('%1 steps', took.steps), title: __('Steps (tool calls) the turn ran') },
+    {
+      kind: 'duration',
+      text: formatDuration(took.durationMs),
+      title: __('How long the turn took')
+    },
+    {
+      kind: 'steps',
+      text: took.steps === 1 ? __('1 step') : __('%1 steps', took.steps),
+      title: __('Steps (tool calls) the turn ran')
+    },
     {
       kind: 'tokens',
-      text: __('%1 + %2 tokens', formatTokens(took.promptTokens), formatTokens(took.completionTokens)),
+      text: __(
+        '%1 + %2 tokens',
+        formatTokens(took.promptTokens),
+        formatTokens(took.completionTokens)
+      ),
       title:
-        __('%1 prompt tokens and %2 completion tokens over %3 model calls', exact(took.promptTokens), exact(took.completionTokens), took.calls) +
-        (took.unreported ? ' ' + __('(%1 calls reported no usage)', took.unreported) : '')
+        __(
+          '%1 prompt tokens and %2 completion tokens over %3 model calls',
+          exact(took.promptTokens),
+          exact(took.completionTokens),
+          took.calls
+        ) +
+        (took.unreported
+          ? ' ' + __('(%1 calls reported no usage)', took.unreported)
+          : '')
     }
   ];
   if (took.cost !== null) {
-    parts.push({ kind: 'cost', text: formatCost(took.cost), title: __("The cost at the provider's configured price") });
+    parts.push({
+      kind: 'cost',
+      text: formatCost(took.cost),
+      title: __("The cost at the provider's configured price")
+    });
   }
   return parts;
 }
@@ -115,7 +157,10 @@ export function renderRunFooter(host: HTMLElement, took: RunTook | null): void {
 
 /** `14:05` today, `11-24 14:05` on another day of this year, `2025-11-24 14:05` before; and the full
  * date and time, for the tooltip. Null for a missing or malformed time. */
-export function timeTexts(ts: string | null | undefined, now: Date = new Date()): { short: string; full: string } | null {
+export function timeTexts(
+  ts: string | null | undefined,
+  now: Date = new Date()
+): { short: string; full: string } | null {
   const moment = ts ? new Date(ts) : null;
   if (moment === null || Number.isNaN(moment.getTime())) {
     return null;
@@ -124,14 +169,24 @@ export function timeTexts(ts: string | null | undefined, now: Date = new Date())
   const clock = `${two(moment.getHours())}:${two(moment.getMinutes())}`;
   const day = `${two(moment.getMonth() + 1)}-${two(moment.getDate())}`;
   const sameDay = moment.toDateString() === now.toDateString();
-  const short = sameDay ? clock : moment.getFullYear() === now.getFullYear() ? `${day} ${clock}` : `${moment.getFullYear()}-${day} ${clock}`;
-  const full = moment.toLocaleString(language() === 'zh' ? 'zh-CN' : 'en', { dateStyle: 'full', timeStyle: 'medium' });
+  const short = sameDay
+    ? clock
+    : moment.getFullYear() === now.getFullYear()
+      ? `${day} ${clock}`
+      : `${moment.getFullYear()}-${day} ${clock}`;
+  const full = moment.toLocaleString(language() === 'zh' ? 'zh-CN' : 'en', {
+    dateStyle: 'full',
+    timeStyle: 'medium'
+  });
   return { short, full };
 }
 
 /** Show when a message was sent: its compact time (a `data-time` the stylesheet places after the
  * text, so the message's own text stays as it was) and the full time on hover. */
-export function stampTime(node: HTMLElement, ts: string | null | undefined): void {
+export function stampTime(
+  node: HTMLElement,
+  ts: string | null | undefined
+): void {
   const texts = timeTexts(ts);
   if (texts === null || node.dataset.time === texts.short) {
     return;

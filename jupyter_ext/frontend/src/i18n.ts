@@ -20,8 +20,16 @@ export function language(): Language {
  * Choose the language: `setting` is `ui.language` (`auto`, `zh` or `en`), `labLanguage` JupyterLab's
  * language code (`en`, `zh-CN`, `zh_CN`, ...).
  */
-export function setLanguage(setting: string | null | undefined, labLanguage: string | null | undefined): Language {
-  current = setting === 'zh' || setting === 'en' ? setting : /^zh/i.test(labLanguage ?? '') ? 'zh' : 'en';
+export function setLanguage(
+  setting: string | null | undefined,
+  labLanguage: string | null | undefined
+): Language {
+  current =
+    setting === 'zh' || setting === 'en'
+      ? setting
+      : /^zh/i.test(labLanguage ?? '')
+        ? 'zh'
+        : 'en';
   return current;
 }
 
@@ -36,6 +44,10 @@ export function N_(text: string): string {
 
 /** `text` in the chosen language, with `%1`, `%2`... replaced by `args` (as JupyterLab's `trans.__`). */
 export function __(text: string, ...args: unknown[]): string {
-  const words = current === 'zh' ? ZH[text] ?? text : text;
-  return args.length === 0 ? words : words.replace(/%(\d+)/g, (all, n) => (Number(n) <= args.length ? String(args[Number(n) - 1]) : all));
+  const words = current === 'zh' ? (ZH[text] ?? text) : text;
+  return args.length === 0
+    ? words
+    : words.replace(/%(\d+)/g, (all, n) =>
+        Number(n) <= args.length ? String(args[Number(n) - 1]) : all
+      );
 }

@@ -2,7 +2,11 @@
  * nini in JupyterLab: the sidebar (chat with the agent, every step live, skills, reports, experience,
  * models), its commands in the palette and a launcher tile.
  */
-import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import {
+  ILabShell,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { IEditorServices } from '@jupyterlab/codeeditor';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
@@ -30,10 +34,18 @@ const COMMANDS = {
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'nini:sidebar',
-  description: 'The nini sidebar: chat with the agent, watch each step live, manage skills, reports and models.',
+  description:
+    'The nini sidebar: chat with the agent, watch each step live, manage skills, reports and models.',
   autoStart: true,
   requires: [ILabShell, IRenderMimeRegistry],
-  optional: [ICommandPalette, ILauncher, INotebookTracker, IEditorServices, IDefaultFileBrowser, ITranslator],
+  optional: [
+    ICommandPalette,
+    ILauncher,
+    INotebookTracker,
+    IEditorServices,
+    IDefaultFileBrowser,
+    ITranslator
+  ],
   activate: async (
     app: JupyterFrontEnd,
     shell: ILabShell,
@@ -54,7 +66,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
         return;
       }
       const id = `nini-skill-${name}`;
-      const open = Array.from(shell.widgets('main')).find(widget => widget.id === id);
+      const open = Array.from(shell.widgets('main')).find(
+        widget => widget.id === id
+      );
       if (open) {
         shell.activateById(id);
         return;
@@ -63,7 +77,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
         shell.add(await openSkillEditor(api, editors, name), 'main');
         shell.activateById(id);
       } catch (error) {
-        const message = error instanceof NiniApiError ? `${error.code}: ${error.message}` : String(error);
+        const message =
+          error instanceof NiniApiError
+            ? `${error.code}: ${error.message}`
+            : String(error);
         console.warn(`nini: cannot open ${name}: ${message}`);
       }
     };
@@ -73,7 +90,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
       shell.activateById(widget.id);
     };
-    const panel = new NiniPanel({ api, rendermime, notebooks, openSkill: name => void openSkill(name), showInMain });
+    const panel = new NiniPanel({
+      api,
+      rendermime,
+      notebooks,
+      openSkill: name => void openSkill(name),
+      showInMain
+    });
     shell.add(panel, 'left', { rank: 600 });
 
     const chat = () => panel.chat;
@@ -115,16 +138,23 @@ const plugin: JupyterFrontEndPlugin<void> = {
     };
     app.commands.addCommand(COMMANDS.experience, {
       label: __('nini: Open Experience'),
-      caption: __('Confirm experience candidates, read the libraries, see what the run was given'),
+      caption: __(
+        'Confirm experience candidates, read the libraries, see what the run was given'
+      ),
       execute: openTab(panel.experience)
     });
     app.commands.addCommand(COMMANDS.preferences, {
       label: __('nini: Open Preferences'),
-      caption: __('See, change and switch the preferences nini learned or you wrote'),
+      caption: __(
+        'See, change and switch the preferences nini learned or you wrote'
+      ),
       execute: openTab(panel.preferences)
     });
     app.commands.addCommand(COMMANDS.attachCell, {
-      label: args => (args.short ? __('Selected cells of the notebook') : __('nini: Attach cell to question')),
+      label: args =>
+        args.short
+          ? __('Selected cells of the notebook')
+          : __('nini: Attach cell to question'),
       caption: __('Send the selected cells with your next question to nini'),
       isEnabled: () => notebooks?.currentWidget?.content.activeCell != null,
       execute: () => {
@@ -133,15 +163,26 @@ const plugin: JupyterFrontEndPlugin<void> = {
           return;
         }
         const notebook = current.content;
-        const cells = notebook.widgets.filter(cell => notebook.isSelectedOrActive(cell)).map(cell => cell.model);
+        const cells = notebook.widgets
+          .filter(cell => notebook.isSelectedOrActive(cell))
+          .map(cell => cell.model);
         chat().attachCells(current, cells);
         reveal();
       }
     });
     app.commands.addCommand(COMMANDS.attachFile, {
-      label: args => (args.short ? __('Files selected in the file browser') : __('nini: Attach file to question')),
-      caption: __("Send the selected files' text with your next question to nini"),
-      isEnabled: () => files !== null && Array.from(files.selectedItems()).some(item => item.type !== 'directory'),
+      label: args =>
+        args.short
+          ? __('Files selected in the file browser')
+          : __('nini: Attach file to question'),
+      caption: __(
+        "Send the selected files' text with your next question to nini"
+      ),
+      isEnabled: () =>
+        files !== null &&
+        Array.from(files.selectedItems()).some(
+          item => item.type !== 'directory'
+        ),
       execute: async () => {
         await chat().attachments.addPaths(files?.selectedItems() ?? []);
         reveal();
@@ -155,8 +196,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
       attachFile: COMMANDS.attachFile,
       onError: message => chat().attachError(message)
     });
-    app.contextMenu.addItem({ command: COMMANDS.attachCell, selector: '.jp-Notebook .jp-Cell', rank: 20 });
-    app.contextMenu.addItem({ command: COMMANDS.attachFile, selector: '.jp-DirListing-item[data-isdir="false"]', rank: 20 });
+    app.contextMenu.addItem({
+      command: COMMANDS.attachCell,
+      selector: '.jp-Notebook .jp-Cell',
+      rank: 20
+    });
+    app.contextMenu.addItem({
+      command: COMMANDS.attachFile,
+      selector: '.jp-DirListing-item[data-isdir="false"]',
+      rank: 20
+    });
     for (const command of Object.values(COMMANDS)) {
       palette?.addItem({ command, category: 'nini' });
     }

@@ -134,11 +134,16 @@ export const SCORES: [keyof Evaluation, string][] = [
 
 /** A score in [0, 1] as two decimals ("—" when missing). */
 export function scoreText(value: unknown): string {
-  return typeof value === 'number' && Number.isFinite(value) ? value.toFixed(2) : '—';
+  return typeof value === 'number' && Number.isFinite(value)
+    ? value.toFixed(2)
+    : '—';
 }
 
 /** The entries to list: active ones, deprecated too when asked; team before project, then by id. */
-export function visibleEntries(entries: ExperienceEntry[], showDeprecated: boolean): ExperienceEntry[] {
+export function visibleEntries(
+  entries: ExperienceEntry[],
+  showDeprecated: boolean
+): ExperienceEntry[] {
   const rank = (level: string) => (level === 'team' ? 0 : 1);
   return entries
     .filter(entry => showDeprecated || entry.status === 'active')
@@ -146,8 +151,12 @@ export function visibleEntries(entries: ExperienceEntry[], showDeprecated: boole
 }
 
 /** The INDEX.md problems of both libraries, one line each, prefixed by the library. */
-export function problemLines(problems: ExperienceEntries['problems'] | null | undefined): string[] {
-  return Object.entries(problems ?? {}).flatMap(([level, lines]) => (lines ?? []).map(line => `${term(level)}: ${line}`));
+export function problemLines(
+  problems: ExperienceEntries['problems'] | null | undefined
+): string[] {
+  return Object.entries(problems ?? {}).flatMap(([level, lines]) =>
+    (lines ?? []).map(line => `${term(level)}: ${line}`)
+  );
 }
 
 /** The records of a session, newest first. */
@@ -156,27 +165,53 @@ export function newestFirst(records: ExperienceRecord[]): ExperienceRecord[] {
 }
 
 /** What a record says, as a heading and its lines. */
-export function describeRecord(record: ExperienceRecord): { heading: string; lines: string[] } {
+export function describeRecord(record: ExperienceRecord): {
+  heading: string;
+  lines: string[];
+} {
   const data = record.data ?? {};
   const stage = data.stage ? __(' (stage: %1)', data.stage) : '';
   if (record.type === 'experience_matched') {
-    const matches: ExperienceMatch[] = Array.isArray(data.matches) ? data.matches : [];
+    const matches: ExperienceMatch[] = Array.isArray(data.matches)
+      ? data.matches
+      : [];
     return {
       heading: __('Warned at the start of the run%1', stage),
-      lines: matches.map(match => __('%1 · %2 %3 · score %4', match.title, term(match.level), match.id, scoreText(match.score)))
+      lines: matches.map(match =>
+        __(
+          '%1 · %2 %3 · score %4',
+          match.title,
+          term(match.level),
+          match.id,
+          scoreText(match.score)
+        )
+      )
     };
   }
   const kept: string[] = Array.isArray(data.kept) ? data.kept.map(String) : [];
   const dropped: Dropped[] = Array.isArray(data.dropped) ? data.dropped : [];
   return {
-    heading: __('Captured after the run%1: %2 kept, %3 dropped', stage, kept.length, dropped.length),
-    lines: [...kept.map(title => __('Kept: %1', title)), ...dropped.map(item => __('Dropped: %1 (%2)', item.title, item.why || item.reason))]
+    heading: __(
+      'Captured after the run%1: %2 kept, %3 dropped',
+      stage,
+      kept.length,
+      dropped.length
+    ),
+    lines: [
+      ...kept.map(title => __('Kept: %1', title)),
+      ...dropped.map(item =>
+        __('Dropped: %1 (%2)', item.title, item.why || item.reason)
+      )
+    ]
   };
 }
 
 /** Whether events of the chat's socket change what the Experience tab shows: `pending` (new
  * candidates were captured) and `run` (the run's records). */
-export function experienceChanges(events: NiniEvent[]): { run: boolean; pending: boolean } {
+export function experienceChanges(events: NiniEvent[]): {
+  run: boolean;
+  pending: boolean;
+} {
   let run = false;
   let pending = false;
   for (const event of events) {
@@ -184,7 +219,10 @@ export function experienceChanges(events: NiniEvent[]): { run: boolean; pending:
       run = true;
     } else if (event.type === 'experience_captured') {
       run = pending = true;
-    } else if (event.type === 'stop_hook_note' && event.data?.hook === 'experience_capture') {
+    } else if (
+      event.type === 'stop_hook_note' &&
+      event.data?.hook === 'experience_capture'
+    ) {
       pending = true;
     }
   }
@@ -192,7 +230,9 @@ export function experienceChanges(events: NiniEvent[]): { run: boolean; pending:
 }
 
 /** The ids and targets of a plan: the chosen candidates, in the order shown, each to its library. */
-export function planRequest(chosen: { candidate: ExperienceCandidate; target: Level }[]): { ids: string[]; targets: Record<string, Level> } {
+export function planRequest(
+  chosen: { candidate: ExperienceCandidate; target: Level }[]
+): { ids: string[]; targets: Record<string, Level> } {
   const targets: Record<string, Level> = {};
   for (const { candidate, target } of chosen) {
     targets[candidate.id] = target;

@@ -42,7 +42,10 @@ export class MentionList {
   }
 
   private async update(): Promise<void> {
-    const found = mentionAt(this.input.value, this.input.selectionStart ?? this.input.value.length);
+    const found = mentionAt(
+      this.input.value,
+      this.input.selectionStart ?? this.input.value.length
+    );
     if (found === null) {
       this.close();
       return;
@@ -68,7 +71,10 @@ export class MentionList {
       option.setAttribute('aria-selected', String(index === this.active));
       option.dataset.kind = candidate.kind;
       option.dataset.key = candidate.key;
-      option.append(el('span', 'nini-mention-label', candidate.label), el('span', 'nini-mention-detail', candidate.detail));
+      option.append(
+        el('span', 'nini-mention-label', candidate.label),
+        el('span', 'nini-mention-detail', candidate.detail)
+      );
       option.onmousedown = event => {
         event.preventDefault(); // the question box keeps the focus
         this.choose(index);
@@ -84,7 +90,10 @@ export class MentionList {
     this.node.replaceChildren(...options);
     this.node.hidden = false;
     if (this.matches.length) {
-      this.input.setAttribute('aria-activedescendant', `${this.node.id}-${this.active}`);
+      this.input.setAttribute(
+        'aria-activedescendant',
+        `${this.node.id}-${this.active}`
+      );
       this.node.children[this.active]?.scrollIntoView({ block: 'nearest' });
     } else {
       this.input.removeAttribute('aria-activedescendant');
@@ -97,9 +106,15 @@ export class MentionList {
     }
     const moves: Record<string, number> = { ArrowDown: 1, ArrowUp: -1 };
     if (event.key in moves && this.matches.length) {
-      this.active = (this.active + moves[event.key] + this.matches.length) % this.matches.length;
+      this.active =
+        (this.active + moves[event.key] + this.matches.length) %
+        this.matches.length;
       this.render();
-    } else if ((event.key === 'Enter' || event.key === 'Tab') && !event.shiftKey && this.matches.length) {
+    } else if (
+      (event.key === 'Enter' || event.key === 'Tab') &&
+      !event.shiftKey &&
+      this.matches.length
+    ) {
       this.choose(this.active);
     } else if (event.key === 'Escape') {
       this.close();

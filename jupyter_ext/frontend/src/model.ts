@@ -47,7 +47,12 @@ export interface StepItem {
   codeChars: number | null; // the whole code's length when the event carried only its start (else null)
   status: StepStatus;
   durationMs: number | null;
-  error: { code: string; message: string; line?: number; violations?: Violation[] } | null;
+  error: {
+    code: string;
+    message: string;
+    line?: number;
+    violations?: Violation[];
+  } | null;
   stdout: string;
   stderr: string;
   artifacts: string[];
@@ -108,7 +113,8 @@ export interface EndItem {
 
 /** How a step waiting for a person ended: allowed once, allowed for the session, rejected,
  * refused after nobody answered, or its run stopped while it waited. */
-export type ApprovalState = 'waiting' | 'once' | 'session' | 'reject' | 'timed_out' | 'stopped';
+export type ApprovalState =
+  'waiting' | 'once' | 'session' | 'reject' | 'timed_out' | 'stopped';
 
 export interface ApprovalItem {
   kind: 'approval';
@@ -142,16 +148,31 @@ export interface ProposalItem {
   proposal: Proposal;
 }
 
-export type ChatItem = UserItem | AssistantItem | StepItem | NoteItem | ErrorItem | EndItem | ApprovalItem | ProposalItem;
+export type ChatItem =
+  | UserItem
+  | AssistantItem
+  | StepItem
+  | NoteItem
+  | ErrorItem
+  | EndItem
+  | ApprovalItem
+  | ProposalItem;
 
 export const PROPOSE_CELL = 'propose_cell';
 
 /** A `propose_cell` result (or a proposals endpoint record) as a `Proposal`; null when not one. */
 export function toProposal(id: string, result: any): Proposal | null {
-  if (result === null || typeof result !== 'object' || typeof result.source !== 'string') {
+  if (
+    result === null ||
+    typeof result !== 'object' ||
+    typeof result.source !== 'string'
+  ) {
     return null;
   }
-  const status = result.status === 'accepted' || result.status === 'rejected' ? result.status : 'pending';
+  const status =
+    result.status === 'accepted' || result.status === 'rejected'
+      ? result.status
+      : 'pending';
   return {
     proposal_id: id,
     cell_type: result.cell_type === 'markdown' ? 'markdown' : 'code',
@@ -229,7 +250,9 @@ export class ChatModel {
 
   /** The proposals of the session, in order. */
   get proposals(): ProposalItem[] {
-    return this.items.filter((item): item is ProposalItem => item.kind === 'proposal');
+    return this.items.filter(
+      (item): item is ProposalItem => item.kind === 'proposal'
+    );
   }
 
   /**
@@ -241,9 +264,18 @@ export class ChatModel {
     const id = `proposal:${proposal.proposal_id}`;
     const item = this.byId.get(id);
     if (item === undefined) {
-      return this.add<ProposalItem>({ kind: 'proposal', id, turnId, proposal: { ...proposal } }).id;
+      return this.add<ProposalItem>({
+        kind: 'proposal',
+        id,
+        turnId,
+        proposal: { ...proposal }
+      }).id;
     }
-    if (item.kind !== 'proposal' || JSON.stringify(item.proposal) === JSON.stringify({ ...item.proposal, ...proposal })) {
+    if (
+      item.kind !== 'proposal' ||
+      JSON.stringify(item.proposal) ===
+        JSON.stringify({ ...item.proposal, ...proposal })
+    ) {
       return null;
     }
     item.proposal = { ...item.proposal, ...proposal };
@@ -253,7 +285,12 @@ export class ChatModel {
   /** A succeeded `propose_cell` call's result: a pending proposal, shown after its step. */
   private proposalOf(event: NiniEvent): string | null {
     const data = event.data ?? {};
-    if (data.name !== PROPOSE_CELL || !data.success || !event.tool_call_id || this.byId.has(`proposal:${event.tool_call_id}`)) {
+    if (
+      data.name !== PROPOSE_CELL ||
+      !data.success ||
+      !event.tool_call_id ||
+      this.byId.has(`proposal:${event.tool_call_id}`)
+    ) {
       return null;
     }
     const proposal = toProposal(event.tool_call_id, data.result);
@@ -275,11 +312,24 @@ export class ChatModel {
         if (turnId) {
           this.userTurns.add(turnId);
         }
-        return this.add({ kind: 'user', id: `u${event.seq}`, turnId, text: String(data.text ?? ''), ts: event.ts ?? null }).id;
+        return this.add({
+          kind: 'user',
+          id: `u${event.seq}`,
+          turnId,
+          text: String(data.text ?? ''),
+          ts: event.ts ?? null
+        }).id;
       case 'assistant_delta': {
         let item = this.streamingAssistant;
         if (item === null) {
-          item = this.add({ kind: 'assistant', id: `a${event.seq}`, turnId, text: '', streaming: true, ts: event.ts ?? null });
+          item = this.add({
+            kind: 'assistant',
+            id: `a${event.seq}`,
+            turnId,
+            text: '',
+            streaming: true,
+            ts: event.ts ?? null
+          });
           this.streamingAssistant = item;
         }
         item.text += String(data.text ?? '');
@@ -295,7 +345,16 @@ export class ChatModel {
           item.ts = event.ts ?? item.ts;
           return item.id;
         }
-        return text ? this.add({ kind: 'assistant', id: `a${event.seq}`, turnId, text, streaming: false, ts: event.ts ?? null }).id : null;
+        return text
+          ? this.add({
+              kind: 'assistant',
+              id: `a${event.seq}`,
+              turnId,
+              text,
+              streaming: false,
+              ts: event.ts ?? null
+            }).id
+          : null;
       }
       case 'tool_call':
         return this.startStep(event);
@@ -335,7 +394,13 @@ export class ChatModel {
           took: tookOf(data)
         }).id;
       case 'stop_hook_note':
-        return this.add({ kind: 'note', id: `n${event.seq}`, turnId, hook: String(data.hook ?? ''), text: String(data.text ?? '') }).id;
+        return this.add({
+          kind: 'note',
+          id: `n${event.seq}`,
+          turnId,
+          hook: String(data.hook ?? ''),
+          text: String(data.text ?? '')
+        }).id;
       case 'approval_required': {
         const approvalId = String(data.approval_id ?? event.seq);
         return this.add<ApprovalItem>({
@@ -369,7 +434,12 @@ export class ChatModel {
           return null;
         }
         const how = String(data.how ?? '');
-        item.state = how === 'once' || how === 'session' || how === 'timed_out' ? how : data.approved ? 'once' : 'reject';
+        item.state =
+          how === 'once' || how === 'session' || how === 'timed_out'
+            ? how
+            : data.approved
+              ? 'once'
+              : 'reject';
         this.refused = item.state === 'reject' || item.state === 'timed_out';
         return item.id;
       }
@@ -384,7 +454,8 @@ export class ChatModel {
     const args = data.arguments ?? {};
     const id = event.tool_call_id ?? `t${event.seq}`;
     const parent = this.openTask;
-    const background = event.turn_id !== null && !this.userTurns.has(event.turn_id);
+    const background =
+      event.turn_id !== null && !this.userTurns.has(event.turn_id);
     const step = this.add<StepItem>({
       kind: 'step',
       id,
@@ -405,7 +476,8 @@ export class ChatModel {
       outputs: [],
       table: null,
       summary: null,
-      parentId: parent !== null && parent.turnId === event.turn_id ? parent.id : null,
+      parentId:
+        parent !== null && parent.turnId === event.turn_id ? parent.id : null,
       background
     });
     if (name.startsWith(TASK_PREFIX)) {
@@ -421,14 +493,30 @@ export class ChatModel {
       return null;
     }
     const data = event.data ?? {};
-    step.language = data.language === 'r' ? 'r' : data.language === 'python' ? 'python' : step.language;
+    step.language =
+      data.language === 'r'
+        ? 'r'
+        : data.language === 'python'
+          ? 'python'
+          : step.language;
     step.stdout = String(data.stdout ?? '');
     step.stderr = String(data.stderr ?? '');
-    step.artifacts = Array.isArray(data.artifacts) ? data.artifacts.map(String) : [];
-    step.datasetsSaved = Array.isArray(data.datasets_saved) ? data.datasets_saved.map(String) : [];
+    step.artifacts = Array.isArray(data.artifacts)
+      ? data.artifacts.map(String)
+      : [];
+    step.datasetsSaved = Array.isArray(data.datasets_saved)
+      ? data.datasets_saved.map(String)
+      : [];
     step.isolation = data.isolation ? String(data.isolation) : step.isolation;
-    step.outputs = Array.isArray(data.outputs) ? data.outputs.filter((o: any) => o && typeof o === 'object') : [];
-    step.table = data.table && Array.isArray(data.table.columns) && Array.isArray(data.table.rows) ? data.table : null;
+    step.outputs = Array.isArray(data.outputs)
+      ? data.outputs.filter((o: any) => o && typeof o === 'object')
+      : [];
+    step.table =
+      data.table &&
+      Array.isArray(data.table.columns) &&
+      Array.isArray(data.table.rows)
+        ? data.table
+        : null;
     if (!step.label && data.label) {
       step.label = String(data.label);
     }
@@ -441,16 +529,20 @@ export class ChatModel {
       return null;
     }
     const data = event.data ?? {};
-    const canceled = !data.success && data.error?.code === 'CANCELED' && !this.refused;
+    const canceled =
+      !data.success && data.error?.code === 'CANCELED' && !this.refused;
     step.status = data.success ? 'succeeded' : canceled ? 'stopped' : 'failed';
     this.refused = false;
-    step.durationMs = typeof data.duration_ms === 'number' ? data.duration_ms : null;
+    step.durationMs =
+      typeof data.duration_ms === 'number' ? data.duration_ms : null;
     if (!data.success && data.error) {
       step.error = {
         code: String(data.error.code ?? 'ERROR'),
         message: String(data.error.message ?? ''),
         line: typeof data.error.line === 'number' ? data.error.line : undefined,
-        violations: Array.isArray(data.error.violations) ? data.error.violations : undefined
+        violations: Array.isArray(data.error.violations)
+          ? data.error.violations
+          : undefined
       };
     }
     if (this.openTask === step) {
@@ -475,7 +567,11 @@ export class ChatModel {
   private stopLeftovers(turnId: string | null): string[] {
     const left: string[] = [];
     for (const item of this.items) {
-      if (item.kind === 'step' && item.status === 'running' && item.turnId === turnId) {
+      if (
+        item.kind === 'step' &&
+        item.status === 'running' &&
+        item.turnId === turnId
+      ) {
         item.status = 'stopped';
         left.push(item.id);
       } else if (item.kind === 'approval' && item.state === 'waiting') {
@@ -492,7 +588,11 @@ export class ChatModel {
     }
     for (let i = this.items.length - 1; i >= 0; i--) {
       const item = this.items[i];
-      if (item.kind === 'step' && item.name === command && item.turnId === turnId) {
+      if (
+        item.kind === 'step' &&
+        item.name === command &&
+        item.turnId === turnId
+      ) {
         return item;
       }
     }

@@ -16,14 +16,21 @@ export class NoModelCard {
   readonly node = el('section', 'nini-no-model');
   private readonly reasons = el('ul', 'nini-no-model-reasons');
   private readonly advice = el('p', 'nini-no-model-advice');
-  private readonly open = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-no-model-open');
+  private readonly open = el(
+    'button',
+    'jp-Button jp-mod-styled jp-mod-accept nini-no-model-open'
+  );
 
   /** `openModels` brings the Models tab to the front. */
   constructor(
     private readonly api: NiniApi,
     openModels: () => void
   ) {
-    const heading = el('h3', 'nini-no-model-title', __('No model is ready yet'));
+    const heading = el(
+      'h3',
+      'nini-no-model-title',
+      __('No model is ready yet')
+    );
     heading.id = 'nini-no-model-title';
     this.node.setAttribute('aria-labelledby', heading.id);
     this.node.hidden = true;
@@ -49,18 +56,34 @@ export class NoModelCard {
   show(info: ModelsInfo & { editable?: boolean }): void {
     const usable = chatModelUsable(info);
     this.node.hidden = usable;
-    this.node.dataset.state = usable ? 'usable' : info.providers.length ? 'unusable' : 'none';
+    this.node.dataset.state = usable
+      ? 'usable'
+      : info.providers.length
+        ? 'unusable'
+        : 'none';
     if (usable) {
       return;
     }
     const editable = info.editable !== false;
     this.advice.textContent = editable
-      ? __('nini needs a language model to answer. Add one in the Models tab: a local server (Ollama, vLLM, LM Studio) needs no key; a cloud provider reads its key from an environment variable.')
-      : __('nini needs a language model to answer, and this server has none that works. Ask an administrator of this server to add one.');
+      ? __(
+          'nini needs a language model to answer. Add one in the Models tab: a local server (Ollama, vLLM, LM Studio) needs no key; a cloud provider reads its key from an environment variable.'
+        )
+      : __(
+          'nini needs a language model to answer, and this server has none that works. Ask an administrator of this server to add one.'
+        );
     this.reasons.replaceChildren(
-      ...info.providers.map(provider => el('li', undefined, `${provider.name}: ${provider.reason ?? __('not usable')}`))
+      ...info.providers.map(provider =>
+        el(
+          'li',
+          undefined,
+          `${provider.name}: ${provider.reason ?? __('not usable')}`
+        )
+      )
     );
     this.reasons.hidden = info.providers.length === 0;
-    this.open.textContent = editable ? __('Set up a model') : __('See the models');
+    this.open.textContent = editable
+      ? __('Set up a model')
+      : __('See the models');
   }
 }

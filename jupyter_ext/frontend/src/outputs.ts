@@ -20,11 +20,19 @@ const SHOWN = new WeakMap<HTMLElement, unknown[]>(); // what an element shows no
 function changed(host: HTMLElement, parts: unknown[]): boolean {
   const shown = SHOWN.get(host);
   SHOWN.set(host, parts);
-  return shown === undefined || shown.length !== parts.length || shown.some((part, i) => part !== parts[i]);
+  return (
+    shown === undefined ||
+    shown.length !== parts.length ||
+    shown.some((part, i) => part !== parts[i])
+  );
 }
 
 /** Fill `host` (the step's output box) with the step's outputs; hidden when there are none. */
-export function renderOutputs(step: StepItem, host: HTMLElement, rendermime: IRenderMimeRegistry): void {
+export function renderOutputs(
+  step: StepItem,
+  host: HTMLElement,
+  rendermime: IRenderMimeRegistry
+): void {
   if (!changed(host, [step.outputs, step.table, step.stdout, step.stderr])) {
     return;
   }
@@ -38,7 +46,10 @@ export function renderOutputs(step: StepItem, host: HTMLElement, rendermime: IRe
     }
   } else {
     // an R step, or an older server's event: the run's text as it was printed
-    for (const [name, text] of [['stdout', step.stdout], ['stderr', step.stderr]]) {
+    for (const [name, text] of [
+      ['stdout', step.stdout],
+      ['stderr', step.stderr]
+    ]) {
       if (text) {
         nodes.push(streamNode(name, text));
       }
@@ -66,9 +77,14 @@ function streamNode(name: string, text: string): HTMLElement {
 }
 
 /** One output's element; null for an error (the step's error block shows it) or an empty display. */
-function outputNode(output: StepOutput, rendermime: IRenderMimeRegistry): HTMLElement | null {
+function outputNode(
+  output: StepOutput,
+  rendermime: IRenderMimeRegistry
+): HTMLElement | null {
   if (output.output_type === 'stream') {
-    return output.text ? streamNode(output.name === 'stderr' ? 'stderr' : 'stdout', output.text) : null;
+    return output.text
+      ? streamNode(output.name === 'stderr' ? 'stderr' : 'stdout', output.text)
+      : null;
   }
   if (output.output_type === 'error' || !output.data) {
     return null;
@@ -118,8 +134,17 @@ function whenShown(node: HTMLElement, render: () => void): void {
 /** output_df's first rows as a table, under a line saying how large the whole frame is. */
 function tableNode(table: TablePreview): HTMLElement {
   const box = el('figure', 'nini-output-table');
-  const [rows, columns] = table.shape ?? [table.rows.length, table.columns.length];
-  box.append(el('figcaption', undefined, __('output_df · %1 rows × %2 columns', rows, columns)));
+  const [rows, columns] = table.shape ?? [
+    table.rows.length,
+    table.columns.length
+  ];
+  box.append(
+    el(
+      'figcaption',
+      undefined,
+      __('output_df · %1 rows × %2 columns', rows, columns)
+    )
+  );
   const body = el('div', 'jp-RenderedHTMLCommon nini-output-table-body'); // JupyterLab's table style
   const grid = el('table');
   const head = grid.createTHead().insertRow();
@@ -132,13 +157,24 @@ function tableNode(table: TablePreview): HTMLElement {
   for (const row of table.rows) {
     const tr = tbody.insertRow();
     for (const value of row) {
-      tr.insertCell().textContent = value === null ? 'NA' : typeof value === 'object' ? JSON.stringify(value) : String(value);
+      tr.insertCell().textContent =
+        value === null
+          ? 'NA'
+          : typeof value === 'object'
+            ? JSON.stringify(value)
+            : String(value);
     }
   }
   body.append(grid);
   box.append(body);
   if (rows > table.rows.length) {
-    box.append(el('div', 'nini-output-table-more', __('First %1 of %2 rows', table.rows.length, rows)));
+    box.append(
+      el(
+        'div',
+        'nini-output-table-more',
+        __('First %1 of %2 rows', table.rows.length, rows)
+      )
+    );
   }
   return box;
 }
@@ -152,12 +188,19 @@ export function renderError(step: StepItem, host: HTMLElement): void {
   }
   const { code, message, line, violations } = step.error;
   if (violations?.length) {
-    host.replaceChildren(el('div', 'nini-error-title', code), ...violations.map(v => el('div', 'nini-violation', v.message)));
+    host.replaceChildren(
+      el('div', 'nini-error-title', code),
+      ...violations.map(v => el('div', 'nini-violation', v.message))
+    );
     return;
   }
   const where = line === undefined ? '' : ` ${__('(line %1)', line)}`;
-  const nodes: HTMLElement[] = [el('div', 'nini-error-line', `${code}: ${message}${where}`)];
-  const traceback = step.outputs.find(output => output.output_type === 'error')?.traceback ?? [];
+  const nodes: HTMLElement[] = [
+    el('div', 'nini-error-line', `${code}: ${message}${where}`)
+  ];
+  const traceback =
+    step.outputs.find(output => output.output_type === 'error')?.traceback ??
+    [];
   if (traceback.length) {
     const fold = el('details', 'nini-traceback');
     const text = el('pre', 'nini-traceback-text', traceback.join('\n'));

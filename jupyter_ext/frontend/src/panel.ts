@@ -9,7 +9,15 @@
 import { IEditorServices } from '@jupyterlab/codeeditor';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
-import { buildIcon, fileIcon, historyIcon, LabIcon, settingsIcon, TabPanelSvg, userIcon } from '@jupyterlab/ui-components';
+import {
+  buildIcon,
+  fileIcon,
+  historyIcon,
+  LabIcon,
+  settingsIcon,
+  TabPanelSvg,
+  userIcon
+} from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { NiniApi } from './api';
@@ -54,15 +62,25 @@ export class NiniPanel extends TabPanelSvg {
     this.title.caption = 'nini';
     this.chat = new ChatView({ api: options.api, rendermime: options.rendermime, notebooks: options.notebooks,
                                openModels: () => (this.currentWidget = this.models) }); // prettier-ignore
-    this.skills = new SkillsView({ api: options.api, openSource: options.openSkill });
+    this.skills = new SkillsView({
+      api: options.api,
+      openSource: options.openSkill
+    });
     this.reports = new ReportsView(options.api, options.showInMain);
-    this.experience = new ExperienceView({ api: options.api, rendermime: options.rendermime });
+    this.experience = new ExperienceView({
+      api: options.api,
+      rendermime: options.rendermime
+    });
     this.preferences = new PreferencesView(options.api);
     this.models = new ProvidersView(options.api);
     this.models.changed.connect((_, info) => this.chat.noModel.show(info)); // a saved provider hides the card
     this.chat.sessionChanged.connect((_, id) => this.reports.showSession(id));
-    this.chat.sessionChanged.connect((_, id) => this.experience.showSession(id));
-    this.chat.eventsArrived.connect((_, events) => this.experience.follow(events));
+    this.chat.sessionChanged.connect((_, id) =>
+      this.experience.showSession(id)
+    );
+    this.chat.eventsArrived.connect((_, events) =>
+      this.experience.follow(events)
+    );
     const tabs: [Widget, string, LabIcon][] = [
       [this.chat, 'chat', niniIcon],
       [this.skills, 'skills', buildIcon],
@@ -88,8 +106,15 @@ export class NiniPanel extends TabPanelSvg {
       return; // hidden: measured again when shown
     }
     this.removeClass('nini-mod-compact');
-    const labels = Array.from(this.tabBar.contentNode.querySelectorAll<HTMLElement>('.lm-TabBar-tabLabel'));
-    this.toggleClass('nini-mod-compact', labels.some(label => label.scrollWidth > label.clientWidth));
+    const labels = Array.from(
+      this.tabBar.contentNode.querySelectorAll<HTMLElement>(
+        '.lm-TabBar-tabLabel'
+      )
+    );
+    this.toggleClass(
+      'nini-mod-compact',
+      labels.some(label => label.scrollWidth > label.clientWidth)
+    );
   }
 
   dispose(): void {

@@ -62,13 +62,27 @@ export const SIGNALS: Array<[string, string]> = [
 ];
 
 /** The words of a feedback's action (shown through `__(word)`). */
-const ACTIONS: Record<FeedbackAction, string> = { accept: N_('accept'), reject: N_('reject'), partial: N_('partial') };
+const ACTIONS: Record<FeedbackAction, string> = {
+  accept: N_('accept'),
+  reject: N_('reject'),
+  partial: N_('partial')
+};
 
 /** "Recorded: reject · punctuation.no_exclamation 0.50 → 0.70" */
-export function describeLearned(action: FeedbackAction, learned: Learned): string {
-  const changes = learned.changes.map(change => `${change.key} ${change.before.toFixed(2)} → ${change.after.toFixed(2)}`);
+export function describeLearned(
+  action: FeedbackAction,
+  learned: Learned
+): string {
+  const changes = learned.changes.map(
+    change =>
+      `${change.key} ${change.before.toFixed(2)} → ${change.after.toFixed(2)}`
+  );
   const canceled = learned.canceled.map(name => __('%1 cancelled out', name));
-  return [__('Recorded: %1', __(ACTIONS[action] ?? action)), ...changes, ...canceled].join(' · ');
+  return [
+    __('Recorded: %1', __(ACTIONS[action] ?? action)),
+    ...changes,
+    ...canceled
+  ].join(' · ');
 }
 
 /** A value as the user typed it: JSON when it parses (true, 2, "x"), else the text itself. */

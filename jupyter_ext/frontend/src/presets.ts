@@ -44,11 +44,24 @@ export const PRESETS: Preset[] = [
 ]; // prettier-ignore
 
 /** A field's problem, as the form shows it next to that field. */
-export type Problems = Partial<Record<'name' | 'kind' | 'base_url' | 'model' | 'api_key_env' | 'input_per_mtok' | 'output_per_mtok' | 'currency', string>>;
+export type Problems = Partial<
+  Record<
+    | 'name'
+    | 'kind'
+    | 'base_url'
+    | 'model'
+    | 'api_key_env'
+    | 'input_per_mtok'
+    | 'output_per_mtok'
+    | 'currency',
+    string
+  >
+>;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const VARIABLE = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
-const KEY_SHAPED = /^(?:bearer\s|(?:sk|pk|rk|gsk|hf|ghp|xai|sess)[-_][A-Za-z0-9])/i;
+const KEY_SHAPED =
+  /^(?:bearer\s|(?:sk|pk|rk|gsk|hf|ghp|xai|sess)[-_][A-Za-z0-9])/i;
 
 /**
  * Whether `text` reads as an environment variable's name rather than a key pasted in its place (as the
@@ -73,11 +86,20 @@ export function urlProblem(text: string): string | null {
   } catch {
     return __('Enter a full address, like http://localhost:11434/v1');
   }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !url.hostname) {
+  if (
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    !url.hostname
+  ) {
     return __('The address must start with http:// or https://');
   }
-  if (url.username || url.password || /[?&](?:api[-_]?key|key|token|access[-_]?token|secret)=/i.test(url.search)) {
-    return __('The address must not carry a key: put the key in an environment variable');
+  if (
+    url.username ||
+    url.password ||
+    /[?&](?:api[-_]?key|key|token|access[-_]?token|secret)=/i.test(url.search)
+  ) {
+    return __(
+      'The address must not carry a key: put the key in an environment variable'
+    );
   }
   return null;
 }
@@ -86,12 +108,17 @@ export function urlProblem(text: string): string | null {
  * The problems of `provider` before it is saved (`forSaving`: it needs a name, which goes into the URL)
  * or tested; an empty object when there are none.
  */
-export function validateProvider(provider: ProviderInfo, forSaving: boolean): Problems {
+export function validateProvider(
+  provider: ProviderInfo,
+  forSaving: boolean
+): Problems {
   const problems: Problems = {};
   if (forSaving && !provider.name) {
     problems.name = __('Give the provider a name, like ollama');
   } else if (provider.name && !NAME.test(provider.name)) {
-    problems.name = __('Use letters, digits, dots, dashes or underscores (at most 64), starting with a letter or digit');
+    problems.name = __(
+      'Use letters, digits, dots, dashes or underscores (at most 64), starting with a letter or digit'
+    );
   }
   if (!KINDS.some(([kind]) => kind === provider.kind)) {
     problems.kind = __('Choose a kind');
@@ -105,18 +132,30 @@ export function validateProvider(provider: ProviderInfo, forSaving: boolean): Pr
   if (!provider.model && provider.kind !== 'replay') {
     problems.model = __('Name the model to call, like %1', 'qwen2.5:7b');
   } else if (provider.model && KEY_SHAPED.test(provider.model)) {
-    problems.model = __('This looks like a key: a key goes into an environment variable, never into the form');
+    problems.model = __(
+      'This looks like a key: a key goes into an environment variable, never into the form'
+    );
   }
   if (provider.api_key_env && !isVariableName(provider.api_key_env)) {
-    problems.api_key_env = __('Enter the name of an environment variable (like DEEPSEEK_API_KEY), not the key itself');
+    problems.api_key_env = __(
+      'Enter the name of an environment variable (like DEEPSEEK_API_KEY), not the key itself'
+    );
   }
   for (const field of ['input_per_mtok', 'output_per_mtok'] as const) {
     const price = provider[field];
-    if (price !== undefined && price !== null && !(Number.isFinite(price) && price >= 0)) {
+    if (
+      price !== undefined &&
+      price !== null &&
+      !(Number.isFinite(price) && price >= 0)
+    ) {
       problems[field] = __('A price is a number of 0 or more, like %1', '0.27');
     }
   }
-  if (provider.currency !== undefined && provider.currency !== null && !/^[A-Za-z]{1,8}$/.test(provider.currency)) {
+  if (
+    provider.currency !== undefined &&
+    provider.currency !== null &&
+    !/^[A-Za-z]{1,8}$/.test(provider.currency)
+  ) {
     problems.currency = __('A currency code, like USD or CNY');
   }
   return problems;

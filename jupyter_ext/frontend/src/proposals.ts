@@ -10,7 +10,11 @@
  * notebook goes just before the list of cells.
  */
 import type { ICellModel } from '@jupyterlab/cells';
-import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import {
+  INotebookTracker,
+  NotebookActions,
+  NotebookPanel
+} from '@jupyterlab/notebook';
 
 import { putCell } from './cells';
 import { diffLines } from './diff';
@@ -19,14 +23,28 @@ import { el } from './dom';
 import { __, N_ } from './i18n';
 
 export type Decision = 'accept' | 'reject';
-export type DecideProposal = (proposal: Proposal, decision: Decision, run: boolean) => void;
+export type DecideProposal = (
+  proposal: Proposal,
+  decision: Decision,
+  run: boolean
+) => void;
 
-const LANGUAGE: Record<string, string> = { python: 'Python', r: 'R', markdown: 'Markdown' };
+const LANGUAGE: Record<string, string> = {
+  python: 'Python',
+  r: 'R',
+  markdown: 'Markdown'
+};
 /** Shown through `__(status)`. */
-const STATUS: Record<Proposal['status'], string> = { pending: N_('Pending: your choice'), accepted: N_('Accepted'), rejected: N_('Rejected') };
+const STATUS: Record<Proposal['status'], string> = {
+  pending: N_('Pending: your choice'),
+  accepted: N_('Accepted'),
+  rejected: N_('Rejected')
+};
 
 function title(proposal: Proposal): string {
-  const kind = LANGUAGE[proposal.language] ?? (proposal.cell_type === 'markdown' ? 'Markdown' : __('code'));
+  const kind =
+    LANGUAGE[proposal.language] ??
+    (proposal.cell_type === 'markdown' ? 'Markdown' : __('code'));
   return proposal.replaces === null
     ? __('Proposed %1 cell at position %2', kind, proposal.position)
     : __('Proposed change to cell %1 (%2)', proposal.replaces, kind);
@@ -41,7 +59,11 @@ export function proposalBody(proposal: Proposal): HTMLElement {
   const pre = el('pre', 'nini-proposal-diff');
   pre.append(
     ...lines.map(line => {
-      const node = el('div', `nini-diff-line nini-diff-${line.kind}`, line.text || ' ');
+      const node = el(
+        'div',
+        `nini-diff-line nini-diff-${line.kind}`,
+        line.text || ' '
+      );
       node.dataset.kind = line.kind;
       return node;
     })
@@ -51,14 +73,31 @@ export function proposalBody(proposal: Proposal): HTMLElement {
 
 function buttons(proposal: Proposal, decide: DecideProposal): HTMLElement {
   const box = el('div', 'nini-proposal-buttons');
-  const accept = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-proposal-accept', __('Accept'));
-  const run = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-proposal-run', __('Accept and run'));
-  const reject = el('button', 'jp-Button jp-mod-styled jp-mod-reject nini-proposal-reject', __('Reject'));
-  accept.setAttribute('aria-label', __('Accept: insert this cell into the notebook'));
+  const accept = el(
+    'button',
+    'jp-Button jp-mod-styled jp-mod-accept nini-proposal-accept',
+    __('Accept')
+  );
+  const run = el(
+    'button',
+    'jp-Button jp-mod-styled jp-mod-accept nini-proposal-run',
+    __('Accept and run')
+  );
+  const reject = el(
+    'button',
+    'jp-Button jp-mod-styled jp-mod-reject nini-proposal-reject',
+    __('Reject')
+  );
+  accept.setAttribute(
+    'aria-label',
+    __('Accept: insert this cell into the notebook')
+  );
   run.setAttribute('aria-label', __('Accept and run this cell'));
   reject.setAttribute('aria-label', __('Reject this proposal'));
   const click = (decision: Decision, andRun: boolean) => () => {
-    box.querySelectorAll('button').forEach(button => ((button as HTMLButtonElement).disabled = true));
+    box
+      .querySelectorAll('button')
+      .forEach(button => ((button as HTMLButtonElement).disabled = true));
     decide(proposal, decision, andRun);
   };
   accept.onclick = click('accept', false);
@@ -69,21 +108,33 @@ function buttons(proposal: Proposal, decide: DecideProposal): HTMLElement {
 }
 
 function statusText(proposal: Proposal): string {
-  return proposal.status === 'accepted' && proposal.ran ? __('Accepted and run') : __(STATUS[proposal.status]);
+  return proposal.status === 'accepted' && proposal.ran
+    ? __('Accepted and run')
+    : __(STATUS[proposal.status]);
 }
 
 /** The chat's card of a proposal: what it is, its content and its status (buttons while pending). */
-export function renderProposalCard(item: ProposalItem, existing: HTMLElement | undefined, decide: DecideProposal): HTMLElement {
+export function renderProposalCard(
+  item: ProposalItem,
+  existing: HTMLElement | undefined,
+  decide: DecideProposal
+): HTMLElement {
   const proposal = item.proposal;
   const node = existing ?? el('div', 'nini-proposal');
-  if (node.dataset.status === proposal.status && node.dataset.rendered === proposal.source) {
+  if (
+    node.dataset.status === proposal.status &&
+    node.dataset.rendered === proposal.source
+  ) {
     return node;
   }
   node.dataset.id = proposal.proposal_id;
   node.dataset.status = proposal.status;
   node.dataset.rendered = proposal.source;
   const details = el('details', 'nini-proposal-details');
-  details.append(el('summary', 'nini-proposal-title', title(proposal)), proposalBody(proposal));
+  details.append(
+    el('summary', 'nini-proposal-title', title(proposal)),
+    proposalBody(proposal)
+  );
   const status = el('div', 'nini-proposal-status', statusText(proposal));
   node.replaceChildren(details, status);
   if (proposal.status === 'pending') {
@@ -156,7 +207,12 @@ export class PendingCells {
     if (!panel || !notebook || !model) {
       throw new Error(__('open the notebook to accept this proposal'));
     }
-    const index = putCell(panel, this.targetIndex(proposal, panel), proposal, proposal.replaces !== null);
+    const index = putCell(
+      panel,
+      this.targetIndex(proposal, panel),
+      proposal,
+      proposal.replaces !== null
+    );
     this.remove(proposal.proposal_id);
     if (run) {
       await NotebookActions.run(notebook, panel.sessionContext);
@@ -168,15 +224,24 @@ export class PendingCells {
   private targetIndex(proposal: Proposal, panel: NotebookPanel): number {
     const cells = panel.content.widgets;
     const shown = this.shown.get(proposal.proposal_id);
-    const anchor = shown?.panel === panel ? shown.anchor : this.anchorOf(proposal, panel);
-    const at = anchor === null ? -1 : cells.findIndex(cell => cell.model === anchor);
+    const anchor =
+      shown?.panel === panel ? shown.anchor : this.anchorOf(proposal, panel);
+    const at =
+      anchor === null ? -1 : cells.findIndex(cell => cell.model === anchor);
     if (proposal.replaces !== null) {
       return at >= 0 ? at : Math.min(proposal.replaces, cells.length);
     }
-    return anchor === null ? 0 : at >= 0 ? at + 1 : Math.min(proposal.position, cells.length);
+    return anchor === null
+      ? 0
+      : at >= 0
+        ? at + 1
+        : Math.min(proposal.position, cells.length);
   }
 
-  private anchorOf(proposal: Proposal, panel: NotebookPanel): ICellModel | null {
+  private anchorOf(
+    proposal: Proposal,
+    panel: NotebookPanel
+  ): ICellModel | null {
     const cells = panel.content.widgets;
     if (proposal.replaces !== null && proposal.replaces < cells.length) {
       return cells[proposal.replaces].model;
@@ -190,16 +255,23 @@ export class PendingCells {
     const node = el('div', 'nini-pending-cell');
     node.dataset.id = proposal.proposal_id;
     node.dataset.cellType = proposal.cell_type;
-    node.dataset.replaces = String(proposal.replaces !== null && anchor !== null);
+    node.dataset.replaces = String(
+      proposal.replaces !== null && anchor !== null
+    );
     node.setAttribute('role', 'group');
     node.setAttribute('aria-label', title(proposal));
     // the notebook would take these as clicks on the cell (select it, enter edit mode)
     for (const type of ['mousedown', 'dblclick']) {
       node.addEventListener(type, event => event.stopPropagation());
     }
-    node.append(el('div', 'nini-pending-title', `nini · ${title(proposal)}`), proposalBody(proposal), buttons(proposal, this.decide));
+    node.append(
+      el('div', 'nini-pending-title', `nini · ${title(proposal)}`),
+      proposalBody(proposal),
+      buttons(proposal, this.decide)
+    );
     const cells = panel.content.widgets;
-    const host = anchor === null ? null : cells.find(cell => cell.model === anchor);
+    const host =
+      anchor === null ? null : cells.find(cell => cell.model === anchor);
     if (host) {
       host.node.append(node);
     } else {
@@ -211,7 +283,10 @@ export class PendingCells {
 
   private showWaiting(): void {
     for (const proposal of this.proposals.values()) {
-      if (proposal.status === 'pending' && !this.shown.get(proposal.proposal_id)?.node.isConnected) {
+      if (
+        proposal.status === 'pending' &&
+        !this.shown.get(proposal.proposal_id)?.node.isConnected
+      ) {
         this.sync(proposal);
       }
     }

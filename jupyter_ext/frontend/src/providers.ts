@@ -20,7 +20,8 @@ import { reasonParts, showError } from './errors';
 import { __, N_ } from './i18n';
 import { KINDS, PRESETS, Preset, Problems, validateProvider } from './presets';
 
-type Field = 'name' | 'kind' | 'base_url' | 'model' | 'api_key_env' | PriceField;
+type Field =
+  'name' | 'kind' | 'base_url' | 'model' | 'api_key_env' | PriceField;
 type PriceField = 'input_per_mtok' | 'output_per_mtok' | 'currency';
 const FIELDS: [Exclude<Field, 'kind'>, string, string][] = [
   ['name', N_('Name'), 'ollama'],
@@ -29,7 +30,11 @@ const FIELDS: [Exclude<Field, 'kind'>, string, string][] = [
   ['api_key_env', N_('API key environment variable'), 'DEEPSEEK_API_KEY'],
   // optional: with both prices, each turn's footer shows its cost (./footer)
   ['input_per_mtok', N_('Price per million prompt tokens (optional)'), '0.27'],
-  ['output_per_mtok', N_('Price per million completion tokens (optional)'), '1.10'],
+  [
+    'output_per_mtok',
+    N_('Price per million completion tokens (optional)'),
+    '1.10'
+  ],
   ['currency', N_('Currency of the prices'), 'USD']
 ];
 
@@ -40,14 +45,26 @@ export class ProvidersView extends Widget {
   private readonly purposes = el('table', 'nini-purposes');
   private readonly form = el('form', 'nini-provider-form');
   private readonly result = el('div', 'nini-provider-result');
-  private readonly inputs = new Map<Field, HTMLInputElement | HTMLSelectElement>();
+  private readonly inputs = new Map<
+    Field,
+    HTMLInputElement | HTMLSelectElement
+  >();
   private readonly problems = new Map<Field, HTMLElement>();
   private readonly keyStatus = el('div', 'nini-key-status');
-  private readonly testAll = el('button', 'jp-Button jp-mod-styled nini-models-test-all', __('Test every purpose'));
+  private readonly testAll = el(
+    'button',
+    'jp-Button jp-mod-styled nini-models-test-all',
+    __('Test every purpose')
+  );
   private readonly tested = el('ul', 'nini-models-tested');
   private readonly editing = el('section', 'nini-provider-editing');
-  private readonly readOnly = el('p', 'nini-models-read-only',
-    __('These providers belong to this server: only its administrators (server.admins) can change them. You can test them.'));
+  private readonly readOnly = el(
+    'p',
+    'nini-models-read-only',
+    __(
+      'These providers belong to this server: only its administrators (server.admins) can change them. You can test them.'
+    )
+  );
   private editable = true;
 
   constructor(private readonly api: NiniApi) {
@@ -57,11 +74,18 @@ export class ProvidersView extends Widget {
     this.buildForm();
     this.result.setAttribute('role', 'status');
     this.providers.setAttribute('aria-label', __('Providers'));
-    this.testAll.setAttribute('aria-label', __('Make one tiny call to the model each purpose would use first'));
+    this.testAll.setAttribute(
+      'aria-label',
+      __('Make one tiny call to the model each purpose would use first')
+    );
     this.testAll.onclick = () => void this.testEveryPurpose();
     this.tested.setAttribute('aria-label', __('Test results per model'));
     this.readOnly.hidden = true;
-    this.editing.append(el('h3', undefined, __('Add or edit a provider')), this.presetButtons(), this.form);
+    this.editing.append(
+      el('h3', undefined, __('Add or edit a provider')),
+      this.presetButtons(),
+      this.form
+    );
     this.node.append(el('h3', undefined, __('Providers')), this.readOnly, this.providers, this.editing, this.result,
                      el('h3', undefined, __('Model per purpose')), this.purposes, this.testAll, this.tested); // prettier-ignore
   }
@@ -73,10 +97,18 @@ export class ProvidersView extends Widget {
     row.setAttribute('aria-label', __('Start from a preset'));
     row.append(el('span', 'nini-presets-label', __('Start from:')));
     for (const preset of PRESETS) {
-      const button = el('button', 'jp-Button jp-mod-styled nini-preset', __(preset.label));
+      const button = el(
+        'button',
+        'jp-Button jp-mod-styled nini-preset',
+        __(preset.label)
+      );
       button.type = 'button';
       button.dataset.preset = preset.id;
-      button.title = __('Fill the form for %1 (%2)', __(preset.label), preset.base_url);
+      button.title = __(
+        'Fill the form for %1 (%2)',
+        __(preset.label),
+        preset.base_url
+      );
       button.onclick = () => this.usePreset(preset);
       row.append(button);
     }
@@ -85,7 +117,10 @@ export class ProvidersView extends Widget {
 
   private usePreset(preset: Preset): void {
     const name = this.inputs.get('name')!;
-    if (!name.value.trim() || PRESETS.some(other => other.id === name.value.trim())) {
+    if (
+      !name.value.trim() ||
+      PRESETS.some(other => other.id === name.value.trim())
+    ) {
       name.value = preset.id;
     }
     this.inputs.get('kind')!.value = preset.kind;
@@ -95,7 +130,12 @@ export class ProvidersView extends Widget {
     model.value = preset.model;
     model.placeholder = preset.modelHint;
     this.showProblems({});
-    this.result.textContent = preset.model ? '' : __('Enter the name of the model your %1 server has loaded.', preset.label);
+    this.result.textContent = preset.model
+      ? ''
+      : __(
+          'Enter the name of the model your %1 server has loaded.',
+          preset.label
+        );
     delete this.result.dataset.ok;
     void this.checkKey();
     (preset.model ? name : model).focus();
@@ -121,15 +161,29 @@ export class ProvidersView extends Widget {
     keyInput.onchange = () => void this.checkKey();
     this.keyStatus.id = 'nini-key-status';
     this.keyStatus.setAttribute('role', 'status');
-    keyInput.setAttribute('aria-describedby', `${keyInput.getAttribute('aria-describedby')} ${this.keyStatus.id}`);
+    keyInput.setAttribute(
+      'aria-describedby',
+      `${keyInput.getAttribute('aria-describedby')} ${this.keyStatus.id}`
+    );
     keyInput.parentElement!.after(this.keyStatus);
     this.form.noValidate = true; // our own checks, said beside each field in the sidebar's language
-    const save = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-provider-save', __('Save'));
+    const save = el(
+      'button',
+      'jp-Button jp-mod-styled jp-mod-accept nini-provider-save',
+      __('Save')
+    );
     save.type = 'submit';
     save.setAttribute('aria-label', __('Save the provider to settings.json'));
-    const test = el('button', 'jp-Button jp-mod-styled nini-provider-test', __('Test'));
+    const test = el(
+      'button',
+      'jp-Button jp-mod-styled nini-provider-test',
+      __('Test')
+    );
     test.type = 'button';
-    test.setAttribute('aria-label', __('Test the provider with one small call'));
+    test.setAttribute(
+      'aria-label',
+      __('Test the provider with one small call')
+    );
     test.onclick = () => void this.test();
     const buttons = el('div', 'nini-provider-buttons');
     buttons.append(save, test);
@@ -141,7 +195,11 @@ export class ProvidersView extends Widget {
   }
 
   /** A field with its label and the line its problem shows in (described by it for screen readers). */
-  private labelled(field: Field, text: string, input: HTMLInputElement | HTMLSelectElement): HTMLElement {
+  private labelled(
+    field: Field,
+    text: string,
+    input: HTMLInputElement | HTMLSelectElement
+  ): HTMLElement {
     const label = el('label', 'nini-field');
     const problem = el('span', 'nini-field-error');
     problem.id = `nini-provider-${field}-error`;
@@ -157,7 +215,9 @@ export class ProvidersView extends Widget {
     const problem = this.problems.get(field)!;
     problem.textContent = text ?? '';
     problem.hidden = text === undefined;
-    this.inputs.get(field)!.setAttribute('aria-invalid', String(text !== undefined));
+    this.inputs
+      .get(field)!
+      .setAttribute('aria-invalid', String(text !== undefined));
   }
 
   /** Show each field's problem; focus the first field that has one. True when there are none. */
@@ -165,7 +225,9 @@ export class ProvidersView extends Widget {
     for (const field of this.inputs.keys()) {
       this.showProblem(field, problems[field]);
     }
-    const first = [...this.inputs.keys()].find(field => problems[field] !== undefined);
+    const first = [...this.inputs.keys()].find(
+      field => problems[field] !== undefined
+    );
     if (first !== undefined) {
       this.inputs.get(first)!.focus();
       this.result.textContent = __('Fix the marked fields first.');
@@ -180,10 +242,15 @@ export class ProvidersView extends Widget {
     this.keyStatus.replaceChildren();
     delete this.keyStatus.dataset.set;
     if (!name) {
-      this.keyStatus.textContent = __('No key variable: right for a local server (Ollama, vLLM, LM Studio) that wants no key.');
+      this.keyStatus.textContent = __(
+        'No key variable: right for a local server (Ollama, vLLM, LM Studio) that wants no key.'
+      );
       return;
     }
-    const problem = validateProvider({ name: '', kind: 'openai', model: 'm', api_key_env: name }, false).api_key_env;
+    const problem = validateProvider(
+      { name: '', kind: 'openai', model: 'm', api_key_env: name },
+      false
+    ).api_key_env;
     if (problem !== undefined) {
       this.showProblem('api_key_env', problem); // never sent: it may be a key pasted in the wrong field
       return;
@@ -202,7 +269,12 @@ export class ProvidersView extends Widget {
   private provider(): ProviderInfo {
     const value = (name: Field) => this.inputs.get(name)!.value.trim();
     const provider: ProviderInfo = { name: value('name'), kind: value('kind') };
-    for (const field of ['base_url', 'model', 'api_key_env', 'currency'] as const) {
+    for (const field of [
+      'base_url',
+      'model',
+      'api_key_env',
+      'currency'
+    ] as const) {
       if (value(field)) {
         provider[field] = value(field);
       }
@@ -249,24 +321,47 @@ export class ProvidersView extends Widget {
           el('span', 'nini-provider-name', provider.name),
           el('span', 'nini-badge', provider.kind),
           el('span', 'nini-provider-model', provider.model ?? ''),
-          el('span', 'nini-provider-state', provider.usable === false ? __('not usable: %1', provider.reason ?? '') : __('usable')),
+          el(
+            'span',
+            'nini-provider-state',
+            provider.usable === false
+              ? __('not usable: %1', provider.reason ?? '')
+              : __('usable')
+          ),
           this.editable ? this.button(__('Edit'), __('Edit %1', provider.name), () => this.edit(provider))
             : this.button(__('Test'), __('Test %1 with one small call', provider.name), () => void this.test({ name: provider.name } as ProviderInfo)) // prettier-ignore
         );
         const key = provider.api_key_env;
-        if (key && provider.usable === false && provider.reason?.includes(key)) {
+        if (
+          key &&
+          provider.usable === false &&
+          provider.reason?.includes(key)
+        ) {
           item.append(keyStatusLine(key, false)); // the usual reason: say how to set it
         }
         return item;
       })
     );
     if (!info.providers.length) {
-      this.providers.append(el('li', 'nini-empty', this.editable ? __('No provider yet: pick a preset below.') : __('No provider yet.')));
+      this.providers.append(
+        el(
+          'li',
+          'nini-empty',
+          this.editable
+            ? __('No provider yet: pick a preset below.')
+            : __('No provider yet.')
+        )
+      );
     }
     const rows = Object.entries(info.purposes).map(([purpose, route]) => {
       const row = el('tr');
-      const chain = route.chain.map(candidate => `${candidate.provider}/${candidate.model}`).join(' → ');
-      row.append(el('td', undefined, purpose), el('td', undefined, chain || __('no usable model')));
+      const chain = route.chain
+        .map(candidate => `${candidate.provider}/${candidate.model}`)
+        .join(' → ');
+      row.append(
+        el('td', undefined, purpose),
+        el('td', undefined, chain || __('no usable model'))
+      );
       return row;
     });
     this.purposes.replaceChildren(...rows);
@@ -287,7 +382,11 @@ export class ProvidersView extends Widget {
     }
   }
 
-  private button(text: string, label: string, action: () => void): HTMLButtonElement {
+  private button(
+    text: string,
+    label: string,
+    action: () => void
+  ): HTMLButtonElement {
     const button = el('button', 'jp-Button jp-mod-minimal', text);
     button.setAttribute('aria-label', label);
     button.onclick = action;
@@ -297,22 +396,35 @@ export class ProvidersView extends Widget {
   /** The form's provider (an unsaved one: the administrators'), or a configured one named only. */
   private async test(named?: ProviderInfo): Promise<void> {
     const provider = named ?? this.provider();
-    if (named === undefined && !this.showProblems(validateProvider(provider, false))) {
+    if (
+      named === undefined &&
+      !this.showProblems(validateProvider(provider, false))
+    ) {
       return;
     }
-    this.result.textContent = __('Testing %1…', provider.name || __('the provider'));
+    this.result.textContent = __(
+      'Testing %1…',
+      provider.name || __('the provider')
+    );
     delete this.result.dataset.ok;
     try {
       const outcome = await this.api.testProvider(provider);
       this.result.dataset.ok = String(outcome.ok);
       if (outcome.ok) {
-        this.result.textContent = __('OK: %1 answered in %2 ms', outcome.model ?? provider.model ?? '', outcome.latency_ms ?? '?');
+        this.result.textContent = __(
+          'OK: %1 answered in %2 ms',
+          outcome.model ?? provider.model ?? '',
+          outcome.latency_ms ?? '?'
+        );
       } else {
         const parts = reasonParts(outcome.reason ?? __('no reason given'));
         if (parts.sentence === null) {
           this.result.textContent = __('Failed: %1', parts.detail);
         } else {
-          showError(this.result, { ...parts, sentence: __('Failed: %1', parts.sentence) });
+          showError(this.result, {
+            ...parts,
+            sentence: __('Failed: %1', parts.sentence)
+          });
         }
       }
     } catch (error) {
@@ -328,13 +440,19 @@ export class ProvidersView extends Widget {
       const { results } = await this.api.testAllModels();
       this.tested.replaceChildren(
         ...results.map(result => {
-          const line = el('li', 'nini-models-tested-line', `${result.ok ? __('OK') : __('Failed')}: ${result.target} · ${result.detail}`);
+          const line = el(
+            'li',
+            'nini-models-tested-line',
+            `${result.ok ? __('OK') : __('Failed')}: ${result.target} · ${result.detail}`
+          );
           line.dataset.ok = String(result.ok);
           return line;
         })
       );
       if (!results.length) {
-        this.tested.replaceChildren(el('li', undefined, __('No model to test: add a provider.')));
+        this.tested.replaceChildren(
+          el('li', undefined, __('No model to test: add a provider.'))
+        );
       }
     } catch (error) {
       this.say(error);
@@ -358,11 +476,21 @@ export function keyStatusLine(name: string, set: boolean): HTMLElement {
   const line = el('div', 'nini-key-line');
   line.dataset.set = String(set);
   if (set) {
-    line.textContent = __('%1 is set on the server (its value is never shown here).', name);
+    line.textContent = __(
+      '%1 is set on the server (its value is never shown here).',
+      name
+    );
     return line;
   }
   line.append(
-    el('span', undefined, __('%1 is not set on the server. Set it where JupyterLab starts, then restart JupyterLab:', name)),
+    el(
+      'span',
+      undefined,
+      __(
+        '%1 is not set on the server. Set it where JupyterLab starts, then restart JupyterLab:',
+        name
+      )
+    ),
     el('code', 'nini-key-command', `export ${name}=<your key>`),
     el('span', undefined, __('On Windows: %1 in a new terminal. On JupyterHub: ask your administrator to set it for your server.',
                               `setx ${name} <your key>`)) // prettier-ignore

@@ -34,26 +34,45 @@ export interface RenderContext {
   wholeCode?: (toolCallId: string) => Promise<string | null>; // a long step's code, from its record
 }
 
-const STATUS_TEXT: Record<string, string> = { running: N_('running'), succeeded: N_('done'), failed: N_('failed'), stopped: N_('stopped') };
+const STATUS_TEXT: Record<string, string> = {
+  running: N_('running'),
+  succeeded: N_('done'),
+  failed: N_('failed'),
+  stopped: N_('stopped')
+};
 const IMAGE = /\.(png|svg|jpe?g|gif)$/i;
 
 /** Markdown through JupyterLab's renderer, untrusted and with the strict sanitizer (./sanitize):
  * the text comes from a model. Every model text the sidebar shows goes through here or textContent. */
-export async function renderMarkdown(rendermime: IRenderMimeRegistry, host: HTMLElement, text: string): Promise<void> {
+export async function renderMarkdown(
+  rendermime: IRenderMimeRegistry,
+  host: HTMLElement,
+  text: string
+): Promise<void> {
   const renderer = strictRendermime(rendermime).createRenderer('text/markdown');
-  await renderer.renderModel(new MimeModel({ data: { 'text/markdown': text }, trusted: false }));
+  await renderer.renderModel(
+    new MimeModel({ data: { 'text/markdown': text }, trusted: false })
+  );
   host.replaceChildren(renderer.node);
 }
 
 /** A step's code to show: the event's when it is whole, else read from the step's record (the event of
  * a long code carries its start and `code_chars`); the start, said to be one, if that fails. */
-async function stepCode(step: StepItem, context: RenderContext): Promise<string> {
+async function stepCode(
+  step: StepItem,
+  context: RenderContext
+): Promise<string> {
   const start = step.code ?? '';
   if (step.codeChars === null || step.codeChars <= start.length) {
     return start;
   }
-  const whole = context.wholeCode ? await context.wholeCode(step.id).catch(() => null) : null;
-  return whole ?? `${start}\n# … ${__('(the first %1 of %2 characters)', start.length, step.codeChars)}`;
+  const whole = context.wholeCode
+    ? await context.wholeCode(step.id).catch(() => null)
+    : null;
+  return (
+    whole ??
+    `${start}\n# … ${__('(the first %1 of %2 characters)', start.length, step.codeChars)}`
+  );
 }
 
 function fenced(code: string, language: string): string {
@@ -62,7 +81,11 @@ function fenced(code: string, language: string): string {
 }
 
 /** Create the element of `item`, or bring the existing one up to date. */
-export function renderItem(item: ChatItem, existing: HTMLElement | undefined, context: RenderContext): HTMLElement {
+export function renderItem(
+  item: ChatItem,
+  existing: HTMLElement | undefined,
+  context: RenderContext
+): HTMLElement {
   switch (item.kind) {
     case 'user': {
       const node = existing ?? el('div', 'nini-user');
@@ -88,14 +111,19 @@ export function renderItem(item: ChatItem, existing: HTMLElement | undefined, co
     }
     case 'end': {
       const node = existing ?? el('div', 'nini-end');
-      const text = node.querySelector('.nini-end-text') ?? node.appendChild(el('span', 'nini-end-text'));
+      const text =
+        node.querySelector('.nini-end-text') ??
+        node.appendChild(el('span', 'nini-end-text'));
       node.dataset.endedBy = item.endedBy;
       text.textContent = item.completedNormally
         ? ''
         : item.endedBy === 'canceled'
           ? __('Stopped: the run was cancelled.')
           : __('The run ended unfinished (%1).', item.endedBy);
-      const judged = item.completedNormally && item.turnId !== null && context.feedback !== undefined;
+      const judged =
+        item.completedNormally &&
+        item.turnId !== null &&
+        context.feedback !== undefined;
       if (judged && !node.querySelector('.nini-feedback')) {
         node.append(context.feedback!(item.turnId!));
       }
@@ -104,15 +132,25 @@ export function renderItem(item: ChatItem, existing: HTMLElement | undefined, co
       return node;
     }
     case 'proposal':
-      return renderProposalCard(item, existing, (proposal, decision, run) => context.onProposal?.(proposal, decision, run));
+      return renderProposalCard(item, existing, (proposal, decision, run) =>
+        context.onProposal?.(proposal, decision, run)
+      );
     case 'approval':
-      return renderApproval(item, existing, (id, decision) => context.onApproval?.(id, decision), (host, code, language) =>
-        void renderMarkdown(context.rendermime, host, fenced(code, language))
+      return renderApproval(
+        item,
+        existing,
+        (id, decision) => context.onApproval?.(id, decision),
+        (host, code, language) =>
+          void renderMarkdown(context.rendermime, host, fenced(code, language))
       );
   }
 }
 
-function renderAssistant(item: AssistantItem, existing: HTMLElement | undefined, context: RenderContext): HTMLElement {
+function renderAssistant(
+  item: AssistantItem,
+  existing: HTMLElement | undefined,
+  context: RenderContext
+): HTMLElement {
   const node = existing ?? el('div', 'nini-assistant');
   stampTime(node, item.ts);
   node.classList.toggle('nini-mod-streaming', item.streaming);
@@ -120,12 +158,18 @@ function renderAssistant(item: AssistantItem, existing: HTMLElement | undefined,
     node.textContent = item.text; // plain while it streams; Markdown once whole
   } else if (node.dataset.rendered !== item.text) {
     node.dataset.rendered = item.text;
-    void renderMarkdown(context.rendermime, node, item.text).then(() => addCodeActions(node, context.notebooks));
+    void renderMarkdown(context.rendermime, node, item.text).then(() =>
+      addCodeActions(node, context.notebooks)
+    );
   }
   return node;
 }
 
-function renderStep(step: StepItem, existing: HTMLElement | undefined, context: RenderContext): HTMLElement {
+function renderStep(
+  step: StepItem,
+  existing: HTMLElement | undefined,
+  context: RenderContext
+): HTMLElement {
   const node = existing ?? buildStep(step, context);
   node.dataset.status = step.status;
   const parts = stepParts(node);
@@ -133,7 +177,10 @@ function renderStep(step: StepItem, existing: HTMLElement | undefined, context: 
   parts.status.textContent = status;
   parts.status.setAttribute('aria-label', __('status: %1', status));
   parts.label.textContent = step.label;
-  parts.duration.textContent = step.durationMs === null ? '' : `${(step.durationMs / 1000).toFixed(step.durationMs < 10_000 ? 2 : 1)} s`;
+  parts.duration.textContent =
+    step.durationMs === null
+      ? ''
+      : `${(step.durationMs / 1000).toFixed(step.durationMs < 10_000 ? 2 : 1)} s`;
   if (step.language) {
     parts.language.textContent = step.language === 'r' ? 'R' : 'Python';
     parts.language.dataset.language = step.language;
@@ -151,11 +198,21 @@ function renderStep(step: StepItem, existing: HTMLElement | undefined, context: 
   parts.summary.hidden = step.summary === null;
   parts.summary.textContent = step.summary === null ? '' : `↳ ${step.summary}`;
   const charts = step.artifacts.filter(path => IMAGE.test(path));
-  const shown = charts.filter(path => path.endsWith('.png')).length ? charts.filter(path => path.endsWith('.png')) : charts;
+  const shown = charts.filter(path => path.endsWith('.png')).length
+    ? charts.filter(path => path.endsWith('.png'))
+    : charts;
   if (parts.charts.childElementCount !== shown.length) {
-    const svg = (path: string) => charts.find(other => other === path.replace(/\.png$/i, '.svg')) ?? path;
+    const svg = (path: string) =>
+      charts.find(other => other === path.replace(/\.png$/i, '.svg')) ?? path;
     parts.charts.replaceChildren(
-      ...shown.map(path => chartFigure(context.artifactUrl(path), path, context.notebooks, context.artifactUrl(svg(path))))
+      ...shown.map(path =>
+        chartFigure(
+          context.artifactUrl(path),
+          path,
+          context.notebooks,
+          context.artifactUrl(svg(path))
+        )
+      )
     );
   }
   return node;
@@ -197,10 +254,18 @@ function buildStep(step: StepItem, context: RenderContext): HTMLElement {
     charts: el('div', 'nini-step-charts')
   };
   PARTS.set(node, parts);
-  summary.append(parts.status, el('span', 'nini-step-name', step.name), parts.language, parts.where, parts.label, parts.duration);
+  summary.append(
+    parts.status,
+    el('span', 'nini-step-name', step.name),
+    parts.language,
+    parts.where,
+    parts.label,
+    parts.duration
+  );
   const body = el('div', 'nini-step-body');
   const code = el('div', 'nini-step-code');
-  let actions = step.code !== null ? codeActions(step.code, context.notebooks) : null;
+  let actions =
+    step.code !== null ? codeActions(step.code, context.notebooks) : null;
   if (actions !== null) {
     body.append(actions);
   }
@@ -215,12 +280,23 @@ function buildStep(step: StepItem, context: RenderContext): HTMLElement {
           actions.replaceWith(whole);
           actions = whole;
         }
-        return renderMarkdown(context.rendermime, code, fenced(text, step.language ?? ''));
+        return renderMarkdown(
+          context.rendermime,
+          code,
+          fenced(text, step.language ?? '')
+        );
       });
     }
   });
   const children = el('div', 'nini-step-children');
   // what a user reads first: the error's line, then the results (the code stays folded)
-  node.append(details, parts.error, parts.output, parts.summary, parts.charts, children);
+  node.append(
+    details,
+    parts.error,
+    parts.output,
+    parts.summary,
+    parts.charts,
+    children
+  );
   return node;
 }

@@ -19,7 +19,11 @@ import { el } from './render';
 
 export class ReportsView extends Widget {
   sessionId: string | null = null;
-  private readonly generate = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-generate-report', __('Generate report'));
+  private readonly generate = el(
+    'button',
+    'jp-Button jp-mod-styled jp-mod-accept nini-generate-report',
+    __('Generate report')
+  );
   private readonly lang = el('select', 'jp-mod-styled nini-report-lang');
   private readonly list = el('ul', 'nini-report-list');
   private readonly message = el('div', 'nini-report-message');
@@ -34,10 +38,18 @@ export class ReportsView extends Widget {
     super();
     this.addClass('nini-reports');
     this.title.label = __('Reports');
-    this.generate.setAttribute('aria-label', __("Generate the session's report"));
+    this.generate.setAttribute(
+      'aria-label',
+      __("Generate the session's report")
+    );
     this.generate.onclick = () => void this.create();
-    for (const [value, label] of [['en', __('English')], ['zh', __('Chinese')]]) {
-      this.lang.append(Object.assign(el('option', undefined, label), { value }));
+    for (const [value, label] of [
+      ['en', __('English')],
+      ['zh', __('Chinese')]
+    ]) {
+      this.lang.append(
+        Object.assign(el('option', undefined, label), { value })
+      );
     }
     this.lang.value = language(); // the sidebar's language unless the user picks the other
     this.lang.setAttribute('aria-label', __('Language of the report'));
@@ -54,7 +66,8 @@ export class ReportsView extends Widget {
     this.generate.disabled = id === null;
     this.exports.showSession(id);
     this.list.replaceChildren();
-    this.message.textContent = id === null ? __('Open or start a chat session to see its reports.') : '';
+    this.message.textContent =
+      id === null ? __('Open or start a chat session to see its reports.') : '';
     if (id !== null && this.isVisible) {
       void this.refresh();
     }
@@ -69,7 +82,10 @@ export class ReportsView extends Widget {
     this.message.removeAttribute('role');
     this.message.textContent = __('Writing the report…');
     try {
-      const made = await this.api.generateReport(id, this.lang.value as Language);
+      const made = await this.api.generateReport(
+        id,
+        this.lang.value as Language
+      );
       this.message.textContent = __('Report written: %1', made.title);
       await this.refresh();
       if (made.paths.html) {
@@ -100,19 +116,35 @@ export class ReportsView extends Widget {
   private row(report: ReportInfo): HTMLElement {
     const item = el('li', 'nini-report');
     const head = el('div', 'nini-report-head');
-    head.append(el('span', 'nini-report-title', report.title), el('span', 'nini-report-date', report.created_at.slice(0, 16).replace('T', ' ')));
+    head.append(
+      el('span', 'nini-report-title', report.title),
+      el(
+        'span',
+        'nini-report-date',
+        report.created_at.slice(0, 16).replace('T', ' ')
+      )
+    );
     const sessionId = this.sessionId!;
     if (report.files.html) {
-      const open = el('button', 'jp-Button jp-mod-styled nini-report-open', __('Open'));
+      const open = el(
+        'button',
+        'jp-Button jp-mod-styled nini-report-open',
+        __('Open')
+      );
       open.setAttribute('aria-label', __('Open the report %1', report.title));
-      open.onclick = () => this.openReport(sessionId, report.files.html, report.title);
+      open.onclick = () =>
+        this.openReport(sessionId, report.files.html, report.title);
       head.append(open);
     }
     const files = el('div', 'nini-report-files');
     for (const [format, path] of Object.entries(report.files)) {
       files.append(this.download(format, path));
     }
-    item.append(head, files, feedbackControl(this.api, report.tool_call_id, 'report'));
+    item.append(
+      head,
+      files,
+      feedbackControl(this.api, report.tool_call_id, 'report')
+    );
     for (const chart of report.charts) {
       const line = el('div', 'nini-report-chart');
       line.append(el('span', undefined, chart.name));
@@ -145,7 +177,10 @@ export class ReportsView extends Widget {
   }
 
   private fail(error: unknown): void {
-    this.message.textContent = error instanceof NiniApiError ? `${error.code}: ${error.message}` : String(error);
+    this.message.textContent =
+      error instanceof NiniApiError
+        ? `${error.code}: ${error.message}`
+        : String(error);
     this.message.setAttribute('role', 'alert');
   }
 

@@ -12,10 +12,58 @@
 import { Sanitizer } from '@jupyterlab/apputils';
 import { IRenderMime, IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
-const TAGS = ['a', 'abbr', 'b', 'blockquote', 'br', 'caption', 'code', 'dd', 'del', 'details', 'div', 'dl', 'dt', 'em',
-  'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'hr', 'i', 'img', 'ins', 'kbd', 'li', 'mark', 'ol', 'p', 'pre', 'q', 's', 'samp',
-  'small', 'span', 'strong', 'sub', 'summary', 'sup', 'table', 'tbody', 'td', 'tfoot', 'th', 'thead', 'tr', 'u', 'ul'];
-const DATA_IMAGE = /^data:image\/(?:png|jpeg|gif|webp|svg\+xml);base64,[A-Za-z0-9+/=\s]*$/i;
+const TAGS = [
+  'a',
+  'abbr',
+  'b',
+  'blockquote',
+  'br',
+  'caption',
+  'code',
+  'dd',
+  'del',
+  'details',
+  'div',
+  'dl',
+  'dt',
+  'em',
+  'h1',
+  'h2',
+  'h3',
+  'h4',
+  'h5',
+  'h6',
+  'hr',
+  'i',
+  'img',
+  'ins',
+  'kbd',
+  'li',
+  'mark',
+  'ol',
+  'p',
+  'pre',
+  'q',
+  's',
+  'samp',
+  'small',
+  'span',
+  'strong',
+  'sub',
+  'summary',
+  'sup',
+  'table',
+  'tbody',
+  'td',
+  'tfoot',
+  'th',
+  'thead',
+  'tr',
+  'u',
+  'ul'
+];
+const DATA_IMAGE =
+  /^data:image\/(?:png|jpeg|gif|webp|svg\+xml);base64,[A-Za-z0-9+/=\s]*$/i;
 const LINK_REL = 'noopener noreferrer nofollow';
 
 type Attributes = Record<string, string>;
@@ -40,9 +88,22 @@ const STRICT = {
   allowedSchemesAppliedToAttributes: ['href', 'src', 'cite'],
   allowProtocolRelative: false,
   disallowedTagsMode: 'discard',
-  nonTextTags: ['script', 'style', 'textarea', 'option', 'noscript', 'template', 'title', 'iframe', 'object'],
+  nonTextTags: [
+    'script',
+    'style',
+    'textarea',
+    'option',
+    'noscript',
+    'template',
+    'title',
+    'iframe',
+    'object'
+  ],
   transformTags: {
-    a: (tagName: string, attribs: Attributes) => ({ tagName, attribs: { ...attribs, rel: LINK_REL, target: '_blank' } }),
+    a: (tagName: string, attribs: Attributes) => ({
+      tagName,
+      attribs: { ...attribs, rel: LINK_REL, target: '_blank' }
+    }),
     // an image not embedded would be fetched: its alt text shows instead
     img: (tagName: string, attribs: Attributes) =>
       DATA_IMAGE.test((attribs.src ?? '').trim())
@@ -58,7 +119,10 @@ export class StrictSanitizer implements IRenderMime.ISanitizer {
   readonly allowCommandLinker = false;
 
   sanitize(dirty: string, options?: IRenderMime.ISanitizerOptions): string {
-    return this.inner.sanitize(dirty, { ...options, ...STRICT } as IRenderMime.ISanitizerOptions);
+    return this.inner.sanitize(dirty, {
+      ...options,
+      ...STRICT
+    } as IRenderMime.ISanitizerOptions);
   }
 
   getAutolink(): boolean {
@@ -66,10 +130,15 @@ export class StrictSanitizer implements IRenderMime.ISanitizer {
   }
 }
 
-const STRICT_REGISTRIES = new WeakMap<IRenderMimeRegistry, IRenderMimeRegistry>();
+const STRICT_REGISTRIES = new WeakMap<
+  IRenderMimeRegistry,
+  IRenderMimeRegistry
+>();
 
 /** The app's rendermime with the strict sanitizer: one clone per registry, made on first use. */
-export function strictRendermime(rendermime: IRenderMimeRegistry): IRenderMimeRegistry {
+export function strictRendermime(
+  rendermime: IRenderMimeRegistry
+): IRenderMimeRegistry {
   let strict = STRICT_REGISTRIES.get(rendermime);
   if (strict === undefined) {
     strict = rendermime.clone({ sanitizer: new StrictSanitizer() });

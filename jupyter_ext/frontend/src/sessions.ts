@@ -8,7 +8,12 @@
  * the focused session and Delete deletes it.
  */
 import { Dialog, showDialog } from '@jupyterlab/apputils';
-import { caretDownIcon, deleteIcon, editIcon, historyIcon } from '@jupyterlab/ui-components';
+import {
+  caretDownIcon,
+  deleteIcon,
+  editIcon,
+  historyIcon
+} from '@jupyterlab/ui-components';
 
 import type { NiniApi, SessionInfo } from './api';
 import { iconButton } from './codeblocks';
@@ -20,7 +25,10 @@ const SEARCH_DELAY_MS = 200; // the server is asked once typing pauses this long
 
 export class SessionList {
   readonly node = el('div', 'nini-session-picker');
-  private readonly toggle = el('button', 'jp-Button jp-mod-styled nini-sessions');
+  private readonly toggle = el(
+    'button',
+    'jp-Button jp-mod-styled nini-sessions'
+  );
   private readonly label = el('span', 'nini-sessions-title');
   private readonly panel = el('div', 'nini-session-panel');
   private readonly search = el('input', 'jp-mod-styled nini-session-search');
@@ -45,7 +53,8 @@ export class SessionList {
       this.label,
       caretDownIcon.element({ tag: 'span', className: 'nini-sessions-caret' })
     );
-    this.toggle.onclick = () => (this.panel.hidden ? void this.show() : this.hide());
+    this.toggle.onclick = () =>
+      this.panel.hidden ? void this.show() : this.hide();
     this.panel.hidden = true;
     this.panel.setAttribute('role', 'dialog');
     this.panel.setAttribute('aria-label', __('Sessions'));
@@ -59,7 +68,11 @@ export class SessionList {
     this.panel.addEventListener('keydown', event => this.key(event));
     this.node.append(this.toggle, this.panel);
     document.addEventListener('mousedown', event => {
-      if (!this.panel.hidden && !this.confirming && !this.node.contains(event.target as Node)) {
+      if (
+        !this.panel.hidden &&
+        !this.confirming &&
+        !this.node.contains(event.target as Node)
+      ) {
         this.hide(false);
       }
     });
@@ -93,8 +106,13 @@ export class SessionList {
     this.toggle.title = __('Sessions: %1', name);
     this.toggle.setAttribute('aria-label', __('Sessions: %1', name));
     this.toggle.dataset.session = id ?? '';
-    for (const item of this.list.querySelectorAll<HTMLElement>('.nini-session-item')) {
-      current(item.querySelector<HTMLElement>('.nini-session-open'), item.dataset.id === id);
+    for (const item of this.list.querySelectorAll<HTMLElement>(
+      '.nini-session-item'
+    )) {
+      current(
+        item.querySelector<HTMLElement>('.nini-session-open'),
+        item.dataset.id === id
+      );
     }
   }
 
@@ -116,7 +134,12 @@ export class SessionList {
   /** Titles filter at once; the server's search (the conversations too) follows when typing pauses. */
   private searchSoon(): void {
     const query = this.search.value.trim().toLowerCase();
-    this.render(query, this.sessions.filter(session => (session.title ?? session.id).toLowerCase().includes(query)));
+    this.render(
+      query,
+      this.sessions.filter(session =>
+        (session.title ?? session.id).toLowerCase().includes(query)
+      )
+    );
     window.clearTimeout(this.timer);
     this.timer = window.setTimeout(() => void this.refresh(), SEARCH_DELAY_MS);
   }
@@ -128,7 +151,11 @@ export class SessionList {
   }
 
   private showStatus(query: string, count: number): void {
-    this.status.textContent = count ? '' : query ? __('No session matches “%1”', query) : __('No sessions yet');
+    this.status.textContent = count
+      ? ''
+      : query
+        ? __('No session matches “%1”', query)
+        : __('No sessions yet');
   }
 
   private item(session: SessionInfo): HTMLElement {
@@ -148,8 +175,15 @@ export class SessionList {
     };
     item.append(
       openButton,
-      iconButton(editIcon, 'nini-session-rename', __('Rename %1', title), () => this.rename(item, session)),
-      iconButton(deleteIcon, 'nini-session-delete', __('Delete %1', title), () => void this.remove(session))
+      iconButton(editIcon, 'nini-session-rename', __('Rename %1', title), () =>
+        this.rename(item, session)
+      ),
+      iconButton(
+        deleteIcon,
+        'nini-session-delete',
+        __('Delete %1', title),
+        () => void this.remove(session)
+      )
     );
     return item;
   }
@@ -173,7 +207,10 @@ export class SessionList {
       const title = box.value.trim();
       if (save && title && title !== before) {
         try {
-          Object.assign(session, await this.api.renameSession(session.id, title));
+          Object.assign(
+            session,
+            await this.api.renameSession(session.id, title)
+          );
         } catch (error) {
           this.say(error);
         }
@@ -201,15 +238,25 @@ export class SessionList {
     try {
       answer = await showDialog({
         title: __('Delete this session?'),
-        body: __('“%1”, its steps, charts and files are deleted for good.', title),
-        buttons: [Dialog.cancelButton({ label: __('Cancel') }), Dialog.warnButton({ label: __('Delete') })],
+        body: __(
+          '“%1”, its steps, charts and files are deleted for good.',
+          title
+        ),
+        buttons: [
+          Dialog.cancelButton({ label: __('Cancel') }),
+          Dialog.warnButton({ label: __('Delete') })
+        ],
         defaultButton: 0 // Enter keeps the session: deleting is the deliberate choice
       });
     } finally {
       this.confirming = false;
     }
     if (!answer.button.accept) {
-      this.list.querySelector<HTMLElement>(`[data-id="${CSS.escape(session.id)}"] .nini-session-delete`)?.focus();
+      this.list
+        .querySelector<HTMLElement>(
+          `[data-id="${CSS.escape(session.id)}"] .nini-session-delete`
+        )
+        ?.focus();
       return;
     }
     try {
@@ -218,7 +265,9 @@ export class SessionList {
       this.say(error);
       return;
     }
-    const shown = [...this.list.querySelectorAll<HTMLElement>('.nini-session-item')];
+    const shown = [
+      ...this.list.querySelectorAll<HTMLElement>('.nini-session-item')
+    ];
     const place = shown.findIndex(node => node.dataset.id === session.id);
     this.sessions = this.sessions.filter(one => one !== session);
     shown[place]?.remove();
@@ -226,18 +275,25 @@ export class SessionList {
     if (session.id === this.current) {
       this.open(null);
     }
-    const buttons = [...this.list.querySelectorAll<HTMLElement>('.nini-session-open')];
+    const buttons = [
+      ...this.list.querySelectorAll<HTMLElement>('.nini-session-open')
+    ];
     (buttons[Math.min(place, buttons.length - 1)] ?? this.search).focus();
   }
 
   private key(event: KeyboardEvent): void {
     const target = event.target as HTMLElement;
-    const opens = [...this.list.querySelectorAll<HTMLElement>('.nini-session-open')];
+    const opens = [
+      ...this.list.querySelectorAll<HTMLElement>('.nini-session-open')
+    ];
     const at = opens.indexOf(target);
     const item = target.closest<HTMLElement>('.nini-session-item');
     if (event.key === 'Escape') {
       this.hide();
-    } else if (event.key === 'ArrowDown' && (target === this.search || at >= 0)) {
+    } else if (
+      event.key === 'ArrowDown' &&
+      (target === this.search || at >= 0)
+    ) {
       opens[Math.min(at + 1, opens.length - 1)]?.focus();
     } else if (event.key === 'ArrowUp' && at >= 0) {
       (at === 0 ? this.search : opens[at - 1]).focus();

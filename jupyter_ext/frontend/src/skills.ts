@@ -51,14 +51,22 @@ export class SkillsView extends Widget {
     this.search.placeholder = __('Search skills');
     this.search.setAttribute('aria-label', __('Search skills'));
     this.search.oninput = () => this.draw();
-    for (const [value, label] of [['', __('All types')], ['function', __('Function')], ['markdown', __('Markdown')]]) {
+    for (const [value, label] of [
+      ['', __('All types')],
+      ['function', __('Function')],
+      ['markdown', __('Markdown')]
+    ]) {
       const option = el('option', undefined, label);
       option.value = value;
       this.type.append(option);
     }
     this.type.setAttribute('aria-label', __('Skill type'));
     this.type.onchange = () => this.draw();
-    const create = el('button', 'jp-Button jp-mod-styled nini-new-skill', __('New skill'));
+    const create = el(
+      'button',
+      'jp-Button jp-mod-styled nini-new-skill',
+      __('New skill')
+    );
     create.type = 'button';
     create.setAttribute('aria-label', __('Create a new Markdown skill'));
     create.onclick = () => {
@@ -77,27 +85,56 @@ export class SkillsView extends Widget {
 
   private buildForm(): void {
     this.form.hidden = true;
-    const name = Object.assign(el('input'), { name: 'name', required: true, placeholder: __('name-in-kebab-case') });
+    const name = Object.assign(el('input'), {
+      name: 'name',
+      required: true,
+      placeholder: __('name-in-kebab-case')
+    });
     name.setAttribute('aria-label', __('Skill name'));
-    const description = Object.assign(el('textarea'), { name: 'description', required: true, rows: 2, placeholder: __('What it does and when to use it') });
+    const description = Object.assign(el('textarea'), {
+      name: 'description',
+      required: true,
+      rows: 2,
+      placeholder: __('What it does and when to use it')
+    });
     description.setAttribute('aria-label', __('Skill description'));
     const category = Object.assign(el('select'), { name: 'category' });
     category.setAttribute('aria-label', __('Skill category'));
     for (const value of CATEGORIES) {
-      category.append(Object.assign(el('option', undefined, __(CATEGORY_NAMES[value])), { value }));
+      category.append(
+        Object.assign(el('option', undefined, __(CATEGORY_NAMES[value])), {
+          value
+        })
+      );
     }
-    const submit = el('button', 'jp-Button jp-mod-styled jp-mod-accept nini-skill-create', __('Create'));
+    const submit = el(
+      'button',
+      'jp-Button jp-mod-styled jp-mod-accept nini-skill-create',
+      __('Create')
+    );
     submit.type = 'submit';
     this.form.append(name, description, category, submit);
     this.form.onsubmit = event => {
       event.preventDefault();
-      void this.create(name.value.trim(), description.value.trim(), category.value);
+      void this.create(
+        name.value.trim(),
+        description.value.trim(),
+        category.value
+      );
     };
   }
 
-  private async create(name: string, description: string, category: string): Promise<void> {
+  private async create(
+    name: string,
+    description: string,
+    category: string
+  ): Promise<void> {
     try {
-      const record = await this.options.api.createSkill({ name, description, category });
+      const record = await this.options.api.createSkill({
+        name,
+        description,
+        category
+      });
       this.form.reset();
       this.form.hidden = true;
       this.tell(__('Created %1.', record.name));
@@ -109,7 +146,10 @@ export class SkillsView extends Widget {
 
   async refresh(): Promise<void> {
     try {
-      const [records, problems] = await Promise.all([this.options.api.listSkills(), this.options.api.skillProblems().catch(() => null)]);
+      const [records, problems] = await Promise.all([
+        this.options.api.listSkills(),
+        this.options.api.skillProblems().catch(() => null)
+      ]);
       this.records = records;
       this.problems = problemsBySkill(problems);
       this.draw();
@@ -122,7 +162,10 @@ export class SkillsView extends Widget {
     const query = this.search.value.trim().toLowerCase();
     const type = this.type.value;
     const shown = this.records.filter(
-      record => (!type || record.type === type) && (!query || `${record.name} ${record.description}`.toLowerCase().includes(query))
+      record =>
+        (!type || record.type === type) &&
+        (!query ||
+          `${record.name} ${record.description}`.toLowerCase().includes(query))
     );
     this.list.replaceChildren(...shown.map(record => this.row(record)));
     this.list.dataset.count = String(shown.length);
@@ -138,10 +181,25 @@ export class SkillsView extends Widget {
     toggle.setAttribute('aria-label', __('Enable %1', record.name));
     toggle.onchange = () => void this.setEnabled(record, toggle);
     const head = el('div', 'nini-skill-head');
-    head.append(toggle, el('span', 'nini-skill-name', record.name), el('span', `nini-badge nini-badge-${record.type}`, record.type === 'markdown' ? __('Markdown') : __('Function')));
+    head.append(
+      toggle,
+      el('span', 'nini-skill-name', record.name),
+      el(
+        'span',
+        `nini-badge nini-badge-${record.type}`,
+        record.type === 'markdown' ? __('Markdown') : __('Function')
+      )
+    );
     if (record.type === 'markdown') {
-      const open = el('button', 'jp-Button jp-mod-minimal nini-skill-open', __('Open'));
-      open.setAttribute('aria-label', __('Open the SKILL.md of %1', record.name));
+      const open = el(
+        'button',
+        'jp-Button jp-mod-minimal nini-skill-open',
+        __('Open')
+      );
+      open.setAttribute(
+        'aria-label',
+        __('Open the SKILL.md of %1', record.name)
+      );
       open.onclick = () => this.options.openSource(record.name);
       head.append(open);
     }
@@ -152,12 +210,23 @@ export class SkillsView extends Widget {
     return item;
   }
 
-  private async setEnabled(record: SkillRecord, toggle: HTMLInputElement): Promise<void> {
+  private async setEnabled(
+    record: SkillRecord,
+    toggle: HTMLInputElement
+  ): Promise<void> {
     toggle.disabled = true;
     try {
-      const updated = await this.options.api.setSkillEnabled(record.name, toggle.checked, record.type);
+      const updated = await this.options.api.setSkillEnabled(
+        record.name,
+        toggle.checked,
+        record.type
+      );
       record.enabled = updated.enabled;
-      this.tell(updated.enabled ? __('%1 enabled.', record.name) : __('%1 disabled.', record.name));
+      this.tell(
+        updated.enabled
+          ? __('%1 enabled.', record.name)
+          : __('%1 disabled.', record.name)
+      );
     } catch (error) {
       toggle.checked = record.enabled;
       this.tell(error);
@@ -184,10 +253,20 @@ export function problemsBySkill(report: any): Map<string, string[]> {
     }
     found.set(name, [...(found.get(name) ?? []), String(text)]);
   };
-  const entries: any[] = Array.isArray(report) ? report : Object.values(report ?? {}).flatMap(value => (Array.isArray(value) ? value : []));
+  const entries: any[] = Array.isArray(report)
+    ? report
+    : Object.values(report ?? {}).flatMap(value =>
+        Array.isArray(value) ? value : []
+      );
   for (const entry of entries) {
     if (entry && typeof entry === 'object') {
-      const text = entry.message ?? entry.problem ?? entry.reason ?? [entry.kind, ...(entry.errors ?? []), ...(entry.warnings ?? [])].filter(Boolean).join(': ');
+      const text =
+        entry.message ??
+        entry.problem ??
+        entry.reason ??
+        [entry.kind, ...(entry.errors ?? []), ...(entry.warnings ?? [])]
+          .filter(Boolean)
+          .join(': ');
       add(entry.name ?? entry.skill, text);
     }
   }

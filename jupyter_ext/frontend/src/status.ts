@@ -9,7 +9,8 @@
 import type { NiniEvent } from './api';
 import { __ } from './i18n';
 
-export type StatusPhase = 'idle' | 'thinking' | 'writing' | 'running' | 'approval' | 'stopping';
+export type StatusPhase =
+  'idle' | 'thinking' | 'writing' | 'running' | 'approval' | 'stopping';
 
 export interface Status {
   phase: StatusPhase;
@@ -53,16 +54,24 @@ export const IDLE: Status = {
 const ENDED_KEPT = 20; // enough to recognise a late stop hook's events; older turns are long over
 
 /** The status after `input`, which happened at `now` (ms). */
-export function nextStatus(status: Status, input: StatusInput, now: number): Status {
+export function nextStatus(
+  status: Status,
+  input: StatusInput,
+  now: number
+): Status {
   switch (input.kind) {
     case 'ask':
       return { ...IDLE, ended: status.ended, phase: 'thinking', since: now };
     case 'ask_failed':
       return { ...IDLE, ended: status.ended };
     case 'stop':
-      return status.phase === 'idle' ? status : { ...status, phase: 'stopping', since: now };
+      return status.phase === 'idle'
+        ? status
+        : { ...status, phase: 'stopping', since: now };
     case 'stop_missed':
-      return status.phase === 'stopping' ? { ...IDLE, ended: status.ended } : status;
+      return status.phase === 'stopping'
+        ? { ...IDLE, ended: status.ended }
+        : status;
     case 'event':
       return onEvent(status, input.event, now);
   }
@@ -74,9 +83,16 @@ function onEvent(status: Status, event: NiniEvent, now: number): Status {
     return status; // after the answer: a stop hook's work, nobody waits for it
   }
   if (event.type === 'user_message') {
-    const same = status.phase !== 'idle' && (status.turn === null || status.turn === turn);
+    const same =
+      status.phase !== 'idle' && (status.turn === null || status.turn === turn);
     const waited = same && status.phase === 'thinking' ? status.since : now; // the ask's seconds go on
-    return { ...IDLE, ended: status.ended, phase: 'thinking', since: waited, turn };
+    return {
+      ...IDLE,
+      ended: status.ended,
+      phase: 'thinking',
+      since: waited,
+      turn
+    };
   }
   if (status.phase === 'idle') {
     return status; // no question going: another client's call, a stop hook's work after an answer
@@ -91,22 +107,41 @@ function onEvent(status: Status, event: NiniEvent, now: number): Status {
   const data = event.data ?? {};
   switch (event.type) {
     case 'assistant_delta':
-      return mine.phase === 'writing' ? mine : { ...mine, phase: 'writing', since: now };
+      return mine.phase === 'writing'
+        ? mine
+        : { ...mine, phase: 'writing', since: now };
     case 'tool_call': {
       const args = data.arguments ?? {};
       const label = String(args.label ?? args.name ?? args.path ?? '');
-      return { ...mine, phase: 'running', since: now, step: mine.step + 1, tool: String(data.name ?? ''), label, stepSince: now };
+      return {
+        ...mine,
+        phase: 'running',
+        since: now,
+        step: mine.step + 1,
+        tool: String(data.name ?? ''),
+        label,
+        stepSince: now
+      };
     }
     case 'tool_result':
       return { ...mine, phase: 'thinking', since: now, kernel: null };
     case 'approval_required':
       return { ...mine, phase: 'approval', since: now };
     case 'approval_resolved':
-      return mine.phase === 'approval' ? { ...mine, phase: 'running', since: mine.stepSince } : mine;
+      return mine.phase === 'approval'
+        ? { ...mine, phase: 'running', since: mine.stepSince }
+        : mine;
     case 'kernel_start':
       return {
         ...mine,
-        kernel: data.state === 'starting' ? { since: now, where: String(data.sandbox ?? ''), culled: Boolean(data.culled) } : null
+        kernel:
+          data.state === 'starting'
+            ? {
+                since: now,
+                where: String(data.sandbox ?? ''),
+                culled: Boolean(data.culled)
+              }
+            : null
       };
     default:
       return mine;
@@ -145,6 +180,10 @@ export function statusText(status: Status, now: number): string {
     case 'writing':
       return __('Writing the answer · %1 s', whole(status.since));
     case 'running':
-      return __('Running step %1 · %2 s', status.step, seconds(status.stepSince).toFixed(1));
+      return __(
+        'Running step %1 · %2 s',
+        status.step,
+        seconds(status.stepSince).toFixed(1)
+      );
   }
 }

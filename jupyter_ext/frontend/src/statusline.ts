@@ -5,7 +5,14 @@
  */
 import type { NiniEvent } from './api';
 import { el } from './dom';
-import { IDLE, nextStatus, Status, StatusInput, statusText, waiting } from './status';
+import {
+  IDLE,
+  nextStatus,
+  Status,
+  StatusInput,
+  statusText,
+  waiting
+} from './status';
 
 const TICK_MS = 100; // "Running step 3 · 2.1 s" shows tenths
 
@@ -16,7 +23,10 @@ export class StatusLine {
   private timer: ReturnType<typeof setInterval> | null = null;
 
   /** `stop`: the chat's Stop button, shown beside the words. */
-  constructor(stop: HTMLElement, private readonly now: () => number = () => performance.now()) {
+  constructor(
+    stop: HTMLElement,
+    private readonly now: () => number = () => performance.now()
+  ) {
     const pulse = el('span', 'nini-status-pulse');
     pulse.setAttribute('aria-hidden', 'true');
     this.node.append(pulse, this.text, stop);
@@ -77,6 +87,9 @@ export class StatusLine {
     if (this.text.textContent !== words) {
       this.text.textContent = words;
     }
-    this.node.title = this.state.phase === 'running' ? [this.state.tool, this.state.label].filter(Boolean).join(' · ') : '';
+    this.node.title =
+      this.state.phase === 'running'
+        ? [this.state.tool, this.state.label].filter(Boolean).join(' · ')
+        : '';
   }
 }

@@ -55,7 +55,9 @@ export class EventStream {
   constructor(private readonly options: StreamOptions) {
     this.lastSeq = options.since ?? 0;
     this.delay = options.firstDelayMs ?? 500;
-    this.createSocket = options.createSocket ?? (url => new WebSocket(url) as unknown as SocketLike);
+    this.createSocket =
+      options.createSocket ??
+      (url => new WebSocket(url) as unknown as SocketLike);
     this.scheduler = options.scheduler ?? browserScheduler;
     this.connect();
   }
@@ -115,7 +117,9 @@ export class EventStream {
       return; // not an event: ignore it rather than stop the stream
     }
     const fresh: NiniEvent[] = [];
-    for (const event of (Array.isArray(parsed) ? parsed : [parsed]) as NiniEvent[]) {
+    for (const event of (Array.isArray(parsed)
+      ? parsed
+      : [parsed]) as NiniEvent[]) {
       if (typeof event?.seq === 'number' && event.seq > this.lastSeq) {
         this.lastSeq = event.seq; // an older seq is a replayed duplicate after a reconnect
         fresh.push(event);

@@ -14,8 +14,18 @@ import { el } from './dom';
 import { __, N_ } from './i18n';
 
 const SEGMENTS: [RunWhere, string, string, LabIcon][] = [
-  ['sandbox', N_('Sandbox'), N_('Isolated, with copies of your variables'), lockIcon],
-  ['kernel', N_('Notebook kernel'), N_('Your kernel and files, not sandboxed'), kernelIcon]
+  [
+    'sandbox',
+    N_('Sandbox'),
+    N_('Isolated, with copies of your variables'),
+    lockIcon
+  ],
+  [
+    'kernel',
+    N_('Notebook kernel'),
+    N_('Your kernel and files, not sandboxed'),
+    kernelIcon
+  ]
 ];
 
 let instances = 0; // ids for aria-describedby, unique in the page
@@ -40,7 +50,10 @@ export class WhereChoice {
       line.id = `${id}-${value}`;
       segment.setAttribute('aria-describedby', line.id);
       const head = el('span', 'nini-run-where-head');
-      head.append(icon.element({ tag: 'span', className: 'nini-run-where-icon' }), el('span', 'nini-run-where-label', __(label)));
+      head.append(
+        icon.element({ tag: 'span', className: 'nini-run-where-icon' }),
+        el('span', 'nini-run-where-label', __(label))
+      );
       segment.append(head, line);
       segment.onclick = () => this.choose(value, true);
       this.segments.set(value, segment);
@@ -70,7 +83,12 @@ export class WhereChoice {
   private onKey(event: KeyboardEvent): void {
     const values = SEGMENTS.map(([value]) => value);
     const at = values.indexOf(this.current);
-    const step: Record<string, number> = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 };
+    const step: Record<string, number> = {
+      ArrowRight: 1,
+      ArrowDown: 1,
+      ArrowLeft: -1,
+      ArrowUp: -1
+    };
     let next: number | null = null;
     if (event.key in step) {
       next = (at + step[event.key] + values.length) % values.length;
@@ -97,16 +115,45 @@ export class WhereChoice {
 
 /** A step's badge: its words and what they mean, by where its code ran (`code_execution`'s `isolation`). */
 const BADGES: Record<string, [string, string]> = {
-  sandbox: [N_('sandboxed'), N_("In nini's sandbox: no network, your kernel and files out of reach")],
-  gateway: [N_('gateway'), N_("On the Jupyter server's kernel gateway, in its sandbox")],
-  unsandboxed: [N_('no sandbox'), N_('In a nini kernel without a sandbox (execution.sandbox is none, or bubblewrap is missing)')],
-  user_kernel: [N_('in your kernel'), N_("In your notebook's kernel, with your variables and rights: not sandboxed")]
+  sandbox: [
+    N_('sandboxed'),
+    N_("In nini's sandbox: no network, your kernel and files out of reach")
+  ],
+  gateway: [
+    N_('gateway'),
+    N_("On the Jupyter server's kernel gateway, in its sandbox")
+  ],
+  unsandboxed: [
+    N_('no sandbox'),
+    N_(
+      'In a nini kernel without a sandbox (execution.sandbox is none, or bubblewrap is missing)'
+    )
+  ],
+  user_kernel: [
+    N_('in your kernel'),
+    N_(
+      "In your notebook's kernel, with your variables and rights: not sandboxed"
+    )
+  ]
 };
 const R_BADGES: Record<string, [string, string]> = {
-  sandbox: [N_('R sandbox'), N_("In nini's sandboxed R worker: no network, your kernel and files out of reach")],
-  unsandboxed: [N_('R, no sandbox'), N_('In an R worker without a sandbox (execution.sandbox is none, or bubblewrap is missing)')]
+  sandbox: [
+    N_('R sandbox'),
+    N_(
+      "In nini's sandboxed R worker: no network, your kernel and files out of reach"
+    )
+  ],
+  unsandboxed: [
+    N_('R, no sandbox'),
+    N_(
+      'In an R worker without a sandbox (execution.sandbox is none, or bubblewrap is missing)'
+    )
+  ]
 };
-const NO_CODE: [string, string] = [N_('nini'), N_("One of nini's own tools: no code the agent wrote runs")];
+const NO_CODE: [string, string] = [
+  N_('nini'),
+  N_("One of nini's own tools: no code the agent wrote runs")
+];
 
 /** The badge of a step (its words, their explanation and the `data-where` it is styled by); null
  * while a code step's place is not known (an older server's events). */
@@ -117,6 +164,12 @@ export function whereBadge(
   if (language === null) {
     return { text: __(NO_CODE[0]), title: __(NO_CODE[1]), where: 'nini' };
   }
-  const badge = isolation === null ? undefined : (language === 'r' ? R_BADGES[isolation] : undefined) ?? BADGES[isolation];
-  return badge === undefined ? null : { text: __(badge[0]), title: __(badge[1]), where: isolation! };
+  const badge =
+    isolation === null
+      ? undefined
+      : ((language === 'r' ? R_BADGES[isolation] : undefined) ??
+        BADGES[isolation]);
+  return badge === undefined
+    ? null
+    : { text: __(badge[0]), title: __(badge[1]), where: isolation! };
 }

@@ -5,33 +5,91 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { footerParts, formatCost, formatDuration, formatTokens, timeTexts, tookOf } from '../footer';
+import {
+  footerParts,
+  formatCost,
+  formatDuration,
+  formatTokens,
+  timeTexts,
+  tookOf
+} from '../footer';
 import { setLanguage } from '../i18n';
 
 const DONE = {
-  answer: 'ok', completed_normally: true, ended_by: 'finished', iterations: 2, notes: [],
-  duration_ms: 4230, steps: 3, usage: { prompt_tokens: 12_345, completion_tokens: 67, calls: 2, unreported: 0 }, cost: null
+  answer: 'ok',
+  completed_normally: true,
+  ended_by: 'finished',
+  iterations: 2,
+  notes: [],
+  duration_ms: 4230,
+  steps: 3,
+  usage: {
+    prompt_tokens: 12_345,
+    completion_tokens: 67,
+    calls: 2,
+    unreported: 0
+  },
+  cost: null
 };
 
 test('a done event gives duration, steps and tokens; no cost where none is configured', () => {
   const took = tookOf(DONE)!;
-  assert.deepEqual(footerParts(took).map(part => [part.kind, part.text]), [
-    ['duration', '4.2 s'], ['steps', '3 steps'], ['tokens', '12k + 67 tokens']
-  ]);
-  assert.match(footerParts(took)[2].title, /12,345 prompt tokens and 67 completion tokens over 2 model calls/);
-  assert.equal(tookOf({ ...DONE, steps: 1 }) && footerParts(tookOf({ ...DONE, steps: 1 })!)[1].text, '1 step');
+  assert.deepEqual(
+    footerParts(took).map(part => [part.kind, part.text]),
+    [
+      ['duration', '4.2 s'],
+      ['steps', '3 steps'],
+      ['tokens', '12k + 67 tokens']
+    ]
+  );
+  assert.match(
+    footerParts(took)[2].title,
+    /12,345 prompt tokens and 67 completion tokens over 2 model calls/
+  );
+  assert.equal(
+    tookOf({ ...DONE, steps: 1 }) &&
+      footerParts(tookOf({ ...DONE, steps: 1 })!)[1].text,
+    '1 step'
+  );
 });
 
 test('a configured price shows the cost; an older record shows no footer', () => {
   const parts = footerParts(tookOf({ ...DONE, cost: { USD: 0.000123 } })!);
-  assert.deepEqual(parts[3], { kind: 'cost', text: '$0.00012', title: "The cost at the provider's configured price" });
-  assert.equal(tookOf({ answer: 'old', completed_normally: true, ended_by: 'finished', iterations: 1 }), null);
-  assert.match(footerParts(tookOf({ ...DONE, usage: { ...DONE.usage, unreported: 1 } })!)[2].title, /1 calls reported no usage/);
+  assert.deepEqual(parts[3], {
+    kind: 'cost',
+    text: '$0.00012',
+    title: "The cost at the provider's configured price"
+  });
+  assert.equal(
+    tookOf({
+      answer: 'old',
+      completed_normally: true,
+      ended_by: 'finished',
+      iterations: 1
+    }),
+    null
+  );
+  assert.match(
+    footerParts(
+      tookOf({ ...DONE, usage: { ...DONE.usage, unreported: 1 } })!
+    )[2].title,
+    /1 calls reported no usage/
+  );
 });
 
 test('formats fit a narrow footer', () => {
-  assert.deepEqual([850, 4230, 12_400, 65_000].map(formatDuration), ['850 ms', '4.2 s', '12 s', '1 min 05 s']);
-  assert.deepEqual([950, 1234, 56_789, 2_345_678].map(formatTokens), ['950', '1.2k', '57k', '2.3M']);
+  assert.deepEqual([850, 4230, 12_400, 65_000].map(formatDuration), [
+    '850 ms',
+    '4.2 s',
+    '12 s',
+    '1 min 05 s'
+  ]);
+  assert.deepEqual([950, 1234, 56_789, 2_345_678].map(formatTokens), [
+    '950',
+    '1.2k',
+    '57k',
+    '2.3M'
+  ]);
   assert.equal(formatCost({ CNY: 1.2345 }), '¥1.23');
   assert.equal(formatCost({ USD: 0 }), '$0');
   assert.equal(formatCost({ CHF: 0.5, USD: 0.01 }), '0.5 CHF + $0.01');
@@ -39,16 +97,31 @@ test('formats fit a narrow footer', () => {
 
 test('a message time is short today, with the day otherwise, and whole in its tooltip; Chinese too', () => {
   const now = new Date(2026, 10, 26, 15, 0);
-  assert.equal(timeTexts(new Date(2026, 10, 26, 9, 5).toISOString(), now)!.short, '09:05');
-  assert.equal(timeTexts(new Date(2026, 0, 3, 14, 30).toISOString(), now)!.short, '01-03 14:30');
-  assert.equal(timeTexts(new Date(2025, 11, 31, 23, 59).toISOString(), now)!.short, '2025-12-31 23:59');
-  assert.match(timeTexts(new Date(2026, 10, 26, 9, 5).toISOString(), now)!.full, /2026/);
+  assert.equal(
+    timeTexts(new Date(2026, 10, 26, 9, 5).toISOString(), now)!.short,
+    '09:05'
+  );
+  assert.equal(
+    timeTexts(new Date(2026, 0, 3, 14, 30).toISOString(), now)!.short,
+    '01-03 14:30'
+  );
+  assert.equal(
+    timeTexts(new Date(2025, 11, 31, 23, 59).toISOString(), now)!.short,
+    '2025-12-31 23:59'
+  );
+  assert.match(
+    timeTexts(new Date(2026, 10, 26, 9, 5).toISOString(), now)!.full,
+    /2026/
+  );
   assert.equal(timeTexts('not a time', now), null);
   assert.equal(timeTexts(undefined, now), null);
   try {
     setLanguage('zh', 'en');
     assert.equal(footerParts(tookOf(DONE)!)[1].text, '3 步');
-    assert.match(timeTexts(new Date(2026, 10, 26, 9, 5).toISOString(), now)!.full, /2026年/);
+    assert.match(
+      timeTexts(new Date(2026, 10, 26, 9, 5).toISOString(), now)!.full,
+      /2026年/
+    );
   } finally {
     setLanguage('en', 'en');
   }

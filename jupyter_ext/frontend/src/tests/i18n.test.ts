@@ -13,9 +13,11 @@ import { ZH } from '../zh';
 
 const SRC = resolve(__dirname, '..', '..', 'src'); // from test-build/tests/
 // A string literal (kept) or a comment (dropped), so that marks in comments do not count.
-const TOKENS = /('(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|`(?:\\.|[^`\\])*`)|\/\/[^\n]*|\/\*[\s\S]*?\*\//g;
+const TOKENS =
+  /('(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|`(?:\\.|[^`\\])*`)|\/\/[^\n]*|\/\*[\s\S]*?\*\//g;
 // __( and N_( as this sidebar's functions: not JupyterLab's trans.__( (a method, after a dot)
-const MARKED = /(?<![\w.$])(?:__|N_)\(\s*('(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|`(?:\\.|[^`\\])*`)/g;
+const MARKED =
+  /(?<![\w.$])(?:__|N_)\(\s*('(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|`(?:\\.|[^`\\])*`)/g;
 
 /** The strings marked in one source file, with the marks that are not plain literals. */
 function marked(source: string): { strings: string[]; templates: string[] } {
@@ -34,8 +36,12 @@ function marked(source: string): { strings: string[]; templates: string[] } {
 }
 
 function sources(): Map<string, string> {
-  const files = readdirSync(SRC).filter(name => name.endsWith('.ts') && !name.endsWith('.d.ts'));
-  return new Map(files.map(name => [name, readFileSync(join(SRC, name), 'utf-8')]));
+  const files = readdirSync(SRC).filter(
+    name => name.endsWith('.ts') && !name.endsWith('.d.ts')
+  );
+  return new Map(
+    files.map(name => [name, readFileSync(join(SRC, name), 'utf-8')])
+  );
 }
 
 test('every string marked in src/ has its Chinese form in zh.ts', () => {
@@ -45,12 +51,23 @@ test('every string marked in src/ has its Chinese form in zh.ts', () => {
   for (const [file, source] of sources()) {
     const found = marked(source);
     count += found.strings.length;
-    missing.push(...found.strings.filter(text => !(text in ZH)).map(text => `${file}: ${JSON.stringify(text)}`));
+    missing.push(
+      ...found.strings
+        .filter(text => !(text in ZH))
+        .map(text => `${file}: ${JSON.stringify(text)}`)
+    );
     templates.push(...found.templates.map(text => `${file}: ${text}`));
   }
-  assert.ok(count > 100, `only ${count} marked strings found: is the scan reading src/?`);
+  assert.ok(
+    count > 100,
+    `only ${count} marked strings found: is the scan reading src/?`
+  );
   assert.deepEqual(missing, [], 'strings without a Chinese form in zh.ts');
-  assert.deepEqual(templates, [], "a template literal cannot be looked up: write __('... %1', value)");
+  assert.deepEqual(
+    templates,
+    [],
+    "a template literal cannot be looked up: write __('... %1', value)"
+  );
 });
 
 test("the scan sees this sidebar's marks in code, not in comments nor JupyterLab's trans.__(), and reads escaped quotes", () => {
@@ -62,8 +79,11 @@ test("the scan sees this sidebar's marks in code, not in comments nor JupyterLab
 });
 
 test('each Chinese form keeps the placeholders of its English', () => {
-  const placeholders = (text: string) => [...new Set(text.match(/%\d+/g) ?? [])].sort().join(' ');
-  const different = Object.entries(ZH).filter(([english, chinese]) => placeholders(english) !== placeholders(chinese));
+  const placeholders = (text: string) =>
+    [...new Set(text.match(/%\d+/g) ?? [])].sort().join(' ');
+  const different = Object.entries(ZH).filter(
+    ([english, chinese]) => placeholders(english) !== placeholders(chinese)
+  );
   assert.deepEqual(different, []);
 });
 

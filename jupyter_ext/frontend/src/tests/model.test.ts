@@ -11,7 +11,12 @@ import { test } from 'node:test';
 import type { NiniEvent } from '../api';
 import { ApprovalItem, ChatModel, StepItem } from '../model';
 
-const EVENTS: NiniEvent[] = JSON.parse(readFileSync(join(__dirname, '../../src/tests/fixtures/session-events.json'), 'utf-8'));
+const EVENTS: NiniEvent[] = JSON.parse(
+  readFileSync(
+    join(__dirname, '../../src/tests/fixtures/session-events.json'),
+    'utf-8'
+  )
+);
 
 function steps(model: ChatModel): StepItem[] {
   return model.items.filter((item): item is StepItem => item.kind === 'step');
@@ -20,7 +25,9 @@ function steps(model: ChatModel): StepItem[] {
 test('the recorded session folds into items in order', () => {
   const model = new ChatModel();
   model.apply(EVENTS);
-  const kinds = model.items.map(item => (item.kind === 'step' ? `step:${item.name}` : item.kind));
+  const kinds = model.items.map(item =>
+    item.kind === 'step' ? `step:${item.name}` : item.kind
+  );
   assert.deepEqual(kinds, [
     'user',
     'step:run_code',
@@ -53,7 +60,10 @@ test('a code step carries its code, language, output, charts and status', () => 
   assert.equal(chart.status, 'succeeded');
   assert.ok((chart.durationMs ?? 0) > 0);
   assert.match(chart.stdout, /x\n0\s+1/);
-  assert.deepEqual(chart.artifacts, ['artifacts/make-numbers.png', 'artifacts/make-numbers.svg']);
+  assert.deepEqual(chart.artifacts, [
+    'artifacts/make-numbers.png',
+    'artifacts/make-numbers.svg'
+  ]);
   assert.deepEqual(chart.datasetsSaved, ['nums']);
   assert.equal(failed.status, 'failed');
   assert.equal(failed.error?.code, 'CODE_ERROR');
@@ -76,7 +86,9 @@ test('a task shows its one sentence and holds the steps it ran', () => {
 
 test('the answer is streamed then final, and the note after it is apart from it', () => {
   const model = new ChatModel();
-  const answerStart = EVENTS.findIndex(event => event.type === 'assistant_delta');
+  const answerStart = EVENTS.findIndex(
+    event => event.type === 'assistant_delta'
+  );
   model.apply(EVENTS.slice(0, answerStart + 2));
   const streaming = model.items[model.items.length - 1];
   assert.equal(streaming.kind, 'assistant');
@@ -84,13 +96,28 @@ test('the answer is streamed then final, and the note after it is apart from it'
   assert.equal(model.running, true);
   model.apply(EVENTS);
   const answer = model.items.find(item => item.kind === 'assistant');
-  assert.equal(answer?.kind === 'assistant' && answer.text, 'The sum is **6**.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nprint(1)\n```');
+  assert.equal(
+    answer?.kind === 'assistant' && answer.text,
+    'The sum is **6**.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nprint(1)\n```'
+  );
   assert.equal(answer?.kind === 'assistant' && answer.streaming, false);
   const note = model.items.find(item => item.kind === 'note');
-  assert.equal(note?.kind === 'note' && note.text, '[Skill] Created: numbers-chart');
+  assert.equal(
+    note?.kind === 'note' && note.text,
+    '[Skill] Created: numbers-chart'
+  );
   // the enhancement's own steps are background work, not part of the answer
-  assert.ok(steps(model).filter(step => step.background).map(step => step.name).includes('save_skill'));
-  assert.ok(steps(model).filter(step => !step.background).every(step => step.turnId !== null));
+  assert.ok(
+    steps(model)
+      .filter(step => step.background)
+      .map(step => step.name)
+      .includes('save_skill')
+  );
+  assert.ok(
+    steps(model)
+      .filter(step => !step.background)
+      .every(step => step.turnId !== null)
+  );
 });
 
 test('a cancelled turn ends canceled with its step stopped (grey), not failed', () => {
@@ -101,7 +128,11 @@ test('a cancelled turn ends canceled with its step stopped (grey), not failed', 
   const slow = steps(model).find(step => step.label === 'slow')!;
   assert.equal(slow.error?.code, 'CANCELED');
   assert.equal(slow.status, 'stopped');
-  assert.ok(steps(model).filter(step => step !== slow).every(step => step.status !== 'stopped'));
+  assert.ok(
+    steps(model)
+      .filter(step => step !== slow)
+      .every(step => step.status !== 'stopped')
+  );
 });
 
 test('events replayed twice (a reconnect) change nothing; apply returns only what changed', () => {
@@ -120,14 +151,23 @@ test('events split anywhere give the same items', () => {
     const parts = new ChatModel();
     parts.apply(EVENTS.slice(0, cut));
     parts.apply(EVENTS.slice(cut));
-    assert.deepEqual(JSON.stringify(parts.items), JSON.stringify(whole.items), `cut at ${cut}`);
+    assert.deepEqual(
+      JSON.stringify(parts.items),
+      JSON.stringify(whole.items),
+      `cut at ${cut}`
+    );
   }
 });
 
 // -- approvals: a step in the user's kernel waits for a person (events as nini.execution.approvals sends them)
 
 let approvalSeq = 1000;
-function approvalEvent(type: string, data: any, turn: string | null = 'tk', call: string | null = null): NiniEvent {
+function approvalEvent(
+  type: string,
+  data: any,
+  turn: string | null = 'tk',
+  call: string | null = null
+): NiniEvent {
   approvalSeq += 1;
   return { seq: approvalSeq, type, turn_id: turn, tool_call_id: call, data };
 }
@@ -136,14 +176,38 @@ function approvalEvent(type: string, data: any, turn: string | null = 'tk', call
 function askedStep(id: string, how: string): NiniEvent[] {
   const refused = how === 'reject' || how === 'timed_out';
   return [
-    approvalEvent('tool_call', { name: 'run_code', arguments: { code: `${id} = 1` } }, 'tk', `c-${id}`),
-    approvalEvent('approval_required', { approval_id: id, code: `${id} = 1`, language: 'python', notice: 'runs in your kernel, not sandboxed' }, null),
-    approvalEvent('approval_resolved', { approval_id: id, approved: !refused, how }, null),
-    ...(how === 'session' ? [approvalEvent('approval_scope', { allowed_for_session: true }, null)] : []),
+    approvalEvent(
+      'tool_call',
+      { name: 'run_code', arguments: { code: `${id} = 1` } },
+      'tk',
+      `c-${id}`
+    ),
+    approvalEvent(
+      'approval_required',
+      {
+        approval_id: id,
+        code: `${id} = 1`,
+        language: 'python',
+        notice: 'runs in your kernel, not sandboxed'
+      },
+      null
+    ),
+    approvalEvent(
+      'approval_resolved',
+      { approval_id: id, approved: !refused, how },
+      null
+    ),
+    ...(how === 'session'
+      ? [approvalEvent('approval_scope', { allowed_for_session: true }, null)]
+      : []),
     approvalEvent(
       'tool_result',
       refused
-        ? { name: 'run_code', success: false, error: { code: 'CANCELED', message: 'the step was not approved' } }
+        ? {
+            name: 'run_code',
+            success: false,
+            error: { code: 'CANCELED', message: 'the step was not approved' }
+          }
         : { name: 'run_code', success: true, error: null },
       'tk',
       `c-${id}`
@@ -167,12 +231,22 @@ test('an approval waits with its code, then shows how it was answered: once, for
     assert.equal(waiting.state, 'waiting');
     assert.equal(waiting.code, `a-${how} = 1`);
     assert.equal(waiting.stepId, `c-a-${how}`); // its card goes inside the card of the step that asks
-    assert.deepEqual(model.apply([resolved, ...rest]).sort(), [`approval:a-${how}`, `c-a-${how}`].sort());
+    assert.deepEqual(
+      model.apply([resolved, ...rest]).sort(),
+      [`approval:a-${how}`, `c-a-${how}`].sort()
+    );
     assert.equal(approval(model, `a-${how}`).state, how);
   }
-  const status = Object.fromEntries(steps(model).map(step => [step.id, step.status]));
+  const status = Object.fromEntries(
+    steps(model).map(step => [step.id, step.status])
+  );
   // a refused step did not run because a person said no: failed (CANCELED), not "stopped"
-  assert.deepEqual(status, { 'c-a-once': 'succeeded', 'c-a-session': 'succeeded', 'c-a-reject': 'failed', 'c-a-timed_out': 'failed' });
+  assert.deepEqual(status, {
+    'c-a-once': 'succeeded',
+    'c-a-session': 'succeeded',
+    'c-a-reject': 'failed',
+    'c-a-timed_out': 'failed'
+  });
 });
 
 test('an answer from another client (another page, REST) updates the card: only the approval id counts', () => {
@@ -180,9 +254,24 @@ test('an answer from another client (another page, REST) updates the card: only 
   model.apply([approvalEvent('user_message', { text: 'q' })]);
   const [call, required] = askedStep('a1', 'once');
   model.apply([call, required]);
-  assert.deepEqual(model.apply([approvalEvent('approval_resolved', { approval_id: 'other', approved: true, how: 'once' }, null)]), []);
+  assert.deepEqual(
+    model.apply([
+      approvalEvent(
+        'approval_resolved',
+        { approval_id: 'other', approved: true, how: 'once' },
+        null
+      )
+    ]),
+    []
+  );
   assert.equal(approval(model, 'a1').state, 'waiting');
-  model.apply([approvalEvent('approval_resolved', { approval_id: 'a1', approved: true }, null)]); // an older server: no `how`
+  model.apply([
+    approvalEvent(
+      'approval_resolved',
+      { approval_id: 'a1', approved: true },
+      null
+    )
+  ]); // an older server: no `how`
   assert.equal(approval(model, 'a1').state, 'once');
 });
 
@@ -192,7 +281,16 @@ test('Stop while a step waits for approval: the card says it did not run, the st
   const [call, required] = askedStep('a2', 'once');
   model.apply([call, required]);
   const changed = model.apply([
-    approvalEvent('tool_result', { name: 'run_code', success: false, error: { code: 'CANCELED', message: 'the call was cancelled' } }, 'tk', 'c-a2'),
+    approvalEvent(
+      'tool_result',
+      {
+        name: 'run_code',
+        success: false,
+        error: { code: 'CANCELED', message: 'the call was cancelled' }
+      },
+      'tk',
+      'c-a2'
+    ),
     approvalEvent('done', { ended_by: 'canceled', completed_normally: false })
   ]);
   assert.ok(changed.includes('approval:a2'));
@@ -204,13 +302,29 @@ test('a run that ends canceled stops the steps it left running; a finished run t
   const model = new ChatModel();
   model.apply([
     approvalEvent('user_message', { text: 'q' }),
-    approvalEvent('tool_call', { name: 'task:explore', arguments: {} }, 'tk', 'task'),
-    approvalEvent('tool_call', { name: 'run_code', arguments: { code: 'x' } }, 'tk', 'inner')
+    approvalEvent(
+      'tool_call',
+      { name: 'task:explore', arguments: {} },
+      'tk',
+      'task'
+    ),
+    approvalEvent(
+      'tool_call',
+      { name: 'run_code', arguments: { code: 'x' } },
+      'tk',
+      'inner'
+    )
   ]);
-  model.apply([approvalEvent('done', { ended_by: 'canceled', completed_normally: false })]);
-  assert.deepEqual(steps(model).map(step => step.status), ['stopped', 'stopped']);
+  model.apply([
+    approvalEvent('done', { ended_by: 'canceled', completed_normally: false })
+  ]);
+  assert.deepEqual(
+    steps(model).map(step => step.status),
+    ['stopped', 'stopped']
+  );
   const finished = new ChatModel();
-  finished.apply(EVENTS.slice(0, EVENTS.findIndex(event => event.type === 'done') + 1));
+  finished.apply(
+    EVENTS.slice(0, EVENTS.findIndex(event => event.type === 'done') + 1)
+  );
   assert.ok(steps(finished).every(step => step.status !== 'stopped'));
 });
-

@@ -11,17 +11,32 @@ import type { NiniEvent } from '../api';
 import { setLanguage } from '../i18n';
 import { IDLE, nextStatus, Status, StatusInput, statusText } from '../status';
 
-const RECORDED: NiniEvent[] = JSON.parse(readFileSync(join(__dirname, '../../src/tests/fixtures/session-events.json'), 'utf-8'));
+const RECORDED: NiniEvent[] = JSON.parse(
+  readFileSync(
+    join(__dirname, '../../src/tests/fixtures/session-events.json'),
+    'utf-8'
+  )
+);
 
 let seq = 0;
-function ev(type: string, data: any = {}, turn: string | null = 't1'): StatusInput {
+function ev(
+  type: string,
+  data: any = {},
+  turn: string | null = 't1'
+): StatusInput {
   seq += 1;
-  return { kind: 'event', event: { seq, type, turn_id: turn, tool_call_id: null, data } };
+  return {
+    kind: 'event',
+    event: { seq, type, turn_id: turn, tool_call_id: null, data }
+  };
 }
 
 /** The status after each (input, at ms) in turn, from idle. */
 function run(steps: [StatusInput, number][], from: Status = IDLE): Status {
-  return steps.reduce((status, [input, at]) => nextStatus(status, input, at), from);
+  return steps.reduce(
+    (status, [input, at]) => nextStatus(status, input, at),
+    from
+  );
 }
 
 /** Asked at 0, recorded at 10, its first step started at `at`. */
@@ -46,7 +61,13 @@ test("the turn's first event keeps counting from Enter; a step has its number an
     [{ kind: 'ask' }, 0],
     [ev('user_message', { text: 'q' }), 300],
     [ev('assistant_message', { text: '', tool_calls: ['run_code'] }), 2000],
-    [ev('tool_call', { name: 'run_code', arguments: { code: 'x', label: 'load' } }), 2000]
+    [
+      ev('tool_call', {
+        name: 'run_code',
+        arguments: { code: 'x', label: 'load' }
+      }),
+      2000
+    ]
   ]);
   assert.equal(status.turn, 't1');
   assert.equal(statusText(status, 4100), 'Running step 1 · 2.1 s');
@@ -61,25 +82,73 @@ test("the turn's first event keeps counting from Enter; a step has its number an
     status
   );
   assert.equal(statusText(second, 9500), 'Running step 3 · 0.0 s');
-  const before = run([[ev('tool_result', { name: 'run_code', success: true }), 4500]], status);
+  const before = run(
+    [[ev('tool_result', { name: 'run_code', success: true }), 4500]],
+    status
+  );
   assert.equal(statusText(before, 8500), 'Thinking · 4 s'); // the model thinks again: a new count
 });
 
 test("a kernel starting says so, then the step's own seconds come back", () => {
   const running = stepStartedAt(100);
-  const starting = run([[ev('kernel_start', { state: 'starting', sandbox: 'bwrap' }, null), 150]], running);
+  const starting = run(
+    [[ev('kernel_start', { state: 'starting', sandbox: 'bwrap' }, null), 150]],
+    running
+  );
   assert.equal(statusText(starting, 2150), 'Starting sandbox… · 2 s');
-  const unsandboxed = run([[ev('kernel_start', { state: 'starting', sandbox: 'none' }, null), 150]], running);
+  const unsandboxed = run(
+    [[ev('kernel_start', { state: 'starting', sandbox: 'none' }, null), 150]],
+    running
+  );
   assert.equal(statusText(unsandboxed, 150), 'Starting the kernel… · 0 s');
-  const ready = run([[ev('kernel_start', { state: 'ready', sandbox: 'bwrap', duration_ms: 3800 }, null), 3950]], starting);
+  const ready = run(
+    [
+      [
+        ev(
+          'kernel_start',
+          { state: 'ready', sandbox: 'bwrap', duration_ms: 3800 },
+          null
+        ),
+        3950
+      ]
+    ],
+    starting
+  );
   assert.equal(statusText(ready, 4100), 'Running step 1 · 4.0 s');
 });
 
 test('a kernel starting in place of one the server shut down (idle, or over the cap) says so', () => {
   const running = stepStartedAt(100);
-  const culled = run([[ev('kernel_start', { state: 'starting', sandbox: 'bwrap', culled: 'idle' }, null), 150]], running);
-  assert.equal(statusText(culled, 1150), 'The idle kernel was shut down; starting a new one… · 1 s');
-  const ready = run([[ev('kernel_start', { state: 'ready', sandbox: 'bwrap', duration_ms: 900 }, null), 1050]], culled);
+  const culled = run(
+    [
+      [
+        ev(
+          'kernel_start',
+          { state: 'starting', sandbox: 'bwrap', culled: 'idle' },
+          null
+        ),
+        150
+      ]
+    ],
+    running
+  );
+  assert.equal(
+    statusText(culled, 1150),
+    'The idle kernel was shut down; starting a new one… · 1 s'
+  );
+  const ready = run(
+    [
+      [
+        ev(
+          'kernel_start',
+          { state: 'ready', sandbox: 'bwrap', duration_ms: 900 },
+          null
+        ),
+        1050
+      ]
+    ],
+    culled
+  );
   assert.equal(statusText(ready, 1100), 'Running step 1 · 1.0 s');
 });
 
@@ -90,16 +159,39 @@ test('a sandbox started while the model thinks (variables prefetched) is said, t
     [ev('kernel_start', { state: 'starting', sandbox: 'bwrap' }, null), 20]
   ]);
   assert.match(statusText(starting, 1000), /^Starting sandbox…/);
-  const ready = run([[ev('kernel_start', { state: 'ready', sandbox: 'bwrap' }, null), 3000]], starting);
+  const ready = run(
+    [[ev('kernel_start', { state: 'ready', sandbox: 'bwrap' }, null), 3000]],
+    starting
+  );
   assert.equal(statusText(ready, 3000), 'Thinking · 3 s');
 });
 
 test('a step waiting for approval says so; an answer from anywhere gives the step back its seconds', () => {
   const running = stepStartedAt(1000);
-  const asking = run([[ev('approval_required', { approval_id: 'a1', code: 'x = 1' }, null), 1100]], running);
+  const asking = run(
+    [
+      [
+        ev('approval_required', { approval_id: 'a1', code: 'x = 1' }, null),
+        1100
+      ]
+    ],
+    running
+  );
   assert.equal(asking.phase, 'approval');
   assert.equal(statusText(asking, 6100), 'Waiting for your OK · 5 s');
-  const answered = run([[ev('approval_resolved', { approval_id: 'a1', how: 'once', approved: true }, null), 7000]], asking);
+  const answered = run(
+    [
+      [
+        ev(
+          'approval_resolved',
+          { approval_id: 'a1', how: 'once', approved: true },
+          null
+        ),
+        7000
+      ]
+    ],
+    asking
+  );
   assert.equal(statusText(answered, 7000), 'Running step 1 · 6.0 s');
 });
 
@@ -139,7 +231,14 @@ test('Stop says "Stopping…" until the run has ended, whatever comes before its
   const stopping = run(
     [
       [{ kind: 'stop' }, 2000],
-      [ev('tool_result', { name: 'run_code', success: false, error: { code: 'CANCELED' } }), 2500]
+      [
+        ev('tool_result', {
+          name: 'run_code',
+          success: false,
+          error: { code: 'CANCELED' }
+        }),
+        2500
+      ]
     ],
     running
   );
@@ -180,7 +279,10 @@ test("another client's question in the open session is shown as it runs", () => 
 });
 
 test('a whole recorded session (a chart, failures, a task, a cancelled turn) ends idle', () => {
-  const status = RECORDED.reduce((s, event) => nextStatus(s, { kind: 'event', event }, 0), IDLE);
+  const status = RECORDED.reduce(
+    (s, event) => nextStatus(s, { kind: 'event', event }, 0),
+    IDLE
+  );
   assert.equal(status.phase, 'idle');
   assert.equal(statusText(status, 0), '');
   assert.equal(status.ended.length, 2); // both turns ended; their late events are not waited for
@@ -196,7 +298,10 @@ test('the words follow the chosen language', () => {
       [ev('kernel_start', { state: 'starting', sandbox: 'bwrap' }, null), 1000]
     ]);
     assert.equal(statusText(status, 3000), '正在启动沙箱… · 2 秒');
-    assert.equal(statusText(run([[{ kind: 'ask' }, 0]]), 4000), '思考中 · 4 秒');
+    assert.equal(
+      statusText(run([[{ kind: 'ask' }, 0]]), 4000),
+      '思考中 · 4 秒'
+    );
   } finally {
     setLanguage('en', 'en');
   }

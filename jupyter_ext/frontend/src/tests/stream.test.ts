@@ -16,7 +16,15 @@ class FakeSocket implements SocketLike {
     this.onopen?.({});
   }
   send(seq: number, type = 'tool_call'): void {
-    this.onmessage?.({ data: JSON.stringify({ seq, type, turn_id: 't', tool_call_id: null, data: {} }) });
+    this.onmessage?.({
+      data: JSON.stringify({
+        seq,
+        type,
+        turn_id: 't',
+        tool_call_id: null,
+        data: {}
+      })
+    });
   }
   drop(): void {
     this.onerror?.({});
@@ -75,7 +83,10 @@ test('a dropped socket reconnects from the last seq it delivered', () => {
   assert.equal(sockets[1].url, 'ws://host/events?since=3');
   // the server replays from since; anything at or below 3 is not delivered twice
   [3, 4].forEach(seq => sockets[1].send(seq));
-  assert.deepEqual(received.map(event => event.seq), [1, 2, 3, 4]);
+  assert.deepEqual(
+    received.map(event => event.seq),
+    [1, 2, 3, 4]
+  );
 });
 
 test('retries back off, and a delivered event resets the backoff', () => {
@@ -114,7 +125,10 @@ test('what is not an event is ignored and the stream goes on', () => {
   sockets[0].onmessage?.({ data: 'not json' });
   sockets[0].onmessage?.({ data: '{"no": "seq"}' });
   sockets[0].send(1);
-  assert.deepEqual(received.map(event => event.seq), [1]);
+  assert.deepEqual(
+    received.map(event => event.seq),
+    [1]
+  );
 });
 
 test('a batched message delivers its events in one call, less those already seen', () => {
@@ -130,7 +144,10 @@ test('a batched message delivers its events in one call, less those already seen
     },
     scheduler: new ManualClock()
   });
-  const batch = (seqs: number[]) => JSON.stringify(seqs.map(seq => ({ seq, type: 'tool_call', session_id: 's', data: {} })));
+  const batch = (seqs: number[]) =>
+    JSON.stringify(
+      seqs.map(seq => ({ seq, type: 'tool_call', session_id: 's', data: {} }))
+    );
   sockets[0].send(1);
   sockets[0].onmessage?.({ data: batch([1, 2, 3]) });
   sockets[0].onmessage?.({ data: batch([4, 5]) });
