@@ -18,7 +18,7 @@ JLPM := PATH="$(abspath $(VENV))/bin:$$PATH" jlpm
 # JupyterLab is pointed at the build in the source tree (a link in the venv's share/).
 DEVELOP := PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/jupyter labextension develop --overwrite jupyter_ext >/dev/null
 
-.PHONY: demo test bench serve setup setup-demo system system-runtime frontend hub-proxy clean
+.PHONY: demo test lint bench serve setup setup-demo system system-runtime frontend frontend-deps hub-proxy clean
 
 demo: setup-demo
 	$(PY) examples/demo.py
@@ -29,6 +29,15 @@ demo: setup-demo
 # steps are printed at the end, where the suite's time goes (it should stay under 15 minutes here).
 test: setup
 	$(PY) -m pytest -n logical --dist loadfile --no-loadscope-reorder --durations=25 $(PYTEST_ARGS)
+
+# ruff (lint, then format as a check: `ruff format` rewrites), mypy (its config in pyproject decides what
+# and how strictly), and eslint + prettier on the sidebar's sources (skipped, saying so, without node)
+lint: $(STAMP_DEV) frontend-deps
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) -m mypy
+	@if command -v node >/dev/null 2>&1; then cd $(FRONTEND) && $(JLPM) lint:check; \
+	else echo "lint: node is not installed, so eslint and prettier do not run"; fi
 
 bench: setup
 	$(PY) benchmarks/run_all.py
@@ -84,6 +93,10 @@ $(STAMP_DEMO): pyproject.toml
 frontend: $(STAMP_DEMO)
 	@if command -v node >/dev/null 2>&1; then $(MAKE) --no-print-directory $(LABEXT); \
 	else echo "setup: node is not installed, so the JupyterLab sidebar is not built (its tests skip)"; fi
+
+# The sidebar's npm packages alone (eslint, prettier, typescript), for `make lint`: no build.
+frontend-deps: $(STAMP_DEMO)
+	@if command -v node >/dev/null 2>&1; then cd $(FRONTEND) && $(JLPM) install --silent; fi
 
 $(LABEXT): $(FRONTEND_SOURCES)
 	cd $(FRONTEND) && $(JLPM) install --silent && $(JLPM) build:prod
