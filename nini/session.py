@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from nini.history.events import EventBus
     from nini.history.store import HistoryStore
     from nini.notebook import NotebookContext
+    from r_sandbox.client import RWorkerPool
 
 
 _SWEPT: set[Path] = set()  # workspaces this process has swept (Session.dataset_files)
@@ -51,7 +52,7 @@ class SessionHost(Protocol):
     def kernels(self) -> KernelPool: ...
 
     @property
-    def r_workers(self) -> Any: ...
+    def r_workers(self) -> RWorkerPool: ...
 
     @property
     def readers(self) -> DataReaders: ...
@@ -156,8 +157,8 @@ class Session:
         return self._host.kernels
 
     @property
-    def r_workers(self) -> Any:
-        """The process's R workers (nini.execution), one per session, by its id."""
+    def r_workers(self) -> RWorkerPool:
+        """The process's R workers (``nini.execution.r_workers``), one per session, by its id."""
         return self._host.r_workers
 
     @property
