@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from goals import goal
+
 from nini.config import load_settings
 from nini.errors import NiniError
 from nini.execution import runs, sandbox
@@ -101,8 +103,14 @@ def main() -> int:
             f"{warm * 1000:.2f} ms (median): {statistics.median(watched) / warm:.3f}x; the watch itself: "
             f"{own * 1e6:.0f} us a run, {own / warm:.2%} of the warm call (goal <= {OWN_COST_GOAL:.0%})"
         )
+        goal(
+            "bench_disk_watch",
+            f"the watch <= {OWN_COST_GOAL:.0%} of a warm call",
+            f"{own / warm:.2%}",
+            own / warm <= OWN_COST_GOAL,
+        )
         asyncio.run(flooded(home / "flooded"))
-    return 0 if own / warm <= OWN_COST_GOAL else 1
+    return 0
 
 
 if __name__ == "__main__":

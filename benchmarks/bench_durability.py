@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+from goals import goal
+
 NINI = str(Path(sys.executable).with_name("nini"))
 BIG_MB = int(os.environ.get("NINI_BENCH_BIG_MB", "200"))
 KILLS = int(os.environ.get("NINI_BENCH_KILLS", "200"))
@@ -87,9 +89,11 @@ def bounded_record(env: dict[str, str]) -> None:
     fresh = peak_mb(env, *small, "--session", "fresh", stdin=SMALL_RUN)
     big = peak_mb(env, *small, "--session", "big", stdin=SMALL_RUN)
     print(f"  (b) peak RSS of a small run: {big:.0f} MB vs {fresh:.0f} MB fresh = {big / fresh:.2f}x (goal <= 1.2x)")
+    goal("bench_durability", "(b) small run's peak RSS <= 1.2x fresh", f"{big / fresh:.2f}x", big / fresh <= 1.2)
     fresh_s = min(timed(env, "sessions", "show", "fresh") for _ in range(3))
     big_s = min(timed(env, "sessions", "show", "big") for _ in range(3))
     print(f"  (c) sessions show: {big_s:.2f} s vs {fresh_s:.2f} s fresh = {big_s / fresh_s:.2f}x (goal < 1 s)")
+    goal("bench_durability", "(c) sessions show of a big session < 1 s", f"{big_s:.2f} s", big_s < 1)
 
 
 def kills(env: dict[str, str], cwd: Path) -> None:
@@ -143,6 +147,13 @@ def kills(env: dict[str, str], cwd: Path) -> None:
     print(
         f"  datasets that differ from their record: {wrong} of {len(rows)}; files left in datasets/: "
         f"{len(leftovers)}; runtime folders of dead processes: {len(stale)} (goal: 0, 0, 0)"
+    )
+    figure = f"{wrong}, {len(leftovers)}, {len(stale)}"
+    goal(
+        "bench_durability",
+        "(a) after kills: wrong datasets, leftovers, stale folders 0, 0, 0",
+        figure,
+        figure == "0, 0, 0",
     )
 
 
@@ -232,6 +243,8 @@ def store_throughput(quick: bool) -> None:
                         f"old path {old:,.0f}/s, single-transaction end {new:,.0f}/s = {new / old:.2f}x "
                         f"(goal >= 0.9x: {'met' if new >= 0.9 * old else 'MISSED'})"
                     )
+                    what = f"(e) {backend}, {threads} thread(s): single-transaction end >= 0.9x old path"
+                    goal("bench_durability", what, f"{new / old:.2f}x", new >= 0.9 * old)
         finally:
             if cluster is not None:
                 cluster.stop()
@@ -320,6 +333,8 @@ def server_memory(quick: bool) -> bool:
     )
     met = after["rss"] <= 1.1 * idle["rss"] and after["kernels"] <= CAP
     print(f"  goal (within 10% of the idle server, no kernel beyond the cap): {'met' if met else 'NOT met'}")
+    figure = f"{after['rss'] / idle['rss']:.2f}x idle, {after['kernels']} kernels"
+    goal("bench_durability", "(d) server after load within 1.1x idle, kernels <= cap", figure, met)
     return met
 
 

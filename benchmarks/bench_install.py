@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from goals import goal
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GOAL_TIME, GOAL_SIZE = 1.5, 2.0
 
@@ -137,6 +139,12 @@ def main() -> int:
             f"ratio nini / jupyter-ai: time {time_ratio:.2f}x (goal <= {GOAL_TIME}x: "
             f"{'met' if time_ratio <= GOAL_TIME else 'NOT met'}), size {size_ratio:.2f}x (goal <= {GOAL_SIZE}x: "
             f"{'met' if size_ratio <= GOAL_SIZE else 'NOT met'})"
+        )
+        goal(
+            "bench_install", f"install time <= {GOAL_TIME}x Jupyter AI's", f"{time_ratio:.2f}x", time_ratio <= GOAL_TIME
+        )
+        goal(
+            "bench_install", f"install size <= {GOAL_SIZE}x Jupyter AI's", f"{size_ratio:.2f}x", size_ratio <= GOAL_SIZE
         )
 
         base_sizes = dist_sizes(base)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from goals import goal
 
 from nini.execution._csv_side import SAMPLE_BYTES, detect_encoding, read_table
 
@@ -75,6 +76,7 @@ def main() -> int:
             f"pandas.read_csv with encoding and sep given {statistics.median(plain):.2f} s "
             f"(median of {ROUNDS}): {ratio:.2f}x (goal <= {GOAL}x)"
         )
+        goal("bench_load", f"{size_mb:.0f} MB CSV detected <= {GOAL}x pandas given", f"{ratio:.2f}x", ratio <= GOAL)
 
     utf8 = ("a,b,c\n" + "x,1,2.5\n" * (SAMPLE_BYTES // 8)).encode()[:SAMPLE_BYTES]
     gbk = ("地区,销售额,产品\n" + "华北,120,苹果\n华南,98,香蕉\n" * (SAMPLE_BYTES // 40)).encode("gbk")[:SAMPLE_BYTES]
@@ -82,7 +84,7 @@ def main() -> int:
     for label, sample in (("UTF-8", utf8), ("GBK", gbk)):
         seconds = statistics.median(timed(lambda s=sample: detect_encoding(s, complete=False)) for _ in range(ROUNDS))
         print(f"detecting the encoding of a 1 MiB {label} sample: {seconds * 1000:.1f} ms")
-    return 0 if ratio <= GOAL else 1
+    return 0
 
 
 if __name__ == "__main__":

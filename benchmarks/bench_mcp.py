@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+from goals import goal
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -61,6 +62,8 @@ def show(name: str, times: list[float], baseline: list[float] | None = None) -> 
         ratio = p50 / summary(baseline)[0]
         line += f"  {ratio:5.2f}x p50 ({'meets' if ratio <= GOAL else 'misses'} the goal <= {GOAL}x)"
     print(line, flush=True)
+    if baseline is not None:
+        goal("bench_mcp", f"{name} p50 <= {GOAL}x its baseline", f"{ratio:.2f}x", ratio <= GOAL)
     return ratio
 
 

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from goals import goal
+
 from nini.config import load_settings
 from nini.runtime import Runtime
 from nini.skills.builtin.run_r import r_status
@@ -120,6 +122,8 @@ def main() -> int:
         f"{rscript / nini:6.1f}x faster than Rscript (goal >= 20x: {'met' if rscript / nini >= 20 else 'MISSED'}), "
         f"+{nini - rpy2:.2f} ms over rpy2 (goal <= 5 ms: {'met' if nini - rpy2 <= 5 else 'MISSED'})"
     )
+    goal("bench_r", "warm run_r_code >= 20x faster than Rscript", f"{rscript / nini:.1f}x", rscript / nini >= 20)
+    goal("bench_r", "warm run_r_code <= 5 ms over rpy2", f"+{nini - rpy2:.2f} ms", nini - rpy2 <= 5)
     print(
         f"  worker cold start (first call of a session)          {ms(cold):9.0f} ms   "
         f"{ms(cold) / rscript:5.2f}x one Rscript call"
@@ -129,6 +133,7 @@ def main() -> int:
         f"  policy check, {count} help-page examples: mean {mean:.2f} ms, median {median:.2f} ms per snippet "
         f"(goal < 5 ms: {'met' if mean < 5 else 'MISSED'})"
     )
+    goal("bench_r", "R policy check < 5 ms a snippet (mean)", f"{mean:.2f} ms", mean < 5)
     return 0
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import nbformat  # noqa: E402
 import notebook_scale  # noqa: E402 - a sibling module of this script
+from goals import goal
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output  # noqa: E402
 
 from nini.report.builder import ReportOptions, build_report  # noqa: E402
@@ -174,6 +175,10 @@ def main() -> int:
         f"  embed_images=True (data: URIs)      {embedded * 1000:8.1f} ms   HTML {embedded_size / 2**20:6.2f} MiB   "
         f"(goal < {GOAL_S:.0f} s: {'met' if embedded < GOAL_S else 'MISSED'})"
     )
+    goal("bench_report", f"report with linked images < {GOAL_S:.0f} s", f"{linked * 1000:.0f} ms", linked < GOAL_S)
+    goal(
+        "bench_report", f"report with embedded images < {GOAL_S:.0f} s", f"{embedded * 1000:.0f} ms", embedded < GOAL_S
+    )
     print(
         f"  ratio embedded / linked             {embedded / linked:8.2f}x   image embedding costs "
         f"{embedding * 1000:.1f} ms, {embedding / embedded:.0%} of the embedded build: "
@@ -253,6 +258,7 @@ def preview_cache_bench() -> None:
         f"second {second * 1000:6.0f} ms ({again} rendered, {cached} from the cache) -> first / second "
         f"{first / second:5.1f}x (goal: the second renders none: {'met' if again == 0 else 'MISSED'})"
     )
+    goal("bench_report", "previews: the second report renders none", f"{again} rendered", again == 0)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from bench_skills import median_time
+from goals import goal
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # tests.llm_server
@@ -132,6 +133,13 @@ def main() -> int:
             ("met" if ratio <= GOAL_RATIO else "MISSED") if n >= GOAL_FROM_TOKENS else "n/a (fixed cost dominates)"
         )
         print(f"  {n:>9,}  {path:<26} {encode * 1000:10.2f} {summary * 1000:11.2f} {ratio:6.2f}x  {verdict}")
+        if n >= GOAL_FROM_TOKENS:
+            goal(
+                "bench_summary",
+                f"{n:,} tokens ({path}) <= {GOAL_RATIO:.0f}x one encode",
+                f"{ratio:.2f}x",
+                ratio <= GOAL_RATIO,
+            )
     return 0
 
 

@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from goals import goal
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
@@ -103,6 +105,7 @@ def main() -> None:
         f"evaluate_trigger, {EVALUATIONS} calls: P50 {p50 * 1000:.2f} µs, P95 {p95 * 1000:.2f} µs "
         f"(goal P95 < 100 µs: {'met' if p95 < 0.1 else 'NOT met'})"
     )
+    goal("bench_trigger", "evaluate_trigger P95 < 100 µs", f"{p95 * 1000:.2f} µs", p95 < 0.1)
     with tempfile.TemporaryDirectory() as tmp:
         database = Path(tmp) / "nini.db"
         store = HistoryStore(f"sqlite:///{database}")
@@ -134,6 +137,7 @@ def main() -> None:
         f"extract_signals from the {CALLS}-call run (after {CALLS} calls of earlier turns): P50 {ext50:.2f} ms, "
         f"P95 {ext95:.2f} ms ({ext50 / base50:.1f}x the bare read; goal < 20 ms: {'met' if ext95 < 20 else 'NOT met'})"
     )
+    goal("bench_trigger", "extract_signals P95 < 20 ms", f"{ext95:.2f} ms", ext95 < 20)
     print(f"evaluate_trigger P50 is {p50 / base50:.5f}x the bare read ({base50 / p50:,.0f} evaluations per read)")
     print(f"signals: {signals}")
 

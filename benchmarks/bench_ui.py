@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from goals import goal
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
@@ -242,11 +244,13 @@ def report_turns(timed: dict[str, Any], warm_up: tuple[float, str]) -> None:
         f"{timed['post_ms']:.0f} ms "
         f"-> {echo / timed['post_ms']:.2f}x; goal < 50 ms: {'met' if echo < 50 else 'NOT met'}"
     )
+    goal("bench_ui", "question echoed < 50 ms after Enter", f"{echo:.1f} ms", echo < 50)
     print(
         f"first status update: {status:.1f} ms after Enter at most; baseline, the server's first event back "
         f"(its record of the question): {med['recorded']:.0f} ms warm, {first['recorded']:.0f} ms first turn "
         f"-> {status / med['recorded']:.2f}x; goal < 200 ms: {'met' if status < 200 else 'NOT met'}"
     )
+    goal("bench_ui", "first status update < 200 ms after Enter", f"{status:.1f} ms", status < 200)
     limit_done, limit_step = 1.5 * med["done"] + first_kernel, 1.5 * med["step"] + first_kernel
     print(
         f"first turn after the server's start (asked {warm_up[0]:.1f} s after the server was started, once its "
@@ -265,6 +269,19 @@ def report_turns(timed: dict[str, Any], warm_up: tuple[float, str]) -> None:
         f"  to the turn's end: first / (warm + its kernel start) {first['done'] / (med['done'] + first_kernel):.2f}x, "
         f"first / warm new session {first['done'] / new['done']:.2f}x; goal <= 1.5x warm + one kernel start "
         f"({limit_done:.0f} ms): {'met' if first['done'] <= limit_done else 'NOT met'}"
+    )
+    limit = "<= 1.5x warm + one kernel start"
+    goal(
+        "bench_ui",
+        f"first turn's step card {limit}",
+        f"{first['step']:.0f} / {limit_step:.0f} ms",
+        first["step"] <= limit_step,
+    )
+    goal(
+        "bench_ui",
+        f"first turn's end {limit}",
+        f"{first['done']:.0f} / {limit_done:.0f} ms",
+        first["done"] <= limit_done,
     )
 
 
@@ -334,6 +351,7 @@ def main() -> int:
             f"(one event per message: {statistics.median(entry['single']):.0f} ms); "
             f"goal < {goals[session]:.0f} ms: {'met' if ms < goals[session] else 'NOT met'}"
         )
+        goal("bench_ui", f"{session} opened and drawn < {goals[session]:.0f} ms", f"{ms:.0f} ms", ms < goals[session])
     return 0
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from goals import goal
 from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
 from nini.config import load_settings
@@ -133,6 +134,18 @@ def main() -> int:
         f"a one-step turn on a 20,000-row notebook DataFrame: sandbox first {median['sandbox'] * 1000:.1f} ms, "
         f"in the notebook's kernel {median['kernel'] * 1000:.1f} ms (medians of {TURNS}); ratio {turn_ratio:.2f}x "
         f"(goal <= {TURN_GOAL}x)"
+    )
+    goal(
+        "bench_variables",
+        f"100 MiB copy <= {COPY_GOAL}x pickle round trip",
+        f"{copy_ratio:.2f}x",
+        copy_ratio <= COPY_GOAL,
+    )
+    goal(
+        "bench_variables",
+        f"sandbox-first turn <= {TURN_GOAL}x kernel turn",
+        f"{turn_ratio:.2f}x",
+        turn_ratio <= TURN_GOAL,
     )
     return 0
 

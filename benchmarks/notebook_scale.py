@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 import nbformat
+from goals import goal
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 GOAL_S, GOAL_MB = 3.0, 150.0
@@ -111,3 +112,5 @@ def run(png: bytes) -> None:
                 f"{report_s / read_s:4.1f}x the time, {report_mb / max(read_mb, 1):3.1f}x the memory "
                 f"(goal < {GOAL_S:.0f} s and < {GOAL_MB:.0f} MB: {'met' if met else 'MISSED'})"
             )
+            what = f"report of a notebook of {name} < {GOAL_S:.0f} s and < {GOAL_MB:.0f} MB"
+            goal("bench_report", what, f"{report_s:.1f} s, {report_mb:.0f} MB", met)
