@@ -453,6 +453,7 @@ class NiniMagics(Magics):
             print(f"nini: {result.error['code']}{line}: {result.error['message']}", file=sys.stderr)
 
     def _export(self, fmt: str, out: str | None, sandboxed: bool) -> Path:
+        from nini.execution.policy import find_violations
         from nini.history.export import write_session_export
 
         session = self.session
@@ -463,6 +464,7 @@ class NiniMagics(Magics):
             session.workspace.root,
             fmt,
             path,  # + <stem>_files/
+            check=find_violations,
             sandboxed=sandboxed,
             language=self.runtime.settings.ui.current_language,
         )

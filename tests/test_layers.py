@@ -85,11 +85,6 @@ ROOT_ONLY = "nini"  # the prefix that covers its own module only
 
 # (importer, imported, reason): the imports the contract must allow for now. The aim is an empty list.
 ALLOWED: list[tuple[str, str, str]] = [
-    (
-        "nini.history.export_header",
-        "nini.execution.policy",
-        "part C of issue 37 removes it (the export is given the check)",
-    ),
 ]
 
 

@@ -21,6 +21,7 @@ import anyio
 import pytest
 
 from nini.errors import NiniError
+from nini.execution.policy import find_violations
 from nini.history.export import export_session
 from nini.limits import Limits, check_arguments, check_text
 from nini.skills.invoke import EVENT_CODE_CHARS
@@ -197,9 +198,9 @@ def test_code_is_stored_once_and_every_reader_shows_it(harness: Harness) -> None
     assert event["type"] == "tool_call" and event["data"]["code_chars"] == len(code)
     assert event["data"]["arguments"]["code"] == code[:EVENT_CODE_CHARS]
     assert store.get_tool_call(result.tool_call_id)["arguments"]["code"] == code  # what the sidebar reads
-    notebook = json.loads(export_session(store, session.id, session.workspace.root, "ipynb"))
+    notebook = json.loads(export_session(store, session.id, session.workspace.root, "ipynb", check=find_violations))
     assert any(tail in "".join(cell["source"]) for cell in notebook["cells"])
-    assert head in export_session(store, session.id, session.workspace.root, "md")
+    assert head in export_session(store, session.id, session.workspace.root, "md", check=find_violations)
     shown = subprocess.run(
         [NINI, "sessions", "show", session.id, "--json"],
         capture_output=True,

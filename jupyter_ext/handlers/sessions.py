@@ -11,6 +11,7 @@ from tornado import web
 from jupyter_ext.handlers.base import NiniHandler
 from jupyter_ext.handlers.bodies import NewSessionBody, RenameBody, check_id
 from nini.errors import ErrorCode, NiniError
+from nini.execution.policy import find_violations
 from nini.history.export import FORMATS, export_session
 from nini.owners import Viewer
 
@@ -120,6 +121,7 @@ class ExportHandler(NiniHandler):
             session_id,
             session.workspace.root,
             fmt,
+            check=find_violations,
             sandboxed=sandboxed,
             language=self.runtime.settings.ui.current_language,
         )

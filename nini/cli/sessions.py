@@ -187,11 +187,16 @@ def export(
     steps the static policy flags; a plain notebook re-runs it unsandboxed, a --sandboxed one in nini's sandbox.
     """
     settings = state(ctx).settings
+    from nini.execution.policy import find_violations
     from nini.execution.workspace import Workspace
     from nini.history.export import export_session, write_session_export
 
     workspace = Workspace.for_session(settings.sessions_dir, session_id).root
-    options = {"sandboxed": sandboxed, "language": settings.ui.current_language}
+    options: dict[str, Any] = {
+        "check": find_violations,
+        "sandboxed": sandboxed,
+        "language": settings.ui.current_language,
+    }
     with _store(ctx) as store:
         if out is not None:  # a notebook gets <stem>_files/ beside it: the datasets it reads
             write_session_export(store, session_id, workspace, format, out, **options)

@@ -5,8 +5,10 @@ recorded outputs, in order, and names no host path: ``write_session_export`` put
 reads in ``<name>_files/`` next to it, so the folder re-runs on another machine with nbclient.
 ``export_session`` returns the text alone (for stdout and the REST download); its notebook says
 which files it expects next to it. Notebook and Markdown start with the provenance header
-(``export_header``, in ``language``); ``sandboxed`` (notebooks only) makes every step a
-``%%nini_run`` cell that re-runs in nini's sandbox instead of the reader's kernel.
+(``export_header``, in ``language``), whose flagged steps ``check`` finds (the caller passes
+``nini.execution.policy.find_violations``: the store imports nothing of execution); ``sandboxed``
+(notebooks only) makes every step a ``%%nini_run`` cell that re-runs in nini's sandbox instead of
+the reader's kernel.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from nini.errors import ErrorCode, NiniError
 from nini.fsutil import atomic_write_text
-from nini.history.export_header import provenance_header
+from nini.history.export_header import PolicyCheck, provenance_header
 from nini.history.export_md import copy_images, to_markdown
 from nini.history.export_notebook import copy_inputs, files_dir_name, to_notebook_json
 
@@ -42,6 +44,7 @@ def export_session(
     workspace: Path,
     format: str,
     *,
+    check: PolicyCheck,
     stem: str | None = None,
     sandboxed: bool = False,
     language: str = "zh",
@@ -61,6 +64,7 @@ def export_session(
         stem or f"nini-session-{session_id}",
         sandboxed,
         language,
+        check,
     )
 
 
@@ -71,6 +75,7 @@ def write_session_export(
     format: str,
     out: Path,
     *,
+    check: PolicyCheck,
     sandboxed: bool = False,
     language: str = "zh",
 ) -> Path:
@@ -79,7 +84,7 @@ def write_session_export(
     _check_format(format, sandboxed)
     out = Path(out)
     bundle = session_bundle(store, session_id)  # read once: the text and the files it names agree
-    text = _render(bundle, _isolation(store, session_id), workspace, format, out.stem, sandboxed, language)
+    text = _render(bundle, _isolation(store, session_id), workspace, format, out.stem, sandboxed, language, check)
     if format != "json":  # the notebook's datasets, the Markdown's images
         copy = copy_inputs if format == "ipynb" else copy_images
         try:
@@ -115,11 +120,12 @@ def _render(
     stem: str,
     sandboxed: bool,
     language: str,
+    check: PolicyCheck,
 ) -> str:
     if format == "json":
         return json.dumps(bundle, ensure_ascii=False, indent=2)
     mode = "markdown" if format == "md" else "sandboxed" if sandboxed else "notebook"
-    header = provenance_header(bundle, isolation, workspace, language, mode)
+    header = provenance_header(bundle, isolation, workspace, language, mode, check=check)
     if format == "md":
         return to_markdown(bundle, files_dir_name(stem), header)
     return to_notebook_json(bundle, workspace, files_dir_name(stem), header, sandboxed=sandboxed)

@@ -4,21 +4,32 @@ which steps the static policy flags.
 An exported notebook re-runs the agent's code wherever it is opened, so its first cell says, in
 ``ui.language``, that the code was written by nini's agent (a model) and ran in nini's sandbox,
 when, which steps did not run in the sandbox, and which steps the static policy flags: Python
-steps are checked again now with ``nini.execution.policy`` (a rule added since, or a run with
-``execution.python_policy`` off, shows up), R steps by what their record says (R's own parser
-would have to start in this process to check them again). A plain export then warns that its
-cells run unsandboxed, as the reader; a sandboxed one says they go to nini's sandbox
+steps are checked again now (a rule added since, or a run with ``execution.python_policy`` off,
+shows up) by the ``check`` the caller passes, ``nini.execution.policy.find_violations`` (the store
+knows no callers: history imports nothing of execution); R steps by what their record says (R's
+own parser would have to start in this process to check them again). A plain export then warns
+that its cells run unsandboxed, as the reader; a sandboxed one says they go to nini's sandbox
 (``%%nini_run``). Agent-written text (labels, the policy's quotes of code) is shown as inline code.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from nini.errors import ErrorCode
+
+
+class Finding(Protocol):
+    """One thing the static policy refuses in a step's code (``nini.execution.policy.Violation``)."""
+
+    def message(self, language: str = "en") -> str: ...
+
+
+PolicyCheck = Callable[[str, Path], Sequence[Finding]]  # (code, workspace) -> findings: find_violations
 
 AGENT_CODE_TAG = "nini-agent-code"  # the nbformat cell tag on every step the agent wrote
 Mode = Literal["notebook", "sandboxed", "markdown"]
@@ -89,11 +100,11 @@ class Flag:
     ran: bool
 
 
-def flagged_steps(executions: list[dict[str, Any]], workspace: Path, language: str = "en") -> list[Flag]:
+def flagged_steps(
+    executions: list[dict[str, Any]], workspace: Path, language: str = "en", *, check: PolicyCheck
+) -> list[Flag]:
     """The steps the policy refused when they were run (their record's reasons), then the Python
-    steps it would refuse now (checked again here), in step order."""
-    from nini.execution.policy import find_violations
-
+    steps it would refuse now (checked again here with ``check``), in step order."""
     flags = []
     for number, execution in enumerate(executions, 1):
         error = execution.get("error") or {}
@@ -101,18 +112,25 @@ def flagged_steps(executions: list[dict[str, Any]], workspace: Path, language: s
             reasons = tuple(line for line in (error.get("message") or "").splitlines() if line.strip())
             flags.append(Flag(number, execution, reasons, ran=False))
         elif execution.get("language") == "python":
-            found = find_violations(execution.get("code") or "", workspace)
+            found = check(execution.get("code") or "", workspace)
             if found:
                 flags.append(Flag(number, execution, tuple(v.message(language) for v in found), ran=True))
     return flags
 
 
 def provenance_header(
-    bundle: dict[str, Any], isolation: dict[str, str | None], workspace: Path, language: str, mode: Mode
+    bundle: dict[str, Any],
+    isolation: dict[str, str | None],
+    workspace: Path,
+    language: str,
+    mode: Mode,
+    *,
+    check: PolicyCheck,
 ) -> str:
-    """The header's Markdown (no title): who wrote the code, where and when it ran, what is flagged,
-    and what running it here means for ``mode``. ``isolation`` maps execution ids to where they ran
-    (the ``code_execution`` events say: sandbox, unsandboxed, gateway, user_kernel)."""
+    """The header's Markdown (no title): who wrote the code, where and when it ran, what is flagged
+    (``check``: the static policy), and what running it here means for ``mode``. ``isolation`` maps
+    execution ids to where they ran (the ``code_execution`` events say: sandbox, unsandboxed,
+    gateway, user_kernel)."""
     words = WORDING.get(language, WORDING["zh"])
     executions = bundle["executions"]
     lines = [
@@ -129,7 +147,7 @@ def provenance_header(
             )
             for n, e in outside
         ]
-    flags = flagged_steps(executions, workspace, language)
+    flags = flagged_steps(executions, workspace, language, check=check)
     lines += ["", words["flagged"] if flags else words["no_flags"]]
     for flag in flags:
         lines.append(

@@ -12,6 +12,7 @@ import pytest
 from nbclient import NotebookClient
 
 from nini.errors import NiniError
+from nini.execution.policy import find_violations
 from nini.history.export import export_session, write_session_export
 from tests.conftest import REPO_ROOT, Harness, runtime_harness
 
@@ -59,7 +60,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Harness
 
 def export(recorded: tuple[Harness, Any, dict], format: str) -> str:
     harness, session, _ = recorded
-    return export_session(harness.runtime.store, session.id, session.workspace.root, format)
+    return export_session(harness.runtime.store, session.id, session.workspace.root, format, check=find_violations)
 
 
 def test_the_notebook_validates_and_holds_each_execution_in_order(recorded) -> None:  # noqa: ANN001
@@ -80,7 +81,9 @@ def test_the_notebook_validates_and_holds_each_execution_in_order(recorded) -> N
 
 def test_the_notebook_re_executes_to_the_same_numbers(recorded, tmp_path: Path) -> None:  # noqa: ANN001
     harness, session, _ = recorded
-    out = write_session_export(harness.runtime.store, session.id, session.workspace.root, "ipynb", tmp_path / "s.ipynb")
+    out = write_session_export(
+        harness.runtime.store, session.id, session.workspace.root, "ipynb", tmp_path / "s.ipynb", check=find_violations
+    )
     assert sorted(p.name for p in (tmp_path / "s_files" / "datasets").iterdir()) == ["sales.parquet"]
     notebook = nbformat.read(out, as_version=4)
     NotebookClient(
@@ -117,10 +120,10 @@ def test_json_holds_the_whole_record(recorded) -> None:  # noqa: ANN001
 def test_unknown_format_and_unknown_session_are_clear_errors(recorded) -> None:  # noqa: ANN001
     harness, session, _ = recorded
     with pytest.raises(NiniError) as bad_format:
-        export_session(harness.runtime.store, session.id, session.workspace.root, "docx")
+        export_session(harness.runtime.store, session.id, session.workspace.root, "docx", check=find_violations)
     assert bad_format.value.code.value == "INVALID_ARGUMENT"
     with pytest.raises(NiniError) as missing:
-        export_session(harness.runtime.store, "nosuchsession", session.workspace.root, "ipynb")
+        export_session(harness.runtime.store, "nosuchsession", session.workspace.root, "ipynb", check=find_violations)
     assert missing.value.code.value == "NOT_FOUND"
 
 
@@ -151,7 +154,7 @@ def test_markdown_copies_its_images_and_shows_tool_results_as_text(recorded, tmp
         tool_call_id="c2",
         metadata={"name": "run_code"},
     )
-    text = export_session(store, chat.id, chat.workspace.root, "md")
+    text = export_session(store, chat.id, chat.workspace.root, "md", check=find_violations)
     assert "None" not in text and '{"' not in text
     assert "**assistant** calls `run_code`." in text and "**tool** `run_code`:" in text
     assert "| total_revenue | 2857565.0 |" in text  # the result's fields, as a table
@@ -159,7 +162,9 @@ def test_markdown_copies_its_images_and_shows_tool_results_as_text(recorded, tmp
     assert "```text\n" in text and "East" in text  # its stdout as text
     assert "failed (NOT_FOUND): no such dataset" in text
 
-    out = write_session_export(store, session.id, session.workspace.root, "md", tmp_path / "report.md")
+    out = write_session_export(
+        store, session.id, session.workspace.root, "md", tmp_path / "report.md", check=find_violations
+    )
     links = [line[line.index("](") + 2 : -1] for line in out.read_text().splitlines() if line.startswith("![")]
     assert links and all(link.startswith("report_files/artifacts/") for link in links)
     assert all((tmp_path / link).is_file() for link in links)

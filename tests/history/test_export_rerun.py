@@ -13,6 +13,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from nini.execution.policy import find_violations
 from nini.history.export import write_session_export
 from tests.conftest import REPO_ROOT, Harness, runtime_harness
 from tests.test_run_r_code import needs_r
@@ -81,7 +82,12 @@ def _stdout(cell: Any) -> str:
 def test_the_exported_folder_moves_and_re_runs_to_the_same_numbers(recorded, tmp_path: Path) -> None:  # noqa: ANN001
     harness, session, steps = recorded
     out = write_session_export(
-        harness.runtime.store, session.id, session.workspace.root, "ipynb", tmp_path / "first" / "analysis.ipynb"
+        harness.runtime.store,
+        session.id,
+        session.workspace.root,
+        "ipynb",
+        tmp_path / "first" / "analysis.ipynb",
+        check=find_violations,
     )
     text = out.read_text()
     assert ABSOLUTE.findall(text) == []
@@ -114,7 +120,8 @@ def test_r_steps_are_r_magic_cells_with_their_datasets_passed_in_and_out(recorde
     from nini.history.export import export_session
 
     notebook = nbformat.reads(
-        export_session(harness.runtime.store, session.id, session.workspace.root, "ipynb"), as_version=4
+        export_session(harness.runtime.store, session.id, session.workspace.root, "ipynb", check=find_violations),
+        as_version=4,
     )
     nbformat.validate(notebook)
     by_id = {
@@ -139,7 +146,7 @@ def test_r_steps_are_r_magic_cells_with_their_datasets_passed_in_and_out(recorde
     assert len(refused) == 1 and "```r\nsystem('ls')\n```" in refused[0] and "policy's reasons" in refused[0]
     assert "nini-session-" + session.id + "_files/datasets/sales.parquet" in notes[0]
     assert not any(" ran in r" in n for n in notes)
-    markdown = export_session(harness.runtime.store, session.id, session.workspace.root, "md")
+    markdown = export_session(harness.runtime.store, session.id, session.workspace.root, "md", check=find_violations)
     assert "## Step 5: unparsed (r, failed (CODE_ERROR))" in markdown and "R syntax error" in markdown
     json.dumps(notebook)
 

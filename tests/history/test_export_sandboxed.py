@@ -16,6 +16,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from nini.execution.policy import find_violations
 from nini.execution.sandbox import probe_bwrap
 from nini.history.export import export_session, write_session_export
 from nini.history.store import HistoryStore
@@ -43,12 +44,23 @@ class Recorded:
 
     def export(self, format: str = "ipynb", **options: Any) -> str:
         return export_session(
-            self.harness.runtime.store, self.session.id, self.session.workspace.root, format, **options
+            self.harness.runtime.store,
+            self.session.id,
+            self.session.workspace.root,
+            format,
+            check=find_violations,
+            **options,
         )
 
     def write(self, out: Path, **options: Any) -> nbformat.NotebookNode:
         write_session_export(
-            self.harness.runtime.store, self.session.id, self.session.workspace.root, "ipynb", out, **options
+            self.harness.runtime.store,
+            self.session.id,
+            self.session.workspace.root,
+            "ipynb",
+            out,
+            check=find_violations,
+            **options,
         )
         return nbformat.read(out, as_version=4)
 
