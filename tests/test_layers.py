@@ -84,8 +84,7 @@ LAYERS: dict[str, str] = {
 ROOT_ONLY = "nini"  # the prefix that covers its own module only
 
 # (importer, imported, reason): the imports the contract must allow for now. The aim is an empty list.
-ALLOWED: list[tuple[str, str, str]] = [
-]
+ALLOWED: list[tuple[str, str, str]] = []
 
 
 @dataclass(frozen=True)
