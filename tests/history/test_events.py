@@ -11,6 +11,7 @@ import pytest
 from nini.errors import ErrorCode, NiniError
 from nini.history.events import EventBus, Subscription
 from nini.history.store import CALL_THREADS, HistoryStore
+from tests.timeouts import timeout
 
 WAIT_S = 60  # a guard against hanging forever, not a speed requirement
 
@@ -259,20 +260,28 @@ def test_a_queued_write_survives_the_cancellation_of_its_caller(store: HistorySt
     session = store.create_session()
     call = store.start_tool_call(session["id"], "run_code", {})
 
+    release, taken = threading.Event(), threading.Semaphore(0)
+
+    def hold() -> None:
+        taken.release()
+        release.wait(timeout(60))
+
     async def main() -> None:
-        busy = asyncio.gather(*(store.call(time.sleep, 0.3) for _ in range(CALL_THREADS)))  # every thread taken
-        await asyncio.sleep(0.05)
+        busy = asyncio.gather(*(store.call(hold) for _ in range(CALL_THREADS)))
+        for _ in range(CALL_THREADS):  # every thread taken
+            assert await asyncio.to_thread(taken.acquire, timeout=timeout(60))
         finishing = asyncio.ensure_future(
             store.call(store.finish_tool_call, call["id"], status="failed", error_code="CANCELED")
         )
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # submitted: queued behind the held threads
         finishing.cancel()
         with pytest.raises(asyncio.CancelledError):
             await finishing
         assert store.get_tool_call(call["id"])["status"] == "running"  # still queued
+        release.set()
         await busy
         # the queued end runs once a thread is free: wait for its effect (a write may take long on a loaded machine)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + timeout(30)
         while store.get_tool_call(call["id"])["status"] == "running" and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
 
