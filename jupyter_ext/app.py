@@ -17,6 +17,8 @@ from jupyter_ext.handlers.mcp import MCP_SETTING
 from nini.errors import NiniError
 
 if TYPE_CHECKING:
+    from jupyter_server.serverapp import ServerApp
+
     from nini.config import Settings
     from nini.runtime import Runtime
 
@@ -108,18 +110,24 @@ class NiniExtensionApp(ExtensionApp):
                 runtime.kernels.gateway_host,
             )
 
+    @property
+    def _server(self) -> ServerApp:
+        """The server this extension was loaded into: set before any of these hooks run."""
+        assert self.serverapp is not None
+        return self.serverapp
+
     def _open_runtime(self) -> Runtime:
         from nini.runtime import Runtime
 
         return Runtime(
             self._nini_settings,
-            project_dir=Path(self.serverapp.root_dir),
-            multi_kernel_manager=self.serverapp.kernel_manager,
+            project_dir=Path(self._server.root_dir),
+            multi_kernel_manager=self._server.kernel_manager,
         )
 
     def _opened(self, runtime: Runtime) -> None:
         """A Runtime opened after the server started (``RuntimeReopener``): nini's routes serve it."""
-        self.settings[RUNTIME_SETTING] = self.serverapp.web_app.settings[RUNTIME_SETTING] = runtime
+        self.settings[RUNTIME_SETTING] = self._server.web_app.settings[RUNTIME_SETTING] = runtime
         self.log.info("nini: the history database opened; nini's routes serve")
         self._start_background(runtime)
 
@@ -167,10 +175,10 @@ class NiniExtensionApp(ExtensionApp):
             await asyncio.gather(self._warm_up, return_exceptions=True)
         sockets = list(self.settings.get(SOCKETS_SETTING, ()))
         await asyncio.gather(*(socket.shutdown() for socket in sockets), return_exceptions=True)
-        mcp_endpoint = self.serverapp.web_app.settings.get(MCP_SETTING)  # made by the first MCP request
+        mcp_endpoint = self._server.web_app.settings.get(MCP_SETTING)  # made by the first MCP request
         if mcp_endpoint is not None:
             await mcp_endpoint.aclose()
-        runtime = self.serverapp.web_app.settings.get(RUNTIME_SETTING)  # opened at the start or later
+        runtime = self._server.web_app.settings.get(RUNTIME_SETTING)  # opened at the start or later
         if runtime is not None:
             await runtime.aclose()  # safe to call twice
 

@@ -142,6 +142,12 @@ class NiniMagics(Magics):
         self._session: Session | None = None
         self._parser = _line_parser()
 
+    @property
+    def _ns(self) -> dict[str, Any]:
+        """The kernel's namespace (a loaded extension's magics always have their shell)."""
+        assert self.shell is not None
+        return self.shell.user_ns
+
     @line_magic
     def nini(self, line: str) -> None:
         """``%nini session|skills [--type T]|export [--format F] [--out PATH]|remember ["TEXT"]``"""
@@ -253,7 +259,7 @@ class NiniMagics(Magics):
             import pandas as pd
 
             with self.session.workspace.fs.reader(self.session.dataset_file(args.save_as)) as handle:
-                self.shell.user_ns[args.save_as] = pd.read_parquet(handle)
+                self._ns[args.save_as] = pd.read_parquet(handle)
 
     @magic_arguments("nini")
     @argument("--session", metavar="ID", help="ask in session ID (created if new); default: this notebook's session")
@@ -267,7 +273,8 @@ class NiniMagics(Magics):
         action="store_true",
         help="keep the notebook's variables as they are; only the datasets the run saves come back, by name",
     )
-    @cell_magic("nini")
+    # IPython types the factory's result as "decorator or function", a union it cannot call
+    @cell_magic("nini")  # type: ignore[arg-type]
     def nini_ask(self, line: str, cell: str) -> None:
         """Ask nini about your data; the cell is the question. Its code runs in this kernel.
 
@@ -313,7 +320,7 @@ class NiniMagics(Magics):
         if self.runtime.approvals.allowed_for_session(session.id):
             print(QUESTION[language]["allowed"])
         view = AskView(session.workspace.fs, live=hasattr(self.shell, "kernel"))  # a kernel updates displays in place
-        before = bindings(self.shell.user_ns)
+        before = bindings(self._ns)
         try:
             run = self._loop_thread().submit(self._ask(asking, question, executor, view))
             result = self._serve_run(executor, run, session.id, view)
@@ -322,9 +329,9 @@ class NiniMagics(Magics):
             return
         finally:
             if args.isolated:
-                restore(self.shell.user_ns, before, keep=view.saved)
+                restore(self._ns, before, keep=view.saved)
                 self._bring_back(session, view.saved)
-        view.finish(result, changes_line(before, self.shell.user_ns))
+        view.finish(result, changes_line(before, self._ns))
 
     # -- the runtime and the notebook's session ----------------------------------------------------
 
@@ -349,7 +356,7 @@ class NiniMagics(Magics):
 
     def _notebook_title(self) -> str:
         # ipykernel puts the notebook's path here when a Jupyter server started the kernel
-        path = self.shell.user_ns.get("__session__") or self.shell.user_ns.get("__vsc_ipynb_file__")
+        path = self._ns.get("__session__") or self._ns.get("__vsc_ipynb_file__")
         return Path(path).name[:80] if path else "IPython kernel"  # a title nini makes fits limits.max_title_chars
 
     def _loop_thread(self) -> _LoopThread:
@@ -418,7 +425,7 @@ class NiniMagics(Magics):
         for name in names:
             try:
                 with session.workspace.fs.reader(session.dataset_file(name)) as handle:
-                    self.shell.user_ns[name] = pd.read_parquet(handle)
+                    self._ns[name] = pd.read_parquet(handle)
             except (NiniError, OSError, ValueError) as exc:
                 print(f"nini: dataset {name} could not be brought back: {exc}", file=sys.stderr)
 
@@ -426,7 +433,7 @@ class NiniMagics(Magics):
         """The notebook's DataFrame ``name`` becomes session dataset ``name`` (via load_dataset)."""
         import pandas as pd
 
-        frame = self.shell.user_ns.get(name)
+        frame = self._ns.get(name)
         if not isinstance(frame, pd.DataFrame):
             raise UsageError(f"--df {name}: no pandas DataFrame named {name!r} in the notebook")
         self.session.workspace.fs.write_with(f"uploads/{name}.parquet", lambda out: frame.to_parquet(out, index=False))

@@ -630,7 +630,7 @@ class Settings(BaseSettings):
     _warnings: list[str] = PrivateAttr(default_factory=list)
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, **_other_sources):  # type: ignore[override]
+    def settings_customise_sources(cls, settings_cls, init_settings, **_other_sources):
         # load_settings() reads the environment and the file itself, field by field, so that one
         # bad value falls back alone instead of failing the whole object.
         return (init_settings,)

@@ -61,7 +61,7 @@ def words_language(setting: str | None) -> Language:
     if (chosen := _override.get()) is not None:
         return chosen
     if setting in LANGUAGES:
-        return setting  # type: ignore[return-value]
+        return setting
     return _client.get() or locale_language()
 
 

@@ -326,6 +326,7 @@ class RootedDir:
         if not parts:
             raise self._refused("", "is a folder")
         with self._parent(parts) as parent:
+            assert parent is not None  # create=True: the folder is made or refused, never None
             temp = self._temp_in(parent, parts[-1], write, durable=durable)
             try:
                 os.rename(temp, parts[-1], src_dir_fd=parent, dst_dir_fd=parent)
@@ -337,6 +338,7 @@ class RootedDir:
         """Write ``relative`` whole, only if no entry has that name (False then); never overwrites."""
         parts = self.parts(relative)
         with self._parent(parts) as parent:
+            assert parent is not None  # create=True: the folder is made or refused, never None
             temp = self._temp_in(parent, parts[-1], lambda handle: handle.write(data))
             try:
                 os.link(temp, parts[-1], src_dir_fd=parent, dst_dir_fd=parent, follow_symlinks=False)

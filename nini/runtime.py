@@ -33,6 +33,7 @@ from nini.skills.registry import SkillRegistry
 
 if TYPE_CHECKING:
     from nini.agent.llm import ModelRouter
+    from nini.agent.prompts import PromptContributor
     from nini.agent.runner import AgentRunner, StopHook
     from nini.execution.kernels import KernelPool
     from nini.execution.parsing import DataReaders
@@ -250,7 +251,11 @@ class Runtime:
 
         if stop_hooks is None:
             stop_hooks = [EnhanceHook(router), ExperienceCaptureHook(experience, router)]
-        sections = [notebook_section, ExperienceSection(experience), PreferenceSection(preferences)]
+        sections: list[PromptContributor] = [
+            notebook_section,
+            ExperienceSection(experience),
+            PreferenceSection(preferences),
+        ]
         return AgentRunner(router, stop_hooks=stop_hooks, prompt_contributors=sections, before_turn=self.mcp_tools)
 
     def workspace(self, session_id: str) -> Workspace:
@@ -495,7 +500,7 @@ class Runtime:
         language = self.settings.ui.current_language
         check_owner(viewer, await self.store.call(self.owner_of, session_id), session_id, "delete", language)
         busy = self._agent is not None and self._agent.is_running(session_id)
-        if busy or await self.store.call(running_steps, self.store, session_id):
+        if busy or await self.store.call(running_steps, self.store, session_id) > 0:
             raise session_running(session_id, language)
         if self._kernels is not None:
             await self._kernels.shutdown_session(session_id, now=True)

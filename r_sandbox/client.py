@@ -236,8 +236,8 @@ class RWorkerPool:
                     result = failure(cause["code"], cause["message"] + note, duration_ms=_ms(started))
                     result["error"] = {**cause, **result["error"]}
                     return result
-                message = f"the R worker {what} ({how}); {_STATE_LOST}{note}"
-                return failure(ErrorCode.WORKER_DIED, message, duration_ms=_ms(started))
+                said = f"the R worker {what} ({how}); {_STATE_LOST}{note}"
+                return failure(ErrorCode.WORKER_DIED, said, duration_ms=_ms(started))
             except BaseException:  # cancelled mid-run: the worker is busy with code nobody waits for
                 self._workers.pop(session_id, None)
                 await self._stop(worker)

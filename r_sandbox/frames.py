@@ -52,6 +52,7 @@ def to_pandas(frame: Any, automatic_row_names: bool) -> Any:
         elif column.typeof in (ri.RTYPES.LGLSXP, ri.RTYPES.STRSXP):
             na = ri.NA_Logical if column.typeof == ri.RTYPES.LGLSXP else ri.NA_Character
             cells = [None if v is na else v for v in values]
+            kind: Any  # a dtype name, bool or pandas' own text dtype
             if column.typeof == ri.RTYPES.LGLSXP:
                 kind = "boolean" if None in cells else bool
             else:  # pandas' default for text (str in pandas 3, object before); inferred, as from a list

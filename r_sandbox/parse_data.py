@@ -233,6 +233,7 @@ def parse_r(code: str) -> list[Node] | ParseFailure:
 
 def _failure(code: str, message: str, fallback_line: Any, na: Any) -> ParseFailure:
     match = _LOCATED.match(message)
+    line: int | None
     if match:
         line = int(match.group(1))
         message = message[match.end() :]

@@ -9,6 +9,7 @@ when the code asked for it) through a temp file and a rename.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
@@ -47,7 +48,7 @@ def save_pages(
                     with open(workspace / pending_file, "a", encoding="utf-8") as pending:
                         pending.write(path.name + "\n")
                 try:
-                    write_atomic(path, lambda temp, page=page, fmt=fmt: _render(api, page, fmt, temp))
+                    write_atomic(path, functools.partial(_render, api, page, fmt))
                 except RuntimeError as exc:
                     problems.append(f"page {page} could not be saved as {fmt}: {exc}")
                     continue

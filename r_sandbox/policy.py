@@ -262,7 +262,7 @@ class _Checker:
         before = previous(node)
         name = node.value or ""
         if before is not None and before.token in ("'$'", "'@'"):
-            if self.contexts.is_environment(before.parent.children[0]):
+            if before.parent is not None and self.contexts.is_environment(before.parent.children[0]):
                 self._denied(node, name)  # baseenv()$system: the real function
             return
         if before is not None and before.token in NS_GET:

@@ -54,14 +54,14 @@ class AskHandler(NiniHandler):
         notebook = NotebookContext.from_json(body.notebook) if body.notebook is not None else None
         runtime = self.runtime
         made = session_id is None
-        session = None if made else await self.session(session_id)
+        session = None if session_id is None else await self.session(session_id)
         runtime.router.chain("chat")  # fail now, not as an event after a 202 (nor after making a session)
         if session is None:
             viewer = self.viewer
             session = await self.read(
                 runtime.create_session, title=title or message.strip()[:80], owner=viewer.name, viewer=viewer
             )
-            session_id = session.id
+        session_id = session.id
         variables = None
         if variables_kernel_id is not None and runtime.kernels.backend == "local":
             execution = runtime.settings.execution

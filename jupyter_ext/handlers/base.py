@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from jupyter_server.base.handlers import APIHandler
 from tornado import httputil, web
@@ -190,6 +190,11 @@ class NiniHandler(APIHandler):
         if self._parsed is None:
             self._parsed = load_body(bytes(getattr(self, "_body", b"")))
         return validate(model, self._parsed, Limits.of(self.runtime.settings))
+
+    @overload
+    def choice(self, name: str, allowed: tuple[str, ...], default: str) -> str: ...
+    @overload
+    def choice(self, name: str, allowed: tuple[str, ...], default: None = None) -> str | None: ...
 
     def choice(self, name: str, allowed: tuple[str, ...], default: str | None = None) -> str | None:
         """Query argument ``name``, which must be one of ``allowed`` when given."""

@@ -39,7 +39,7 @@ from pydantic import (
 )
 
 from nini.errors import ErrorCode, NiniError, validation_message
-from nini.execution.approvals import DECISIONS
+from nini.execution.approvals import Decision
 from nini.limits import Limits, check_arguments, check_text
 from nini.memory.experience.model import LEVELS, STAGES, Candidate
 
@@ -225,8 +225,15 @@ def _id_or_none(value: str) -> str:
     return _id(value) if value else value
 
 
+def _limits(info: ValidationInfo) -> Limits:
+    """The caps ``validate`` passes in the validation context (no body model is validated without)."""
+    assert info.context is not None
+    limits: Limits = info.context[LIMITS_CONTEXT]
+    return limits
+
+
 def _title(value: str, info: ValidationInfo) -> str:
-    check_text("title", value, info.context[LIMITS_CONTEXT], "title")
+    check_text("title", value, _limits(info), "title")
     return value
 
 
@@ -274,7 +281,7 @@ class SkillArguments(Passed):
 
     @model_validator(mode="after")
     def _capped(self, info: ValidationInfo) -> SkillArguments:
-        check_arguments(self.fields, info.context[LIMITS_CONTEXT])
+        check_arguments(self.fields, _limits(info))
         return self
 
 
@@ -305,7 +312,7 @@ class RenameBody(Body):
 class ApprovalBody(Body):
     """``{"decision"}``, or ``{"approve": bool}`` (once or reject)."""
 
-    decision: Literal[DECISIONS] | None = None  # type: ignore[valid-type]
+    decision: Decision | None = None
     approve: bool | None = None
 
     @model_validator(mode="after")
@@ -315,7 +322,7 @@ class ApprovalBody(Body):
         return self
 
     @property
-    def chosen(self) -> str:
+    def chosen(self) -> Decision:
         return self.decision or ("once" if self.approve else "reject")
 
 

@@ -62,7 +62,7 @@ class SessionEventsHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):
         await runtime.store.call(runtime.session, session_id, request_viewer(self, runtime.settings))  # another's: 404
         await super().get(session_id)
 
-    def open(self, session_id: str) -> None:  # type: ignore[override]
+    def open(self, session_id: str) -> None:
         super().open()  # WebSocketMixin: keep-alive pings
         # Subscribed before this returns, i.e. before the client can send anything or a run it
         # starts next can publish: such a client misses no event even without ``since``.

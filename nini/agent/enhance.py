@@ -175,7 +175,7 @@ def _wrote(call: dict[str, Any]) -> bool:
         return False
     if call["tool_name"] in WRITING_TOOLS:
         return True
-    result = call.get("result") if isinstance(call.get("result"), dict) else {}
+    result = found if isinstance(found := call.get("result"), dict) else {}
     return bool(result.get("artifacts") or result.get("datasets_saved"))
 
 

@@ -326,8 +326,8 @@ class ModelRouter:
                 raise
             except NiniError as exc:
                 if exc.code in _FALLBACK_CODES:  # the provider, its URL and what to do next
-                    provider = next(p for p in self.settings.providers if p.name == choice.provider)
-                    exc = advised(exc, provider, words_language(self._language))
+                    configured = next(p for p in self.settings.providers if p.name == choice.provider)
+                    exc = advised(exc, configured, words_language(self._language))
                 self._log(purpose, choice, started, exc.code.value, {}, logging.WARNING, exc.message)
                 attempts.append(
                     {"provider": choice.provider, "model": choice.model, "code": exc.code.value, "message": exc.message}

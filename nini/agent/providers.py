@@ -88,7 +88,7 @@ def _error_text(exc: Exception) -> str:
     """The upstream's own error message when its body has one, else the SDK's text."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
-        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        inner = error if isinstance(error := body.get("error"), dict) else body
         if isinstance(inner.get("message"), str) and inner["message"]:
             return inner["message"]
     return re.sub(r"^Error code: \d+ - ", "", str(getattr(exc, "message", None) or exc))

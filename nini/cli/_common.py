@@ -152,6 +152,7 @@ async def load_data_files(
     for path in paths:
         loaded = await invoke(session, "load_dataset", {"path": session.upload(path), **given})
         if not loaded.success:
+            assert loaded.error is not None  # a failed result carries its error
             raise NiniError(loaded.error["code"], loaded.error["message"])
         names.append(loaded.result["name"])
         if announce:  # dataset sales: 120 rows, 5 columns (encoding gbk, detected; separator ';', detected)

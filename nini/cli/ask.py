@@ -126,7 +126,7 @@ async def _ask(
             try:
                 result = await runtime.agent.run(session, question)
             finally:
-                if printer is not None:
+                if printer is not None and subscription is not None:  # the printer reads the subscription
                     await _drain(printer)
                     subscription.close()
             held.failed = not result.completed_normally

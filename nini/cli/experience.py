@@ -24,6 +24,7 @@ REMEMBER_EXAMPLES = examples(
 
 Level = Literal["team", "project"]
 Stage = Literal["init", "analysis", "report", "review"]
+STAGES: tuple[Stage, ...] = ("init", "analysis", "report", "review")
 
 
 def _memory(ctx: typer.Context) -> "ExperienceMemory":
@@ -38,7 +39,7 @@ def _ask(prompt: str) -> str:
     return input(prompt)
 
 
-def _ask_stage(language: str) -> str:
+def _ask_stage(language: str) -> Stage:
     prompt = (
         "这条经验属于哪个阶段（init/analysis/report/review）[analysis]："
         if language == "zh"
@@ -49,7 +50,7 @@ def _ask_stage(language: str) -> str:
             answer = input(prompt).strip().lower() or "analysis"
         except EOFError:
             return "analysis"
-        if answer in ("init", "analysis", "report", "review"):
+        if answer in STAGES:
             return answer
 
 

@@ -110,6 +110,7 @@ def report_command(
             ),
         )
     else:
+        assert session_id is not None  # exactly one of notebook and session_id (checked above)
         report = _run(
             settings,
             project_dir,

@@ -64,7 +64,7 @@ async def _live(subscription: Any, console: Any, started: float) -> None:
     from rich.markdown import Markdown
     from rich.spinner import Spinner
 
-    state = {"text": "", "doing": "thinking", "since": started}
+    state: dict[str, Any] = {"text": "", "doing": "thinking", "since": started}
     spinner = Spinner("dots", style="cyan")
 
     def view(final: bool = False) -> Any:

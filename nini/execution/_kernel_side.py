@@ -23,7 +23,7 @@ import sys
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from nini.errors import ErrorCode, NiniError
 from nini.execution.workspace import Workspace, dataset_too_large, out_of_memory, unreadable_dataset
@@ -31,7 +31,7 @@ from nini.execution.workspace import Workspace, dataset_too_large, out_of_memory
 PREVIEW_ROWS = 20
 
 
-class DatasetMapping(Mapping):
+class DatasetMapping(Mapping[str, Any]):
     """``datasets[name]``: a session dataset as a DataFrame, read from Parquet on every access.
 
     Read-only and always current: a dataset saved by an earlier run (or by R) is there without
@@ -217,7 +217,8 @@ def too_many_figures(drawn: int, limit: int) -> str:
 def _user_ns() -> dict[str, Any]:
     from IPython import get_ipython
 
-    return get_ipython().user_ns
+    namespace: dict[str, Any] = get_ipython().user_ns
+    return namespace
 
 
 def announce(workspace: Workspace, pending_file: str | None, name: str) -> None:
@@ -252,10 +253,11 @@ def _save_figures(
             name = f"{stem}.{fmt}"
             try:
                 announce(workspace, pending_file, name)
-                fs.write_with(
-                    f"artifacts/{name}",
-                    lambda handle, fig=figure, fmt=fmt: fig.savefig(handle, format=fmt, bbox_inches="tight"),
-                )
+
+                def save(handle: BinaryIO, fig: Any = figure, fmt: str = fmt) -> None:
+                    fig.savefig(handle, format=fmt, bbox_inches="tight")
+
+                fs.write_with(f"artifacts/{name}", save)
             except NiniError as exc:
                 warnings_.append(f"figure {number} could not be saved as {fmt}: {exc.message}")
                 continue

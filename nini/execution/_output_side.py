@@ -142,6 +142,7 @@ def dropped_notes() -> list[str]:
         return []
     sys.stdout.flush()  # the run's last prints are still buffered: they count too
     sys.stderr.flush()
+    notes: list[str]
     with cap.lock:
         notes, cap.run = cap.run.notes(), RunOutputs(cap.limits)
     return notes

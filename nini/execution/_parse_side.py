@@ -21,7 +21,7 @@ import json
 import os
 import socket
 import sys
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Literal
 
 from nini.errors import ErrorCode, error_dict
 from nini.execution._csv_side import UnknownEncoding, detect_encoding, read_table
@@ -40,7 +40,10 @@ READERS = {
 }
 TEXT_TABLES = frozenset({".csv", ".tsv", ".txt"})  # encoding and separator detected, or given
 # workbook suffix -> (pandas engine, how to install it): openpyxl is nini's ``excel`` extra
-EXCEL = {".xlsx": ("openpyxl", "pip install 'nini[excel]'"), ".xls": ("xlrd", "pip install xlrd")}
+EXCEL: dict[str, tuple[Literal["openpyxl", "xlrd"], str]] = {
+    ".xlsx": ("openpyxl", "pip install 'nini[excel]'"),
+    ".xls": ("xlrd", "pip install xlrd"),
+}
 EXCEL_WORDS = {
     "zh": {
         "missing": "读取 {suffix} 文件需要 {engine}，但它没有安装：{install}",

@@ -26,7 +26,8 @@ _BINARY_MIME = frozenset({"image/png", "image/jpeg", "image/gif", "application/p
 def ends_quiet(code: str) -> bool:
     """A trailing ';' hides the last expression's value, as in a notebook."""
     try:
-        return DisplayHook.semicolon_at_end_of_expression(code)
+        quiet: bool = DisplayHook.semicolon_at_end_of_expression(code)
+        return quiet
     except Exception:  # tokenize errors: the run reports the SyntaxError
         return False
 
@@ -134,16 +135,17 @@ class _Publisher(DisplayPublisher):
     """shell.display_pub during a run: ``display(...)`` becomes a display_data output."""
 
     def __init__(self, sink: Callable[[str, dict[str, Any]], None]) -> None:
-        super().__init__(shell=None)  # with a shell it would register event hooks at each run
+        # with a shell it would register event hooks at each run (IPython's __init__ is untyped)
+        super().__init__(shell=None)  # type: ignore[no-untyped-call]
         self._sink = sink
 
     def publish(
         self,
         data: dict[str, Any],
-        metadata: dict | None = None,
+        metadata: dict[str, Any] | None = None,
         source: Any = None,
         *,
-        transient: dict | None = None,
+        transient: dict[str, Any] | None = None,
         update: bool = False,
         **kwargs: Any,
     ) -> None:

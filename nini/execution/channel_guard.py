@@ -22,7 +22,7 @@ import zmq
 QUEUED_MESSAGES = 16  # per socket; what arrives while nini is busy waits in the kernel's own queue
 
 
-def limit_context(context: zmq.Context, frame_bytes: int) -> None:
+def limit_context(context: zmq.Context[Any], frame_bytes: int) -> None:
     """Every socket made from ``context`` from now on refuses frames over ``frame_bytes``."""
     context.setsockopt(zmq.MAXMSGSIZE, frame_bytes)
     context.setsockopt(zmq.RCVHWM, QUEUED_MESSAGES)

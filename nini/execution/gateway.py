@@ -166,7 +166,7 @@ class GatewayChannels:
         code: str,
         silent: bool = False,
         store_history: bool = True,
-        user_expressions: dict | None = None,
+        user_expressions: dict[str, Any] | None = None,
         allow_stdin: bool = False,
         stop_on_error: bool = True,
     ) -> str:
@@ -192,7 +192,8 @@ class GatewayChannels:
         msg = self.session.msg(msg_type, content)
         msg["channel"] = channel
         self._socket.write_message(json.dumps(msg, default=json_default))
-        return msg["header"]["msg_id"]
+        msg_id: str = msg["header"]["msg_id"]
+        return msg_id
 
     async def _get(self, channel: str, timeout: float | None) -> dict[str, Any]:
         if self.died and self._queues[channel].empty():

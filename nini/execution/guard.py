@@ -111,7 +111,7 @@ def _nr(name: str) -> int:
 
 def _syscall(name: str, *args: object) -> int:
     ctypes.set_errno(0)
-    result = _libc.syscall(_nr(name), *args)
+    result: int = _libc.syscall(_nr(name), *args)
     if result < 0:
         code = ctypes.get_errno()
         raise OSError(code, f"{name}: {os.strerror(code)}")
@@ -244,7 +244,7 @@ def _fork_pool(
     processes: int | None = None,
     *,
     initializer: Any = None,
-    initargs: tuple = (),
+    initargs: tuple[Any, ...] = (),
     maxtasksperchild: int | None = None,
     **_memmapping: Any,
 ) -> Any:
@@ -306,7 +306,9 @@ class _JoblibForks:  # a meta path finder (importlib.abc would cost ~0.1 s to im
             backends = sys.modules.get("joblib._parallel_backends")
             if "multiprocessing" in getattr(module, "BACKENDS", {}) and hasattr(backends, "MemmappingPool"):
                 backends.MemmappingPool = _fork_pool  # type: ignore[union-attr]
-                module.DEFAULT_BACKEND = module.DEFAULT_PROCESS_BACKEND = "multiprocessing"
+                # joblib.parallel's own globals, which the module just defined
+                module.DEFAULT_BACKEND = module.DEFAULT_PROCESS_BACKEND = "multiprocessing"  # type: ignore[attr-defined]
 
-        spec.loader.exec_module = exec_module  # type: ignore[union-attr]
+        # the loader found above has exec_module (checked): replaced on this one spec only
+        spec.loader.exec_module = exec_module  # type: ignore[union-attr,method-assign]
         return spec

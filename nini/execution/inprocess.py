@@ -334,7 +334,7 @@ def _call(callback: Callable[[], Any]) -> None:
 def _collect(root: str, request: CodeRequest, succeeded: bool) -> dict[str, Any]:
     save_as = request.save_as if succeeded else None
     try:
-        return json.loads(
+        collected: dict[str, Any] = json.loads(
             _kernel_side.collect(
                 root,
                 request.label,
@@ -346,6 +346,7 @@ def _collect(root: str, request: CodeRequest, succeeded: bool) -> dict[str, Any]
                 request.output_limits.max_bytes,
             ).text
         )
+        return collected
     except Exception as exc:
         return collect_failure(type(exc).__name__, str(exc))
 

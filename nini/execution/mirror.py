@@ -98,7 +98,9 @@ class Mirror:
         kept = []
         for artifact in collected.get("artifacts") or []:
             path = artifact.get("path") if isinstance(artifact, dict) else None
-            name = path[len(_ARTIFACT) :] if isinstance(path, str) and path.startswith(_ARTIFACT) else ""
+            if not isinstance(path, str) or not path.startswith(_ARTIFACT):
+                continue
+            name = path[len(_ARTIFACT) :]
             if not name or "/" in name or name.startswith("."):
                 continue
             try:

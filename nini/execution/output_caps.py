@@ -169,7 +169,9 @@ class RunOutputs:
         self._keep(name, text_size(kept), new_output)
         return kept
 
-    def bundle(self, data: dict[str, Any], metadata: dict[str, Any] | None = None) -> tuple[dict, dict] | None:
+    def bundle(
+        self, data: dict[str, Any], metadata: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """A display's mime bundle and metadata to keep: whole, as a preview when over the cap, or None."""
         size = sum(value_size(v) for v in data.values())
         metadata = metadata or {}

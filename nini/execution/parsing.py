@@ -167,8 +167,9 @@ class DataReaders:
             except RuntimeError:  # closed meanwhile
                 child.discard()
         if answer.get("ok") is True and isinstance(answer.get("data"), dict):
-            return answer["data"]
-        error = answer.get("error") if isinstance(answer.get("error"), dict) else {}
+            data: dict[str, Any] = answer["data"]
+            return data
+        error = found if isinstance(found := answer.get("error"), dict) else {}
         if error.get("code") == ErrorCode.TOO_LARGE.value:
             raise NiniError(
                 ErrorCode.TOO_LARGE,
@@ -216,7 +217,7 @@ class DataReaders:
             if self._spare is not None or self._closed or not self.keep_spare:
                 return
         try:
-            child = self._spawn()  # on the spawner thread already
+            child: _Child | None = self._spawn()  # on the spawner thread already
         except (OSError, NiniError):  # said by the next job, which starts its own
             return
         with self._lock:

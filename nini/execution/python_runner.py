@@ -27,7 +27,7 @@ from jupyter_core.utils import ensure_async
 
 from nini.errors import ErrorCode, NiniError, error_dict
 from nini.execution._kernel_side import StemAllocator, too_many_figures
-from nini.execution.outcome import CodeOutcome, CodeRequest, RunStop
+from nini.execution.outcome import CodeOutcome, CodeRequest, Fate, RunStop
 from nini.execution.output_caps import OutputLimits, RunOutputs
 from nini.execution.workspace import Workspace
 
@@ -107,7 +107,7 @@ async def run_request(
     if missing is not None:
         return RunReport(missing, "ok", False)
     if mirror is not None:
-        refused = await mirror.push(client, manager, workspace, request, started, restartable)
+        refused: RunReport | None = await mirror.push(client, manager, workspace, request, started, restartable)
         if refused is not None:
             return refused
     root = str(workspace.root) if mirror is None else mirror.root
@@ -189,7 +189,7 @@ def _ended_by(stop: RunStop | None, main: Exchange, outcome: CodeOutcome) -> Cod
     before its stop was noticed keeps its own outcome: the next run's check refuses instead)."""
     if stop is None or not stop.is_set() or main.state == "ok":
         return outcome
-    fate = "kernel_interrupted" if main.state == "interrupted" else "kernel_restarted"
+    fate: Fate = "kernel_interrupted" if main.state == "interrupted" else "kernel_restarted"
     return dataclasses.replace(outcome, success=False, result=None, error=stop.error(fate))
 
 
@@ -320,7 +320,7 @@ def _add_stream(exchange: Exchange, name: str, text: str) -> None:
 def _rich_types(data: dict[str, Any]) -> list[str]:
     """Mime types of a bundle stored as files. HTML only when it is the whole content: a DataFrame's
     HTML table has a readable text/plain twin (which goes to stdout), ``HTML(...)`` has none."""
-    types = [m for m in ("image/png", "image/svg+xml", "application/pdf") if m in data]
+    types: list[str] = [m for m in ("image/png", "image/svg+xml", "application/pdf") if m in data]
     plain = data.get("text/plain", "").strip()
     if "text/html" in data and (not plain or _DEFAULT_REPR.fullmatch(plain)):
         types.append("text/html")
@@ -341,7 +341,8 @@ def _parse_collected(exchange: Exchange) -> dict[str, Any]:
     value = (exchange.reply or {}).get("user_expressions", {}).get("nini", {})
     if value.get("status") != "ok":
         return collect_failure(value.get("ename", "Error"), value.get("evalue", "no result"))
-    return json.loads(value["data"]["text/plain"])
+    collected: dict[str, Any] = json.loads(value["data"]["text/plain"])
+    return collected
 
 
 def collect_failure(ename: str, evalue: str) -> dict[str, Any]:
@@ -360,7 +361,7 @@ def missing_dataset(workspace: Workspace, request: CodeRequest) -> CodeOutcome |
         elif request.dataset_name is not None:
             workspace.existing_dataset(request.dataset_name)
     except NiniError as exc:
-        return CodeOutcome.failure(exc.code.value, exc.message)
+        return CodeOutcome.failure(exc.code, exc.message)
     return None
 
 

@@ -368,7 +368,7 @@ def _read_only_paths(extra: Iterable[Path]) -> list[Path]:
         if entry:
             wanted.add(Path(entry).resolve())
     for package in (nini, r_sandbox):
-        wanted.add(Path(package.__file__).resolve().parent)
+        wanted.add(Path(str(package.__file__)).resolve().parent)  # a regular package: __file__ is set
     r_home = os.environ.get("R_HOME")
     if r_home:
         wanted.add(Path(r_home).resolve())

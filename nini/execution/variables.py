@@ -132,7 +132,9 @@ class NotebookVariables:
             state, text = await self.kernels.evaluate_own(self.session_id, workspace, load, timeout_s)
         finally:
             _remove(workspace, list(files.values()))
-        loaded = json.loads(text) if state == "ok" else {"loaded": [], "failed": {n: text or state for n in files}}
+        loaded: dict[str, Any] = (
+            json.loads(text) if state == "ok" else {"loaded": [], "failed": {n: text or state for n in files}}
+        )
         for name in loaded["loaded"]:
             self.copied[name] = {"type": copied[name]["type"], "bytes": copied[name]["bytes"]}
         if loaded["failed"]:

@@ -146,7 +146,7 @@ class ToolCallRecords:
         check_fields("artifact", artifact_rows, ARTIFACT_FIELDS)
         check_fields("dataset", dataset_rows, DATASET_FIELDS)
 
-        def record(tx: Transaction) -> tuple[dict[str, Any], dict[str, Any] | None, list[str | None]]:
+        def record(tx: Transaction) -> tuple[dict[str, Any], list[str | None]]:
             call = self._end_call(
                 tx, call_id, dict(status=status, error_code=error_code, result=result, result_summary=result_summary)
             )
@@ -248,7 +248,7 @@ class ToolCallRecords:
             "result_summary": f"not recorded: {error.message}",
             "ended_at": ended_at,
         }
-        call = {
+        call: dict[str, Any] = {
             **values,
             "id": call_id,
             "session_id": known[1] if known else None,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from sqlalchemy import event
 from sqlalchemy import exc as sa_exc
@@ -41,13 +41,13 @@ class _Write(Generic[T]):
     def __init__(self, work: Callable[[Transaction], T]) -> None:
         self.work = work
         self.done = False
-        self.result: Any = None
+        self.result: T | None = None
         self.error: BaseException | None = None
 
     def outcome(self) -> T:
         if self.error is not None:
             raise self.error
-        return self.result
+        return cast(T, self.result)  # set by the leader's run of work (None only if T allows it)
 
 
 class GroupCommit:

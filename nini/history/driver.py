@@ -111,7 +111,8 @@ class Transaction:
             plan = self._statements.plan(statement, frozenset(params[0]))
             return self._call(plan, [self._values(plan, p) for p in params], many=True)
         self._run(statement, params or {})
-        return self._cursor.rowcount
+        changed: int = self._cursor.rowcount  # a DBAPI cursor (Any): its rowcount is an int
+        return changed
 
     def _run(self, statement: sa.Executable, params: Params) -> _Plan:
         plan = self._statements.plan(statement, frozenset(params))
@@ -134,4 +135,5 @@ class Transaction:
             raise sa_exc.DBAPIError.instance(
                 plan.sql, values, exc, self._dbapi.Error, dialect=self._statements.dialect
             ) from exc
-        return self._cursor.rowcount
+        changed: int = self._cursor.rowcount
+        return changed

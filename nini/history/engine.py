@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -51,8 +52,9 @@ def open_engine(url: str, *, busy_timeout_ms: int = 5000, home: Path | None = No
         if parsed.get_backend_name() != "sqlite":
             return sa.create_engine(parsed, pool_pre_ping=True)
         path = sqlite_path(parsed)
-        shown = shown_path(path, home) if path is not None else None
+        shown = None
         if path is not None:
+            shown = shown_path(path, home)
             _prepare_sqlite_file(path, shown)
         # damage and a vanished WAL become errors of the driver itself (see sqlite_files.py)
         engine = sa.create_engine(parsed, connect_args={"factory": GuardedConnection})
@@ -135,7 +137,7 @@ def unusable_file_errors(shown: str) -> Iterator[None]:
     try:
         yield
     except sa_exc.DBAPIError as exc:
-        if is_damage(exc.orig):
+        if exc.orig is not None and is_damage(exc.orig):
             raise unusable_database(shown, f"cannot be read ({driver_message(exc)})") from None
         raise
     except DamagedValue as exc:
@@ -213,7 +215,7 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int, shown: str | None = 
         _mark_full(context.original_exception, folder)
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI objects
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:  # DBAPI objects: untyped
         # Take transaction control away from the sqlite3 module (it starts transactions only at
         # the first write, too late to lock); the "begin" listener emits BEGIN itself.
         dbapi_connection.isolation_level = None
@@ -233,7 +235,8 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int, shown: str | None = 
         try:
             # On the driver itself: through exec_driver_sql this costs about as much as the
             # INSERT that follows (10-20% of a tool call's bookkeeping).
-            conn.connection.driver_connection.execute(sql)
+            driver: Any = conn.connection.driver_connection  # the sqlite3 connection, open here
+            driver.execute(sql)
         except sqlite3.Error as exc:
             _mark_full(exc, folder)
             # SQLAlchemy does not wrap errors raised in this hook; wrap them as it does its own.
@@ -299,7 +302,7 @@ def db_errors(database: str | None = None, advice: str | None = None) -> Iterato
             raise unusable_database(database or "file", f"cannot be read ({driver_message(exc)})") from None
         named = f" {database}" if database else ""
         if database_full(exc):  # one code for a full disk, wherever it is (issue 36)
-            raise no_space(f"the history database{named}", driver_error=type(exc.orig).__name__) from None
+            raise no_space(f"the history database{named}", driver_error=type(orig).__name__) from None
         raise NiniError(
             ErrorCode.DB_ERROR,
             f"the history database{named} failed: {redact_paths(driver_message(exc))}"

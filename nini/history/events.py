@@ -216,7 +216,8 @@ class Subscription:
                 self._wanted = max(self._wanted, seq)
                 return None
             self._last_seq = seq
-            return item
+            event: dict[str, Any] = item  # neither _CLOSED nor _Stored: a published event
+            return event
         return None
 
     @property

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from nini.errors import ErrorCode, NiniError
 from nini.fsutil import atomic_write_text
@@ -124,7 +124,9 @@ def _render(
 ) -> str:
     if format == "json":
         return json.dumps(bundle, ensure_ascii=False, indent=2)
-    mode = "markdown" if format == "md" else "sandboxed" if sandboxed else "notebook"
+    mode: Literal["notebook", "sandboxed", "markdown"] = (
+        "markdown" if format == "md" else "sandboxed" if sandboxed else "notebook"
+    )
     header = provenance_header(bundle, isolation, workspace, language, mode, check=check)
     if format == "md":
         return to_markdown(bundle, files_dir_name(stem), header)

@@ -149,6 +149,8 @@ def to_notebook_json(
                 )
             )
             continue
+        before: list[str]
+        after: list[str]
         if sandboxed:
             before, source, after = [], _nini_run_source(execution, timeouts.get(execution.get("tool_call_id"))), []
         elif language == "r":
@@ -183,7 +185,8 @@ def to_notebook_json(
         },
     )
     nbformat.validate(notebook)
-    return nbformat.writes(notebook)
+    text: str = nbformat.writes(notebook)
+    return text
 
 
 def _sandboxed_setup(session_id: str, files: str, inputs: list[dict[str, Any]]) -> str:
@@ -311,8 +314,8 @@ def _scrubber(workspace: Path) -> Any:
 
 
 def _not_rerun_reason(execution: dict[str, Any]) -> str | None:
-    code = (execution.get("error") or {}).get("code")
-    return NOT_RERUN.get(code) if execution.get("status") == "failed" else None
+    error: dict[str, Any] = execution.get("error") or {}
+    return NOT_RERUN.get(error.get("code", "")) if execution.get("status") == "failed" else None
 
 
 def _policy_reasons(execution: dict[str, Any]) -> str:

@@ -31,10 +31,11 @@ class JSONText(sa.TypeDecorator[Any]):
     impl = sa.Text
     cache_ok = True
 
-    def process_bind_param(self, value: Any, dialect: sa.Dialect) -> str | None:
+    # the dialect plays no part: None is fine too (statements.as_stored has no engine)
+    def process_bind_param(self, value: Any, dialect: sa.Dialect | None) -> str | None:
         return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
 
-    def process_result_value(self, value: str | None, dialect: sa.Dialect) -> Any:
+    def process_result_value(self, value: str | None, dialect: sa.Dialect | None) -> Any:
         try:
             return None if value is None else json.loads(value)
         except ValueError:  # nini wrote JSON here: what is there now is damage (a bit flipped on disk)

@@ -267,7 +267,8 @@ class GuardedConnection(sqlite3.Connection):
         # refused at once into a file known bad; the files are compared after each commit (two stats)
         if self.file is not None and self.file.known_bad and sql.startswith("BEGIN IMMEDIATE"):
             self.file.check(self, committed=False)
-        return self.cursor().execute(sql, *args)
+        executed: GuardedCursor = self.cursor().execute(sql, *args)  # _guarded's wrappers are untyped
+        return executed
 
     def commit(self) -> None:
         try:

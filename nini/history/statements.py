@@ -3,12 +3,12 @@ constructs and run through ``driver.Transaction``; and the few steps made of the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 
 from nini.history.driver import Transaction
-from nini.history.schema import events, executions, messages, sessions, tool_calls
+from nini.history.schema import JSONText, events, executions, messages, sessions, tool_calls
 
 from nini.history.schema import artifacts as artifact_table  # isort: skip
 from nini.history.schema import datasets as dataset_table  # isort: skip
@@ -56,7 +56,7 @@ def upsert_dataset(tx: Transaction, session_id: str, dataset: dict[str, Any], no
     """Record ``dataset`` as its name's current version; the file the record named before, if any."""
     values = {field: dataset.get(field) for field in DATASET_FIELDS}
     key = {"key_session": session_id, "key_name": values["name"]}
-    previous = tx.scalar(DATASET_PATH, key)
+    previous: str | None = tx.scalar(DATASET_PATH, key)
     # UPDATE then INSERT instead of a dialect's ON CONFLICT: portable, and safe under the write lock.
     if tx.execute(UPDATE_DATASET, {**values, **key, "updated_at": now}) == 0:
         tx.execute(ADD_DATASET, {**values, "session_id": session_id, "created_at": now, "updated_at": now})
@@ -65,5 +65,5 @@ def upsert_dataset(tx: Transaction, session_id: str, dataset: dict[str, Any], no
 
 def as_stored(value: Any) -> Any:
     """``value`` as the database gives it back (JSON types; others as their ``str``)."""
-    column = tool_calls.c.arguments.type
+    column = cast(JSONText, tool_calls.c.arguments.type)
     return column.process_result_value(column.process_bind_param(value, None), None)

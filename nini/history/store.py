@@ -73,7 +73,10 @@ log = logging.getLogger("nini.history")
 EVENT_RETRIES = 5
 CALL_THREADS = 8
 # INSERT ... ON CONFLICT DO NOTHING, by dialect (the two backends nini supports).
-INSERT_OR_NOTHING = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+INSERT_OR_NOTHING: dict[str, Callable[[sa.Table], sqlite.Insert | postgresql.Insert]] = {
+    "sqlite": sqlite.insert,
+    "postgresql": postgresql.insert,
+}
 
 
 class HistoryStore(ToolCallRecords):

@@ -135,7 +135,7 @@ def _listening_connection(store: HistoryStore) -> Any:
     """A psycopg connection of the store's engine (its URL and options), taken out of the pool for
     good, in autocommit (a LISTEN takes effect at commit) and listening on ``EVENTS_CHANNEL``."""
     pooled = store.engine.raw_connection()
-    conn = pooled.driver_connection
+    conn: Any = pooled.driver_connection  # the psycopg connection (the pool's is typed loosely)
     pooled.detach()
     try:
         conn.rollback()  # the pool's ping may have opened a transaction

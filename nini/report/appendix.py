@@ -6,6 +6,7 @@ lives here only, never in the business sections, and the body is the same with o
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 from nini.report.cells import RUN_REASONS
 from nini.report.markdown import md_name
@@ -95,6 +96,6 @@ def _duration(ms: float | None) -> str:
     return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
 
 
-def _total(values: list[int | None]) -> float | None:
+def _total(values: Sequence[int | None]) -> float | None:
     known = [value for value in values if value is not None]
     return sum(known) if known else None

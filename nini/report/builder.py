@@ -111,7 +111,8 @@ def build_report(
         raise NiniError(ErrorCode.INVALID_ARGUMENT, f"lang must be one of {', '.join(TEXT)}, not {options.lang!r}")
     t = TEXT[options.lang]
     failed_ids = {step.id for step in data.steps if step.status != "succeeded"}
-    shown, dropped = [], []
+    shown: list[ChartGroup] = []
+    dropped: list[ChartGroup] = []
     for group in group_charts(data.charts):
         (dropped if group.files[0].step_id in failed_ids else shown).append(group)
     title = " ".join(business_text(options.title or data.title or t["title"]).split()) or t["title"]

@@ -198,11 +198,13 @@ def _section_text(
 def _paragraphs(lines: list[str]) -> str:
     """Markdown lines as plain text, one paragraph per blank-line block, list items kept as lines;
     sub-headings under the section stay as lines of their words."""
-    blocks, current, fence = [], [], ""
+    blocks: list[str] = []
+    current: list[str] = []
+    fence = ""
     for line in [*lines[:MAX_CONCLUSION_CHARS], ""]:  # enough lines to fill a conclusion
         line = line[:MAX_LINE_CHARS]
         if fence or (opened := FENCE.match(line)):
-            fence = "" if fence and line.strip().startswith(fence) else (fence or opened.group(1))
+            fence = "" if fence and line.strip().startswith(fence) else (fence or (opened.group(1) if opened else ""))
             continue  # code shown in prose is not a conclusion's words
         if not line.strip():
             if current:

@@ -60,7 +60,7 @@ def _still_done(row: dict[str, Any], rolled_back: dict[str, str], moment: str) -
 
 
 def _charts(rows: list[dict[str, Any]], workspace: Workspace) -> list[dict[str, Any]]:
-    files = []
+    files: list[ChartFile] = []
     for row in rows:
         try:
             relative = workspace.relative(row["path"])

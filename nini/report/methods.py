@@ -60,7 +60,9 @@ def condense_notes(notes: Iterable[str], limit: int = MAX_METHOD_CHARS) -> list[
 def strip_html(note: str) -> str:
     """``note`` without its HTML (tags go, their text stays; scripts, styles and comments go
     whole), entities read as the characters they stand for; code fences and spans untouched."""
-    out, chunk, fence = [], [], ""
+    out: list[str] = []
+    chunk: list[str] = []
+    fence = ""
 
     def flush() -> None:
         text = _HTML_DROPPED.sub("", "\n".join(chunk))
@@ -73,7 +75,7 @@ def strip_html(note: str) -> str:
         if fence or opening:
             if not fence:
                 flush()
-                fence = opening.group(1)
+                fence = opening.group(1) if opening else ""
             elif line.strip().startswith(fence):
                 fence = ""
             out.append(line)
@@ -87,7 +89,8 @@ def _sections(note: str) -> list[tuple[str, str]]:
     """(heading line or "", the first prose block under it) for each section of one note; code
     fences, tables, images and HTML are never a section's first block."""
     out: list[tuple[str, str]] = []
-    heading, block, fence, found = "", [], "", False
+    block: list[str] = []
+    heading, fence, found = "", "", False
     for line in note.replace("\r\n", "\n").split("\n"):
         if fence:
             fence = "" if line.strip().startswith(fence) else fence

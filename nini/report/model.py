@@ -131,7 +131,8 @@ class ExecutionSummary:
 
     def message(self) -> str | None:
         """``3 of 15 cells failed: cell 4 (NameError), ...`` and the note; None when every cell ran."""
-        parts = [self.note()] if self.note() else []
+        note = self.note()
+        parts = [note] if note else []
         if self.failed:
             cells = ", ".join(f"cell {number} ({why})" for number, why in self.failed)
             parts.append(f"{len(self.failed)} of {self.cells} cells failed: {cells}")

@@ -136,9 +136,9 @@ def html_chart_spec(page: str) -> tuple[str, Any] | None:
                 mode = _EMBED_MODE.search(page, end, end + 200)
                 kind = mode.group(1) if mode else ("vega" if "vega/v" in str(spec.get("$schema", "")) else "vega-lite")
                 return ("vega.json" if kind == "vega" else "vegalite.json"), spec
-    if match := _PLOTLY_CALL.search(page):
+    if call := _PLOTLY_CALL.search(page):
         arguments: list[Any] = []
-        position = match.end()
+        position = call.end()
         for _ in range(3):  # data, layout, config
             try:
                 value, position = decoder.raw_decode(page, position)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import hashlib
 import mimetypes
 import re
@@ -209,7 +210,7 @@ def to_notebook(markdown: str, charts: Mapping[str, ChartFile] | None = None) ->
     cells = []
     for section in _sections(markdown):
         attachments: dict[str, dict[str, str]] = {}
-        source = _IMAGE.sub(lambda m, found=attachments: _attach(m, charts or {}, found), section)
+        source = _IMAGE.sub(functools.partial(_attach, charts=charts or {}, attachments=attachments), section)
         cell = new_markdown_cell(source)
         if attachments:
             cell["attachments"] = attachments
@@ -288,29 +289,34 @@ def pdf_converter() -> Callable[[Path, Path], None]:
         pass
     else:
         return _weasyprint
-    if exe := shutil.which("wkhtmltopdf"):
-        return lambda html, pdf: _run(exe, [exe, "--quiet", "--enable-local-file-access", str(html), str(pdf)])
+    if wkhtml := shutil.which("wkhtmltopdf"):
+        return lambda html, pdf: _run(wkhtml, [wkhtml, "--quiet", "--enable-local-file-access", str(html), str(pdf)])
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        if exe := shutil.which(name):
-            return lambda html, pdf, exe=exe: _run(
-                exe,
-                [
-                    exe,
-                    "--headless",
-                    "--disable-gpu",
-                    "--no-sandbox",
-                    "--no-pdf-header-footer",
-                    f"--print-to-pdf={pdf}",
-                    html.as_uri(),
-                ],
-            )
-    if exe := shutil.which("pandoc"):
-        return lambda html, pdf: _run(exe, [exe, str(html), "--from", "html", "--output", str(pdf)])
+        if chrome := shutil.which(name):
+            return functools.partial(_chromium, chrome)
+    if pandoc := shutil.which("pandoc"):
+        return lambda html, pdf: _run(pandoc, [pandoc, str(html), "--from", "html", "--output", str(pdf)])
     raise NiniError(
         ErrorCode.NOT_FOUND,
         f"PDF output needs a converter and none was found: {PDF_INSTALL_HINT}. "
         "Markdown, HTML and ipynb reports need none.",
         {"format": "pdf"},
+    )
+
+
+def _chromium(exe: str, html: Path, pdf: Path) -> None:
+    """The PDF converter through a Chromium or Chrome at ``exe`` (headless print of the page)."""
+    _run(
+        exe,
+        [
+            exe,
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--no-pdf-header-footer",
+            f"--print-to-pdf={pdf}",
+            html.as_uri(),
+        ],
     )
 
 

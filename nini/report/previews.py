@@ -408,7 +408,7 @@ async def _plotly_pngs(jobs: list[dict[str, Any]], timeout_s: float) -> None:
             _say(job["key"], NO_RENDERER)
         return
 
-    class OfflineChromium(Chromium):  # type: ignore[misc]
+    class OfflineChromium(Chromium):
         """Chromium that sends nothing anywhere: kaleido's flags, less web security off, plus OFFLINE_FLAGS."""
 
         def get_cli(self) -> list[str]:

@@ -208,8 +208,8 @@ async def write(
         include_charts=request.include_charts,
         include_key_findings=request.include_key_findings,
         include_session_stats=request.include_session_stats,
-        lang=style.lang,
-        decimals=style.decimals,  # type: ignore[arg-type] - build_report checks the language
+        lang=style.lang,  # type: ignore[arg-type]  # any str: build_report checks the language
+        decimals=style.decimals,
     )
     narrative = None
     if complete is not None and wants_model_text(settings, request):

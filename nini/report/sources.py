@@ -278,8 +278,9 @@ def _cut_long_outputs(raw: Any) -> Any:
             if "text" in output:
                 output["text"] = _cut(output["text"])
             data = output.get("data")
-            for mime in [m for m in data if m.startswith("text/")] if isinstance(data, dict) else []:
-                data[mime] = _cut(data[mime])
+            if isinstance(data, dict):
+                for mime in [m for m in data if m.startswith("text/")]:
+                    data[mime] = _cut(data[mime])
     return raw
 
 

@@ -130,7 +130,8 @@ def _scan_root(root: SkillRoot, files: list[FoundFile], watched: list[tuple[str,
         markdown = [e for e in skill_files if e.name in SKILL_FILENAMES][:1]  # SKILL.md before skill.md
         python = [e for e in skill_files if e.name == PYTHON_SKILL_FILE]
         if markdown or python:
-            for entry, kind in [(e, "markdown") for e in markdown] + [(e, "python") for e in python]:
+            kinds: list[tuple[os.DirEntry[str], Literal["markdown", "python"]]] = [(e, "markdown") for e in markdown]
+            for entry, kind in kinds + [(e, "python") for e in python]:
                 info = entry.stat()
                 watched.append((entry.path, (info.st_mtime_ns, info.st_size)))
                 location = entry.path[root_prefix:].replace(os.sep, "/")

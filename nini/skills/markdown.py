@@ -216,11 +216,11 @@ def validate_skill_file(path: Path) -> tuple[list[str], list[str]]:
     except (OSError, ValueError) as exc:  # ValueError: a path with a NUL byte cannot be stat'ed
         return [f"{path} cannot be checked: {exc}"], []
     if frontmatter is None:  # loads as it does (name from the folder, description from the body), with a warning
-        description = first_body_line(_body)
-        errors = name_problems(path.parent.name) + (
-            [] if description else ["no description: no frontmatter and no first paragraph"]
+        first_line = first_body_line(_body)
+        problems = name_problems(path.parent.name) + (
+            [] if first_line else ["no description: no frontmatter and no first paragraph"]
         )
-        return errors, [NO_FRONTMATTER]
+        return problems, [NO_FRONTMATTER]
 
     errors: list[str] = []
     warnings: list[str] = []

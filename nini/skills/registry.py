@@ -6,6 +6,7 @@ Thread safety: a refresh builds a complete new ``_State`` and swaps it in under 
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import logging
 import threading
@@ -199,12 +200,12 @@ class SkillRegistry:
         return tuple(self._roots)
 
     @property
-    def problems(self) -> list[dict[str, Any]]:
+    def problems(self) -> builtins.list[dict[str, Any]]:
         """What ``nini skills doctor`` lists: skipped files, broken rules, shadows, conflicts, and
         skills refused because they take the name of one of nini's meta-skills (``meta_skills``)."""
         return [p.to_dict() for p in self._state.problems]
 
-    def problem_records(self) -> list[SkillProblem]:
+    def problem_records(self) -> builtins.list[SkillProblem]:
         return list(self._state.problems)
 
     def prompt_block(self) -> str:
@@ -329,7 +330,7 @@ class SkillRegistry:
             self._state = replace(new_state, problems=(*problems, SkillProblem("warning", "snapshot", exc.message)))
         return changed
 
-    def _collect_functions(self, scan: Scan, problems: list[SkillProblem]) -> list[FunctionSkill]:
+    def _collect_functions(self, scan: Scan, problems: builtins.list[SkillProblem]) -> builtins.list[FunctionSkill]:
         found = dict(self._registered)
         for file in (f for f in scan.files if f.kind == "python"):
             if not file.root.trust_code:
@@ -372,7 +373,7 @@ class SkillRegistry:
                 found[function_skill.name] = replace(function_skill, metadata=meta, source_location=file.location)
         return sorted(found.values(), key=lambda s: s.name)
 
-    def _load_module(self, file: FoundFile) -> list[FunctionSkill] | Exception:
+    def _load_module(self, file: FoundFile) -> builtins.list[FunctionSkill] | Exception:
         if file.cache_key in self._modules:
             return self._modules[file.cache_key]
         module_name = "nini_user_skill_" + hashlib.sha1(file.cache_key[0].encode()).hexdigest()[:12]
@@ -384,7 +385,7 @@ class SkillRegistry:
             self._modules[file.cache_key] = loaded
         return loaded
 
-    def _collect_markdown(self, scan: Scan, problems: list[SkillProblem]) -> list[SkillRecord]:
+    def _collect_markdown(self, scan: Scan, problems: builtins.list[SkillProblem]) -> builtins.list[SkillRecord]:
         winners: dict[str, SkillRecord] = {}
         live_keys = set()
         for file in (f for f in scan.files if f.kind == "markdown"):

@@ -60,7 +60,7 @@ def event_outputs(outputs: Any, stderr: Any) -> list[dict[str, Any]]:
 
 def _display(output: dict[str, Any], rich_left: int) -> tuple[dict[str, str], int]:
     """The shown part of a display (nothing for a chart) and the rich characters left after it."""
-    bundle = output.get("data") if isinstance(output.get("data"), dict) else {}
+    bundle = given if isinstance(given := output.get("data"), dict) else {}
     if (output.get("metadata") or {}).get("nini") or any(m.startswith(CHART_TYPES) for m in bundle):
         return {}, rich_left  # a chart of the run: the viewer shows it from its file
     data = {mime: _text(bundle[mime]) for mime in SHOWN_TYPES if mime in bundle}

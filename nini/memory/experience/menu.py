@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from nini.errors import NiniError
 from nini.memory.experience.model import LEVELS
 from nini.memory.experience.service import ExperienceMemory
 
-TEXT = {
+TEXT: dict[str, dict[str, Any]] = {
     "zh": {
         "none": "没有待沉淀的经验候选。",
         "title": "待沉淀的经验候选（{n} 条）：",

@@ -12,6 +12,7 @@ NOT_FOUND word for word as one that does not exist.
 
 from __future__ import annotations
 
+import builtins
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -108,7 +109,7 @@ class PreferenceStore:
 
     # -- feedback ----------------------------------------------------------------------------------------
 
-    def feedback_for(self, run_id: str, *, owner: str | None = None) -> list[dict[str, Any]]:
+    def feedback_for(self, run_id: str, *, owner: str | None = None) -> builtins.list[dict[str, Any]]:
         with self.store.reading() as conn:
             where = (feedback_table.c.run_id == run_id) & owner_filter(owner, feedback_table.c.owner)
             query = sa.select(feedback_table).where(where).order_by(feedback_table.c.id)

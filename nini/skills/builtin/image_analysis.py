@@ -32,7 +32,8 @@ async def image_analysis(session: Session, image: str, question: str = DEFAULT_Q
         image: An artifact name (as listed for the session) or a path relative to the session workspace.
         question: What to ask about the image.
     """
-    relative = session.workspace.relative(await session.store.call(_artifact_path, session, image) or image)
+    recorded = await session.store.call(_artifact_path, session, image)
+    relative = session.workspace.relative(recorded or image)
     media_type = MEDIA_TYPES.get(PurePosixPath(relative).suffix.lower())
     if session.workspace.fs.lstat(relative) is None:
         raise NiniError(ErrorCode.NOT_FOUND, f"no image {image!r} among the session's artifacts or workspace files")

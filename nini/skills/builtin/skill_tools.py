@@ -111,7 +111,7 @@ def check_not_hidden(registry: SkillRegistry, name: str, folder: SkillRoot) -> N
     record = markdown_record(registry, name)
     root = registry.root_of(record) if record is not None else None
     order = [r.path for r in registry.roots]
-    if root is not None and root != folder.path and order.index(root) < order.index(folder.path):
+    if record is not None and root is not None and root != folder.path and order.index(root) < order.index(folder.path):
         raise NiniError(
             ErrorCode.POLICY_VIOLATION,
             f"skill {name!r} comes from the {record.source} skills, which rank above the folder skills are "
