@@ -83,7 +83,7 @@ class NiniExtensionApp(ExtensionApp):
     def initialize_settings(self) -> None:
         """Open nini's Runtime. A database that cannot be opened does not keep nini out of the
         server (its routes would be Jupyter's 404 pages): the routes answer its DB_ERROR, and
-        ``_reopen_runtime`` tries again."""
+        ``RuntimeReopener`` tries again."""
         from nini.config import load_settings
         from nini.logs import configure_logging
 

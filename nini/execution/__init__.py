@@ -1,1 +1,1 @@
-"""Running agent code: Python kernels (jupyter_client), the sandbox, the static policy, workspaces."""
+"""Running agent code: Python kernels (jupyter_client) and R workers, the sandbox, the static policy, workspaces."""

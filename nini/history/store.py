@@ -1,9 +1,10 @@
 """HistoryStore: sessions, messages, tool calls, executions, artifacts, datasets and events.
 
 A sync API that is safe to use from any thread (each call checks a connection out of the engine's
-pool for one transaction). Async code goes through ``call``, which runs the method on the store's
-one writer thread so the event loop never waits on the database. Every method returns plain,
-JSON-ready dicts; every database failure is a ``NiniError``.
+pool for one transaction). Async code goes through ``call``, which runs the method on one of the
+store's ``CALL_THREADS`` (8) threads, so the event loop never waits on the database and the writes
+of concurrent turns share a group commit (commit.py). Every method returns plain, JSON-ready dicts;
+every database failure is a ``NiniError``.
 """
 
 from __future__ import annotations
