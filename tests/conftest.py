@@ -201,7 +201,7 @@ def execute_in_kernel(
 
         stdin = {"allow_stdin": True, "stdin_hook": answer}
     try:
-        client.execute_interactive(code, output_hook=hook, timeout=120, **stdin)
+        client.execute_interactive(code, output_hook=hook, timeout=timeout(120), **stdin)
     finally:
         if timer:
             timer.cancel()

@@ -7,7 +7,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -136,10 +135,11 @@ def test_failed_code_is_reported_and_the_model_answers(kernel: AskKernel, llm_se
 
 @pytest.mark.slow
 def test_interrupting_the_cell_cancels_the_run(kernel: AskKernel, llm_server: ScriptedLLM) -> None:
-    llm_server.reply(tool_call("run_code", code="import time\ntime.sleep(30)", timeout_s=60), text("never", delay_s=30))
-    started = time.monotonic()
+    # an hour's sleep and answer: a cell that waited for either would end in execute_in_kernel's timeout
+    llm_server.reply(
+        tool_call("run_code", code="import time\ntime.sleep(3600)", timeout_s=7200), text("never", delay_s=3600)
+    )
     out = kernel.ask("%%nini --session stopped\nTake your time", interrupt_at_first_step=True)
-    assert time.monotonic() - started < 25  # neither the 30 s sleep nor the 30 s answer was waited for
     assert out["errors"] == [], out
     assert "cancelling" in out["stderr"] and "cancelled" in out["stderr"]
     assert "never" not in out["markdown"]
