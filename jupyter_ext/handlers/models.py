@@ -105,7 +105,7 @@ class ModelTestHandler(NiniHandler):
         body = self.parse(Passed).fields  # one of three bodies, told apart by their fields
         runtime = self.runtime
         if body == {"all": True}:
-            results = await test_routes(runtime.settings)
+            results = await test_routes(runtime.settings, router=runtime.router)
             self.reply({"results": [{"target": target, "ok": ok, "detail": detail} for target, ok, detail in results]})
             return
         if set(body) == {"name"}:

@@ -316,13 +316,14 @@ async def test_provider(
     }
 
 
-async def test_routes(settings: Settings, name: str | None = None) -> list[tuple[str, bool, str]]:
+async def test_routes(
+    settings: Settings, name: str | None = None, *, router: ModelRouter | None = None
+) -> list[tuple[str, bool, str]]:
     """``nini models test`` / ``nini doctor --check-models`` / REST ``{"all": true}``: one tiny call per
-    (provider, model) to try: ``name``'s default model, or the first choice of every purpose. Each is
-    (provider/model, ok, latency or why not, with the purposes it serves)."""
+    (provider, model) to try: ``name``'s default model, or the first choice of every purpose (as
+    ``router`` resolves them: the runtime's where there is one). Each is (provider/model, ok,
+    latency or why not, with the purposes it serves)."""
     import os
-
-    from nini.agent.llm import PURPOSES, ModelRouter
 
     providers = {p.name: p for p in settings.llm.providers}
     if name is not None:
@@ -331,7 +332,7 @@ async def test_routes(settings: Settings, name: str | None = None) -> list[tuple
         targets = {(name, providers[name].model): [name]}
     else:
         targets = {}
-        router = ModelRouter.from_settings(settings)
+        router = router or ModelRouter.from_settings(settings)
         for purpose in PURPOSES:
             try:
                 first = router.chain(purpose, require_vision=purpose == "image_analysis")[0]
