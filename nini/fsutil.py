@@ -6,8 +6,8 @@ A full disk (ENOSPC, or EDQUOT: a user's quota) is ``NO_SPACE`` wherever nini or
 (issue 36: it used to come out as CODE_ERROR, DB_ERROR, TOO_LARGE or INTERNAL with a host path):
 ``no_space(what)`` is that error, naming the place as a person finds it (``$NINI_HOME/...``, "the
 session workspace", a file's name: never an absolute path, ``shown_path``) and what to do;
-``disk_errors(what)`` turns such an OSError raised inside it into it. TOO_LARGE stays for nini's
-own limits (a workspace's budget, RLIMIT_FSIZE's EFBIG).
+``out_of_space(exc)`` tells such an OSError. TOO_LARGE stays for nini's own limits (a workspace's
+budget, RLIMIT_FSIZE's EFBIG).
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from nini.errors import ErrorCode, NiniError
@@ -112,17 +110,6 @@ def disk_checks(places: dict[str, Path]) -> list[tuple[str, bool, str, bool]]:
         else:
             found.append((f"disk of {name}", True, detail, False))
     return found
-
-
-@contextmanager
-def disk_errors(what: str) -> Iterator[None]:
-    """Turn a full disk met inside (``out_of_space``) into ``no_space(what)``; any other error passes."""
-    try:
-        yield
-    except OSError as exc:
-        if out_of_space(exc):
-            raise no_space(what) from None
-        raise
 
 
 def shown_path(path: Path | str, home: Path | None = None) -> str:
