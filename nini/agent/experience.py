@@ -126,7 +126,8 @@ async def _stage(session: Session, turn_id: str | None) -> str:
 
 JUDGE_PROMPT = """Two experiences of a data-analysis team. Is the NEW one the same judgement as the OLD one \
 (merge them into one), a different decision for the same situation that replaces it (supersede), or about \
-something else (keep both)? When unsure, keep. Answer with JSON only: {"action": "merge|supersede|keep", "reason": "<short>"}."""
+something else (keep both)? When unsure, keep. Answer with JSON only: \
+{"action": "merge|supersede|keep", "reason": "<short>"}."""
 
 
 def model_judge(settings: Settings) -> Judge | None:
@@ -138,7 +139,10 @@ def model_judge(settings: Settings) -> Judge | None:
         return None
 
     def judge(candidate: Candidate, row: IndexRow) -> tuple[str, str] | None:
-        new = f"NEW: {candidate.title}. When: {candidate.trigger}. Decision: {candidate.decision}. Signal: {candidate.signal}."
+        new = (
+            f"NEW: {candidate.title}. When: {candidate.trigger}. Decision: {candidate.decision}. "
+            f"Signal: {candidate.signal}."
+        )
         old = f"OLD: {row.title}. When: {row.trigger}. Signal: {row.surface_signal}."
 
         async def ask() -> str:

@@ -71,7 +71,10 @@ def provider_problem(
     if check_enabled and not provider.enabled:
         return f"provider {provider.name} is disabled"
     if provider.api_key_env and not environ.get(provider.api_key_env):
-        return f"environment variable {provider.api_key_env} (its API key) is not set; set the variable {provider.api_key_env}"
+        return (
+            f"environment variable {provider.api_key_env} (its API key) is not set; set the "
+            f"variable {provider.api_key_env}"
+        )
     if provider.kind == "anthropic" and importlib.util.find_spec("anthropic") is None:
         return "the anthropic SDK is not installed (pip install 'nini[anthropic]')"
     if provider.kind == "replay":

@@ -56,7 +56,8 @@ BODY_WORDS = {
     },
     "en": {
         "url": "base_url {url!r} is not an http(s) URL with a host, e.g. http://127.0.0.1:11434/v1",
-        "model": "a provider of kind {kind} needs a model: give model (on the command line --model, e.g. --model qwen2.5:7b)",
+        "model": "a provider of kind {kind} needs a model: give model (on the command line --model, "
+        "e.g. --model qwen2.5:7b)",
     },
 }
 

@@ -57,13 +57,15 @@ TASK_KINDS = {
     for kind in (
         TaskKind(
             "task:general",
-            "Hand a self-contained piece of work to a sub-agent with every tool except task:*; you get one sentence back.",
+            "Hand a self-contained piece of work to a sub-agent with every tool except task:*; you "
+            "get one sentence back.",
             _SUB_AGENT,
             lambda record: not is_task(record["name"]),
         ),
         TaskKind(
             "task:explore",
-            "Read-only investigation by a sub-agent (datasets, files, skills; it can change nothing); one sentence back.",
+            "Read-only investigation by a sub-agent (datasets, files, skills; it can change "
+            "nothing); one sentence back.",
             _SUB_AGENT
             + "\nYou are read-only: look at datasets, files and skills; you cannot run code or change anything.",
             _read_only,

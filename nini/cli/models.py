@@ -90,7 +90,7 @@ def add_model(
         typer.Option("--vision-model", metavar="MODEL", help="A model of it that reads images (repeatable)."),
     ] = None,
 ) -> None:
-    """Save a provider into settings.json (replacing one of that name); asks nothing: what is not given takes its default."""
+    """Save a provider into settings.json (replacing one of that name); asks nothing: what is not given takes its default."""  # noqa: E501 - typer's help text
     from nini.agent.model_admin import provider_from_body, save_provider
 
     body = {

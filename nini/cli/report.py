@@ -18,7 +18,8 @@ EXAMPLES = examples(
     "nini report --session demo-agent --out reports --format md,html,ipynb",
     "nini report analysis.ipynb --execute --strict",
 )
-STRICT_FAILED_EXIT = 3  # `--execute --strict` and a cell failed or timed out, or nothing ran: the report is written, the run is not clean
+# `--execute --strict` and a cell failed or timed out, or nothing ran: the report is written, the run is not clean
+STRICT_FAILED_EXIT = 3
 
 
 @handles_errors

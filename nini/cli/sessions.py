@@ -115,7 +115,8 @@ def _session_lines(bundle: dict[str, Any]) -> list[str]:
     session = bundle["session"]
     lines = [
         f"session {session['id']}" + (f": {session['title']}" if session.get("title") else ""),
-        f"created {session.get('created_at')}, updated {session.get('updated_at')}, {len(bundle['messages'])} message(s)",
+        f"created {session.get('created_at')}, updated {session.get('updated_at')}, "
+        f"{len(bundle['messages'])} message(s)",
     ]
     sections: list[tuple[str, list[str]]] = [
         (
@@ -129,7 +130,8 @@ def _session_lines(bundle: dict[str, Any]) -> list[str]:
         (
             "executions",
             [
-                f"{e['id']:<14} {e['language']:<7} {e['status']:<9} {_seconds(e.get('duration_ms'))}  {e.get('label') or ''}".rstrip()
+                f"{e['id']:<14} {e['language']:<7} {e['status']:<9} "
+                f"{_seconds(e.get('duration_ms'))}  {e.get('label') or ''}".rstrip()
                 for e in bundle["executions"]
             ],
         ),
@@ -170,7 +172,8 @@ def export(
         Path | None,
         typer.Option(
             "--out",
-            help="Write here instead of to stdout, with <name>_files/ beside it (a notebook's datasets, the Markdown's images).",
+            help="Write here instead of to stdout, with <name>_files/ beside it (a notebook's "
+            "datasets, the Markdown's images).",
         ),
     ] = None,
     sandboxed: Annotated[

@@ -50,7 +50,8 @@ QUESTION = {
     "en": {
         "intro": "nini wants to run this step; it runs in your kernel, not sandboxed:",
         "ask": "Allow once [o] · Allow for this session [s] · Reject [N]: ",
-        "session": "nini: this session's steps now run in your kernel without asking (%nini approvals --reset asks again)",
+        "session": "nini: this session's steps now run in your kernel without asking (%nini "
+        "approvals --reset asks again)",
         "allowed": "nini: allowed for this session: steps run in your kernel without asking",
         "reset": "nini: steps of this session ask again before they run in this kernel",
         "off": "nini: steps run in this kernel without asking (execution.approve_in_user_kernel is off)",

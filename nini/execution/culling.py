@@ -47,8 +47,10 @@ _WHAT = {
 }
 _WHY = {
     "en": {
-        "idle": " had been idle for more than {idle:g} s (execution.cull_idle_seconds) and was shut down to free memory",
-        "cap": " was shut down to make room for another session's (at most {cap} run at once on this server, {setting})",
+        "idle": " had been idle for more than {idle:g} s (execution.cull_idle_seconds) and was shut "
+        "down to free memory",
+        "cap": " was shut down to make room for another session's (at most {cap} run at once on "
+        "this server, {setting})",
     },
     "zh": {
         "idle": "空闲超过 {idle:g} 秒（execution.cull_idle_seconds），已被关闭以释放内存",
@@ -58,7 +60,8 @@ _WHY = {
 _THEN = {
     "en": "; a new one started for this step, so variables and imports of earlier steps are gone (the workspace's "
     "files and datasets are kept: load datasets again by name)\n",
-    "zh": "；已为这一步启动新的进程，之前步骤的变量和导入已丢失（工作区的文件和数据集都在：按名称重新加载数据集即可）\n",
+    "zh": "；已为这一步启动新的进程，之前步骤的变量和导入已丢失"
+    "（工作区的文件和数据集都在：按名称重新加载数据集即可）\n",
 }
 _CAP_SETTING = {"python": "execution.max_live_kernels", "r": "r.max_live_workers"}
 _CULLED_KEPT = 10_000  # notices kept for sessions not used since their process went

@@ -67,17 +67,21 @@ WORDS = {
         "files_over": "会话工作区至少有 {used:,} 个文件，上限为 {limit:,} 个（execution.workspace_max_files）",
         "unreadable": "会话工作区中的文件夹 '{path}' 无法被 nini 读取，其中的文件无法计数",
         "refused": "{what}：删除其中的文件或提高上限后才能再运行代码",
-        "stopped": "本次运行超出了会话工作区的限额，代码已被停止（{what}）；{fate}；删除工作区中的文件或提高上限后才能再运行代码",
+        "stopped": "本次运行超出了会话工作区的限额，代码已被停止（{what}）；{fate}；"
+        "删除工作区中的文件或提高上限后才能再运行代码",
         "guarded": "（运行结束后工作区仍在增长，会话的内核和 R 进程已被停止：变量已丢失）",
         "kernel_interrupted": "内核已中断，变量保留",
         "kernel_restarted": "内核没有停止，已被重启：变量和导入已丢失，工作区中保存的数据集和产物保留",
         "worker_restarted": "R 进程已重启：R 会话的状态（变量、已加载的包）已丢失，工作区中保存的数据集和产物保留",
     },
     "en": {
-        "bytes": "the session workspace holds {used:,.0f} MiB, its quota is {limit:,.0f} MiB (execution.workspace_quota_mb)",
-        "bytes_over": "the session workspace holds at least {used:,.0f} MiB, its quota is {limit:,.0f} MiB (execution.workspace_quota_mb)",
+        "bytes": "the session workspace holds {used:,.0f} MiB, its quota is {limit:,.0f} MiB "
+        "(execution.workspace_quota_mb)",
+        "bytes_over": "the session workspace holds at least {used:,.0f} MiB, its quota is "
+        "{limit:,.0f} MiB (execution.workspace_quota_mb)",
         "files": "the session workspace holds {used:,} files, its limit is {limit:,} (execution.workspace_max_files)",
-        "files_over": "the session workspace holds at least {used:,} files, its limit is {limit:,} (execution.workspace_max_files)",
+        "files_over": "the session workspace holds at least {used:,} files, its limit is {limit:,} "
+        "(execution.workspace_max_files)",
         "unreadable": "a folder of the session workspace ('{path}') cannot be read by nini, so its files "
         "cannot be counted",
         "refused": "{what}: delete files from it, or raise the limit, to run code again",

@@ -419,7 +419,10 @@ class KernelPool:
         except Exception as exc:
             tail = _tail(log_path)
             if group is not None and group.oom_kills():  # a limit too small for the kernel itself
-                tail = f"its memory limit ({self.settings.memory_limit_mb} MiB, execution.memory_limit_mb) was reached; {tail}"
+                tail = (
+                    f"its memory limit ({self.settings.memory_limit_mb} MiB, "
+                    f"execution.memory_limit_mb) was reached; {tail}"
+                )
             await stop(kernel, now=True)
             message = f"the Python kernel did not start (sandbox: {mode}): {exc}" + (
                 f"; kernel output: {tail}" if tail else ""

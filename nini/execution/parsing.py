@@ -56,7 +56,8 @@ READER_UID = sandbox.ROOT_UID_BASE - 2
 # What nini says (``ui.language``); a reader's own words for a malformed file come from the child.
 WORDS = {
     "zh": {
-        "memory": "读取 {name} 所需的内存超过了上限 {mb:,} MiB（execution.memory_limit_mb）；请换用较小的文件，或提高该上限",
+        "memory": "读取 {name} 所需的内存超过了上限 {mb:,} "
+        "MiB（execution.memory_limit_mb）；请换用较小的文件，或提高该上限",
         "time": "读取 {name} 超过了 {seconds:g} 秒（execution.timeout_s），已停止",
         "reply": "{name} 的读取结果超过了 {mb:,} MiB",
     },

@@ -67,7 +67,8 @@ WORDING: dict[str, dict[str, str]] = {
         "when": " from {start} to {end} UTC",
         "when_one": " at {start} UTC",
         "when_none": "",
-        "notebook": "**Run as they are, these cells run in this notebook's kernel, as you, without a sandbox**: they can "
+        "notebook": "**Run as they are, these cells run in this notebook's kernel, as you, without "
+        "a sandbox**: they can "
         "read and write your files and reach the network and your environment. Code that did nothing in "
         "the sandbox may act here. Read it before you run it, or export with "
         "`nini sessions export --sandboxed` for a notebook that re-runs it in nini's sandbox.",

@@ -243,7 +243,8 @@ class SkillRegistry:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise NiniError(
                 ErrorCode.SKILL_DEFINITION_UNAVAILABLE,
-                f"the definition of Markdown skill {name!r} ({record.location}) cannot be read: {reason}; nothing was run",
+                f"the definition of Markdown skill {name!r} ({record.location}) cannot be read: "
+                f"{reason}; nothing was run",
                 {"name": name, "location": record.location},
             ) from exc
         return SkillDefinition(

@@ -543,7 +543,10 @@ def test_r_magic_cells_and_r_kernel_notebooks_are_r_steps(tmp_path: Path) -> Non
 
 
 def test_values_are_the_outputs_in_order_with_the_last_expression_named(tmp_path: Path) -> None:
-    frame = "<table><thead><tr><th></th><th>revenue</th></tr></thead><tbody><tr><th>East</th><td>948035.0</td></tr></tbody></table>"
+    frame = (
+        "<table><thead><tr><th></th><th>revenue</th></tr></thead>"
+        "<tbody><tr><th>East</th><td>948035.0</td></tr></tbody></table>"
+    )
     cells = [
         new_code_cell(
             "print('rows:', 3)\nshow(frame)\nscore",
