@@ -41,7 +41,6 @@ SIGNAL_RULES: tuple[tuple[str, str, int, int | None], ...] = (
     ("HAS_WRITE_OR_EDIT", "has_write_or_edit", 1, None),
     ("USER_CLARIFICATIONS_GTE_2", "user_clarification_count", 1, 2),
 )
-SIGNAL_NAMES = tuple(rule[1] for rule in SIGNAL_RULES)
 # Calls that change something durable whatever their result says (code runs are judged by theirs).
 WRITING_TOOLS = frozenset({"load_dataset", "generate_report", "save_skill", "task:skill:enhance"})
 FAILED = ("failed", "interrupted")
