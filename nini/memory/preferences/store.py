@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
     from nini.history.store import HistoryStore
 
-SOURCES = ("explicit", "implicit")
 ACTIONS = ("accept", "reject", "partial")
 
 
