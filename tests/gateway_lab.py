@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_ext.serve import ServerProcess
+from tests import timeouts
 
-START_TIMEOUT_S = 60.0
+START_TIMEOUT_S = timeouts.timeout(60)
 
 
 @dataclass
@@ -65,7 +66,7 @@ def api_call(server: ServerProcess, method: str, path: str, body: Any = None, ti
         headers={**server.headers, "Content-Type": "application/json"},
     )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with urllib.request.urlopen(request, timeout=timeouts.timeout(timeout)) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read() or b"null")
@@ -164,5 +165,5 @@ def _wait_for_gateway(process: subprocess.Popen[bytes], url: str, token: str) ->
 
 def _get_json(url: str, token: str) -> Any:
     request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
-    with urllib.request.urlopen(request, timeout=10) as response:
+    with urllib.request.urlopen(request, timeout=timeouts.timeout(10)) as response:
         return json.loads(response.read())

@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.timeouts import timeout
+
 USER = "nini"
 
 
@@ -152,7 +154,7 @@ def running() -> Iterator[Cluster]:
 def _run(command: list[str], check: bool = True) -> None:
     if os.geteuid() == 0:  # PostgreSQL will not run as root
         command = ["runuser", "-u", "postgres", "--", *command]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout(120), cwd="/")
     if check and done.returncode != 0:
         raise RuntimeError(f"{Path(command[-1]).name} failed: {done.stderr.strip() or done.stdout.strip()}")
 

@@ -26,6 +26,7 @@ import pytest
 from nini.skills.builtin.run_r import r_status
 from tests.conftest import Harness, runtime_harness, scripted_model_settings, write_settings
 from tests.llm_server import text, tool_call
+from tests.timeouts import timeout
 
 NINI = Path(sys.executable).with_name("nini")
 LIMIT_MB = 512
@@ -95,7 +96,7 @@ def nini(
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
-        stdout, stderr = process.communicate(stdin, timeout=300)
+        stdout, stderr = process.communicate(stdin, timeout=timeout(300))
     finally:
         done.set()
         watcher.join()
@@ -206,7 +207,7 @@ def upload(server: Any, session_id: str, name: str, path: Path) -> tuple[int, di
         }
         request = urllib.request.Request(url, data=body, method="POST", headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=300) as response:
+            with urllib.request.urlopen(request, timeout=timeout(300)) as response:
                 return response.status, json.loads(response.read())
         except urllib.error.HTTPError as exc:
             return exc.code, json.loads(exc.read())
@@ -243,5 +244,5 @@ def test_an_upload_loaded_as_a_dataset_keeps_the_server_small(nini_home: Path, t
 def call(server: Any, method: str, path: str, body: Any = None) -> Any:
     data = json.dumps(body).encode() if body is not None else (b"" if method == "POST" else None)
     request = urllib.request.Request(server.url + path, data=data, method=method, headers=server.headers)
-    with urllib.request.urlopen(request, timeout=120) as response:
+    with urllib.request.urlopen(request, timeout=timeout(120)) as response:
         return json.loads(response.read())

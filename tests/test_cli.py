@@ -18,6 +18,7 @@ from nini.cli import app
 from nini.cli._common import handles_errors
 from nini.errors import NiniError
 from tests.conftest import skill_md, write_skill
+from tests.timeouts import timeout
 
 RECORD_KEYS = {"name", "description", "type", "location", "enabled", "category", "metadata"}
 BUNDLED = {"data-quality-check", "skill-creator", "skill-enhance"}
@@ -462,7 +463,7 @@ def test_errors_become_one_line_and_an_exit_code(exc, exit_code, line):
 
 def _nini(*args: str, **kwargs) -> subprocess.CompletedProcess:
     assert NINI_SCRIPT.is_file(), f"console script missing at {NINI_SCRIPT}"
-    return subprocess.run([str(NINI_SCRIPT), *args], capture_output=True, text=True, timeout=60, **kwargs)
+    return subprocess.run([str(NINI_SCRIPT), *args], capture_output=True, text=True, timeout=timeout(60), **kwargs)
 
 
 def test_console_script_usage_error_exits_1():
@@ -504,7 +505,7 @@ app()
 
 def test_unexpected_error_traceback_goes_to_the_log_not_the_terminal(nini_home: Path):
     """In a real process with no logging set up, the traceback must not reach stderr."""
-    result = subprocess.run([sys.executable, "-c", BUGGY_COMMAND], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", BUGGY_COMMAND], capture_output=True, text=True, timeout=timeout(60))
     assert result.returncode == 1
     assert result.stderr == (
         "error [INTERNAL]: RuntimeError: a bug in a command that never loaded settings (traceback in the nini log)\n"
@@ -525,7 +526,7 @@ def test_console_script_closed_pipe_is_not_an_error(project_dir: Path):
     child.stdout.close()  # nothing will ever read nini's output
     stderr = child.stderr.read().decode()
     child.stderr.close()
-    assert child.wait(timeout=60) == 0
+    assert child.wait(timeout=timeout(60)) == 0
     assert stderr == ""
 
 
@@ -581,7 +582,7 @@ def test_an_interpreter_reached_through_a_link_under_tmp_runs_sandboxed(nini_hom
             input=stdin,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=timeout(300),
             cwd=tmp_path,
         )
 

@@ -24,6 +24,7 @@ from nini.config import Settings
 from nini.skills.builtin.run_r import r_status
 from tests.conftest import REPO_ROOT, scripted_model_settings, write_settings
 from tests.llm_server import ScriptedLLM, error, text, tool_call
+from tests.timeouts import timeout
 
 NINI = Path(sys.executable).with_name("nini")
 HAS_R = r_status(Settings())[0]
@@ -51,7 +52,7 @@ def nini(
         input=stdin if stdin is not None else "",
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout(300),
     )
     assert "Traceback (most recent call last):" not in result.stderr, result.stderr  # nini's own; agent code's may show
     return result

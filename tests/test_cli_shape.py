@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from nini.cli import app
 from nini.cli._help import help_of
 from tests.agent.conftest import nini  # noqa: F401 - the CLI in-process, pointed at the scripted model
+from tests.timeouts import timeout
 
 NINI = Path(sys.executable).with_name("nini")
 ROOT = typer.main.get_command(app)
@@ -160,7 +161,7 @@ def cli(
     """The real console script, in a subprocess."""
     command = ["bash", "-c", shlex.join([str(NINI), *args])] if shell else [str(NINI), *args]
     return subprocess.run(
-        command, capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}, cwd=cwd
+        command, capture_output=True, text=True, timeout=timeout(120), env={**os.environ, **(env or {})}, cwd=cwd
     )
 
 
@@ -358,7 +359,9 @@ def test_help_loads_nothing_heavy() -> None:
         "except SystemExit:\n    pass\nprint(sorted(m for m in sys.modules), file=sys.stderr)\n"
     )
     for args in (["--help"], ["skills", "--help"], ["sessions", "show", "-h"]):
-        result = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=timeout(120)
+        )
         assert result.returncode == 0 and "Usage: nini" in result.stdout, result.stderr
         loaded = set(eval(result.stderr.strip().splitlines()[-1]))  # noqa: S307 - our own probe's list
         heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY or m.startswith(("nini.config", "nini.history")))

@@ -23,6 +23,7 @@ import pytest
 
 from nini.execution import cgroups
 from nini.execution.sandbox import ROOT_UID_BASE, ROOT_UID_SPAN, probe_bwrap
+from tests import timeouts
 from tests.test_containment_cli import FORK_FLOOD, NINI, nini, run_code
 
 PLACED = cgroups.placement()
@@ -42,7 +43,7 @@ MEMFDS = (
 
 def wait_for(path: Path, timeout: float = 120) -> str:
     """The text of ``path`` once it is there (written by agent code in another process)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeouts.timeout(timeout)
     while not path.exists():
         assert time.monotonic() < deadline, f"{path.name} never appeared"
         time.sleep(0.05)
@@ -121,7 +122,7 @@ def test_a_process_flood_holds_its_own_kernel_only_and_colliding_sessions_get_th
     finally:
         release.parent.mkdir(parents=True, exist_ok=True)
         release.touch()
-        out, err = holding.communicate(timeout=180)
+        out, err = holding.communicate(timeout=timeouts.timeout(180))
     assert json.loads(out)["success"], err
     if os.geteuid() == 0:
         assert int(held_uid) != other_uid  # under the crc32 of the workspace path both had one uid

@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import Harness, runtime_harness, scripted_model_settings, write_settings
 from tests.llm_server import text
+from tests.timeouts import timeout
 
 NINI = Path(sys.executable).with_name("nini")
 SALES_GBK = "地区;销售额;占比\n华北;120;0,25\n华南;98;0,5\n西部;77;1,75\n"
@@ -226,7 +227,7 @@ def nini(
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},
-        timeout=300,
+        timeout=timeout(300),
     )
 
 

@@ -25,6 +25,7 @@ from tests.history.damages import (
     damaged_home,
     history,
 )
+from tests.timeouts import timeout
 
 NINI = str(Path(sys.executable).with_name("nini"))
 SHOWN = "$NINI_HOME/nini.db"
@@ -47,7 +48,7 @@ def nini(*args: str, prefix: list[str] | None = None) -> subprocess.CompletedPro
         capture_output=True,
         text=True,
         env=dict(os.environ),
-        timeout=300,
+        timeout=timeout(300),
     )
 
 
@@ -113,7 +114,7 @@ def test_doctor_fails_a_read_only_database_file(template: Path, nini_home: Path)
 def in_sandbox(nini_home: Path, script: str, *mounts: str) -> subprocess.CompletedProcess[str]:
     """``script`` (sh) in bubblewrap with the host's root and ``mounts`` (bwrap options)."""
     command = [BWRAP, "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *mounts, "sh", "-c", script]
-    return subprocess.run(command, capture_output=True, text=True, env=dict(os.environ), timeout=300)
+    return subprocess.run(command, capture_output=True, text=True, env=dict(os.environ), timeout=timeout(300))
 
 
 @pytest.mark.skipif(BWRAP is None, reason="needs bubblewrap for a read-only mount")

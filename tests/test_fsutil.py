@@ -14,6 +14,7 @@ import pytest
 from nini import fsutil
 from nini.errors import ErrorCode, NiniError
 from nini.fsutil import atomic_write_bytes, atomic_write_text
+from tests.timeouts import timeout
 
 
 def test_creates_the_file_and_missing_parent_folders(tmp_path: Path):
@@ -102,7 +103,7 @@ def test_kill_during_writes_leaves_one_complete_version(tmp_path: Path, delay: f
             assert child.stdout.readline() == b"w\n", "writer died before writing"
         time.sleep(delay)
         child.send_signal(signal.SIGKILL)
-        child.wait(timeout=10)
+        child.wait(timeout=timeout(10))
     finally:
         if child.poll() is None:
             child.kill()

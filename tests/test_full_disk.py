@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from nini.execution.sandbox import probe_bwrap
+from tests.timeouts import timeout
 
 NINI = Path(sys.executable).with_name("nini")
 pytestmark = [
@@ -74,7 +75,9 @@ def nini(
         "NINI_EXECUTION__PYTHON_POLICY": "off",
         **settings,
     }
-    return subprocess.run([str(NINI), *args], input=code, capture_output=True, text=True, timeout=180, env=env, cwd=cwd)
+    return subprocess.run(
+        [str(NINI), *args], input=code, capture_output=True, text=True, timeout=timeout(180), env=env, cwd=cwd
+    )
 
 
 def run(home: Path, session: str, code: str, *args: str, new: bool = False) -> tuple[int, dict[str, Any] | None, str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from nini.history.store import HistoryStore
+from tests.timeouts import timeout
 
 NINI = Path(sys.executable).with_name("nini")
 PROCESSES = 8
@@ -30,7 +31,7 @@ def nini(*args: str) -> subprocess.Popen[str]:
 
 
 def finished(process: subprocess.Popen[str]) -> tuple[int, str, str]:
-    stdout, stderr = process.communicate(timeout=180)
+    stdout, stderr = process.communicate(timeout=timeout(180))
     return process.returncode, stdout, stderr
 
 

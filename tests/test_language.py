@@ -21,6 +21,7 @@ from nini.config import Settings, UISettings
 from nini.language import locale_language, set_client_language, use_language, words_language
 from nini.skills.builtin.run_r import r_status
 from tests.conftest import write_settings
+from tests.timeouts import timeout
 
 NINI = Path(sys.executable).with_name("nini")
 CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
@@ -97,7 +98,7 @@ def nini(*args: str, locale: str, cwd: Path, stdin: str | None = None) -> subpro
         input=stdin,
         env=env,
         cwd=cwd,
-        timeout=180,
+        timeout=timeout(180),
     )
 
 

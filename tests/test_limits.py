@@ -26,6 +26,7 @@ from nini.history.export import export_session
 from nini.limits import Limits, check_arguments, check_text
 from nini.skills.invoke import EVENT_CODE_CHARS
 from tests.conftest import Harness, runtime_harness
+from tests.timeouts import timeout
 
 NINI = str(Path(sys.executable).with_name("nini"))
 LIMITS = Limits(code=1000, label=20, title=30)
@@ -80,7 +81,7 @@ def test_the_checks_name_the_setting_and_refuse_surrogates() -> None:
 def nini(home: Path, project: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     env = {"NINI_HOME": str(home), "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"}
     return subprocess.run(
-        [NINI, "--project-dir", str(project), *args], input=stdin, env=env, capture_output=True, timeout=300
+        [NINI, "--project-dir", str(project), *args], input=stdin, env=env, capture_output=True, timeout=timeout(300)
     )
 
 
@@ -205,7 +206,7 @@ def test_code_is_stored_once_and_every_reader_shows_it(harness: Harness) -> None
         [NINI, "sessions", "show", session.id, "--json"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout(120),
         env={"NINI_HOME": str(home), "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"},
     )
     assert shown.returncode == 0 and f"last = '{tail}'" in shown.stdout, shown.stderr

@@ -18,6 +18,7 @@ import pytest
 from nini import tokens
 from nini.errors import ErrorCode, NiniError
 from tests.conftest import REPO_ROOT
+from tests.timeouts import timeout
 
 CACHE_KEY = hashlib.sha1(b"https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken").hexdigest()
 GOOD_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
@@ -118,7 +119,9 @@ def run_fresh(tmp_path: Path, code: str, **env: str) -> subprocess.CompletedProc
     (tmp_path / "tmp").mkdir(exist_ok=True)
     base.update(env)
     script = OFFLINE_PRELUDE + textwrap.dedent(code)
-    return subprocess.run([sys.executable, "-c", script], env=base, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", script], env=base, capture_output=True, text=True, timeout=timeout(120)
+    )
 
 
 def test_first_use_seeds_nini_home_and_never_touches_the_network(tmp_path: Path) -> None:
@@ -206,7 +209,7 @@ def test_processes_starting_together_all_load_it(tmp_path: Path) -> None:
         )
         for _ in range(6)
     ]
-    results = [p.communicate(timeout=120) for p in procs]
+    results = [p.communicate(timeout=timeout(120)) for p in procs]
     expected = str(tokens.count_tokens("数据 analysis 3.14"))
     assert [(p.returncode, out.strip()) for p, (out, _err) in zip(procs, results, strict=True)] == [
         (0, expected)

@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import scripted_model_settings, write_settings
 from tests.llm_server import Reply, ScriptedLLM
+from tests.timeouts import timeout
 
 pytestmark = pytest.mark.slow
 NINI = str(Path(sys.executable).parent / "nini")
@@ -40,7 +41,7 @@ def ask(tmp_path: Path, llm: ScriptedLLM, *, terminal: bool, **env: str) -> str:
     environ.update(NINI_HOME=str(home), COLUMNS="80", LINES="24", TERM="xterm-256color", **env)
     command = [NINI, "--project-dir", str(tmp_path), "ask", "What is the total?"]
     if not terminal:
-        done = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=timeout(120))
         assert done.returncode == 0, done.stderr
         return done.stdout
     return in_terminal(command, environ)
@@ -66,7 +67,7 @@ def in_terminal(command: list[str], environ: dict[str, str]) -> str:
         elif process.poll() is not None:
             break
     os.close(leader)
-    assert process.wait(timeout=30) == 0
+    assert process.wait(timeout=timeout(30)) == 0
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
@@ -110,7 +111,7 @@ def test_a_notebook_run_for_its_report_shows_a_progress_bar(tmp_path: Path) -> N
         env=environ,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout(120),
     )
     assert piped.returncode == 0 and "cell 3/3 x = 2" in piped.stderr and "running the notebook" not in piped.stderr
 
@@ -129,6 +130,6 @@ def test_a_step_of_run_code_shows_a_spinner_on_a_terminal_only(tmp_path: Path) -
         env=environ,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout(120),
     )
     assert piped.returncode == 0 and piped.stdout == "done 42\n" and "running Python" not in piped.stderr

@@ -23,6 +23,7 @@ from nini.execution import cgroups
 from nini.execution.outcome import CodeRequest
 from nini.execution.runtime_dirs import process_start
 from nini.skills.builtin.run_r import r_status
+from tests.timeouts import timeout
 
 from .conftest import Kernels, make_kernels, needs_bwrap, new_session
 
@@ -106,7 +107,7 @@ def test_release_kills_what_is_left_and_removes_the_empty_groups() -> None:
             assert time.monotonic() < deadline
             time.sleep(0.01)
         assert first.release()
-        assert straggler.wait(timeout=30) == -9  # killed: the agent is over
+        assert straggler.wait(timeout=timeout(30)) == -9  # killed: the agent is over
         assert not any(path.exists() for path in first.paths)
         assert all(path.parent.is_dir() for path in second.paths)  # the session still has an agent
     finally:
@@ -220,7 +221,7 @@ def test_an_r_worker_past_its_memory_limit_fails_with_the_limit_named(tmp_path: 
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=timeout(300),
     )
     out = json.loads(done.stdout)
     assert not out["success"] and out["error"]["code"] == "TOO_LARGE", out
@@ -231,7 +232,7 @@ def test_an_r_worker_past_its_memory_limit_fails_with_the_limit_named(tmp_path: 
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=timeout(300),
     )
     assert json.loads(again.stdout)["success"], again.stdout
 
@@ -322,6 +323,6 @@ def _as_nobody(env: dict[str, str], home: Path, code: str) -> dict:
             f'mount --bind {view} {inner} && exec "$@"'
         )
         run = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", shell, "sh", *run]
-    done = subprocess.run(run, capture_output=True, text=True, env=env, cwd=home, timeout=300)
+    done = subprocess.run(run, capture_output=True, text=True, env=env, cwd=home, timeout=timeout(300))
     assert done.returncode in (0, 1) and done.stdout.startswith("{"), (done.returncode, done.stdout, done.stderr)
     return json.loads(done.stdout)

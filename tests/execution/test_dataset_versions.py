@@ -19,6 +19,7 @@ import pytest
 from nini.config import load_settings
 from nini.history.store import HistoryStore
 from tests.conftest import write_settings
+from tests.timeouts import timeout
 
 NINI = str(Path(sys.executable).with_name("nini"))
 WRITERS = 5  # concurrent saves: more than the 2 cores, so they interleave; each is a kernel start
@@ -32,7 +33,7 @@ def _run(env: dict[str, str], cwd: Path, code: str, *args: str) -> subprocess.Co
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=timeout(180),
     )
 
 

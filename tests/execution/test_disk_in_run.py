@@ -23,6 +23,7 @@ import pytest
 from nini.config import Settings
 from nini.execution.sandbox import probe_bwrap
 from nini.skills.builtin.run_r import r_status
+from tests.timeouts import timeout
 
 NINI = Path(sys.executable).with_name("nini")
 pytestmark = [
@@ -42,7 +43,9 @@ def nini(*args: str, code: str | None = None, **env: str) -> subprocess.Complete
         "NINI_UI__LANGUAGE": "en",
         **env,
     }
-    return subprocess.run([str(NINI), *args], input=code, capture_output=True, text=True, timeout=180, env=environment)
+    return subprocess.run(
+        [str(NINI), *args], input=code, capture_output=True, text=True, timeout=timeout(180), env=environment
+    )
 
 
 def run(command: str, session: str, code: str, **env: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from nini.execution import sandbox
 from nini.execution.leftovers import ARTIFACT_TEMP_GRACE_S
 from nini.execution.r_workers import R_RUNTIME_BASE
 from nini.execution.runtime_dirs import OWNER_FILE, owner_token, process_start
+from tests import timeouts
 
 NINI = Path(sys.executable).with_name("nini")
 pytestmark = pytest.mark.slow
@@ -41,7 +42,7 @@ def _runtime_dir(base: Path, prefix: str, pid: int, start: str | None) -> Path:
 
 def _wait_until_gone(paths: list[Path], timeout: float = 90) -> None:
     """Wait (polling the files) until every path is gone; fail naming those still there."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeouts.timeout(timeout)
     while any(p.exists() for p in paths):
         if time.monotonic() > deadline:
             pytest.fail(f"not swept: {[str(p) for p in paths if p.exists()]}")
@@ -55,7 +56,7 @@ def test_the_next_server_sweeps_a_dead_servers_leftovers_and_keeps_a_live_ones(n
         input="import pandas as pd\noutput_df = pd.DataFrame({'a': [1, 2, 3]})\n",
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=timeouts.timeout(180),
         env=env,
     )
     assert saved.returncode == 0, saved.stderr
@@ -174,7 +175,7 @@ def test_nini_mcp_sweeps_a_dead_servers_leftovers_when_it_starts(nini_home: Path
         assert server.stdin is not None
         server.stdin.close()  # the client goes away: the server ends
         try:
-            server.wait(timeout=60)
+            server.wait(timeout=timeouts.timeout(60))
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()

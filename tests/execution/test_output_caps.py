@@ -25,6 +25,7 @@ from nini.execution.output_caps import MIB
 from nini.execution.sandbox import probe_bwrap
 from nini.skills.builtin.run_r import r_status
 from tests.execution.conftest import Kernels, make_kernels, new_session
+from tests.timeouts import timeout
 
 NINI = Path(sys.executable).with_name("nini")
 OUTPUT_MAX = 2 * MIB
@@ -59,7 +60,7 @@ def nini(home: Path, *args: str, code: str) -> tuple[subprocess.CompletedProcess
         [str(NINI), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
     streams: list[str] = []
-    reader = threading.Thread(target=lambda: streams.extend(process.communicate(code, timeout=900)))
+    reader = threading.Thread(target=lambda: streams.extend(process.communicate(code, timeout=timeout(900))))
     reader.start()
     peak = 0
     while reader.is_alive():

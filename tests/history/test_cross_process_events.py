@@ -16,6 +16,7 @@ import pytest
 from nini.history.events import EventBus
 from nini.history.store import HistoryStore
 from tests.history.test_events import WAIT_S, take
+from tests.timeouts import timeout
 
 ROOT = Path(__file__).parents[2]
 # Reads "<session_id> <count>" lines; appends that many events, numbered across the whole run,
@@ -62,7 +63,7 @@ class OtherProcess:
     def close(self) -> None:
         assert self._child.stdin is not None
         self._child.stdin.close()
-        assert self._child.wait(timeout=60) == 0
+        assert self._child.wait(timeout=timeout(60)) == 0
 
 
 @pytest.fixture

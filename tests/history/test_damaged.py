@@ -19,6 +19,7 @@ from nini.history.health import database_checks
 from nini.history.store import HistoryStore
 from tests.conftest import REPO_ROOT
 from tests.history.damages import DAMAGES, HARMLESS, NEEDS_NO_DAC_OVERRIDE, UNSEEN_BY_LIST, damaged_home, history
+from tests.timeouts import timeout
 
 SHOWN = "$NINI_HOME/nini.db"
 
@@ -134,7 +135,11 @@ os.kill(os.getpid(), signal.SIGKILL)
 def test_a_wal_removed_under_a_running_store_is_told_and_no_acknowledged_write_is_lost(tmp_path: Path) -> None:
     home = tmp_path / "home"
     done = subprocess.run(
-        [sys.executable, "-c", WAL_REMOVED, str(home)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", WAL_REMOVED, str(home)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout(120),
     )
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert done.stdout.startswith("DB_ERROR"), done.stdout + done.stderr

@@ -24,6 +24,7 @@ from sqlalchemy import event
 from nini.errors import ErrorCode, NiniError
 from nini.history.store import HistoryStore
 from tests.conftest import REPO_ROOT
+from tests.timeouts import timeout
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="needs POSIX signals and pids")
 
@@ -63,7 +64,7 @@ while True:
 
 def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", code, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout(120)
     )
 
 

@@ -15,6 +15,7 @@ from nini.errors import NiniError
 from nini.execution.policy import find_violations
 from nini.history.export import export_session, write_session_export
 from tests.conftest import REPO_ROOT, Harness, runtime_harness
+from tests.timeouts import timeout
 
 SALES = REPO_ROOT / "examples" / "data" / "sales.csv"
 ANALYSIS = REPO_ROOT / "examples" / "analysis"
@@ -87,7 +88,7 @@ def test_the_notebook_re_executes_to_the_same_numbers(recorded, tmp_path: Path) 
     assert sorted(p.name for p in (tmp_path / "s_files" / "datasets").iterdir()) == ["sales.parquet"]
     notebook = nbformat.read(out, as_version=4)
     NotebookClient(
-        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        notebook, timeout=timeout(120), kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     ).execute()
     checked = 0
     for cell in notebook.cells:

@@ -17,6 +17,7 @@ from nini.execution.policy import find_violations
 from nini.history.export import write_session_export
 from tests.conftest import REPO_ROOT, Harness, runtime_harness
 from tests.test_run_r_code import needs_r
+from tests.timeouts import timeout
 
 SALES = REPO_ROOT / "examples" / "data" / "sales.csv"
 ANALYSIS = REPO_ROOT / "examples" / "analysis"
@@ -97,7 +98,9 @@ def test_the_exported_folder_moves_and_re_runs_to_the_same_numbers(recorded, tmp
     moved = tmp_path / "elsewhere" / "copy"
     shutil.move(tmp_path / "first", moved)
     notebook = nbformat.read(moved / "analysis.ipynb", as_version=4)
-    NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(moved)}}).execute()
+    NotebookClient(
+        notebook, timeout=timeout(300), kernel_name="python3", resources={"metadata": {"path": str(moved)}}
+    ).execute()
 
     store = harness.runtime.store
     cells = {

@@ -22,6 +22,7 @@ from nini.history.export import export_session, write_session_export
 from nini.history.store import HistoryStore
 from tests.conftest import REPO_ROOT, Harness, runtime_harness
 from tests.test_run_r_code import R_USABLE
+from tests.timeouts import timeout
 
 SALES = REPO_ROOT / "examples" / "data" / "sales.csv"
 TAG = "nini-agent-code"
@@ -125,7 +126,7 @@ def _step_cells(notebook: Any) -> dict[str, Any]:
 
 def _execute(notebook: Any, folder: Path) -> None:
     NotebookClient(
-        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+        notebook, timeout=timeout(300), kernel_name="python3", resources={"metadata": {"path": str(folder)}}
     ).execute()
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from nini.history.store import HistoryStore
 from tests.conftest import REPO_ROOT
+from tests.timeouts import timeout
 
 pytestmark = pytest.mark.slow
 PROCESSES, WRITES = 3, 60
@@ -52,7 +53,7 @@ def test_processes_writing_at_once_lose_and_double_nothing(db_url: str, store: H
         )
         for n in range(PROCESSES)
     ]
-    outcomes = [writer.communicate(timeout=300) for writer in writers]
+    outcomes = [writer.communicate(timeout=timeout(300)) for writer in writers]
     assert [w.returncode for w in writers] == [0] * PROCESSES, [err[-2000:] for _, err in outcomes]
 
     events = store.list_events(shared)

@@ -17,6 +17,7 @@ from nini.errors import ErrorCode, NiniError
 from nini.history import schema
 from nini.history.store import HistoryStore
 from tests.conftest import REPO_ROOT
+from tests.timeouts import timeout
 
 TABLES = {
     "sessions",
@@ -149,7 +150,7 @@ def test_processes_opening_a_fresh_database_at_once_migrate_it_once(db_url: str)
         )
         for _ in range(4)
     ]
-    outcomes = [process.communicate(timeout=120) for process in processes]
+    outcomes = [process.communicate(timeout=timeout(120)) for process in processes]
 
     assert [process.returncode for process in processes] == [0] * 4, [err for _, err in outcomes]
     assert versions(db_url) == [schema.SCHEMA_VERSION]

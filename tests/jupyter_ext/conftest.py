@@ -21,6 +21,7 @@ from tornado.httpclient import HTTPClientError
 from traitlets.config import Config
 
 from nini.skills.builtin.run_r import r_status
+from tests import timeouts
 
 JUPYTER = str(Path(sys.executable).with_name("jupyter"))
 
@@ -132,7 +133,7 @@ def nini_env(home: Path, tmp: Path) -> dict[str, str]:
 
 
 def jupyter(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([JUPYTER, *args], env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run([JUPYTER, *args], env=env, capture_output=True, text=True, timeout=timeouts.timeout(60))
 
 
 async def read_events(ws: Any, count: int, timeout: float = 30) -> list[dict[str, Any]]:
@@ -141,7 +142,7 @@ async def read_events(ws: Any, count: int, timeout: float = 30) -> list[dict[str
 
     events = []
     for _ in range(count):
-        message = await asyncio.wait_for(ws.read_message(), timeout)
+        message = await asyncio.wait_for(ws.read_message(), timeouts.timeout(timeout))
         assert message is not None, f"socket closed after {len(events)} events"
         events.append(json.loads(message))
     return events

@@ -22,6 +22,7 @@ import pytest
 from nini.execution.gateway import host_of
 from nini.history.store import HistoryStore
 from tests.gateway_lab import GatewayLab, gateway_lab
+from tests.timeouts import timeout
 
 NINI = str(Path(sys.executable).with_name("nini"))
 
@@ -139,7 +140,7 @@ def test_the_gateway_is_named_by_host_without_credentials(url: str, host: str) -
 def _nini(*args: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("NINI_", "JUPYTER_"))}
     base.update(NINI_HOME=str(tmp_path / "home"), JUPYTER_CONFIG_DIR=str(tmp_path / "config"), **env)
-    return subprocess.run([NINI, *args], env=base, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    return subprocess.run([NINI, *args], env=base, capture_output=True, text=True, timeout=timeout(300), cwd=tmp_path)
 
 
 def test_doctor_says_kernels_run_on_the_configured_gateway(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from jupyter_ext import _jupyter_server_extension_points
 from jupyter_ext.app import NiniExtensionApp
 from tests.conftest import REPO_ROOT
 from tests.jupyter_ext.conftest import jupyter, nini_env
+from tests.timeouts import timeout
 
 INSTALLED_CONFIG = Path(sys.prefix) / "etc" / "jupyter" / "jupyter_server_config.d" / "jupyter_ext.json"
 
@@ -61,7 +62,7 @@ def test_disable_turns_the_installed_extension_off(tmp_path: Path) -> None:
             env=env,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=timeout(60),
         )
         assert run.returncode == 0, run.stderr
         return _plain(run.stdout + run.stderr)

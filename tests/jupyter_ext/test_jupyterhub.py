@@ -28,11 +28,12 @@ import httpx2
 import pytest
 
 from tests.conftest import REPO_ROOT, skill_md
+from tests.timeouts import timeout
 
 pytestmark = pytest.mark.slow
 EXAMPLE = REPO_ROOT / "examples" / "jupyterhub" / "jupyterhub_config.py"
 BIN = Path(sys.executable).parent
-START_TIMEOUT_S = 120
+START_TIMEOUT_S = round(timeout(120))  # an Integer in the hub config below
 
 
 def proxy_command() -> str | None:
@@ -57,7 +58,9 @@ class Hub:
     def call(self, user: str, method: str, path: str, **kwargs: Any) -> httpx2.Response:
         """``method`` ``self.url + path`` with ``user``'s token (no redirect followed)."""
         headers = {"Authorization": f"token {self.tokens[user]}"}
-        return httpx2.request(method, self.url + path, headers=headers, timeout=60, follow_redirects=False, **kwargs)
+        return httpx2.request(
+            method, self.url + path, headers=headers, timeout=timeout(60), follow_redirects=False, **kwargs
+        )
 
     def nini(self, user: str, server: str, method: str, path: str, **kwargs: Any) -> httpx2.Response:
         return self.call(user, method, f"/user/{server}/nini/api/{path}", **kwargs)

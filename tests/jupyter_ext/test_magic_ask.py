@@ -17,6 +17,7 @@ from tests.conftest import execute_in_kernel, scripted_model_settings, without_a
 from tests.jupyter_ext.conftest import nini_env
 from tests.jupyter_ext.test_magics import Kernel
 from tests.llm_server import ScriptedLLM, text, tool_call
+from tests.timeouts import timeout
 
 
 class AskKernel(Kernel):
@@ -301,7 +302,7 @@ def test_a_qualifying_run_becomes_a_skill_that_nini_skills_list_shows(tmp_path: 
         env=nini_env(home, tmp_path),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout(60),
     )
     assert listed.returncode == 0, listed.stderr
     record = {r["name"]: r for r in json.loads(listed.stdout)}["monthly-slope"]

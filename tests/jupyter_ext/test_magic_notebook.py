@@ -16,6 +16,7 @@ from nini.tokens import count_tokens
 from tests.jupyter_ext.conftest import nini_env
 from tests.jupyter_ext.test_magic_ask import configure
 from tests.llm_server import ScriptedLLM, text, tool_call
+from tests.timeouts import timeout
 
 SETUP = """import numpy as np
 import pandas as pd
@@ -37,7 +38,7 @@ def test_a_saved_notebook_keeps_each_step_and_the_prompt_stays_within_its_budget
         cells=[new_code_cell("%load_ext nini"), new_code_cell(SETUP), new_code_cell("%%nini\nTotal amount by region?")]
     )
     client = NotebookClient(
-        notebook, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        notebook, timeout=timeout(180), kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     )
     client.execute(env=nini_env(tmp_path / "home", tmp_path))
     nbformat.write(notebook, tmp_path / "saved.ipynb")

@@ -16,6 +16,7 @@ from jupyter_client.manager import start_new_kernel
 from nini.history.store import HistoryStore
 from tests.conftest import REPO_ROOT
 from tests.jupyter_ext.conftest import needs_r, nini_env
+from tests.timeouts import timeout
 
 
 @dataclass
@@ -40,7 +41,7 @@ class Kernel:
             elif kind == "error":
                 out.errors.append(f"{content['ename']}: {content['evalue']}")
 
-        self.client.execute_interactive(code, output_hook=collect, timeout=120)
+        self.client.execute_interactive(code, output_hook=collect, timeout=timeout(120))
         return out
 
     def store(self) -> HistoryStore:
@@ -161,6 +162,6 @@ def test_kernel_exit_stops_the_r_worker(tmp_path: Path) -> None:
     assert children, "the R worker is a child of the kernel"
     kernel.client.stop_channels()
     kernel.manager.shutdown_kernel(now=False)  # a clean exit runs the magics' atexit hook
-    _gone, alive = psutil.wait_procs(children, timeout=15)
+    _gone, alive = psutil.wait_procs(children, timeout=timeout(15))
     assert alive == []
     assert not (tmp_path / "home" / "nini.db-wal").exists() or (tmp_path / "home" / "nini.db-wal").stat().st_size == 0

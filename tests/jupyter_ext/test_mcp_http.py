@@ -17,6 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from nini.history.store import HistoryStore
 from tests.jupyter_ext.conftest import needs_r
+from tests.timeouts import timeout
 
 pytestmark = pytest.mark.slow
 CHART = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.title('up')\nprint('sum', 1 + 2 + 3)"
@@ -31,7 +32,7 @@ def mcp_url(jp_serverapp: Any, http_server_client: Any, jp_http_port: int, jp_ba
 @contextlib.asynccontextmanager
 async def connect(url: str, headers: dict[str, str]) -> AsyncIterator[ClientSession]:
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=120) as http,
+        httpx2.AsyncClient(headers=headers, timeout=timeout(120)) as http,
         streamable_http_client(url, http_client=http) as (read, write),
         ClientSession(read, write) as client,
     ):
@@ -96,7 +97,7 @@ async def test_a_request_without_the_token_is_refused(mcp_url: str, nini_home: P
         "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
     }
-    async with httpx2.AsyncClient(timeout=30) as http:
+    async with httpx2.AsyncClient(timeout=timeout(30)) as http:
         anonymous = await http.post(mcp_url, json=message, headers={"Accept": "application/json, text/event-stream"})
         wrong = await http.post(
             mcp_url,
@@ -108,7 +109,7 @@ async def test_a_request_without_the_token_is_refused(mcp_url: str, nini_home: P
     assert anonymous.json()["error"]["data"]["code"] == "POLICY_VIOLATION" and anonymous.json()["jsonrpc"] == "2.0"
     assert anonymous.json()["error"]["message"].startswith("HTTP 403 POLICY_VIOLATION")
     assert not (nini_home / "nini.db").exists() or recorded(nini_home) == {}  # nothing ran, no session made
-    async with httpx2.AsyncClient(timeout=30) as http:  # the event stream and ending a session alike
+    async with httpx2.AsyncClient(timeout=timeout(30)) as http:  # the event stream and ending a session alike
         for method in ("GET", "DELETE"):
             refused = await http.request(
                 method, mcp_url, headers={"Accept": "text/event-stream", "Mcp-Session-Id": "abc"}
@@ -120,7 +121,7 @@ async def test_a_request_without_the_token_is_refused(mcp_url: str, nini_home: P
 
 
 async def test_a_malformed_session_name_is_refused_before_mcp(mcp_url: str, jp_auth_header: dict[str, str]) -> None:
-    async with httpx2.AsyncClient(timeout=30, headers=jp_auth_header) as http:
+    async with httpx2.AsyncClient(timeout=timeout(30), headers=jp_auth_header) as http:
         reply = await http.post(mcp_url + "?session=../up", json={})
     assert reply.status_code == 400 and reply.json()["error"]["data"]["code"] == "INVALID_ARGUMENT"
 

@@ -19,6 +19,7 @@ from tornado.httpclient import HTTPClientError
 from traitlets.config import Config
 
 from tests.jupyter_ext.test_auth import REQUESTS
+from tests.timeouts import timeout
 
 HEADER = "X-Test-User"
 MISSING = "s0123456789ab"  # a well-formed id no session has
@@ -150,7 +151,7 @@ async def test_mcp_cannot_name_another_users_session(
 ) -> None:
     alice = await new_session(as_user, "alice")
     url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}nini/mcp"
-    async with httpx2.AsyncClient(headers={**jp_auth_header, HEADER: "bob"}, timeout=60) as http:
+    async with httpx2.AsyncClient(headers={**jp_auth_header, HEADER: "bob"}, timeout=timeout(60)) as http:
         reply = await http.post(url, params={"session": alice}, json={})
     assert reply.status_code == 404
     assert reply.json()["error"]["data"] == {"code": "NOT_FOUND"} and alice in reply.json()["error"]["message"]
@@ -172,7 +173,7 @@ async def test_an_mcp_session_answers_only_the_user_who_opened_it(
     """alice's MCP session id, used by bob (a call, its event stream, a DELETE ending it), gets the
     answer an unknown MCP session id gets; alice's session goes on working."""
     url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}nini/mcp"
-    async with httpx2.AsyncClient(headers={**jp_auth_header, **MCP_HEADERS}, timeout=60) as http:
+    async with httpx2.AsyncClient(headers={**jp_auth_header, **MCP_HEADERS}, timeout=timeout(60)) as http:
         opened = await http.post(url, json=INITIALIZE, headers={HEADER: "alice"})
         assert opened.status_code == 200, opened.text
         mcp_id = opened.headers["mcp-session-id"]

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from nini.cli import app
+from tests.timeouts import timeout
 
 NINI = Path(sys.executable).with_name("nini")
 ISSUE_35 = "汇总 revenue 时用中位数而不是均值：revenue 列有极端值"
@@ -114,7 +115,7 @@ def test_the_issues_chinese_statement_is_kept_through_the_real_cli(lang: str, tm
             cwd=project,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=timeout(120),
         )
 
     added = nini("remember", "--add", ISSUE_35, "--level", "project", "--yes")

@@ -16,6 +16,7 @@ import pytest
 from r_sandbox import rules
 from r_sandbox.errors import RSandboxError
 from r_sandbox.policy import PolicyReport, SyntaxProblem, Violation, check_r_code, violations_message
+from tests.timeouts import timeout
 
 
 def _r_problem() -> str | None:
@@ -505,7 +506,7 @@ def test_importing_the_policy_does_not_start_r() -> None:
         "loaded = sorted(m for m in sys.modules if m.startswith('rpy2'))\n"
         "assert not loaded, loaded\n"
     )
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=timeout(60))
     assert result.returncode == 0, result.stderr
 
 
@@ -513,7 +514,7 @@ def test_r_sandbox_does_not_import_nini() -> None:
     probe = (
         "import sys, r_sandbox.policy\nassert not [m for m in sys.modules if m == 'nini' or m.startswith('nini.')]\n"
     )
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=timeout(60))
     assert result.returncode == 0, result.stderr
 
 
@@ -525,7 +526,7 @@ def test_missing_r_is_an_r_unavailable_error(tmp_path) -> None:
         "try:\n    check_r_code('1')\nexcept RSandboxError as exc:\n    print(exc.code)\n"
     )
     env = {"PATH": "/usr/bin:/bin", "R_HOME": str(tmp_path / "no-r")}
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, env=env)
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=timeout(60), env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "R_UNAVAILABLE"
 

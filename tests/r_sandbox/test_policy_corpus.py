@@ -23,6 +23,7 @@ from r_sandbox.calls import call_args, callee, is_call, single_token
 from r_sandbox.parse_data import ParseFailure, parse_r
 from r_sandbox.policy import PACKAGE_LOADERS, check_r_code
 from tests.r_sandbox.test_policy import needs_r
+from tests.timeouts import timeout
 
 PACKAGES = (
     "base",
@@ -74,7 +75,7 @@ def examples() -> list[dict[str, Any]]:
     by_package: dict[str, list[dict[str, Any]]] = {}
     try:
         for process in running:
-            out, err = process.communicate(timeout=600)
+            out, err = process.communicate(timeout=timeout(600))
             assert process.returncode == 0, err[-2000:]
             for example in json.loads(out):
                 by_package.setdefault(example["package"], []).append(example)

@@ -27,6 +27,7 @@ import pytest
 from nini.execution.sandbox import probe_bwrap
 from r_sandbox.policy import check_r_code
 from tests.r_sandbox.conftest import Workers, needs_r, new_session
+from tests.timeouts import timeout
 
 pytestmark = needs_r
 
@@ -117,7 +118,9 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     if rscript is None:
         pytest.skip("Rscript is not installed")
     folder = tmp_path_factory.mktemp("hostile")
-    made = subprocess.run([rscript, "-e", HOSTILE_DATA], cwd=folder, capture_output=True, text=True, timeout=120)
+    made = subprocess.run(
+        [rscript, "-e", HOSTILE_DATA], cwd=folder, capture_output=True, text=True, timeout=timeout(120)
+    )
     assert made.returncode == 0, made.stderr
     assert not (folder / "forced.txt").exists()
     return {name: (folder / name).read_bytes() for name in ("promise.RData", "promise.rds", "bindings.rds")}
@@ -293,7 +296,7 @@ def nini(*args: str, code: str, home: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NINI_")}
     # a Chinese locale: the families' expected refusals are the spec's Chinese words
     env.update(NINI_HOME=str(home), NINI_EXECUTION__SANDBOX="bwrap", LANG="zh_CN.UTF-8", LC_ALL="", LC_MESSAGES="")
-    return subprocess.run([str(NINI), *args], input=code, capture_output=True, text=True, timeout=300, env=env)
+    return subprocess.run([str(NINI), *args], input=code, capture_output=True, text=True, timeout=timeout(300), env=env)
 
 
 @pytest.fixture(scope="module")

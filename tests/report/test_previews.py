@@ -29,6 +29,7 @@ from nini.report.previews import add_previews, offline_figure, preview_cache, sa
 from tests.report.test_report_cli import written
 from tests.test_cli import _restore_nini_logger, ok  # noqa: F401 - autouse fixture shared with test_cli
 from tests.test_cli_sessions import nini  # noqa: F401 - the in-process `nini` fixture
+from tests.timeouts import timeout
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 NEEDS_VL_CONVERT = pytest.mark.skipif(
@@ -304,13 +305,15 @@ def test_the_renderer_runs_without_the_hosts_network(tmp_path: Path, capture: Ca
         "b'GET /' + sys.argv[1].encode() + b' HTTP/1.0\\r\\n\\r\\n')\n"
         "    print('reached')\nexcept OSError as error:\n    print('refused', type(error).__name__)"
     )
-    direct = subprocess.run([sys.executable, "-c", fetch, "control"], capture_output=True, text=True, timeout=60)
+    direct = subprocess.run(
+        [sys.executable, "-c", fetch, "control"], capture_output=True, text=True, timeout=timeout(60)
+    )
     assert direct.stdout.strip() == "reached"  # the control: the server answers from the host
     confined = subprocess.run(
         previews.renderer_command([sys.executable, "-c", fetch, "leak"], tmp_path),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout(60),
     )
     assert confined.stdout.startswith("refused"), confined.stderr
     assert "/leak" not in capture.requests

@@ -16,6 +16,7 @@ import pytest
 
 from nini.report.rvalues import latex_text, r_plain, r_printed
 from nini.report.values import output_values, printed_values
+from tests.timeouts import timeout
 
 # Rscript -e 'summary(lm(mpg ~ wt + hp, data=mtcars))'
 LM = (
@@ -317,7 +318,7 @@ def test_r_summaries_printed_by_rpy2_are_read_the_same() -> None:
     printing = (
         "import rpy2.robjects as r\nprint('\\n'.join(r.r('capture.output(summary(lm(mpg ~ wt + hp, data=mtcars)))')))"
     )
-    done = subprocess.run([sys.executable, "-c", printing], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", printing], capture_output=True, text=True, timeout=timeout(120))
     assert done.returncode == 0, done.stderr
     text = done.stdout
     assert printed_values(text, "python")[1] == printed_values(LM, "r")[1]

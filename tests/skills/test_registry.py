@@ -16,6 +16,7 @@ from nini.config import load_settings
 from nini.errors import ErrorCode, NiniError
 from nini.skills import FunctionSkill, SkillRegistry, skill
 from tests.conftest import skill_md, write_skill
+from tests.timeouts import timeout
 
 RECORD_KEYS = {"name", "description", "type", "location", "enabled", "category", "metadata"}
 # A timestamp far in the past: after os.utime sets it, any rewrite shows as a different mtime.
@@ -490,7 +491,7 @@ def test_concurrent_list_prompt_block_and_refresh_while_files_change(settings, p
     finally:
         stop.set()
         for thread in threads:
-            thread.join(timeout=30)
+            thread.join(timeout=timeout(30))
 
     assert not any(thread.is_alive() for thread in threads)
     assert failures == []

@@ -16,6 +16,7 @@ from nini.skills import SkillRegistry
 from nini.skills.function import load_skill_module
 from nini.skills.markdown import validate_skill_file
 from nini.skills.scaffold import create_skill
+from tests.timeouts import timeout
 
 SECTIONS = ("## 适用场景", "## 步骤", "## 注意事项")
 LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\S")
@@ -273,7 +274,7 @@ def test_generated_function_test_passes_under_pytest(out):
         cwd=test_file.parent,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout(120),
     )
 
     assert result.returncode == 0, result.stdout + result.stderr
@@ -303,7 +304,7 @@ def test_generated_test_of_a_digit_leading_name_passes_under_pytest(out):
         cwd=test_file.parent,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout(120),
     )
 
     assert result.returncode == 0, result.stdout + result.stderr

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.timeouts import timeout
 
 FRONTEND = REPO_ROOT / "jupyter_ext" / "frontend"
 JLPM = Path(sys.executable).with_name("jlpm")
@@ -24,7 +25,7 @@ def test_the_frontend_unit_tests_pass() -> None:
         pytest.skip("the frontend's node packages are not installed (make setup runs jlpm install)")
     env = {**os.environ, "PATH": f"{JLPM.parent}:{os.environ.get('PATH', '')}"}
     done = subprocess.run(
-        [str(JLPM), "test"], cwd=FRONTEND, capture_output=True, text=True, timeout=300, env=env, check=False
+        [str(JLPM), "test"], cwd=FRONTEND, capture_output=True, text=True, timeout=timeout(300), env=env, check=False
     )
     report = done.stdout + done.stderr
     assert done.returncode == 0, report[-4000:]

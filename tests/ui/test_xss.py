@@ -225,7 +225,7 @@ def lab_file(lab: Lab, session: str, path: str) -> str:
     request = urllib.request.Request(
         f"{lab.url}/nini/api/sessions/{session}/artifacts/{path}", headers={"Authorization": f"token {lab.token}"}
     )
-    with urllib.request.urlopen(request, timeout=30) as response:
+    with urllib.request.urlopen(request, timeout=timeouts.timeout(30)) as response:
         return response.read().decode("utf-8")
 
 

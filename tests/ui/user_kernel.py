@@ -8,6 +8,7 @@ from typing import Any
 
 from jupyter_client import BlockingKernelClient
 
+from tests.timeouts import timeout
 from tests.ui.conftest import Lab
 
 
@@ -18,7 +19,7 @@ def notebook_names(lab: Lab) -> set[str]:
     client.load_connection_file()
     client.start_channels()
     try:
-        reply = client.execute_interactive("", user_expressions={"names": "sorted(globals())"}, timeout=30)
+        reply = client.execute_interactive("", user_expressions={"names": "sorted(globals())"}, timeout=timeout(30))
         return set(json.loads(reply["content"]["user_expressions"]["names"]["data"]["text/plain"].replace("'", '"')))
     finally:
         client.stop_channels()
