@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import xml.etree.ElementTree as ET
 
 import pandas as pd
 import pytest
 
 from nini.execution.outcome import CONTRACT_KEYS, CodeRequest
+from tests.timeouts import timeout
 
 from .conftest import Kernels, assert_cancel_interrupts, new_session
 
@@ -228,17 +230,27 @@ def test_two_sessions_run_concurrently_without_mixing(kernels: Kernels) -> None:
     kernels.run("who = 'one'", one)
     kernels.run("who = 'two'", two)
 
-    async def both() -> list:
-        slow = "import time\ntime.sleep(1)\nresult = who"
-        return await asyncio.gather(
-            kernels.pool.run(one, kernels.workspace(one), CodeRequest(slow)),
-            kernels.pool.run(two, kernels.workspace(two), CodeRequest(slow)),
-        )
+    # each run says it is here, then waits for the test's go: run one after the other, the second would
+    # never be here while the first waits, and the test would fail waiting for it
+    rendezvous = (
+        "import os, time\nopen('here', 'w').close()\n"
+        "while not os.path.exists('go'):\n    time.sleep(0.02)\nresult = who"
+    )
 
-    loop = kernels.loop
-    started = loop.time()
+    async def both() -> list:
+        runs = [
+            asyncio.ensure_future(kernels.pool.run(s, kernels.workspace(s), CodeRequest(rendezvous)))
+            for s in (one, two)
+        ]
+        deadline = time.monotonic() + timeout(60)
+        while not all((kernels.workspace(s).root / "here").exists() for s in (one, two)):  # a poll of the files
+            assert time.monotonic() < deadline and not any(r.done() for r in runs), "the runs were not both under way"
+            await asyncio.sleep(0.05)
+        for s in (one, two):
+            (kernels.workspace(s).root / "go").touch()
+        return await asyncio.gather(*runs)
+
     first, second = kernels.wait(both())
-    assert loop.time() - started < 1.9  # in parallel, not one after the other
     assert (first.result, second.result) == ("one", "two")
 
 
