@@ -629,8 +629,9 @@ class Settings(BaseSettings):
 
     _warnings: list[str] = PrivateAttr(default_factory=list)
 
+    # pydantic-settings names each source parameter; only init_settings is used, the rest are **kwargs
     @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, **_other_sources):
+    def settings_customise_sources(cls, settings_cls, init_settings, **_other_sources):  # type: ignore[override]
         # load_settings() reads the environment and the file itself, field by field, so that one
         # bad value falls back alone instead of failing the whole object.
         return (init_settings,)
