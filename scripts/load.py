@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             if worker.is_alive():
                 worker.kill()
                 worker.join()
-    print("load: stopped", flush=True)
+        print("load: stopped", flush=True)
     return 0
 
 
