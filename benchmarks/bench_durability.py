@@ -79,9 +79,9 @@ def timed(env: dict[str, str], *args: str) -> float:
 
 def bounded_record(env: dict[str, str]) -> None:
     print(f"(b, c) a session holding a {BIG_MB} MB output")
-    nini(env, "run-code", "-", "--session", "fresh", stdin="print('warm')\n")
+    nini(env, "run-code", "-", "--session", "fresh", "--new", stdin="print('warm')\n")
     start = time.perf_counter()
-    nini(env, "run-code", "-", "--session", "big", stdin=f"print('x' * {BIG_MB} * 1024 * 1024)\n")
+    nini(env, "run-code", "-", "--session", "big", "--new", stdin=f"print('x' * {BIG_MB} * 1024 * 1024)\n")
     print(f"  writing it: {time.perf_counter() - start:.1f} s")
     database = Path(env["NINI_HOME"]) / "nini.db"
     print(f"  database: {database.stat().st_size / 2**20:.1f} MB")
@@ -104,7 +104,7 @@ def kills(env: dict[str, str], cwd: Path) -> None:
     from nini.history.store import HistoryStore
 
     print(f"(a) {KILLS} runs of nini run-code --save-as killed with SIGKILL at random moments")
-    nini(env, "run-code", "-", "--session", "k", stdin="x = 1\n")
+    nini(env, "run-code", "-", "--session", "k", "--new", stdin="x = 1\n")
     folder = Path(env["NINI_HOME"]) / "sessions" / "k" / "workspace"
     rng, between, started = random.Random(18), 0, time.perf_counter()
     for run in range(KILLS):
