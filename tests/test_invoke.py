@@ -16,6 +16,7 @@ from nini.skills.invoke import invoke
 from nini.skills.output import ToolOutput, ToolResult, cap_json, cap_text
 from nini.skills.registry import SkillRegistry
 from tests.conftest import skill_md, write_skill
+from tests.timeouts import timeout
 
 
 @skill("add_numbers", category="utility")
@@ -167,6 +168,38 @@ def test_a_cancelled_call_is_recorded_as_cancelled_not_left_running(runtime: Run
     run(cancel_soon())
     (call,) = runtime.store.list_tool_calls(session.id)
     assert call["status"] == "failed" and call["error_code"] == "CANCELED"
+
+
+def test_a_call_cancelled_while_its_start_is_written_is_ended_cancelled_and_not_run(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = runtime.create_session()
+    writing, release = threading.Event(), threading.Event()
+    start_tool_call = runtime.store.start_tool_call
+
+    def held_start(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - the store's own, held on its thread
+        writing.set()
+        assert release.wait(timeout(60))
+        return start_tool_call(*args, **kwargs)
+
+    monkeypatch.setattr(runtime.store, "start_tool_call", held_start)
+
+    async def cancel_while_starting() -> None:
+        SLEEPING.clear()
+        task = asyncio.create_task(invoke(session, "sleeps", {"seconds": 30}))
+        while not writing.is_set():  # a poll: the start is being written
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.sleep(0)  # the cancel reaches the task while its start is still held
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run(cancel_while_starting())
+    (call,) = runtime.store.list_tool_calls(session.id)
+    assert call["status"] == "failed" and call["error_code"] == "CANCELED"
+    assert not SLEEPING.is_set()  # the skill never ran
+    assert [e["type"] for e in runtime.store.list_events(session.id)] == ["tool_call", "tool_result"]
 
 
 def test_using_a_markdown_skill_reads_its_definition_now(runtime: Runtime, settings, project_dir: Path) -> None:  # noqa: ANN001

@@ -12,6 +12,7 @@ recorded result and its ``tool_result``, and is never left running.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from typing import TYPE_CHECKING, Any
@@ -53,7 +54,7 @@ async def invoke(
         return await _finish(
             session, call_id, name, turn_id, ToolOutput(result=None, success=False, error=exc.to_dict())
         )
-    call_id = await store.call(_start, session, name, arguments, turn_id)
+    call_id = await _begin(session, name, arguments, turn_id)
     try:
         output = await _run(session, name, arguments)
     except asyncio.CancelledError:
@@ -68,6 +69,20 @@ async def invoke(
             log.exception("skill %s raised", name)
             output = _failure(ErrorCode.INTERNAL, f"skill {name!r} failed: {type(exc).__name__}: {exc}")
     return await _finish(session, call_id, name, turn_id, output)
+
+
+async def _begin(session: Session, name: str, arguments: dict[str, Any], turn_id: str | None) -> str:
+    """Record the call's start; its id. A cancel that comes while the start is being written does
+    not stop the write (``store.call`` runs to its end), so the call is ended CANCELED before the
+    cancel goes on: no record is left ``running`` with nothing to end it."""
+    start = asyncio.ensure_future(session.store.call(_start, session, name, arguments, turn_id))
+    try:
+        return await asyncio.shield(start)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):  # a start that failed left no record to end
+            call_id = await start
+            await _finish(session, call_id, name, turn_id, _failure(ErrorCode.CANCELED, "the call was cancelled"))
+        raise
 
 
 async def _run(session: Session, name: str, arguments: dict[str, Any]) -> ToolOutput:
