@@ -56,11 +56,15 @@ class DatasetMapping(Mapping[str, Any]):
             with handle:
                 return pd.read_parquet(handle)
         except Exception as exc:  # damaged, truncated or not Parquet at all: the data is at fault
-            if out_of_memory(exc):  # a small file can decode to gigabytes: too large, not damaged
-                raise DatasetTooLarge(dataset_too_large(name, _memory_limit())) from None
-            raise DatasetUnreadable(
-                unreadable_dataset(name, exc, relative, str(self._workspace.root / relative))
-            ) from None
+            # the traceback's frames hold what was decoded so far: dropped before the message is
+            # built, or building it can itself run out of memory (a bare MemoryError, no words)
+            failure = exc.with_traceback(None)
+            failure.__context__ = failure.__cause__ = None
+        if out_of_memory(failure):  # a small file can decode to gigabytes: too large, not damaged
+            raise DatasetTooLarge(dataset_too_large(name, _memory_limit())) from None
+        raise DatasetUnreadable(
+            unreadable_dataset(name, failure, relative, str(self._workspace.root / relative))
+        ) from None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._workspace.indexed_names())
