@@ -44,13 +44,12 @@ async def invoke(
     label over its cap (``nini.limits``) is refused before it is run or stored: the call's record
     keeps a line saying how long it was, not the text.
     """
-    store = session.store
     arguments = arguments if isinstance(arguments, dict) else {"(arguments)": arguments}
     limits = Limits.of(session.settings)
     try:  # code, a label over its cap, or a lone surrogate: refused before it is stored, run or sent anywhere
         check_arguments(arguments, limits)
     except NiniError as exc:
-        call_id = await store.call(_start, session, name, recordable(arguments, limits), turn_id)
+        call_id = await _begin(session, name, recordable(arguments, limits), turn_id)
         return await _finish(
             session, call_id, name, turn_id, ToolOutput(result=None, success=False, error=exc.to_dict())
         )
