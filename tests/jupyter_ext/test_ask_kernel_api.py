@@ -46,7 +46,8 @@ async def test_the_turn_runs_in_the_notebook_kernel(
 ) -> None:
     kernel_id = await notebook_kernel(jp_fetch)
     session_id = await new_session(api)
-    assert (await in_kernel(api, session_id, kernel_id, "sales_total = 40"))["success"]
+    first = await in_kernel(api, session_id, kernel_id, "sales_total = 40")
+    assert first["success"], json.dumps(first)
     llm_server.reply(tool_call("run_code", code="answer = sales_total + 2\nresult = answer"), text("It is 42."))
     ws = await jp_ws_fetch("nini", "api", "sessions", session_id, "events")
     reply = await api(
@@ -68,7 +69,8 @@ async def test_cancel_interrupts_the_code_and_the_kernel_lives_on(
 ) -> None:
     kernel_id = await notebook_kernel(jp_fetch)
     session_id = await new_session(api)
-    assert (await in_kernel(api, session_id, kernel_id, "kept = 'still here'"))["success"]
+    first = await in_kernel(api, session_id, kernel_id, "kept = 'still here'")
+    assert first["success"], json.dumps(first)
     sleeping = workspace(nini_home, session_id) / "sleeping"  # the step's code writes it as its sleep starts
     code = f"import time\nopen({str(sleeping)!r}, 'w').close()\ntime.sleep(30)\nlate = True"
     llm_server.reply(tool_call("run_code", code=code, timeout_s=60), text("never"))
