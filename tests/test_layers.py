@@ -54,6 +54,8 @@ GROUPS: dict[str, tuple[int, frozenset[str]]] = {
 LAYERS: dict[str, str] = {
     "nini.errors": "foundation",
     "nini.config": "foundation",
+    "nini.settings_execution": "foundation",  # sections of nini.config's Settings, re-exported there
+    "nini.settings_sections": "foundation",
     "nini.language": "foundation",
     "nini.fsutil": "foundation",
     "nini.rooted": "foundation",
@@ -75,6 +77,7 @@ LAYERS: dict[str, str] = {
     "nini.mcp.client": "skills",
     "nini.agent": "agent",
     "nini.runtime": "runtime",
+    "nini.runtime_sessions": "runtime",  # the session book-keeping Runtime inherits
     "nini.doctor": "runtime",
     "nini.cli": "entry",
     "nini.mcp.server": "entry",
