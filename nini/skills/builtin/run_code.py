@@ -62,18 +62,9 @@ async def run_code(
             (when the user asked from a notebook and your code runs in the sandbox); copies stay until replaced.
     """
     request = build_request(
-        code,
-        dataset_name,
-        save_as,
-        purpose,
-        label,
-        timeout_s,
-        session.settings.execution.timeout_s,
-        max_figures=session.settings.execution.max_artifacts_per_run,
-        limits=output_limits(session.settings),
+        session, code, dataset_name, save_as, purpose, label, timeout_s, session.settings.execution.timeout_s
     )
     names = check_names(variables) if variables else []
-    await check_quota(session)
     request = await prepare_request(session, request)
     outcome = await run_python(session, request, names)
     output = await finish_run(session, request, outcome, language="python", tool_name="run_code")
@@ -87,7 +78,9 @@ async def prepare_request(session: Session, request: CodeRequest) -> CodeRequest
     """``request`` with the datasets the record names (the files the run reads), for ``save_as``
     the new version file it writes (a save never changes a file a record names; only the commit
     of this call's record makes the new version current), and the file listing its charts until
-    they are recorded (``CodeRequest.pending_file``)."""
+    they are recorded (``CodeRequest.pending_file``); refused first when the workspace is over
+    its quota (``check_quota``)."""
+    await check_quota(session)
     files = await session.store.call(session.dataset_files)
     save_file = session.workspace.new_dataset_file(request.save_as, owner_token()) if request.save_as else None
     return dataclasses.replace(
@@ -99,6 +92,7 @@ async def prepare_request(session: Session, request: CodeRequest) -> CodeRequest
 
 
 def build_request(
+    session: Session,
     code: str,
     dataset_name: str | None,
     save_as: str | None,
@@ -106,20 +100,18 @@ def build_request(
     label: str | None,
     timeout_s: float | None,
     default_timeout_s: float,
-    *,
-    max_figures: int,
-    limits: OutputLimits | None = None,
 ) -> CodeRequest:
-    """The checked request of run_code and run_r_code (same parameters, same rules)."""
+    """The checked request of run_code and run_r_code (same parameters, same rules), with the
+    session's figure and output caps."""
     for name in (dataset_name, save_as):
         if name is not None:
             check_dataset_name(name)
     limit = timeout_s if timeout_s is not None else default_timeout_s
     if not 0 < limit <= 86400:
         raise NiniError(ErrorCode.INVALID_ARGUMENT, "timeout_s must be between 0 and 86400 seconds")
-    return CodeRequest(
-        code, dataset_name, save_as, purpose, label, float(limit), max_figures, output_limits=limits or OutputLimits()
-    )
+    max_figures = session.settings.execution.max_artifacts_per_run
+    limits = output_limits(session.settings)
+    return CodeRequest(code, dataset_name, save_as, purpose, label, float(limit), max_figures, output_limits=limits)
 
 
 def output_limits(settings: Settings) -> OutputLimits:

@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from nini.execution.runs import check_quota, run_r
-from nini.skills.builtin.run_code import build_request, finish_run, output_limits, prepare_request
+from nini.execution.runs import run_r
+from nini.skills.builtin.run_code import build_request, finish_run, prepare_request
 from nini.skills.function import skill
 from nini.skills.output import ToolOutput
 
@@ -52,17 +52,8 @@ async def run_r_code(
         timeout_s: Stop the run after this many seconds (default from settings, 120).
     """
     request = build_request(
-        code,
-        dataset_name,
-        save_as,
-        purpose,
-        label,
-        timeout_s,
-        session.settings.r.timeout_s,
-        max_figures=session.settings.execution.max_artifacts_per_run,
-        limits=output_limits(session.settings),
+        session, code, dataset_name, save_as, purpose, label, timeout_s, session.settings.r.timeout_s
     )
-    await check_quota(session)
     request = await prepare_request(session, request)
     outcome = await run_r(session, request)
     output = await finish_run(session, request, outcome, language="r", tool_name="run_r_code")
