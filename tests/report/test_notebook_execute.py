@@ -26,9 +26,11 @@ CELLS = [
     "import time\ntime.sleep(3600)",  # past --timeout, whatever the machine's load
     "print('after:', x + 1)",
 ]
-# --timeout: a limit the quick cells stay far under on a loaded machine (each is counted failed or not
-# by what it does, not by how fast it ran); the sleeping cell is always past it
-CELL_TIMEOUT = str(round(timeout(15)))
+# --timeout: a limit the quick cells (an assignment, a print, a tiny image) stay far under on a loaded
+# machine (each is counted failed or not by what it does, not by how fast it ran); the sleeping cell
+# never ends by itself, so it is past any limit: a short one only makes the test wait less
+CELL_TIMEOUT_S = timeout(6)
+CELL_TIMEOUT = str(round(CELL_TIMEOUT_S))
 
 
 def report(folder: Path, *args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -236,7 +238,7 @@ def test_a_cell_past_its_time_is_a_timeout(tmp_path: Path) -> None:
         ),
         tmp_path / "slow.ipynb",
     )
-    data, _ = from_notebook(tmp_path / "slow.ipynb", execute=True, timeout_s=timeout(15), files_dir=tmp_path / "out")
+    data, _ = from_notebook(tmp_path / "slow.ipynb", execute=True, timeout_s=CELL_TIMEOUT_S, files_dir=tmp_path / "out")
     first, slow, last = data.steps
     assert (slow.cell, slow.status, slow.error["code"]) == (3, "failed", "TIMEOUT")
     assert first.status == last.status == "succeeded" and data.execution.failed == [(3, "timeout")]
