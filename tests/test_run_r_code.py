@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -82,6 +83,13 @@ def test_a_chart_is_recorded_as_png_and_svg_artifacts(harness: Harness) -> None:
     assert all(a["size_bytes"] > 0 and a["execution_id"] == result.execution_id for a in stored)
 
 
+@pytest.fixture(scope="module")
+def failures_session(harness: Harness) -> Any:
+    """One session (one R worker) for every failure below: a worker start each proved nothing more, and
+    a marker any case left is seen by every later one."""
+    return harness.session()
+
+
 @needs_r
 @pytest.mark.parametrize(
     ("code", "error_code"),
@@ -92,8 +100,10 @@ def test_a_chart_is_recorded_as_png_and_svg_artifacts(harness: Harness) -> None:
         ("x <- (1 +", "CODE_ERROR"),
     ],
 )
-def test_failures_are_recorded_with_their_code(harness: Harness, code: str, error_code: str) -> None:
-    session = harness.session()
+def test_failures_are_recorded_with_their_code(
+    harness: Harness, failures_session: Any, code: str, error_code: str
+) -> None:
+    session = failures_session
     result = harness.call(session, "run_r_code", code=code)
     assert not result.success and result.error["code"] == error_code and result.error.get("line")
     assert harness.runtime.store.get_tool_call(result.tool_call_id)["error_code"] == error_code
