@@ -1,4 +1,9 @@
-"""KernelPool with real kernels: state, result/output_df/save_as, figures, rich outputs, errors."""
+"""KernelPool with real kernels: state, result/output_df/save_as, figures, rich outputs, errors.
+
+A test that needs a fresh kernel or an empty workspace (what it counts: datasets, artifact numbers,
+restarts, the environment it started with) takes a session of its own; the others share the pool's
+"shared" session, whose kernel starts once (a kernel start is most of what a test here costs).
+"""
 
 from __future__ import annotations
 
@@ -19,9 +24,8 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def test_state_persists_across_calls(kernels: Kernels) -> None:
-    session = new_session()
-    assert kernels.run("import math\nx = 41", session).success
-    out = kernels.run("print(x + 1, math.pi > 3)", session)
+    assert kernels.run("import math\nx = 41").success
+    out = kernels.run("print(x + 1, math.pi > 3)")
     assert out.success, out.error
     assert out.stdout == "42 True\n"
     assert set(out.contract()) == set(CONTRACT_KEYS)
@@ -48,13 +52,13 @@ def test_result_and_preview(kernels: Kernels) -> None:
 
 
 def test_result_and_output_df_are_cleared_after_each_run(kernels: Kernels) -> None:
-    session = new_session()
-    kernels.run("import pandas as pd\nresult = 1\noutput_df = pd.DataFrame({'a': [1]})", session)
-    out = kernels.run("print('result' in dir(), 'output_df' in dir())", session)
+    # the shared session, where earlier tests set result and output_df too: each run clears them
+    kernels.run("import pandas as pd\nresult = 1\noutput_df = pd.DataFrame({'a': [1]})")
+    out = kernels.run("print('result' in dir(), 'output_df' in dir())")
     assert out.stdout == "False False\n"
     assert out.result is None and not out.has_dataframe
-    kernels.run("result = 5\n1/0", session)  # cleared after a failure too
-    assert kernels.run("print('result' in dir())", session).stdout == "False\n"
+    kernels.run("result = 5\n1/0")  # cleared after a failure too
+    assert kernels.run("print('result' in dir())").stdout == "False\n"
 
 
 def test_result_that_is_not_json_is_returned_as_repr_with_a_warning(kernels: Kernels) -> None:
@@ -145,9 +149,7 @@ def test_figures_without_label_are_counted(kernels: Kernels) -> None:
 
 
 def test_figures_made_before_an_error_are_kept(kernels: Kernels) -> None:
-    out = kernels.run(
-        "import matplotlib.pyplot as plt\nplt.plot([1])\nraise ValueError('late')", new_session(), label="partial"
-    )
+    out = kernels.run("import matplotlib.pyplot as plt\nplt.plot([1])\nraise ValueError('late')", label="partial")
     assert not out.success
     assert [a["name"] for a in out.artifacts] == ["partial.png", "partial.svg"]
 
@@ -206,9 +208,8 @@ def test_errors_name_the_user_line(kernels: Kernels, code: str, ename: str, line
 
 
 def test_error_line_skips_frames_of_earlier_cells(kernels: Kernels) -> None:
-    session = new_session()
-    kernels.run("def boom():\n    raise RuntimeError('x')", session)
-    out = kernels.run("y = 1\n\nboom()", session)
+    kernels.run("def boom():\n    raise RuntimeError('x')")
+    out = kernels.run("y = 1\n\nboom()")
     assert out.error["line"] == 3
 
 
@@ -281,12 +282,9 @@ def test_kernel_info_and_restart(kernels: Kernels) -> None:
 
 
 def test_kernel_works_in_the_workspace_with_a_private_home(kernels: Kernels) -> None:
-    session = new_session()
-    out = kernels.run(
-        "import os, matplotlib\nresult = [os.getcwd(), os.environ['HOME'], matplotlib.get_backend()]", session
-    )
+    out = kernels.run("import os, matplotlib\nresult = [os.getcwd(), os.environ['HOME'], matplotlib.get_backend()]")
     cwd, home, backend = out.result
-    assert cwd == str(kernels.workspace(session).root)
+    assert cwd == str(kernels.workspace("shared").root)
     assert home.startswith("/tmp/") or "nini-kernel-" in home
     assert backend.lower() == "agg"
 

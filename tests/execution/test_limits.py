@@ -27,7 +27,8 @@ def test_timeout_interrupts_and_keeps_state(kernels: Kernels) -> None:
 
 
 def test_timeout_keeps_output_printed_before_it(kernels: Kernels) -> None:
-    out = kernels.run("import time\nprint('started', flush=True)\ntime.sleep(30)", new_session(), timeout_s=1)
+    # the shared session (no test here needs its kernel fresh): an interrupted run leaves the kernel as it was
+    out = kernels.run("import time\nprint('started', flush=True)\ntime.sleep(30)", timeout_s=1)
     assert out.error["code"] == "TIMEOUT"
     assert out.stdout == "started\n"
 
@@ -81,7 +82,7 @@ def test_data_stack_works_under_the_default_memory_limit(kernels: Kernels) -> No
         "plt.plot(back['a'][:1000], back['b'][:1000])\n"
         "result = [resource.getrlimit(resource.RLIMIT_AS)[0], pa.default_memory_pool().backend_name, len(back)]\n"
     )
-    out = kernels.run(code, new_session(), label="under-limit")
+    out = kernels.run(code, label="under-limit")
     assert out.success, out.error
     assert out.result == [2048 * 1024**2, "system", 2_000_000]
     assert len(out.artifacts) == 2
