@@ -150,6 +150,17 @@ class ScriptedLLM:
                 queue.clear()
         return dropped
 
+    def reset(self) -> None:
+        """Forget every request and queued reply: one server shared by a module's tests (each of
+        which counts its requests from 0) starts each test as a fresh one would."""
+        with self._lock:
+            for queue in self._queues.values():
+                queue.clear()
+            self.requests.clear()
+            self.request_headers.clear()
+            self.paths.clear()
+            self.disconnected.clear()
+
     def wait_for_requests(self, count: int, timeout_s: float = 60) -> None:
         """Until ``count`` requests have arrived in all: a model call is under way once its request is
         here (the event a test waits on instead of sleeping while the call starts)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -67,7 +68,9 @@ def test_disable_turns_the_installed_extension_off(tmp_path: Path) -> None:
         assert run.returncode == 0, run.stderr
         return _plain(run.stdout + run.stderr)
 
-    assert "jupyter_ext enabled" in toggle("list")
+    # it starts enabled, as installed: the file is the one test_listed_enabled_by_the_venvs_jupyter's
+    # `list` reads as enabled (a `list` here too would start one more Jupyter process for the same proof)
+    assert json.loads((config_d / "jupyter_ext.json").read_text()) == json.loads(INSTALLED_CONFIG.read_text())
     assert "successfully disabled" in toggle("disable", "jupyter_ext")
     assert "jupyter_ext disabled" in toggle("list")
     assert "successfully enabled" in toggle("enable", "jupyter_ext")

@@ -73,11 +73,33 @@ def configure(home: Path, llm: ScriptedLLM | None) -> None:
     write_settings(home, without_approval(scripted_model_settings(llm)))
 
 
+@pytest.fixture(scope="module")
+def shared_llm() -> Iterator[ScriptedLLM]:
+    """One scripted model for the module: the kernels shared by several tests are configured with its address."""
+    with ScriptedLLM() as server:
+        yield server
+
+
 @pytest.fixture
-def kernel(tmp_path: Path, llm_server: ScriptedLLM) -> Iterator[AskKernel]:
-    configure(tmp_path / "home", llm_server)
-    started = AskKernel(tmp_path / "home", tmp_path)
+def llm_server(shared_llm: ScriptedLLM) -> ScriptedLLM:
+    """The module's scripted model, fresh for each test (no request seen, no reply queued)."""
+    shared_llm.reset()
+    return shared_llm
+
+
+def start_kernel(home: Path, cwd: Path) -> AskKernel:
+    started = AskKernel(home, cwd)
     assert started.run("%load_ext nini").errors == []
+    return started
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory, shared_llm: ScriptedLLM) -> Iterator[AskKernel]:
+    """A notebook's kernel with nini loaded, steps unasked; shared by the tests that use it (each
+    asks in a session of its own or looks only at what its own cell did)."""
+    root = tmp_path_factory.mktemp("ask")
+    configure(root / "home", shared_llm)
+    started = start_kernel(root / "home", root)
     yield started
     started.shutdown()
 
@@ -170,13 +192,15 @@ def test_without_a_model_it_says_so_in_one_line(tmp_path: Path) -> None:
         kernel.shutdown()
 
 
-@pytest.fixture
-def default_kernel(tmp_path: Path, llm_server: ScriptedLLM) -> Iterator[AskKernel]:
+@pytest.fixture(scope="module")
+def default_kernel(tmp_path_factory: pytest.TempPathFactory, shared_llm: ScriptedLLM) -> Iterator[AskKernel]:
     """A notebook's kernel with nini loaded under the default settings (nothing about approval,
-    which is on), in English; its NINI_HOME is ``tmp_path / "home"``."""
-    write_settings(tmp_path / "home", {**scripted_model_settings(llm_server), "ui": {"language": "en"}})
-    started = AskKernel(tmp_path / "home", tmp_path)
-    assert started.run("%load_ext nini").errors == []
+    which is on), in English; its NINI_HOME is ``.home``. Shared by the tests that use it: they ask
+    in its one session, each ending with the session's steps asked again (the approval test resets
+    its "allow for this session" before it ends)."""
+    root = tmp_path_factory.mktemp("ask-default")
+    write_settings(root / "home", {**scripted_model_settings(shared_llm), "ui": {"language": "en"}})
+    started = start_kernel(root / "home", root)
     yield started
     started.shutdown()
 
@@ -227,7 +251,7 @@ def test_a_module_a_sandboxed_step_planted_is_not_what_a_later_step_imports_here
     into the workspace; a later %%nini step of the same session imports that name in the user's
     kernel. Under the default settings the step asks first, and allowed, it does not find the
     planted file (the kernel's working directory and sys.path are the notebook's)."""
-    home, marker = tmp_path / "home", tmp_path / "planted-ran"
+    home, marker = default_kernel.home, tmp_path / "planted-ran"
     planted = f"open('nini_planted_lib.py', 'w').write(\"open({str(marker)!r}, 'w').write('ran')\")"
     assert default_kernel.run(f"%%nini_run\n{planted}").errors == []  # in the session's sandbox
     assert (home / "sessions").is_dir() and next(home.glob("sessions/*/workspace/nini_planted_lib.py"))
@@ -245,7 +269,7 @@ def test_a_link_a_sandboxed_step_planted_is_not_followed_when_a_later_step_draws
     """A sandboxed step replaces the workspace's artifacts/ with a link to a host folder; a later
     %%nini step (allowed by a person, default settings) draws a chart in the user's kernel: nini's
     kernel side saves nothing through the link."""
-    home, outside = tmp_path / "home", tmp_path / "outside"
+    home, outside = default_kernel.home, tmp_path / "outside"
     outside.mkdir()
     plant = (
         "import pathlib\npathlib.Path('artifacts').rename('artifacts-was')\n"
