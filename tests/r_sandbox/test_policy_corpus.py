@@ -10,9 +10,12 @@ the policy's own reasoning.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -55,14 +58,50 @@ PACKAGES = (
 )
 EXTRACT = Path(__file__).with_name("extract_examples.R")  # benchmarks/bench_r.py reads it too
 NAMED = rules.DENIED_FUNCTIONS | set(rules.LOOKUPS) | set(rules.OVERRIDES)
+CACHE = Path(tempfile.gettempdir()) / "nini-test-cache"
 PROGRAM_ARGUMENT_NAMES = {name for names in rules.PROGRAM_ARGUMENTS.values() for name in names}
 
 
 @functools.cache
 def examples() -> list[dict[str, Any]]:
+    """The corpus, from a file of an earlier run when nothing it depends on changed (extracting costs
+    some 16 s of CPU; the examples are the same while R, the packages and the script are)."""
     rscript = shutil.which("Rscript")
     if rscript is None:
         pytest.skip("Rscript is not installed")
+    saved = CACHE / f"r-examples-{_corpus_key(rscript)}.json"
+    if saved.is_file():
+        return json.loads(saved.read_text(encoding="utf-8"))
+    found = _extract(rscript)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    partial = saved.with_name(f"{saved.name}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps(found), encoding="utf-8")
+    os.replace(partial, saved)  # whole or absent, whichever xdist worker writes it
+    return found
+
+
+def _corpus_key(rscript: str) -> str:
+    """A digest of what the corpus depends on: the extraction script, R's version, and each package's
+    installed DESCRIPTION (whose Version and Built lines change with every install)."""
+    where = subprocess.run(
+        [
+            rscript,
+            "-e",
+            f"cat(R.version.string, find.package(c({', '.join(map(repr, PACKAGES))}), quiet = TRUE), sep = '\\n')",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout(60),
+        check=True,
+    ).stdout.split("\n")
+    digest = hashlib.sha256(EXTRACT.read_bytes())
+    digest.update(where[0].encode())
+    for folder in filter(None, where[1:]):
+        digest.update(folder.encode() + (Path(folder) / "DESCRIPTION").read_bytes())
+    return digest.hexdigest()[:24]
+
+
+def _extract(rscript: str) -> list[dict[str, Any]]:
     # Two Rscripts, each on every other package, at once: extraction is most of this test's time
     # and pytest leaves the second core idle. The result is the same list, in PACKAGES' order.
     groups = [PACKAGES[0::2], PACKAGES[1::2]]
