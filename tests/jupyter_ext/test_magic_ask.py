@@ -93,10 +93,20 @@ def start_kernel(home: Path, cwd: Path) -> AskKernel:
     return started
 
 
+@pytest.fixture
+def kernel(tmp_path: Path, llm_server: ScriptedLLM) -> Iterator[AskKernel]:
+    """A notebook's kernel of its own with nini loaded, steps unasked (test_magic_steps, _answer and
+    _remember use it: their tests look at the default session's calls)."""
+    configure(tmp_path / "home", llm_server)
+    started = start_kernel(tmp_path / "home", tmp_path)
+    yield started
+    started.shutdown()
+
+
 @pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory, shared_llm: ScriptedLLM) -> Iterator[AskKernel]:
-    """A notebook's kernel with nini loaded, steps unasked; shared by the tests that use it (each
-    asks in a session of its own or looks only at what its own cell did)."""
+def unasked_kernel(tmp_path_factory: pytest.TempPathFactory, shared_llm: ScriptedLLM) -> Iterator[AskKernel]:
+    """:func:`kernel`, shared by this module's tests that use it (each asks in a session of its own
+    or looks only at what its own cell did)."""
     root = tmp_path_factory.mktemp("ask")
     configure(root / "home", shared_llm)
     started = start_kernel(root / "home", root)
@@ -105,8 +115,8 @@ def kernel(tmp_path_factory: pytest.TempPathFactory, shared_llm: ScriptedLLM) ->
 
 
 @pytest.mark.slow
-def test_the_agents_code_uses_the_notebooks_dataframe(kernel: AskKernel, llm_server: ScriptedLLM) -> None:
-    setup = kernel.run(
+def test_the_agents_code_uses_the_notebooks_dataframe(unasked_kernel: AskKernel, llm_server: ScriptedLLM) -> None:
+    setup = unasked_kernel.run(
         "import pandas as pd\nsales = pd.DataFrame({'region': ['n', 's', 'n'], 'amount': [1.0, 2.0, 4.0]})"
     )
     assert setup.errors == []
@@ -115,7 +125,7 @@ def test_the_agents_code_uses_the_notebooks_dataframe(kernel: AskKernel, llm_ser
         "import matplotlib.pyplot as plt\n_ = plt.bar(list(by_region), list(by_region.values()))"
     )
     llm_server.reply(tool_call("run_code", code=code, label="by region"), text("North sold **5.0**, south **2.0**."))
-    out = kernel.ask("%%nini\nHow much did each region sell?")
+    out = unasked_kernel.ask("%%nini\nHow much did each region sell?")
     assert out["errors"] == [] and out["stderr"] == "", out
     assert out["stdout"].startswith("nini: the agent's code runs in your kernel, not sandboxed")
     [step] = out["steps"]
@@ -129,9 +139,9 @@ def test_the_agents_code_uses_the_notebooks_dataframe(kernel: AskKernel, llm_ser
     payload = json.loads(tool_message["content"])
     assert payload["result"] == {"n": 5.0, "s": 2.0} and payload["stdout"] == "3\n"
     # the agent's variables are the notebook's now, and the run is recorded in its session
-    assert kernel.run("print(by_region)").stdout == "{'n': 5.0, 's': 2.0}\n"
-    session_id = kernel.run("%nini session").stdout.strip()
-    store = kernel.store()
+    assert unasked_kernel.run("print(by_region)").stdout == "{'n': 5.0, 's': 2.0}\n"
+    session_id = unasked_kernel.run("%nini session").stdout.strip()
+    store = unasked_kernel.store()
     try:
         assert [(c["tool_name"], c["status"]) for c in store.list_tool_calls(session_id)] == [("run_code", "succeeded")]
         assert [m["role"] for m in store.list_messages(session_id)][:1] == ["user"]
@@ -140,16 +150,16 @@ def test_the_agents_code_uses_the_notebooks_dataframe(kernel: AskKernel, llm_ser
 
 
 @pytest.mark.slow
-def test_failed_code_is_reported_and_the_model_answers(kernel: AskKernel, llm_server: ScriptedLLM) -> None:
+def test_failed_code_is_reported_and_the_model_answers(unasked_kernel: AskKernel, llm_server: ScriptedLLM) -> None:
     llm_server.reply(tool_call("run_code", code="x = 1\ny = no_such_name"), text("That name does not exist."))
-    out = kernel.ask("%%nini --session asked-here\nUse no_such_name")
+    out = unasked_kernel.ask("%%nini --session asked-here\nUse no_such_name")
     assert out["errors"] == [], out
     assert out["steps"][0]["text"].startswith("✗ run_code: CODE_ERROR: NameError")
     assert "<details class='nini-step' open>" in out["steps"][0]["html"]  # a failure shows unfolded
     assert out["markdown"][-1] == "That name does not exist."
     tool_message = [m for m in llm_server.requests[1]["messages"] if m["role"] == "tool"][0]
     assert json.loads(tool_message["content"])["error"]["line"] == 2
-    store = kernel.store()
+    store = unasked_kernel.store()
     try:
         assert [c["status"] for c in store.list_tool_calls("asked-here")] == ["failed"]
     finally:
@@ -157,17 +167,17 @@ def test_failed_code_is_reported_and_the_model_answers(kernel: AskKernel, llm_se
 
 
 @pytest.mark.slow
-def test_interrupting_the_cell_cancels_the_run(kernel: AskKernel, llm_server: ScriptedLLM) -> None:
+def test_interrupting_the_cell_cancels_the_run(unasked_kernel: AskKernel, llm_server: ScriptedLLM) -> None:
     # an hour's sleep and answer: a cell that waited for either would end in execute_in_kernel's timeout
     llm_server.reply(
         tool_call("run_code", code="import time\ntime.sleep(3600)", timeout_s=7200), text("never", delay_s=3600)
     )
-    out = kernel.ask("%%nini --session stopped\nTake your time", interrupt_at_first_step=True)
+    out = unasked_kernel.ask("%%nini --session stopped\nTake your time", interrupt_at_first_step=True)
     assert out["errors"] == [], out
     assert "cancelling" in out["stderr"] and "cancelled" in out["stderr"]
     assert "never" not in out["markdown"]
-    assert kernel.run("print('alive')").stdout == "alive\n"
-    store = kernel.store()
+    assert unasked_kernel.run("print('alive')").stdout == "alive\n"
+    store = unasked_kernel.store()
     try:
         done = [e for e in store.list_events("stopped", 0) if e["type"] == "done"]
         assert [d["data"]["ended_by"] for d in done] == ["canceled"]
