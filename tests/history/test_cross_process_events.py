@@ -9,6 +9,7 @@ import asyncio
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,46 +20,60 @@ from tests.history.test_events import WAIT_S, take
 from tests.timeouts import timeout
 
 ROOT = Path(__file__).parents[2]
-# Reads "<session_id> <count>" lines; appends that many events, numbered across the whole run,
-# and answers with their seqs once they are committed.
+# Reads "<url> <session_id> <count>" lines; appends that many events to the database at url with
+# its own HistoryStore of it, numbered across that database's requests, and answers with their seqs
+# once they are committed. "<url> - 0" closes that store. One child serves the module's tests (a
+# start and its imports cost more than most tests here), each test's database through a store of its own.
 CHILD = """
 import sys
 from nini.history.store import HistoryStore
 
-store = HistoryStore(sys.argv[1])
-sent = 0
+stores, sent = {}, {}
 for line in sys.stdin:
-    session_id, count = line.split()
+    url, session_id, count = line.rsplit(" ", 2)
+    if session_id == "-":
+        if url in stores:
+            stores.pop(url).close()
+        print(flush=True)
+        continue
+    store = stores.get(url) or stores.setdefault(url, HistoryStore(url))
     seqs = []
     for _ in range(int(count)):
-        seqs.append(store.append_event(session_id, "remote", {"n": sent})["seq"])
-        sent += 1
+        seqs.append(store.append_event(session_id, "remote", {"n": sent.get(url, 0)})["seq"])
+        sent[url] = sent.get(url, 0) + 1
     print(*seqs, flush=True)
-store.close()
 """
 
 
 class OtherProcess:
-    """A child process appending events to the database at ``url`` when asked."""
+    """A child process appending events to a database when asked."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self) -> None:
         self._child = subprocess.Popen(
-            [sys.executable, "-c", CHILD, url], cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            [sys.executable, "-c", CHILD], cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
         self._turn = threading.Lock()  # one request at a time: a line written, its answer read
+        self.url = ""  # the database of the test at hand
 
-    def append(self, session_id: str, count: int = 1) -> list[int]:
-        """Have it append ``count`` events; their seqs, once committed. Callable from any thread."""
+    def _ask(self, request: str) -> str:
         assert self._child.stdin is not None and self._child.stdout is not None
         with self._turn:
-            self._child.stdin.write(f"{session_id} {count}\n")
+            self._child.stdin.write(f"{self.url} {request}\n")
             self._child.stdin.flush()
             answer = self._child.stdout.readline()
         assert answer, f"the child process ended (exit code {self._child.wait()})"
-        return [int(seq) for seq in answer.split()]
+        return answer
+
+    def append(self, session_id: str, count: int = 1) -> list[int]:
+        """Have it append ``count`` events; their seqs, once committed. Callable from any thread."""
+        return [int(seq) for seq in self._ask(f"{session_id} {count}").split()]
 
     async def async_append(self, session_id: str, count: int = 1) -> list[int]:
         return await asyncio.to_thread(self.append, session_id, count)
+
+    def close_store(self) -> None:
+        """Close its store of the test's database, as the child process of one test did when it ended."""
+        self._ask("- 0")
 
     def close(self) -> None:
         assert self._child.stdin is not None
@@ -66,11 +81,19 @@ class OtherProcess:
         assert self._child.wait(timeout=timeout(60)) == 0
 
 
-@pytest.fixture
-def other(db_url: str, store: HistoryStore) -> OtherProcess:  # store: the schema exists before the child opens it
-    child = OtherProcess(db_url)
+@pytest.fixture(scope="module")
+def other_process() -> Iterator[OtherProcess]:
+    child = OtherProcess()
     yield child
     child.close()
+
+
+@pytest.fixture
+def other(other_process: OtherProcess, db_url: str, store: HistoryStore) -> Iterator[OtherProcess]:
+    """The child, appending to this test's database (``store`` first: the schema exists before it opens it)."""
+    other_process.url = db_url
+    yield other_process
+    other_process.close_store()
 
 
 @pytest.mark.slow

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -17,13 +16,14 @@ pytestmark = pytest.mark.slow
 PROCESSES, WRITES = 3, 60
 
 WRITER = """
-import asyncio, sys, time
+import asyncio, sys
 from nini.history.store import HistoryStore
 
-url, shared, name, at, writes = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
+url, shared, name, writes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 store = HistoryStore(url)
 own = store.create_session(title=name)["id"]
-time.sleep(max(0.0, at - time.time()))  # all processes write at the same moment
+print("ready", flush=True)
+sys.stdin.readline()  # the go comes once every process is ready: all write at the same moment
 
 async def turn(n):
     call = await store.call(store.start_tool_call, own, "run_code", {"n": n})
@@ -42,17 +42,24 @@ print(own)
 
 def test_processes_writing_at_once_lose_and_double_nothing(db_url: str, store: HistoryStore) -> None:
     shared = store.create_session(title="watched by everyone")["id"]
-    at = time.time() + 4
     writers = [
         subprocess.Popen(
-            [sys.executable, "-c", WRITER, db_url, shared, f"w{n}", str(at), str(WRITES)],
+            [sys.executable, "-c", WRITER, db_url, shared, f"w{n}", str(WRITES)],
             cwd=REPO_ROOT,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         for n in range(PROCESSES)
     ]
+    for writer in writers:  # each says ready once it has started and made its session, then waits
+        assert writer.stdout is not None
+        assert writer.stdout.readline() == "ready\n", writer.communicate(timeout=timeout(120))
+    for writer in writers:
+        assert writer.stdin is not None
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
     outcomes = [writer.communicate(timeout=timeout(300)) for writer in writers]
     assert [w.returncode for w in writers] == [0] * PROCESSES, [err[-2000:] for _, err in outcomes]
 
