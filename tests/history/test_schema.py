@@ -6,7 +6,6 @@ import hashlib
 import sqlite3
 import subprocess
 import sys
-import time
 from contextlib import closing
 from pathlib import Path
 
@@ -127,10 +126,11 @@ def test_two_stores_opening_a_fresh_database_migrate_it_once(db_url: str) -> Non
 
 
 OPEN_AT_ONCE = """
-import sys, time
+import sys
 from nini.history.store import HistoryStore
 
-time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # all processes open at the same moment
+print("ready", flush=True)
+sys.stdin.readline()  # the go comes once every process has started: all open at the same moment
 store = HistoryStore(sys.argv[1])
 print(store.create_session()["id"])
 store.close()
@@ -139,17 +139,24 @@ store.close()
 
 @pytest.mark.slow
 def test_processes_opening_a_fresh_database_at_once_migrate_it_once(db_url: str) -> None:
-    at = time.time() + 3  # after every interpreter has started
     processes = [
         subprocess.Popen(
-            [sys.executable, "-c", OPEN_AT_ONCE, db_url, str(at)],
+            [sys.executable, "-c", OPEN_AT_ONCE, db_url],
             cwd=REPO_ROOT,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         for _ in range(4)
     ]
+    for process in processes:  # each says ready once its interpreter has started, then waits
+        assert process.stdout is not None
+        assert process.stdout.readline() == "ready\n", process.communicate(timeout=timeout(120))
+    for process in processes:
+        assert process.stdin is not None
+        process.stdin.write("go\n")
+        process.stdin.flush()
     outcomes = [process.communicate(timeout=timeout(120)) for process in processes]
 
     assert [process.returncode for process in processes] == [0] * 4, [err for _, err in outcomes]

@@ -175,7 +175,8 @@ def test_denied_functions_reached_in_ways_a_parser_cannot_follow_never_run(worke
     out = workers.run(code, session)
     assert out["error"]["code"] == "POLICY_VIOLATION", out
     assert not (workers.workspace(session) / "ran.txt").exists()
-    unchecked = workers.run_unchecked(code, new_session())  # past the static check: the guard stops it
+    # past the static check, in the same worker (the refused run ran nothing): the guard stops it
+    unchecked = workers.run_unchecked(code, session)
     assert unchecked["error"]["code"] == "POLICY_VIOLATION" and "system" in unchecked["error"]["message"]
     assert unchecked["stdout"] == "first\n"
 
@@ -191,7 +192,9 @@ def test_denied_functions_reached_in_ways_a_parser_cannot_follow_never_run(worke
     ],
 )
 def test_guard_masks_denied_functions_without_the_static_check(workers: Workers, code: str, name: str) -> None:
-    session = new_session()
+    # One worker for all cases (a start is most of a case's time): each checks that it is still
+    # fine afterwards, which the next case then proves again on the same worker.
+    session = "guard-masks"
     out = workers.run_unchecked(code, session)
     line = code.count("\n") + 1
     assert out["error"] == {
@@ -222,7 +225,7 @@ def test_guard_masks_denied_functions_without_the_static_check(workers: Workers,
 )
 def test_what_the_static_check_allows_runs_without_a_policy_error(workers: Workers, code: str) -> None:
     assert check_r_code(code).allowed
-    out = workers.run(code, new_session())
+    out = workers.run(code, "statically-allowed")  # one worker for all: each case makes what it reads
     assert out["success"], out["error"]
 
 
@@ -238,7 +241,7 @@ def test_what_the_static_check_allows_runs_without_a_policy_error(workers: Worke
     ],
 )
 def test_restoring_code_or_environments_is_refused(workers: Workers, code: str, reader: str) -> None:
-    session = new_session()
+    session = "restoring"  # one worker for all cases: none binds f but the load case, which is refused
     out = workers.run(code, session)
     assert out["error"]["code"] == "POLICY_VIOLATION"
     assert out["error"]["message"] == f"不允许还原含有代码或环境的对象: {reader} (第 1 行)"
