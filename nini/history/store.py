@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -66,6 +65,8 @@ from nini.history.schema import artifacts as artifact_table  # isort: skip
 from nini.history.schema import datasets as dataset_table  # isort: skip
 
 if TYPE_CHECKING:
+    from sqlalchemy.dialects import postgresql, sqlite
+
     from nini.config import Settings
 
 T = TypeVar("T")
@@ -73,11 +74,27 @@ log = logging.getLogger("nini.history")
 
 EVENT_RETRIES = 5
 CALL_THREADS = 8
-# INSERT ... ON CONFLICT DO NOTHING, by dialect (the two backends nini supports).
-INSERT_OR_NOTHING: dict[str, Callable[[sa.Table], sqlite.Insert | postgresql.Insert]] = {
-    "sqlite": sqlite.insert,
-    "postgresql": postgresql.insert,
-}
+
+
+class _InsertOrNothing:
+    """INSERT ... ON CONFLICT DO NOTHING, by dialect (the two backends nini supports):
+    ``INSERT_OR_NOTHING[name](table)``. A dialect's module is imported when first asked for: the
+    PostgreSQL one (a tenth of a second of CPU) was imported at the start of every CLI command,
+    where a SQLite history never needs it."""
+
+    def __getitem__(self, dialect: str) -> Callable[[sa.Table], sqlite.Insert | postgresql.Insert]:
+        if dialect == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+            return sqlite_insert
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+            return postgresql_insert
+        raise KeyError(dialect)
+
+
+INSERT_OR_NOTHING = _InsertOrNothing()
 
 
 class HistoryStore(ToolCallRecords):
