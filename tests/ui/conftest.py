@@ -11,6 +11,7 @@ Screenshots of each state land in test-output/ui/ (or $NINI_UI_SCREENSHOTS).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
@@ -122,6 +123,9 @@ class Lab:
             f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={self.notebooks}",
             "--ServerApp.port_retries=0",
+            # jupyter_lsp's search for language servers (an Rscript run among them) at each lab's start:
+            # nothing of nini's, and CPU the lab's own start competes with on a loaded machine
+            "--LanguageServerManager.autodetect=False",
         ]
         self.log = (root / "lab.log").open("w")
         self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=self.notebooks)
@@ -215,17 +219,72 @@ def llm(scripted_llm: ScriptedLLM) -> ScriptedLLM:
     return forget(scripted_llm)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+class SharedChromium:
+    """Playwright's driver and one Chromium, started once per xdist worker: the driver's start alone
+    costs 2-10 s on a loaded 2-core machine, and each module paid it with a browser of its own. Each
+    module still gets pages of their own (``browser.new_page`` makes a new context: no cookie, storage
+    or cache of a module before), and the contexts a module left open are closed at its end.
+
+    Playwright's sync API leaves its event loop marked as the thread's running loop after each call
+    (playwright/_impl/_greenlets.py), which makes asyncio.run and pytest's asyncio tests of the other
+    modules on the worker refuse to start. So between the UI modules the mark is taken off (``awake``
+    puts it back for a module's time), as closing the driver did when each module had its own."""
+
+    def __init__(self) -> None:
+        self._manager: Any = None  # playwright's PlaywrightContextManager, entered
+        self._driver: Any = None
+        self._browser: Any = None
+
+    @contextmanager
+    def awake(self) -> Iterator[Any]:
+        """The browser, for one module."""
+        if self._manager is None:
+            from playwright.sync_api import sync_playwright
+
+            self._manager = sync_playwright()
+            self._driver = self._manager.__enter__()
+        else:
+            asyncio._set_running_loop(self._manager._loop)  # as the module's last call left it
+        try:
+            if self._browser is None or not self._browser.is_connected():  # a crash is not passed on
+                self._browser = self._driver.chromium.launch(
+                    executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+                )
+            yield self._browser
+            for context in self._browser.contexts:  # a page a failed test left open
+                context.close()
+        finally:
+            asyncio._set_running_loop(None)
+
+    def stop(self) -> None:
+        if self._manager is None:
+            return
+        asyncio._set_running_loop(self._manager._loop)
+        try:
+            if self._browser is not None and self._browser.is_connected():
+                self._browser.close()
+        finally:
+            self._manager.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[SharedChromium]:
+    """The worker's Playwright and Chromium (see ``SharedChromium``)."""
     reason = missing_for_browser_tests()
     if reason:
         pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
+    shared = SharedChromium()
+    try:
+        yield shared
+    finally:
+        shared.stop()
 
-    with sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+@pytest.fixture(scope="module")
+def browser(chromium: SharedChromium) -> Iterator[Any]:
+    """The worker's Chromium, for this module's pages."""
+    with chromium.awake() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="session")
