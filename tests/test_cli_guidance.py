@@ -6,7 +6,10 @@ left an empty session; code ran unsandboxed without a word outside ``nini doctor
 said what, not where or how to fix it; ``nini models add`` prompted and aborted without a terminal.
 Each case runs the installed script in a subprocess with the test's NINI_HOME, in English and in
 Chinese by the locale (``LANG``), and models are the scripted server of tests/llm_server.py on
-127.0.0.1 (an unreachable one is a port this test bound and closed).
+127.0.0.1 (an unreachable one is a port this test bound and closed). Sessions a case needs to exist,
+and the check of which sessions exist after it, go through the history store in this process: the
+CLI's commands are what is tested, not how the sessions got there (a ``nini run-code --new`` each
+started and stopped a sandboxed kernel, most of this module's time).
 """
 
 from __future__ import annotations
@@ -16,11 +19,14 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
-from nini.config import Settings
+from nini.config import Settings, load_settings
+from nini.history.store import HistoryStore
 from nini.skills.builtin.run_r import r_status
 from tests.conftest import REPO_ROOT, scripted_model_settings, write_settings
 from tests.llm_server import ScriptedLLM, error, text, tool_call
@@ -37,6 +43,7 @@ NO_MODEL = {
     "nini models add ollama --base-url http://127.0.0.1:11434/v1 --model qwen2.5:7b\n",
 }
 UNSANDBOXED = "warning: code runs without the sandbox: "
+T = TypeVar("T")
 
 
 def nini(
@@ -58,10 +65,25 @@ def nini(
     return result
 
 
-def session_ids(cwd: Path) -> list[str]:
-    listed = nini("sessions", "list", "--json", cwd=cwd)
-    assert listed.returncode == 0, listed.stderr
-    return [row["id"] for row in json.loads(listed.stdout)]
+def recorded(work: Callable[[HistoryStore, str | None], T]) -> T:
+    """``work(store, owner)`` on the store of the test's NINI_HOME, the one every ``nini`` command here
+    uses (their settings come from NINI_HOME, not from the folder they run in), with the CLI's owner."""
+    settings = load_settings()
+    store = HistoryStore.from_settings(settings)
+    try:
+        return work(store, settings.session_owner)
+    finally:
+        store.close()
+
+
+def session_ids() -> list[str]:
+    """The ids of the recorded sessions, all of them (what ``nini sessions list`` lists)."""
+    return recorded(lambda store, _owner: [row["id"] for row in store.list_sessions(limit=10_000)])
+
+
+def make_sessions(*ids: str) -> None:
+    """Sessions ``ids``, as ``nini run-code --session ID --new`` would make them for the CLI's owner."""
+    recorded(lambda store, owner: [store.create_session(session_id=id_, owner=owner) for id_ in ids])
 
 
 @pytest.fixture
@@ -93,9 +115,8 @@ def closed_port_url() -> str:
 def test_an_unknown_session_is_not_found_with_the_closest_ids_and_nothing_is_made(
     folder: Path, lang: str, closest: str
 ) -> None:
-    for made in ("sales-q2", "sales-q3", "weather"):
-        assert nini("run-code", "-", "--session", made, "--new", cwd=folder, stdin="df_like = 1\n").returncode == 0
-    before = session_ids(folder)
+    make_sessions("sales-q2", "sales-q3", "weather")
+    before = session_ids()
     for command in (["run-code", "-"], *([["run-r", "-"]] if HAS_R else []), ["ask", "what is df?"], ["mcp"]):
         refused = nini(*command, "--session", "sales-q1", cwd=folder, lang=lang, stdin="print(df)\n")
         assert refused.returncode == 1, (command, refused.stderr)
@@ -104,7 +125,7 @@ def test_an_unknown_session_is_not_found_with_the_closest_ids_and_nothing_is_mad
     far = nini("run-code", "-", "--session", "zzzzzzzz", cwd=folder, lang=lang, stdin="1\n")
     assert far.returncode == 1 and len(far.stderr.splitlines()) == 1
     assert "nini sessions list" in far.stderr and "sales" not in far.stderr  # none is close: how to list them
-    assert sorted(session_ids(folder)) == sorted(before)
+    assert sorted(session_ids()) == sorted(before)
 
 
 def test_new_creates_the_named_session_and_finds_it_the_next_time(folder: Path) -> None:
@@ -117,7 +138,7 @@ def test_new_creates_the_named_session_and_finds_it_the_next_time(folder: Path) 
     )
     assert again.returncode == 0 and again.stdout == "True\n", again.stderr
     assert nini("run-code", "-", "--session", "mine", "--new", cwd=folder, stdin="print(3)\n").stdout == "3\n"
-    assert session_ids(folder) == ["mine"]
+    assert session_ids() == ["mine"]
 
 
 # -- no .nini/ and no empty session from a command that failed ---------------------------------------
@@ -149,11 +170,11 @@ def test_a_failed_command_leaves_no_empty_session(folder: Path, nini_home: Path)
     )
     unreachable = nini("ask", "anything?", cwd=folder)
     assert unreachable.returncode == 1 and "UPSTREAM_ERROR" in unreachable.stderr
-    assert session_ids(folder) == ["fresh"]
+    assert session_ids() == ["fresh"]
     # a failure after code ran keeps the session: what ran is recorded
     ran = nini("run-code", "-", "--session", "kept", "--new", cwd=folder, stdin="print(df)\n")
     assert ran.returncode == 1 and "NameError" in ran.stderr and ran.stderr.endswith("session: kept\n")
-    assert sorted(session_ids(folder)) == ["fresh", "kept"]
+    assert sorted(session_ids()) == ["fresh", "kept"]
     assert list(folder.iterdir()) == []
 
 
@@ -167,23 +188,27 @@ def test_a_failed_command_leaves_no_empty_session(folder: Path, nini_home: Path)
         (ZH, "execution.sandbox 设为 none；请安装 bubblewrap（apt install bubblewrap），或查看 nini doctor"),
     ],
 )
-def test_code_run_without_the_sandbox_says_so_once_unless_silenced(folder: Path, lang: str, words: str) -> None:
+def test_code_run_without_the_sandbox_says_so_once(folder: Path, lang: str, words: str) -> None:
     prefix = UNSANDBOXED if lang == EN else "warning: 代码在沙箱之外运行："
     ran = nini("run-code", "-", cwd=folder, lang=lang, stdin="print(1)\n", NINI_EXECUTION__SANDBOX="none")
     assert ran.returncode == 0 and ran.stdout == "1\n"
     assert [line for line in ran.stderr.splitlines() if line.startswith("warning")] == [prefix + words]
+
+
+def test_the_unsandboxed_warning_can_be_silenced_and_only_commands_that_run_code_give_it(folder: Path) -> None:
+    """Once, in English: silencing is decided before the words' language (``unsandboxed_warning``), and
+    both languages' lines start with ``warning``."""
     quiet = nini(
         "run-code",
         "-",
         cwd=folder,
-        lang=lang,
         stdin="print(1)\n",
         NINI_EXECUTION__SANDBOX="none",
         NINI_EXECUTION__WARN_UNSANDBOXED="false",
     )
-    assert quiet.returncode == 0 and "warning" not in quiet.stderr
-    listed = nini("sessions", "list", cwd=folder, lang=lang, NINI_EXECUTION__SANDBOX="none")
-    assert "warning" not in listed.stderr  # only commands that run code
+    assert quiet.returncode == 0 and quiet.stdout == "1\n" and "warning" not in quiet.stderr
+    listed = nini("sessions", "list", cwd=folder, NINI_EXECUTION__SANDBOX="none")
+    assert listed.returncode == 0 and "warning" not in listed.stderr  # only commands that run code
 
 
 def test_bubblewrap_out_of_reach_is_named_as_the_reason(folder: Path) -> None:
@@ -207,7 +232,7 @@ def test_bubblewrap_out_of_reach_is_named_as_the_reason(folder: Path) -> None:
 def test_ask_with_no_model_says_how_to_add_one(folder: Path, lang: str) -> None:
     asked = nini("ask", "how many rows?", "--data", str(SALES), cwd=folder, lang=lang)
     assert (asked.returncode, asked.stdout, asked.stderr) == (1, "", NO_MODEL[lang])
-    assert session_ids(folder) == []
+    assert session_ids() == []
 
 
 def test_an_unreachable_model_names_its_url_and_what_to_do(folder: Path, nini_home: Path) -> None:
@@ -242,7 +267,7 @@ def test_a_refused_key_and_a_missing_key_say_which_variable(
     assert f"(provider local at {llm_server.base_url})" in line
     assert line.endswith("; check the API key in the variable NINI_GUIDANCE_KEY; try nini models test local")
     assert "wrong-key-value" not in refused.stderr
-    assert session_ids(folder) == []
+    assert session_ids() == []
 
 
 # -- nini models add asks nothing ---------------------------------------------------------------------
