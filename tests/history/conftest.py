@@ -4,12 +4,16 @@ A test about the SQLite file itself is marked ``sqlite_only`` and runs once."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from nini.history.store import HistoryStore
+from tests.conftest import REPO_ROOT
+from tests.timeouts import timeout
 
 BACKENDS = ("sqlite", "postgresql")
 
@@ -61,3 +65,29 @@ def execution_row(**overrides: object) -> dict:
         "duration_ms": 5,
         **overrides,
     }
+
+
+def run_together(code: str, argvs: list[list[str]], limit_s: float) -> list[tuple[int, str, str]]:
+    """``python -c code`` once per argv, all let go at the same moment: each prints ``ready`` once it
+    has started (and made what it needs first), then waits for a line on stdin, which comes when all
+    are ready. Their (exit code, the stdout after ``ready``, stderr)."""
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, *argv],
+            cwd=REPO_ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for argv in argvs
+    ]
+    for process in processes:
+        assert process.stdout is not None
+        assert process.stdout.readline() == "ready\n", process.communicate(timeout=timeout(120))
+    for process in processes:
+        assert process.stdin is not None
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    outcomes = [process.communicate(timeout=timeout(limit_s)) for process in processes]
+    return [(process.returncode, out, err) for process, (out, err) in zip(processes, outcomes, strict=True)]

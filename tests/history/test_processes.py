@@ -3,14 +3,10 @@ beside a server on one SQLite file): no row lost or doubled, and each session's 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from nini.history.store import HistoryStore
-from tests.conftest import REPO_ROOT
-from tests.timeouts import timeout
+from tests.history.conftest import run_together
 
 pytestmark = pytest.mark.slow
 PROCESSES, WRITES = 3, 60
@@ -23,7 +19,7 @@ url, shared, name, writes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[
 store = HistoryStore(url)
 own = store.create_session(title=name)["id"]
 print("ready", flush=True)
-sys.stdin.readline()  # the go comes once every process is ready: all write at the same moment
+sys.stdin.readline()  # the go (run_together): all write at the same moment
 
 async def turn(n):
     call = await store.call(store.start_tool_call, own, "run_code", {"n": n})
@@ -42,32 +38,14 @@ print(own)
 
 def test_processes_writing_at_once_lose_and_double_nothing(db_url: str, store: HistoryStore) -> None:
     shared = store.create_session(title="watched by everyone")["id"]
-    writers = [
-        subprocess.Popen(
-            [sys.executable, "-c", WRITER, db_url, shared, f"w{n}", str(WRITES)],
-            cwd=REPO_ROOT,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for n in range(PROCESSES)
-    ]
-    for writer in writers:  # each says ready once it has started and made its session, then waits
-        assert writer.stdout is not None
-        assert writer.stdout.readline() == "ready\n", writer.communicate(timeout=timeout(120))
-    for writer in writers:
-        assert writer.stdin is not None
-        writer.stdin.write("go\n")
-        writer.stdin.flush()
-    outcomes = [writer.communicate(timeout=timeout(300)) for writer in writers]
-    assert [w.returncode for w in writers] == [0] * PROCESSES, [err[-2000:] for _, err in outcomes]
+    outcomes = run_together(WRITER, [[db_url, shared, f"w{n}", str(WRITES)] for n in range(PROCESSES)], 300)
+    assert [code for code, _, _ in outcomes] == [0] * PROCESSES, [err[-2000:] for _, _, err in outcomes]
 
     events = store.list_events(shared)
     assert [e["seq"] for e in events] == list(range(1, PROCESSES * WRITES + 1))
     seen = sorted((e["data"]["writer"], e["data"]["n"]) for e in events)
     assert seen == sorted((f"w{p}", n) for p in range(PROCESSES) for n in range(WRITES))  # none lost or doubled
-    for out, _ in outcomes:
+    for _, out, _ in outcomes:
         calls = store.list_tool_calls(out.strip())
         assert sorted(c["arguments"]["n"] for c in calls) == list(range(WRITES))
         assert {c["status"] for c in calls} == {"succeeded"}

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 
@@ -15,8 +13,7 @@ import sqlalchemy as sa
 from nini.errors import ErrorCode, NiniError
 from nini.history import schema
 from nini.history.store import HistoryStore
-from tests.conftest import REPO_ROOT
-from tests.timeouts import timeout
+from tests.history.conftest import run_together
 
 TABLES = {
     "sessions",
@@ -130,7 +127,7 @@ import sys
 from nini.history.store import HistoryStore
 
 print("ready", flush=True)
-sys.stdin.readline()  # the go comes once every process has started: all open at the same moment
+sys.stdin.readline()  # the go (run_together): all open at the same moment
 store = HistoryStore(sys.argv[1])
 print(store.create_session()["id"])
 store.close()
@@ -139,29 +136,11 @@ store.close()
 
 @pytest.mark.slow
 def test_processes_opening_a_fresh_database_at_once_migrate_it_once(db_url: str) -> None:
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-c", OPEN_AT_ONCE, db_url],
-            cwd=REPO_ROOT,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(4)
-    ]
-    for process in processes:  # each says ready once its interpreter has started, then waits
-        assert process.stdout is not None
-        assert process.stdout.readline() == "ready\n", process.communicate(timeout=timeout(120))
-    for process in processes:
-        assert process.stdin is not None
-        process.stdin.write("go\n")
-        process.stdin.flush()
-    outcomes = [process.communicate(timeout=timeout(120)) for process in processes]
+    outcomes = run_together(OPEN_AT_ONCE, [[db_url]] * 4, 120)
 
-    assert [process.returncode for process in processes] == [0] * 4, [err for _, err in outcomes]
+    assert [code for code, _, _ in outcomes] == [0] * 4, [err for _, _, err in outcomes]
     assert versions(db_url) == [schema.SCHEMA_VERSION]
-    assert len({out.strip() for out, _ in outcomes}) == 4
+    assert len({out.strip() for _, out, _ in outcomes}) == 4
 
 
 def test_a_database_of_the_previous_version_gets_session_owners(db_url: str) -> None:

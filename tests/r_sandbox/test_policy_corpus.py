@@ -58,7 +58,7 @@ PACKAGES = (
 )
 EXTRACT = Path(__file__).with_name("extract_examples.R")  # benchmarks/bench_r.py reads it too
 NAMED = rules.DENIED_FUNCTIONS | set(rules.LOOKUPS) | set(rules.OVERRIDES)
-CACHE = Path(tempfile.gettempdir()) / "nini-test-cache"
+CACHE = Path(tempfile.gettempdir()) / f"nini-test-cache-{os.getuid()}"
 PROGRAM_ARGUMENT_NAMES = {name for names in rules.PROGRAM_ARGUMENTS.values() for name in names}
 
 
@@ -73,10 +73,13 @@ def examples() -> list[dict[str, Any]]:
     if saved.is_file():
         return json.loads(saved.read_text(encoding="utf-8"))
     found = _extract(rscript)
-    CACHE.mkdir(parents=True, exist_ok=True)
     partial = saved.with_name(f"{saved.name}.{os.getpid()}.tmp")
-    partial.write_text(json.dumps(found), encoding="utf-8")
-    os.replace(partial, saved)  # whole or absent, whichever xdist worker writes it
+    try:
+        CACHE.mkdir(exist_ok=True)
+        partial.write_text(json.dumps(found), encoding="utf-8")
+        os.replace(partial, saved)  # whole or absent, whichever xdist worker writes it
+    except OSError:  # a full or read-only temp dir: the next run extracts again
+        partial.unlink(missing_ok=True)
     return found
 
 
