@@ -132,7 +132,10 @@ def test_20000_html_displays_keep_at_most_the_run_budget(nini_home: Path) -> Non
     result, _ = run_code(nini_home, "flood", code)
     assert result["success"], result
     stderr = result["result"]["stderr"]
-    assert "later outputs are not kept" in stderr and "was not kept" in stderr
+    # the run's note (the kernel's own count, read back with the result) says outputs were left out and
+    # names the budget; the marker in the stream where they stopped travels on iopub, which drops messages
+    # past its high-water mark when nini reads slower than the flood comes (a loaded machine): not required
+    assert "was not kept" in stderr and "execution.run_outputs_max_count" in stderr, stderr
     assert db_size(nini_home) - before <= RUN_BUDGET + OVERHEAD
 
 
