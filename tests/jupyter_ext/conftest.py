@@ -133,7 +133,9 @@ def nini_env(home: Path, tmp: Path) -> dict[str, str]:
 
 
 def jupyter(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([JUPYTER, *args], env=env, capture_output=True, text=True, timeout=timeouts.timeout(60))
+    """A ``jupyter`` command; its limit is generous: one imports Jupyter Server and nini, ~4 s of CPU
+    (half of it jsonschema's rfc3987_syntax building its grammar), over a minute on a loaded machine."""
+    return subprocess.run([JUPYTER, *args], env=env, capture_output=True, text=True, timeout=timeouts.timeout(180))
 
 
 async def read_events(ws: Any, count: int, timeout: float = 30) -> list[dict[str, Any]]:

@@ -63,7 +63,7 @@ def test_disable_turns_the_installed_extension_off(tmp_path: Path) -> None:
             env=env,
             capture_output=True,
             text=True,
-            timeout=timeout(60),
+            timeout=timeout(180),  # as conftest's jupyter(): a Jupyter process, over a minute under load
         )
         assert run.returncode == 0, run.stderr
         return _plain(run.stdout + run.stderr)
