@@ -76,25 +76,19 @@ EVENT_RETRIES = 5
 CALL_THREADS = 8
 
 
-class _InsertOrNothing:
-    """INSERT ... ON CONFLICT DO NOTHING, by dialect (the two backends nini supports):
-    ``INSERT_OR_NOTHING[name](table)``. A dialect's module is imported when first asked for: the
-    PostgreSQL one (a tenth of a second of CPU) was imported at the start of every CLI command,
-    where a SQLite history never needs it."""
+def dialect_insert(dialect: str, table: sa.Table) -> sqlite.Insert | postgresql.Insert:
+    """The INSERT of ``dialect`` (the two backends nini supports), for its ON CONFLICT DO NOTHING. Its
+    module is imported here, when first needed: the PostgreSQL one (a tenth of a second of CPU) was
+    imported at the start of every CLI command, where a SQLite history never needs it."""
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-    def __getitem__(self, dialect: str) -> Callable[[sa.Table], sqlite.Insert | postgresql.Insert]:
-        if dialect == "sqlite":
-            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+        return sqlite_insert(table)
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 
-            return sqlite_insert
-        if dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-
-            return postgresql_insert
-        raise KeyError(dialect)
-
-
-INSERT_OR_NOTHING = _InsertOrNothing()
+        return postgresql_insert(table)
+    raise KeyError(dialect)
 
 
 class HistoryStore(ToolCallRecords):
@@ -211,7 +205,7 @@ class HistoryStore(ToolCallRecords):
             "metadata": metadata,
             "owner": owner,
         }
-        insert = INSERT_OR_NOTHING[self.engine.dialect.name](sessions).on_conflict_do_nothing(index_elements=["id"])
+        insert = dialect_insert(self.engine.dialect.name, sessions).on_conflict_do_nothing(index_elements=["id"])
         with self.writing() as conn:
             conn.execute(insert, row)
             return dict(conn.execute(sa.select(sessions).where(sessions.c.id == session_id)).one()._mapping)

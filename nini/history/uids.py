@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from nini.errors import ErrorCode, NiniError
 from nini.history.schema import session_uids
-from nini.history.store import INSERT_OR_NOTHING, HistoryStore
+from nini.history.store import HistoryStore, dialect_insert
 
 ATTEMPTS = 4  # each a transaction of its own
 UID_LOCK = 0x6E696E75  # the advisory lock key of uid allocation on PostgreSQL
@@ -44,7 +44,7 @@ def session_uid(store: HistoryStore, session_id: str, low: int, high: int) -> in
             uid = low + secrets.randbelow(max(1, (high - low) // 2)) if top is None else int(top) + 1
             if uid >= high:
                 raise NiniError(ErrorCode.INTERNAL, f"every sandbox uid from {low} to {high - 1} is taken")
-            insert = INSERT_OR_NOTHING[conn.dialect.name](session_uids).on_conflict_do_nothing()
+            insert = dialect_insert(conn.dialect.name, session_uids).on_conflict_do_nothing()
             conn.execute(insert, {"session_id": session_id, "uid": uid})
             found = _uid_of(conn, session_id)
             if found is not None:
