@@ -221,6 +221,21 @@ def without_approval(values: dict[str, Any]) -> dict[str, Any]:
     return {**values, "execution": {**values.get("execution", {}), "approve_in_user_kernel": False}}
 
 
+def record_sessions(*session_ids: str, home: Path | None = None) -> None:
+    """Sessions ``session_ids`` in the history of ``home`` (None: ``$NINI_HOME``), owned as the CLI's
+    are: what ``nini run-code --session ID --new`` records, without a CLI or a kernel start (for a
+    test whose subject is not how the sessions got there)."""
+    from nini.history.store import HistoryStore
+
+    settings = load_settings(home)
+    store = HistoryStore.from_settings(settings)
+    try:
+        for session_id in session_ids:
+            store.create_session(session_id=session_id, owner=settings.session_owner)
+    finally:
+        store.close()
+
+
 def write_settings(home: Path, values: dict[str, Any]) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "settings.json").write_text(json.dumps(values))

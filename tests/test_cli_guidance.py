@@ -19,16 +19,14 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
 from nini.config import Settings, load_settings
 from nini.history.store import HistoryStore
 from nini.skills.builtin.run_r import r_status
-from tests.conftest import REPO_ROOT, scripted_model_settings, write_settings
+from tests.conftest import REPO_ROOT, record_sessions, scripted_model_settings, write_settings
 from tests.llm_server import ScriptedLLM, error, text, tool_call
 from tests.timeouts import timeout
 
@@ -43,7 +41,6 @@ NO_MODEL = {
     "nini models add ollama --base-url http://127.0.0.1:11434/v1 --model qwen2.5:7b\n",
 }
 UNSANDBOXED = "warning: code runs without the sandbox: "
-T = TypeVar("T")
 
 
 def nini(
@@ -65,25 +62,15 @@ def nini(
     return result
 
 
-def recorded(work: Callable[[HistoryStore, str | None], T]) -> T:
-    """``work(store, owner)`` on the store of the test's NINI_HOME, the one every ``nini`` command here
-    uses (their settings come from NINI_HOME, not from the folder they run in), with the CLI's owner."""
-    settings = load_settings()
-    store = HistoryStore.from_settings(settings)
+def session_ids() -> list[str]:
+    """The ids of the recorded sessions, all of them (what ``nini sessions list`` lists), from the store
+    of the test's NINI_HOME: the one every ``nini`` command here uses (their settings come from
+    NINI_HOME, not from the folder they run in)."""
+    store = HistoryStore.from_settings(load_settings())
     try:
-        return work(store, settings.session_owner)
+        return [row["id"] for row in store.list_sessions(limit=10_000)]
     finally:
         store.close()
-
-
-def session_ids() -> list[str]:
-    """The ids of the recorded sessions, all of them (what ``nini sessions list`` lists)."""
-    return recorded(lambda store, _owner: [row["id"] for row in store.list_sessions(limit=10_000)])
-
-
-def make_sessions(*ids: str) -> None:
-    """Sessions ``ids``, as ``nini run-code --session ID --new`` would make them for the CLI's owner."""
-    recorded(lambda store, owner: [store.create_session(session_id=id_, owner=owner) for id_ in ids])
 
 
 @pytest.fixture
@@ -115,7 +102,7 @@ def closed_port_url() -> str:
 def test_an_unknown_session_is_not_found_with_the_closest_ids_and_nothing_is_made(
     folder: Path, lang: str, closest: str
 ) -> None:
-    make_sessions("sales-q2", "sales-q3", "weather")
+    record_sessions("sales-q2", "sales-q3", "weather")
     before = session_ids()
     for command in (["run-code", "-"], *([["run-r", "-"]] if HAS_R else []), ["ask", "what is df?"], ["mcp"]):
         refused = nini(*command, "--session", "sales-q1", cwd=folder, lang=lang, stdin="print(df)\n")

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from nini.execution.sandbox import probe_bwrap
+from tests.conftest import record_sessions
 from tests.timeouts import timeout
 
 NINI = Path(sys.executable).with_name("nini")
@@ -148,29 +149,10 @@ def test_the_sandboxs_own_tmp_filling_up_is_its_limit_not_a_full_disk(home: Path
     assert "execution.tmp_size_mb" in error["message"] and "16 MiB" in error["message"]
 
 
-def make_session(home: Path, session_id: str, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Session ``session_id`` made in this process by the runtime the CLI uses: a precondition, which a
-    CLI run made at the cost of a CLI and a kernel start."""
-    import asyncio
-
-    from nini.config import load_settings
-    from nini.runtime import Runtime
-
-    monkeypatch.setenv("NINI_HOME", str(home))
-
-    async def make() -> None:
-        async with Runtime(load_settings(), project_dir=project) as runtime:
-            runtime.create_session(session_id=session_id)
-
-    asyncio.run(make())
-
-
-def test_loading_saving_and_a_report_on_a_full_disk_are_no_space(
-    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_loading_saving_and_a_report_on_a_full_disk_are_no_space(home: Path, tmp_path: Path) -> None:
     data = tmp_path / "sales.csv"
     data.write_text("region,revenue\n" + "".join(f"r{n},{n}\n" for n in range(20_000)))
-    make_session(home, "s1", tmp_path, monkeypatch)
+    record_sessions("s1", home=home)  # a precondition: a CLI run made it at the cost of a kernel start
     with small_disk(home / "sessions" / "s1", 32) as disk:
         # the folder is empty now: what the session made before lies beneath the mount
         code, made, stderr = run(home, "s1", "print('ready')")
