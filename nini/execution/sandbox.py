@@ -377,6 +377,13 @@ def _read_only_paths(extra: Iterable[Path]) -> list[Path]:
     return sorted(p for p in usable if not any(o != p and p.is_relative_to(o) for o in usable))
 
 
+def interpreter_paths() -> list[Path]:
+    """Where this interpreter, its packages and nini live, each under the name it is used by: what a
+    sandbox that hides a host folder (a private ``/tmp``) must bind back for ``sys.executable`` to run."""
+    found = _read_only_paths(())
+    return found + [named for _, named in _prefix_aliases(found)]
+
+
 def _prefix_aliases(bound: list[Path]) -> list[tuple[Path, Path]]:
     """(real folder, name) for the interpreter's prefix where a link leads to it (a venv reached
     as ``/tmp/env`` -> ``/srv/envs/a``): the kernel is started as ``sys.executable``, under that

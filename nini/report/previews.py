@@ -275,16 +275,23 @@ def _run_child(jobs: list[_Job], folder: Path, timeout_s: float) -> dict[str, by
     return results
 
 
+PRIVATE_FOLDERS = (Path("/tmp"), Path("/dev/shm"))  # fresh and empty in the renderer's sandbox
+
+
 def renderer_command(cmd: list[str], folder: Path) -> list[str]:
     """``cmd`` inside bubblewrap where it works here: no network namespace of the host's (nothing a
     chart names can be fetched, whatever the renderer does), the file system read-only, a private
     ``/tmp`` with only ``folder`` (the job listing) from the host. Where bwrap cannot run, the
     renderer's own guards remain (URLs emptied, Chromium's requests sent to a proxy nobody runs)."""
-    from nini.execution.sandbox import probe_bwrap
+    from nini.execution.sandbox import interpreter_paths, probe_bwrap
 
     if not probe_bwrap()[0]:
         return cmd
     where = str(folder)
+    # the interpreter and nini where they live under a folder the sandbox makes private (a venv
+    # in /tmp): bound back read-only, or ``sys.executable`` would not be there to run
+    hidden = [p for p in interpreter_paths() if any(p.is_relative_to(h) for h in PRIVATE_FOLDERS)]
+    back = [arg for path in hidden for arg in ("--ro-bind", str(path), str(path))]
     return [
         shutil.which("bwrap") or "bwrap",
         "--ro-bind",
@@ -298,6 +305,7 @@ def renderer_command(cmd: list[str], folder: Path) -> list[str]:
         "/tmp",
         "--tmpfs",
         "/dev/shm",
+        *back,
         "--ro-bind",
         where,
         where,

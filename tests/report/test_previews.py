@@ -317,3 +317,29 @@ def test_the_renderer_runs_without_the_hosts_network(tmp_path: Path, capture: Ca
     )
     assert confined.stdout.startswith("refused"), confined.stderr
     assert "/leak" not in capture.requests
+
+
+def test_the_renderer_runs_from_an_interpreter_that_lives_in_tmp(tmp_path: Path) -> None:
+    """The renderer's sandbox has a private /tmp: an interpreter reached under /tmp (a venv made or
+    linked there, a checkout cloned there) is bound back, or the renderer could not start at all."""
+    works, why = probe_bwrap()
+    if not works:
+        pytest.skip(f"bubblewrap cannot run here ({why}): the renderer runs unconfined")
+    venv = Path("/tmp") / f"nini-venv-{tmp_path.name}"  # under /tmp itself, wherever pytest's tmp_path is
+    venv.symlink_to(sys.prefix, target_is_directory=True)  # this venv, by a name only the host's /tmp has
+    command = (
+        "import subprocess, sys\nfrom pathlib import Path\nfrom nini.report.previews import renderer_command\n"
+        "probe = [sys.executable, '-c', 'import nini.report.previews; print(\"started\")']\n"
+        "done = subprocess.run(renderer_command(probe, Path(sys.argv[1])), capture_output=True, text=True)\n"
+        "print(done.stdout.strip() or done.stderr.strip())"
+    )
+    try:
+        ran = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", command, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=timeout(120),
+        )
+    finally:
+        venv.unlink()
+    assert ran.stdout.strip() == "started", ran.stdout + ran.stderr
