@@ -31,6 +31,7 @@ import store_throughput
 from goals import goal
 from jupyter_client.manager import AsyncKernelManager
 
+import nini
 from nini.config import ExecutionSettings, load_settings
 from nini.execution import cgroups, sandbox
 from nini.execution.kernels import KernelPool
@@ -64,7 +65,8 @@ def legacy_agent_command(cmd, mode, limits, *, workspace, runtime_dir, shared_di
     args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for folder in hidden:
         args += ["--tmpfs", str(folder)]
-    for path in sorted({Path(p).resolve() for p in (sys.prefix, sys.base_prefix)}):
+    # the interpreter and nini's checkout where a hidden folder holds them (a clone in /tmp)
+    for path in sorted({Path(p).resolve() for p in (sys.prefix, sys.base_prefix, Path(nini.__file__).parents[1])}):
         if any(h in path.parents for h in hidden):
             args += ["--ro-bind", str(path), str(path)]
     args += ["--bind", str(workspace), str(workspace), "--bind", str(runtime_dir), str(runtime_dir)]
