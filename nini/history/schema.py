@@ -90,6 +90,7 @@ messages = sa.Table(
     sa.Column("metadata", JSONText),
     _timestamp("created_at"),
     sa.Index(None, "session_id", "id"),
+    sa.Index(None, "session_id", "turn_id"),  # one turn's messages, without reading the session's
 )
 
 TOOL_CALL_STATUSES = ("running", "succeeded", "failed", "interrupted")
@@ -113,6 +114,8 @@ tool_calls = sa.Table(
     sa.CheckConstraint(sa.column("status").in_(TOOL_CALL_STATUSES), name="status"),
     sa.Index(None, "session_id", "started_at"),
     sa.Index(None, "status"),
+    sa.Index(None, "session_id", "turn_id"),  # one turn's calls (the enhancement trigger's signals)
+    sa.Index(None, "session_id", "tool_name"),  # one skill's calls (a session's proposals, its loads)
 )
 
 executions = sa.Table(
@@ -143,6 +146,10 @@ executions = sa.Table(
     sa.CheckConstraint(sa.column("language").in_(("python", "r")), name="language"),
     sa.CheckConstraint(sa.column("status").in_(("succeeded", "failed")), name="status"),
     sa.Index(None, "session_id", "created_at"),
+    # the last step of a label or output dataset (is a run a retry?) and one call's steps, in a long session
+    sa.Index(None, "session_id", "label"),
+    sa.Index(None, "session_id", "save_as"),
+    sa.Index(None, "tool_call_id"),
 )
 
 artifacts = sa.Table(
@@ -186,6 +193,7 @@ events = sa.Table(
     sa.Column("data", JSONText),
     sa.PrimaryKeyConstraint("session_id", "seq"),
     sa.Index("ix_events_turn_id", "turn_id"),  # feedback names a run by its turn id
+    sa.Index(None, "session_id", "type"),  # a session's events of one type (its reports) in a long session
 )
 
 # What a user prefers (tone, verbosity, report decimals, ...): explicit ones they wrote, implicit ones
@@ -233,6 +241,19 @@ session_uids = sa.Table(
     metadata,
     sa.Column("session_id", sa.Text, sa.ForeignKey("sessions.id"), primary_key=True),
     sa.Column("uid", sa.BigInteger, nullable=False, unique=True),
+)
+
+# The running summary of a session's older turns (``nini.agent.context``): the turns up to message
+# ``through_id`` are folded into ``summary`` (JSON: the ledger of what they did and the text the
+# model is given ahead of the recent turns), so a turn's context never reads them again.
+session_context = sa.Table(
+    "session_context",
+    metadata,
+    sa.Column("session_id", sa.Text, sa.ForeignKey("sessions.id"), primary_key=True),
+    sa.Column("through_id", sa.Integer, nullable=False),
+    sa.Column("turns", sa.Integer, nullable=False),
+    sa.Column("summary", JSONText, nullable=False),
+    _timestamp("updated_at"),
 )
 
 # Kept out of ``metadata``: it must exist before any migration runs, and no migration drops it.
@@ -295,7 +316,19 @@ def _v6(conn: Connection) -> None:
     metadata.create_all(conn, tables=[session_uids], checkfirst=True)
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
+def _v7(conn: Connection) -> None:
+    """Long sessions stay cheap: ``session_context`` (the running summary of older turns) and the
+    indexes that read one turn, one step's label or one kind of event without the whole session
+    (all created by ``_v1`` on a fresh database)."""
+    metadata.create_all(conn, tables=[session_context], checkfirst=True)
+    for table in (messages, tool_calls, executions, events):
+        found = {index["name"] for index in sa.inspect(conn).get_indexes(table.name)}
+        for index in table.indexes:
+            if index.name not in found:
+                index.create(conn)
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
 """Step N (1-based) brings the schema from version N-1 to N. Append only; never edit a shipped step."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

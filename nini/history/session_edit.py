@@ -13,13 +13,23 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from nini.errors import ErrorCode, NiniError
-from nini.history.schema import artifacts, datasets, events, executions, messages, session_uids, sessions, tool_calls
+from nini.history.schema import (
+    artifacts,
+    datasets,
+    events,
+    executions,
+    messages,
+    session_context,
+    session_uids,
+    sessions,
+    tool_calls,
+)
 from nini.history.store import HistoryStore
 from nini.history.values import no_session
 from nini.limits import Limits, check_text
 
 # The tables that name a session, in the order their rows go: a row goes before the rows it points at.
-OWNED_ROWS = (events, artifacts, datasets, executions, tool_calls, messages, session_uids)
+OWNED_ROWS = (events, artifacts, datasets, executions, tool_calls, messages, session_context, session_uids)
 
 
 def rename_session(store: HistoryStore, session_id: str, title: str, limits: Limits) -> dict[str, Any]:

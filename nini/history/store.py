@@ -30,6 +30,7 @@ from nini.errors import ErrorCode, NiniError
 from nini.history.calls import Events, ToolCallRecords
 from nini.history.code_ref import executions_query, resolved
 from nini.history.commit import GroupCommit
+from nini.history.context_rows import ContextRecords
 from nini.history.driver import Transaction
 from nini.history.engine import (
     constraint_kind,
@@ -91,7 +92,7 @@ def dialect_insert(dialect: str, table: sa.Table) -> sqlite.Insert | postgresql.
     raise KeyError(dialect)
 
 
-class HistoryStore(ToolCallRecords):
+class HistoryStore(ToolCallRecords, ContextRecords):
     """The durable record of nini. Open with a SQLAlchemy URL; ``close()`` when done."""
 
     def __init__(self, url: str, *, busy_timeout_ms: int = 5000, home: Path | None = None) -> None:

@@ -66,8 +66,14 @@ def _bit_flips(db: Path) -> None:
 
 
 def _page_of_zeros(db: Path) -> None:
+    """The first page of the messages table zeroed: a page a session's listing reads, but ``sessions
+    list`` does not (the middle of the file was, until new indexes moved what lies there)."""
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        (root,) = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = 'messages'"
+        ).fetchone()
     with db.open("r+b") as file:
-        file.seek(db.stat().st_size // PAGE // 2 * PAGE)
+        file.seek((root - 1) * PAGE)
         file.write(bytes(PAGE))
 
 

@@ -27,6 +27,7 @@ TABLES = {
     "user_preferences",
     "skill_run_feedback",
     "session_uids",
+    "session_context",
 }
 
 

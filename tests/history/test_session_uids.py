@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from nini.errors import ErrorCode, NiniError
+from nini.history import schema
 from nini.history.store import HistoryStore
 from nini.history.uids import session_uid
 
@@ -76,5 +77,5 @@ def test_a_database_of_the_previous_version_gets_the_uid_table(db_url: str) -> N
     finally:
         store.close()
     with engine.connect() as conn:
-        assert conn.execute(sa.text("SELECT version FROM schema_version")).scalar() == 6
+        assert conn.execute(sa.text("SELECT version FROM schema_version")).scalar() == schema.SCHEMA_VERSION
     engine.dispose()

@@ -1,0 +1,67 @@
+"""The store's bounded reads of a long session and its context summary (issue 38), on SQLite and
+PostgreSQL: each read returns what it names and no more, and a summary is replaced only by a fold
+that started from it (two processes folding at once: the second is refused, nothing is lost)."""
+
+from __future__ import annotations
+
+from nini.history.store import HistoryStore
+from tests.history.conftest import execution_row
+
+
+def conversation(store: HistoryStore, session_id: str, turns: int) -> list[int]:
+    """``turns`` turns (a question, a tool-calling step, its output, an answer); their message ids."""
+    ids = []
+    for n in range(turns):
+        turn = f"t{n}"
+        ids.append(store.add_message(session_id, "user", f"question {n}", turn_id=turn)["id"])
+        ids.append(store.add_message(session_id, "assistant", None, turn_id=turn, metadata={"tool_calls": []})["id"])
+        ids.append(store.add_message(session_id, "tool", '{"success": true}', turn_id=turn, tool_call_id=f"c{n}")["id"])
+        ids.append(store.add_message(session_id, "assistant", f"answer {n}", turn_id=turn)["id"])
+    return ids
+
+
+def test_reads_backwards_and_forwards_within_bounds(store: HistoryStore, session_id: str) -> None:
+    ids = conversation(store, session_id, 10)
+    other = store.create_session()["id"]
+    conversation(store, other, 3)  # another session's rows are never read
+    newest = store.messages_newest_first(session_id, limit=5)
+    assert [row["id"] for row in newest] == ids[::-1][:5]
+    page = store.messages_newest_first(session_id, limit=5, before_id=newest[-1]["id"], after_id=ids[20])
+    assert [row["id"] for row in page] == ids[::-1][5:10]
+    assert store.messages_newest_first(session_id, limit=100, after_id=ids[-2]) == newest[:1]
+    forwards = store.messages_oldest_first(session_id, after_id=ids[3], before_id=ids[9], limit=3)
+    assert [row["id"] for row in forwards] == ids[4:7]
+    assert [row["content"] for row in store.turn_messages(session_id, "t7")] == [
+        "question 7",
+        None,
+        '{"success": true}',
+        "answer 7",
+    ]
+    assert [row["content"] for row in store.last_messages(session_id, "user", 2)] == ["question 8", "question 9"]
+    before = store.last_messages(session_id, "assistant", 2, before_id=ids[8])
+    assert [row["id"] for row in before] == [ids[5], ids[7]]
+
+
+def test_a_summary_is_replaced_only_by_the_fold_that_read_it(store: HistoryStore, session_id: str) -> None:
+    assert store.context_summary(session_id) is None
+    assert store.save_context_summary(session_id, {"notes": ["a"]}, through_id=8, turns=2, replaces=0)
+    assert not store.save_context_summary(session_id, {"notes": ["b"]}, through_id=9, turns=2, replaces=0)
+    assert store.save_context_summary(session_id, {"notes": ["c"]}, through_id=20, turns=5, replaces=8)
+    assert not store.save_context_summary(session_id, {"notes": ["d"]}, through_id=24, turns=6, replaces=8)
+    found = store.context_summary(session_id)
+    assert (found["through_id"], found["turns"], found["summary"]) == (20, 5, {"notes": ["c"]})
+
+
+def test_the_last_step_of_a_label_or_dataset(store: HistoryStore, session_id: str) -> None:
+    def step(label: str | None, save_as: str | None, status: str) -> str:
+        call = store.start_tool_call(session_id, "run_code", {"code": "x"})
+        execution = execution_row(label=label, save_as=save_as, status=status)
+        store.finish_tool_call(call["id"], status="succeeded", result={}, execution=execution)
+        return store.list_executions(session_id)[-1]["id"]
+
+    assert store.last_step(session_id, "clean", None) is None
+    failed = step("clean", None, "failed")
+    assert store.last_step(session_id, "clean", None)["id"] == failed
+    fixed = step(None, "sales_clean", "succeeded")
+    assert store.last_step(session_id, "clean", "sales_clean")["id"] == fixed  # the newest of either
+    assert store.last_step(session_id, "clean", None)["id"] == failed
