@@ -194,11 +194,8 @@ class NiniMagics(Magics):
 
         runtime = self.runtime
         if run_id is None:
-            turns = [
-                m["turn_id"]
-                for m in runtime.store.list_messages(self.session.id)
-                if m["role"] == "user" and m["turn_id"]
-            ]
+            asked = runtime.store.last_messages(self.session.id, "user", 1)  # the last question, not the whole history
+            turns = [m["turn_id"] for m in asked if m["turn_id"]]
             if not turns:
                 print("nini: no answer to judge yet in this session; give --run ID", file=sys.stderr)
                 return

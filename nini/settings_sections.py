@@ -233,6 +233,12 @@ class ProviderSettings(BaseModel):
         None, description="Name of the environment variable holding the API key; unset for keyless local servers."
     )
     vision_models: list[str] = Field(default_factory=list, description="Models of this provider that accept images.")
+    context_window: int | None = Field(
+        None,
+        ge=1000,
+        description="The context window of its models in tokens, for the share of it a turn's context uses "
+        "(the run footer, nini ask --json); unset: the share of agent.context_max_tokens.",
+    )
     script: Path | None = Field(None, description="replay only: the recorded JSON script (relative to NINI_HOME).")
     enabled: bool = True
     # The price of this provider's tokens, for the cost a turn's footer shows: unset (the default),
@@ -313,8 +319,8 @@ class AgentSettings(BaseModel):
     context_max_tokens: int = Field(
         64_000,
         ge=1000,
-        description="Older turns past this many tokens are left out of the model's context "
-        "(the store keeps them); the newest turn is always sent.",
+        description="The model's context for a turn: the session's summary and the newest turns that fit; "
+        "older turns are folded into the summary (the store keeps them); the newest turn is always sent.",
     )
     summary_timeout_s: float = Field(30, gt=0, le=600, description="How long a task summary waits for the model.")
     summary_log_preview: bool = Field(

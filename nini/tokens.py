@@ -14,6 +14,7 @@ file is written atomically, so processes starting together never read half of it
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import os
@@ -69,6 +70,13 @@ def decode(ids: list[int]) -> str:
 def count_tokens(text: str) -> int:
     """How many ``cl100k_base`` tokens ``text`` is."""
     return len(encode(text))
+
+
+@functools.lru_cache(maxsize=256)
+def count_repeated(text: str) -> int:
+    """``count_tokens`` of a text counted again and again unchanged (a session's system prompt and
+    summary, each turn): remembered for the last 256 such texts instead of encoded each time."""
+    return count_tokens(text)
 
 
 def _load() -> tiktoken.Encoding:

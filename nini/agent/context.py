@@ -1,39 +1,277 @@
-"""The model's view of a session: stored messages in OpenAI chat format, tool outputs capped.
+"""The model's view of a session: the newest turns that fit, in OpenAI chat format, after a running
+summary of the older ones; tool outputs capped.
 
-The store keeps every message whole; what the model gets is rebuilt from it with each tool
-output cut to ``execution.output_cap_chars`` (``cap_json``), older turns dropped past
-``agent.context_max_tokens`` (counted with tiktoken: a character budget would let a Chinese
-conversation, about a token per character, run far past a model's window),
-and any tool call left without an answer (a cancelled run) answered, since every provider
-rejects a conversation with a dangling tool call.
+The store keeps every message whole. A turn's context is read from the newest message backwards
+(``HistoryStore.messages_newest_first``, pages of ``PAGE_ROWS``) until ``agent.context_max_tokens``
+is full (counted with tiktoken: a character budget would let a Chinese conversation, about a token
+per character, run far past a model's window) or the messages the summary covers are reached: its
+cost follows the budget, never the session's length. Turns that no longer fit are not dropped:
+they are folded into the session's summary (``session_summary``) once, keeping the newest turns to
+``KEEP_SHARE`` of the room so that the next folds come turns later, and the summary goes ahead of
+the recent turns. Any tool call left without an answer (a cancelled run) is answered, since every
+provider rejects a conversation with a dangling tool call.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from nini.agent.session_summary import Summary, narrative, turn_notes
 from nini.errors import ErrorCode, error_dict
 from nini.skills.output import cap_json, cap_text
+from nini.tokens import count_repeated, count_tokens
 
 if TYPE_CHECKING:
+    from nini.agent.llm import ModelRouter
     from nini.session import Session
+
+log = logging.getLogger("nini.agent.context")
 
 UNANSWERED = json.dumps(
     {"success": False, "error": error_dict(ErrorCode.CANCELED, "the run ended before this call finished")},
     separators=(",", ":"),
 )
+PAGE_ROWS = 64  # messages per read, newest first
+FOLD_PAGE_ROWS = 500  # messages per read while folding, oldest first
+SUMMARY_SHARE = 8  # the summary takes at most 1/8 of the budget
+KEEP_SHARE = 0.75  # after a fold the recent turns fill at most this share of their room
+NARRATIVE_INPUT_CHARS = 24_000  # the newest notes of what is folded, shown to the model for its narrative
+CONVERTED_CACHE = 50_000  # stored messages kept converted and counted, across sessions (LRU)
+
+# A stored message never changes: its chat form and token count are computed once per process and
+# cap, not each turn (a full window is tens of thousands of tokens to count again).
+_converted_cache: OrderedDict[tuple[str, int, int], tuple[dict[str, Any] | None, int]] = OrderedDict()
+_converted_lock = threading.Lock()
+
+
+@dataclass
+class ContextReport:
+    """What a turn's context held: shown in the run footer and ``nini ask --json``.
+
+    ``tokens`` is the prompt as last sent in the turn (system prompt, summary and messages);
+    ``window`` the chat model's context window where its provider declares one, else the budget.
+    """
+
+    budget: int
+    turns: int = 0  # turns sent whole
+    summarized_turns: int = 0  # turns folded into the summary
+    tokens: int = 0
+    window: int = 0
+    rows_read: int = 0  # messages read from the store to build it (bounded by the budget)
+
+    def to_dict(self) -> dict[str, Any]:
+        window = self.window or self.budget
+        return {
+            "tokens": self.tokens,
+            "window": window,
+            "percent": round(100 * self.tokens / window, 1) if window else 0.0,
+            "budget": self.budget,
+            "turns": self.turns,
+            "summarized_turns": self.summarized_turns,
+        }
+
+
+@dataclass
+class SessionContext:
+    """The messages to send after the system prompt, the summary to put ahead of them, and the report."""
+
+    messages: list[dict[str, Any]]
+    summary: str | None
+    report: ContextReport
+    tokens: int = 0  # of ``messages``, as the report counts them (the runner goes on from here)
+    folded: bool = False  # this turn folded turns into the summary (the runner announces it)
+
+
+@dataclass
+class _Window:
+    """The newest turns read backwards, and where the read stopped."""
+
+    state: dict[str, Any] | None  # the stored summary row
+    rows: list[tuple[int, dict[str, Any], int]] = field(default_factory=list)  # (id, message, tokens), oldest first
+    backlog: bool = False  # turns between the summary and these fell out: they must be folded
+    rows_read: int = 0
+
+    @property
+    def through_id(self) -> int:
+        return int(self.state["through_id"]) if self.state else 0
+
+    @property
+    def summarized_turns(self) -> int:
+        return int(self.state["turns"]) if self.state else 0
+
+
+async def build_context(session: Session, router: ModelRouter | None = None) -> SessionContext:
+    """The session's context for a turn: its recent turns after the summary of the older ones,
+    folding the turns that no longer fit into the summary first (the model's narrative through
+    ``router``, purpose ``summarize``, where one is routed)."""
+    store = session.store
+    window = await store.call(read_window, session)
+    folded = window.backlog
+    if folded:
+        await _fold(session, window, router)
+    language = session.settings.ui.current_language
+    summary = Summary.of(window.state["summary"]) if window.state else None
+    text = summary.text(window.summarized_turns, language) if summary else None
+    counted = {id(message): tokens for _, message, tokens in window.rows}
+    messages = _answer_dangling_calls([message for _, message, _ in window.rows])
+    tokens = sum(counted.get(id(m)) or count_tokens(json.dumps(m, ensure_ascii=False)) for m in messages)
+    report = ContextReport(
+        budget=session.settings.agent.context_max_tokens,
+        turns=sum(message["role"] == "user" for message in messages),
+        summarized_turns=window.summarized_turns,
+        rows_read=window.rows_read,
+    )
+    return SessionContext(messages, text, report, tokens, folded)
 
 
 def load_context(session: Session) -> list[dict[str, Any]]:
-    """The session's conversation as chat messages, ready to follow a system prompt."""
-    cap = session.settings.execution.output_cap_chars
-    messages: list[dict[str, Any]] = []
-    for row in session.store.list_messages(session.id):
-        message = to_chat_message(row, cap)
-        if message is not None:
-            messages.append(message)
-    return within_budget(_answer_dangling_calls(messages), session.settings.agent.context_max_tokens)
+    """The recent turns as chat messages (blocking; no fold): what fits after the summary as stored."""
+    return _answer_dangling_calls([message for _, message, _ in read_window(session).rows])
+
+
+def read_window(session: Session) -> _Window:
+    """The newest whole turns that fit the room the summary leaves, read backwards in pages down to
+    the messages the summary covers (blocking: run it on the store's thread)."""
+    store, settings = session.store, session.settings
+    state = store.context_summary(session.id)
+    window = _Window(state)
+    cap, room = settings.execution.output_cap_chars, _room(session, window)
+    newest_first: list[tuple[int, dict[str, Any], int]] = []
+    total, start, before = 0, None, None  # start: how many of newest_first the newest whole turns take
+    while True:
+        rows = store.messages_newest_first(session.id, limit=PAGE_ROWS, before_id=before, after_id=window.through_id)
+        window.rows_read += len(rows)
+        for row in rows:
+            message, tokens = _converted(session.id, row, cap)
+            if message is None:
+                continue
+            if total + tokens > room and start is not None:
+                window.backlog = True
+                break
+            total += tokens
+            newest_first.append((row["id"], message, tokens))
+            if message["role"] == "user":
+                start = len(newest_first)
+        if window.backlog or len(rows) < PAGE_ROWS:
+            break
+        before = rows[-1]["id"]
+    kept = newest_first[: start if start is not None else len(newest_first)]
+    if not window.backlog and start is not None and start < len(newest_first):
+        kept = newest_first  # the oldest messages after the summary, before any user message: keep them
+    window.rows = kept[::-1]
+    return window
+
+
+def _room(session: Session, window: _Window) -> int:
+    """The tokens the recent turns may take: the budget less the summary's."""
+    budget = session.settings.agent.context_max_tokens
+    if not window.state:
+        return budget
+    summary = Summary.of(window.state["summary"])
+    text = summary.text(window.summarized_turns, session.settings.ui.current_language)
+    return max(budget - count_repeated(text), budget // 2)
+
+
+async def _fold(session: Session, window: _Window, router: ModelRouter | None) -> None:
+    """Fold the turns older than the newest ``KEEP_SHARE`` of the room into the summary, store it,
+    and leave ``window`` holding the summary and the turns kept."""
+    keep = _keep_from(window.rows, int(_room(session, window) * KEEP_SHARE))
+    first_kept = window.rows[keep][0] if keep < len(window.rows) else window.rows[-1][0] + 1
+    store, language = session.store, session.settings.ui.current_language
+    previous = Summary.of(window.state["summary"]) if window.state else Summary()
+    notes, turns, read, shown = await store.call(
+        _folded_notes, session, window.through_id, first_kept, window.summarized_turns, language
+    )
+    window.rows_read += read
+    budget = session.settings.agent.context_max_tokens
+    previous_text = previous.narrative or "\n".join(note["text"] for note in previous.notes[-50:])
+    told = await narrative(router, previous_text, shown, timeout_s=session.settings.agent.summary_timeout_s)
+    merged = Summary(previous.notes + notes, previous.left_out, told or previous.narrative)
+    total_turns = window.summarized_turns + turns
+    merged = merged.bounded(budget // SUMMARY_SHARE, total_turns, language)
+    through = first_kept - 1
+    saved = await store.call(
+        store.save_context_summary,
+        session.id,
+        merged.to_dict(),
+        through_id=through,
+        turns=total_turns,
+        replaces=window.through_id,
+    )
+    if not saved:
+        log.info("session %s: another process folded its turns first; this turn uses its own fold", session.id)
+    window.state = {"through_id": through, "turns": total_turns, "summary": merged.to_dict()}
+    window.rows = window.rows[keep:]
+    window.backlog = False
+
+
+def _keep_from(rows: list[tuple[int, dict[str, Any], int]], room: int) -> int:
+    """The index in ``rows`` (oldest first) of the first message of the newest whole turns within
+    ``room`` tokens; the newest turn always."""
+    total, start = 0, None
+    for index in range(len(rows) - 1, -1, -1):
+        total += rows[index][2]
+        if total > room and start is not None:
+            break
+        if rows[index][1]["role"] == "user":
+            start = index
+    return start if start is not None else 0
+
+
+def _folded_notes(
+    session: Session, after_id: int, before_id: int, first_turn: int, language: str
+) -> tuple[list[dict[str, Any]], int, int, str]:
+    """The ledger notes of the messages between ``after_id`` and ``before_id`` read forwards in pages,
+    how many turns they hold, how many rows were read, and their text as the model is shown it
+    (the newest ``NARRATIVE_INPUT_CHARS``). Blocking."""
+    store = session.store
+    notes: list[dict[str, Any]] = []
+    turn_rows: list[dict[str, Any]] = []
+    turns, read, cursor = 0, 0, after_id
+
+    def close_turn() -> None:
+        nonlocal turns
+        if turn_rows:
+            turns += any(row["role"] == "user" for row in turn_rows)
+            notes.extend(turn_notes(turn_rows, first_turn + max(turns, 1), language))
+            turn_rows.clear()
+
+    while True:
+        rows = store.messages_oldest_first(session.id, after_id=cursor, before_id=before_id, limit=FOLD_PAGE_ROWS)
+        read += len(rows)
+        for row in rows:
+            if row["role"] == "user":
+                close_turn()
+            turn_rows.append(row)
+        if len(rows) < FOLD_PAGE_ROWS:
+            break
+        cursor = rows[-1]["id"]
+    close_turn()
+    shown = "\n".join(note["text"] for note in notes)
+    return notes, turns, read, shown[-NARRATIVE_INPUT_CHARS:]
+
+
+def _converted(session_id: str, row: dict[str, Any], cap: int) -> tuple[dict[str, Any] | None, int]:
+    """``row`` as the model sees it and its tokens, from the cache when it was seen before."""
+    key = (session_id, int(row["id"]), cap)
+    with _converted_lock:
+        found = _converted_cache.get(key)
+        if found is not None:
+            _converted_cache.move_to_end(key)
+            message, tokens = found
+            return (dict(message) if message is not None else None), tokens  # a caller may change its copy
+    message = to_chat_message(row, cap)
+    converted = (message, count_tokens(json.dumps(message, ensure_ascii=False)) if message is not None else 0)
+    with _converted_lock:
+        _converted_cache[key] = (dict(message) if message is not None else None, converted[1])
+        while len(_converted_cache) > CONVERTED_CACHE:
+            _converted_cache.popitem(last=False)
+    return converted
 
 
 def to_chat_message(row: dict[str, Any], cap: int) -> dict[str, Any] | None:
@@ -86,18 +324,3 @@ def _answer_dangling_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any
             pending = [c["id"] for c in message.get("tool_calls", [])]
     fixed += [{"role": "tool", "tool_call_id": call_id, "content": UNANSWERED} for call_id in pending]
     return fixed
-
-
-def within_budget(messages: list[dict[str, Any]], max_tokens: int) -> list[dict[str, Any]]:
-    """The newest whole turns (each starting at a user message) that fit ``max_tokens``; the
-    newest turn always, even alone over the budget (its tool outputs are capped already)."""
-    from nini.tokens import count_tokens
-
-    total, start = 0, len(messages)
-    for index in range(len(messages) - 1, -1, -1):
-        total += count_tokens(json.dumps(messages[index], ensure_ascii=False))
-        if total > max_tokens and start < len(messages):
-            break
-        if messages[index]["role"] == "user":
-            start = index
-    return messages[start:]

@@ -275,7 +275,10 @@ async def decide(
         log.warning("trigger signals could not be read (%s); counted as not hit", type(exc).__name__)
         signals = TriggerSignals(None, None, None, None, None)
     decision = evaluate(signals)
-    users = [m["content"] or "" for m in await store.call(store.list_messages, session.id) if m["role"] == "user"]
+    # the last user messages only: the model judges at most MAX_CLARIFY_MESSAGES (a long session's
+    # whole history is not read)
+    last = await store.call(store.last_messages, session.id, "user", MAX_CLARIFY_MESSAGES)
+    users = [m["content"] or "" for m in last]
     if clarification_matters(decision, len(users)):
         signals.user_clarification_count = await clarification_count(router(), users)
         decision = evaluate(signals)

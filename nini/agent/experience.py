@@ -83,8 +83,7 @@ class ExperienceCaptureHook:
             router.chain("fast")
         except NiniError:
             return None  # no model: only what the user states with `nini remember --add` is captured
-        messages = await session.store.call(session.store.list_messages, session.id)
-        turn_messages = _this_turn(messages, context.result.turn_id)
+        turn_messages = await session.store.call(_this_turn, session, context.result.turn_id)
         datasets = [row["name"] for row in await session.store.call(session.store.list_datasets, session.id)]
         stage = await _stage(session, context.result.turn_id)
         owner = await session.store.call(lambda: session.owner)  # kept pending for the session's owner only
@@ -105,12 +104,15 @@ class ExperienceCaptureHook:
         return result.line(memory.language)
 
 
-def _this_turn(messages: list[dict[str, Any]], turn_id: str) -> list[dict[str, Any]]:
-    """This turn's user message, after the last answer of the turn before it (what a correction reacts to)."""
-    first = next((i for i, m in enumerate(messages) if m.get("turn_id") == turn_id), len(messages))
-    before = [m for m in messages[:first] if m.get("role") == "assistant" and m.get("content")][-1:]
-    mine = [m for m in messages[first:] if m.get("turn_id") == turn_id and m.get("role") == "user"]
-    return [{"role": m["role"], "content": m["content"]} for m in [*before, *mine]]
+def _this_turn(session: Session, turn_id: str) -> list[dict[str, Any]]:
+    """This turn's user message, after the last answer of the turn before it (what a correction
+    reacts to): two indexed reads, not the session's history. Blocking: the store's thread."""
+    mine = session.store.turn_messages(session.id, turn_id)
+    first = mine[0]["id"] if mine else None
+    answers = session.store.last_messages(session.id, "assistant", ANSWER_LOOKBACK, before_id=first)
+    before = [m for m in answers if m.get("content")][-1:]
+    users = [m for m in mine if m.get("role") == "user"]
+    return [{"role": m["role"], "content": m["content"]} for m in [*before, *users]]
 
 
 async def _stage(session: Session, turn_id: str | None) -> str:
@@ -123,6 +125,8 @@ async def _stage(session: Session, turn_id: str | None) -> str:
         return "report"
     return "review" if any(e.get("turn_id") != turn_id for e in reports) else "analysis"
 
+
+ANSWER_LOOKBACK = 20  # assistant messages read back for the last answer (those calling tools have no text)
 
 JUDGE_PROMPT = """Two experiences of a data-analysis team. Is the NEW one the same judgement as the OLD one \
 (merge them into one), a different decision for the same situation that replaces it (supersede), or about \

@@ -150,6 +150,11 @@ class ModelRouter:
     def __repr__(self) -> str:
         return f"ModelRouter(providers={[p.name for p in self.settings.providers]!r})"
 
+    def context_window(self, provider: str) -> int:
+        """The context window ``provider`` declares for its models (``context_window``); 0 when it declares none."""
+        found = next((p for p in self.settings.providers if p.name == provider), None)
+        return (found.context_window or 0) if found is not None else 0
+
     # -- resolution --------------------------------------------------------------------------
 
     def explain(self, purpose: str, *, require_vision: bool = False) -> list[dict]:

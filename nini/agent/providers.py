@@ -140,9 +140,12 @@ class OpenAIProvider:
     ) -> Completion:
         import openai
 
-        request: dict[str, Any] = {"model": model, "messages": messages, "timeout": timeout_s}
-        if tools:
-            request["tools"] = tools
+        # The messages and tools are already in the API's shape: they go into the body as they are
+        # (extra_body replaces the empty list). Given as ``messages=``, the SDK walks each one against
+        # its type definitions first, about 0.7 ms a message: a long session's prompt of hundreds
+        # of messages cost more than a local model's answer, growing with the session (issue 38).
+        body: dict[str, Any] = {"messages": messages, **({"tools": tools} if tools else {})}
+        request: dict[str, Any] = {"model": model, "messages": [], "extra_body": body, "timeout": timeout_s}
         if temperature is not None:
             request["temperature"] = temperature
         if max_tokens is not None:

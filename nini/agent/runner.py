@@ -27,7 +27,7 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nini.agent.context import cap_tool_text, load_context
+from nini.agent.context import ContextReport, build_context, cap_tool_text
 from nini.agent.llm import Completion, ToolCall
 from nini.agent.prompts import PromptContributor, build_system_prompt
 from nini.agent.usage import CURRENT_METER, RunMeter, record_step
@@ -35,6 +35,7 @@ from nini.errors import ErrorCode, NiniError, error_dict
 from nini.limits import Limits, recordable_json
 from nini.skills.invoke import invoke
 from nini.skills.toolset import ToolSet, build_toolset
+from nini.tokens import count_repeated, count_tokens
 
 if TYPE_CHECKING:
     from nini.agent.llm import ModelRouter
@@ -66,6 +67,9 @@ class RunResult:
     steps: int = 0
     usage: dict[str, int] = field(default_factory=dict)
     cost: dict[str, float] | None = None
+    # how full the model's context was (``nini.agent.context.ContextReport.to_dict``): None when no
+    # model was called
+    context: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -120,6 +124,23 @@ class Conversation:
     messages: list[dict[str, Any]]
     tools: ToolSet
     persist: bool  # a persisted conversation (the turn's, not a sub-agent's) also streams its text
+    report: ContextReport | None = None  # the turn's: the prompt's size is counted as it is sent
+    _counted: int = 0  # messages already in ``_tokens``
+    _tokens: int = 0
+
+    def counted(self, tokens: int) -> None:
+        """The messages so far hold ``tokens`` (counted as the context was read): only later ones are counted."""
+        self._tokens = _system_tokens(self.system) + tokens
+        self._counted = len(self.messages)
+
+    def prompt_tokens(self) -> int:
+        """The tokens of the prompt as sent now (system and messages), counting only what is new."""
+        if self._counted == 0 and self._tokens == 0:
+            self._tokens = _system_tokens(self.system)
+        for message in self.messages[self._counted :]:
+            self._tokens += _tokens_of(message)
+        self._counted = len(self.messages)
+        return self._tokens
 
 
 class AgentRunner:
@@ -229,13 +250,22 @@ class AgentRunner:
         store = session.store
         await store.call(store.add_message, session.id, "user", message, turn_id=turn_id)
         await self._publish(session, "user_message", {"text": message}, turn_id)
+        conversation: Conversation | None = None
         try:
             if self._before_turn is not None:  # the runtime's: the configured MCP servers' tools join the skills
                 await self._before_turn()
             system = await build_system_prompt(session, message, self.prompt_contributors)
-            messages = await store.call(load_context, session)
+            context = await build_context(session, self._summarizer())
+            if context.summary:
+                system = f"{system}\n\n{context.summary}"
+            if context.folded:  # the sidebar shows the summary as a collapsed note atop the conversation
+                summary = {"text": context.summary, "summarized_turns": context.report.summarized_turns}
+                await self._publish(session, "context_summary", summary, turn_id)
             tools = build_toolset(session.registry, lambda record: True)
-            end = await self.loop(Conversation(session, turn_id, system, messages, tools, persist=True))
+            conversation = Conversation(session, turn_id, system, context.messages, tools, persist=True)
+            conversation.report = context.report
+            conversation.counted(context.tokens)  # the context's messages are counted already
+            end = await self.loop(conversation)
         except NiniError as exc:
             end = LoopEnd(answer="", ended_by="error", iterations=0, error=exc.to_dict())
         if end.error is not None:
@@ -247,7 +277,15 @@ class AgentRunner:
             ended_by=end.ended_by,
             iterations=end.iterations,
             error=end.error,
+            context=conversation.report.to_dict() if conversation and conversation.report else None,
         )
+
+    def _summarizer(self) -> ModelRouter | None:
+        """The router that writes the summary's narrative; None when none is configured (the ledger alone)."""
+        try:
+            return self.router
+        except NiniError:
+            return None
 
     async def loop(self, conversation: Conversation, *, max_iterations: int | None = None) -> LoopEnd:
         """Model, tools, model, ... until an answer or a limit; NiniError from the model propagates."""
@@ -284,6 +322,8 @@ class AgentRunner:
 
     async def _think(self, conversation: Conversation) -> Completion:
         sink = _DeltaSink(self, conversation) if conversation.persist else None
+        if conversation.report is not None:
+            conversation.report.tokens = conversation.prompt_tokens()
         completion = await self.router.complete(
             "chat",
             [{"role": "system", "content": conversation.system}, *conversation.messages],
@@ -292,6 +332,8 @@ class AgentRunner:
         )
         if sink is not None:
             await sink.flush()
+        if conversation.report is not None:
+            conversation.report.window = self.router.context_window(completion.provider)
         return completion
 
     async def _add_assistant(self, conversation: Conversation, completion: Completion) -> None:
@@ -401,6 +443,17 @@ class _DeltaSink:
         text, self._buffer, self._size = "".join(self._buffer), [], 0
         conversation = self._conversation
         await self._runner._publish(conversation.session, "assistant_delta", {"text": text}, conversation.turn_id)
+
+
+def _tokens_of(message: dict[str, Any]) -> int:
+    """A message's tokens as the context counts them (its JSON: roles, ids and calls cost tokens too)."""
+    return count_tokens(json.dumps(message, ensure_ascii=False))
+
+
+def _system_tokens(system: str) -> int:
+    """The system message's tokens, as ``_tokens_of`` counts it: the same prompt turn after turn is
+    counted once (it holds the session's summary: thousands of tokens)."""
+    return count_repeated(json.dumps({"role": "system", "content": system}, ensure_ascii=False))
 
 
 def new_turn_id() -> str:

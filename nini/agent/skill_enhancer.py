@@ -156,13 +156,14 @@ def compact_record(session: Session, turn_id: str, max_chars: int) -> str:
     at most ``max_chars`` (its start and its end kept). Blocking: the store's thread."""
     store = session.store
     limit = max_chars if isinstance(max_chars, int) and max_chars >= 1 else 50_000
-    messages = [m for m in store.list_messages(session.id) if m.get("turn_id") == turn_id]
-    executions = {e["tool_call_id"]: e for e in store.list_executions(session.id)}
+    messages = store.turn_messages(session.id, turn_id)
+    calls = store.list_tool_calls(session.id, turn_id=turn_id)
+    executions = {e["tool_call_id"]: e for e in store.executions_of_calls([call["id"] for call in calls])}
     lines = []
     for message in messages:
         if message["role"] == "user":
             lines.append(f"User request: {message['content']}")
-    for number, call in enumerate(store.list_tool_calls(session.id, turn_id=turn_id), 1):
+    for number, call in enumerate(calls, 1):
         line = f"{number}. {call['tool_name']} ({call['status']})"
         arguments = {k: v for k, v in (call.get("arguments") or {}).items() if k != "code"}
         if arguments:

@@ -29,6 +29,8 @@ from nini.cli.words import say
 if TYPE_CHECKING:
     import asyncio  # imported where it runs: the CLI starts without it
 
+    from nini.agent.runner import RunResult
+
 EXAMPLES = examples(
     'nini ask "Which region grew fastest last quarter?" --data sales.csv',
     'nini ask "Now plot it by month" --session demo-agent',
@@ -85,13 +87,25 @@ def ask_command(
         print_json({"session_id": session, **result.to_dict()})
     else:
         kept = f"session {session} · turn {result.turn_id}" if session else say(ctx, "no_session_kept")
-        typer.echo(f"{kept} · {result.ended_by} after {result.iterations} model call(s)", err=True)
+        ended = f"{result.ended_by} after {result.iterations} model call(s)"
+        typer.echo(f"{kept} · {ended}{_context_part(result)}", err=True)
         if result.error and result.ended_by != "finished":
             typer.echo(f"error [{result.error['code']}]: {result.error['message']}", err=True)
         for note in result.notes:  # what came after the answer (the skill enhancement's line)
             typer.echo(note, err=True)
     if not result.completed_normally:
         raise typer.Exit(1)
+
+
+def _context_part(result: "RunResult") -> str:
+    """`` · context 5,120 tokens (8% of 64,000), 12 turns summarized``: how full the model's context was."""
+    context = result.context
+    if not context:
+        return ""
+    part = f" · context {context['tokens']:,} tokens ({context['percent']:g}% of {context['window']:,})"
+    if context["summarized_turns"]:
+        part += f", {context['summarized_turns']:,} earlier turns summarized"
+    return part
 
 
 async def _ask(

@@ -241,15 +241,15 @@ def test_several_tool_calls_in_one_answer_run_in_order(harness: Any, llm: Script
 
 
 def test_older_turns_past_the_token_budget_are_left_out(harness: Any) -> None:
-    from nini.agent.context import within_budget
-    from nini.tokens import count_tokens
-
-    turn = "销售额按地区汇总的结果如下" * 40  # Chinese: about a token per character
-    messages = []
+    """What fits the budget (64,000 tokens here) is the newest whole turns, counted as the model is
+    sent them; the newest turn goes even alone over the budget."""
+    store = harness.runtime.store
+    turn = "销售额按地区汇总的结果如下" * 1000  # Chinese: about a token per character
+    session = harness.session()
     for number in range(5):
-        messages += [{"role": "user", "content": f"问题 {number}: {turn}"}, {"role": "assistant", "content": turn}]
-    per_turn = sum(count_tokens(json.dumps(m, ensure_ascii=False)) for m in messages[:2])
-    kept = within_budget(messages, per_turn * 2 + 10)
+        store.add_message(session.id, "user", f"问题 {number}: {turn}")
+        store.add_message(session.id, "assistant", turn)
+    kept = load_context(session)
     assert [m["content"][:4] for m in kept if m["role"] == "user"] == ["问题 3", "问题 4"]
-    assert within_budget(messages, 10)[0]["content"].startswith("问题 4")  # the newest turn always goes
-    assert within_budget(messages, 10**6) == messages
+    store.add_message(session.id, "user", "问题 5: " + turn * 6)  # alone past the budget
+    assert [m["content"][:4] for m in load_context(session)] == ["问题 5"]

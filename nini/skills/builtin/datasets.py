@@ -115,9 +115,9 @@ def text_encoding(session: Session, relative: str) -> str | None:
     successful ``load_dataset`` of it (from the record: a GBK file given ``encoding`` once is read
     as GBK by ``read_file`` too), else detected from its first ``TEXT_SAMPLE`` bytes; None when no
     encoding fits (binary)."""
-    for call in reversed(session.store.list_tool_calls(session.id)):
+    for call in session.store.tool_calls_named(session.id, "load_dataset", newest_first=True):
         arguments, result = call.get("arguments") or {}, call.get("result") or {}
-        if call["tool_name"] != "load_dataset" or call["status"] != "succeeded" or not result.get("encoding"):
+        if call["status"] != "succeeded" or not result.get("encoding"):
             continue
         try:
             if session.workspace.relative(str(arguments.get("path", ""))) == relative:

@@ -115,14 +115,10 @@ def propose_cell(
 
 def list_proposals(store: HistoryStore, session_id: str) -> list[dict[str, Any]]:
     """The session's proposals (succeeded propose_cell calls), oldest first, each with the user's answer."""
-    decided = {e["tool_call_id"]: e for e in store.list_events(session_id) if e["type"] == DECIDED}
+    decided = {e["tool_call_id"]: e for e in store.list_events(session_id, types=[DECIDED])}
     proposals = []
-    for call in store.list_tool_calls(session_id):
-        if (
-            call["tool_name"] == "propose_cell"
-            and call["status"] == "succeeded"
-            and isinstance(call.get("result"), dict)
-        ):
+    for call in store.tool_calls_named(session_id, "propose_cell"):
+        if call["status"] == "succeeded" and isinstance(call.get("result"), dict):
             proposals.append(_proposal(call, decided.get(call["id"])))
     return proposals
 

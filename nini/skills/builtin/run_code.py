@@ -239,16 +239,12 @@ async def step_corrected(session: Session, request: CodeRequest) -> str | None:
 
 
 def find_retry_of(session: Session, request: CodeRequest) -> str | None:
-    """A re-run of a failed step (same label, or same output dataset) corrects that step."""
+    """A re-run of a failed step (same label, or same output dataset) corrects that step: the newest
+    step of either, found by an indexed read (a long session's steps are not all read)."""
     if not request.label and not request.save_as:
         return None
-    for row in reversed(session.store.list_executions(session.id, fields=("id", "label", "save_as", "status"))):
-        same_step = (request.label and row.get("label") == request.label) or (
-            request.save_as and row.get("save_as") == request.save_as
-        )
-        if same_step:
-            return row["id"] if row.get("status") == "failed" else None
-    return None
+    last = session.store.last_step(session.id, request.label, request.save_as)
+    return last["id"] if last is not None and last["status"] == "failed" else None
 
 
 def _keep_long_output(session: Session, execution_id: str, outcome: CodeOutcome) -> str | None:

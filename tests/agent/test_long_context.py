@@ -1,0 +1,157 @@
+"""Long sessions (issue 38): a turn's context is read in O(budget), the turns that fall out are
+folded into a summary the model still gets, and the turn reports how full its context was.
+
+The sessions are recorded straight into the store (3,000 turns of a real conversation's shape: a
+request, a run_code call, its long output, an answer), then a real turn runs through the runtime's
+agent against the scripted model server, whose recorded requests are what the model was sent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from nini.agent.context import build_context
+from nini.agent.session_summary import numbers_grounded
+from nini.history.schema import messages
+from tests.agent.conftest import run_turn
+from tests.conftest import runtime_harness, scripted_model_settings
+from tests.llm_server import ScriptedLLM, text
+
+BUDGET = 8000
+OUTPUT = "revenue by month\n" + "\n".join(f"2024-{m:02d}  {m * 1013.25:,.2f}" for m in range(1, 13)) * 20
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[Any]:
+    settings = scripted_model_settings(llm)
+    settings["agent"] = {"context_max_tokens": BUDGET}
+    yield from runtime_harness(tmp_path_factory, settings)
+
+
+@pytest.fixture(autouse=True)
+def script_used(llm: ScriptedLLM) -> Iterator[None]:
+    llm.requests.clear()
+    yield
+    assert llm.pending() == 0, "the test left scripted replies unused"
+
+
+def turn_rows(session_id: str, n: int) -> list[dict[str, Any]]:
+    """The stored messages of turn ``n`` (1-based); turn 5 drops a column and saves the result."""
+    turn_id = f"t{n:05d}"
+    if n == 5:
+        request, label, save_as = "drop the region_code column from sales", "drop region_code", "sales_clean"
+        code = "output_df = df.drop(columns=['region_code'])"
+        answer = "Dropped region_code: sales_clean has 1,200 rows."
+    else:
+        request, label, save_as = f"what is the mean revenue of batch {n}?", f"mean of batch {n}", None
+        code, answer = "result = df.revenue.mean()", f"The mean revenue of batch {n} is {n}.5."
+    arguments = json.dumps({"code": code, "label": label, **({"save_as": save_as} if save_as else {})})
+    call = {"id": f"c{n}", "name": "run_code", "arguments": arguments}
+    output = json.dumps({"success": True, "stdout": OUTPUT, "result": n + 0.5})
+    base = {"session_id": session_id, "turn_id": turn_id, "tool_call_id": None, "created_at": "2026-01-01T00:00:00Z"}
+    return [
+        {**base, "role": "user", "content": request, "metadata": None},
+        {**base, "role": "assistant", "content": None, "metadata": {"tool_calls": [call]}},
+        {**base, "role": "tool", "content": output, "tool_call_id": f"c{n}", "metadata": {"name": "run_code"}},
+        {**base, "role": "assistant", "content": answer, "metadata": {"tool_calls": []}},
+    ]
+
+
+def record_turns(harness: Any, turns: int) -> Any:
+    """A new session holding ``turns`` recorded turns (one transaction: the subject is reading them)."""
+    session = harness.session()
+    rows = [row for n in range(1, turns + 1) for row in turn_rows(session.id, n)]
+    with harness.runtime.store.writing() as conn:
+        conn.execute(messages.insert(), rows)
+    return session
+
+
+class MessageReads:
+    """Counts the statements that read the ``messages`` table."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine, self.count = engine, 0
+
+    def __enter__(self) -> MessageReads:
+        sa.event.listen(self.engine, "before_cursor_execute", self._seen)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sa.event.remove(self.engine, "before_cursor_execute", self._seen)
+
+    def _seen(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        reading = statement.lstrip().upper().startswith("SELECT")
+        self.count += int(reading and re.search(r"\bFROM messages\b", statement) is not None)
+
+
+def test_a_turn_reads_as_much_at_3000_turns_as_at_300(harness: Any) -> None:
+    """After the first fold, a turn's context read costs the same whatever the session's length."""
+    reads = []
+    for turns in (300, 3000):
+        session = record_turns(harness, turns)
+        harness.loop.run_until_complete(build_context(session))  # the first turn folds what fell out
+        with MessageReads(harness.runtime.store.engine) as counted:
+            context = harness.loop.run_until_complete(build_context(session))
+        reads.append((counted.count, context.report.rows_read, context.report.turns))
+        assert context.report.summarized_turns + context.report.turns == turns
+    assert reads[0] == reads[1]
+    assert reads[1][1] < 100  # the budget's worth of rows, not the session's 12,000
+
+
+def test_a_decision_of_turn_5_reaches_the_model_at_turn_3000(harness: Any, llm: ScriptedLLM) -> None:
+    session = record_turns(harness, 2999)
+    llm.reply(text("Earlier turns asked for the mean revenue of one batch after another."), text("Using sales_clean."))
+    result = run_turn(harness, session, "chart revenue by month from the cleaned sales data")
+    assert result.completed_normally
+    system = llm.requests[-1]["messages"][0]["content"]  # the chat call, after the summary's
+    assert "sales_clean" in system and "drop region_code" in system  # what turn 5 did, 2,995 turns later
+    sent = [m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "user"]
+    assert "drop the region_code column" not in " ".join(sent)  # turn 5 itself is not sent whole
+    assert result.context["summarized_turns"] + result.context["turns"] == 3000
+
+
+def test_the_context_report_is_the_prompt_sent(harness: Any, llm: ScriptedLLM) -> None:
+    from nini.tokens import count_tokens
+
+    session = record_turns(harness, 40)
+    llm.reply(text("Earlier turns asked for mean revenues."), text("Fine."))
+    result = run_turn(harness, session, "and the median?")
+    sent = llm.requests[-1]["messages"]
+    tokens = sum(count_tokens(json.dumps(m, ensure_ascii=False)) for m in sent)
+    assert result.context["tokens"] == tokens
+    assert result.context["budget"] == BUDGET and result.context["window"] == BUDGET  # no window declared
+    assert result.context["percent"] == round(100 * tokens / BUDGET, 1)
+    assert result.context["turns"] == sum(m["role"] == "user" for m in sent)
+    assert 0 < result.context["summarized_turns"] < 40
+    stored = harness.runtime.store.context_summary(session.id)
+    assert stored["turns"] == result.context["summarized_turns"]
+
+
+def test_the_summary_keeps_only_numbers_of_the_turns_it_covers(harness: Any, llm: ScriptedLLM) -> None:
+    """The model's narrative is kept when its numbers are the turns'; one with an invented number is not."""
+    store = harness.runtime.store
+    cases = (("Batch 7 had mean revenue 7.5; sales_clean has 1,200 rows.", True), ("Revenue grew 4,242%.", False))
+    for narrative, kept in cases:
+        session = record_turns(harness, 60)
+        llm.reply(text(narrative), text("Done."))
+        run_turn(harness, session, "go on")
+        summary = store.context_summary(session.id)
+        assert (summary["summary"]["narrative"] == narrative) is kept
+        covered = store.messages_oldest_first(session.id, after_id=0, before_id=summary["through_id"] + 1, limit=10**6)
+        covered_text = " ".join(row["content"] or "" for row in covered) + " ".join(
+            json.dumps(row["metadata"]) for row in covered
+        )
+        kept_text = " ".join(n["text"] for n in summary["summary"]["notes"]) + (summary["summary"]["narrative"] or "")
+        assert numbers_grounded(kept_text, covered_text)
