@@ -12,6 +12,7 @@ the dialog is confirmed.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -115,7 +116,9 @@ def test_a_finished_turn_shows_duration_steps_tokens_and_times(page: Any) -> Non
         "duration",
         "steps",
         "tokens",
-    ]  # no price: no cost
+        "context",
+    ]  # no price: no cost (the context's numbers against its done event: test_long_session.py)
+    assert re.fullmatch(r"context [\d.]+k? \([\d.]+%\)", footer.locator('[data-kind="context"]').inner_text())
     assert footer.locator('[data-kind="steps"]').inner_text() == "1 step"
     assert footer.locator('[data-kind="tokens"]').inner_text() == "2.4k + 160 tokens"
     assert "2,400 prompt tokens and 160 completion tokens over 2 model calls" in footer.locator(

@@ -480,11 +480,15 @@ export class ChatView extends Widget {
     return this.attachments.notebookJson();
   }
 
-  /** Where a new item's element goes: a proposal right after the step that made it; an approval
-   * inside the card of the step that asks; a step inside its task, or in its turn's background
-   * group; anything else last. */
+  /** Where a new item's element goes: the summary of the older turns first; a proposal right after
+   * the step that made it; an approval inside the card of the step that asks; a step inside its
+   * task, or in its turn's background group; anything else last. */
   private place(id: string, node: HTMLElement): void {
     const item = this.model.get(id)!;
+    if (item.kind === 'earlier') {
+      this.log.prepend(node); // the summary of what came before: atop the conversation, once
+      return;
+    }
     const maker =
       item.kind === 'proposal'
         ? this.nodes.get(item.proposal.proposal_id)

@@ -1,7 +1,8 @@
 /**
- * When and at what cost: the run footer under each finished turn (its duration, steps, tokens and,
- * where the provider's price is configured, its cost: the `done` event's `duration_ms`, `steps`,
- * `usage` and `cost`) and the time on each message (a compact time shown, the full one on hover).
+ * When and at what cost: the run footer under each finished turn (its duration, steps, tokens, how
+ * full the model's context was and, where the provider's price is configured, its cost: the `done`
+ * event's `duration_ms`, `steps`, `usage`, `context` and `cost`) and the time on each message (a
+ * compact time shown, the full one on hover).
  *
  * The formatting is pure (tested without a browser); the two DOM functions only place its text.
  */
@@ -17,6 +18,18 @@ export interface RunTook {
   calls: number;
   unreported: number;
   cost: Record<string, number> | null;
+  context: RunContext | null; // null for a turn recorded before nini reported it (or one that called no model)
+}
+
+/** How full the model's context was on the turn's last call (the `done` event's `context`): a long
+ * session's turns fold into a summary, and this is where a user sees how close the next fold is. */
+export interface RunContext {
+  tokens: number; // the prompt as last sent: system prompt, session summary, messages
+  window: number; // the chat model's context window (the budget when its provider declares none)
+  percent: number; // tokens / window * 100, one decimal (the server's)
+  budget: number; // agent.context_max_tokens
+  turns: number; // turns sent whole
+  summarizedTurns: number; // older turns folded into the session's summary
 }
 
 const SYMBOLS: Record<string, string> = {
@@ -31,6 +44,25 @@ function count(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0
     ? value
     : 0;
+}
+
+/** A `done` event's `context` as a `RunContext`; null when absent or not one. */
+export function contextOf(value: any): RunContext | null {
+  if (
+    value === null ||
+    typeof value !== 'object' ||
+    typeof value.tokens !== 'number'
+  ) {
+    return null;
+  }
+  return {
+    tokens: count(value.tokens),
+    window: count(value.window),
+    percent: count(value.percent),
+    budget: count(value.budget),
+    turns: count(value.turns),
+    summarizedTurns: count(value.summarized_turns)
+  };
 }
 
 /** The `done` event's `data` as a `RunTook`; null when it carries no duration (an older record). */
@@ -50,7 +82,8 @@ export function tookOf(data: any): RunTook | null {
     completionTokens: count(usage.completion_tokens),
     calls: count(usage.calls),
     unreported: count(usage.unreported),
-    cost
+    cost,
+    context: contextOf(data.context)
   };
 }
 
@@ -93,7 +126,7 @@ export function formatCost(cost: Record<string, number>): string {
     .join(' + ');
 }
 
-/** The footer's parts, in order: duration, steps, tokens, cost (only when known). */
+/** The footer's parts, in order: duration, steps, tokens, context and cost (these two only when known). */
 export function footerParts(
   took: RunTook
 ): { text: string; title: string; kind: string }[] {
@@ -129,6 +162,24 @@ export function footerParts(
           : '')
     }
   ];
+  const context = took.context;
+  if (context !== null) {
+    parts.push({
+      kind: 'context',
+      text: __(
+        'context %1 (%2%)',
+        formatTokens(context.tokens),
+        context.percent
+      ),
+      title: __(
+        '%1 tokens of a context window of %2; %3 turns sent whole, %4 earlier turns summarized',
+        exact(context.tokens),
+        exact(context.window),
+        exact(context.turns),
+        exact(context.summarizedTurns)
+      )
+    });
+  }
   if (took.cost !== null) {
     parts.push({
       kind: 'cost',

@@ -101,6 +101,25 @@ export interface ErrorItem {
   message: string;
 }
 
+/** The summary of the session's older turns (its latest `context_summary` event): one note, shown
+ * collapsed atop the conversation. Its text is model-made in part: shown as text, never as HTML. */
+export interface EarlierItem {
+  kind: 'earlier';
+  id: typeof EARLIER_ID;
+  turnId: string | null; // the turn that folded last
+  text: string; // the summary without its title line (the note's own title says it)
+  summarizedTurns: number;
+}
+
+export const EARLIER_ID = 'earlier';
+
+/** A `context_summary` event's text without its first line, a title like "Earlier in this session
+ * (12 turns summarized)" that the note's own summary line says in the sidebar's language. */
+export function summaryBody(text: string): string {
+  const cut = text.indexOf('\n');
+  return cut < 0 ? '' : text.slice(cut + 1);
+}
+
 export interface EndItem {
   kind: 'end';
   id: string;
@@ -155,6 +174,7 @@ export type ChatItem =
   | NoteItem
   | ErrorItem
   | EndItem
+  | EarlierItem
   | ApprovalItem
   | ProposalItem;
 
@@ -393,6 +413,8 @@ export class ChatModel {
           iterations: Number(data.iterations ?? 0),
           took: tookOf(data)
         }).id;
+      case 'context_summary':
+        return this.earlier(event);
       case 'stop_hook_note':
         return this.add({
           kind: 'note',
@@ -446,6 +468,26 @@ export class ChatModel {
       default:
         return null;
     }
+  }
+
+  /** The summary of the older turns: the first one makes the item (first in `items`: it is shown
+   * atop the conversation), a later one replaces its content. */
+  private earlier(event: NiniEvent): string {
+    const data = event.data ?? {};
+    const content = {
+      turnId: event.turn_id,
+      text: summaryBody(String(data.text ?? '')),
+      summarizedTurns: Math.max(0, Number(data.summarized_turns ?? 0) || 0)
+    };
+    const item = this.byId.get(EARLIER_ID);
+    if (item?.kind === 'earlier') {
+      Object.assign(item, content);
+      return item.id;
+    }
+    const added: EarlierItem = { kind: 'earlier', id: EARLIER_ID, ...content };
+    this.items.unshift(added);
+    this.byId.set(added.id, added);
+    return added.id;
   }
 
   private startStep(event: NiniEvent): string {

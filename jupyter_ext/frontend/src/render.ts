@@ -19,7 +19,7 @@ import { renderError, renderOutputs } from './outputs';
 import { strictRendermime } from './sanitize';
 import { whereBadge } from './where';
 import type { ApprovalDecision } from './api';
-import type { AssistantItem, ChatItem, StepItem } from './model';
+import type { AssistantItem, ChatItem, EarlierItem, StepItem } from './model';
 import { DecideProposal, renderProposalCard } from './proposals';
 
 export { el };
@@ -131,6 +131,8 @@ export function renderItem(
       node.hidden = item.completedNormally && !judged && item.took === null;
       return node;
     }
+    case 'earlier':
+      return renderEarlier(item, existing);
     case 'proposal':
       return renderProposalCard(item, existing, (proposal, decision, run) =>
         context.onProposal?.(proposal, decision, run)
@@ -144,6 +146,33 @@ export function renderItem(
           void renderMarkdown(context.rendermime, host, fenced(code, language))
       );
   }
+}
+
+/** The collapsed "Earlier in this session" note: its summary line says how many turns were folded,
+ * its body is the summary as plain text (textContent: the narrative is the model's, the ledger
+ * quotes the user's requests, so either may hold markup). Closed when made; a later summary
+ * replaces the text and leaves it as the user left it. */
+function renderEarlier(
+  item: EarlierItem,
+  existing: HTMLElement | undefined
+): HTMLElement {
+  const node = existing ?? el('details', 'nini-earlier');
+  if (existing === undefined) {
+    const summary = el('summary', 'nini-earlier-summary');
+    summary.title = __(
+      'What the model was given of the turns that no longer fit its context'
+    );
+    node.append(summary, el('div', 'nini-earlier-text'));
+  }
+  const turns =
+    item.summarizedTurns === 1
+      ? __(' (1 turn summarized)')
+      : __(' (%1 turns summarized)', item.summarizedTurns);
+  node.querySelector('.nini-earlier-summary')!.textContent =
+    __('Earlier in this session') + turns;
+  node.querySelector('.nini-earlier-text')!.textContent = item.text;
+  node.dataset.turns = String(item.summarizedTurns);
+  return node;
 }
 
 function renderAssistant(

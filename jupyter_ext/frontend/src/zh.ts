@@ -476,6 +476,15 @@ export const ZH: Record<string, string> = {
   'Sessions: %1': '会话：%1',
   'Steps (tool calls) the turn ran': '这一轮运行的步骤（工具调用）',
   'What the turn took': '这一轮的用时与用量',
+  // -- issue 38: how full the context is, and the summary of a long session's older turns
+  'context %1 (%2%)': '上下文 %1（%2%）',
+  '%1 tokens of a context window of %2; %3 turns sent whole, %4 earlier turns summarized':
+    '上下文窗口 %2 个 token 中用了 %1 个；%3 轮完整发送，%4 轮更早的内容已概括',
+  'Earlier in this session': '本会话早前内容',
+  ' (%1 turns summarized)': '（已概括 %1 轮）',
+  ' (1 turn summarized)': '（已概括 1 轮）',
+  'What the model was given of the turns that no longer fit its context':
+    '不再放得进模型上下文的那些轮次，模型得到的概括',
   'cell %1': '单元格 %1',
   'variables of %1': '%1 的变量',
   '“%1”, its steps, charts and files are deleted for good.':

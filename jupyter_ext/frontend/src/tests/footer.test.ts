@@ -126,3 +126,55 @@ test('a message time is short today, with the day otherwise, and whole in its to
     setLanguage('en', 'en');
   }
 });
+
+// -- how full the context was (issue 38): the `done` event's `context`, absent in older records
+const CONTEXT = {
+  tokens: 48_213,
+  window: 128_000,
+  percent: 37.7,
+  budget: 64_000,
+  turns: 9,
+  summarized_turns: 1204
+};
+
+test('a context report shows after the tokens, its exact numbers in the tooltip', () => {
+  const parts = footerParts(tookOf({ ...DONE, context: CONTEXT })!);
+  assert.deepEqual(
+    parts.map(part => part.kind),
+    ['duration', 'steps', 'tokens', 'context']
+  );
+  assert.equal(parts[3].text, 'context 48k (37.7%)');
+  assert.equal(
+    parts[3].title,
+    '48,213 tokens of a context window of 128,000; 9 turns sent whole, 1,204 earlier turns summarized'
+  );
+  const priced = footerParts(
+    tookOf({ ...DONE, context: CONTEXT, cost: { USD: 0.5 } })!
+  );
+  assert.deepEqual(
+    priced.map(part => part.kind),
+    ['duration', 'steps', 'tokens', 'context', 'cost']
+  );
+});
+
+test('no context part for a record without one (older, or a null report)', () => {
+  for (const context of [undefined, null, 'full', { percent: 3 }]) {
+    const took = tookOf({ ...DONE, context })!;
+    assert.equal(took.context, null, JSON.stringify(context));
+    assert.ok(!footerParts(took).some(part => part.kind === 'context'));
+  }
+});
+
+test('the context part in Chinese', () => {
+  try {
+    setLanguage('zh', 'en');
+    const part = footerParts(tookOf({ ...DONE, context: CONTEXT })!)[3];
+    assert.equal(part.text, '上下文 48k（37.7%）');
+    assert.equal(
+      part.title,
+      '上下文窗口 128,000 个 token 中用了 48,213 个；9 轮完整发送，1,204 轮更早的内容已概括'
+    );
+  } finally {
+    setLanguage('en', 'en');
+  }
+});

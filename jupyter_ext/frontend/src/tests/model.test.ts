@@ -9,7 +9,14 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import type { NiniEvent } from '../api';
-import { ApprovalItem, ChatModel, StepItem } from '../model';
+import {
+  ApprovalItem,
+  ChatModel,
+  EARLIER_ID,
+  EarlierItem,
+  StepItem,
+  summaryBody
+} from '../model';
 
 const EVENTS: NiniEvent[] = JSON.parse(
   readFileSync(
@@ -327,4 +334,61 @@ test('a run that ends canceled stops the steps it left running; a finished run t
     EVENTS.slice(0, EVENTS.findIndex(event => event.type === 'done') + 1)
   );
   assert.ok(steps(finished).every(step => step.status !== 'stopped'));
+});
+
+// -- a long session (issue 38): the summary of its older turns, one note atop the conversation
+
+function summaryEvent(seq: number, turns: number, lines: string): NiniEvent {
+  return {
+    seq,
+    type: 'context_summary',
+    turn_id: `t${seq}`,
+    tool_call_id: null,
+    data: {
+      text: `Earlier in this session (${turns} turns summarized)\n${lines}`,
+      summarized_turns: turns
+    }
+  };
+}
+
+test('a context summary is one item, first, without its title line; a later one replaces it', () => {
+  const model = new ChatModel();
+  model.apply(EVENTS.slice(0, 26)); // the first turn, to its done
+  const first = model.apply([
+    summaryEvent(100, 3, '- turn 1: asked: <img src=x onerror=alert(1)>')
+  ]);
+  assert.deepEqual(first, [EARLIER_ID]);
+  assert.equal(model.items[0].kind, 'earlier');
+  const note = model.get(EARLIER_ID) as EarlierItem;
+  assert.equal(note.text, '- turn 1: asked: <img src=x onerror=alert(1)>'); // text, as given
+  assert.equal(note.summarizedTurns, 3);
+  const count = model.items.length;
+  assert.deepEqual(
+    model.apply([summaryEvent(101, 5, 'narrative\n- turn 4: asked: more')]),
+    [EARLIER_ID]
+  );
+  assert.equal(model.items.length, count);
+  assert.equal(model.items.filter(item => item.kind === 'earlier').length, 1);
+  assert.deepEqual(
+    [note.text, note.summarizedTurns, note.turnId],
+    ['narrative\n- turn 4: asked: more', 5, 't101']
+  );
+});
+
+test('replayed from 0, the latest summary is the one shown; a title alone leaves an empty body', () => {
+  const events = [
+    summaryEvent(1, 2, 'old'),
+    ...EVENTS.slice(0, 26).map(event => ({ ...event, seq: event.seq + 1 })),
+    summaryEvent(40, 7, 'new')
+  ];
+  const replayed = new ChatModel();
+  replayed.apply(events);
+  const note = replayed.get(EARLIER_ID) as EarlierItem;
+  assert.deepEqual([note.text, note.summarizedTurns], ['new', 7]);
+  assert.equal(replayed.items[0], note);
+  assert.equal(summaryBody('Earlier in this session (1 turns summarized)'), '');
+  assert.equal(
+    summaryBody('本会话早前内容（已概括 2 轮）\n- 第 1 轮：提问：x'),
+    '- 第 1 轮：提问：x'
+  );
 });
