@@ -16,7 +16,11 @@ from pathlib import Path
 from goals import parse
 
 # Scripts too slow for a full run here, run in their quick mode (each says so when it starts).
-QUICK_ARGS = {"bench_install.py": ["--quick"], "bench_durability.py": ["--quick"]}
+QUICK_ARGS = {
+    "bench_install.py": ["--quick"],
+    "bench_durability.py": ["--quick"],
+    "bench_long_session.py": ["--quick"],
+}
 MET = {True: "met", False: "NOT met", None: "-"}
 
 
