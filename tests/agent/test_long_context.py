@@ -28,12 +28,6 @@ OUTPUT = "revenue by month\n" + "\n".join(f"2024-{m:02d}  {m * 1013.25:,.2f}" fo
 
 
 @pytest.fixture(scope="module")
-def llm() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLLM) -> Iterator[Any]:
     settings = scripted_model_settings(llm)
     settings["agent"] = {"context_max_tokens": BUDGET}
