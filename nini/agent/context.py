@@ -41,12 +41,15 @@ FOLD_PAGE_ROWS = 500  # messages per read while folding, oldest first
 SUMMARY_SHARE = 8  # the summary takes at most 1/8 of the budget
 KEEP_SHARE = 0.75  # after a fold the recent turns fill at most this share of their room
 NARRATIVE_INPUT_CHARS = 24_000  # the newest notes of what is folded, shown to the model for its narrative
-CONVERTED_CACHE = 50_000  # stored messages kept converted and counted, across sessions (LRU)
+# stored messages kept converted and counted, across sessions (LRU), bounded by their tokens: about 60
+# full windows of the default budget, a few tens of MB whatever the tool outputs' cap
+CONVERTED_CACHE_TOKENS = 4_000_000
 
 # A stored message never changes: its chat form and token count are computed once per process and
 # cap, not each turn (a full window is tens of thousands of tokens to count again).
 _converted_cache: OrderedDict[tuple[str, int, int], tuple[dict[str, Any] | None, int]] = OrderedDict()
 _converted_lock = threading.Lock()
+_converted_tokens = 0  # the tokens the cache holds
 
 
 @dataclass
@@ -267,10 +270,13 @@ def _converted(session_id: str, row: dict[str, Any], cap: int) -> tuple[dict[str
             return (dict(message) if message is not None else None), tokens  # a caller may change its copy
     message = to_chat_message(row, cap)
     converted = (message, count_tokens(json.dumps(message, ensure_ascii=False)) if message is not None else 0)
+    global _converted_tokens
     with _converted_lock:
-        _converted_cache[key] = (dict(message) if message is not None else None, converted[1])
-        while len(_converted_cache) > CONVERTED_CACHE:
-            _converted_cache.popitem(last=False)
+        if key not in _converted_cache:
+            _converted_cache[key] = (dict(message) if message is not None else None, converted[1])
+            _converted_tokens += converted[1] + 1
+        while _converted_tokens > CONVERTED_CACHE_TOKENS and _converted_cache:
+            _converted_tokens -= _converted_cache.popitem(last=False)[1][1] + 1
     return converted
 
 

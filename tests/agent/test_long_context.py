@@ -149,3 +149,19 @@ def test_the_summary_keeps_only_numbers_of_the_turns_it_covers(harness: Any, llm
         )
         kept_text = " ".join(n["text"] for n in summary["summary"]["notes"]) + (summary["summary"]["narrative"] or "")
         assert numbers_grounded(kept_text, covered_text)
+
+
+def test_the_converted_messages_kept_in_memory_are_bounded_by_their_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-running server keeps converted messages for the next turns, never more than its bound."""
+    from nini.agent import context
+
+    monkeypatch.setattr(context, "CONVERTED_CACHE_TOKENS", 200)
+    rows = [{"id": n, "role": "user", "content": f"question {n} " * 5, "metadata": None} for n in range(100)]
+    for row in rows:
+        context._converted("bounded-session", row, 8000)
+    kept = [key for key in context._converted_cache if key[0] == "bounded-session"]
+    assert 0 < len(kept) < 100 and context._converted_tokens <= 200
+    assert kept[-1][1] == 99  # the newest stay
+    message, _ = context._converted("bounded-session", rows[99], 8000)
+    message["content"] = "changed by a caller"
+    assert context._converted("bounded-session", rows[99], 8000)[0]["content"].startswith("question 99")
