@@ -47,9 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from goals import goal  # noqa: E402
 
 from jupyter_ext.serve import ServerProcess  # noqa: E402
-from nini.history.schema import messages  # noqa: E402
 from nini.history.store import HistoryStore  # noqa: E402
-from tests.conftest import scripted_model_settings, write_settings  # noqa: E402
+from tests.conftest import record_turns, scripted_model_settings, write_settings  # noqa: E402
 from tests.llm_server import ScriptedLLM, text  # noqa: E402
 
 BENCH = "bench_long_session"
@@ -65,25 +64,6 @@ ANSWER = "The mean revenue of the latest batch is in the last step."
 NARRATIVE = "Earlier turns asked for the mean revenue of one batch after another."
 SUMMARY_MODEL = "summary"  # purpose summarize's model name: its replies are queued apart
 OUTPUT = "revenue by month\n" + "\n".join(f"2024-{m:02d}  {m * 1013.25:,.2f}" for m in range(1, 13)) * 16
-
-
-def turn_rows(session_id: str, n: int) -> list[dict[str, Any]]:
-    """The stored messages of recorded turn ``n``: a request, a run_code call, its output, an answer."""
-    base = {
-        "session_id": session_id,
-        "turn_id": f"t{n:05d}",
-        "tool_call_id": None,
-        "created_at": "2026-01-01T00:00:00Z",
-    }
-    arguments = json.dumps({"code": f"result = df[df.batch == {n}].revenue.mean()", "label": f"mean of batch {n}"})
-    output = json.dumps({"success": True, "stdout": f"batch {n}\n{OUTPUT}", "result": n + 0.5})
-    call = {"id": f"c{n}", "name": "run_code", "arguments": arguments}
-    return [
-        {**base, "role": "user", "content": f"what is the mean revenue of batch {n}?", "metadata": None},
-        {**base, "role": "assistant", "content": None, "metadata": {"tool_calls": [call]}},
-        {**base, "role": "tool", "content": output, "tool_call_id": f"c{n}", "metadata": {"name": "run_code"}},
-        {**base, "role": "assistant", "content": f"The mean revenue of batch {n} is {n}.5.", "metadata": None},
-    ]
 
 
 class Client:
@@ -185,10 +165,8 @@ async def turn_time(server: ServerProcess, http: AsyncHTTPClient, database: str)
     try:
         for n, client in zip(LENGTHS, clients, strict=True):
             started = time.perf_counter()
-            rows = [row for turn in range(1, n + 1) for row in turn_rows(client.session_id, turn)]
-            with store.writing() as conn:
-                conn.execute(messages.insert(), rows)
-            print(f"  recorded {n:,} turns ({len(rows):,} messages) in {time.perf_counter() - started:.1f} s")
+            count = record_turns(store, client.session_id, n, OUTPUT)
+            print(f"  recorded {n:,} turns ({count:,} messages) in {time.perf_counter() - started:.1f} s")
     finally:
         store.close()
     first = {}

@@ -221,6 +221,45 @@ def without_approval(values: dict[str, Any]) -> dict[str, Any]:
     return {**values, "execution": {**values.get("execution", {}), "approve_in_user_kernel": False}}
 
 
+def recorded_turn(session_id: str, n: int, output: str) -> list[dict[str, Any]]:
+    """The stored messages of a long session's turn ``n`` (1-based), as the agent records them: a
+    request, a run_code call, its output ``output``, an answer. Turn 5 drops a column and saves the
+    result as ``sales_clean`` (the early decision a long session must not forget)."""
+    if n == 5:
+        request, label, save_as = "drop the region_code column from sales", "drop region_code", "sales_clean"
+        code = "output_df = df.drop(columns=['region_code'])"
+        answer = "Dropped region_code: sales_clean has 1,200 rows."
+    else:
+        request, label, save_as = f"what is the mean revenue of batch {n}?", f"mean of batch {n}", None
+        code, answer = "result = df.revenue.mean()", f"The mean revenue of batch {n} is {n}.5."
+    arguments = json.dumps({"code": code, "label": label, **({"save_as": save_as} if save_as else {})})
+    call = {"id": f"c{n}", "name": "run_code", "arguments": arguments}
+    result = json.dumps({"success": True, "stdout": output, "result": n + 0.5})
+    base = {
+        "session_id": session_id,
+        "turn_id": f"t{n:05d}",
+        "tool_call_id": None,
+        "created_at": "2026-01-01T00:00:00Z",
+    }
+    return [
+        {**base, "role": "user", "content": request, "metadata": None},
+        {**base, "role": "assistant", "content": None, "metadata": {"tool_calls": [call]}},
+        {**base, "role": "tool", "content": result, "tool_call_id": f"c{n}", "metadata": {"name": "run_code"}},
+        {**base, "role": "assistant", "content": answer, "metadata": {"tool_calls": []}},
+    ]
+
+
+def record_turns(store: Any, session_id: str, turns: int, output: str) -> int:
+    """``turns`` turns (``recorded_turn``) written into session ``session_id`` of ``store`` in one
+    insert (a test or benchmark of reading long sessions need not run them); how many messages."""
+    from nini.history.schema import messages
+
+    rows = [row for n in range(1, turns + 1) for row in recorded_turn(session_id, n, output)]
+    with store.writing() as conn:
+        conn.execute(messages.insert(), rows)
+    return len(rows)
+
+
 def record_sessions(*session_ids: str, home: Path | None = None) -> None:
     """Sessions ``session_ids`` in the history of ``home`` (None: ``$NINI_HOME``), owned as the CLI's
     are: what ``nini run-code --session ID --new`` records, without a CLI or a kernel start (for a

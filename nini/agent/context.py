@@ -98,6 +98,7 @@ class _Window:
     rows: list[tuple[int, dict[str, Any], int]] = field(default_factory=list)  # (id, message, tokens), oldest first
     backlog: bool = False  # turns between the summary and these fell out: they must be folded
     rows_read: int = 0
+    room: int = 0  # the tokens the recent turns may take beside the summary
 
     @property
     def through_id(self) -> int:
@@ -122,7 +123,7 @@ async def build_context(session: Session, router: ModelRouter | None = None) -> 
     text = summary.text(window.summarized_turns, language) if summary else None
     counted = {id(message): tokens for _, message, tokens in window.rows}
     messages = _answer_dangling_calls([message for _, message, _ in window.rows])
-    tokens = sum(counted.get(id(m)) or count_tokens(json.dumps(m, ensure_ascii=False)) for m in messages)
+    tokens = sum(counted.get(id(m)) or message_tokens(m) for m in messages)
     report = ContextReport(
         budget=session.settings.agent.context_max_tokens,
         turns=sum(message["role"] == "user" for message in messages),
@@ -143,7 +144,8 @@ def read_window(session: Session) -> _Window:
     store, settings = session.store, session.settings
     state = store.context_summary(session.id)
     window = _Window(state)
-    cap, room = settings.execution.output_cap_chars, _room(session, window)
+    cap = settings.execution.output_cap_chars
+    room = window.room = _room(session, window)
     newest_first: list[tuple[int, dict[str, Any], int]] = []
     total, start, before = 0, None, None  # start: how many of newest_first the newest whole turns take
     while True:
@@ -183,7 +185,7 @@ def _room(session: Session, window: _Window) -> int:
 async def _fold(session: Session, window: _Window, router: ModelRouter | None) -> None:
     """Fold the turns older than the newest ``KEEP_SHARE`` of the room into the summary, store it,
     and leave ``window`` holding the summary and the turns kept."""
-    keep = _keep_from(window.rows, int(_room(session, window) * KEEP_SHARE))
+    keep = _keep_from(window.rows, int(window.room * KEEP_SHARE))
     first_kept = window.rows[keep][0] if keep < len(window.rows) else window.rows[-1][0] + 1
     store, language = session.store, session.settings.ui.current_language
     previous = Summary.of(window.state["summary"]) if window.state else Summary()
@@ -269,7 +271,7 @@ def _converted(session_id: str, row: dict[str, Any], cap: int) -> tuple[dict[str
             message, tokens = found
             return (dict(message) if message is not None else None), tokens  # a caller may change its copy
     message = to_chat_message(row, cap)
-    converted = (message, count_tokens(json.dumps(message, ensure_ascii=False)) if message is not None else 0)
+    converted = (message, message_tokens(message) if message is not None else 0)
     global _converted_tokens
     with _converted_lock:
         if key not in _converted_cache:
@@ -278,6 +280,11 @@ def _converted(session_id: str, row: dict[str, Any], cap: int) -> tuple[dict[str
         while _converted_tokens > CONVERTED_CACHE_TOKENS and _converted_cache:
             _converted_tokens -= _converted_cache.popitem(last=False)[1][1] + 1
     return converted
+
+
+def message_tokens(message: dict[str, Any]) -> int:
+    """A chat message's tokens as the context counts them: its JSON (roles, ids and calls cost tokens too)."""
+    return count_tokens(json.dumps(message, ensure_ascii=False))
 
 
 def to_chat_message(row: dict[str, Any], cap: int) -> dict[str, Any] | None:

@@ -27,7 +27,7 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nini.agent.context import ContextReport, build_context, cap_tool_text
+from nini.agent.context import ContextReport, build_context, cap_tool_text, message_tokens
 from nini.agent.llm import Completion, ToolCall
 from nini.agent.prompts import PromptContributor, build_system_prompt
 from nini.agent.usage import CURRENT_METER, RunMeter, record_step
@@ -35,7 +35,7 @@ from nini.errors import ErrorCode, NiniError, error_dict
 from nini.limits import Limits, recordable_json
 from nini.skills.invoke import invoke
 from nini.skills.toolset import ToolSet, build_toolset
-from nini.tokens import count_repeated, count_tokens
+from nini.tokens import count_repeated
 
 if TYPE_CHECKING:
     from nini.agent.llm import ModelRouter
@@ -138,7 +138,7 @@ class Conversation:
         if self._counted == 0 and self._tokens == 0:
             self._tokens = _system_tokens(self.system)
         for message in self.messages[self._counted :]:
-            self._tokens += _tokens_of(message)
+            self._tokens += message_tokens(message)
         self._counted = len(self.messages)
         return self._tokens
 
@@ -445,14 +445,9 @@ class _DeltaSink:
         await self._runner._publish(conversation.session, "assistant_delta", {"text": text}, conversation.turn_id)
 
 
-def _tokens_of(message: dict[str, Any]) -> int:
-    """A message's tokens as the context counts them (its JSON: roles, ids and calls cost tokens too)."""
-    return count_tokens(json.dumps(message, ensure_ascii=False))
-
-
 def _system_tokens(system: str) -> int:
-    """The system message's tokens, as ``_tokens_of`` counts it: the same prompt turn after turn is
-    counted once (it holds the session's summary: thousands of tokens)."""
+    """The system message's tokens, as ``message_tokens`` counts a message: the same prompt turn after
+    turn is counted once (it holds the session's summary: thousands of tokens)."""
     return count_repeated(json.dumps({"role": "system", "content": system}, ensure_ascii=False))
 
 

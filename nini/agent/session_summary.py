@@ -107,10 +107,9 @@ class Summary:
                 note["tokens"] = count_tokens(note["text"]) + LINE_TOKENS
         order = sorted(range(len(self.notes)), key=lambda i: (PRIORITY[self.notes[i]["kind"]], self.notes[i]["turn"]))
         kept, dropped = self, 0
-        while count_tokens(kept.text(turns, language)) > max_tokens:
+        while (excess := count_tokens(kept.text(turns, language)) - max_tokens) > 0:
             if dropped >= len(order):
                 return Summary([], self.left_out + len(self.notes), None)  # a narrative alone over the bound goes too
-            excess = count_tokens(kept.text(turns, language)) - max_tokens
             while dropped < len(order) and excess > 0:
                 excess -= self.notes[order[dropped]]["tokens"]
                 dropped += 1

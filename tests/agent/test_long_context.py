@@ -18,8 +18,8 @@ import sqlalchemy as sa
 
 from nini.agent.context import build_context
 from nini.agent.session_summary import numbers_grounded
-from nini.history.schema import messages
 from tests.agent.conftest import run_turn
+from tests.conftest import record_turns as record_session_turns
 from tests.conftest import runtime_harness, scripted_model_settings
 from tests.llm_server import ScriptedLLM, text
 
@@ -41,34 +41,10 @@ def script_used(llm: ScriptedLLM) -> Iterator[None]:
     assert llm.pending() == 0, "the test left scripted replies unused"
 
 
-def turn_rows(session_id: str, n: int) -> list[dict[str, Any]]:
-    """The stored messages of turn ``n`` (1-based); turn 5 drops a column and saves the result."""
-    turn_id = f"t{n:05d}"
-    if n == 5:
-        request, label, save_as = "drop the region_code column from sales", "drop region_code", "sales_clean"
-        code = "output_df = df.drop(columns=['region_code'])"
-        answer = "Dropped region_code: sales_clean has 1,200 rows."
-    else:
-        request, label, save_as = f"what is the mean revenue of batch {n}?", f"mean of batch {n}", None
-        code, answer = "result = df.revenue.mean()", f"The mean revenue of batch {n} is {n}.5."
-    arguments = json.dumps({"code": code, "label": label, **({"save_as": save_as} if save_as else {})})
-    call = {"id": f"c{n}", "name": "run_code", "arguments": arguments}
-    output = json.dumps({"success": True, "stdout": OUTPUT, "result": n + 0.5})
-    base = {"session_id": session_id, "turn_id": turn_id, "tool_call_id": None, "created_at": "2026-01-01T00:00:00Z"}
-    return [
-        {**base, "role": "user", "content": request, "metadata": None},
-        {**base, "role": "assistant", "content": None, "metadata": {"tool_calls": [call]}},
-        {**base, "role": "tool", "content": output, "tool_call_id": f"c{n}", "metadata": {"name": "run_code"}},
-        {**base, "role": "assistant", "content": answer, "metadata": {"tool_calls": []}},
-    ]
-
-
 def record_turns(harness: Any, turns: int) -> Any:
     """A new session holding ``turns`` recorded turns (one transaction: the subject is reading them)."""
     session = harness.session()
-    rows = [row for n in range(1, turns + 1) for row in turn_rows(session.id, n)]
-    with harness.runtime.store.writing() as conn:
-        conn.execute(messages.insert(), rows)
+    record_session_turns(harness.runtime.store, session.id, turns, OUTPUT)
     return session
 
 
