@@ -1,11 +1,13 @@
 """The model's view of a session: the newest turns that fit, in OpenAI chat format, after a running
 summary of the older ones; tool outputs capped.
 
-The store keeps every message whole. A turn's context is read from the newest message backwards
+The store keeps every message whole. A turn's context is the session's messages after its summary
+as the last turn left them in memory (``context_cache``) and the few written since; in a process
+that has not read the session yet, they are read from the newest backwards
 (``HistoryStore.messages_newest_first``, pages of ``PAGE_ROWS``) until ``agent.context_max_tokens``
 is full (counted with tiktoken: a character budget would let a Chinese conversation, about a token
-per character, run far past a model's window) or the messages the summary covers are reached: its
-cost follows the budget, never the session's length. Turns that no longer fit are not dropped:
+per character, run far past a model's window) or the messages the summary covers are reached: a
+turn's cost follows the budget, never the session's length. Turns that no longer fit are not dropped:
 they are folded into the session's summary (``session_summary``) once, keeping the newest turns to
 ``KEEP_SHARE`` of the room so that the next folds come turns later, and the summary goes ahead of
 the recent turns. Any tool call left without an answer (a cancelled run) is answered, since every
@@ -16,11 +18,11 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from nini.agent import context_cache
+from nini.agent.context_cache import Row, SessionRows
 from nini.agent.session_summary import Summary, narrative, turn_notes
 from nini.errors import ErrorCode, error_dict
 from nini.skills.output import cap_json, cap_text
@@ -41,15 +43,6 @@ FOLD_PAGE_ROWS = 500  # messages per read while folding, oldest first
 SUMMARY_SHARE = 8  # the summary takes at most 1/8 of the budget
 KEEP_SHARE = 0.75  # after a fold the recent turns fill at most this share of their room
 NARRATIVE_INPUT_CHARS = 24_000  # the newest notes of what is folded, shown to the model for its narrative
-# stored messages kept converted and counted, across sessions (LRU), bounded by their tokens: about 60
-# full windows of the default budget, a few tens of MB whatever the tool outputs' cap
-CONVERTED_CACHE_TOKENS = 4_000_000
-
-# A stored message never changes: its chat form and token count are computed once per process and
-# cap, not each turn (a full window is tens of thousands of tokens to count again).
-_converted_cache: OrderedDict[tuple[str, int, int], tuple[dict[str, Any] | None, int]] = OrderedDict()
-_converted_lock = threading.Lock()
-_converted_tokens = 0  # the tokens the cache holds
 
 
 @dataclass
@@ -92,13 +85,15 @@ class SessionContext:
 
 @dataclass
 class _Window:
-    """The newest turns read backwards, and where the read stopped."""
+    """The newest turns of a session, the summary ahead of them, and what reading them took."""
 
     state: dict[str, Any] | None  # the stored summary row
-    rows: list[tuple[int, dict[str, Any], int]] = field(default_factory=list)  # (id, message, tokens), oldest first
-    backlog: bool = False  # turns between the summary and these fell out: they must be folded
+    rows: list[Row] = field(default_factory=list)  # oldest first
+    newest_id: int = 0  # the newest message read, whether the model takes it or not
+    backlog: bool = False  # turns between the summary and ``rows`` no longer fit: they must be folded
     rows_read: int = 0
     room: int = 0  # the tokens the recent turns may take beside the summary
+    cap: int = 0  # the tool outputs' cap ``rows`` were converted with
 
     @property
     def through_id(self) -> int:
@@ -107,6 +102,10 @@ class _Window:
     @property
     def summarized_turns(self) -> int:
         return int(self.state["turns"]) if self.state else 0
+
+    def kept(self) -> SessionRows:
+        """The window as the session's cache entry: ``rows`` are all its messages after the summary."""
+        return SessionRows(self.through_id, self.state, self.cap, self.rows, self.newest_id)
 
 
 async def build_context(session: Session, router: ModelRouter | None = None) -> SessionContext:
@@ -118,11 +117,13 @@ async def build_context(session: Session, router: ModelRouter | None = None) -> 
     folded = window.backlog
     if folded:
         await _fold(session, window, router)
+        context_cache.keep(session.id, window.kept())
     language = session.settings.ui.current_language
     summary = Summary.of(window.state["summary"]) if window.state else None
     text = summary.text(window.summarized_turns, language) if summary else None
-    counted = {id(message): tokens for _, message, tokens in window.rows}
-    messages = _answer_dangling_calls([message for _, message, _ in window.rows])
+    taken = [(dict(message), tokens) for _, message, tokens in window.rows if message is not None]
+    counted = {id(message): tokens for message, tokens in taken}  # a copy each: the turn appends to them
+    messages = _answer_dangling_calls([message for message, _ in taken])
     tokens = sum(counted.get(id(m)) or message_tokens(m) for m in messages)
     report = ContextReport(
         budget=session.settings.agent.context_max_tokens,
@@ -135,41 +136,92 @@ async def build_context(session: Session, router: ModelRouter | None = None) -> 
 
 def load_context(session: Session) -> list[dict[str, Any]]:
     """The recent turns as chat messages (blocking; no fold): what fits after the summary as stored."""
-    return _answer_dangling_calls([message for _, message, _ in read_window(session).rows])
+    rows = read_window(session).rows
+    return _answer_dangling_calls([dict(message) for _, message, _ in rows if message is not None])
 
 
 def read_window(session: Session) -> _Window:
-    """The newest whole turns that fit the room the summary leaves, read backwards in pages down to
-    the messages the summary covers (blocking: run it on the store's thread)."""
-    store, settings = session.store, session.settings
-    state = store.context_summary(session.id)
-    window = _Window(state)
-    cap = settings.execution.output_cap_chars
+    """The newest whole turns that fit the room the summary leaves (blocking: run it on the store's
+    thread): the session's cached rows and the messages written since, else read from the store
+    backwards in pages down to the messages the summary covers. A window that fits is kept for the
+    next turn; one with a backlog is kept once it is folded."""
+    cap = session.settings.execution.output_cap_chars
+    entry = context_cache.take(session.id)
+    window = _extended(session, entry) if entry is not None and entry.cap == cap else None
+    if window is None:
+        window = _read_backwards(session, cap)
+    _fit(window)
+    if not window.backlog:
+        context_cache.keep(session.id, window.kept())
+    return window
+
+
+def _extended(session: Session, entry: SessionRows) -> _Window | None:
+    """The window of ``entry`` and the messages written after it; None when the store no longer
+    agrees with it (a summary gone, a message committed below one read) or many were written since."""
+    store = session.store
+    changes = store.context_changes(
+        session.id, after_id=entry.newest_id, counted_from=entry.through_id, limit=PAGE_ROWS
+    )
+    if changes.through_id < entry.through_id or len(changes.rows) == PAGE_ROWS:
+        return None
+    rows = entry.rows + [_converted(row, entry.cap) for row in changes.rows]
+    if changes.count != len(rows):
+        return None
+    newest = changes.rows[-1]["id"] if changes.rows else entry.newest_id
+    entry = SessionRows(entry.through_id, entry.state, entry.cap, rows, newest)
+    if changes.through_id > entry.through_id:  # another process folded: its summary, and what it leaves
+        state = store.context_summary(session.id)
+        if state is None or int(state["through_id"]) < entry.through_id:
+            return None
+        entry = entry.after(int(state["through_id"]), state)
+    window = _Window(entry.state, entry.rows, entry.newest_id, rows_read=len(changes.rows), cap=entry.cap)
+    window.room = _room(session, window)
+    return window
+
+
+def _read_backwards(session: Session, cap: int) -> _Window:
+    """The newest messages after the summary, read backwards in pages until they pass the room the
+    summary leaves with a user message among them, or reach the summary."""
+    store = session.store
+    window = _Window(store.context_summary(session.id), cap=cap)
     room = window.room = _room(session, window)
-    newest_first: list[tuple[int, dict[str, Any], int]] = []
-    total, start, before = 0, None, None  # start: how many of newest_first the newest whole turns take
+    newest_first: list[Row] = []
+    total, user, before = 0, False, None
     while True:
         rows = store.messages_newest_first(session.id, limit=PAGE_ROWS, before_id=before, after_id=window.through_id)
         window.rows_read += len(rows)
         for row in rows:
-            message, tokens = _converted(session.id, row, cap)
-            if message is None:
-                continue
-            if total + tokens > room and start is not None:
-                window.backlog = True
-                break
-            total += tokens
-            newest_first.append((row["id"], message, tokens))
-            if message["role"] == "user":
-                start = len(newest_first)
-        if window.backlog or len(rows) < PAGE_ROWS:
+            newest_first.append(_converted(row, cap))
+            total += newest_first[-1][2]
+            user = user or row["role"] == "user"
+        if len(rows) < PAGE_ROWS:
+            break
+        if total > room and user:
+            window.backlog = True  # older turns remain between these and the summary
             break
         before = rows[-1]["id"]
-    kept = newest_first[: start if start is not None else len(newest_first)]
-    if not window.backlog and start is not None and start < len(newest_first):
-        kept = newest_first  # the oldest messages after the summary, before any user message: keep them
-    window.rows = kept[::-1]
+    window.rows = newest_first[::-1]
+    window.newest_id = window.rows[-1][0] if window.rows else 0
     return window
+
+
+def _fit(window: _Window) -> None:
+    """Keep in ``window.rows`` the newest whole turns within its room (all of them when they fit
+    and nothing older remains, the newest turn always); ``backlog`` when turns were left out."""
+    total, start = 0, None
+    for index in range(len(window.rows) - 1, -1, -1):
+        _, message, tokens = window.rows[index]
+        if message is None:
+            continue
+        if total + tokens > window.room and start is not None:
+            window.rows, window.backlog = window.rows[start:], True
+            return
+        total += tokens
+        if message["role"] == "user":
+            start = index
+    if window.backlog:  # read only so far back: what precedes the oldest user message is part of a turn
+        window.rows = window.rows[start or 0 :]
 
 
 def _room(session: Session, window: _Window) -> int:
@@ -215,15 +267,16 @@ async def _fold(session: Session, window: _Window, router: ModelRouter | None) -
     window.backlog = False
 
 
-def _keep_from(rows: list[tuple[int, dict[str, Any], int]], room: int) -> int:
+def _keep_from(rows: list[Row], room: int) -> int:
     """The index in ``rows`` (oldest first) of the first message of the newest whole turns within
     ``room`` tokens; the newest turn always."""
     total, start = 0, None
     for index in range(len(rows) - 1, -1, -1):
-        total += rows[index][2]
+        _, message, tokens = rows[index]
+        total += tokens
         if total > room and start is not None:
             break
-        if rows[index][1]["role"] == "user":
+        if message is not None and message["role"] == "user":
             start = index
     return start if start is not None else 0
 
@@ -261,25 +314,10 @@ def _folded_notes(
     return notes, turns, read, shown[-NARRATIVE_INPUT_CHARS:]
 
 
-def _converted(session_id: str, row: dict[str, Any], cap: int) -> tuple[dict[str, Any] | None, int]:
-    """``row`` as the model sees it and its tokens, from the cache when it was seen before."""
-    key = (session_id, int(row["id"]), cap)
-    with _converted_lock:
-        found = _converted_cache.get(key)
-        if found is not None:
-            _converted_cache.move_to_end(key)
-            message, tokens = found
-            return (dict(message) if message is not None else None), tokens  # a caller may change its copy
+def _converted(row: dict[str, Any], cap: int) -> Row:
+    """``row`` as the model sees it (None for roles it does not take) and its tokens."""
     message = to_chat_message(row, cap)
-    converted = (message, message_tokens(message) if message is not None else 0)
-    global _converted_tokens
-    with _converted_lock:
-        if key not in _converted_cache:
-            _converted_cache[key] = (dict(message) if message is not None else None, converted[1])
-            _converted_tokens += converted[1] + 1
-        while _converted_tokens > CONVERTED_CACHE_TOKENS and _converted_cache:
-            _converted_tokens -= _converted_cache.popitem(last=False)[1][1] + 1
-    return converted
+    return int(row["id"]), message, message_tokens(message) if message is not None else 0
 
 
 def message_tokens(message: dict[str, Any]) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,15 +22,42 @@ from sqlalchemy.exc import IntegrityError
 from nini.errors import ErrorCode
 from nini.history.code_ref import executions_query, resolved
 from nini.history.schema import executions, messages, session_context, tool_calls
-from nini.history.values import no_session, refused
+from nini.history.values import all_rows, no_session, refused
+
+
+@dataclass
+class ContextChanges:
+    """What changed in a session's context since a turn last read it (``context_changes``)."""
+
+    through_id: int  # the last message the stored summary covers (0: no summary yet)
+    rows: list[dict[str, Any]]  # the messages after the ones read, oldest first
+    count: int  # the session's messages after the read's summary, through the newest of ``rows``
 
 
 class ContextRecords:
     """The bounded message reads and the context summary of ``HistoryStore``."""
 
     _list: Callable[[sa.Select[Any]], list[dict[str, Any]]]
+    _read: Callable[[], AbstractContextManager[Connection]]
     writing: Callable[[], AbstractContextManager[Connection]]
     _now: Callable[[], str]
+
+    def context_changes(self, session_id: str, *, after_id: int, counted_from: int, limit: int) -> ContextChanges:
+        """The stored summary's ``through_id``, at most ``limit`` messages with ``id > after_id``, and how
+        many messages the session has with ``counted_from < id <=`` the newest of them: a turn that
+        kept the messages it read checks with it that none it missed committed meanwhile. One
+        connection, three indexed reads."""
+        since = messages.c.session_id == session_id
+        with self._read() as conn:
+            through = conn.execute(
+                sa.select(session_context.c.through_id).where(session_context.c.session_id == session_id)
+            ).scalar()
+            query = sa.select(messages).where(since, messages.c.id > after_id).order_by(messages.c.id).limit(limit)
+            rows = all_rows(conn.execute(query))
+            newest = rows[-1]["id"] if rows else after_id
+            counted = sa.select(sa.func.count()).where(since, messages.c.id > counted_from, messages.c.id <= newest)
+            count = conn.execute(counted).scalar()
+        return ContextChanges(int(through or 0), rows, int(count or 0))
 
     def messages_newest_first(
         self, session_id: str, *, limit: int, before_id: int | None = None, after_id: int = 0

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from nini.agent import context_cache
 from nini.agent.context import build_context
 from nini.agent.session_summary import numbers_grounded
 from tests.agent.conftest import run_turn
@@ -41,10 +42,10 @@ def script_used(llm: ScriptedLLM) -> Iterator[None]:
     assert llm.pending() == 0, "the test left scripted replies unused"
 
 
-def record_turns(harness: Any, turns: int) -> Any:
+def record_turns(harness: Any, turns: int, output: str = OUTPUT) -> Any:
     """A new session holding ``turns`` recorded turns (one transaction: the subject is reading them)."""
     session = harness.session()
-    record_session_turns(harness.runtime.store, session.id, turns, OUTPUT)
+    record_session_turns(harness.runtime.store, session.id, turns, output)
     return session
 
 
@@ -67,17 +68,24 @@ class MessageReads:
 
 
 def test_a_turn_reads_as_much_at_3000_turns_as_at_300(harness: Any) -> None:
-    """After the first fold, a turn's context read costs the same whatever the session's length."""
+    """After the first fold, a turn's context read costs the same whatever the session's length: the
+    budget's worth of rows in a process that has not read the session yet, only the new ones after."""
     reads = []
     for turns in (300, 3000):
         session = record_turns(harness, turns)
         harness.loop.run_until_complete(build_context(session))  # the first turn folds what fell out
-        with MessageReads(harness.runtime.store.engine) as counted:
+        context_cache.forget(session.id)  # as a process that has not read the session yet
+        with MessageReads(harness.runtime.store.engine) as cold:
             context = harness.loop.run_until_complete(build_context(session))
-        reads.append((counted.count, context.report.rows_read, context.report.turns))
         assert context.report.summarized_turns + context.report.turns == turns
+        record_session_turns(harness.runtime.store, session.id, 1, OUTPUT)  # the next turn's 4 messages
+        with MessageReads(harness.runtime.store.engine) as warm:
+            again = harness.loop.run_until_complete(build_context(session))
+        assert again.messages[:-4] == context.messages and len(again.messages) == len(context.messages) + 4
+        reads.append((cold.count, context.report.rows_read, warm.count, again.report.rows_read))
     assert reads[0] == reads[1]
     assert reads[1][1] < 100  # the budget's worth of rows, not the session's 12,000
+    assert reads[1][3] == 4  # then only what was written since
 
 
 def test_a_decision_of_turn_5_reaches_the_model_at_turn_3000(harness: Any, llm: ScriptedLLM) -> None:
@@ -127,17 +135,84 @@ def test_the_summary_keeps_only_numbers_of_the_turns_it_covers(harness: Any, llm
         assert numbers_grounded(kept_text, covered_text)
 
 
-def test_the_converted_messages_kept_in_memory_are_bounded_by_their_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A long-running server keeps converted messages for the next turns, never more than its bound."""
-    from nini.agent import context
+def test_the_rows_kept_between_turns_are_bounded_by_their_tokens(harness: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-running server keeps each session's context rows for its next turn, never more than its
+    bound: the least recently used sessions go first, and read from the store again."""
+    monkeypatch.setattr(context_cache, "CACHE_TOKENS", 2 * BUDGET)
+    sessions = [record_turns(harness, 40) for _ in range(5)]
+    for session in sessions:
+        harness.loop.run_until_complete(build_context(session))
+    held, weight = context_cache.held()
+    assert 1 <= held < 5 and weight <= 2 * BUDGET
+    reread = harness.loop.run_until_complete(build_context(sessions[0]))  # dropped: read again
+    assert reread.report.rows_read > 0
+    kept = harness.loop.run_until_complete(build_context(sessions[-1]))
+    assert kept.report.rows_read == 0
 
-    monkeypatch.setattr(context, "CONVERTED_CACHE_TOKENS", 200)
-    rows = [{"id": n, "role": "user", "content": f"question {n} " * 5, "metadata": None} for n in range(100)]
-    for row in rows:
-        context._converted("bounded-session", row, 8000)
-    kept = [key for key in context._converted_cache if key[0] == "bounded-session"]
-    assert 0 < len(kept) < 100 and context._converted_tokens <= 200
-    assert kept[-1][1] == 99  # the newest stay
-    message, _ = context._converted("bounded-session", rows[99], 8000)
-    message["content"] = "changed by a caller"
-    assert context._converted("bounded-session", rows[99], 8000)[0]["content"].startswith("question 99")
+
+def test_a_caller_changing_its_context_never_changes_the_next_turns(harness: Any) -> None:
+    session = record_turns(harness, 3, "12.5")
+    first = harness.loop.run_until_complete(build_context(session))
+    first.messages[0]["content"] = "changed by the turn"
+    first.messages.append({"role": "user", "content": "appended by the turn"})
+    again = harness.loop.run_until_complete(build_context(session))
+    assert again.report.rows_read == 0  # from the rows kept
+    assert again.messages[0]["content"] == "what is the mean revenue of batch 1?"
+    assert len(again.messages) == 12
+
+
+def test_a_message_committed_below_one_already_read_is_not_missed(harness: Any) -> None:
+    """PostgreSQL can commit a lower id after a higher one was read: the next turn's count sees it
+    and reads the window from the store again, the late message in its place."""
+    from nini.history.schema import messages
+
+    store = harness.runtime.store
+    session = harness.session()
+    base = 10_000_000 + len(store.list_messages(session.id))
+
+    def write(offset: int, content: str) -> None:
+        with store.writing() as conn:
+            conn.execute(
+                messages.insert(),
+                [
+                    {
+                        "id": base + offset,
+                        "session_id": session.id,
+                        "role": "user",
+                        "content": content,
+                        "created_at": "x",
+                    }
+                ],
+            )
+
+    write(0, "first question")
+    write(2, "third question")
+    harness.loop.run_until_complete(build_context(session))
+    write(1, "second question, committed last")
+    context = harness.loop.run_until_complete(build_context(session))
+    assert [m["content"] for m in context.messages] == [
+        "first question",
+        "second question, committed last",
+        "third question",
+    ]
+
+
+def test_another_process_fold_is_followed(harness: Any, llm: ScriptedLLM) -> None:
+    """A fold stored by another process (its summary row moved on) drops what it covers from the rows
+    this process kept, and its summary goes ahead of the rest."""
+    store = harness.runtime.store
+    session = record_turns(harness, 6, "12.5")
+    before = harness.loop.run_until_complete(build_context(session))
+    assert before.summary is None and before.report.turns == 6
+    third = store.turn_messages(session.id, "t00003")
+    assert store.save_context_summary(
+        session.id,
+        {"notes": [{"turn": 1, "kind": "answer", "text": "the other process's note"}]},
+        through_id=third[-1]["id"],
+        turns=3,
+        replaces=0,
+    )
+    after = harness.loop.run_until_complete(build_context(session))
+    assert after.report.rows_read == 0 and (after.report.summarized_turns, after.report.turns) == (3, 3)
+    assert after.messages == before.messages[12:]
+    assert after.summary is not None and "the other process's note" in after.summary

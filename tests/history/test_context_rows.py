@@ -4,6 +4,9 @@ that started from it (two processes folding at once: the second is refused, noth
 
 from __future__ import annotations
 
+import pytest
+
+from nini.history.schema import messages
 from nini.history.store import HistoryStore
 from tests.history.conftest import execution_row
 
@@ -40,6 +43,36 @@ def test_reads_backwards_and_forwards_within_bounds(store: HistoryStore, session
     assert [row["content"] for row in store.last_messages(session_id, "user", 2)] == ["question 8", "question 9"]
     before = store.last_messages(session_id, "assistant", 2, before_id=ids[8])
     assert [row["id"] for row in before] == [ids[5], ids[7]]
+
+
+def test_the_changes_since_a_read(store: HistoryStore, session_id: str) -> None:
+    """What a turn that kept its rows reads: the new messages, the summary's mark, and the count."""
+    ids = conversation(store, session_id, 3)
+    changes = store.context_changes(session_id, after_id=ids[7], counted_from=ids[3], limit=3)
+    assert ([row["id"] for row in changes.rows], changes.count, changes.through_id) == (ids[8:11], 7, 0)
+    store.save_context_summary(session_id, {"notes": []}, through_id=ids[3], turns=1, replaces=0)
+    changes = store.context_changes(session_id, after_id=ids[-1], counted_from=ids[3], limit=3)
+    assert (changes.rows, changes.count, changes.through_id) == ([], 8, ids[3])
+
+
+def test_a_message_committed_after_a_newer_one_shows_in_the_count(
+    store: HistoryStore, session_id: str, backend: str
+) -> None:
+    """PostgreSQL hands out ids before commit: a turn can read id n+1 while n is not committed yet.
+    The next read's count is one more than the rows kept, so the turn reads its window again."""
+    if backend == "sqlite":
+        pytest.skip("SQLite commits one writer at a time, in id order")
+    first = store.add_message(session_id, "user", "first")["id"]
+    late = store.engine.connect()
+    transaction = late.begin()
+    late.execute(messages.insert().values(session_id=session_id, role="user", content="late", created_at="2026-01-01"))
+    newer = store.add_message(session_id, "user", "newer")["id"]
+    seen = store.context_changes(session_id, after_id=first, counted_from=0, limit=10)
+    assert ([row["id"] for row in seen.rows], seen.count) == ([newer], 2)
+    transaction.commit()
+    late.close()
+    again = store.context_changes(session_id, after_id=newer, counted_from=0, limit=10)
+    assert (again.rows, again.count) == ([], 3)  # one more than the two rows the turn kept
 
 
 def test_a_summary_is_replaced_only_by_the_fold_that_read_it(store: HistoryStore, session_id: str) -> None:
