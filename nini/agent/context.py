@@ -121,10 +121,7 @@ async def build_context(session: Session, router: ModelRouter | None = None) -> 
     language = session.settings.ui.current_language
     summary = Summary.of(window.state["summary"]) if window.state else None
     text = summary.text(window.summarized_turns, language) if summary else None
-    taken = [(dict(message), tokens) for _, message, tokens in window.rows if message is not None]
-    counted = {id(message): tokens for message, tokens in taken}  # a copy each: the turn appends to them
-    messages = _answer_dangling_calls([message for message, _ in taken])
-    tokens = sum(counted.get(id(m)) or message_tokens(m) for m in messages)
+    messages, tokens = _sendable(window.rows)
     report = ContextReport(
         budget=session.settings.agent.context_max_tokens,
         turns=sum(message["role"] == "user" for message in messages),
@@ -136,8 +133,7 @@ async def build_context(session: Session, router: ModelRouter | None = None) -> 
 
 def load_context(session: Session) -> list[dict[str, Any]]:
     """The recent turns as chat messages (blocking; no fold): what fits after the summary as stored."""
-    rows = read_window(session).rows
-    return _answer_dangling_calls([dict(message) for _, message, _ in rows if message is not None])
+    return _sendable(read_window(session).rows)[0]
 
 
 def read_window(session: Session) -> _Window:
@@ -359,19 +355,36 @@ def cap_tool_text(text: str, cap: int, row: dict[str, Any] | None = None) -> str
         return cap_text(text, cap, where)
 
 
-def _answer_dangling_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _sendable(rows: list[Row]) -> tuple[list[dict[str, Any]], int]:
+    """The messages of ``rows`` the model takes, and their tokens, with every tool call answered:
+    a call left without its answer (a cancelled run) gets ``UNANSWERED``, since every provider
+    rejects a conversation with a dangling call, and an answer whose call was cut off with its turn
+    is dropped. The messages are the cached ones, not copies (a turn only appends to the list):
+    copying a full window each turn cost more than everything else the turn did with it."""
     fixed: list[dict[str, Any]] = []
+    tokens = 0
     pending: list[str] = []
-    for message in messages:
-        if message["role"] != "tool" and pending:
-            fixed += [{"role": "tool", "tool_call_id": call_id, "content": UNANSWERED} for call_id in pending]
-            pending = []
-        if message["role"] == "tool":
+
+    def answer_pending() -> None:
+        nonlocal tokens
+        for call_id in pending:
+            fixed.append({"role": "tool", "tool_call_id": call_id, "content": UNANSWERED})
+            tokens += message_tokens(fixed[-1])
+        pending.clear()
+
+    for _, message, count in rows:
+        if message is None:
+            continue
+        role = message["role"]
+        if role != "tool" and pending:
+            answer_pending()
+        if role == "tool":
             if message["tool_call_id"] not in pending:
-                continue  # an answer without its call (the call was cut with its turn): drop it
+                continue
             pending.remove(message["tool_call_id"])
         fixed.append(message)
-        if message["role"] == "assistant":
-            pending = [c["id"] for c in message.get("tool_calls", [])]
-    fixed += [{"role": "tool", "tool_call_id": call_id, "content": UNANSWERED} for call_id in pending]
-    return fixed
+        tokens += count
+        if role == "assistant":
+            pending.extend(call["id"] for call in message.get("tool_calls", ()))
+    answer_pending()
+    return fixed, tokens

@@ -22,7 +22,7 @@ from nini.agent.session_summary import numbers_grounded
 from tests.agent.conftest import run_turn
 from tests.conftest import record_turns as record_session_turns
 from tests.conftest import runtime_harness, scripted_model_settings
-from tests.llm_server import ScriptedLLM, text
+from tests.llm_server import Reply, ScriptedLLM, text
 
 BUDGET = 8000
 OUTPUT = "revenue by month\n" + "\n".join(f"2024-{m:02d}  {m * 1013.25:,.2f}" for m in range(1, 13)) * 20
@@ -150,15 +150,19 @@ def test_the_rows_kept_between_turns_are_bounded_by_their_tokens(harness: Any, m
     assert kept.report.rows_read == 0
 
 
-def test_a_caller_changing_its_context_never_changes_the_next_turns(harness: Any) -> None:
+def test_a_turn_leaves_the_rows_kept_for_the_next_one_as_stored(harness: Any, llm: ScriptedLLM) -> None:
+    """The context's messages are the kept ones, not copies: a real turn (a tool call, its answer, the
+    model's reply) appends to its list and changes none of them, so the next turn sends what is stored."""
     session = record_turns(harness, 3, "12.5")
-    first = harness.loop.run_until_complete(build_context(session))
-    first.messages[0]["content"] = "changed by the turn"
-    first.messages.append({"role": "user", "content": "appended by the turn"})
-    again = harness.loop.run_until_complete(build_context(session))
-    assert again.report.rows_read == 0  # from the rows kept
-    assert again.messages[0]["content"] == "what is the mean revenue of batch 1?"
-    assert len(again.messages) == 12
+    call = {"name": "list_datasets", "arguments": {}, "id": "l1"}
+    llm.reply(Reply(tool_calls=[call]), text("No datasets yet."))
+    assert run_turn(harness, session, "which datasets are there?").completed_normally
+    kept = harness.loop.run_until_complete(build_context(session))
+    assert kept.report.rows_read == 3  # the kept rows and what the turn wrote after its context: call, output, answer
+    context_cache.forget(session.id)
+    stored = harness.loop.run_until_complete(build_context(session))
+    assert stored.report.rows_read > 0 and kept.messages == stored.messages
+    assert [m["role"] for m in kept.messages[-4:]] == ["user", "assistant", "tool", "assistant"]
 
 
 def test_a_message_committed_below_one_already_read_is_not_missed(harness: Any) -> None:
