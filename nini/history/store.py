@@ -367,10 +367,14 @@ class HistoryStore(ToolCallRecords, ContextRecords):
     def list_events(self, session_id: str, since: int = 0, types: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Events with ``seq > since`` (of ``types`` only, when given), oldest first: what a client that saw
         ``since`` missed."""
-        query = sa.select(*EVENT_SHAPE).where(events.c.session_id == session_id, events.c.seq > since)
-        if types is not None:
-            query = query.where(events.c.type.in_(list(types)))
-        return self._list(query.order_by(events.c.seq))
+        query = sa.select(*EVENT_SHAPE).where(events.c.session_id == session_id)
+        if types is None:
+            return self._list(query.where(events.c.seq > since).order_by(events.c.seq))
+        # Of some types: through the (session_id, type) index. On ``seq`` itself SQLite walks the
+        # primary key over every event of the session to filter them (a turn reading its reports
+        # cost more each turn); ``seq + 0`` is no key range, so it takes the type's index and sorts.
+        ordered = events.c.seq + 0
+        return self._list(query.where(events.c.type.in_(list(types)), ordered > since).order_by(ordered))
 
     # internals
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from nini.history.schema import events
+from nini.history.schema import events, sessions
 from nini.history.statements import EVENTS_CHANNEL
 from nini.history.store import HistoryStore
 
@@ -37,20 +37,20 @@ IDLE_S = 5.0
 """PostgreSQL: how long the listener waits for a notice before checking for subscribers whose
 event loop has ended (they would otherwise keep it running)."""
 
-HEADS = (
-    sa.select(events.c.session_id, sa.func.max(events.c.seq))
-    .where(events.c.session_id.in_(sa.bindparam("session_ids", expanding=True)))
-    .group_by(events.c.session_id)
-)
+# One seek of the primary key per session: a GROUP BY over the sessions' events read every event of
+# them, each poll (30 ms for 20 sessions of 6,000 events, growing with them; this is 0.5 ms).
+_LAST_SEQ = sa.select(sa.func.max(events.c.seq)).where(events.c.session_id == sessions.c.id).scalar_subquery()
+HEADS = sa.select(sessions.c.id, _LAST_SEQ).where(sessions.c.id.in_(sa.bindparam("session_ids", expanding=True)))
 
 
 def stored_heads(store: HistoryStore, session_ids: Iterable[str]) -> dict[str, int]:
-    """The last stored seq of each of ``session_ids`` that has events (the primary key's index)."""
+    """The last stored seq of each of ``session_ids`` that has events."""
     session_ids = list(session_ids)
     if not session_ids:
         return {}
     with store.reading() as conn:
-        return {session_id: seq for session_id, seq in conn.execute(HEADS, {"session_ids": session_ids})}
+        found = conn.execute(HEADS, {"session_ids": session_ids})
+        return {session_id: seq for session_id, seq in found if seq is not None}
 
 
 class EventWatcher:

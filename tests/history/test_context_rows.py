@@ -4,6 +4,8 @@ that started from it (two processes folding at once: the second is refused, noth
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from nini.history.schema import messages
@@ -73,6 +75,40 @@ def test_a_message_committed_after_a_newer_one_shows_in_the_count(
     late.close()
     again = store.context_changes(session_id, after_id=newer, counted_from=0, limit=10)
     assert (again.rows, again.count) == ([], 3)  # one more than the two rows the turn kept
+
+
+@pytest.mark.sqlite_only
+def test_reads_of_one_kind_of_event_and_of_the_heads_seek_their_index(store: HistoryStore, session_id: str) -> None:
+    """What runs each turn or each poll: a turn's read of its session's reports goes through the
+    (session_id, type) index, and the watcher's last seqs seek the primary key once per session;
+    neither walks the session's events (they did, each turn costing more than the one before)."""
+    import sqlalchemy as sa
+
+    from nini.history.watch import stored_heads
+
+    for n in range(30):
+        store.append_event(session_id, "report_ready" if n % 10 == 0 else "tool_call", {"n": n})
+    statements: list[tuple[str, Any]] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and "FROM events" in statement:
+            statements.append((statement, parameters))
+
+    sa.event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        reports = store.list_events(session_id, types=["report_ready"])
+        heads = stored_heads(store, [session_id, "no-such-session"])
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", seen)
+    assert [event["data"]["n"] for event in reports] == [0, 10, 20] and heads == {session_id: 30}
+    with store.reading() as conn:
+        plans = [
+            " ".join(row[3] for row in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters))
+            for statement, parameters in statements
+        ]
+    assert len(plans) == 2
+    assert "USING INDEX ix_events_session_id_type (session_id=? AND type=?)" in plans[0]
+    assert "SCAN" not in plans[1] and "(session_id=?)" in plans[1]
 
 
 def test_a_summary_is_replaced_only_by_the_fold_that_read_it(store: HistoryStore, session_id: str) -> None:
