@@ -92,6 +92,7 @@ class _Window:
     newest_id: int = 0  # the newest message read, whether the model takes it or not
     backlog: bool = False  # turns between the summary and ``rows`` no longer fit: they must be folded
     rows_read: int = 0
+    summary: str | None = None  # the summary's text, as the model is given it
     room: int = 0  # the tokens the recent turns may take beside the summary
     cap: int = 0  # the tool outputs' cap ``rows`` were converted with
 
@@ -118,9 +119,6 @@ async def build_context(session: Session, router: ModelRouter | None = None) -> 
     if folded:
         await _fold(session, window, router)
         context_cache.keep(session.id, window.kept())
-    language = session.settings.ui.current_language
-    summary = Summary.of(window.state["summary"]) if window.state else None
-    text = summary.text(window.summarized_turns, language) if summary else None
     messages, tokens = _sendable(window.rows)
     report = ContextReport(
         budget=session.settings.agent.context_max_tokens,
@@ -128,7 +126,7 @@ async def build_context(session: Session, router: ModelRouter | None = None) -> 
         summarized_turns=window.summarized_turns,
         rows_read=window.rows_read,
     )
-    return SessionContext(messages, text, report, tokens, folded)
+    return SessionContext(messages, window.summary, report, tokens, folded)
 
 
 def load_context(session: Session) -> list[dict[str, Any]]:
@@ -172,7 +170,7 @@ def _extended(session: Session, entry: SessionRows) -> _Window | None:
             return None
         entry = entry.after(int(state["through_id"]), state)
     window = _Window(entry.state, entry.rows, entry.newest_id, rows_read=len(changes.rows), cap=entry.cap)
-    window.room = _room(session, window)
+    _measure(session, window)
     return window
 
 
@@ -181,7 +179,7 @@ def _read_backwards(session: Session, cap: int) -> _Window:
     summary leaves with a user message among them, or reach the summary."""
     store = session.store
     window = _Window(store.context_summary(session.id), cap=cap)
-    room = window.room = _room(session, window)
+    _measure(session, window)
     newest_first: list[Row] = []
     total, user, before = 0, False, None
     while True:
@@ -193,7 +191,7 @@ def _read_backwards(session: Session, cap: int) -> _Window:
             user = user or row["role"] == "user"
         if len(rows) < PAGE_ROWS:
             break
-        if total > room and user:
+        if total > window.room and user:
             window.backlog = True  # older turns remain between these and the summary
             break
         before = rows[-1]["id"]
@@ -205,35 +203,43 @@ def _read_backwards(session: Session, cap: int) -> _Window:
 def _fit(window: _Window) -> None:
     """Keep in ``window.rows`` the newest whole turns within its room (all of them when they fit
     and nothing older remains, the newest turn always); ``backlog`` when turns were left out."""
+    start, left_out = _newest_turns(window.rows, window.room)
+    # a backlog is a read that stopped short of the summary: what precedes its oldest user message
+    # is part of a turn
+    if left_out or window.backlog:
+        window.rows, window.backlog = window.rows[start or 0 :], True
+
+
+def _newest_turns(rows: list[Row], room: int) -> tuple[int | None, bool]:
+    """Where in ``rows`` (oldest first) the newest whole turns within ``room`` tokens start (the
+    newest turn always; None without a user message), and whether older turns were left out."""
     total, start = 0, None
-    for index in range(len(window.rows) - 1, -1, -1):
-        _, message, tokens = window.rows[index]
-        if message is None:
-            continue
-        if total + tokens > window.room and start is not None:
-            window.rows, window.backlog = window.rows[start:], True
-            return
+    for index in range(len(rows) - 1, -1, -1):
+        _, message, tokens = rows[index]
+        if total + tokens > room and start is not None:
+            return start, True
         total += tokens
-        if message["role"] == "user":
+        if message is not None and message["role"] == "user":
             start = index
-    if window.backlog:  # read only so far back: what precedes the oldest user message is part of a turn
-        window.rows = window.rows[start or 0 :]
+    return start, False
 
 
-def _room(session: Session, window: _Window) -> int:
-    """The tokens the recent turns may take: the budget less the summary's."""
+def _measure(session: Session, window: _Window) -> None:
+    """Set the window's summary text (made once a turn: the model is given it, and its length sets
+    the room) and its room, the tokens the recent turns may take: the budget less the summary's."""
     budget = session.settings.agent.context_max_tokens
     if not window.state:
-        return budget
+        window.summary, window.room = None, budget
+        return
     summary = Summary.of(window.state["summary"])
-    text = summary.text(window.summarized_turns, session.settings.ui.current_language)
-    return max(budget - count_repeated(text), budget // 2)
+    window.summary = summary.text(window.summarized_turns, session.settings.ui.current_language)
+    window.room = max(budget - count_repeated(window.summary), budget // 2)
 
 
 async def _fold(session: Session, window: _Window, router: ModelRouter | None) -> None:
     """Fold the turns older than the newest ``KEEP_SHARE`` of the room into the summary, store it,
     and leave ``window`` holding the summary and the turns kept."""
-    keep = _keep_from(window.rows, int(window.room * KEEP_SHARE))
+    keep = _newest_turns(window.rows, int(window.room * KEEP_SHARE))[0] or 0
     first_kept = window.rows[keep][0] if keep < len(window.rows) else window.rows[-1][0] + 1
     store, language = session.store, session.settings.ui.current_language
     previous = Summary.of(window.state["summary"]) if window.state else Summary()
@@ -261,20 +267,7 @@ async def _fold(session: Session, window: _Window, router: ModelRouter | None) -
     window.state = {"through_id": through, "turns": total_turns, "summary": merged.to_dict()}
     window.rows = window.rows[keep:]
     window.backlog = False
-
-
-def _keep_from(rows: list[Row], room: int) -> int:
-    """The index in ``rows`` (oldest first) of the first message of the newest whole turns within
-    ``room`` tokens; the newest turn always."""
-    total, start = 0, None
-    for index in range(len(rows) - 1, -1, -1):
-        _, message, tokens = rows[index]
-        total += tokens
-        if total > room and start is not None:
-            break
-        if message is not None and message["role"] == "user":
-            start = index
-    return start if start is not None else 0
+    _measure(session, window)
 
 
 def _folded_notes(

@@ -128,15 +128,15 @@ class Conversation:
     _counted: int = 0  # messages already in ``_tokens``
     _tokens: int = 0
 
-    def counted(self, tokens: int) -> None:
-        """The messages so far hold ``tokens`` (counted as the context was read): only later ones are counted."""
+    def reports(self, report: ContextReport, tokens: int) -> None:
+        """Count the prompt into ``report`` as it is sent; the messages so far hold ``tokens``
+        (counted as the context was read): only later ones are counted."""
+        self.report = report
         self._tokens = _system_tokens(self.system) + tokens
         self._counted = len(self.messages)
 
     def prompt_tokens(self) -> int:
         """The tokens of the prompt as sent now (system and messages), counting only what is new."""
-        if self._counted == 0 and self._tokens == 0:
-            self._tokens = _system_tokens(self.system)
         for message in self.messages[self._counted :]:
             self._tokens += message_tokens(message)
         self._counted = len(self.messages)
@@ -263,8 +263,7 @@ class AgentRunner:
                 await self._publish(session, "context_summary", summary, turn_id)
             tools = build_toolset(session.registry, lambda record: True)
             conversation = Conversation(session, turn_id, system, context.messages, tools, persist=True)
-            conversation.report = context.report
-            conversation.counted(context.tokens)  # the context's messages are counted already
+            conversation.reports(context.report, context.tokens)  # the context's messages are counted already
             end = await self.loop(conversation)
         except NiniError as exc:
             end = LoopEnd(answer="", ended_by="error", iterations=0, error=exc.to_dict())

@@ -1,7 +1,8 @@
 """The reads a model call makes of a long session, each bounded by what it needs, never by the
 session's length, and the running summary of the turns that no longer fit its context.
 
-A turn's context is built from the newest messages backwards (``messages_newest_first``, an
+A turn's context is the rows its process kept from the last turn and the messages written since
+(``context_changes``), or, cold, the newest messages read backwards (``messages_newest_first``, an
 indexed range with a limit) down to the last message the summary covers; the turns that fall out
 are read forwards in bounded pages (``messages_oldest_first``) only once, to be folded into the
 summary (``save_context_summary``). One turn's messages and the last user messages are indexed
