@@ -36,7 +36,7 @@ export class SessionList {
   private readonly status = el('div', 'nini-session-status');
   private sessions: SessionInfo[] = [];
   private current: string | null = null;
-  private asked = 0; // the latest search sent: an older answer arriving late is dropped
+  private asked = 0; // the latest search sent, or typing since: an older answer arriving late is dropped
   private timer = 0;
   private confirming = false; // a dialog is up: a click on it is not a click outside the panel
 
@@ -133,6 +133,7 @@ export class SessionList {
 
   /** Titles filter at once; the server's search (the conversations too) follows when typing pauses. */
   private searchSoon(): void {
+    this.asked++; // what was typed supersedes a search still on its way (show()'s, of the old text)
     const query = this.search.value.trim().toLowerCase();
     this.render(
       query,
